@@ -1,0 +1,22 @@
+//! `addonctl init`: scaffold a new addon.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::args::{GlobalArgs, InitArgs};
+
+/// Runs the command.
+pub fn run(_global: &GlobalArgs, args: &InitArgs) -> anyhow::Result<ExitCode> {
+    let dir = args.dir.clone().unwrap_or_else(|| args.name.clone().into());
+    let written = addonctl::scaffold::scaffold(&dir, &args.name)?;
+    let mut stdout = std::io::stdout().lock();
+    for path in written {
+        writeln!(stdout, "created {}", path.display())?;
+    }
+    writeln!(
+        stdout,
+        "next: `addonctl lint {0}` and `addonctl render {0}`",
+        dir.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

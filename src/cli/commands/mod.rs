@@ -1,0 +1,5 @@
+//! One module per command.
+
+pub mod init;
+pub mod lint;
+pub mod render;

@@ -1,0 +1,43 @@
+//! Error reporting: the full chain on stderr, and the exit code (2 for the user's errors, 1 otherwise).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Prints an error with its causes and returns the exit code for it.
+pub fn report(error: &anyhow::Error) -> ExitCode {
+    let mut stderr = std::io::stderr().lock();
+    let mut shown = error.to_string();
+    let _ = writeln!(stderr, "error: {shown}");
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !shown.contains(&text) {
+            let _ = writeln!(stderr, "  caused by: {text}");
+            shown.push_str(&text);
+        }
+    }
+    if is_user_error(error) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// User errors: anything the library classifies as such, and every [`UserError`].
+fn is_user_error(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<UserError>().is_some()
+            || cause
+                .downcast_ref::<addonctl::Error>()
+                .is_some_and(addonctl::Error::is_user_error)
+    })
+}
+
+/// An error caused by what the user asked for (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UserError(pub String);
+
+/// Shorthand for a user error.
+pub fn user(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UserError(message.into()))
+}

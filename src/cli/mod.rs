@@ -1,0 +1,47 @@
+//! The command line: argument parsing, printing and exit codes. The only place that prints.
+
+mod args;
+mod commands;
+mod diagnostics;
+
+use std::process::ExitCode;
+
+pub use args::Cli;
+use args::{Command, GlobalArgs};
+pub use diagnostics::report;
+
+/// Routes logs to stderr: warnings by default, more with `-v`, only errors with `-q`.
+pub fn init_logging(global: &GlobalArgs) {
+    let level = match (global.quiet, global.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ADDONCTL_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!(
+            "addonctl={level},{}",
+            if global.verbose > 2 { "info" } else { "warn" }
+        ))
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_ansi(
+            std::env::var_os("NO_COLOR").is_none()
+                && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        )
+        .try_init();
+}
+
+/// Runs one command.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Render(args) => commands::render::run(&cli.global, args).await,
+        Command::Lint(args) => commands::lint::run(&cli.global, args).await,
+        Command::Init(args) => commands::init::run(&cli.global, &args),
+    }
+}

@@ -1,0 +1,322 @@
+//! Loads one addon version from a reader into an [`AddonPackage`].
+//!
+//! Files are classified by path ([`classify`]); ignored files are never read. The files that
+//! matter are read concurrently (bounded), must be UTF-8, and are sorted into the package.
+
+pub mod classify;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+
+use crate::model::{AddonMeta, AddonPackage, MetadataError, SourceFile, Template};
+use crate::source::{self, AddonRef, AsyncReader};
+use classify::{classify, module_name, FileKind};
+
+/// How many files are read at once.
+const READ_CONCURRENCY: usize = 8;
+
+/// An addon's files could not be made into a package.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading from the registry failed.
+    #[error("cannot read addon `{addon}`: {source}")]
+    Source {
+        /// The addon.
+        addon: String,
+        /// The reader's error.
+        #[source]
+        source: source::Error,
+    },
+    /// `metadata.yaml` is missing.
+    #[error("addon `{addon}` has no `metadata.yaml`; every addon needs one with at least `name` and `version`")]
+    MissingMetadata {
+        /// The addon.
+        addon: String,
+    },
+    /// `metadata.yaml` is invalid.
+    #[error("addon `{addon}`: {source}")]
+    Metadata {
+        /// The addon.
+        addon: String,
+        /// What is wrong.
+        #[source]
+        source: MetadataError,
+    },
+    /// A file is not UTF-8.
+    #[error("addon `{addon}`: `{path}` is not valid UTF-8 text")]
+    NotUtf8 {
+        /// The addon.
+        addon: String,
+        /// The file.
+        path: String,
+    },
+    /// Both `template.rhai` and `template.yaml` exist.
+    #[error("addon `{addon}` has both `template.rhai` and `template.yaml`; keep one of them")]
+    TwoTemplates {
+        /// The addon.
+        addon: String,
+    },
+}
+
+/// Reads and classifies one addon version.
+pub async fn load(reader: &dyn AsyncReader, addon: &AddonRef) -> Result<AddonPackage, Error> {
+    let wrap = |source| Error::Source {
+        addon: addon.name.clone(),
+        source,
+    };
+    let files = reader.list_files(addon).await.map_err(wrap)?;
+    let wanted: Vec<String> = files
+        .into_iter()
+        .filter(|f| classify(&f.path) != FileKind::Ignored)
+        .map(|f| f.path)
+        .collect();
+    let contents: Vec<(String, Vec<u8>)> = stream::iter(wanted)
+        .map(|path| async move {
+            let bytes = reader.read_file(addon, &path).await?;
+            Ok::<_, source::Error>((path, bytes))
+        })
+        .buffered(READ_CONCURRENCY)
+        .try_collect()
+        .await
+        .map_err(wrap)?;
+    from_files(reader.registry(), &addon.name, contents)
+}
+
+/// Builds a package from `(path, bytes)` pairs (paths relative to the addon root). Pure.
+pub fn from_files(
+    registry: &str,
+    addon: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<AddonPackage, Error> {
+    let mut files: Vec<(String, String)> = files
+        .into_iter()
+        .filter(|(path, _)| classify(path) != FileKind::Ignored)
+        .map(|(path, bytes)| match String::from_utf8(bytes) {
+            Ok(text) => Ok((path, text)),
+            Err(_) => Err(Error::NotUtf8 {
+                addon: addon.to_owned(),
+                path,
+            }),
+        })
+        .collect::<Result<_, _>>()?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let metadata_text = files
+        .iter()
+        .find(|(p, _)| classify(p) == FileKind::Metadata)
+        .map(|(_, t)| t.clone())
+        .ok_or_else(|| Error::MissingMetadata {
+            addon: addon.to_owned(),
+        })?;
+    let (metadata, warnings) =
+        AddonMeta::parse(&metadata_text).map_err(|source| Error::Metadata {
+            addon: addon.to_owned(),
+            source,
+        })?;
+    let name = metadata.name.clone();
+    let mut package = AddonPackage {
+        registry: registry.to_owned(),
+        metadata,
+        readme: None,
+        parameter: None,
+        parameter_schema: None,
+        template: None,
+        resource_yamls: Vec::new(),
+        resource_scripts: Vec::new(),
+        definitions: Vec::new(),
+        schemas: Vec::new(),
+        views: Vec::new(),
+        config_templates: Vec::new(),
+        notes: None,
+        lib: std::collections::BTreeMap::new(),
+        unsupported_cue: Vec::new(),
+        warnings: warnings
+            .into_iter()
+            .map(|w| format!("`metadata.yaml`: {w}"))
+            .collect(),
+    };
+    for (path, text) in files {
+        let kind = classify(&path);
+        let file = SourceFile::new(path.clone(), text);
+        match kind {
+            FileKind::Metadata | FileKind::Ignored => {}
+            FileKind::Readme => {
+                // `README.md` wins over `readme.md` (sorted first).
+                if package.readme.is_none() {
+                    package.readme = Some(file.text.to_string());
+                }
+            }
+            FileKind::Parameter => package.parameter = Some(file),
+            FileKind::ParameterSchema => package.parameter_schema = Some(file),
+            FileKind::TemplateRhai | FileKind::TemplateYaml => {
+                if package.template.is_some() {
+                    return Err(Error::TwoTemplates { addon: name });
+                }
+                package.template = Some(if kind == FileKind::TemplateRhai {
+                    Template::Rhai(file)
+                } else {
+                    Template::Yaml(file)
+                });
+            }
+            FileKind::ResourceYaml => package.resource_yamls.push(file),
+            FileKind::ResourceScript => package.resource_scripts.push(file),
+            FileKind::Definition => package.definitions.push(file),
+            FileKind::Schema => package.schemas.push(file),
+            FileKind::View => package.views.push(file),
+            FileKind::ConfigTemplate => package.config_templates.push(file),
+            FileKind::Notes => package.notes = Some(file),
+            FileKind::Lib => {
+                if let Some(module) = module_name(&path) {
+                    package.lib.insert(module.to_owned(), file);
+                }
+            }
+            FileKind::UnsupportedCue => package.unsupported_cue.push(path),
+        }
+    }
+    if package.parameter.is_some() && package.parameter_schema.is_some() {
+        package.warnings.push(
+            "both `parameter.rhai` and `parameter.schema.json` exist; `parameter.rhai` is used"
+                .to_owned(),
+        );
+    }
+    Ok(package)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, text: &str) -> (String, Vec<u8>) {
+        (path.to_owned(), text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn files_are_sorted_into_the_package() {
+        let package = from_files(
+            "local",
+            "demo",
+            vec![
+                file("resources/b.yaml", "kind: B"),
+                file("metadata.yaml", "name: demo\nversion: 1.0.0\n"),
+                file("resources/a.yaml", "kind: A"),
+                file("resources/c.rhai", "#{}"),
+                file("lib/x.rhai", "fn f() { 1 }"),
+                file("images/logo.png", "\u{0}binary"),
+                file("template.cue", "output: {}"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(package.name(), "demo");
+        let yamls: Vec<_> = package
+            .resource_yamls
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(yamls, ["resources/a.yaml", "resources/b.yaml"]);
+        assert_eq!(package.resource_scripts.len(), 1);
+        assert!(package.lib.contains_key("x"));
+        assert_eq!(package.unsupported_cue, ["template.cue"]);
+    }
+
+    #[test]
+    fn bad_packages_are_clear_errors() {
+        let err = from_files("local", "x", vec![file("README.md", "hi")]).unwrap_err();
+        assert!(err.to_string().contains("has no `metadata.yaml`"), "{err}");
+        let err = from_files(
+            "local",
+            "x",
+            vec![
+                file("metadata.yaml", "name: x\nversion: 1.0.0"),
+                file("template.rhai", "#{}"),
+                file("template.yaml", "kind: Application"),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("both `template.rhai` and `template.yaml`"),
+            "{err}"
+        );
+        let err = from_files(
+            "local",
+            "x",
+            vec![
+                file("metadata.yaml", "name: x\nversion: 1.0.0"),
+                ("NOTES.rhai".into(), vec![0xff, 0xfe]),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("`NOTES.rhai` is not valid UTF-8"),
+            "{err}"
+        );
+    }
+}
+
+/// Where an addon named on the command line comes from.
+#[derive(Debug)]
+pub struct Located {
+    /// The reader of its registry.
+    pub reader: source::Reader,
+    /// The addon in that registry.
+    pub addon: AddonRef,
+}
+
+/// Finds the addon a user named: an existing directory (one addon, or a directory holding
+/// exactly one), `builtin/<name>`, or the name of a built-in addon.
+pub async fn locate(reference: &str, version: Option<&str>) -> crate::Result<Located> {
+    use std::sync::Arc;
+
+    use crate::source::builtin::{BuiltinReader, BUILTIN_REGISTRY};
+    use crate::source::local::LocalReader;
+
+    let path = std::path::Path::new(reference);
+    if path.is_dir() {
+        let reader = LocalReader::new(path)?;
+        let addons = reader.list_addons().await?;
+        let addon = match addons.as_slice() {
+            [one] => one.name.clone(),
+            [] => {
+                return Err(crate::Error::User(format!(
+                    "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
+                )))
+            }
+            many => {
+                return Err(crate::Error::User(format!(
+                    "`{reference}` holds {} addons ({}); name one directory",
+                    many.len(),
+                    many.iter().map(|a| format!("`{}`", a.name)).collect::<Vec<_>>().join(", ")
+                )))
+            }
+        };
+        return Ok(Located {
+            reader: Arc::new(reader),
+            addon: AddonRef {
+                name: addon,
+                version: version.map(str::to_owned),
+            },
+        });
+    }
+    let name = reference
+        .strip_prefix(&format!("{BUILTIN_REGISTRY}/"))
+        .unwrap_or(reference);
+    if !crate::model::metadata::is_valid_name(name) {
+        return Err(crate::Error::User(format!(
+            "`{reference}` is neither an addon directory nor the name of a built-in addon"
+        )));
+    }
+    let reader = BuiltinReader::new();
+    let known = reader.list_addons().await?;
+    if !known.iter().any(|a| a.name == name) {
+        return Err(crate::Error::User(format!(
+            "no addon `{name}` in the built-in registry (available: {}), and no directory `{reference}`",
+            known.iter().map(|a| format!("`{}`", a.name)).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(Located {
+        reader: Arc::new(reader),
+        addon: AddonRef {
+            name: name.to_owned(),
+            version: version.map(str::to_owned),
+        },
+    })
+}

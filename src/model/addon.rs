@@ -1,0 +1,96 @@
+//! An addon's files, classified by what they mean (DESIGN §2.1).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::model::AddonMeta;
+
+/// One text file of an addon, with its path relative to the addon's root (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Path relative to the addon root, e.g. `resources/crd.yaml`.
+    pub path: String,
+    /// The file's text (valid UTF-8).
+    pub text: Arc<str>,
+}
+
+impl SourceFile {
+    /// Builds a file from a path and text.
+    pub fn new(path: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
+        SourceFile {
+            path: path.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// The wrapping Application's template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Template {
+    /// `template.rhai`: evaluates to `#{ output, outputs }`.
+    Rhai(SourceFile),
+    /// `template.yaml`: a static Application (KubeVela's legacy form).
+    Yaml(SourceFile),
+}
+
+/// An addon read from a registry, its files sorted into their roles. Every list is in path order.
+#[derive(Debug, Clone)]
+pub struct AddonPackage {
+    /// The registry it was read from (`local` for a directory, `builtin` for the embedded one).
+    pub registry: String,
+    /// `metadata.yaml`.
+    pub metadata: AddonMeta,
+    /// `README.md` / `readme.md`.
+    pub readme: Option<String>,
+    /// `parameter.rhai`.
+    pub parameter: Option<SourceFile>,
+    /// `parameter.schema.json` (used when there is no `parameter.rhai`).
+    pub parameter_schema: Option<SourceFile>,
+    /// `template.rhai` or `template.yaml`.
+    pub template: Option<Template>,
+    /// `resources/**.yaml|yml` (become one `<addon>-resources` component).
+    pub resource_yamls: Vec<SourceFile>,
+    /// `resources/**.rhai` (each a component or a list of components).
+    pub resource_scripts: Vec<SourceFile>,
+    /// `definitions/**.yaml|yml|rhai|cue`.
+    pub definitions: Vec<SourceFile>,
+    /// `schemas/**.yaml|yml`.
+    pub schemas: Vec<SourceFile>,
+    /// `views/**.yaml|yml`.
+    pub views: Vec<SourceFile>,
+    /// `config-templates/**.cue`.
+    pub config_templates: Vec<SourceFile>,
+    /// `NOTES.rhai`.
+    pub notes: Option<SourceFile>,
+    /// `lib/**.rhai`, keyed by module name (`lib/k8s/labels.rhai` → `k8s/labels`).
+    pub lib: BTreeMap<String, SourceFile>,
+    /// CUE files that cannot be evaluated (`template.cue`, `parameter.cue`, `resources/*.cue`, `NOTES.cue`).
+    pub unsupported_cue: Vec<String>,
+    /// Problems that do not stop loading (duplicated metadata keys, skipped files).
+    pub warnings: Vec<String>,
+}
+
+impl AddonPackage {
+    /// The addon's name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// Every script of the package (paths and texts), in a stable order.
+    pub fn scripts(&self) -> Vec<&SourceFile> {
+        let mut out = Vec::new();
+        out.extend(self.parameter.as_ref());
+        if let Some(Template::Rhai(f)) = &self.template {
+            out.push(f);
+        }
+        out.extend(self.resource_scripts.iter());
+        out.extend(
+            self.definitions
+                .iter()
+                .filter(|f| f.path.ends_with(".rhai")),
+        );
+        out.extend(self.notes.as_ref());
+        out.extend(self.lib.values());
+        out
+    }
+}

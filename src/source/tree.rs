@@ -1,0 +1,103 @@
+//! An index of the addons in a tree of directories, shared by the local and built-in readers.
+
+use std::collections::BTreeMap;
+
+use crate::model::{AddonMeta, AddonVersion};
+use crate::source::{AddonRef, AddonSummary, Error, Result};
+
+/// Where one addon lives in the tree and which version it is.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexEntry {
+    /// The addon's directory relative to the root (`""` when the root is the addon).
+    pub dir: String,
+    /// The version in its `metadata.yaml`.
+    pub version: AddonVersion,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// Addon name → where it lives.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Index {
+    pub addons: BTreeMap<String, IndexEntry>,
+}
+
+impl Index {
+    /// Builds the index from `(directory, metadata.yaml text)` pairs, in directory order.
+    /// Directories whose metadata cannot be read are skipped with a warning in the log.
+    pub fn build(registry: &str, candidates: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut addons = BTreeMap::new();
+        for (dir, text) in candidates {
+            let shown = if dir.is_empty() { "." } else { dir.as_str() };
+            match AddonMeta::parse(&text) {
+                Ok((meta, _)) => {
+                    if let Some(existing) = addons.get(&meta.name) {
+                        let existing: &IndexEntry = existing;
+                        tracing::warn!(
+                            registry,
+                            "addon `{}` appears in `{}` and `{shown}`; using `{}`",
+                            meta.name,
+                            existing.dir,
+                            existing.dir
+                        );
+                        continue;
+                    }
+                    addons.insert(
+                        meta.name.clone(),
+                        IndexEntry {
+                            dir,
+                            version: meta.version,
+                            description: meta.description,
+                        },
+                    );
+                }
+                Err(e) => tracing::warn!(registry, "skipping `{shown}`: {e}"),
+            }
+        }
+        Index { addons }
+    }
+
+    /// The listing, sorted by name.
+    pub fn summaries(&self) -> Vec<AddonSummary> {
+        self.addons
+            .iter()
+            .map(|(name, entry)| AddonSummary {
+                name: name.clone(),
+                versions: vec![entry.version.raw().to_owned()],
+                description: entry.description.clone(),
+            })
+            .collect()
+    }
+
+    /// Finds the directory of an addon version.
+    pub fn lookup(&self, registry: &str, addon: &AddonRef) -> Result<&IndexEntry> {
+        let entry = self
+            .addons
+            .get(&addon.name)
+            .ok_or_else(|| Error::NotFound {
+                registry: registry.to_owned(),
+                what: format!("addon `{}`", addon.name),
+            })?;
+        if let Some(version) = &addon.version {
+            if !entry.version.same_as(version) {
+                return Err(Error::NotFound {
+                    registry: registry.to_owned(),
+                    what: format!(
+                        "version `{version}` of addon `{}` (available: `{}`)",
+                        addon.name, entry.version
+                    ),
+                });
+            }
+        }
+        Ok(entry)
+    }
+}
+
+/// Joins an addon directory and a relative path.
+pub(crate) fn join(dir: &str, path: &str) -> String {
+    if dir.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{dir}/{path}")
+    }
+}
