@@ -194,17 +194,6 @@ async fn lint_one(
     for error in renderer.compile_all(&package) {
         push(Severity::Error, &name, error.to_string());
     }
-    if !package.unsupported_cue.is_empty() {
-        push(
-            Severity::Error,
-            &name,
-            format!(
-                "{} cannot be evaluated; write the Rhai equivalents (`template.rhai`, `parameter.rhai`, `resources/*.rhai`, `NOTES.rhai`)",
-                package.unsupported_cue.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
-            ),
-        );
-        return;
-    }
     let schema = match renderer.parameter_schema(&package) {
         Ok(s) => s,
         Err(e) => return push(Severity::Error, &name, e.to_string()),
@@ -228,6 +217,17 @@ async fn lint_one(
                 format!("parameter `{key}` is a Rhai keyword: scripts must read it as `parameter[\"{key}\"]`"),
             );
         }
+    }
+    if !package.unsupported_cue.is_empty() {
+        push(
+            Severity::Error,
+            &name,
+            format!(
+                "{} cannot be evaluated; write the Rhai equivalents (`template.rhai`, `parameter.rhai`, `resources/*.rhai`, `NOTES.rhai`)",
+                package.unsupported_cue.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ),
+        );
+        return;
     }
     let options = RenderOptions {
         args: example_args(schema.schema()),

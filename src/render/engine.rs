@@ -49,8 +49,8 @@ impl Default for Limits {
             max_operations: 10_000_000,
             deadline: Duration::from_secs(5),
             max_string_size: 4 * 1024 * 1024,
-            max_array_size: 100_000,
-            max_map_size: 100_000,
+            max_array_size: 10_000,
+            max_map_size: 10_000,
             max_call_levels: 64,
             max_expr_depth: (64, 64),
             max_modules: 64,
@@ -161,8 +161,9 @@ impl LibResolver {
         path: &str,
         pos: Position,
     ) -> Result<Arc<Module>, Box<EvalAltResult>> {
+        // Not `ErrorModuleNotFound`: Rhai replaces that one with a bare "not found".
         let not_found = |why: String| -> Box<EvalAltResult> {
-            Box::new(EvalAltResult::ErrorModuleNotFound(why, pos))
+            Box::new(EvalAltResult::ErrorRuntime(format!("cannot import {why}").into(), pos))
         };
         let key = source
             .and_then(|s| s.split_once(SOURCE_SEPARATOR))

@@ -2,7 +2,7 @@
 //! and the shape helpers that make Applications short to write.
 
 use base64::Engine as _;
-use rhai::{Array, Dynamic, Engine, EvalAltResult, ImmutableString, Map};
+use rhai::{Array, Dynamic, Engine, EvalAltResult, ImmutableString, Map, NativeCallContext, INT};
 use sha2::{Digest, Sha256};
 
 use crate::model::{AddonVersion, Constraint};
@@ -205,8 +205,43 @@ fn topology(name: ImmutableString, clusters: Dynamic) -> Fallible<Map> {
     ]))
 }
 
+/// Rhai checks the size of values a method returns, not of the array it mutates in place; these
+/// replacements of the in-place array growers enforce the array-size limit on every call.
+fn check_array_growth(ctx: &NativeCallContext, new_len: usize) -> Fallible<()> {
+    let max = ctx.engine().max_array_size();
+    if max > 0 && new_len > max {
+        return Err(Box::new(EvalAltResult::ErrorDataTooLarge("Size of array".into(), ctx.position())));
+    }
+    Ok(())
+}
+
+fn register_bounded_array_growth(engine: &mut Engine) {
+    engine
+        .register_fn("push", |ctx: NativeCallContext, array: &mut Array, item: Dynamic| -> Fallible<()> {
+            check_array_growth(&ctx, array.len() + 1)?;
+            array.push(item);
+            Ok(())
+        })
+        .register_fn("append", |ctx: NativeCallContext, array: &mut Array, other: Array| -> Fallible<()> {
+            check_array_growth(&ctx, array.len() + other.len())?;
+            array.extend(other);
+            Ok(())
+        })
+        .register_fn(
+            "insert",
+            |ctx: NativeCallContext, array: &mut Array, index: INT, item: Dynamic| -> Fallible<()> {
+                check_array_growth(&ctx, array.len() + 1)?;
+                let len = INT::try_from(array.len()).unwrap_or(INT::MAX);
+                let position = if index < 0 { (len + index).max(0) } else { index.min(len) };
+                array.insert(usize::try_from(position).unwrap_or(array.len()), item);
+                Ok(())
+            },
+        );
+}
+
 /// Registers every helper on the engine.
 pub(crate) fn register(engine: &mut Engine) {
+    register_bounded_array_growth(engine);
     engine
         .register_fn("to_yaml", to_yaml)
         .register_fn("to_json", to_json)

@@ -283,6 +283,14 @@ fn mask_strings(value: &mut Value, secrets: &[String]) {
     }
 }
 
+/// The message of a file error without its addon/file prefix.
+fn inner_message(error: &Error) -> String {
+    match error {
+        Error::File { message, .. } | Error::Addon { message, .. } | Error::Script { message, .. } => message.clone(),
+        Error::Parameters { error, .. } => error.to_string(),
+    }
+}
+
 /// `parameter.rhai` declares the parameters, so it cannot read them.
 fn is_parameter_file(file: &SourceFile) -> bool {
     file.path == "parameter.rhai"
@@ -827,7 +835,8 @@ impl Renderer {
             None | Some(Value::Null) => {}
             Some(Value::Object(items)) => {
                 for (key, mut object) in items {
-                    Self::check_object(pkg, &format!("{} (outputs.{key})", file.path), &object)?;
+                    Self::check_object(pkg, &file.path, &object)
+                        .map_err(|e| Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {}", inner_message(&e))))?;
                     normalize::add_label(&mut object, LABEL_AUXILIARY, &key).map_err(|m| {
                         Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {m}"))
                     })?;
@@ -991,3 +1000,4 @@ impl Renderer {
         Ok(out)
     }
 }
+

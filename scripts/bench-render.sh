@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Render benchmarks: criterion (warm render of one addon, all built-in addons with cold caches)
+# and a whole cold process linting (= loading, compiling and rendering) every built-in addon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+cargo bench --bench render -- --noplot "$@"
+echo "== cold process: addonctl lint addons (renders every built-in addon) =="
+bin=target/release/addonctl
+runs=20
+start=$(date +%s%N)
+for _ in $(seq "$runs"); do "$bin" lint addons >/dev/null; done
+end=$(date +%s%N)
+echo "mean over $runs runs: $(( (end - start) / runs / 1000 )) us per process"

@@ -1,0 +1,26 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod builders;
+pub mod conformance;
+
+use std::path::PathBuf;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `tests/fixtures/registry`: the fixture registry every source serves.
+pub fn fixture_registry() -> PathBuf {
+    root().join("tests/fixtures/registry")
+}
+
+/// A multi-thread runtime for tests that are not `#[tokio::test]`.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
