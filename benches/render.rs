@@ -1,6 +1,6 @@
 //! Rendering benchmarks (DESIGN §8): one typical built-in addon warm (goal ≤ 1 ms), and every
 //! built-in addon with a fresh renderer, i.e. cold caches (goal ≤ 100 ms for all of them).
-#![allow(missing_docs, clippy::unwrap_used)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::print_stderr)]
 
 use std::hint::black_box;
 
@@ -12,12 +12,19 @@ use addonctl::source::{AddonRef, AsyncReader};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn packages() -> Vec<AddonPackage> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let reader = BuiltinReader::new();
         let mut out = Vec::new();
         for summary in reader.list_addons().await.unwrap() {
-            out.push(loader::load(&reader, &AddonRef::latest(summary.name)).await.unwrap());
+            out.push(
+                loader::load(&reader, &AddonRef::latest(summary.name))
+                    .await
+                    .unwrap(),
+            );
         }
         out
     })
@@ -25,7 +32,8 @@ fn packages() -> Vec<AddonPackage> {
 
 fn bench(c: &mut Criterion) {
     let packages = packages();
-    let typical_name = std::env::var("ADDONCTL_BENCH_ADDON").unwrap_or_else(|_| "strongbox-operator".to_owned());
+    let typical_name =
+        std::env::var("ADDONCTL_BENCH_ADDON").unwrap_or_else(|_| "strongbox-operator".to_owned());
     let typical = packages
         .iter()
         .find(|p| p.name() == typical_name)
@@ -36,7 +44,11 @@ fn bench(c: &mut Criterion) {
     let count = objects.objects().len()
         + objects.application["spec"]["components"]
             .as_array()
-            .map_or(0, |cs| cs.iter().map(|c| c["properties"]["objects"].as_array().map_or(1, Vec::len)).sum());
+            .map_or(0, |cs| {
+                cs.iter()
+                    .map(|c| c["properties"]["objects"].as_array().map_or(1, Vec::len))
+                    .sum()
+            });
     eprintln!("typical addon `{}`: {count} objects", typical.name());
 
     c.bench_function("render_typical_warm", |b| {

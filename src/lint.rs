@@ -362,7 +362,10 @@ fn example_value(schema: &Value, depth: usize) -> Value {
     }
     let number = |key: &str| schema.get(key).and_then(Value::as_f64);
     match schema.get("type").and_then(Value::as_str) {
-        Some("integer") => Value::from(number("minimum").map_or(1, |m| m.ceil() as i64).max(0)),
+        Some("integer") => {
+            let minimum = schema.get("minimum").and_then(Value::as_i64).unwrap_or(1);
+            Value::from(minimum.max(0))
+        }
         Some("number") => Value::from(number("minimum").unwrap_or(1.0)),
         Some("boolean") => Value::Bool(false),
         Some("array") => Value::Array(Vec::new()),

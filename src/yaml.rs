@@ -248,9 +248,8 @@ mod tests {
         let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..12 {
             let p = i - 1;
-            text.push_str(&format!(
-                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
-            ));
+            let refs = vec![format!("*a{p}"); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
         let err = parse_documents(&text).unwrap_err();
         assert!(err.message.contains("repetition limit"), "{}", err.message);

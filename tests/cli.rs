@@ -8,7 +8,8 @@ use crate::support::{builders::TestAddon, fixture_registry};
 
 fn addonctl() -> Command {
     let mut cmd = Command::cargo_bin("addonctl").unwrap();
-    cmd.env_remove("KUBEVELA_SYSTEM_NAMESPACE").env("NO_COLOR", "1");
+    cmd.env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+        .env("NO_COLOR", "1");
     cmd
 }
 
@@ -28,7 +29,10 @@ fn render_prints_a_json_list_and_notes_on_stderr() {
     assert_eq!(list["kind"], "List");
     let app = list["items"].as_array().unwrap().last().unwrap();
     assert_eq!(app["kind"], "Application");
-    assert_eq!(app["spec"]["components"][0]["properties"]["objects"][0]["spec"]["replicas"], 3);
+    assert_eq!(
+        app["spec"]["components"][0]["properties"]["objects"][0]["spec"]["replicas"],
+        3
+    );
 }
 
 #[test]
@@ -38,7 +42,9 @@ fn render_yaml_stream_is_the_default() {
         .arg(fixture_registry().join("minimal"))
         .assert()
         .success()
-        .stdout(predicate::str::starts_with("---\napiVersion: v1\nkind: Namespace\n"));
+        .stdout(predicate::str::starts_with(
+            "---\napiVersion: v1\nkind: Namespace\n",
+        ));
 }
 
 #[test]
@@ -83,7 +89,9 @@ fn user_errors_exit_2_with_a_clear_message() {
         .args(["render", "no-such-addon"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("no addon `no-such-addon` in the built-in registry"));
+        .stderr(predicate::str::contains(
+            "no addon `no-such-addon` in the built-in registry",
+        ));
     addonctl()
         .arg("render")
         .arg(fixture_registry().join("full"))
@@ -102,26 +110,53 @@ fn user_errors_exit_2_with_a_clear_message() {
 
 #[test]
 fn builtin_addons_render_and_lint_clean() {
-    addonctl().args(["lint"]).arg(crate::support::root().join("addons")).assert().success();
-    let out = addonctl().args(["render", "-o", "json"]).arg("builtin/strongbox-operator").assert().success();
+    addonctl()
+        .args(["lint"])
+        .arg(crate::support::root().join("addons"))
+        .assert()
+        .success();
+    let out = addonctl()
+        .args(["render", "-o", "json"])
+        .arg("builtin/strongbox-operator")
+        .assert()
+        .success();
     let list: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert_eq!(list["items"].as_array().unwrap().last().unwrap()["metadata"]["labels"]["addons.oam.dev/registry"], "builtin");
+    assert_eq!(
+        list["items"].as_array().unwrap().last().unwrap()["metadata"]["labels"]
+            ["addons.oam.dev/registry"],
+        "builtin"
+    );
 }
 
 #[test]
 fn init_scaffolds_an_addon_that_lints_clean_and_renders() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("my-addon");
-    addonctl().args(["init", "my-addon", "--dir"]).arg(&target).assert().success();
+    addonctl()
+        .args(["init", "my-addon", "--dir"])
+        .arg(&target)
+        .assert()
+        .success();
     addonctl()
         .args(["lint", "--strict"])
         .arg(&target)
         .assert()
         .success()
-        .stdout(predicate::str::contains("checked 1 addon: 0 errors, 0 warnings"));
-    addonctl().arg("render").arg(&target).arg("replicas=2").assert().success();
+        .stdout(predicate::str::contains(
+            "checked 1 addon: 0 errors, 0 warnings",
+        ));
+    addonctl()
+        .arg("render")
+        .arg(&target)
+        .arg("replicas=2")
+        .assert()
+        .success();
     // A second init into the same directory refuses to overwrite.
-    addonctl().args(["init", "my-addon", "--dir"]).arg(&target).assert().code(2);
+    addonctl()
+        .args(["init", "my-addon", "--dir"])
+        .arg(&target)
+        .assert()
+        .code(2);
     addonctl().args(["init", "Bad_Name"]).assert().code(2);
 }
 
@@ -139,12 +174,24 @@ fn lint_reports_errors_and_exits_2() {
         .stdout(predicate::str::contains("`template.rhai` line 1"))
         .stdout(predicate::str::contains("`template.cue`"))
         .stdout(predicate::str::contains("parameter `a` has no `.usage"));
-    let out = addonctl().args(["lint", "-o", "json"]).arg(addon.path()).assert().code(2);
+    let out = addonctl()
+        .args(["lint", "-o", "json"])
+        .arg(addon.path())
+        .assert()
+        .code(2);
     let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert!(report["findings"].as_array().unwrap().iter().any(|f| f["severity"] == "error"));
+    assert!(report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["severity"] == "error"));
 }
 
 #[test]
 fn lint_fixture_registry_is_clean() {
-    addonctl().arg("lint").arg(fixture_registry()).assert().success();
+    addonctl()
+        .arg("lint")
+        .arg(fixture_registry())
+        .assert()
+        .success();
 }

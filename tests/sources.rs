@@ -24,7 +24,10 @@ async fn local_single_addon_directory_lists_that_addon() {
     assert_eq!(listing.len(), 1);
     assert_eq!(listing[0].name, "minimal");
     assert_eq!(listing[0].versions, ["0.1.0"]);
-    let files = reader.list_files(&AddonRef::latest("minimal")).await.unwrap();
+    let files = reader
+        .list_files(&AddonRef::latest("minimal"))
+        .await
+        .unwrap();
     assert_eq!(files.len(), 1);
 }
 
@@ -33,7 +36,11 @@ async fn local_symlinks_leaving_the_root_are_neither_listed_nor_read() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
     let addon = TestAddon::new("linky").file("resources/a.yaml", "kind: A\n");
-    std::os::unix::fs::symlink(outside.path().join("secret.txt"), addon.path().join("resources/leak.yaml")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        addon.path().join("resources/leak.yaml"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(outside.path(), addon.path().join("outside-dir")).unwrap();
     std::os::unix::fs::symlink(addon.path(), addon.path().join("resources/loop")).unwrap();
     let reader = LocalReader::new(addon.path()).unwrap();

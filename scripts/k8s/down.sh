@@ -44,12 +44,17 @@ if [ "${ADDONCTL_K8S_LOCK_HELD:-0}" != "1" ]; then
   flock 9
 fi
 
-# A process we started: alive (not a zombie) and its command line names DIR.
-ours_alive() {
+# Running (exists, not a zombie).
+proc_alive() {
   local pid="$1" state
   [ -r "/proc/${pid}/stat" ] || return 1
   state="$(sed 's/^.*) //' "/proc/${pid}/stat" 2>/dev/null | cut -d' ' -f1)" || return 1
-  [ -n "$state" ] && [ "$state" != "Z" ] || return 1
+  [ -n "$state" ] && [ "$state" != "Z" ]
+}
+# A process started by up.sh for DIR: running, and its command line names DIR.
+ours_alive() {
+  local pid="$1"
+  proc_alive "$pid" || return 1
   tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF -- "${DIR}/"
 }
 
@@ -67,8 +72,12 @@ stop_group() {
       kill -TERM "$pid" 2>/dev/null || true
       pids+=("$pid")
       names+=("$name")
-    elif [ -n "$pid" ] && [ -d "/proc/${pid}" ]; then
-      log "${name}: pid ${pid} is not ours any more, leaving it alone"
+    elif [ -n "$pid" ] && proc_alive "$pid"; then
+      log "${name}: pid ${pid} is now another program, leaving it alone"
+      rm -f "$file"
+    else
+      log "${name} (pid ${pid:-?}) had already exited"
+      rm -f "$file"
     fi
   done
   [ "${#pids[@]}" -gt 0 ] || return 0

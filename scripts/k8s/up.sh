@@ -161,6 +161,7 @@ on_exit() {
 trap on_exit EXIT
 
 rm -rf "$PIDS" "$PKI" "${DIR}/clusters" "${DIR}/etcd-data"
+rm -f "${LOGS}"/*.log
 mkdir -p "$PIDS" "$LOGS" "$PKI" "${DIR}/clusters"
 chmod 0700 "$PKI" "${DIR}/clusters"
 

@@ -163,7 +163,10 @@ impl LibResolver {
     ) -> Result<Arc<Module>, Box<EvalAltResult>> {
         // Not `ErrorModuleNotFound`: Rhai replaces that one with a bare "not found".
         let not_found = |why: String| -> Box<EvalAltResult> {
-            Box::new(EvalAltResult::ErrorRuntime(format!("cannot import {why}").into(), pos))
+            Box::new(EvalAltResult::ErrorRuntime(
+                format!("cannot import {why}").into(),
+                pos,
+            ))
         };
         let key = source
             .and_then(|s| s.split_once(SOURCE_SEPARATOR))
@@ -218,7 +221,7 @@ impl LibResolver {
                 ))
             })?;
             ast.set_source(format!("{key}{SOURCE_SEPARATOR}lib/{name}.rhai"));
-            Module::eval_ast_as_new(Scope::new(), &ast, engine).map(|m| Arc::new(m))
+            Module::eval_ast_as_new(Scope::new(), &ast, engine).map(Arc::new)
         })();
         lib.loading
             .lock()

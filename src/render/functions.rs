@@ -89,7 +89,11 @@ fn base64_decode(text: &str) -> Fallible<String> {
 
 fn sha256(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    digest.iter().fold(String::with_capacity(64), |mut out, b| {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// Deep merge: maps are merged key by key, everything else in `b` replaces `a`.
@@ -210,29 +214,46 @@ fn topology(name: ImmutableString, clusters: Dynamic) -> Fallible<Map> {
 fn check_array_growth(ctx: &NativeCallContext, new_len: usize) -> Fallible<()> {
     let max = ctx.engine().max_array_size();
     if max > 0 && new_len > max {
-        return Err(Box::new(EvalAltResult::ErrorDataTooLarge("Size of array".into(), ctx.position())));
+        return Err(Box::new(EvalAltResult::ErrorDataTooLarge(
+            "Size of array".into(),
+            ctx.call_position(),
+        )));
     }
     Ok(())
 }
 
 fn register_bounded_array_growth(engine: &mut Engine) {
     engine
-        .register_fn("push", |ctx: NativeCallContext, array: &mut Array, item: Dynamic| -> Fallible<()> {
-            check_array_growth(&ctx, array.len() + 1)?;
-            array.push(item);
-            Ok(())
-        })
-        .register_fn("append", |ctx: NativeCallContext, array: &mut Array, other: Array| -> Fallible<()> {
-            check_array_growth(&ctx, array.len() + other.len())?;
-            array.extend(other);
-            Ok(())
-        })
+        .register_fn(
+            "push",
+            |ctx: NativeCallContext, array: &mut Array, item: Dynamic| -> Fallible<()> {
+                check_array_growth(&ctx, array.len() + 1)?;
+                array.push(item);
+                Ok(())
+            },
+        )
+        .register_fn(
+            "append",
+            |ctx: NativeCallContext, array: &mut Array, other: Array| -> Fallible<()> {
+                check_array_growth(&ctx, array.len() + other.len())?;
+                array.extend(other);
+                Ok(())
+            },
+        )
         .register_fn(
             "insert",
-            |ctx: NativeCallContext, array: &mut Array, index: INT, item: Dynamic| -> Fallible<()> {
+            |ctx: NativeCallContext,
+             array: &mut Array,
+             index: INT,
+             item: Dynamic|
+             -> Fallible<()> {
                 check_array_growth(&ctx, array.len() + 1)?;
                 let len = INT::try_from(array.len()).unwrap_or(INT::MAX);
-                let position = if index < 0 { (len + index).max(0) } else { index.min(len) };
+                let position = if index < 0 {
+                    (len + index).max(0)
+                } else {
+                    index.min(len)
+                };
                 array.insert(usize::try_from(position).unwrap_or(array.len()), item);
                 Ok(())
             },
@@ -293,11 +314,11 @@ mod tests {
             serde_json::json!({"a": true})
         );
         assert_eq!(
-            eval_json(r#"to_json(#{a: 1})"#),
+            eval_json(r"to_json(#{a: 1})"),
             serde_json::json!("{\"a\":1}")
         );
         assert_eq!(
-            eval_json(r#"to_yaml(#{a: 1, b: ()})"#),
+            eval_json(r"to_yaml(#{a: 1, b: ()})"),
             serde_json::json!("a: 1\n")
         );
         assert_eq!(
@@ -319,7 +340,7 @@ mod tests {
     #[test]
     fn map_helpers_walk_dotted_paths() {
         assert_eq!(
-            eval_json(r#"merge(#{a: #{x: 1, y: 2}, b: 1}, #{a: #{y: 3, z: 4}, c: 5})"#),
+            eval_json(r"merge(#{a: #{x: 1, y: 2}, b: 1}, #{a: #{y: 3, z: 4}, c: 5})"),
             serde_json::json!({"a": {"x": 1, "y": 3, "z": 4}, "b": 1, "c": 5})
         );
         assert_eq!(

@@ -200,6 +200,12 @@ impl Rendered {
     pub fn secret_values(&self) -> Vec<String> {
         let mut found = Vec::new();
         collect_secrets(&self.schema, &self.values, "", &mut found);
+        // Scripts often store a secret base64-encoded (Secret `data`): mask that form too.
+        let encoded: Vec<String> = found
+            .iter()
+            .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+            .collect();
+        found.extend(encoded);
         found
     }
 
@@ -209,13 +215,7 @@ impl Rendered {
         self.objects()
             .into_iter()
             .map(|mut object| {
-                if object.get("kind").and_then(Value::as_str) == Some("Secret") {
-                    for key in ["data", "stringData"] {
-                        if let Some(Value::Object(data)) = object.get_mut(key) {
-                            data.values_mut().for_each(|v| *v = json!(MASK));
-                        }
-                    }
-                }
+                mask_secret_objects(&mut object);
                 mask_strings(&mut object, &secrets);
                 object
             })
@@ -226,6 +226,24 @@ impl Rendered {
     pub fn masked_notes(&self) -> Option<String> {
         let secrets = self.secret_values();
         self.notes.as_ref().map(|n| mask_text(n, &secrets))
+    }
+}
+
+/// Masks the data of every Secret, including Secrets nested in components.
+fn mask_secret_objects(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("kind").and_then(Value::as_str) == Some("Secret") {
+                for key in ["data", "stringData"] {
+                    if let Some(Value::Object(data)) = map.get_mut(key) {
+                        data.values_mut().for_each(|v| *v = json!(MASK));
+                    }
+                }
+            }
+            map.values_mut().for_each(mask_secret_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_secret_objects),
+        _ => {}
     }
 }
 
@@ -286,7 +304,9 @@ fn mask_strings(value: &mut Value, secrets: &[String]) {
 /// The message of a file error without its addon/file prefix.
 fn inner_message(error: &Error) -> String {
     match error {
-        Error::File { message, .. } | Error::Addon { message, .. } | Error::Script { message, .. } => message.clone(),
+        Error::File { message, .. }
+        | Error::Addon { message, .. }
+        | Error::Script { message, .. } => message.clone(),
         Error::Parameters { error, .. } => error.to_string(),
     }
 }
@@ -386,10 +406,11 @@ impl Renderer {
             return Ok(Arc::clone(ast));
         }
         // Strict variables: the constants each script sees must be known at compile time.
+        // Plain variables, not constants: the optimiser would inline a constant placeholder.
         let mut scope = Scope::new();
-        scope.push_constant("context", ());
+        scope.push("context", ());
         if !is_parameter_file(file) {
-            scope.push_constant("parameter", ());
+            scope.push("parameter", ());
         }
         let mut ast = self
             .engine
@@ -492,7 +513,6 @@ impl Renderer {
     }
 
     fn context(
-        &self,
         package: &AddonPackage,
         options: &RenderOptions,
         clusters: &[String],
@@ -513,7 +533,7 @@ impl Renderer {
     /// The parameter schema of a package (cached per parameter file text).
     pub fn parameter_schema(&self, package: &AddonPackage) -> Result<ParameterSchema, Error> {
         let pkg = self.pkg(package);
-        let context = self.context(package, &RenderOptions::default(), &[])?;
+        let context = Self::context(package, &RenderOptions::default(), &[])?;
         self.schema_for(&pkg, context)
     }
 
@@ -624,7 +644,7 @@ impl Renderer {
             .clone()
             .or_else(|| given_clusters.clone())
             .unwrap_or_default();
-        let context = self.context(package, options, &clusters)?;
+        let context = Self::context(package, options, &clusters)?;
         let schema = self.schema_for(&pkg, context.clone())?;
         let values = schema
             .resolve(&[&options.stored_args, &options.args])
@@ -835,8 +855,13 @@ impl Renderer {
             None | Some(Value::Null) => {}
             Some(Value::Object(items)) => {
                 for (key, mut object) in items {
-                    Self::check_object(pkg, &file.path, &object)
-                        .map_err(|e| Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {}", inner_message(&e))))?;
+                    Self::check_object(pkg, &file.path, &object).map_err(|e| {
+                        Self::file_error(
+                            pkg,
+                            &file.path,
+                            format!("`outputs.{key}`: {}", inner_message(&e)),
+                        )
+                    })?;
                     normalize::add_label(&mut object, LABEL_AUXILIARY, &key).map_err(|m| {
                         Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {m}"))
                     })?;
@@ -1000,4 +1025,3 @@ impl Renderer {
         Ok(out)
     }
 }
-

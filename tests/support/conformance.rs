@@ -24,7 +24,11 @@ fn files_on_disk(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if path.is_dir() {
                 walk(base, &path, out);
             } else {
-                let rel = path.strip_prefix(base).expect("prefix").to_string_lossy().replace('\\', "/");
+                let rel = path
+                    .strip_prefix(base)
+                    .expect("prefix")
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 out.insert(rel, std::fs::read(&path).expect("read"));
             }
         }
@@ -40,9 +44,16 @@ pub async fn run(reader: &dyn AsyncReader, truth: &Path) {
     let mut expected = Vec::new();
     for entry in std::fs::read_dir(truth).expect("read truth") {
         let dir = entry.expect("entry").path();
-        let Ok(text) = std::fs::read_to_string(dir.join("metadata.yaml")) else { continue };
+        let Ok(text) = std::fs::read_to_string(dir.join("metadata.yaml")) else {
+            continue;
+        };
         let (meta, _) = addonctl::model::AddonMeta::parse(&text).expect("fixture metadata");
-        expected.push((meta.name.clone(), meta.version.raw().to_owned(), meta.description.clone(), dir));
+        expected.push((
+            meta.name.clone(),
+            meta.version.raw().to_owned(),
+            meta.description.clone(),
+            dir,
+        ));
     }
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     let names: Vec<&str> = listing.iter().map(|a| a.name.as_str()).collect();
@@ -50,38 +61,87 @@ pub async fn run(reader: &dyn AsyncReader, truth: &Path) {
     assert_eq!(names, expected_names, "{reader}: listing");
 
     for (summary, (name, version, description, dir)) in listing.iter().zip(&expected) {
-        assert_eq!(summary.versions.first(), Some(version), "{reader}: versions of `{name}`");
-        assert_eq!(&summary.description, description, "{reader}: description of `{name}`");
+        assert_eq!(
+            summary.versions.first(),
+            Some(version),
+            "{reader}: versions of `{name}`"
+        );
+        assert_eq!(
+            &summary.description, description,
+            "{reader}: description of `{name}`"
+        );
         for version in [None, Some(version.clone())] {
-            let addon = AddonRef { name: name.clone(), version };
+            let addon = AddonRef {
+                name: name.clone(),
+                version,
+            };
             let files = reader.list_files(&addon).await.expect("list_files");
             let truth_files = files_on_disk(dir);
             let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
             let truth_paths: Vec<&str> = truth_files.keys().map(String::as_str).collect();
             assert_eq!(paths, truth_paths, "{reader}: files of `{addon}`");
             for file in &files {
-                let bytes = reader.read_file(&addon, &file.path).await.expect("read_file");
-                assert_eq!(bytes.len() as u64, file.size, "{reader}: size of `{}`", file.path);
-                assert_eq!(&bytes, &truth_files[&file.path], "{reader}: bytes of `{}`", file.path);
+                let bytes = reader
+                    .read_file(&addon, &file.path)
+                    .await
+                    .expect("read_file");
+                assert_eq!(
+                    bytes.len() as u64,
+                    file.size,
+                    "{reader}: size of `{}`",
+                    file.path
+                );
+                assert_eq!(
+                    &bytes, &truth_files[&file.path],
+                    "{reader}: bytes of `{}`",
+                    file.path
+                );
             }
         }
     }
 
     // Not found: addon, version, file.
     let missing = AddonRef::latest("no-such-addon");
-    assert!(matches!(reader.list_files(&missing).await, Err(Error::NotFound { .. })), "{reader}: missing addon");
-    assert!(matches!(reader.read_file(&missing, "metadata.yaml").await, Err(Error::NotFound { .. })));
+    assert!(
+        matches!(
+            reader.list_files(&missing).await,
+            Err(Error::NotFound { .. })
+        ),
+        "{reader}: missing addon"
+    );
+    assert!(matches!(
+        reader.read_file(&missing, "metadata.yaml").await,
+        Err(Error::NotFound { .. })
+    ));
     if let Some((name, ..)) = expected.first() {
-        let wrong_version = AddonRef { name: name.clone(), version: Some("999.0.0".into()) };
-        let err = reader.list_files(&wrong_version).await.expect_err("wrong version");
-        assert!(matches!(err, Error::NotFound { .. }), "{reader}: wrong version: {err}");
+        let wrong_version = AddonRef {
+            name: name.clone(),
+            version: Some("999.0.0".into()),
+        };
+        let err = reader
+            .list_files(&wrong_version)
+            .await
+            .expect_err("wrong version");
+        assert!(
+            matches!(err, Error::NotFound { .. }),
+            "{reader}: wrong version: {err}"
+        );
         assert!(err.to_string().contains("999.0.0"), "{err}");
         let addon = AddonRef::latest(name.clone());
-        let err = reader.read_file(&addon, "no/such/file.yaml").await.expect_err("missing file");
-        assert!(matches!(err, Error::NotFound { .. }), "{reader}: missing file: {err}");
+        let err = reader
+            .read_file(&addon, "no/such/file.yaml")
+            .await
+            .expect_err("missing file");
+        assert!(
+            matches!(err, Error::NotFound { .. }),
+            "{reader}: missing file: {err}"
+        );
         for bad in ["../metadata.yaml", "/etc/passwd", "resources/../../x", ""] {
             let err = reader.read_file(&addon, bad).await.expect_err("bad path");
-            assert!(matches!(err, Error::InvalidPath { .. }), "{reader}: path `{bad}`: {err}");
+            assert!(
+                matches!(err, Error::InvalidPath { .. }),
+                "{reader}: path `{bad}`: {err}"
+            );
         }
     }
 }
@@ -90,7 +150,10 @@ pub async fn run(reader: &dyn AsyncReader, truth: &Path) {
 pub async fn expect_unauthorized(reader: &dyn AsyncReader, secret: &str) {
     let err = reader.list_addons().await.expect_err("unauthorized");
     assert!(matches!(err, Error::Unauthorized { .. }), "{reader}: {err}");
-    assert!(!err.to_string().contains(secret), "{reader}: the error leaks the credential: {err}");
+    assert!(
+        !err.to_string().contains(secret),
+        "{reader}: the error leaks the credential: {err}"
+    );
 }
 
 /// Asserts that a reader reports rate limiting with [`Error::RateLimited`].
