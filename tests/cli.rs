@@ -195,3 +195,33 @@ fn lint_fixture_registry_is_clean() {
         .assert()
         .success();
 }
+
+#[test]
+fn a_looping_script_fails_within_the_deadline_plus_one_second() {
+    for file in [
+        "template.rhai",
+        "parameter.rhai",
+        "resources/spin.rhai",
+        "NOTES.rhai",
+    ] {
+        let addon = TestAddon::new("spin").file(file, "loop {}");
+        let started = std::time::Instant::now();
+        addonctl()
+            .args([
+                "render",
+                "--script-timeout",
+                "1",
+                "--script-max-operations",
+                "18446744073709551615",
+            ])
+            .arg(addon.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("ran longer than the 1s limit"));
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < std::time::Duration::from_secs(2),
+            "{file}: {elapsed:?}"
+        );
+    }
+}

@@ -130,14 +130,14 @@ if existing_env_healthy; then
 fi
 if compgen -G "${PIDS}/*.pid" >/dev/null; then
   log "stale environment in ${DIR}, stopping it first"
-  ADDONCTL_K8S_LOCK_HELD=1 "${SCRIPT_DIR}/down.sh" --dir "$DIR"
+  ADDONCTL_K8S_LOCK_HELD=1 bash "${SCRIPT_DIR}/down.sh" --dir "$DIR"
 fi
 
 # --------------------------------------------------------------- binaries
 if [ -n "${KUBE_BIN_DIR:-}" ]; then
   BIN_DIR="$KUBE_BIN_DIR"
 else
-  BIN_DIR="$("${SCRIPT_DIR}/build.sh")"
+  BIN_DIR="$(bash "${SCRIPT_DIR}/build.sh")"
 fi
 APISERVER="${BIN_DIR}/kube-apiserver"
 CONTROLLER_MANAGER="${BIN_DIR}/kube-controller-manager"
@@ -155,7 +155,7 @@ SUCCESS=0
 on_exit() {
   if [ "$SUCCESS" -ne 1 ]; then
     log "start-up failed; stopping what was started (logs stay in ${LOGS})"
-    ADDONCTL_K8S_LOCK_HELD=1 "${SCRIPT_DIR}/down.sh" --dir "$DIR" >&2 || true
+    ADDONCTL_K8S_LOCK_HELD=1 bash "${SCRIPT_DIR}/down.sh" --dir "$DIR" >&2 || true
   fi
 }
 trap on_exit EXIT

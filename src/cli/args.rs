@@ -32,6 +32,42 @@ pub struct GlobalArgs {
         default_value = "vela-system"
     )]
     pub system_namespace: String,
+    /// Wall-clock limit for each addon script, in seconds.
+    #[arg(
+        long,
+        global = true,
+        env = "ADDONCTL_SCRIPT_TIMEOUT",
+        default_value_t = 5.0,
+        value_name = "SECONDS"
+    )]
+    pub script_timeout: f64,
+    /// Operation limit for each addon script.
+    #[arg(
+        long,
+        global = true,
+        env = "ADDONCTL_SCRIPT_MAX_OPERATIONS",
+        default_value_t = 10_000_000
+    )]
+    pub script_max_operations: u64,
+}
+
+impl GlobalArgs {
+    /// The sandbox limits these flags ask for.
+    pub fn limits(&self) -> anyhow::Result<addonctl::render::Limits> {
+        let deadline = std::time::Duration::try_from_secs_f64(self.script_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                crate::cli::diagnostics::user(
+                    "`--script-timeout` must be a positive number of seconds",
+                )
+            })?;
+        Ok(addonctl::render::Limits {
+            deadline,
+            max_operations: self.script_max_operations,
+            ..addonctl::render::Limits::default()
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,8 +9,8 @@ use addonctl::render::Renderer;
 use crate::cli::args::{GlobalArgs, LintArgs, ReportFormat};
 
 /// Runs the command. Exits 2 when errors were found (or warnings with `--strict`).
-pub async fn run(_global: &GlobalArgs, args: LintArgs) -> anyhow::Result<ExitCode> {
-    let renderer = Renderer::new();
+pub async fn run(global: &GlobalArgs, args: LintArgs) -> anyhow::Result<ExitCode> {
+    let renderer = Renderer::with_limits(global.limits()?);
     let report = lint_path(&args.dir, &renderer).await?;
     let mut stdout = std::io::stdout().lock();
     match args.output {

@@ -18,7 +18,7 @@ pub async fn run(global: &GlobalArgs, args: RenderArgs) -> anyhow::Result<ExitCo
     let package = addonctl::loader::load(located.reader.as_ref(), &located.addon)
         .await
         .map_err(addonctl::Error::from)?;
-    let renderer = Renderer::new();
+    let renderer = Renderer::with_limits(global.limits()?);
     let schema = renderer
         .parameter_schema(&package)
         .map_err(addonctl::Error::from)?;
