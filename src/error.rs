@@ -20,6 +20,9 @@ pub enum Error {
     /// A user-facing problem described by a message (for example a bad command-line argument).
     #[error("{0}")]
     User(String),
+    /// Talking to a cluster failed.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::Error),
     /// A local file could not be read or written.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -33,6 +36,7 @@ impl Error {
             Error::Source(e) => e.is_user_error(),
             Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
             Error::Load(_) | Error::Params(_) | Error::Render(_) | Error::User(_) => true,
+            Error::Cluster(e) => e.is_user_error(),
             Error::Io(_) => false,
         }
     }

@@ -13,9 +13,11 @@
 //! Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI (`cli`,
 //! private to the binary) only parses arguments, prints and calls this library.
 
+pub mod cluster;
 pub mod error;
 pub mod lint;
 pub mod loader;
+pub mod manage;
 pub mod model;
 pub mod params;
 pub mod render;

@@ -5,6 +5,13 @@ use std::process::ExitCode;
 
 /// Prints an error with its causes and returns the exit code for it.
 pub fn report(error: &anyhow::Error) -> ExitCode {
+    // The reader of our output went away (`addonctl list | head`): not an error.
+    if error.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
     let mut stderr = std::io::stderr().lock();
     let mut shown = error.to_string();
     let _ = writeln!(stderr, "error: {shown}");
@@ -24,12 +31,23 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
 
 /// User errors: anything the library classifies as such, and every [`UserError`].
 fn is_user_error(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause.downcast_ref::<UserError>().is_some()
-            || cause
-                .downcast_ref::<addonctl::Error>()
-                .is_some_and(addonctl::Error::is_user_error)
-    })
+    // The outermost error that knows its class decides.
+    error
+        .chain()
+        .find_map(|cause| {
+            if cause.downcast_ref::<UserError>().is_some() {
+                Some(true)
+            } else if let Some(e) = cause.downcast_ref::<addonctl::manage::Error>() {
+                Some(e.is_user_error())
+            } else if let Some(e) = cause.downcast_ref::<addonctl::Error>() {
+                Some(e.is_user_error())
+            } else {
+                cause
+                    .downcast_ref::<addonctl::cluster::Error>()
+                    .map(addonctl::cluster::Error::is_user_error)
+            }
+        })
+        .unwrap_or(false)
 }
 
 /// An error caused by what the user asked for (exit code 2).

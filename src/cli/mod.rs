@@ -22,7 +22,7 @@ pub fn init_logging(global: &GlobalArgs) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ADDONCTL_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!(
             "addonctl={level},{}",
-            if global.verbose > 2 { "info" } else { "warn" }
+            if global.verbose > 2 { "info" } else { "error" }
         ))
     });
     let _ = tracing_subscriber::fmt()
@@ -43,5 +43,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render(args) => commands::render::run(&cli.global, args).await,
         Command::Lint(args) => commands::lint::run(&cli.global, args).await,
         Command::Init(args) => commands::init::run(&cli.global, &args),
+        Command::Enable(args) => commands::manage::enable(&cli.global, args).await,
+        Command::Disable(args) => commands::manage::disable(&cli.global, args).await,
+        Command::Status(args) => commands::manage::status(&cli.global, args).await,
+        Command::List(args) => commands::manage::list(&cli.global, args).await,
+        Command::Upgrade(args) => commands::manage::upgrade(&cli.global, args).await,
     }
 }

@@ -2,4 +2,5 @@
 
 pub mod init;
 pub mod lint;
+pub mod manage;
 pub mod render;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use addonctl::render::output::{format_objects, Format};
 use addonctl::render::{RenderOptions, Renderer};
 
-use crate::cli::args::{GlobalArgs, ObjectFormat, RenderArgs};
+use crate::cli::args::{GlobalArgs, ObjectFormat, ParameterArgs, RenderArgs};
 use crate::cli::diagnostics::user;
 
 /// Runs the command.
@@ -32,7 +32,7 @@ pub async fn run(global: &GlobalArgs, args: RenderArgs) -> anyhow::Result<ExitCo
         stdout.write_all(text.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let given = collect_args(&schema, &args)?;
+    let given = collect_args(&schema, &args.parameters)?;
     let options = RenderOptions {
         namespace: global.system_namespace.clone(),
         args: given,
@@ -74,7 +74,7 @@ fn format_schema(schema: &Value, format: Format) -> anyhow::Result<String> {
 /// Values files, then `key=value` arguments, then `--set-file`: later wins.
 pub fn collect_args(
     schema: &addonctl::params::ParameterSchema,
-    args: &RenderArgs,
+    args: &ParameterArgs,
 ) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Value::Object(Map::new());
     for file in &args.values {

@@ -1,0 +1,454 @@
+//! `enable`, `disable`, `status`, `list`, `upgrade`: the commands that talk to the control plane.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use addonctl::cluster::{Cluster, ConnectOptions};
+use addonctl::manage::{self, Catalog, Context, Phase, Reporter};
+use addonctl::render::output::{format_objects, Format};
+use addonctl::render::Renderer;
+
+use crate::cli::args::{
+    DisableArgs, EnableArgs, GlobalArgs, ListArgs, ReportFormat, StatusArgs, UpgradeArgs,
+};
+use crate::cli::commands::render::collect_args;
+
+/// Progress lines on stderr (hidden with `-q`).
+struct StderrReporter {
+    quiet: bool,
+}
+
+impl Reporter for StderrReporter {
+    fn step(&self, message: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "  {message}");
+        }
+    }
+}
+
+async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
+    let cluster = Cluster::connect(&ConnectOptions {
+        kubeconfig: global.kubeconfig.clone(),
+        context: global.context.clone(),
+    })
+    .await
+    .map_err(addonctl::Error::from)?;
+    Ok(Context {
+        cluster,
+        namespace: global.system_namespace.clone(),
+        catalog: Catalog::new(&global.registry_dirs)?,
+        renderer: Renderer::with_limits(global.limits()?),
+    })
+}
+
+fn print_structured<T: Serialize>(value: &T, format: ReportFormat) -> anyhow::Result<bool> {
+    let mut stdout = std::io::stdout().lock();
+    match format {
+        ReportFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(value)?)?,
+        ReportFormat::Yaml => write!(
+            stdout,
+            "{}",
+            addonctl::yaml::to_string(&serde_json::to_value(value)?)?
+        )?,
+        ReportFormat::Text => return Ok(false),
+    }
+    Ok(true)
+}
+
+async fn root_schema(
+    ctx: &Context,
+    reference: &str,
+    version: Option<&str>,
+) -> anyhow::Result<addonctl::params::ParameterSchema> {
+    let package = if std::path::Path::new(reference).is_dir() {
+        let located = addonctl::loader::locate(reference, version).await?;
+        addonctl::loader::load(located.reader.as_ref(), &located.addon)
+            .await
+            .map_err(addonctl::Error::from)?
+    } else {
+        let found = ctx.catalog.find(reference, version, None, None).await?;
+        ctx.catalog.load(&found).await?
+    };
+    Ok(ctx
+        .renderer
+        .parameter_schema(&package)
+        .map_err(addonctl::Error::from)?)
+}
+
+/// `enable`.
+pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let schema = root_schema(&ctx, &args.addon, args.version.as_deref()).await?;
+    let mut given = collect_args(&schema, &args.parameters)?;
+    if let Some(clusters) = &args.clusters {
+        given.insert("clusters".into(), json!(clusters));
+    }
+    let request = manage::EnableRequest {
+        reference: args.addon.clone(),
+        version: args.version.clone(),
+        args: given,
+        skip_version_check: args.skip_version_check,
+        override_definitions: args.override_definitions,
+    };
+    let plan = manage::plan(&ctx, &request, false).await?;
+    if args.dry_run {
+        return print_plan(&ctx, &plan, &args).await;
+    }
+    let reporter = StderrReporter {
+        quiet: global.quiet,
+    };
+    let reports = manage::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+    tracing::info!(
+        requests = ctx.cluster.counters().requests(),
+        writes = ctx.cluster.counters().writes(),
+        "API calls made by enable"
+    );
+    let root = plan
+        .steps
+        .last()
+        .map(|s| s.rendered.name.clone())
+        .unwrap_or_default();
+    if args.wait {
+        wait_for(
+            &ctx,
+            &root,
+            Phase::Enabled,
+            Duration::from_secs(args.timeout),
+            &reporter,
+        )
+        .await?;
+    }
+    if !print_structured(&reports, args.output)? {
+        let mut stdout = std::io::stdout().lock();
+        for report in &reports {
+            let verb = match report.action {
+                manage::Action::Install => "installed",
+                manage::Action::Upgrade => "updated",
+                manage::Action::Keep => "kept (already installed)",
+            };
+            writeln!(
+                stdout,
+                "addon `{}` {} {verb}: {} objects applied",
+                report.name,
+                report.version,
+                report.applied.len()
+            )?;
+            for deleted in &report.deleted {
+                writeln!(stdout, "  deleted {deleted}")?;
+            }
+            for note in &report.notes {
+                writeln!(stdout, "  note: {note}")?;
+            }
+        }
+        if let Some(notes) = reports.last().and_then(|r| r.addon_notes.as_ref()) {
+            writeln!(stdout, "\n{}", notes.trim_end())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn print_plan(
+    ctx: &Context,
+    plan: &manage::Plan,
+    args: &EnableArgs,
+) -> anyhow::Result<ExitCode> {
+    let conflicts = if args.override_definitions {
+        Vec::new()
+    } else {
+        manage::definition_conflicts(ctx, plan).await?
+    };
+    let steps: Vec<Value> = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let objects = if args.show_secrets {
+                s.rendered.objects()
+            } else {
+                s.rendered.masked_objects()
+            };
+            json!({
+                "name": s.rendered.name,
+                "version": s.rendered.version,
+                "registry": s.rendered.registry,
+                "action": s.action,
+                "installedBy": s.installed_by,
+                "objects": objects,
+            })
+        })
+        .collect();
+    let document = json!({"plan": steps, "conflicts": conflicts});
+    if print_structured(&document, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "{:<4} {:<24} {:<12} {:<10} {:<9} REASON",
+        "STEP", "ADDON", "VERSION", "REGISTRY", "ACTION"
+    )?;
+    for (i, s) in plan.steps.iter().enumerate() {
+        writeln!(
+            stdout,
+            "{:<4} {:<24} {:<12} {:<10} {:<9} {}",
+            i + 1,
+            s.rendered.name,
+            s.rendered.version,
+            s.rendered.registry,
+            json!(s.action).as_str().unwrap_or_default(),
+            json!(s.installed_by).as_str().unwrap_or_default()
+        )?;
+    }
+    for conflict in &conflicts {
+        writeln!(stdout, "conflict: {conflict}")?;
+    }
+    for s in &plan.steps {
+        let objects = if args.show_secrets {
+            s.rendered.objects()
+        } else {
+            s.rendered.masked_objects()
+        };
+        write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
+    }
+    writeln!(stdout, "# dry run: nothing was changed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for(
+    ctx: &Context,
+    name: &str,
+    phase: Phase,
+    timeout: Duration,
+    reporter: &dyn Reporter,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut last = None;
+    loop {
+        let status = manage::status(ctx, name, false).await?;
+        if status.phase == phase {
+            return Ok(());
+        }
+        if status.phase == Phase::Failed {
+            return Err(crate::cli::diagnostics::user(format!(
+                "addon `{name}` failed"
+            )));
+        }
+        if last != Some(status.phase) {
+            reporter.step(&format!(
+                "`{name}` is {}; waiting for {phase}",
+                status.phase
+            ));
+            last = Some(status.phase);
+        }
+        if started.elapsed() > timeout {
+            anyhow::bail!(
+                "addon `{name}` is still {} after {}s (waiting for {phase})",
+                status.phase,
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// `disable`.
+pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let reporter = StderrReporter {
+        quiet: global.quiet,
+    };
+    let report = manage::disable(&ctx, &args.addon, args.force, &reporter).await?;
+    if args.wait {
+        let started = Instant::now();
+        while manage::installed(&ctx).await?.contains_key(&args.addon) {
+            if started.elapsed() > Duration::from_secs(args.timeout) {
+                anyhow::bail!(
+                    "addon `{}` is still present after {}s",
+                    args.addon,
+                    args.timeout
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    if !print_structured(&report, args.output)? {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(
+            stdout,
+            "addon `{}` disabled: {} objects deleted",
+            report.name,
+            report.deleted.len()
+        )?;
+        for deleted in &report.deleted {
+            writeln!(stdout, "  deleted {deleted}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `status`.
+pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let status = manage::status(&ctx, &args.addon, args.detail).await?;
+    if print_structured(&status, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "addon:     {}", status.name)?;
+    writeln!(out, "phase:     {}", status.phase)?;
+    if let Some(v) = &status.version {
+        writeln!(out, "version:   {v}")?;
+    }
+    if let Some(r) = &status.registry {
+        writeln!(out, "registry:  {r}")?;
+    }
+    if !status.clusters.is_empty() {
+        let clusters = if status.clusters == ["*"] {
+            "all clusters".to_owned()
+        } else {
+            status.clusters.join(", ")
+        };
+        writeln!(out, "clusters:  {clusters}")?;
+    }
+    if let Some(by) = status.installed_by {
+        writeln!(
+            out,
+            "installed: by {}",
+            json!(by).as_str().unwrap_or_default()
+        )?;
+    }
+    if args.detail {
+        if let Some(d) = &status.description {
+            writeln!(out, "description: {d}")?;
+        }
+        if !status.available_versions.is_empty() {
+            writeln!(
+                out,
+                "available versions: {}",
+                status.available_versions.join(", ")
+            )?;
+        }
+        if !status.dependencies.is_empty() {
+            writeln!(out, "dependencies:")?;
+            for d in &status.dependencies {
+                writeln!(
+                    out,
+                    "  {} {} {}{}",
+                    if d.satisfied { "✔" } else { "✘" },
+                    d.name,
+                    d.constraint.as_deref().unwrap_or("*"),
+                    d.installed.as_ref().map_or_else(
+                        || " (not installed)".to_owned(),
+                        |v| format!(" (installed {v})")
+                    )
+                )?;
+            }
+        }
+        if !status.parameters.is_empty() {
+            writeln!(out, "parameters:")?;
+            writeln!(
+                out,
+                "  {:<24} {:<24} {:<24} DESCRIPTION",
+                "NAME", "VALUE", "DEFAULT"
+            )?;
+            for p in &status.parameters {
+                let show = |v: &Option<Value>| {
+                    v.as_ref()
+                        .map_or_else(|| "-".to_owned(), ToString::to_string)
+                };
+                writeln!(
+                    out,
+                    "  {:<24} {:<24} {:<24} {}",
+                    p.name,
+                    show(&p.value),
+                    show(&p.default),
+                    p.description.as_deref().unwrap_or("")
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `list`.
+pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let (rows, warnings) = manage::list(&ctx, args.registry.as_deref()).await?;
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    if print_structured(&json!({"addons": rows, "warnings": warnings}), args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<24} {:<10} {:<20} {:<20} DESCRIPTION",
+        "NAME", "REGISTRY", "AVAILABLE-VERSIONS", "STATUS"
+    )?;
+    for row in rows {
+        let mut description = row.description.clone();
+        if description.chars().count() > 60 {
+            description = description.chars().take(57).collect::<String>() + "...";
+        }
+        writeln!(
+            out,
+            "{:<24} {:<10} {:<20} {:<20} {description}",
+            row.name,
+            row.registry,
+            row.available_versions.join(","),
+            row.status
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `upgrade`.
+pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let installed = manage::installed(&ctx).await?;
+    let Some(current) = installed.get(&args.addon) else {
+        return Err(crate::cli::diagnostics::user(format!(
+            "addon `{}` is not enabled; use `addonctl enable {}`",
+            args.addon, args.addon
+        )));
+    };
+    let version = args
+        .version
+        .clone()
+        .or_else(|| (!args.latest).then(|| current.version.clone()));
+    let schema = root_schema(&ctx, &args.addon, version.as_deref()).await?;
+    let given = collect_args(&schema, &args.parameters)?;
+    let request = manage::UpgradeRequest {
+        name: args.addon.clone(),
+        version: args.version.clone(),
+        latest: args.latest,
+        args: given,
+        skip_version_check: args.skip_version_check,
+        override_definitions: args.override_definitions,
+    };
+    let reporter = StderrReporter {
+        quiet: global.quiet,
+    };
+    let reports = manage::upgrade(&ctx, &request, &reporter).await?;
+    if !print_structured(&reports, args.output)? {
+        let mut stdout = std::io::stdout().lock();
+        for report in &reports {
+            writeln!(
+                stdout,
+                "addon `{}` {}: {} objects applied, {} deleted",
+                report.name,
+                report.version,
+                report.applied.len(),
+                report.deleted.len()
+            )?;
+            for deleted in &report.deleted {
+                writeln!(stdout, "  deleted {deleted}")?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,529 @@
+//! Cluster access: one [`Cluster`] per API server, with cached discovery, server-side apply
+//! (field manager `addonctl`, forced), and errors mapped to what a user needs to act on.
+//!
+//! Every request goes through a counting layer so that commands and benchmarks can report how
+//! many calls and writes an operation made.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{ApiCapabilities, Scope};
+use kube::Client;
+use serde_json::{json, Value};
+
+/// The field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "addonctl";
+
+/// A request to the API server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The credentials may not do this.
+    #[error("cluster `{cluster}` refused: {message}")]
+    Forbidden {
+        /// The cluster's name.
+        cluster: String,
+        /// The server's message (names the user, the verb and the resource).
+        message: String,
+    },
+    /// The object (or kind) does not exist.
+    #[error("cluster `{cluster}`: {message}")]
+    NotFound {
+        /// The cluster's name.
+        cluster: String,
+        /// What is missing.
+        message: String,
+    },
+    /// A write conflicted with another writer.
+    #[error("cluster `{cluster}`: conflict: {message}")]
+    Conflict {
+        /// The cluster's name.
+        cluster: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The server rejected an object as invalid.
+    #[error("cluster `{cluster}` rejected {object}: {message}")]
+    Invalid {
+        /// The cluster's name.
+        cluster: String,
+        /// The object, as `Kind namespace/name`.
+        object: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The server cannot be reached.
+    #[error("cannot reach cluster `{cluster}` at {server}: {message}")]
+    Unreachable {
+        /// The cluster's name.
+        cluster: String,
+        /// Its address.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// The kubeconfig cannot be used.
+    #[error("kubeconfig: {0}")]
+    Config(String),
+    /// Any other failure of the API server.
+    #[error("cluster `{cluster}`: {message}")]
+    Api {
+        /// The cluster's name.
+        cluster: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Whether the user can fix this (credentials, kubeconfig, invalid object), as opposed to the
+    /// server or network failing.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            Error::Forbidden { .. }
+                | Error::NotFound { .. }
+                | Error::Invalid { .. }
+                | Error::Config(_)
+        )
+    }
+}
+
+/// `Result` with the cluster [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How to reach a cluster.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// A kubeconfig file; `None` = `KUBECONFIG`, `~/.kube/config`, or in-cluster.
+    pub kubeconfig: Option<PathBuf>,
+    /// A context of the kubeconfig; `None` = its current context.
+    pub context: Option<String>,
+}
+
+/// Requests and writes made through one [`Cluster`].
+#[derive(Debug, Default)]
+pub struct Counters {
+    requests: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Counters {
+    /// Every request so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+    /// Requests with a writing method (POST, PUT, PATCH, DELETE) so far.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+}
+
+type Discovered = Option<(ApiResource, ApiCapabilities)>;
+
+/// One API server.
+#[derive(Clone)]
+pub struct Cluster {
+    name: String,
+    server: String,
+    client: Client,
+    discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("name", &self.name)
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `Kind namespace/name` label for messages.
+pub fn describe(object: &Value) -> String {
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("object");
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    match object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+    {
+        Some(ns) => format!("{kind} `{ns}/{name}`"),
+        None => format!("{kind} `{name}`"),
+    }
+}
+
+/// The group/version/kind of an object.
+pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    Some(GroupVersionKind::gvk(group, version, kind))
+}
+
+impl Cluster {
+    /// Connects with a kubeconfig (or the environment). The cluster is named `local`, the name
+    /// KubeVela gives the control plane.
+    pub async fn connect(options: &ConnectOptions) -> Result<Self> {
+        let opts = KubeConfigOptions {
+            context: options.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let config = if let Some(path) = &options.kubeconfig {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .map_err(|e| Error::Config(format!("cannot read `{}`: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &opts)
+                .await
+                .map_err(|e| Error::Config(format!("`{}`: {e}", path.display())))?
+        } else {
+            match kube::Config::from_kubeconfig(&opts).await {
+                Ok(c) => c,
+                Err(kubeconfig_error) => kube::Config::incluster().map_err(|_| {
+                    Error::Config(format!(
+                        "no usable kubeconfig ({kubeconfig_error}); pass `--kubeconfig` or set `KUBECONFIG`"
+                    ))
+                })?,
+            }
+        };
+        Self::from_config("local", config)
+    }
+
+    /// Builds a cluster from a kube `Config`, counting every request.
+    pub fn from_config(name: &str, config: kube::Config) -> Result<Self> {
+        let server = config.cluster_url.to_string();
+        let counters = Arc::new(Counters::default());
+        let counting = Arc::clone(&counters);
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(|e| Error::Config(e.to_string()))?
+            .with_layer(&tower::util::MapRequestLayer::new(
+                move |request: http::Request<kube::client::Body>| {
+                    counting.requests.fetch_add(1, Ordering::Relaxed);
+                    if !matches!(*request.method(), http::Method::GET | http::Method::HEAD) {
+                        counting.writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    request
+                },
+            ))
+            .build();
+        Ok(Cluster {
+            name: name.to_owned(),
+            server: server.trim_end_matches('/').to_owned(),
+            client,
+            discovery: Arc::new(Mutex::new(HashMap::new())),
+            counters,
+        })
+    }
+
+    /// The cluster's name (`local` for the control plane).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The API server's address.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Request counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn map_error(&self, error: kube::Error, object: &str) -> Error {
+        let cluster = self.name.clone();
+        match error {
+            kube::Error::Api(response) => match response.code {
+                401 => Error::Forbidden {
+                    cluster,
+                    message: format!(
+                        "the credentials were not accepted (401 Unauthorized): {}",
+                        response.message
+                    ),
+                },
+                403 => Error::Forbidden {
+                    cluster,
+                    message: response.message,
+                },
+                404 => Error::NotFound {
+                    cluster,
+                    message: format!("{object} not found: {}", response.message),
+                },
+                409 => Error::Conflict {
+                    cluster,
+                    message: response.message,
+                },
+                400 | 422 => Error::Invalid {
+                    cluster,
+                    object: object.to_owned(),
+                    message: response.message,
+                },
+                code => Error::Api {
+                    cluster,
+                    message: format!(
+                        "{object}: {} ({code} {})",
+                        response.message, response.reason
+                    ),
+                },
+            },
+            kube::Error::HyperError(e) => Error::Unreachable {
+                cluster,
+                server: self.server.clone(),
+                message: chain(&e),
+            },
+            kube::Error::Service(e) => Error::Unreachable {
+                cluster,
+                server: self.server.clone(),
+                message: chain(e.as_ref()),
+            },
+            kube::Error::Auth(e) => Error::Forbidden {
+                cluster,
+                message: format!("cannot authenticate: {e}"),
+            },
+            other => Error::Api {
+                cluster,
+                message: format!("{object}: {}", chain(&other)),
+            },
+        }
+    }
+
+    /// The API resource serving a kind, or `None` when the server does not serve it. Cached;
+    /// a kind not served is looked up again after `refresh_discovery`.
+    pub async fn resource(&self, gvk: &GroupVersionKind) -> Result<Discovered> {
+        if let Some(found) = self
+            .discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(gvk)
+        {
+            return Ok(found.clone());
+        }
+        let found = match kube::discovery::pinned_kind(&self.client, gvk).await {
+            Ok(found) => Some(found),
+            Err(kube::Error::Api(r)) if r.code == 404 => None,
+            Err(kube::Error::Discovery(_)) => None,
+            Err(e) => {
+                return Err(self.map_error(
+                    e,
+                    &format!("discovery of {}/{} {}", gvk.group, gvk.version, gvk.kind),
+                ))
+            }
+        };
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// Forgets kinds found not served (call after installing CRDs).
+    pub fn refresh_discovery(&self) {
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, v| v.is_some());
+    }
+
+    /// Whether the server serves a kind.
+    pub async fn serves(&self, gvk: &GroupVersionKind) -> Result<bool> {
+        Ok(self.resource(gvk).await?.is_some())
+    }
+
+    /// The server's Kubernetes version (`v1.20.2`).
+    pub async fn kubernetes_version(&self) -> Result<String> {
+        self.client
+            .apiserver_version()
+            .await
+            .map(|v| v.git_version)
+            .map_err(|e| self.map_error(e, "/version"))
+    }
+
+    async fn api_for(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        what: &str,
+    ) -> Result<(Api<DynamicObject>, bool)> {
+        let Some((resource, caps)) = self.resource(gvk).await? else {
+            return Err(Error::NotFound {
+                cluster: self.name.clone(),
+                message: format!(
+                    "{what}: the server does not serve {}{}{} (is its CRD installed?)",
+                    gvk.group,
+                    if gvk.group.is_empty() { "" } else { "/" },
+                    format_args!("{} {}", gvk.version, gvk.kind)
+                ),
+            });
+        };
+        let namespaced = caps.scope == Scope::Namespaced;
+        let api = match (namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            (true, None) | (false, _) => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok((api, namespaced))
+    }
+
+    /// Server-side applies an object (forced, field manager `addonctl`). Namespaced objects
+    /// without a namespace go to `default_namespace`. Returns the object as stored.
+    pub async fn apply(&self, object: &Value, default_namespace: &str) -> Result<DynamicObject> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "the object has no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::Invalid {
+                cluster: self.name.clone(),
+                object: what.clone(),
+                message: "the object has no `metadata.name`".to_owned(),
+            })?
+            .to_owned();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(default_namespace)
+            .to_owned();
+        let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
+        let mut body = object.clone();
+        if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            if namespaced {
+                metadata.insert("namespace".into(), json!(namespace));
+            } else {
+                metadata.remove("namespace");
+            }
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Creates an object only if it does not exist (used for the system namespace). Returns
+    /// whether it was created.
+    pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let (api, _) = self.api_for(&gvk, namespace, &what).await?;
+        if api
+            .get_opt(name)
+            .await
+            .map_err(|e| self.map_error(e, &what))?
+            .is_some()
+        {
+            return Ok(false);
+        }
+        let typed: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
+                cluster: self.name.clone(),
+                object: what.clone(),
+                message: e.to_string(),
+            })?;
+        match api.create(&PostParams::default(), &typed).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 409 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
+    /// Reads one object; `None` when it does not exist or its kind is not served.
+    pub async fn get(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<DynamicObject>> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(None);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        api.get_opt(name)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Lists objects of a kind (in one namespace or all), filtered by a label selector. A kind
+    /// the server does not serve lists as empty.
+    pub async fn list(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(Vec::new());
+        }
+        let what = format!("{} list", gvk.kind);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = if selector.is_empty() {
+            ListParams::default()
+        } else {
+            ListParams::default().labels(selector)
+        };
+        api.list(&params)
+            .await
+            .map(|l| l.items)
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Deletes one object (background propagation). Returns whether it existed.
+    pub async fn delete(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<bool> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(false);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 404 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+}
+
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
+}

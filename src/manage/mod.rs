@@ -1,0 +1,1370 @@
+//! Managing addons on the control plane: `enable`, `disable`, `status`, `list`, `upgrade`.
+//!
+//! Expected flow of `enable`:
+//! 1. plan: find the addon, resolve its missing dependencies (dependencies first), check system
+//!    requirements, render every addon of the plan;
+//! 2. check definition conflicts for every addon of the plan (a definition owned by another addon
+//!    or by nobody), listing every clash;
+//! 3. for each addon, dependencies first: ensure the system namespace; write the record; apply the
+//!    Application (when KubeVela's CRD is served); apply definitions (skipped with a note when
+//!    their CRD is not served), ConfigMaps, views, auxiliary outputs with an owner reference to the
+//!    Application (or to the record without KubeVela); apply or delete the argument Secret; delete
+//!    objects the previous version applied and this one does not; write the final record.
+//!
+//! Guarantees: server-side apply only (field manager `addonctl`), so an unchanged re-enable changes
+//! nothing on the server; the record's content is deterministic; a failure midway reports what was
+//! applied; disable deletes exactly what the record lists, in reverse order, without relying on
+//! garbage collection.
+
+pub mod catalog;
+pub mod record;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use base64::Engine as _;
+use kube::api::DynamicObject;
+use kube::core::GroupVersionKind;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::cluster::{self, Cluster};
+use crate::model::{AddonPackage, AddonVersion, Constraint};
+use crate::render::normalize::{self, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
+use crate::render::{RenderOptions, Rendered, Renderer};
+pub use catalog::Catalog;
+use record::{InstalledBy, ObjectRef, Record, RecordDependency, LABEL_RECORD};
+
+/// Everything an operation needs.
+#[derive(Debug)]
+pub struct Context {
+    /// The control plane.
+    pub cluster: Cluster,
+    /// The system namespace.
+    pub namespace: String,
+    /// The registries.
+    pub catalog: Catalog,
+    /// The renderer.
+    pub renderer: Renderer,
+}
+
+/// Progress of long operations (the CLI prints it on stderr).
+pub trait Reporter: Send + Sync {
+    /// One step began or finished.
+    fn step(&self, message: &str);
+}
+
+/// A reporter that discards everything.
+#[derive(Debug, Default)]
+pub struct NoopReporter;
+
+impl Reporter for NoopReporter {
+    fn step(&self, _message: &str) {}
+}
+
+/// An operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request cannot be carried out as asked (conflicts, missing addon, dependents…).
+    #[error("{0}")]
+    Refused(String),
+    /// The cluster failed.
+    #[error(transparent)]
+    Cluster(#[from] cluster::Error),
+    /// Finding, loading or rendering an addon failed.
+    #[error(transparent)]
+    Addon(#[from] crate::Error),
+    /// Applying failed midway; `applied` lists what had been applied.
+    #[error("{source}\n{}", applied_note(.applied))]
+    Partial {
+        /// The failure.
+        #[source]
+        source: Box<Error>,
+        /// What was applied before it, as `Kind ns/name`.
+        applied: Vec<String>,
+    },
+}
+
+fn applied_note(applied: &[String]) -> String {
+    if applied.is_empty() {
+        "nothing was applied".to_owned()
+    } else {
+        format!(
+            "applied before the failure ({}): {}; run the command again to finish",
+            applied.len(),
+            applied.join(", ")
+        )
+    }
+}
+
+impl Error {
+    /// Whether the user can fix this.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Error::Refused(_) => true,
+            Error::Cluster(e) => e.is_user_error(),
+            Error::Addon(e) => e.is_user_error(),
+            Error::Partial { source, .. } => source.is_user_error(),
+        }
+    }
+}
+
+/// `Result` with the manage [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+/// KubeVela's Application kind.
+pub fn application_gvk() -> GroupVersionKind {
+    gvk("core.oam.dev/v1beta1", "Application")
+}
+
+fn secret_gvk() -> GroupVersionKind {
+    gvk("v1", "Secret")
+}
+
+fn namespace_gvk() -> GroupVersionKind {
+    gvk("v1", "Namespace")
+}
+
+/// An installed addon, as the cluster shows it.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// Name.
+    pub name: String,
+    /// Version (label `addons.oam.dev/version`).
+    pub version: String,
+    /// Registry (label `addons.oam.dev/registry`).
+    pub registry: String,
+    /// The Application `addon-<name>`, when there is one.
+    pub application: Option<Value>,
+    /// addonctl's record, when addonctl installed it.
+    pub record: Option<Record>,
+}
+
+/// Every installed addon, from one labelled list of Applications (when served) and one of
+/// records: O(1) calls whatever the number of addons.
+pub async fn installed(ctx: &Context) -> Result<BTreeMap<String, Installed>> {
+    let mut out: BTreeMap<String, Installed> = BTreeMap::new();
+    let records = ctx
+        .cluster
+        .list(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            &format!("{LABEL_RECORD}=true"),
+        )
+        .await?;
+    for secret in records {
+        let value = to_value(&secret);
+        if let Some(record) = Record::from_secret(&value) {
+            out.insert(
+                record.name.clone(),
+                Installed {
+                    name: record.name.clone(),
+                    version: record.version.clone(),
+                    registry: record.registry.clone(),
+                    application: None,
+                    record: Some(record),
+                },
+            );
+        }
+    }
+    let apps = ctx
+        .cluster
+        .list(&application_gvk(), Some(&ctx.namespace), LABEL_NAME)
+        .await?;
+    for app in apps {
+        let value = to_value(&app);
+        let label = |k: &str| {
+            value
+                .pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let Some(name) = label(LABEL_NAME) else {
+            continue;
+        };
+        let entry = out.entry(name.clone()).or_insert_with(|| Installed {
+            name: name.clone(),
+            version: label(LABEL_VERSION).unwrap_or_default(),
+            registry: label(LABEL_REGISTRY).unwrap_or_default(),
+            application: None,
+            record: None,
+        });
+        entry.application = Some(value);
+    }
+    Ok(out)
+}
+
+fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+/// What to enable.
+#[derive(Debug, Clone, Default)]
+pub struct EnableRequest {
+    /// `name`, `registry/name` or a directory.
+    pub reference: String,
+    /// A version; `None` = the newest.
+    pub version: Option<String>,
+    /// Arguments given now.
+    pub args: Map<String, Value>,
+    /// Skip the `system` requirement checks.
+    pub skip_version_check: bool,
+    /// Take over definitions owned by another addon or by nobody.
+    pub override_definitions: bool,
+}
+
+/// What happens to one addon of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Not installed: install it.
+    Install,
+    /// Installed at another version or with other arguments: apply again.
+    Upgrade,
+    /// Installed and satisfying: leave it.
+    Keep,
+}
+
+/// One addon of a plan.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// What happens.
+    pub action: Action,
+    /// Who asked for it.
+    pub installed_by: InstalledBy,
+    /// The rendered addon (for `keep`, what is installed is left alone).
+    pub rendered: Rendered,
+    /// Its package.
+    pub package: AddonPackage,
+}
+
+/// The addons to apply, dependencies first.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// In apply order.
+    pub steps: Vec<Step>,
+    /// Notes for the user (e.g. definitions that will be skipped).
+    pub notes: Vec<String>,
+}
+
+/// What one applied addon changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// The addon.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// What was done.
+    pub action: Action,
+    /// Objects applied.
+    pub applied: Vec<String>,
+    /// Objects deleted (no longer rendered, or the argument Secret without arguments).
+    pub deleted: Vec<String>,
+    /// Notes (skipped definitions, no KubeVela).
+    pub notes: Vec<String>,
+    /// `NOTES.rhai`, masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addon_notes: Option<String>,
+}
+
+async fn kubernetes_version(ctx: &Context) -> Option<String> {
+    ctx.cluster.kubernetes_version().await.ok()
+}
+
+/// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
+pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>> {
+    let secret = ctx
+        .cluster
+        .get(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            &normalize::args_secret_name(name),
+        )
+        .await?;
+    let Some(secret) = secret else {
+        return Ok(Map::new());
+    };
+    let value = to_value(&secret);
+    let Some(encoded) = value
+        .pointer("/data/addonParameterDataKey")
+        .and_then(Value::as_str)
+    else {
+        return Ok(Map::new());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| {
+            Error::Refused(format!(
+                "the stored arguments of `{name}` are not base64: {e}"
+            ))
+        })?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) | Err(_) => Err(Error::Refused(format!(
+            "the stored arguments of `{name}` (Secret `{}`) are not a JSON object; fix or delete it",
+            normalize::args_secret_name(name)
+        ))),
+    }
+}
+
+/// Builds the plan for enabling (or, with `upgrade`, upgrading) an addon.
+pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
+    let installed = installed(ctx).await?;
+    let k8s_version = kubernetes_version(ctx).await;
+    let (root_package, root_found_registry) = if std::path::Path::new(&request.reference).is_dir() {
+        let located = crate::loader::locate(&request.reference, request.version.as_deref()).await?;
+        let package = crate::loader::load(located.reader.as_ref(), &located.addon)
+            .await
+            .map_err(crate::Error::from)?;
+        (package, None)
+    } else {
+        let found = ctx
+            .catalog
+            .find(&request.reference, request.version.as_deref(), None, None)
+            .await?;
+        let registry = found.reader.registry().to_owned();
+        (ctx.catalog.load(&found).await?, Some(registry))
+    };
+    let mut steps: Vec<Step> = Vec::new();
+    let mut notes = Vec::new();
+    let mut visiting: Vec<String> = Vec::new();
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    let prefer = root_found_registry.unwrap_or_else(|| root_package.registry.clone());
+    resolve(
+        ctx,
+        &installed,
+        root_package,
+        request,
+        upgrade,
+        &prefer,
+        k8s_version.as_deref(),
+        InstalledBy::User,
+        &mut visiting,
+        &mut done,
+        &mut steps,
+        &mut notes,
+    )
+    .await?;
+    Ok(Plan { steps, notes })
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a recursive walk carrying its accumulators"
+)]
+async fn resolve(
+    ctx: &Context,
+    installed: &BTreeMap<String, Installed>,
+    package: AddonPackage,
+    request: &EnableRequest,
+    upgrade: bool,
+    prefer: &str,
+    k8s_version: Option<&str>,
+    by: InstalledBy,
+    visiting: &mut Vec<String>,
+    done: &mut BTreeSet<String>,
+    steps: &mut Vec<Step>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let name = package.name().to_owned();
+    visiting.push(name.clone());
+    if !request.skip_version_check {
+        check_system(&package, k8s_version)?;
+    }
+    for dependency in &package.metadata.dependencies {
+        if let Some(position) = visiting.iter().position(|v| v == &dependency.name) {
+            let mut cycle: Vec<String> = visiting[position..]
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect();
+            cycle.push(format!("`{}`", dependency.name));
+            return Err(Error::Refused(format!(
+                "dependency cycle: {}",
+                cycle.join(" → ")
+            )));
+        }
+        if done.contains(&dependency.name) {
+            continue;
+        }
+        let constraint = dependency
+            .version
+            .as_deref()
+            .map(Constraint::parse)
+            .transpose()
+            .map_err(|e| {
+                Error::Refused(format!(
+                    "addon `{name}`: dependency `{}`: {e}",
+                    dependency.name
+                ))
+            })?;
+        if let Some(current) = installed.get(&dependency.name) {
+            let satisfied = constraint
+                .as_ref()
+                .is_none_or(|c| c.matches(&AddonVersion::parse(&current.version)));
+            if satisfied {
+                done.insert(dependency.name.clone());
+                continue;
+            }
+            return Err(Error::Refused(format!(
+                "addon `{name}` needs `{} {}`, but version `{}` is installed; upgrade it first (`addonctl upgrade {} --version …`)",
+                dependency.name,
+                dependency.version.as_deref().unwrap_or("*"),
+                current.version,
+                dependency.name
+            )));
+        }
+        let found = ctx
+            .catalog
+            .find(&dependency.name, None, constraint.as_ref(), Some(prefer))
+            .await
+            .map_err(|e| {
+                Error::Refused(format!(
+                    "addon `{name}` depends on `{}`: {e}",
+                    dependency.name
+                ))
+            })?;
+        let dep_package = ctx.catalog.load(&found).await?;
+        Box::pin(resolve(
+            ctx,
+            installed,
+            dep_package,
+            &EnableRequest {
+                reference: dependency.name.clone(),
+                version: None,
+                args: Map::new(),
+                ..request.clone()
+            },
+            false,
+            prefer,
+            k8s_version,
+            InstalledBy::Dependency,
+            visiting,
+            done,
+            steps,
+            notes,
+        ))
+        .await?;
+    }
+    visiting.pop();
+    done.insert(name.clone());
+
+    let current = installed.get(&name);
+    let stored = if current.is_some() {
+        stored_args(ctx, &name).await?
+    } else {
+        Map::new()
+    };
+    let options = RenderOptions {
+        namespace: ctx.namespace.clone(),
+        args: request.args.clone(),
+        stored_args: if upgrade || current.is_some() {
+            stored
+        } else {
+            Map::new()
+        },
+        upgrade: current.is_some(),
+        kubernetes_version: k8s_version.map(str::to_owned),
+        clusters: None,
+    };
+    let rendered = ctx
+        .renderer
+        .render(&package, &options)
+        .map_err(crate::Error::from)?;
+    let action = match current {
+        None => Action::Install,
+        Some(c) if by == InstalledBy::Dependency && c.record.is_some() => Action::Keep,
+        Some(_) => Action::Upgrade,
+    };
+    steps.push(Step {
+        action,
+        installed_by: current.and_then(|c| c.record.as_ref()).map_or(by, |r| {
+            if by == InstalledBy::User {
+                InstalledBy::User
+            } else {
+                r.installed_by
+            }
+        }),
+        rendered,
+        package,
+    });
+    let _ = notes;
+    Ok(())
+}
+
+fn check_system(package: &AddonPackage, k8s_version: Option<&str>) -> Result<()> {
+    let check = |what: &str, constraint: &Option<String>, actual: Option<&str>| -> Result<()> {
+        let (Some(constraint), Some(actual)) = (constraint, actual) else {
+            return Ok(());
+        };
+        let parsed = Constraint::parse(constraint).map_err(|e| {
+            Error::Refused(format!("addon `{}`: `system.{what}`: {e}", package.name()))
+        })?;
+        let version = AddonVersion::parse(actual);
+        let comparable = version.semver().map(|v| {
+            let mut v = v.clone();
+            v.pre = semver::Prerelease::EMPTY;
+            AddonVersion::parse(&v.to_string())
+        });
+        if comparable.is_some_and(|v| parsed.matches(&v)) {
+            Ok(())
+        } else {
+            Err(Error::Refused(format!(
+                "addon `{}` requires {what} `{constraint}`, but it is `{actual}`; pass `--skip-version-check` to enable it anyway",
+                package.name()
+            )))
+        }
+    };
+    check(
+        "kubernetes",
+        &package.metadata.system.kubernetes,
+        k8s_version,
+    )?;
+    check(
+        "addonctl",
+        &package.metadata.system.addonctl,
+        Some(crate::VERSION),
+    )?;
+    Ok(())
+}
+
+/// Definitions of the plan that already exist and belong to another addon or to nobody.
+pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<String>> {
+    let mut clashes = Vec::new();
+    for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
+        let ours_app = normalize::application_name(&step.rendered.name);
+        let ours_record = record::record_name(&step.rendered.name);
+        for definition in &step.rendered.definitions {
+            let Some(reference) = ObjectRef::of(definition) else {
+                continue;
+            };
+            let Some(existing) = ctx
+                .cluster
+                .get(&reference.gvk(), Some(&ctx.namespace), &reference.name)
+                .await?
+            else {
+                continue;
+            };
+            let owners = existing
+                .metadata
+                .owner_references
+                .clone()
+                .unwrap_or_default();
+            let owner = owners
+                .iter()
+                .find(|o| o.controller == Some(true))
+                .or(owners.first());
+            match owner {
+                Some(o) if o.name == ours_app || o.name == ours_record => {}
+                Some(o) => {
+                    let other = o
+                        .name
+                        .strip_prefix("addon-record-")
+                        .or_else(|| o.name.strip_prefix("addon-"))
+                        .unwrap_or(&o.name);
+                    clashes.push(format!(
+                        "{reference} of addon `{}` is owned by addon `{other}`",
+                        step.rendered.name
+                    ));
+                }
+                None => clashes.push(format!(
+                    "{reference} of addon `{}` already exists and belongs to no addon",
+                    step.rendered.name
+                )),
+            }
+        }
+    }
+    Ok(clashes)
+}
+
+fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
+    json!([{
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }])
+}
+
+fn with_owner(object: &Value, owner: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert("ownerReferences".into(), owner.clone());
+    }
+    object
+}
+
+fn args_hash(args: &Map<String, Value>) -> String {
+    let text = serde_json::to_string(args).unwrap_or_default();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            use std::fmt::Write as _;
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// Applies one step of a plan.
+pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> Result<StepReport> {
+    let rendered = &step.rendered;
+    let mut report = StepReport {
+        name: rendered.name.clone(),
+        version: rendered.version.clone(),
+        action: step.action,
+        applied: Vec::new(),
+        deleted: Vec::new(),
+        notes: Vec::new(),
+        addon_notes: rendered.masked_notes(),
+    };
+    if step.action == Action::Keep {
+        return Ok(report);
+    }
+    reporter.step(&format!(
+        "applying `{}` {}",
+        rendered.name, rendered.version
+    ));
+    let result = apply_rendered(ctx, step, &mut report).await;
+    match result {
+        Ok(()) => Ok(report),
+        Err(e) => Err(Error::Partial {
+            source: Box::new(e),
+            applied: report.applied,
+        }),
+    }
+}
+
+async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> Result<()> {
+    let rendered = &step.rendered;
+    let ns = &ctx.namespace;
+    let cluster = &ctx.cluster;
+    if cluster
+        .create_if_missing(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await?
+    {
+        report.applied.push(format!("Namespace `{ns}`"));
+    }
+    let previous = cluster
+        .get(
+            &secret_gvk(),
+            Some(ns),
+            &record::record_name(&rendered.name),
+        )
+        .await?
+        .and_then(|s| Record::from_secret(&to_value(&s)));
+    let vela = cluster.serves(&application_gvk()).await?;
+    let mut record = Record {
+        name: rendered.name.clone(),
+        version: rendered.version.clone(),
+        registry: rendered.registry.clone(),
+        installed_by: step.installed_by,
+        dependencies: step
+            .package
+            .metadata
+            .dependencies
+            .iter()
+            .map(RecordDependency::from)
+            .collect(),
+        args_hash: args_hash(&rendered.args),
+        need_namespaces: step
+            .package
+            .metadata
+            .need_namespace
+            .iter()
+            .filter(|n| *n != ns)
+            .cloned()
+            .collect(),
+        application: vela,
+        inventory: previous
+            .as_ref()
+            .map(|p| p.inventory.clone())
+            .unwrap_or_default(),
+    };
+    // Write the record first (keeping the previous inventory, so an interrupted enable can
+    // still be disabled or finished), then everything it owns.
+    let stored_record = cluster.apply(&record.to_secret(ns), ns).await?;
+    let owner = if vela {
+        let app = cluster.apply(&rendered.application, ns).await?;
+        report
+            .applied
+            .push(cluster::describe(&rendered.application));
+        owner_reference(
+            "Application",
+            "core.oam.dev/v1beta1",
+            &normalize::application_name(&rendered.name),
+            app.metadata.uid.as_deref().unwrap_or_default(),
+        )
+    } else {
+        report.notes.push(
+            "KubeVela's Application CRD is not served: the Application was not applied, so its components are not deployed"
+                .to_owned(),
+        );
+        owner_reference(
+            "Secret",
+            "v1",
+            &record::record_name(&rendered.name),
+            stored_record.metadata.uid.as_deref().unwrap_or_default(),
+        )
+    };
+    let mut inventory = Vec::new();
+    let mut objects: Vec<&Value> = Vec::new();
+    objects.extend(rendered.definitions.iter());
+    objects.extend(rendered.config_maps.iter());
+    objects.extend(rendered.views.iter());
+    // Namespaces and CRDs among the outputs first.
+    let rank = |o: &Value| match o.get("kind").and_then(Value::as_str) {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    };
+    let mut outputs: Vec<&Value> = rendered.outputs.iter().map(|(_, o)| o).collect();
+    outputs.sort_by_key(|o| rank(o));
+    let mut ordered: Vec<&Value> = outputs.iter().filter(|o| rank(o) < 2).copied().collect();
+    ordered.extend(objects);
+    ordered.extend(outputs.iter().filter(|o| rank(o) == 2).copied());
+    let mut skipped_kinds = BTreeSet::new();
+    for object in ordered {
+        let Some(reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        if !cluster.serves(&reference.gvk()).await? {
+            cluster.refresh_discovery();
+            if !cluster.serves(&reference.gvk()).await? {
+                skipped_kinds.insert(format!("{} ({})", reference.kind, reference.api_version));
+                continue;
+            }
+        }
+        let stored = cluster.apply(&with_owner(object, &owner), ns).await?;
+        let mut reference = reference;
+        reference.namespace.clone_from(&stored.metadata.namespace);
+        report.applied.push(reference.to_string());
+        inventory.push(reference);
+    }
+    for kind in skipped_kinds {
+        report.notes.push(format!(
+            "skipped {kind}: the control plane does not serve it (install KubeVela, or its CRD, then run enable again)"
+        ));
+    }
+    let secret_name = normalize::args_secret_name(&rendered.name);
+    match &rendered.args_secret {
+        Some(secret) => {
+            cluster.apply(&with_owner(secret, &owner), ns).await?;
+            report.applied.push(format!("Secret `{ns}/{secret_name}`"));
+        }
+        None => {
+            if cluster
+                .delete(&secret_gvk(), Some(ns), &secret_name)
+                .await?
+            {
+                report.deleted.push(format!("Secret `{ns}/{secret_name}`"));
+            }
+        }
+    }
+    // Prune what the previous version applied and this one did not.
+    if let Some(previous) = &previous {
+        for old in previous.inventory.iter().rev() {
+            if !inventory.contains(old)
+                && cluster
+                    .delete(&old.gvk(), old.namespace.as_deref(), &old.name)
+                    .await?
+            {
+                report.deleted.push(old.to_string());
+            }
+        }
+    }
+    record.inventory = inventory;
+    cluster.apply(&record.to_secret(ns), ns).await?;
+    Ok(())
+}
+
+/// Enables an addon and its missing dependencies.
+pub async fn enable(
+    ctx: &Context,
+    request: &EnableRequest,
+    reporter: &dyn Reporter,
+) -> Result<Vec<StepReport>> {
+    let plan = plan(ctx, request, false).await?;
+    execute(ctx, &plan, request.override_definitions, reporter).await
+}
+
+/// Checks conflicts and applies every step of a plan.
+pub async fn execute(
+    ctx: &Context,
+    plan: &Plan,
+    override_definitions: bool,
+    reporter: &dyn Reporter,
+) -> Result<Vec<StepReport>> {
+    if !override_definitions {
+        let clashes = definition_conflicts(ctx, plan).await?;
+        if !clashes.is_empty() {
+            return Err(Error::Refused(format!(
+                "definition conflicts (pass `--override-definitions` to take them over):\n  {}",
+                clashes.join("\n  ")
+            )));
+        }
+    }
+    let mut reports = Vec::new();
+    for step in &plan.steps {
+        reports.push(apply_step(ctx, step, reporter).await?);
+    }
+    Ok(reports)
+}
+
+/// What `disable` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct DisableReport {
+    /// The addon.
+    pub name: String,
+    /// Objects deleted, in order.
+    pub deleted: Vec<String>,
+}
+
+/// Disables an addon: refuses while installed addons depend on it or Applications use its
+/// definitions (unless `force`), then deletes what its record lists in reverse order, its
+/// Application, its argument Secret, its `needNamespace` namespaces, and the record.
+pub async fn disable(
+    ctx: &Context,
+    name: &str,
+    force: bool,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let all = installed(ctx).await?;
+    let Some(current) = all.get(name) else {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    };
+    let ns = &ctx.namespace;
+    if !force {
+        let dependents: Vec<String> = all
+            .values()
+            .filter(|other| other.name != name)
+            .filter(|other| {
+                other
+                    .record
+                    .as_ref()
+                    .is_some_and(|r| r.dependencies.iter().any(|d| d.name == name))
+            })
+            .map(|other| format!("`{}`", other.name))
+            .collect();
+        if !dependents.is_empty() {
+            return Err(Error::Refused(format!(
+                "addon `{name}` is needed by {}; disable them first or pass `--force`",
+                dependents.join(", ")
+            )));
+        }
+        let users = applications_using_definitions(ctx, current).await?;
+        if !users.is_empty() {
+            return Err(Error::Refused(format!(
+                "Applications use the definitions of addon `{name}`: {}; delete them first or pass `--force`",
+                users.join(", ")
+            )));
+        }
+    }
+    let cluster = &ctx.cluster;
+    let mut deleted = Vec::new();
+    reporter.step(&format!("disabling `{name}`"));
+    let secret_name = normalize::args_secret_name(name);
+    if cluster
+        .delete(&secret_gvk(), Some(ns), &secret_name)
+        .await?
+    {
+        deleted.push(format!("Secret `{ns}/{secret_name}`"));
+    }
+    if let Some(record) = &current.record {
+        for object in record.inventory.iter().rev() {
+            if cluster
+                .delete(&object.gvk(), object.namespace.as_deref(), &object.name)
+                .await?
+            {
+                deleted.push(object.to_string());
+            }
+        }
+    }
+    let app_name = normalize::application_name(name);
+    if cluster
+        .delete(&application_gvk(), Some(ns), &app_name)
+        .await?
+    {
+        deleted.push(format!("Application `{ns}/{app_name}`"));
+    }
+    if let Some(record) = &current.record {
+        for namespace in record.need_namespaces.iter().filter(|n| *n != ns) {
+            if cluster.delete(&namespace_gvk(), None, namespace).await? {
+                deleted.push(format!("Namespace `{namespace}`"));
+            }
+        }
+        let record_name = record::record_name(name);
+        if cluster
+            .delete(&secret_gvk(), Some(ns), &record_name)
+            .await?
+        {
+            deleted.push(format!("Secret `{ns}/{record_name}`"));
+        }
+    }
+    Ok(DisableReport {
+        name: name.to_owned(),
+        deleted,
+    })
+}
+
+/// Applications (in any namespace, except the addon's own) whose components, traits, policies
+/// or workflow steps use a definition of the addon.
+async fn applications_using_definitions(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+    let Some(record) = &addon.record else {
+        return Ok(Vec::new());
+    };
+    let definitions: BTreeMap<&str, &str> = record
+        .inventory
+        .iter()
+        .filter(|o| o.kind.ends_with("Definition") && o.api_version.starts_with("core.oam.dev/"))
+        .map(|o| (o.name.as_str(), o.kind.as_str()))
+        .collect();
+    if definitions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let own = normalize::application_name(&addon.name);
+    let apps = ctx.cluster.list(&application_gvk(), None, "").await?;
+    let mut users = Vec::new();
+    for app in apps {
+        let value = to_value(&app);
+        let app_name = app.metadata.name.clone().unwrap_or_default();
+        let app_ns = app.metadata.namespace.clone().unwrap_or_default();
+        if app_name == own && app_ns == ctx.namespace {
+            continue;
+        }
+        let mut types = BTreeSet::new();
+        for pointer in ["/spec/components", "/spec/policies", "/spec/workflow/steps"] {
+            for item in value
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                types.extend(item.get("type").and_then(Value::as_str));
+                for t in item
+                    .get("traits")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    types.extend(t.get("type").and_then(Value::as_str));
+                }
+            }
+        }
+        let used: Vec<&str> = types
+            .iter()
+            .filter(|t| definitions.contains_key(*t))
+            .copied()
+            .collect();
+        if !used.is_empty() {
+            users.push(format!("`{app_ns}/{app_name}` (uses {})", used.join(", ")));
+        }
+    }
+    Ok(users)
+}
+
+/// The phase of an addon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Running.
+    Enabled,
+    /// Applied, not yet running.
+    Enabling,
+    /// Being deleted.
+    Disabling,
+    /// Its workflow is suspended.
+    Suspend,
+    /// Its workflow failed.
+    Failed,
+    /// Not installed.
+    Disabled,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Phase::Enabled => "enabled",
+            Phase::Enabling => "enabling",
+            Phase::Disabling => "disabling",
+            Phase::Suspend => "suspend",
+            Phase::Failed => "failed",
+            Phase::Disabled => "disabled",
+        })
+    }
+}
+
+/// The phase KubeVela reports for an addon's Application.
+pub fn phase_of_application(app: &Value) -> Phase {
+    if app
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Phase::Disabling;
+    }
+    match app.pointer("/status/status").and_then(Value::as_str) {
+        Some("running") => Phase::Enabled,
+        Some("deleting") => Phase::Disabling,
+        Some("workflowFailed" | "workflowTerminated") => Phase::Failed,
+        _ if app
+            .pointer("/status/workflow/suspend")
+            .and_then(Value::as_bool)
+            == Some(true) =>
+        {
+            Phase::Suspend
+        }
+        Some("workflowSuspending") => Phase::Suspend,
+        _ => Phase::Enabling,
+    }
+}
+
+/// One parameter in `status -v`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParameterStatus {
+    /// Dotted name.
+    pub name: String,
+    /// The current value (masked for secrets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// The description (`.usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `status` of one addon.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The addon.
+    pub name: String,
+    /// Its phase.
+    pub phase: Phase,
+    /// The installed version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The registry it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// Target clusters (`*` = every cluster).
+    pub clusters: Vec<String>,
+    /// Who asked for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed_by: Option<InstalledBy>,
+    /// `-v`: the description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `-v`: versions available in the registries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub available_versions: Vec<String>,
+    /// `-v`: dependencies and whether each is installed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<DependencyStatus>,
+    /// `-v`: parameters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<ParameterStatus>,
+}
+
+/// A dependency in `status -v`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DependencyStatus {
+    /// The addon depended on.
+    pub name: String,
+    /// Its constraint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// Whether an installed version satisfies it.
+    pub satisfied: bool,
+    /// The installed version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed: Option<String>,
+}
+
+fn clusters_of(app: Option<&Value>, args: &Map<String, Value>) -> Vec<String> {
+    if let Some(app) = app {
+        for policy in app
+            .pointer("/spec/policies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if policy.get("type").and_then(Value::as_str) != Some("topology") {
+                continue;
+            }
+            if let Some(list) = policy
+                .pointer("/properties/clusters")
+                .and_then(Value::as_array)
+            {
+                return list
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
+            }
+            if policy.pointer("/properties/clusterLabelSelector").is_some() {
+                return vec!["*".to_owned()];
+            }
+        }
+    }
+    match args.get("clusters").and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None => vec![normalize::LOCAL_CLUSTER.to_owned()],
+    }
+}
+
+/// The status of one addon; `verbose` adds description, versions, dependencies and parameters.
+pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> {
+    let all = installed(ctx).await?;
+    let current = all.get(name);
+    let mut status = Status {
+        name: name.to_owned(),
+        phase: Phase::Disabled,
+        version: None,
+        registry: None,
+        clusters: Vec::new(),
+        installed_by: None,
+        description: None,
+        available_versions: Vec::new(),
+        dependencies: Vec::new(),
+        parameters: Vec::new(),
+    };
+    let args = if current.is_some() {
+        stored_args(ctx, name).await?
+    } else {
+        Map::new()
+    };
+    if let Some(current) = current {
+        status.phase = match (&current.application, &current.record) {
+            (Some(app), _) => phase_of_application(app),
+            (None, Some(_)) => Phase::Enabled,
+            (None, None) => Phase::Disabled,
+        };
+        status.version = Some(current.version.clone());
+        status.registry = Some(current.registry.clone());
+        status.clusters = clusters_of(current.application.as_ref(), &args);
+        status.installed_by = current.record.as_ref().map(|r| r.installed_by);
+    }
+    if !verbose {
+        return Ok(status);
+    }
+    let mut versions = BTreeSet::new();
+    for listing in ctx.catalog.list().await {
+        if let Ok(addons) = listing.addons {
+            for addon in addons.into_iter().filter(|a| a.name == name) {
+                versions.extend(addon.versions);
+            }
+        }
+    }
+    let mut sorted: Vec<AddonVersion> = versions.iter().map(|v| AddonVersion::parse(v)).collect();
+    sorted.sort();
+    sorted.reverse();
+    status.available_versions = sorted.iter().map(|v| v.raw().to_owned()).collect();
+    let found = ctx
+        .catalog
+        .find(
+            name,
+            status.version.as_deref(),
+            None,
+            status.registry.as_deref(),
+        )
+        .await
+        .or(ctx.catalog.find(name, None, None, None).await);
+    let Ok(found) = found else {
+        if current.is_none() {
+            return Err(Error::Refused(format!(
+                "no addon `{name}` is installed or in any registry"
+            )));
+        }
+        return Ok(status);
+    };
+    let package = ctx.catalog.load(&found).await?;
+    status.description.clone_from(&package.metadata.description);
+    for dependency in &package.metadata.dependencies {
+        let installed_version = all.get(&dependency.name).map(|i| i.version.clone());
+        let constraint = dependency
+            .version
+            .as_deref()
+            .and_then(|c| Constraint::parse(c).ok());
+        let satisfied = installed_version.as_deref().is_some_and(|v| {
+            constraint
+                .as_ref()
+                .is_none_or(|c| c.matches(&AddonVersion::parse(v)))
+        });
+        status.dependencies.push(DependencyStatus {
+            name: dependency.name.clone(),
+            constraint: dependency.version.clone(),
+            satisfied,
+            installed: installed_version,
+        });
+    }
+    let schema = ctx
+        .renderer
+        .parameter_schema(&package)
+        .map_err(crate::Error::from)?;
+    let masked = schema.mask(&Value::Object(args));
+    if let Some(properties) = schema.schema().get("properties").and_then(Value::as_object) {
+        for (key, property) in properties {
+            status.parameters.push(ParameterStatus {
+                name: key.clone(),
+                value: masked.get(key).cloned(),
+                default: property.get("default").cloned().map(|d| {
+                    if schema.is_secret(key) {
+                        json!(crate::render::MASK)
+                    } else {
+                        d
+                    }
+                }),
+                description: property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+    Ok(status)
+}
+
+/// One row of `list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListRow {
+    /// The addon.
+    pub name: String,
+    /// Its registry.
+    pub registry: String,
+    /// Its description.
+    pub description: String,
+    /// Versions available, newest first.
+    pub available_versions: Vec<String>,
+    /// Its phase, with the installed version when installed.
+    pub status: String,
+}
+
+/// `list`: every addon of the registries (optionally one registry), with installed status from
+/// O(1) list calls. Registries that fail are returned as warnings.
+pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>, Vec<String>)> {
+    let installed = installed(ctx).await?;
+    let mut rows = Vec::new();
+    let mut warnings = Vec::new();
+    let mut seen = BTreeSet::new();
+    for listing in ctx.catalog.list().await {
+        if registry.is_some_and(|r| r != listing.registry) {
+            continue;
+        }
+        match listing.addons {
+            Ok(addons) => {
+                for addon in addons {
+                    if !seen.insert(addon.name.clone()) {
+                        continue;
+                    }
+                    let status = match installed.get(&addon.name) {
+                        Some(i) => format!(
+                            "{} ({})",
+                            i.application
+                                .as_ref()
+                                .map_or(Phase::Enabled, phase_of_application),
+                            i.version
+                        ),
+                        None => Phase::Disabled.to_string(),
+                    };
+                    rows.push(ListRow {
+                        name: addon.name,
+                        registry: listing.registry.clone(),
+                        description: addon.description.unwrap_or_default(),
+                        available_versions: addon.versions,
+                        status,
+                    });
+                }
+            }
+            Err(e) => warnings.push(format!(
+                "registry `{}` could not be listed: {e}",
+                listing.registry
+            )),
+        }
+    }
+    for (name, i) in &installed {
+        if !seen.contains(name) && registry.is_none_or(|r| r == i.registry) {
+            rows.push(ListRow {
+                name: name.clone(),
+                registry: i.registry.clone(),
+                description: String::new(),
+                available_versions: Vec::new(),
+                status: format!(
+                    "{} ({})",
+                    i.application
+                        .as_ref()
+                        .map_or(Phase::Enabled, phase_of_application),
+                    i.version
+                ),
+            });
+        }
+    }
+    Ok((rows, warnings))
+}
+
+/// What to upgrade.
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeRequest {
+    /// The installed addon.
+    pub name: String,
+    /// A version to move to.
+    pub version: Option<String>,
+    /// Move to the newest version.
+    pub latest: bool,
+    /// Arguments merged over the stored ones.
+    pub args: Map<String, Value>,
+    /// Skip the `system` requirement checks.
+    pub skip_version_check: bool,
+    /// Take over definitions owned by another addon or by nobody.
+    pub override_definitions: bool,
+}
+
+/// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
+/// `version` or `latest` asks; objects the new render no longer has are deleted.
+pub async fn upgrade(
+    ctx: &Context,
+    request: &UpgradeRequest,
+    reporter: &dyn Reporter,
+) -> Result<Vec<StepReport>> {
+    let all = installed(ctx).await?;
+    let Some(current) = all.get(&request.name) else {
+        return Err(Error::Refused(format!(
+            "addon `{}` is not enabled; use `addonctl enable {}`",
+            request.name, request.name
+        )));
+    };
+    let version = match (&request.version, request.latest) {
+        (Some(v), _) => Some(v.clone()),
+        (None, true) => None,
+        (None, false) => Some(current.version.clone()),
+    };
+    let reference = if current.registry.is_empty()
+        || current.registry == crate::source::local::LOCAL_REGISTRY
+    {
+        request.name.clone()
+    } else {
+        format!("{}/{}", current.registry, request.name)
+    };
+    let enable_request = EnableRequest {
+        reference,
+        version,
+        args: request.args.clone(),
+        skip_version_check: request.skip_version_check,
+        override_definitions: request.override_definitions,
+    };
+    let plan = plan(ctx, &enable_request, true).await?;
+    execute(ctx, &plan, request.override_definitions, reporter).await
+}
