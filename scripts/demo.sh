@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: start a local real Kubernetes API server, enable a built-in addon that has a
-# dependency, and show its status. Run it again to tear everything down.
+# The main job: start a local real Kubernetes API server (kube-apiserver v1.20.2 built from Debian's
+# source package), enable a built-in addon that has a dependency, and show its status.
+# Run it again to tear everything down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV_DIR="${ADDONCTL_DEMO_DIR:-/tmp/addonctl-demo}"
@@ -19,16 +20,29 @@ bin="$PWD/target/release/addonctl"
 echo "== building (or reusing) kube-apiserver v1.20.2 from Debian's source package =="
 bash scripts/k8s/build.sh >/dev/null
 
-echo "== starting etcd and a control-plane API server on 127.0.0.1 =="
+echo "== starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 =="
 bash scripts/k8s/up.sh --dir "$ENV_DIR" --controller-manager
 export KUBECONFIG="$ENV_DIR/kubeconfig-control-plane"
 
-echo "== $ADDON and its dependency =="
-"$bin" lint "addons/$ADDON"
-"$bin" render "$ADDON" >/dev/null
+echo
+echo "== addonctl list =="
+"$bin" list
+
+echo
+echo "== addonctl enable $ADDON (its dependency comes first) =="
+"$bin" enable "$ADDON"
+
+echo
+echo "== addonctl status -v $ADDON =="
+"$bin" status "$ADDON" -v
+
+echo
+echo "== addonctl list =="
+"$bin" list
 
 echo
 echo "The API server keeps running. Try:"
 echo "  export KUBECONFIG=$KUBECONFIG"
-echo "  $bin render $ADDON"
+echo "  $bin status strongbox-operator -v"
+echo "  $bin disable $ADDON"
 echo "Run 'bash scripts/demo.sh' again to stop it."
