@@ -5,5 +5,6 @@ mod support;
 
 mod bad_input;
 mod cli;
+mod control_plane;
 mod render;
 mod sources;

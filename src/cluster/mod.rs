@@ -415,6 +415,25 @@ impl Cluster {
             .map_err(|e| self.map_error(e, &what))
     }
 
+    /// Merge-patches one object (field manager `addonctl`). Returns it as stored.
+    pub async fn merge_patch(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<DynamicObject> {
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        api.patch(name, &params, &Patch::Merge(patch))
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
     /// Creates an object only if it does not exist (used for the system namespace). Returns
     /// whether it was created.
     pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {

@@ -454,7 +454,9 @@ async fn resolve(
     done.insert(name.clone());
 
     let current = installed.get(&name);
-    let stored = if current.is_some() {
+    // Stored arguments count on upgrade only: an enable stores exactly the arguments it is
+    // given (none deletes the Secret), as KubeVela does.
+    let stored = if upgrade && current.is_some() {
         stored_args(ctx, &name).await?
     } else {
         Map::new()
@@ -462,11 +464,7 @@ async fn resolve(
     let options = RenderOptions {
         namespace: ctx.namespace.clone(),
         args: request.args.clone(),
-        stored_args: if upgrade || current.is_some() {
-            stored
-        } else {
-            Map::new()
-        },
+        stored_args: stored,
         upgrade: current.is_some(),
         kubernetes_version: k8s_version.map(str::to_owned),
         clusters: None,
@@ -532,8 +530,33 @@ fn check_system(package: &AddonPackage, k8s_version: Option<&str>) -> Result<()>
     Ok(())
 }
 
-/// Definitions of the plan that already exist and belong to another addon or to nobody.
-pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<String>> {
+/// A definition of a plan that already exists and is not the addon's own.
+struct Clash {
+    /// The addon of the plan that renders it.
+    addon: String,
+    reference: ObjectRef,
+    /// The addon (or other owner) it belongs to; `None` = nobody.
+    owner: Option<String>,
+}
+
+impl std::fmt::Display for Clash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.owner {
+            Some(other) => write!(
+                f,
+                "{} of addon `{}` is owned by addon `{other}`",
+                self.reference, self.addon
+            ),
+            None => write!(
+                f,
+                "{} of addon `{}` already exists and belongs to no addon",
+                self.reference, self.addon
+            ),
+        }
+    }
+}
+
+async fn clashes(ctx: &Context, plan: &Plan) -> Result<Vec<Clash>> {
     let mut clashes = Vec::new();
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let ours_app = normalize::application_name(&step.rendered.name);
@@ -558,27 +581,53 @@ pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<Stri
                 .iter()
                 .find(|o| o.controller == Some(true))
                 .or(owners.first());
-            match owner {
-                Some(o) if o.name == ours_app || o.name == ours_record => {}
-                Some(o) => {
-                    let other = o
-                        .name
+            let owner = match owner {
+                Some(o) if o.name == ours_app || o.name == ours_record => continue,
+                Some(o) => Some(
+                    o.name
                         .strip_prefix("addon-record-")
                         .or_else(|| o.name.strip_prefix("addon-"))
-                        .unwrap_or(&o.name);
-                    clashes.push(format!(
-                        "{reference} of addon `{}` is owned by addon `{other}`",
-                        step.rendered.name
-                    ));
-                }
-                None => clashes.push(format!(
-                    "{reference} of addon `{}` already exists and belongs to no addon",
-                    step.rendered.name
-                )),
-            }
+                        .unwrap_or(&o.name)
+                        .to_owned(),
+                ),
+                None => None,
+            };
+            clashes.push(Clash {
+                addon: step.rendered.name.clone(),
+                reference,
+                owner,
+            });
         }
     }
     Ok(clashes)
+}
+
+/// Definitions of the plan that already exist and belong to another addon or to nobody.
+pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<String>> {
+    Ok(clashes(ctx, plan)
+        .await?
+        .iter()
+        .map(ToString::to_string)
+        .collect())
+}
+
+/// Takes over the definitions of the plan that other addons own: their owner references are
+/// removed first, since the server refuses an object with two controller references (and
+/// server-side apply keeps the references another field manager wrote).
+async fn release_definitions(ctx: &Context, plan: &Plan) -> Result<()> {
+    for clash in clashes(ctx, plan).await? {
+        if clash.owner.is_some() {
+            ctx.cluster
+                .merge_patch(
+                    &clash.reference.gvk(),
+                    Some(&ctx.namespace),
+                    &clash.reference.name,
+                    &json!({"metadata": {"ownerReferences": null}}),
+                )
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
@@ -802,7 +851,9 @@ pub async fn execute(
     override_definitions: bool,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
-    if !override_definitions {
+    if override_definitions {
+        release_definitions(ctx, plan).await?;
+    } else {
         let clashes = definition_conflicts(ctx, plan).await?;
         if !clashes.is_empty() {
             return Err(Error::Refused(format!(

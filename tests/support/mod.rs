@@ -3,6 +3,7 @@
 
 pub mod builders;
 pub mod conformance;
+pub mod k8s;
 
 use std::path::PathBuf;
 
