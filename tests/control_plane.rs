@@ -799,3 +799,38 @@ async fn secret_parameters_never_appear_in_config_maps_or_output() {
         assert!(!text.contains(TOKEN) && !text.contains(&encoded), "{text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn named_clusters_must_be_joined_and_are_recorded() {
+    let sb = Sandbox::without_kubevela().await;
+
+    let error = sb
+        .enable("node-pulse", json!({"clusters": ["east", "local"]}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "unknown cluster `east`; known clusters: `local` (join one with `addonctl cluster join` or `vela cluster join`)"
+    );
+
+    // A joined cluster is a KubeVela cluster Secret in the system namespace.
+    sb.apply_as(
+        "test",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
+    )
+    .await;
+    sb.apply_as(
+        "test",
+        json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "east", "namespace": sb.ns(),
+                         "labels": {"cluster.core.oam.dev/cluster-credential-type": "ServiceAccountToken"}},
+            "data": {"endpoint": "aHR0cHM6Ly8xMjcuMC4wLjE6MQ=="},
+        }),
+    )
+    .await;
+    sb.enable("node-pulse", json!({"clusters": ["east"]}))
+        .await
+        .unwrap();
+    assert_eq!(sb.record("node-pulse").await.clusters, ["east", "local"]);
+}

@@ -312,8 +312,51 @@ pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>
     }
 }
 
+/// The label KubeVela puts on the Secrets of joined clusters.
+pub const LABEL_CLUSTER_CREDENTIAL: &str = "cluster.core.oam.dev/cluster-credential-type";
+
+/// Names of the clusters known to the control plane: `local` and every joined cluster (KubeVela's
+/// cluster Secrets in the system namespace).
+pub async fn known_clusters(ctx: &Context) -> Result<Vec<String>> {
+    let secrets = ctx
+        .cluster
+        .list(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            LABEL_CLUSTER_CREDENTIAL,
+        )
+        .await?;
+    let mut names = vec![normalize::LOCAL_CLUSTER.to_owned()];
+    names.extend(secrets.into_iter().filter_map(|s| s.metadata.name));
+    Ok(names)
+}
+
+async fn check_clusters(ctx: &Context, args: &Map<String, Value>) -> Result<()> {
+    let Some(Value::Array(wanted)) = args.get("clusters") else {
+        return Ok(());
+    };
+    let known = known_clusters(ctx).await?;
+    let unknown: Vec<String> = wanted
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|c| !known.iter().any(|k| k == c))
+        .map(|c| format!("`{c}`"))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Refused(format!(
+            "unknown cluster{} {}; known clusters: {} (join one with `addonctl cluster join` or `vela cluster join`)",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join(", "),
+            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        )))
+    }
+}
+
 /// Builds the plan for enabling (or, with `upgrade`, upgrading) an addon.
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
+    check_clusters(ctx, &request.args).await?;
     let installed = installed(ctx).await?;
     let k8s_version = kubernetes_version(ctx).await;
     let (root_package, root_found_registry) = if std::path::Path::new(&request.reference).is_dir() {
@@ -732,6 +775,7 @@ async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> 
             .cloned()
             .collect(),
         application: vela,
+        clusters: clusters_of(Some(&rendered.application), &rendered.args),
         inventory: previous
             .as_ref()
             .map(|p| p.inventory.clone())
@@ -1206,7 +1250,10 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         };
         status.version = Some(current.version.clone());
         status.registry = Some(current.registry.clone());
-        status.clusters = clusters_of(current.application.as_ref(), &args);
+        status.clusters = match (&current.application, &current.record) {
+            (None, Some(record)) if !record.clusters.is_empty() => record.clusters.clone(),
+            (app, _) => clusters_of(app.as_ref(), &args),
+        };
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
     }
     if !verbose {

@@ -103,6 +103,9 @@ pub struct Record {
     pub need_namespaces: Vec<String>,
     /// Whether the Application was applied (KubeVela's CRDs were served).
     pub application: bool,
+    /// Target clusters from the Application's topology (`*` = every cluster).
+    #[serde(default)]
+    pub clusters: Vec<String>,
     /// Every other control-plane object applied, in apply order.
     #[serde(default)]
     pub inventory: Vec<ObjectRef>,
