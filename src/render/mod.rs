@@ -301,6 +301,15 @@ fn mask_strings(value: &mut Value, secrets: &[String]) {
     }
 }
 
+/// A stable hash of some texts, the key of the compile and schema caches.
+fn content_hash(parts: &[&str]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for part in parts {
+        part.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// The message of a file error without its addon/file prefix.
 fn inner_message(error: &Error) -> String {
     match error {
@@ -392,11 +401,7 @@ impl Renderer {
     }
 
     fn compile(&self, pkg: &Pkg<'_>, file: &SourceFile) -> Result<Arc<AST>, Error> {
-        let mut hasher = DefaultHasher::new();
-        pkg.key.hash(&mut hasher);
-        file.path.hash(&mut hasher);
-        file.text.hash(&mut hasher);
-        let key = hasher.finish();
+        let key = content_hash(&[&pkg.key, &file.path, &file.text]);
         if let Some(ast) = self
             .asts
             .lock()
@@ -550,10 +555,7 @@ impl Renderer {
         else {
             return Ok(ParameterSchema::empty());
         };
-        let mut hasher = DefaultHasher::new();
-        file.path.hash(&mut hasher);
-        file.text.hash(&mut hasher);
-        let key = hasher.finish();
+        let key = content_hash(&[&file.path, &file.text]);
         if let Some(schema) = self
             .schemas
             .lock()
