@@ -4,6 +4,8 @@
 //! Every request goes through a counting layer so that commands and benchmarks can report how
 //! many calls and writes an operation made.
 
+pub mod set;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
