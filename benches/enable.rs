@@ -109,6 +109,7 @@ async fn main() {
             namespace: namespace.clone(),
             catalog: Catalog::new(&[]).unwrap(),
             renderer: Renderer::new(),
+            engine: manage::EngineChoice::Auto,
         }
     };
     let request = EnableRequest {

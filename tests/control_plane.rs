@@ -276,7 +276,7 @@ async fn enabling_without_kubevela_skips_definitions_with_a_note_and_the_record_
     assert!(
         out.contains("note: skipped ComponentDefinition (core.oam.dev/v1beta1)")
             && out.contains("note: skipped TraitDefinition (core.oam.dev/v1beta1)")
-            && out.contains("the Application was not applied"),
+            && out.contains("deployed by addonctl (direct engine) to 1 cluster: `local`"),
         "{out}"
     );
     assert!(!sb.api().serves(&Kind::APPLICATION.gvk()).await.unwrap());
@@ -825,12 +825,20 @@ async fn named_clusters_must_be_joined_and_are_recorded() {
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "east", "namespace": sb.ns(),
                          "labels": {"cluster.core.oam.dev/cluster-credential-type": "ServiceAccountToken"}},
-            "data": {"endpoint": "aHR0cHM6Ly8xMjcuMC4wLjE6MQ=="},
+            // https://127.0.0.1:1 and a token: joined, but nothing listens there.
+            "data": {"endpoint": "aHR0cHM6Ly8xMjcuMC4wLjE6MQ==", "token": "dG9rZW4="},
         }),
     )
     .await;
-    sb.enable("node-pulse", json!({"clusters": ["east"]}))
-        .await
-        .unwrap();
-    assert_eq!(sb.record("node-pulse").await.clusters, ["east", "local"]);
+    let error = sb.enable("node-pulse", json!({"clusters": ["east"]})).await.unwrap_err();
+    assert!(matches!(error, manage::Error::Clusters { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("1 of 2 clusters failed:\n  east: cannot reach cluster `east` at https://127.0.0.1:1"),
+        "{error}"
+    );
+    let record = sb.record("node-pulse").await;
+    assert_eq!(record.clusters, ["east", "local"]);
+    assert!(record.pending.is_some(), "the revision stays pending until every cluster has it");
+    assert!(record.dispatched["local"].error.is_none());
+    assert!(record.dispatched["east"].error.is_some());
 }

@@ -41,6 +41,10 @@ pub struct GlobalArgs {
     /// A local directory registry, searched before the built-in one (repeatable, in order).
     #[arg(long = "registry-dir", global = true, value_name = "DIR")]
     pub registry_dirs: Vec<PathBuf>,
+    /// Which engine deploys addons' components: `vela` (KubeVela), `direct` (addonctl itself),
+    /// `auto` (vela when the control plane serves KubeVela's Application).
+    #[arg(long, global = true, value_enum, default_value_t = Engine::Auto, env = "ADDONCTL_ENGINE")]
+    pub engine: Engine,
     /// Wall-clock limit for each addon script, in seconds.
     #[arg(
         long,
@@ -207,6 +211,14 @@ pub struct UpgradeArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
+}
+
+/// The engine choice on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    Auto,
+    Vela,
+    Direct,
 }
 
 /// Output formats of object-printing commands.

@@ -382,6 +382,17 @@ impl Cluster {
     /// Server-side applies an object (forced, field manager `addonctl`). Namespaced objects
     /// without a namespace go to `default_namespace`. Returns the object as stored.
     pub async fn apply(&self, object: &Value, default_namespace: &str) -> Result<DynamicObject> {
+        self.apply_placed(object, default_namespace, None).await
+    }
+
+    /// [`Cluster::apply`], with namespaced objects forced into `namespace` when given (a topology
+    /// policy's namespace).
+    pub async fn apply_placed(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+    ) -> Result<DynamicObject> {
         let what = describe(object);
         let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
             cluster: self.name.clone(),
@@ -400,8 +411,8 @@ impl Cluster {
         let namespace = object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
-            .unwrap_or(default_namespace)
-            .to_owned();
+            .unwrap_or(default_namespace);
+        let namespace = namespace_override.unwrap_or(namespace).to_owned();
         let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
         let mut body = object.clone();
         if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -66,7 +66,9 @@ pub struct ClusterCredentials {
 
 impl std::fmt::Debug for ClusterCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClusterCredentials").field("endpoint", &self.endpoint).finish_non_exhaustive()
+        f.debug_struct("ClusterCredentials")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
@@ -75,7 +77,9 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 fn unb64(text: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::STANDARD.decode(text.trim()).ok()
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()
 }
 
 fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
@@ -90,37 +94,64 @@ impl ClusterCredentials {
         let context_name = context
             .map(str::to_owned)
             .or_else(|| config.current_context.clone())
-            .ok_or_else(|| Error::Config(format!("`{}` has no current context; pass `--context`", path.display())))?;
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "`{}` has no current context; pass `--context`",
+                    path.display()
+                ))
+            })?;
         let named = config
             .contexts
             .iter()
             .find(|c| c.name == context_name)
             .and_then(|c| c.context.as_ref())
-            .ok_or_else(|| Error::Config(format!("`{}` has no context `{context_name}`", path.display())))?;
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "`{}` has no context `{context_name}`",
+                    path.display()
+                ))
+            })?;
         let cluster = config
             .clusters
             .iter()
             .find(|c| c.name == named.cluster)
             .and_then(|c| c.cluster.as_ref())
-            .ok_or_else(|| Error::Config(format!("context `{context_name}` names a missing cluster `{}`", named.cluster)))?;
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "context `{context_name}` names a missing cluster `{}`",
+                    named.cluster
+                ))
+            })?;
         let endpoint = cluster
             .server
             .clone()
             .ok_or_else(|| Error::Config(format!("cluster `{}` has no server", named.cluster)))?;
-        let ca = match (&cluster.certificate_authority_data, &cluster.certificate_authority) {
-            (Some(data), _) => Some(unb64(data).ok_or_else(|| Error::Config("certificate-authority-data is not base64".into()))?),
-            (None, Some(file)) => Some(read_file(file, "certificate authority")?),
-            (None, None) => None,
-        };
+        let ca =
+            match (
+                &cluster.certificate_authority_data,
+                &cluster.certificate_authority,
+            ) {
+                (Some(data), _) => Some(unb64(data).ok_or_else(|| {
+                    Error::Config("certificate-authority-data is not base64".into())
+                })?),
+                (None, Some(file)) => Some(read_file(file, "certificate authority")?),
+                (None, None) => None,
+            };
         let user = named
             .user
             .as_ref()
             .and_then(|u| config.auth_infos.iter().find(|a| &a.name == u))
             .and_then(|a| a.auth_info.as_ref())
-            .ok_or_else(|| Error::Config(format!("context `{context_name}` has no user credentials")))?;
+            .ok_or_else(|| {
+                Error::Config(format!("context `{context_name}` has no user credentials"))
+            })?;
         let token = match (&user.token, &user.token_file) {
             (Some(t), _) => Some(secrecy::ExposeSecret::expose_secret(t).to_owned()),
-            (None, Some(file)) => Some(String::from_utf8_lossy(&read_file(file, "token")?).trim().to_owned()),
+            (None, Some(file)) => Some(
+                String::from_utf8_lossy(&read_file(file, "token")?)
+                    .trim()
+                    .to_owned(),
+            ),
             (None, None) => None,
         };
         let client_certificate = match (&user.client_certificate_data, &user.client_certificate) {
@@ -157,9 +188,17 @@ impl ClusterCredentials {
     }
 
     /// The cluster Secret KubeVela reads.
-    pub fn to_secret(&self, name: &str, namespace: &str, labels: &BTreeMap<String, String>) -> Value {
+    pub fn to_secret(
+        &self,
+        name: &str,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Value {
         let mut all_labels: BTreeMap<String, String> = labels.clone();
-        all_labels.insert(LABEL_CREDENTIAL_TYPE.to_owned(), self.credential_type().label().to_owned());
+        all_labels.insert(
+            LABEL_CREDENTIAL_TYPE.to_owned(),
+            self.credential_type().label().to_owned(),
+        );
         let mut data = serde_json::Map::new();
         data.insert("endpoint".into(), json!(b64(self.endpoint.as_bytes())));
         if let Some(ca) = &self.ca {
@@ -167,11 +206,20 @@ impl ClusterCredentials {
         }
         match self.credential_type() {
             CredentialType::ServiceAccountToken => {
-                data.insert("token".into(), json!(b64(self.token.as_deref().unwrap_or_default().as_bytes())));
+                data.insert(
+                    "token".into(),
+                    json!(b64(self.token.as_deref().unwrap_or_default().as_bytes())),
+                );
             }
             CredentialType::X509Certificate => {
-                data.insert("tls.crt".into(), json!(b64(self.client_certificate.as_deref().unwrap_or_default())));
-                data.insert("tls.key".into(), json!(b64(self.client_key.as_deref().unwrap_or_default())));
+                data.insert(
+                    "tls.crt".into(),
+                    json!(b64(self.client_certificate.as_deref().unwrap_or_default())),
+                );
+                data.insert(
+                    "tls.key".into(),
+                    json!(b64(self.client_key.as_deref().unwrap_or_default())),
+                );
             }
         }
         json!({
@@ -185,9 +233,16 @@ impl ClusterCredentials {
 
     /// Reads a cluster Secret (KubeVela's or ours).
     pub fn from_secret(secret: &Value) -> Result<(ClusterInfo, Self)> {
-        let name = secret.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let name = secret
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let field = |key: &str| -> Option<Vec<u8>> {
-            secret.pointer(&format!("/data/{}", key.replace('/', "~1"))).and_then(Value::as_str).and_then(unb64)
+            secret
+                .pointer(&format!("/data/{}", key.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .and_then(unb64)
         };
         let bad = |what: &str| Error::Config(format!("cluster Secret `{name}`: {what}"));
         let endpoint = field("endpoint")
@@ -204,7 +259,10 @@ impl ClusterCredentials {
             })
             .unwrap_or_default();
         let credential_type = match secret
-            .pointer(&format!("/metadata/labels/{}", LABEL_CREDENTIAL_TYPE.replace('/', "~1")))
+            .pointer(&format!(
+                "/metadata/labels/{}",
+                LABEL_CREDENTIAL_TYPE.replace('/', "~1")
+            ))
             .and_then(Value::as_str)
         {
             Some("X509Certificate") => CredentialType::X509Certificate,
@@ -268,9 +326,12 @@ impl ClusterCredentials {
             current_context: Some(name.to_owned()),
             ..Kubeconfig::default()
         };
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(|e| Error::Config(format!("cluster `{name}`: {e}")))?;
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .map_err(|e| Error::Config(format!("cluster `{name}`: {e}")))?;
         config.connect_timeout = Some(timeout.min(Duration::from_secs(10)));
         config.read_timeout = Some(timeout);
         config.write_timeout = Some(timeout);

@@ -17,6 +17,7 @@
 //! garbage collection.
 
 pub mod catalog;
+pub mod direct;
 pub mod record;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +47,21 @@ pub struct Context {
     pub catalog: Catalog,
     /// The renderer.
     pub renderer: Renderer,
+    /// Which engine deploys the Application's components.
+    pub engine: EngineChoice,
+}
+
+/// Which engine deploys an addon's components.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineChoice {
+    /// `vela` when the control plane serves KubeVela's Application, else `direct`.
+    #[default]
+    Auto,
+    /// KubeVela dispatches the Application.
+    Vela,
+    /// addonctl dispatches the components itself.
+    Direct,
 }
 
 /// Progress of long operations (the CLI prints it on stderr).
@@ -74,6 +90,16 @@ pub enum Error {
     /// Finding, loading or rendering an addon failed.
     #[error(transparent)]
     Addon(#[from] crate::Error),
+    /// Some clusters failed; the others were applied. Running the command again converges.
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\nthe other clusters were applied; run the command again to finish", failed.len(), total, failed.join("\n  "))]
+    Clusters {
+        /// The addon.
+        addon: String,
+        /// `cluster: reason`, one per failed cluster.
+        failed: Vec<String>,
+        /// How many clusters were targeted.
+        total: usize,
+    },
     /// Applying failed midway; `applied` lists what had been applied.
     #[error("{source}\n{}", applied_note(.applied))]
     Partial {
@@ -105,6 +131,7 @@ impl Error {
             Error::Cluster(e) => e.is_user_error(),
             Error::Addon(e) => e.is_user_error(),
             Error::Partial { source, .. } => source.is_user_error(),
+            Error::Clusters { .. } => false,
         }
     }
 }
@@ -267,6 +294,11 @@ pub struct StepReport {
     pub deleted: Vec<String>,
     /// Notes (skipped definitions, no KubeVela).
     pub notes: Vec<String>,
+    /// The engine that deployed the components.
+    pub engine: EngineChoice,
+    /// Direct engine: each cluster's outcome.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<direct::ClusterOutcome>,
     /// `NOTES.rhai`, masked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addon_notes: Option<String>,
@@ -312,22 +344,11 @@ pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>
     }
 }
 
-/// The label KubeVela puts on the Secrets of joined clusters.
-pub const LABEL_CLUSTER_CREDENTIAL: &str = "cluster.core.oam.dev/cluster-credential-type";
-
 /// Names of the clusters known to the control plane: `local` and every joined cluster (KubeVela's
 /// cluster Secrets in the system namespace).
 pub async fn known_clusters(ctx: &Context) -> Result<Vec<String>> {
-    let secrets = ctx
-        .cluster
-        .list(
-            &secret_gvk(),
-            Some(&ctx.namespace),
-            LABEL_CLUSTER_CREDENTIAL,
-        )
-        .await?;
     let mut names = vec![normalize::LOCAL_CLUSTER.to_owned()];
-    names.extend(secrets.into_iter().filter_map(|s| s.metadata.name));
+    names.extend(direct::joined(ctx).await?.into_iter().map(|(info, _)| info.name));
     Ok(names)
 }
 
@@ -713,6 +734,8 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
         applied: Vec::new(),
         deleted: Vec::new(),
         notes: Vec::new(),
+        engine: EngineChoice::Auto,
+        clusters: Vec::new(),
         addon_notes: rendered.masked_notes(),
     };
     if step.action == Action::Keep {
@@ -722,9 +745,10 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
         "applying `{}` {}",
         rendered.name, rendered.version
     ));
-    let result = apply_rendered(ctx, step, &mut report).await;
+    let result = apply_rendered(ctx, step, &mut report, reporter).await;
     match result {
         Ok(()) => Ok(report),
+        Err(e @ Error::Clusters { .. }) => Err(e),
         Err(e) => Err(Error::Partial {
             source: Box::new(e),
             applied: report.applied,
@@ -732,7 +756,12 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
     }
 }
 
-async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> Result<()> {
+async fn apply_rendered(
+    ctx: &Context,
+    step: &Step,
+    report: &mut StepReport,
+    reporter: &dyn Reporter,
+) -> Result<()> {
     let rendered = &step.rendered;
     let ns = &ctx.namespace;
     let cluster = &ctx.cluster;
@@ -752,7 +781,23 @@ async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> 
         )
         .await?
         .and_then(|s| Record::from_secret(&to_value(&s)));
-    let vela = cluster.serves(&application_gvk()).await?;
+    let served = cluster.serves(&application_gvk()).await?;
+    let vela = match ctx.engine {
+        EngineChoice::Auto => served,
+        EngineChoice::Direct => false,
+        EngineChoice::Vela if served => true,
+        EngineChoice::Vela => {
+            return Err(Error::Refused(
+                "`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`"
+                    .to_owned(),
+            ))
+        }
+    };
+    report.engine = if vela {
+        EngineChoice::Vela
+    } else {
+        EngineChoice::Direct
+    };
     let mut record = Record {
         name: rendered.name.clone(),
         version: rendered.version.clone(),
@@ -776,6 +821,15 @@ async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> 
             .collect(),
         application: vela,
         clusters: clusters_of(Some(&rendered.application), &rendered.args),
+        placements: previous
+            .as_ref()
+            .map(|p| p.placements.clone())
+            .unwrap_or_default(),
+        dispatched: previous
+            .as_ref()
+            .map(|p| p.dispatched.clone())
+            .unwrap_or_default(),
+        pending: (!vela).then(|| rendered.version.clone()),
         inventory: previous
             .as_ref()
             .map(|p| p.inventory.clone())
@@ -796,10 +850,8 @@ async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> 
             app.metadata.uid.as_deref().unwrap_or_default(),
         )
     } else {
-        report.notes.push(
-            "KubeVela's Application CRD is not served: the Application was not applied, so its components are not deployed"
-                .to_owned(),
-        );
+        // Fail early, before anything is applied, on components the direct engine cannot deploy.
+        direct::component_objects(&rendered.application)?;
         owner_reference(
             "Secret",
             "v1",
@@ -874,8 +926,35 @@ async fn apply_rendered(ctx: &Context, step: &Step, report: &mut StepReport) -> 
         }
     }
     record.inventory = inventory;
+    if vela {
+        record.placements.clear();
+        record.dispatched.clear();
+        cluster.apply(&record.to_secret(ns), ns).await?;
+        return Ok(());
+    }
+    let (placements, dispatched, outcomes) =
+        direct::dispatch(ctx, &rendered.application, &record.dispatched, reporter).await?;
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.error.as_ref().map(|e| format!("{}: {e}", o.cluster)))
+        .collect();
+    record.placements = placements;
+    record.dispatched = dispatched;
+    if failed.is_empty() {
+        record.pending = None;
+    }
     cluster.apply(&record.to_secret(ns), ns).await?;
-    Ok(())
+    let total = outcomes.len();
+    report.clusters = outcomes;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Clusters {
+            addon: rendered.name.clone(),
+            failed,
+            total,
+        })
+    }
 }
 
 /// Enables an addon and its missing dependencies.
@@ -967,6 +1046,9 @@ pub async fn disable(
     let cluster = &ctx.cluster;
     let mut deleted = Vec::new();
     reporter.step(&format!("disabling `{name}`"));
+    if let Some(record) = current.record.as_ref().filter(|r| !r.dispatched.is_empty()) {
+        remove_dispatched(ctx, record, &mut deleted, reporter).await?;
+    }
     let secret_name = normalize::args_secret_name(name);
     if cluster
         .delete(&secret_gvk(), Some(ns), &secret_name)
@@ -1008,6 +1090,50 @@ pub async fn disable(
     Ok(DisableReport {
         name: name.to_owned(),
         deleted,
+    })
+}
+
+/// Deletes what the direct engine applied to each cluster (reverse order, only what addonctl
+/// created). When a cluster fails, the record keeps what is left there and the error says so.
+async fn remove_dispatched(
+    ctx: &Context,
+    record: &Record,
+    deleted: &mut Vec<String>,
+    reporter: &dyn Reporter,
+) -> Result<()> {
+    let names = record.dispatched.keys().cloned().collect();
+    let clients = direct::clients(ctx, &names).await?;
+    let mut failed = Vec::new();
+    let mut remaining = BTreeMap::new();
+    for (name, inventory) in &record.dispatched {
+        let result = match clients.get(name) {
+            Some(Ok(client)) => direct::remove_all(client, inventory).await,
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(format!("no client for cluster `{name}`")),
+        };
+        match result {
+            Ok(count) => {
+                reporter.step(&format!("cluster `{name}`: {count} objects deleted"));
+                deleted.push(format!("{count} objects on cluster `{name}`"));
+            }
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                remaining.insert(name.clone(), inventory.clone());
+            }
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let mut kept = record.clone();
+    kept.dispatched = remaining;
+    ctx.cluster
+        .apply(&kept.to_secret(&ctx.namespace), &ctx.namespace)
+        .await?;
+    Err(Error::Clusters {
+        addon: record.name.clone(),
+        total: record.dispatched.len(),
+        failed,
     })
 }
 

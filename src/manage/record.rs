@@ -6,6 +6,8 @@
 //! collector. Its content is deterministic (no timestamps), so an unchanged re-enable rewrites
 //! nothing.
 
+use std::collections::BTreeMap;
+
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -109,6 +111,58 @@ pub struct Record {
     /// Every other control-plane object applied, in apply order.
     #[serde(default)]
     pub inventory: Vec<ObjectRef>,
+    /// Direct engine: where the components go, as the Application's topology says (the
+    /// selector, not the list of clusters it matched, so clusters joined later are included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<Placement>,
+    /// Direct engine: what was applied to each cluster.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dispatched: BTreeMap<String, ClusterInventory>,
+    /// Direct engine: the version being applied when an enable has not finished (a pending
+    /// revision; `dispatched` still holds everything applied so far, nothing is forgotten).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+}
+
+/// Where components go: a topology policy's clusters or label selector, and namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// Named clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+    /// A label selector over joined clusters (`{}` = every cluster, `local` included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_label_selector: Option<BTreeMap<String, String>>,
+    /// The namespace namespaced objects go to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// One object applied to a managed cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchedObject {
+    /// Which object.
+    #[serde(flatten)]
+    pub object: ObjectRef,
+    /// Its uid.
+    #[serde(default)]
+    pub uid: String,
+    /// Whether addonctl created it (only those are ever deleted; an object that existed before
+    /// and was not created by addonctl is left alone).
+    pub created: bool,
+}
+
+/// What one cluster holds for the addon.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterInventory {
+    /// Objects, in apply order.
+    #[serde(default)]
+    pub objects: Vec<DispatchedObject>,
+    /// The last failure on this cluster, if the last apply did not finish there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A dependency as recorded.

@@ -535,6 +535,7 @@ async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> 
         namespace: namespace.to_owned(),
         catalog: Catalog::new(registries).unwrap(),
         renderer: Renderer::new(),
+        engine: addonctl::manage::EngineChoice::Auto,
     }
 }
 

@@ -13,7 +13,7 @@ use addonctl::render::output::{format_objects, Format};
 use addonctl::render::Renderer;
 
 use crate::cli::args::{
-    DisableArgs, EnableArgs, GlobalArgs, ListArgs, ReportFormat, StatusArgs, UpgradeArgs,
+    DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ReportFormat, StatusArgs, UpgradeArgs,
 };
 use crate::cli::commands::render::collect_args;
 
@@ -42,6 +42,11 @@ async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
         namespace: global.system_namespace.clone(),
         catalog: Catalog::new(&global.registry_dirs)?,
         renderer: Renderer::with_limits(global.limits()?),
+        engine: match global.engine {
+            Engine::Auto => manage::EngineChoice::Auto,
+            Engine::Vela => manage::EngineChoice::Vela,
+            Engine::Direct => manage::EngineChoice::Direct,
+        },
     })
 }
 
@@ -142,6 +147,20 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
             }
             for note in &report.notes {
                 writeln!(stdout, "  note: {note}")?;
+            }
+            if report.engine == manage::EngineChoice::Direct {
+                let names: Vec<String> = report
+                    .clusters
+                    .iter()
+                    .map(|c| format!("`{}`", c.cluster))
+                    .collect();
+                writeln!(
+                    stdout,
+                    "  deployed by addonctl (direct engine) to {} cluster{}: {}",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", ")
+                )?;
             }
         }
         if let Some(notes) = reports.last().and_then(|r| r.addon_notes.as_ref()) {

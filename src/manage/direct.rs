@@ -1,0 +1,555 @@
+//! The direct engine: addonctl dispatches an addon's components to the target clusters itself,
+//! without KubeVela.
+//!
+//! Expected flow of [`dispatch`]:
+//! 1. targets: the Application's topology policies (`clusters`, `clusterLabelSelector`,
+//!    `namespace`) resolved against `local` and the joined clusters *now* (the record keeps the
+//!    policies, so a cluster joined later is picked up by the next enable/upgrade);
+//! 2. objects: components of type `k8s-objects` (`properties.objects`) and `raw` (`properties`);
+//!    any other type is an error naming the component and the type;
+//! 3. per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD waited for
+//!    until `Established`), then everything else with bounded concurrency, one server-side apply
+//!    per object;
+//! 4. prune: objects the previous revision applied to a cluster that this one no longer renders,
+//!    and everything on clusters that are no longer targets, are deleted — only objects addonctl
+//!    created (an object that existed before is recorded as such and never deleted).
+//!
+//! Guarantees: a failing cluster does not stop the others; its inventory keeps every object it
+//! held plus what was applied before the failure, so nothing is forgotten and a re-run converges.
+//!
+//! Scaling: clients are built per enable from the cluster Secrets and dropped afterwards; at most
+//! [`CLUSTER_CONCURRENCY`] clusters are worked on at once and at most [`OBJECT_CONCURRENCY`]
+//! requests are in flight per cluster, so memory and connections stay bounded whatever the number
+//! of clusters (1,000 clusters take 1,000 / 16 rounds, each holding 16 clients).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::record::{ClusterInventory, DispatchedObject, ObjectRef, Placement};
+use super::{Context, Error, Result};
+use crate::cluster::set::{ClusterCredentials, ClusterInfo, LABEL_CREDENTIAL_TYPE, LOCAL};
+use crate::cluster::{self, Cluster};
+
+/// Clusters worked on at once.
+pub const CLUSTER_CONCURRENCY: usize = 16;
+/// Requests in flight per cluster.
+pub const OBJECT_CONCURRENCY: usize = 8;
+/// How long a CRD may take to become `Established`.
+const CRD_WAIT: Duration = Duration::from_secs(30);
+
+/// The request timeout for managed clusters (`ADDONCTL_CLUSTER_TIMEOUT` seconds, default 30).
+pub fn cluster_timeout() -> Duration {
+    std::env::var("ADDONCTL_CLUSTER_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(Duration::from_secs(30))
+}
+
+/// The joined clusters (from their Secrets), without credentials.
+pub async fn joined(ctx: &Context) -> Result<Vec<(ClusterInfo, ClusterCredentials)>> {
+    let secrets = ctx
+        .cluster
+        .list(
+            &super::secret_gvk(),
+            Some(&ctx.namespace),
+            LABEL_CREDENTIAL_TYPE,
+        )
+        .await?;
+    let mut out = Vec::new();
+    for secret in secrets {
+        let value = super::to_value(&secret);
+        match ClusterCredentials::from_secret(&value) {
+            Ok(pair) => out.push(pair),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// The topology policies of an Application as placements (none = `local`).
+pub fn placements(application: &Value) -> Vec<Placement> {
+    let mut out = Vec::new();
+    for policy in application
+        .pointer("/spec/policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if policy.get("type").and_then(Value::as_str) != Some("topology") {
+            continue;
+        }
+        let properties = policy.get("properties");
+        let clusters = properties
+            .and_then(|p| p.get("clusters"))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            });
+        let selector = properties
+            .and_then(|p| {
+                p.get("clusterLabelSelector")
+                    .or_else(|| p.get("clusterSelector"))
+            })
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            });
+        let namespace = properties
+            .and_then(|p| p.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        out.push(Placement {
+            clusters,
+            cluster_label_selector: selector,
+            namespace,
+        });
+    }
+    if out.is_empty() {
+        out.push(Placement {
+            clusters: Some(vec![LOCAL.to_owned()]),
+            cluster_label_selector: None,
+            namespace: None,
+        });
+    }
+    out
+}
+
+/// Resolves placements to `cluster → namespace override`. Named clusters must exist.
+pub fn resolve_targets(
+    placements: &[Placement],
+    joined: &[ClusterInfo],
+) -> Result<BTreeMap<String, Option<String>>> {
+    let mut out = BTreeMap::new();
+    for placement in placements {
+        let mut names: Vec<String> = Vec::new();
+        if let Some(clusters) = &placement.clusters {
+            for name in clusters {
+                if name != LOCAL && !joined.iter().any(|c| &c.name == name) {
+                    return Err(Error::Refused(format!(
+                        "the topology names cluster `{name}`, which is not joined (known: `local`{})",
+                        joined.iter().map(|c| format!(", `{}`", c.name)).collect::<String>()
+                    )));
+                }
+                names.push(name.clone());
+            }
+        }
+        if let Some(selector) = &placement.cluster_label_selector {
+            if selector.is_empty() {
+                names.push(LOCAL.to_owned());
+            }
+            names.extend(
+                joined
+                    .iter()
+                    .filter(|c| selector.iter().all(|(k, v)| c.labels.get(k) == Some(v)))
+                    .map(|c| c.name.clone()),
+            );
+        }
+        for name in names {
+            out.entry(name)
+                .or_insert_with(|| placement.namespace.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The objects of an Application's components, for the direct engine.
+pub fn component_objects(application: &Value) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for component in application
+        .pointer("/spec/components")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = component.get("name").and_then(Value::as_str).unwrap_or("?");
+        match component.get("type").and_then(Value::as_str) {
+            Some("k8s-objects") => out.extend(
+                component
+                    .pointer("/properties/objects")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            ),
+            Some("raw") => out.extend(component.get("properties").cloned()),
+            other => {
+                return Err(Error::Refused(format!(
+                    "component `{name}` has type `{}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`",
+                    other.unwrap_or("?")
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The outcome on one cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterOutcome {
+    /// The cluster.
+    pub cluster: String,
+    /// Objects applied.
+    pub applied: usize,
+    /// Objects deleted (pruned).
+    pub deleted: usize,
+    /// The failure, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Clients for `local` (the control plane) and the joined clusters named.
+pub async fn clients(
+    ctx: &Context,
+    names: &BTreeSet<String>,
+) -> Result<BTreeMap<String, std::result::Result<Cluster, String>>> {
+    let mut out = BTreeMap::new();
+    let joined = joined(ctx).await?;
+    for name in names {
+        if name == LOCAL {
+            out.insert(name.clone(), Ok(ctx.cluster.clone()));
+            continue;
+        }
+        let client = match joined.iter().find(|(info, _)| &info.name == name) {
+            Some((_, credentials)) => credentials
+                .connect(name, cluster_timeout())
+                .await
+                .map_err(|e| e.to_string()),
+            None => Err(format!("cluster `{name}` is no longer joined")),
+        };
+        out.insert(name.clone(), client);
+    }
+    Ok(out)
+}
+
+fn rank(object: &Value) -> u8 {
+    match object.get("kind").and_then(Value::as_str) {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    }
+}
+
+/// Whether addonctl created a stored object: only addonctl has written its spec (status writers
+/// are ignored).
+fn created_by_us(stored: &kube::api::DynamicObject) -> bool {
+    stored
+        .metadata
+        .managed_fields
+        .as_ref()
+        .is_none_or(|fields| {
+            fields
+                .iter()
+                .filter(|f| f.subresource.as_deref() != Some("status"))
+                .all(|f| f.manager.as_deref() == Some(cluster::FIELD_MANAGER))
+        })
+}
+
+async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
+    let gvk =
+        kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let started = Instant::now();
+    loop {
+        if let Some(crd) = cluster.get(&gvk, None, name).await? {
+            let value = super::to_value(&crd);
+            let established = value
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.get("type").and_then(Value::as_str) == Some("Established")
+                            && c.get("status").and_then(Value::as_str) == Some("True")
+                    })
+                });
+            if established {
+                cluster.refresh_discovery();
+                return Ok(());
+            }
+        }
+        if started.elapsed() > CRD_WAIT {
+            return Err(Error::Refused(format!(
+                "CustomResourceDefinition `{name}` on cluster `{}` did not become Established within {}s",
+                cluster.name(),
+                CRD_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Applies the objects to one cluster, staged, and prunes what the previous inventory had and
+/// this one does not. Returns the new inventory (on failure: the old one plus what was applied).
+async fn apply_to_cluster(
+    cluster: &Cluster,
+    objects: &[Value],
+    namespace_override: Option<&str>,
+    system_namespace: &str,
+    previous: &ClusterInventory,
+) -> (ClusterInventory, ClusterOutcome) {
+    let mut applied: Vec<DispatchedObject> = Vec::new();
+    let mut outcome = ClusterOutcome {
+        cluster: cluster.name().to_owned(),
+        applied: 0,
+        deleted: 0,
+        error: None,
+    };
+    let result: Result<()> = async {
+        let mut ordered: Vec<&Value> = objects.iter().collect();
+        ordered.sort_by_key(|o| rank(o));
+        for stage in [0u8, 1, 2] {
+            let batch: Vec<&Value> = ordered
+                .iter()
+                .copied()
+                .filter(|o| rank(o).min(2) == stage)
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            let results: Vec<Result<(Value, kube::api::DynamicObject)>> = stream::iter(batch)
+                .map(|object| async move {
+                    let stored = cluster
+                        .apply_placed(object, system_namespace, namespace_override)
+                        .await?;
+                    Ok((object.clone(), stored))
+                })
+                .buffered(OBJECT_CONCURRENCY)
+                .collect()
+                .await;
+            for result in results {
+                let (object, stored) = result?;
+                let mut reference = ObjectRef::of(&object).unwrap_or(ObjectRef {
+                    api_version: String::new(),
+                    kind: String::new(),
+                    namespace: None,
+                    name: String::new(),
+                });
+                reference.namespace.clone_from(&stored.metadata.namespace);
+                let was_ours = previous
+                    .objects
+                    .iter()
+                    .find(|o| o.object == reference)
+                    .map(|o| o.created);
+                applied.push(DispatchedObject {
+                    uid: stored.metadata.uid.clone().unwrap_or_default(),
+                    created: was_ours.unwrap_or_else(|| created_by_us(&stored)),
+                    object: reference,
+                });
+                if stage == 1 {
+                    wait_established(cluster, stored.metadata.name.as_deref().unwrap_or_default())
+                        .await?;
+                }
+            }
+            if stage == 0 {
+                cluster.refresh_discovery();
+            }
+        }
+        Ok(())
+    }
+    .await;
+    outcome.applied = applied.len();
+    match result {
+        Ok(()) => {
+            let pruned = prune(cluster, &previous.objects, &applied).await;
+            match pruned {
+                Ok(count) => {
+                    outcome.deleted = count;
+                    (
+                        ClusterInventory {
+                            objects: applied,
+                            error: None,
+                        },
+                        outcome,
+                    )
+                }
+                Err((count, e, kept)) => {
+                    outcome.deleted = count;
+                    outcome.error = Some(e.clone());
+                    let mut objects = applied;
+                    objects.extend(kept);
+                    (
+                        ClusterInventory {
+                            objects,
+                            error: Some(e),
+                        },
+                        outcome,
+                    )
+                }
+            }
+        }
+        Err(e) => {
+            let message = e.to_string();
+            outcome.error = Some(message.clone());
+            // Keep everything: what was there, plus what was applied before the failure.
+            let mut objects = previous.objects.clone();
+            for object in applied {
+                if !objects.iter().any(|o| o.object == object.object) {
+                    objects.push(object);
+                }
+            }
+            (
+                ClusterInventory {
+                    objects,
+                    error: Some(message),
+                },
+                outcome,
+            )
+        }
+    }
+}
+
+/// Deletes, in reverse order, the objects of `old` that `new` lacks and that addonctl created.
+/// On failure returns the count deleted, the error and the objects not yet deleted.
+async fn prune(
+    cluster: &Cluster,
+    old: &[DispatchedObject],
+    new: &[DispatchedObject],
+) -> std::result::Result<usize, (usize, String, Vec<DispatchedObject>)> {
+    let stale: Vec<&DispatchedObject> = old
+        .iter()
+        .rev()
+        .filter(|o| o.created && !new.iter().any(|n| n.object == o.object))
+        .collect();
+    let mut deleted = 0;
+    for (i, object) in stale.iter().enumerate() {
+        match cluster
+            .delete(
+                &object.object.gvk(),
+                object.object.namespace.as_deref(),
+                &object.object.name,
+            )
+            .await
+        {
+            Ok(true) => deleted += 1,
+            Ok(false) => {}
+            Err(e) => {
+                let kept = stale[i..].iter().map(|o| (*o).clone()).collect();
+                return Err((deleted, e.to_string(), kept));
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+/// Deletes everything an inventory holds that addonctl created, in reverse order.
+pub async fn remove_all(
+    cluster: &Cluster,
+    inventory: &ClusterInventory,
+) -> std::result::Result<usize, String> {
+    prune(cluster, &inventory.objects, &[])
+        .await
+        .map_err(|(_, e, _)| e)
+}
+
+/// Dispatches an Application's components to its target clusters. Returns the new per-cluster
+/// inventory (to store in the record) and each cluster's outcome.
+pub async fn dispatch(
+    ctx: &Context,
+    application: &Value,
+    previous: &BTreeMap<String, ClusterInventory>,
+    reporter: &dyn super::Reporter,
+) -> Result<(
+    Vec<Placement>,
+    BTreeMap<String, ClusterInventory>,
+    Vec<ClusterOutcome>,
+)> {
+    let placements = placements(application);
+    let objects = component_objects(application)?;
+    let joined_clusters: Vec<ClusterInfo> = joined(ctx)
+        .await?
+        .into_iter()
+        .map(|(info, _)| info)
+        .collect();
+    let targets = resolve_targets(&placements, &joined_clusters)?;
+    let mut names: BTreeSet<String> = targets.keys().cloned().collect();
+    names.extend(previous.keys().cloned());
+    let clients = clients(ctx, &names).await?;
+    let empty = ClusterInventory::default();
+    let work = names.iter().map(|name| {
+        let client = clients.get(name).cloned();
+        let target = targets.get(name).cloned();
+        let old = previous.get(name).unwrap_or(&empty).clone();
+        let objects = &objects;
+        let system_namespace = ctx.namespace.clone();
+        async move {
+            let client = match client {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => return unreachable_cluster(name, old, e),
+                None => {
+                    return unreachable_cluster(
+                        name,
+                        old,
+                        format!("no client for cluster `{name}`"),
+                    )
+                }
+            };
+            let (inventory, outcome) = match target {
+                Some(namespace) => {
+                    apply_to_cluster(
+                        &client,
+                        objects,
+                        namespace.as_deref(),
+                        &system_namespace,
+                        &old,
+                    )
+                    .await
+                }
+                // No longer a target: delete what addonctl created there.
+                None => apply_to_cluster(&client, &[], None, &system_namespace, &old).await,
+            };
+            (name.clone(), inventory, outcome)
+        }
+    });
+    let results: Vec<(String, ClusterInventory, ClusterOutcome)> = stream::iter(work)
+        .buffer_unordered(CLUSTER_CONCURRENCY)
+        .collect()
+        .await;
+    let mut inventories = BTreeMap::new();
+    let mut outcomes = Vec::new();
+    for (name, inventory, outcome) in results {
+        match &outcome.error {
+            Some(e) => reporter.step(&format!("cluster `{name}`: failed: {e}")),
+            None => reporter.step(&format!(
+                "cluster `{name}`: {} objects applied, {} deleted",
+                outcome.applied, outcome.deleted
+            )),
+        }
+        if targets.contains_key(&name) || !inventory.objects.is_empty() || inventory.error.is_some()
+        {
+            inventories.insert(name, inventory);
+        }
+        outcomes.push(outcome);
+    }
+    outcomes.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    Ok((placements, inventories, outcomes))
+}
+
+/// The outcome for a cluster that cannot be worked on: its inventory is kept as it was.
+fn unreachable_cluster(
+    name: &str,
+    old: ClusterInventory,
+    error: String,
+) -> (String, ClusterInventory, ClusterOutcome) {
+    (
+        name.to_owned(),
+        ClusterInventory {
+            objects: old.objects,
+            error: Some(error.clone()),
+        },
+        ClusterOutcome {
+            cluster: name.to_owned(),
+            applied: 0,
+            deleted: 0,
+            error: Some(error),
+        },
+    )
+}
