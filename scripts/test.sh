@@ -16,7 +16,7 @@ cargo clippy --locked --all-targets -- -D warnings
 
 echo "== Kubernetes API servers for the tests =="
 bash scripts/k8s/build.sh >/dev/null
-bash scripts/k8s/up.sh --managed 1 --dir "$ADDONCTL_TEST_ENV"
+bash scripts/k8s/up.sh --managed 3 --dir "$ADDONCTL_TEST_ENV"
 # Stopped by PID on exit; ADDONCTL_KEEP_ENV=1 keeps it running for the next run.
 if [ "${ADDONCTL_KEEP_ENV:-0}" != 1 ]; then
   trap 'bash scripts/k8s/down.sh --dir "$ADDONCTL_TEST_ENV" || true' EXIT

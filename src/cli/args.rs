@@ -101,6 +101,57 @@ pub enum Command {
     List(ListArgs),
     /// Change an installed addon's parameters or version.
     Upgrade(UpgradeArgs),
+    /// Package an addon (or a directory of addons) as `<name>-<version>.tgz`, after linting it.
+    Package(PackageArgs),
+    /// Write a Helm `index.yaml` for the packages in a directory.
+    Index(IndexArgs),
+    /// Add, change, list and remove the registries addons come from.
+    Registry(RegistryArgs),
+    /// Manage the clusters addons are deployed to.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Join a cluster from a kubeconfig (stored as KubeVela stores clusters).
+    Join {
+        /// The cluster's name.
+        name: String,
+        /// The kubeconfig holding its credentials (not the global `--kubeconfig`).
+        #[arg(long = "from-kubeconfig", value_name = "FILE")]
+        from_kubeconfig: PathBuf,
+        /// The kubeconfig context (default: its current context).
+        #[arg(long = "from-context")]
+        from_context: Option<String>,
+        /// Labels `k=v,…` for `clusterLabelSelector`.
+        #[arg(long)]
+        labels: Vec<String>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// List `local` and the joined clusters: endpoint, credential type, labels, reachability, version.
+    List {
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// Delete what addons applied to a cluster, then forget the cluster.
+    Detach {
+        /// The cluster's name.
+        name: String,
+        /// Detach even when the cluster cannot be cleaned.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Replace a cluster's labels.
+    Labels {
+        /// The cluster's name.
+        name: String,
+        /// Labels `k=v` (all of them; the old ones are replaced).
+        labels: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +323,126 @@ pub struct InitArgs {
     /// Where to create it (default: `./<name>`).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// An addon directory or a directory of addons.
+    pub dir: PathBuf,
+    /// Where to write the packages.
+    #[arg(
+        short = 'o',
+        long = "output-dir",
+        value_name = "DIR",
+        default_value = "."
+    )]
+    pub output_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The directory holding the `.tgz` packages; `index.yaml` is written there.
+    pub dir: PathBuf,
+    /// The URL the packages will be served from (each package's URL is this plus its file name).
+    #[arg(long)]
+    pub url: String,
+    /// An existing `index.yaml` to merge with (its entries are kept).
+    #[arg(long, value_name = "FILE")]
+    pub merge: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
+    /// Keep registries in the local file instead of the cluster (default: the cluster, or the
+    /// local file when there is no kubeconfig).
+    #[arg(long, global = true)]
+    pub local: bool,
+    /// The local registry file (implies `--local`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "ADDONCTL_REGISTRY_FILE"
+    )]
+    pub registry_file: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: RegistryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// Add a registry; it is listed first to check it works (unless `--no-validate`).
+    Add(RegistrySettingsArgs),
+    /// Change a registry's settings (only the options given change).
+    Update(RegistrySettingsArgs),
+    /// List the registries in search order (the built-in one last).
+    List {
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// Show one registry (credentials are never shown).
+    Get {
+        /// The registry's name.
+        name: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// Remove a registry and its credentials.
+    Remove {
+        /// The registry's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RegistrySettingsArgs {
+    /// The registry's name.
+    #[arg(required_unless_present = "from")]
+    pub name: Option<String>,
+    /// Read the registry (or registries) from a YAML file, e.g. one of `registries/*.yaml`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kind", "endpoint"])]
+    pub from: Option<PathBuf>,
+    /// helm, github, gitee, gitlab, s3, oss, git or local.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub kind: Option<String>,
+    /// The registry's URL (a directory for `local`); credentials in it are moved to the Secret.
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// The directory of the addons inside the repository or bucket.
+    #[arg(long)]
+    pub path: Option<String>,
+    /// A branch or tag.
+    #[arg(long = "ref", value_name = "REF")]
+    pub reference: Option<String>,
+    /// The bucket (S3, OSS).
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// A token (stored in Secret `addon-registry-<name>`).
+    #[arg(long, env = "ADDONCTL_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// A user name (stored in the Secret).
+    #[arg(long)]
+    pub username: Option<String>,
+    /// A password (stored in the Secret).
+    #[arg(long, env = "ADDONCTL_REGISTRY_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// A PEM file of CA certificates to trust for this registry.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Accept any TLS certificate (test registries only).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub insecure_skip_tls: Option<bool>,
+    /// Search order: higher first (default 0); ties go by order of addition.
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// A type-specific setting `key=value` (repeatable), e.g. `region=eu-west-1`.
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
+    /// Do not list the registry to check it.
+    #[arg(long)]
+    pub no_validate: bool,
 }
 
 #[cfg(test)]

@@ -48,5 +48,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => commands::manage::status(&cli.global, args).await,
         Command::List(args) => commands::manage::list(&cli.global, args).await,
         Command::Upgrade(args) => commands::manage::upgrade(&cli.global, args).await,
+        Command::Package(args) => commands::publish::package(&cli.global, args).await,
+        Command::Index(args) => commands::publish::index(&args),
+        Command::Registry(args) => commands::registry::run(&cli.global, args).await,
+        Command::Cluster(command) => commands::manage::cluster(&cli.global, command).await,
     }
 }

@@ -17,6 +17,7 @@
 //! garbage collection.
 
 pub mod catalog;
+pub mod clusters;
 pub mod direct;
 pub mod record;
 
@@ -348,7 +349,12 @@ pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>
 /// cluster Secrets in the system namespace).
 pub async fn known_clusters(ctx: &Context) -> Result<Vec<String>> {
     let mut names = vec![normalize::LOCAL_CLUSTER.to_owned()];
-    names.extend(direct::joined(ctx).await?.into_iter().map(|(info, _)| info.name));
+    names.extend(
+        direct::joined(ctx)
+            .await?
+            .into_iter()
+            .map(|(info, _)| info.name),
+    );
     Ok(names)
 }
 
@@ -1282,6 +1288,18 @@ pub struct Status {
     /// Who asked for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub installed_by: Option<InstalledBy>,
+    /// Why the phase is `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Direct engine: workloads (Deployments, DaemonSets, StatefulSets) on every target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_count: Option<usize>,
+    /// Direct engine: how many of them are ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_workload_count: Option<usize>,
+    /// Direct engine: per cluster and per resource.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<direct::ClusterStatus>,
     /// `-v`: the description.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -1358,6 +1376,10 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         registry: None,
         clusters: Vec::new(),
         installed_by: None,
+        reason: None,
+        workload_count: None,
+        ready_workload_count: None,
+        resources: Vec::new(),
         description: None,
         available_versions: Vec::new(),
         dependencies: Vec::new(),
@@ -1381,6 +1403,34 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
             (app, _) => clusters_of(app.as_ref(), &args),
         };
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
+        if let Some(record) = current
+            .record
+            .as_ref()
+            .filter(|r| current.application.is_none() && !r.dispatched.is_empty())
+        {
+            let clusters = direct::health(ctx, &record.dispatched).await?;
+            let workloads: Vec<&direct::ResourceStatus> = clusters
+                .iter()
+                .flat_map(|c| c.resources.iter())
+                .filter(|r| r.is_workload())
+                .collect();
+            let ready = workloads.iter().filter(|r| r.is_ready()).count();
+            let failures: Vec<String> = clusters
+                .iter()
+                .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.cluster)))
+                .collect();
+            status.phase = if !failures.is_empty() {
+                status.reason = Some(failures.join("; "));
+                Phase::Failed
+            } else if record.pending.is_some() || ready < workloads.len() {
+                Phase::Enabling
+            } else {
+                Phase::Enabled
+            };
+            status.workload_count = Some(workloads.len());
+            status.ready_workload_count = Some(ready);
+            status.resources = clusters;
+        }
     }
     if !verbose {
         return Ok(status);

@@ -13,7 +13,8 @@ use addonctl::render::output::{format_objects, Format};
 use addonctl::render::Renderer;
 
 use crate::cli::args::{
-    DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ReportFormat, StatusArgs, UpgradeArgs,
+    ClusterCommand, DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ReportFormat,
+    StatusArgs, UpgradeArgs,
 };
 use crate::cli::commands::render::collect_args;
 
@@ -137,7 +138,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
             };
             writeln!(
                 stdout,
-                "addon `{}` {} {verb}: {} objects applied",
+                "addon `{}` {} {verb}: {} control-plane objects applied",
                 report.name,
                 report.version,
                 report.applied.len()
@@ -339,6 +340,58 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
             json!(by).as_str().unwrap_or_default()
         )?;
     }
+    if let Some(reason) = &status.reason {
+        writeln!(out, "reason:    {reason}")?;
+    }
+    if let (Some(total), Some(ready)) = (status.workload_count, status.ready_workload_count) {
+        writeln!(out, "workloads: {ready}/{total} ready")?;
+    }
+    for cluster in &status.resources {
+        let workloads: Vec<_> = cluster
+            .resources
+            .iter()
+            .filter(|r| r.is_workload())
+            .collect();
+        let ready = workloads.iter().filter(|r| r.is_ready()).count();
+        let missing = cluster.resources.iter().filter(|r| !r.exists).count();
+        writeln!(
+            out,
+            "  cluster {:<16} {} objects{}, {ready}/{} workloads ready{}",
+            cluster.cluster,
+            cluster.resources.len(),
+            if missing > 0 {
+                format!(" ({missing} missing)")
+            } else {
+                String::new()
+            },
+            workloads.len(),
+            cluster
+                .error
+                .as_ref()
+                .map(|e| format!(", error: {e}"))
+                .unwrap_or_default()
+        )?;
+        if args.detail {
+            for r in &cluster.resources {
+                let replicas = match (r.ready_replicas, r.replicas) {
+                    (Some(ready), Some(desired)) => format!(" {ready}/{desired} ready"),
+                    _ => String::new(),
+                };
+                writeln!(
+                    out,
+                    "    {} {}{}{}{}",
+                    if r.exists { "✔" } else { "✘" },
+                    r.kind,
+                    r.namespace
+                        .as_ref()
+                        .map(|n| format!(" {n}/"))
+                        .unwrap_or_else(|| " ".to_owned()),
+                    r.name,
+                    replicas
+                )?;
+            }
+        }
+    }
     if args.detail {
         if let Some(d) = &status.description {
             writeln!(out, "description: {d}")?;
@@ -467,6 +520,86 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
             for deleted in &report.deleted {
                 writeln!(stdout, "  deleted {deleted}")?;
             }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cluster join | list | detach | labels`.
+pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Result<ExitCode> {
+    let ctx = context(global).await?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        ClusterCommand::Join {
+            name,
+            from_kubeconfig,
+            from_context,
+            labels,
+            output,
+        } => {
+            let labels = manage::clusters::parse_labels(&labels)?;
+            let row = manage::clusters::join(
+                &ctx,
+                &name,
+                &from_kubeconfig,
+                from_context.as_deref(),
+                &labels,
+            )
+            .await?;
+            if !print_structured(&row, output)? {
+                writeln!(
+                    out,
+                    "cluster `{}` joined: {} (Kubernetes {})",
+                    row.name, row.endpoint, row.version
+                )?;
+            }
+        }
+        ClusterCommand::List { output } => {
+            let rows = manage::clusters::list(&ctx).await?;
+            if !print_structured(&rows, output)? {
+                writeln!(
+                    out,
+                    "{:<16} {:<32} {:<20} {:<10} {:<10} LABELS",
+                    "NAME", "ENDPOINT", "CREDENTIAL", "REACHABLE", "VERSION"
+                )?;
+                for row in rows {
+                    let labels: Vec<String> =
+                        row.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let credential = row
+                        .credential_type
+                        .map_or_else(|| "-".to_owned(), |c| format!("{c:?}"));
+                    let version = if row.reachable {
+                        row.version.clone()
+                    } else {
+                        "-".to_owned()
+                    };
+                    writeln!(
+                        out,
+                        "{:<16} {:<32} {:<20} {:<10} {:<10} {}",
+                        row.name,
+                        row.endpoint,
+                        credential,
+                        if row.reachable { "yes" } else { "no" },
+                        version,
+                        labels.join(",")
+                    )?;
+                    if !row.reachable {
+                        writeln!(out, "  unreachable: {}", row.version)?;
+                    }
+                }
+            }
+        }
+        ClusterCommand::Detach { name, force } => {
+            let cleaned = manage::clusters::detach(&ctx, &name, force).await?;
+            writeln!(out, "cluster `{name}` detached")?;
+            for line in cleaned {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        ClusterCommand::Labels { name, labels } => {
+            let labels = manage::clusters::parse_labels(&labels)?;
+            manage::clusters::set_labels(&ctx, &name, &labels).await?;
+            writeln!(out, "cluster `{name}` labels set")?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,185 @@
+//! `cluster join | list | detach | labels`: managed clusters as KubeVela cluster Secrets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{direct, secret_gvk, Context, Error, Result};
+use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
+
+/// A managed cluster as `cluster list` shows it (never its credentials).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterRow {
+    /// Its name.
+    pub name: String,
+    /// Its API server.
+    pub endpoint: String,
+    /// How it authenticates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential_type: Option<CredentialType>,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Whether `/version` answered.
+    pub reachable: bool,
+    /// Its Kubernetes version, or why it could not be read.
+    pub version: String,
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name == LOCAL {
+        return Err(Error::Refused(
+            "`local` is the control plane itself; choose another name".to_owned(),
+        ));
+    }
+    if !crate::model::metadata::is_valid_name(name) {
+        return Err(Error::Refused(format!(
+            "`{name}` is not a valid cluster name: use lowercase letters, digits and single `-` between them"
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `k=v` labels.
+pub fn parse_labels(pairs: &[String]) -> Result<BTreeMap<String, String>> {
+    pairs
+        .iter()
+        .flat_map(|p| p.split(','))
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            pair.split_once('=')
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| Error::Refused(format!("label `{pair}`: expected `key=value`")))
+        })
+        .collect()
+}
+
+/// Joins a cluster from a kubeconfig: checks it answers, then stores its Secret.
+pub async fn join(
+    ctx: &Context,
+    name: &str,
+    kubeconfig: &Path,
+    context: Option<&str>,
+    labels: &BTreeMap<String, String>,
+) -> Result<ClusterRow> {
+    check_name(name)?;
+    let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
+    let client = credentials.connect(name, direct::cluster_timeout()).await?;
+    let version = client.kubernetes_version().await?;
+    ctx.cluster
+        .create_if_missing(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}))
+        .await?;
+    let secret = credentials.to_secret(name, &ctx.namespace, labels);
+    ctx.cluster.apply(&secret, &ctx.namespace).await?;
+    Ok(ClusterRow {
+        name: name.to_owned(),
+        endpoint: client.server().to_owned(),
+        credential_type: Some(credentials.credential_type()),
+        labels: labels.clone(),
+        reachable: true,
+        version,
+    })
+}
+
+/// Lists `local` and every joined cluster, asking each for its version (concurrently).
+pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
+    let joined = direct::joined(ctx).await?;
+    let local = async {
+        let version = ctx.cluster.kubernetes_version().await;
+        ClusterRow {
+            name: LOCAL.to_owned(),
+            endpoint: ctx.cluster.server().to_owned(),
+            credential_type: None,
+            labels: BTreeMap::new(),
+            reachable: version.is_ok(),
+            version: version.unwrap_or_else(|e| e.to_string()),
+        }
+    };
+    let others = joined.into_iter().map(|(info, credentials)| async move {
+        let version = match credentials
+            .connect(&info.name, direct::cluster_timeout())
+            .await
+        {
+            Ok(client) => client.kubernetes_version().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        ClusterRow {
+            name: info.name,
+            endpoint: info.endpoint,
+            credential_type: Some(info.credential_type),
+            labels: info.labels,
+            reachable: version.is_ok(),
+            version: version.unwrap_or_else(|e| e),
+        }
+    });
+    let (local, mut rows) = futures::join!(local, futures::future::join_all(others));
+    rows.insert(0, local);
+    Ok(rows)
+}
+
+/// Detaches a cluster: first deletes what addons applied there (only what addonctl created) and
+/// drops it from their records, then removes its Secret. When the cluster cannot be cleaned, it is
+/// not detached unless `force` (its objects are then left behind and the records forget them).
+pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String>> {
+    check_name(name)?;
+    let joined = direct::joined(ctx).await?;
+    let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
+        return Err(Error::Refused(format!(
+            "cluster `{name}` is not joined (see `addonctl cluster list`)"
+        )));
+    };
+    let mut cleaned = Vec::new();
+    let client = credentials.connect(name, direct::cluster_timeout()).await;
+    for (addon, installed) in super::installed(ctx).await? {
+        let Some(mut record) = installed.record else {
+            continue;
+        };
+        let Some(inventory) = record.dispatched.get(name).cloned() else {
+            continue;
+        };
+        let result = match &client {
+            Ok(client) => direct::remove_all(client, &inventory).await,
+            Err(e) => Err(e.to_string()),
+        };
+        match result {
+            Ok(count) => cleaned.push(format!("addon `{addon}`: {count} objects deleted")),
+            Err(e) if force => cleaned.push(format!("addon `{addon}`: objects left behind ({e})")),
+            Err(e) => {
+                return Err(Error::Refused(format!(
+                    "cannot clean addon `{addon}` from cluster `{name}`: {e}; pass `--force` to detach anyway (its objects stay there)"
+                )))
+            }
+        }
+        record.dispatched.remove(name);
+        ctx.cluster
+            .apply(&record.to_secret(&ctx.namespace), &ctx.namespace)
+            .await?;
+    }
+    ctx.cluster
+        .delete(&secret_gvk(), Some(&ctx.namespace), name)
+        .await?;
+    Ok(cleaned)
+}
+
+/// Replaces a joined cluster's labels.
+pub async fn set_labels(
+    ctx: &Context,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<()> {
+    check_name(name)?;
+    let joined = direct::joined(ctx).await?;
+    let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
+        return Err(Error::Refused(format!(
+            "cluster `{name}` is not joined (see `addonctl cluster list`)"
+        )));
+    };
+    ctx.cluster
+        .apply(
+            &credentials.to_secret(name, &ctx.namespace, labels),
+            &ctx.namespace,
+        )
+        .await?;
+    Ok(())
+}
