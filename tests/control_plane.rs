@@ -830,15 +830,23 @@ async fn named_clusters_must_be_joined_and_are_recorded() {
         }),
     )
     .await;
-    let error = sb.enable("node-pulse", json!({"clusters": ["east"]})).await.unwrap_err();
+    let error = sb
+        .enable("node-pulse", json!({"clusters": ["east"]}))
+        .await
+        .unwrap_err();
     assert!(matches!(error, manage::Error::Clusters { .. }), "{error:?}");
     assert!(
-        error.to_string().contains("1 of 2 clusters failed:\n  east: cannot reach cluster `east` at https://127.0.0.1:1"),
+        error.to_string().contains(
+            "1 of 2 clusters failed:\n  east: cannot reach cluster `east` at https://127.0.0.1:1"
+        ),
         "{error}"
     );
     let record = sb.record("node-pulse").await;
     assert_eq!(record.clusters, ["east", "local"]);
-    assert!(record.pending.is_some(), "the revision stays pending until every cluster has it");
+    assert!(
+        record.pending.is_some(),
+        "the revision stays pending until every cluster has it"
+    );
     assert!(record.dispatched["local"].error.is_none());
     assert!(record.dispatched["east"].error.is_some());
 }
