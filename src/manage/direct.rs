@@ -23,6 +23,7 @@
 //! of clusters (1,000 clusters take 1,000 / 16 rounds, each holding 16 clients).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
@@ -138,7 +139,7 @@ pub fn resolve_targets(
                 if name != LOCAL && !joined.iter().any(|c| &c.name == name) {
                     return Err(Error::Refused(format!(
                         "the topology names cluster `{name}`, which is not joined (known: `local`{})",
-                        joined.iter().map(|c| format!(", `{}`", c.name)).collect::<String>()
+                        joined.iter().map(|c| format!(", `{}`", c.name)).collect::<Vec<_>>().concat()
                     )));
                 }
                 names.push(name.clone());
@@ -203,6 +204,10 @@ pub struct ClusterOutcome {
     pub applied: usize,
     /// Objects deleted (pruned).
     pub deleted: usize,
+    /// API requests made to the cluster (discovery, applies, CRD waits, deletes).
+    pub requests: u64,
+    /// Of those, writes (applies and deletes).
+    pub writes: u64,
     /// The failure, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -240,8 +245,123 @@ fn rank(object: &Value) -> u8 {
     }
 }
 
-/// Whether addonctl created a stored object: only addonctl has written its spec (status writers
-/// are ignored).
+/// `apiVersion`, `kind`, namespace (namespaced kinds), name.
+type Key = (String, String, Option<String>, String);
+
+/// What the objects new to this addon on a cluster looked like before the apply: which kinds
+/// and namespaces were listed, and for each object found whether addonctl alone manages it.
+#[derive(Default)]
+struct Existing {
+    listed: BTreeSet<(String, String, Option<String>)>,
+    found: BTreeMap<Key, bool>,
+}
+
+impl Existing {
+    /// Whether addonctl created an object just applied: it did not exist before, or only
+    /// addonctl managed it (an earlier run that did not finish). Kinds that could not be
+    /// listed fall back to the stored object's field managers.
+    fn created(&self, key: &Key, stored: &kube::api::DynamicObject) -> bool {
+        if let Some(ours) = self.found.get(key) {
+            return *ours;
+        }
+        if self
+            .listed
+            .contains(&(key.0.clone(), key.1.clone(), key.2.clone()))
+        {
+            return true;
+        }
+        created_by_us(stored)
+    }
+}
+
+/// Lists, once per kind and namespace, the objects of `batch` the previous inventory does not
+/// hold, so that an object that existed before is recorded as not created by addonctl even
+/// when the forced apply takes over every field of its other managers (which leaves addonctl as
+/// the only manager, indistinguishable afterwards from an object it created).
+async fn existing(
+    cluster: &Cluster,
+    batch: &[&Value],
+    system_namespace: &str,
+    namespace_override: Option<&str>,
+    previous: &ClusterInventory,
+) -> Existing {
+    let mut groups: BTreeMap<(String, String, Option<String>), BTreeSet<String>> = BTreeMap::new();
+    for object in batch {
+        let Some(reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        let caps = match cluster.resource(&reference.gvk()).await {
+            Ok(Some((_, caps))) => caps,
+            // Not served: the apply says so.
+            Ok(None) => continue,
+            // The cluster fails: the applies report it (each lookup could cost a timeout).
+            Err(_) => return Existing::default(),
+        };
+        let namespace = (caps.scope == kube::discovery::Scope::Namespaced).then(|| {
+            namespace_override
+                .or(reference.namespace.as_deref())
+                .unwrap_or(system_namespace)
+                .to_owned()
+        });
+        if previous.objects.iter().any(|o| {
+            o.object.api_version == reference.api_version
+                && o.object.kind == reference.kind
+                && o.object.namespace == namespace
+                && o.object.name == reference.name
+        }) {
+            continue;
+        }
+        groups
+            .entry((reference.api_version, reference.kind, namespace))
+            .or_default()
+            .insert(reference.name);
+    }
+    let failed = AtomicBool::new(false);
+    let listings: Vec<_> = stream::iter(groups)
+        .map(|(group, names)| {
+            let failed = &failed;
+            async move {
+                if failed.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let (api_version, kind, namespace) = &group;
+                let gvk = ObjectRef {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: None,
+                    name: String::new(),
+                }
+                .gvk();
+                match cluster.list(&gvk, namespace.as_deref(), "").await {
+                    Ok(items) => Some((group, names, items)),
+                    Err(_) => {
+                        failed.store(true, Ordering::Relaxed);
+                        None
+                    }
+                }
+            }
+        })
+        .buffered(OBJECT_CONCURRENCY)
+        .collect()
+        .await;
+    let mut out = Existing::default();
+    for ((api_version, kind, namespace), names, items) in listings.into_iter().flatten() {
+        for item in items {
+            let name = item.metadata.name.clone().unwrap_or_default();
+            if names.contains(&name) {
+                out.found.insert(
+                    (api_version.clone(), kind.clone(), namespace.clone(), name),
+                    created_by_us(&item),
+                );
+            }
+        }
+        out.listed.insert((api_version, kind, namespace));
+    }
+    out
+}
+
+/// Whether addonctl alone manages a stored object: only addonctl has written its spec (status
+/// writers are ignored).
 fn created_by_us(stored: &kube::api::DynamicObject) -> bool {
     stored
         .metadata
@@ -301,9 +421,28 @@ async fn apply_to_cluster(
         cluster: cluster.name().to_owned(),
         applied: 0,
         deleted: 0,
+        requests: 0,
+        writes: 0,
         error: None,
     };
     let result: Result<()> = async {
+        // Objects without a namespace go to the topology's or the system namespace, which a
+        // managed cluster may not have yet (a cluster-scoped object simply ignores it).
+        let default_namespace = namespace_override.unwrap_or(system_namespace);
+        let needs_default = objects.iter().any(|o| {
+            namespace_override.is_some() || o.pointer("/metadata/namespace").and_then(Value::as_str).is_none()
+        });
+        let declared = objects.iter().any(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("Namespace")
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(default_namespace)
+        });
+        if needs_default && !declared {
+            cluster
+                .create_if_missing(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": default_namespace},
+                }))
+                .await?;
+        }
         let mut ordered: Vec<&Value> = objects.iter().collect();
         ordered.sort_by_key(|o| rank(o));
         for stage in [0u8, 1, 2] {
@@ -315,18 +454,44 @@ async fn apply_to_cluster(
             if batch.is_empty() {
                 continue;
             }
-            let results: Vec<Result<(Value, kube::api::DynamicObject)>> = stream::iter(batch)
-                .map(|object| async move {
-                    let stored = cluster
-                        .apply_placed(object, system_namespace, namespace_override)
-                        .await?;
-                    Ok((object.clone(), stored))
-                })
-                .buffered(OBJECT_CONCURRENCY)
-                .collect()
-                .await;
-            for result in results {
-                let (object, stored) = result?;
+            let before =
+                existing(cluster, &batch, system_namespace, namespace_override, previous).await;
+            // After the first failure no further apply is started (a stopped server would
+            // otherwise cost one timeout per object), but every apply that succeeded is
+            // recorded, so nothing that reached the cluster is forgotten.
+            let failed = AtomicBool::new(false);
+            let results: Vec<Option<Result<(Value, kube::api::DynamicObject)>>> =
+                stream::iter(batch)
+                    .map(|object| {
+                        let failed = &failed;
+                        async move {
+                            if failed.load(Ordering::Relaxed) {
+                                return None;
+                            }
+                            let stored = cluster
+                                .apply_placed(object, system_namespace, namespace_override)
+                                .await;
+                            if stored.is_err() {
+                                failed.store(true, Ordering::Relaxed);
+                            }
+                            Some(stored.map(|s| (object.clone(), s)).map_err(Error::from))
+                        }
+                    })
+                    .buffered(OBJECT_CONCURRENCY)
+                    .collect()
+                    .await;
+            let mut first_error = None;
+            let mut succeeded = Vec::new();
+            for result in results.into_iter().flatten() {
+                match result {
+                    Ok(pair) => succeeded.push(pair),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            let mut crds = Vec::new();
+            for (object, stored) in succeeded {
                 let mut reference = ObjectRef::of(&object).unwrap_or(ObjectRef {
                     api_version: String::new(),
                     kind: String::new(),
@@ -339,15 +504,26 @@ async fn apply_to_cluster(
                     .iter()
                     .find(|o| o.object == reference)
                     .map(|o| o.created);
+                let key = (
+                    reference.api_version.clone(),
+                    reference.kind.clone(),
+                    reference.namespace.clone(),
+                    reference.name.clone(),
+                );
                 applied.push(DispatchedObject {
                     uid: stored.metadata.uid.clone().unwrap_or_default(),
-                    created: was_ours.unwrap_or_else(|| created_by_us(&stored)),
+                    created: was_ours.unwrap_or_else(|| before.created(&key, &stored)),
                     object: reference,
                 });
                 if stage == 1 {
-                    wait_established(cluster, stored.metadata.name.as_deref().unwrap_or_default())
-                        .await?;
+                    crds.extend(stored.metadata.name.clone());
                 }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+            for crd in crds {
+                wait_established(cluster, &crd).await?;
             }
             if stage == 0 {
                 cluster.refresh_discovery();
@@ -502,7 +678,9 @@ pub async fn dispatch(
                     )
                 }
             };
-            let (inventory, outcome) = match target {
+            let counters = client.counters();
+            let (requests, writes) = (counters.requests(), counters.writes());
+            let (inventory, mut outcome) = match target {
                 Some(namespace) => {
                     apply_to_cluster(
                         &client,
@@ -516,6 +694,8 @@ pub async fn dispatch(
                 // No longer a target: delete what addonctl created there.
                 None => apply_to_cluster(&client, &[], None, &system_namespace, &old).await,
             };
+            outcome.requests = counters.requests() - requests;
+            outcome.writes = counters.writes() - writes;
             (name.clone(), inventory, outcome)
         }
     });
@@ -559,6 +739,8 @@ fn unreachable_cluster(
             cluster: name.to_owned(),
             applied: 0,
             deleted: 0,
+            requests: 0,
+            writes: 0,
             error: Some(error),
         },
     )
@@ -577,7 +759,8 @@ pub struct ResourceStatus {
     pub name: String,
     /// Whether it exists.
     pub exists: bool,
-    /// Desired replicas (workloads: `spec.replicas`, DaemonSets: `desiredNumberScheduled`).
+    /// Desired replicas (workloads: `spec.replicas`, DaemonSets: `desiredNumberScheduled`, unknown
+    /// until the DaemonSet's controller has observed it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i64>,
     /// Ready replicas (DaemonSets: `numberReady`).
@@ -623,8 +806,13 @@ fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
             Some(int("/spec/replicas").unwrap_or(1)),
             Some(int("/status/readyReplicas").unwrap_or(0)),
         ),
+        // Until its controller has observed it, a DaemonSet's status says nothing (0 of 0
+        // scheduled): the desired count is unknown and it is not ready.
         "DaemonSet" => (
-            Some(int("/status/desiredNumberScheduled").unwrap_or(0)),
+            object
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                .map(|_| int("/status/desiredNumberScheduled").unwrap_or(0)),
             Some(int("/status/numberReady").unwrap_or(0)),
         ),
         _ => (None, None),
@@ -671,7 +859,7 @@ pub async fn health(
                                 )
                                 .await
                                 .map_err(|e| e.to_string())?;
-                            let value = stored.as_ref().map(super::to_value).unwrap_or(Value::Null);
+                            let value = stored.as_ref().map_or(Value::Null, super::to_value);
                             let (replicas, ready_replicas) = replicas_of(&o.object.kind, &value);
                             Ok(ResourceStatus {
                                 kind: o.object.kind.clone(),

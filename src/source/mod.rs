@@ -5,16 +5,29 @@
 //! root and `/`-separated. Each backend maps its own failures onto the few semantic variants of
 //! [`Error`] so that callers match on meaning, never on backend details.
 //!
-//! Implementations: [`local::LocalReader`] (a directory holding one addon or many) and
-//! [`builtin::BuiltinReader`] (this repository's `addons/`, embedded in the binary).
+//! Implementations: [`local::LocalReader`] (a directory holding one addon or many),
+//! [`builtin::BuiltinReader`] (this repository's `addons/`, embedded in the binary),
+//! [`helm::HelmReader`] (a Helm chart repository) and [`git::GitReader`] (any git repository).
+//! Shared plumbing: [`http`] (the one HTTP layer: limits, retries, status mapping), [`archive`]
+//! (safe `.tgz` reading) and [`cache`] (the on-disk cache).
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub mod archive;
 pub mod builtin;
+pub mod cache;
+mod forge;
+pub mod git;
+pub mod gitee;
+pub mod github;
+pub mod gitlab;
+pub mod helm;
+pub mod http;
 pub mod local;
+pub mod s3;
 mod tree;
 
 /// The largest single file a reader returns (4 MiB).

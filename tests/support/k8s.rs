@@ -10,7 +10,11 @@
 //! - a [`Sandbox`] gives one test its own system namespace (`t-<test>-<run><n>`), a
 //!   [`Context`] on it, the `addonctl` command line pointed at it, and the non-admin user's view;
 //!   the namespaces it made are deleted when it is dropped (best effort: without
-//!   kube-controller-manager a deleted namespace stays `Terminating`).
+//!   kube-controller-manager a deleted namespace stays `Terminating`);
+//! - with `--managed 3`, a sandbox can join `managed-N` clusters ([`Sandbox::join`]); its objects
+//!   there live in a namespace named after its system namespace, deleted with the sandbox;
+//!   `managed-3` ([`Env::fault_cluster`]) is reserved for tests that stop its API server
+//!   ([`Stopped`], under [`fault_cluster_lock`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,6 +66,9 @@ pub struct ClusterEnv {
     pub user_name: String,
     /// The admin's token.
     pub admin_token: String,
+    /// The file holding the API server's PID (`pids/kube-apiserver-<cluster>.pid`).
+    #[serde(default)]
+    pub pid_file: Option<PathBuf>,
 }
 
 impl Env {
@@ -108,6 +115,17 @@ impl Env {
     /// The cluster where they never are.
     pub fn managed(&self) -> &ClusterEnv {
         self.cluster("managed-1")
+    }
+
+    /// `managed-<n>` (1-based). Tests that stop an API server use [`Env::fault_cluster`] only.
+    pub fn managed_n(&self, n: usize) -> &ClusterEnv {
+        self.cluster(&format!("managed-{n}"))
+    }
+
+    /// The managed cluster reserved for fault injection (`managed-3`): only tests holding
+    /// [`fault_cluster_lock`] use it, so stopping it never disturbs another test.
+    pub fn fault_cluster(&self) -> &ClusterEnv {
+        self.managed_n(3)
     }
 
     /// A kubeconfig (written under `dir`) for a server that nothing listens on.
@@ -168,6 +186,11 @@ impl Kind {
     pub const WORKFLOW_STEP_DEFINITION: Kind =
         Kind("core.oam.dev/v1beta1", "WorkflowStepDefinition");
     const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    pub const CUSTOM_RESOURCE_DEFINITION: Kind = Kind::CRD;
+    pub const SERVICE: Kind = Kind("v1", "Service");
+    pub const ROLE: Kind = Kind("rbac.authorization.k8s.io/v1", "Role");
+    pub const DEPLOYMENT: Kind = Kind("apps/v1", "Deployment");
+    pub const DAEMON_SET: Kind = Kind("apps/v1", "DaemonSet");
 
     /// Every namespaced kind an addon puts into the system namespace.
     pub const ADDON_KINDS: [Kind; 8] = [
@@ -304,6 +327,8 @@ pub struct Sandbox {
     pub cluster: &'static ClusterEnv,
     registries: Vec<PathBuf>,
     cleanup: Mutex<Vec<String>>,
+    /// Objects on other clusters to delete with the sandbox: kubeconfig, kind, namespace, name.
+    remote_cleanup: Mutex<Vec<(PathBuf, Kind, Option<String>, String)>>,
 }
 
 impl Sandbox {
@@ -326,6 +351,7 @@ impl Sandbox {
             cluster,
             registries: Vec::new(),
             cleanup: Mutex::new(vec![namespace]),
+            remote_cleanup: Mutex::new(Vec::new()),
         }
     }
 
@@ -335,6 +361,50 @@ impl Sandbox {
         self.registries = addons.iter().map(|a| a.path_buf()).collect();
         self.ctx.catalog = Catalog::new(&self.registries).unwrap();
         self
+    }
+
+    /// Deploys components with the direct engine, even where KubeVela's CRDs are served (the
+    /// library's context and the command line, `--engine direct`).
+    pub fn direct(mut self) -> Sandbox {
+        self.ctx.engine = addonctl::manage::EngineChoice::Direct;
+        self
+    }
+
+    /// Joins `cluster` as `name` with `labels` (its admin's kubeconfig), and deletes the
+    /// sandbox's namespace there when the sandbox is dropped.
+    pub async fn join(
+        &self,
+        name: &str,
+        cluster: &ClusterEnv,
+        labels: &[(&str, &str)],
+    ) -> addonctl::manage::clusters::ClusterRow {
+        self.track(cluster);
+        let labels = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        manage::clusters::join(&self.ctx, name, &cluster.kubeconfig, None, &labels)
+            .await
+            .unwrap_or_else(|e| panic!("joining `{name}`: {e}"))
+    }
+
+    /// Deletes the sandbox's namespace on `cluster` when the sandbox is dropped.
+    pub fn track(&self, cluster: &ClusterEnv) {
+        self.clean_up_on(cluster, Kind::NAMESPACE, None, &self.ctx.namespace);
+    }
+
+    /// Deletes an object on `cluster` when the sandbox is dropped.
+    pub fn clean_up_on(&self, cluster: &ClusterEnv, kind: Kind, namespace: Option<&str>, name: &str) {
+        let entry = (
+            cluster.kubeconfig.clone(),
+            kind,
+            namespace.map(str::to_owned),
+            name.to_owned(),
+        );
+        let mut list = self.remote_cleanup.lock().unwrap();
+        if !list.contains(&entry) {
+            list.push(entry);
+        }
     }
 
     /// The system namespace.
@@ -366,13 +436,34 @@ impl Sandbox {
         let mut cmd = Command::cargo_bin("addonctl").unwrap();
         cmd.env_remove("KUBECONFIG")
             .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+            .env_remove("ADDONCTL_ENGINE")
+            .env_remove("ADDONCTL_CLUSTER_TIMEOUT")
             .env("NO_COLOR", "1")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--system-namespace", self.ns()]);
+            .args(self.cli_args(kubeconfig));
+        cmd
+    }
+
+    fn cli_args(&self, kubeconfig: &Path) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["--kubeconfig".into(), kubeconfig.into()];
+        args.extend(["--system-namespace".into(), self.ns().into()]);
         for dir in &self.registries {
-            cmd.arg("--registry-dir").arg(dir);
+            args.extend(["--registry-dir".into(), dir.into()]);
         }
+        if self.ctx.engine == addonctl::manage::EngineChoice::Direct {
+            args.extend(["--engine".into(), "direct".into()]);
+        }
+        args
+    }
+
+    /// [`Sandbox::cli`] as a plain process command, for running it in the background.
+    pub fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("addonctl"));
+        cmd.env_remove("KUBECONFIG")
+            .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+            .env_remove("ADDONCTL_ENGINE")
+            .env_remove("ADDONCTL_CLUSTER_TIMEOUT")
+            .env("NO_COLOR", "1")
+            .args(self.cli_args(&self.cluster.kubeconfig));
         cmd
     }
 
@@ -466,27 +557,7 @@ impl Sandbox {
     /// Server-side applies an object as another field manager (a user's kubectl, KubeVela's own
     /// CLI); a namespaced object without a namespace goes to the system namespace.
     pub async fn apply_as(&self, manager: &str, object: Value) -> Value {
-        let gvk = addonctl::cluster::gvk_of(&object).unwrap();
-        let (resource, capabilities) = self.api().resource(&gvk).await.unwrap().unwrap();
-        let client = self.api().client().clone();
-        let api: Api<DynamicObject> = if capabilities.scope == Scope::Namespaced {
-            let namespace = object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or(self.ns());
-            Api::namespaced_with(client, namespace, &resource)
-        } else {
-            Api::all_with(client, &resource)
-        };
-        let name = object["metadata"]["name"].as_str().unwrap();
-        let stored = api
-            .patch(
-                name,
-                &PatchParams::apply(manager).force(),
-                &Patch::Apply(&object),
-            )
-            .await
-            .unwrap();
-        serde_json::to_value(stored).unwrap()
+        apply_as_on(self.api(), manager, object, self.ns()).await
     }
 
     /// The arguments stored for an addon (its `addon-secret-<name>`), `None` without that Secret.
@@ -529,6 +600,159 @@ impl Sandbox {
     }
 }
 
+/// Server-side applies an object on `cluster` as another field manager; a namespaced object
+/// without a namespace goes to `default_namespace`.
+pub async fn apply_as_on(
+    cluster: &Cluster,
+    manager: &str,
+    object: Value,
+    default_namespace: &str,
+) -> Value {
+    let gvk = addonctl::cluster::gvk_of(&object).unwrap();
+    let (resource, capabilities) = cluster.resource(&gvk).await.unwrap().unwrap();
+    let client = cluster.client().clone();
+    let api: Api<DynamicObject> = if capabilities.scope == Scope::Namespaced {
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or(default_namespace);
+        Api::namespaced_with(client, namespace, &resource)
+    } else {
+        Api::all_with(client, &resource)
+    };
+    let name = object["metadata"]["name"].as_str().unwrap();
+    let stored = api
+        .patch(
+            name,
+            &PatchParams::apply(manager).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap();
+    serde_json::to_value(stored).unwrap()
+}
+
+/// One object on `cluster` (namespaced kinds in `namespace`), as JSON; `None` when missing.
+pub async fn get_on(
+    cluster: &Cluster,
+    kind: Kind,
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<Value> {
+    cluster
+        .get(&kind.gvk(), namespace, name)
+        .await
+        .unwrap_or_else(|e| panic!("reading {} `{name}` on `{}`: {e}", kind.1, cluster.server()))
+        .map(|o| serde_json::to_value(o).unwrap())
+}
+
+/// Every object of a kind on `cluster` (in `namespace`, or everywhere), as JSON.
+pub async fn list_on(cluster: &Cluster, kind: Kind, namespace: Option<&str>) -> Vec<Value> {
+    cluster
+        .list(&kind.gvk(), namespace, "")
+        .await
+        .unwrap_or_else(|e| panic!("listing {} on `{}`: {e}", kind.1, cluster.server()))
+        .into_iter()
+        .map(|o| serde_json::to_value(o).unwrap())
+        .collect()
+}
+
+/// Merge-patches an object's `status` subresource on `cluster`, as its controller (or the
+/// kubelet, through it) would; `plural` is the kind's resource name.
+pub async fn patch_status_on(
+    cluster: &Cluster,
+    kind: Kind,
+    plural: &str,
+    namespace: &str,
+    name: &str,
+    status: Value,
+) {
+    let resource = ApiResource::from_gvk_with_plural(&kind.gvk(), plural);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client().clone(), namespace, &resource);
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patching the status of {} `{namespace}/{name}`: {e}", kind.1));
+}
+
+/// Held by every test that stops [`Env::fault_cluster`]: one at a time.
+pub async fn fault_cluster_lock() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let guard = LOCK.lock().await;
+    // A run that was killed while the server was stopped left it so.
+    signal(Env::get().fault_cluster(), "CONT");
+    guard
+}
+
+fn apiserver_pid(cluster: &ClusterEnv) -> String {
+    let file = cluster.pid_file.clone().unwrap_or_else(|| {
+        Env::get()
+            .dir
+            .join(format!("pids/kube-apiserver-{}.pid", cluster.name))
+    });
+    let pid = fs_err::read_to_string(&file).unwrap().trim().to_owned();
+    assert!(
+        !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit()),
+        "{}: not a PID: {pid:?}",
+        file.display()
+    );
+    pid
+}
+
+fn signal(cluster: &ClusterEnv, signal: &str) {
+    let pid = apiserver_pid(cluster);
+    assert!(send(&pid, signal), "kill -{signal} {pid} failed");
+}
+
+fn send(pid: &str, signal: &str) -> bool {
+    std::process::Command::new("kill")
+        .args([&format!("-{signal}"), pid])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An API server stopped with SIGSTOP (its port still accepts connections, nothing answers);
+/// resumed with SIGCONT when dropped, also when the test panics.
+#[must_use = "the server is resumed when this is dropped"]
+pub struct Stopped {
+    cluster: &'static ClusterEnv,
+    pid: String,
+}
+
+impl Stopped {
+    /// Stops `cluster`'s API server. Hold [`fault_cluster_lock`] while it is stopped.
+    pub fn apiserver(cluster: &'static ClusterEnv) -> Stopped {
+        let pid = apiserver_pid(cluster);
+        let stopped = Stopped { cluster, pid };
+        assert!(send(&stopped.pid, "STOP"), "kill -STOP {} failed", stopped.pid);
+        stopped
+    }
+
+    /// Resumes it now, and waits until it answers again.
+    pub async fn resume(self) {
+        let cluster = self.cluster;
+        drop(self);
+        let admin = cluster.admin().await;
+        let started = Instant::now();
+        while admin.kubernetes_version().await.is_err() {
+            assert!(started.elapsed() < WAIT, "`{}` did not come back", cluster.name);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // Never panics: this runs while a failing test unwinds too.
+        if !send(&self.pid, "CONT") {
+            eprintln!("could not resume `{}` (PID {})", self.cluster.name, self.pid);
+        }
+    }
+}
+
 async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> Context {
     Context {
         cluster: connect(kubeconfig).await,
@@ -542,6 +766,7 @@ async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> 
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let namespaces = std::mem::take(&mut *self.cleanup.lock().unwrap());
+        let remote = std::mem::take(&mut *self.remote_cleanup.lock().unwrap());
         let kubeconfig = self.cluster.kubeconfig.clone();
         // The test's runtime cannot be blocked on from here: delete from a thread of our own.
         let deleting = std::thread::spawn(move || {
@@ -553,6 +778,12 @@ impl Drop for Sandbox {
                 let admin = connect(&kubeconfig).await;
                 for namespace in namespaces {
                     let _ = admin.delete(&Kind::NAMESPACE.gvk(), None, &namespace).await;
+                }
+                for (kubeconfig, kind, namespace, name) in remote.into_iter().rev() {
+                    let other = connect(&kubeconfig).await;
+                    let gvk = kind.gvk();
+                    let deleting = other.delete(&gvk, namespace.as_deref(), &name);
+                    let _ = tokio::time::timeout(Duration::from_secs(5), deleting).await;
                 }
             });
         });

@@ -3,7 +3,12 @@
 
 pub mod builders;
 pub mod conformance;
+pub mod forges;
+pub mod git_server;
+pub mod helm_repo;
+pub mod http_server;
 pub mod k8s;
+pub mod s3;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Serves bare git repositories over smart HTTP (`git http-backend` under lighttpd) on 127.0.0.1,
+# for the git registry tests. Installs lighttpd with apt when it is missing.
+#
+# Usage:
+#   scripts/sources/lighttpd-git.sh start --root DIR --state DIR [--port P]
+#       start in the background; prints the base URL (http://127.0.0.1:P/git); the PID goes to
+#       STATE/lighttpd.pid, the port to STATE/port
+#   scripts/sources/lighttpd-git.sh stop --state DIR
+#       stop what `start` started (by PID)
+#   scripts/sources/lighttpd-git.sh serve --root DIR --state DIR [--port P] [--max-seconds N]
+#       start, print the base URL, then stop when standard input closes (or after N seconds,
+#       default 1800): the test support runs it this way, so the server never outlives the tests
+#
+# Repositories are served as http://127.0.0.1:P/git/<path under DIR>.
+# Environment: ADDONCTL_LIGHTTPD_TIMEOUT  seconds to wait for the server (default 20)
+set -euo pipefail
+
+log() { printf '[lighttpd-git] %s\n' "$*" >&2; }
+die() { printf '[lighttpd-git] error: %s\n' "$*" >&2; exit 1; }
+
+MODE="${1:-}"
+[ -n "$MODE" ] || die "usage: $0 start|stop|serve --root DIR --state DIR [--port P]"
+shift
+ROOT=""
+STATE=""
+PORT=""
+MAX_SECONDS=1800
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --root) ROOT="$2"; shift ;;
+    --state) STATE="$2"; shift ;;
+    --port) PORT="$2"; shift ;;
+    --max-seconds) MAX_SECONDS="$2"; shift ;;
+    *) die "unknown argument: $1" ;;
+  esac
+  shift
+done
+[ -n "$STATE" ] || die "--state DIR is required"
+mkdir -p "$STATE"
+STATE="$(cd "$STATE" && pwd -P)"
+TIMEOUT="${ADDONCTL_LIGHTTPD_TIMEOUT:-20}"
+
+stop() {
+  local pid_file="$STATE/lighttpd.pid"
+  [ -f "$pid_file" ] || return 0
+  local pid
+  pid="$(cat "$pid_file")"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pid_file"
+}
+
+if [ "$MODE" = stop ]; then
+  stop
+  exit 0
+fi
+[ "$MODE" = start ] || [ "$MODE" = serve ] || die "unknown mode: $MODE"
+[ -n "$ROOT" ] || die "--root DIR is required"
+[ -d "$ROOT" ] || die "--root $ROOT is not a directory"
+ROOT="$(cd "$ROOT" && pwd -P)"
+
+find_lighttpd() { command -v lighttpd 2>/dev/null || { [ -x /usr/sbin/lighttpd ] && echo /usr/sbin/lighttpd; } || true; }
+LIGHTTPD="$(find_lighttpd)"
+if [ -z "$LIGHTTPD" ]; then
+  log "installing lighttpd with apt"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -q --no-install-recommends lighttpd >&2; then
+    apt-get update -q >&2 || true
+    apt-get install -y -q --no-install-recommends lighttpd >&2 || die "apt-get install lighttpd failed"
+  fi
+  LIGHTTPD="$(find_lighttpd)"
+  [ -n "$LIGHTTPD" ] || die "lighttpd is not on PATH after installing it"
+fi
+
+BACKEND=""
+for candidate in "$(git --exec-path 2>/dev/null)/git-http-backend" /usr/lib/git-core/git-http-backend; do
+  if [ -x "$candidate" ]; then BACKEND="$candidate"; break; fi
+done
+[ -n "$BACKEND" ] || die "git-http-backend not found (is git installed?)"
+
+if [ -z "$PORT" ]; then
+  PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+fi
+
+stop
+mkdir -p "$STATE/www"
+cat >"$STATE/lighttpd.conf" <<CONF
+server.modules = ( "mod_alias", "mod_cgi", "mod_setenv" )
+server.bind = "127.0.0.1"
+server.port = $PORT
+server.document-root = "$STATE/www"
+server.errorlog = "$STATE/error.log"
+server.stream-request-body = 0
+alias.url = ( "/git" => "$BACKEND" )
+\$HTTP["url"] =~ "^/git" {
+  cgi.assign = ( "" => "" )
+  setenv.add-environment = (
+    "GIT_PROJECT_ROOT" => "$ROOT",
+    "GIT_HTTP_EXPORT_ALL" => "1",
+    "GIT_CONFIG_COUNT" => "1",
+    "GIT_CONFIG_KEY_0" => "safe.directory",
+    "GIT_CONFIG_VALUE_0" => "*"
+  )
+}
+CONF
+"$LIGHTTPD" -tt -f "$STATE/lighttpd.conf" >&2 || die "lighttpd rejects $STATE/lighttpd.conf"
+"$LIGHTTPD" -D -f "$STATE/lighttpd.conf" </dev/null >"$STATE/stdout.log" 2>&1 &
+PID=$!
+echo "$PID" >"$STATE/lighttpd.pid"
+echo "$PORT" >"$STATE/port"
+
+ready=0
+for _ in $(seq 1 $((TIMEOUT * 10))); do
+  kill -0 "$PID" 2>/dev/null || { cat "$STATE/stdout.log" "$STATE/error.log" >&2 2>/dev/null || true; die "lighttpd exited"; }
+  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then ready=1; break; fi
+  sleep 0.1
+done
+[ "$ready" = 1 ] || { stop; die "lighttpd did not listen on 127.0.0.1:$PORT within ${TIMEOUT}s"; }
+
+URL="http://127.0.0.1:$PORT/git"
+printf '%s\n' "$URL"
+if [ "$MODE" = serve ]; then
+  trap stop EXIT INT TERM
+  # Wait until the caller closes our standard input (or the time limit passes).
+  while IFS= read -r -t "$MAX_SECONDS" _; do :; done || true
+fi

@@ -1,0 +1,355 @@
+//! `addonctl registry add | update | list | get | remove`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use addonctl::cluster::{Cluster, ConnectOptions};
+use addonctl::registry::{
+    self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
+    RegistryType, Store,
+};
+use addonctl::source::builtin::BUILTIN_REGISTRY;
+use addonctl::source::cache::CacheOptions;
+use serde_json::json;
+
+use crate::cli::args::{
+    GlobalArgs, RegistryArgs, RegistryCommand, RegistrySettingsArgs, ReportFormat,
+};
+use crate::cli::diagnostics::user;
+
+/// Runs one `registry` subcommand.
+pub async fn run(global: &GlobalArgs, args: RegistryArgs) -> anyhow::Result<ExitCode> {
+    let store = store(global, &args).await?;
+    match args.command {
+        RegistryCommand::Add(settings) => add(&store, settings).await,
+        RegistryCommand::Update(settings) => update(&store, settings).await,
+        RegistryCommand::List { output } => list(&store, output).await,
+        RegistryCommand::Get { name, output } => get(&store, &name, output).await,
+        RegistryCommand::Remove { name } => {
+            if store.remove(&name).await? {
+                writeln!(std::io::stdout().lock(), "removed registry `{name}`")?;
+                Ok(ExitCode::SUCCESS)
+            } else {
+                Err(user(format!("registry `{name}` does not exist")))
+            }
+        }
+    }
+}
+
+/// The cluster's store, or the local file (asked for, or when there is no kubeconfig).
+async fn store(global: &GlobalArgs, args: &RegistryArgs) -> anyhow::Result<Store> {
+    if let Some(file) = &args.registry_file {
+        return Ok(Store::File(file.clone()));
+    }
+    if args.local {
+        return Ok(Store::File(registry::default_file()));
+    }
+    match Cluster::connect(&ConnectOptions {
+        kubeconfig: global.kubeconfig.clone(),
+        context: global.context.clone(),
+    })
+    .await
+    {
+        Ok(cluster) => Ok(Store::Cluster {
+            cluster,
+            namespace: global.system_namespace.clone(),
+        }),
+        Err(addonctl::cluster::Error::Config(message)) => {
+            let file = registry::default_file();
+            tracing::warn!(
+                "no cluster ({message}); using the local registry file `{}`",
+                file.display()
+            );
+            Ok(Store::File(file))
+        }
+        Err(e) => Err(addonctl::Error::from(e).into()),
+    }
+}
+
+/// The credentials the flags give (`None` when no credential flag was used).
+fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
+    let credentials = Credentials {
+        token: settings.token.clone().filter(|s| !s.is_empty()),
+        username: settings.username.clone().filter(|s| !s.is_empty()),
+        password: settings.password.clone().filter(|s| !s.is_empty()),
+    };
+    (!credentials.is_empty()).then_some(credentials)
+}
+
+/// Applies the flags to a spec.
+fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyhow::Result<()> {
+    if let Some(kind) = &settings.kind {
+        spec.kind = kind.parse::<RegistryType>()?;
+    }
+    if let Some(endpoint) = &settings.endpoint {
+        endpoint.clone_into(&mut spec.endpoint);
+    }
+    let text = |value: &Option<String>| value.clone().filter(|s| !s.is_empty());
+    if settings.path.is_some() {
+        spec.path = text(&settings.path);
+    }
+    if settings.reference.is_some() {
+        spec.reference = text(&settings.reference);
+    }
+    if settings.bucket.is_some() {
+        spec.bucket = text(&settings.bucket);
+    }
+    if let Some(priority) = settings.priority {
+        spec.priority = priority;
+    }
+    if let Some(insecure) = settings.insecure_skip_tls {
+        spec.insecure_skip_tls = insecure;
+    }
+    if let Some(file) = &settings.ca_file {
+        let pem = fs_err::read_to_string(file)?;
+        if !pem.contains("-----BEGIN CERTIFICATE-----") {
+            return Err(user(format!(
+                "`{}` holds no PEM certificate",
+                file.display()
+            )));
+        }
+        spec.ca_bundle = Some(pem);
+    }
+    for option in &settings.options {
+        let Some((key, value)) = option.split_once('=') else {
+            return Err(user(format!(
+                "`--option {option}`: write it as `key=value`"
+            )));
+        };
+        if value.is_empty() {
+            spec.options.remove(key);
+        } else {
+            spec.options.insert(key.to_owned(), value.to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Lists a registry to check that it works.
+async fn validate(registry: &Registry) -> anyhow::Result<usize> {
+    let options = OpenOptions {
+        cache: CacheOptions {
+            refresh: true,
+            ..CacheOptions::default()
+        },
+        http: None,
+    };
+    let reader = registry::open(registry, &options).map_err(addonctl::Error::from)?;
+    let addons = reader.list_addons().await.map_err(|e| {
+        user(format!(
+            "registry `{}` does not work: {e}\nnothing was stored; check the settings, or store it anyway with `--no-validate`",
+            registry.spec.name
+        ))
+    })?;
+    Ok(addons.len())
+}
+
+async fn add(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<ExitCode> {
+    let registries = if let Some(file) = &settings.from {
+        let mut registries = registry::read_definitions(file)?;
+        if registries.len() > 1 && settings.name.is_some() {
+            return Err(user(format!(
+                "`{}` defines {} registries; give no name to add them all",
+                file.display(),
+                registries.len()
+            )));
+        }
+        for registry in &mut registries {
+            if let Some(name) = &settings.name {
+                name.clone_into(&mut registry.spec.name);
+            }
+            apply_flags(&mut registry.spec, &settings)?;
+            if let Some(credentials) = credentials(&settings) {
+                registry.credentials = credentials;
+            }
+        }
+        registries
+    } else {
+        let name = settings.name.clone().unwrap_or_default();
+        let kind = settings
+            .kind
+            .as_deref()
+            .ok_or_else(|| user("`registry add` needs `--type` (or `--from FILE`)"))?
+            .parse::<RegistryType>()?;
+        let mut spec = RegistrySpec {
+            name,
+            kind,
+            ..RegistrySpec::default()
+        };
+        apply_flags(&mut spec, &settings)?;
+        vec![Registry {
+            spec,
+            credentials: credentials(&settings).unwrap_or_default(),
+        }]
+    };
+    let mut stdout = std::io::stdout().lock();
+    for mut registry in registries {
+        check_name(&registry.spec.name)?;
+        if store.get(&registry.spec.name).await?.is_some() {
+            return Err(user(format!(
+                "registry `{0}` already exists; change it with `addonctl registry update {0}`",
+                registry.spec.name
+            )));
+        }
+        if registry.spec.endpoint.trim().is_empty() {
+            return Err(user(format!(
+                "registry `{}` needs `--endpoint`",
+                registry.spec.name
+            )));
+        }
+        registry.spec.endpoint = strip_endpoint_credentials(
+            registry.spec.kind,
+            &registry.spec.endpoint,
+            &mut registry.credentials,
+        );
+        let count = if settings.no_validate {
+            None
+        } else {
+            Some(validate(&registry).await?)
+        };
+        let stored = store.add(registry.spec, registry.credentials).await?;
+        match count {
+            Some(n) => writeln!(
+                stdout,
+                "added registry `{}` ({} addon{}) to {}",
+                stored.name,
+                n,
+                if n == 1 { "" } else { "s" },
+                store.describe()
+            )?,
+            None => writeln!(
+                stdout,
+                "added registry `{}` to {} (not validated)",
+                stored.name,
+                store.describe()
+            )?,
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn update(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<ExitCode> {
+    if settings.from.is_some() {
+        return Err(user(
+            "`registry update` takes options, not `--from`; remove the registry and add it again",
+        ));
+    }
+    let name = settings.name.clone().unwrap_or_default();
+    let existing = store.get(&name).await?.ok_or_else(|| {
+        user(format!(
+            "registry `{name}` does not exist; add it with `addonctl registry add {name}`"
+        ))
+    })?;
+    let mut registry = existing.clone();
+    apply_flags(&mut registry.spec, &settings)?;
+    let new_credentials = credentials(&settings);
+    if let Some(credentials) = &new_credentials {
+        registry.credentials = credentials.clone();
+    }
+    let before = registry.credentials.clone();
+    registry.spec.endpoint = strip_endpoint_credentials(
+        registry.spec.kind,
+        &registry.spec.endpoint,
+        &mut registry.credentials,
+    );
+    let moved = registry.credentials != before;
+    if !settings.no_validate {
+        validate(&registry).await?;
+    }
+    let credentials = (new_credentials.is_some() || moved).then_some(registry.credentials);
+    store.update(registry.spec, credentials).await?;
+    writeln!(std::io::stdout().lock(), "updated registry `{name}`")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn row(spec: &RegistrySpec) -> [String; 6] {
+    [
+        spec.name.clone(),
+        spec.kind.to_string(),
+        spec.endpoint.clone(),
+        spec.path.clone().unwrap_or_default(),
+        spec.reference.clone().unwrap_or_default(),
+        spec.priority.to_string(),
+    ]
+}
+
+async fn list(store: &Store, output: ReportFormat) -> anyhow::Result<ExitCode> {
+    let specs = store.list().await?;
+    let mut stdout = std::io::stdout().lock();
+    match output {
+        ReportFormat::Json | ReportFormat::Yaml => {
+            let mut values: Vec<serde_json::Value> = specs
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()?;
+            values.push(json!({"name": BUILTIN_REGISTRY, "type": "builtin", "endpoint": ""}));
+            print_value(&mut stdout, &json!(values), output)?;
+        }
+        ReportFormat::Text => {
+            let mut rows = vec![[
+                "NAME".to_owned(),
+                "TYPE".to_owned(),
+                "ENDPOINT".to_owned(),
+                "PATH".to_owned(),
+                "REF".to_owned(),
+                "PRIORITY".to_owned(),
+            ]];
+            rows.extend(specs.iter().map(row));
+            rows.push([
+                BUILTIN_REGISTRY.to_owned(),
+                "builtin".to_owned(),
+                "(embedded in addonctl)".to_owned(),
+                String::new(),
+                String::new(),
+                "last".to_owned(),
+            ]);
+            let widths: Vec<usize> = (0..6)
+                .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+                .collect();
+            for row in rows {
+                let line: Vec<String> = row
+                    .iter()
+                    .zip(&widths)
+                    .map(|(cell, width)| format!("{cell:<width$}"))
+                    .collect();
+                writeln!(stdout, "{}", line.join("  ").trim_end())?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn get(store: &Store, name: &str, output: ReportFormat) -> anyhow::Result<ExitCode> {
+    let registry = store
+        .get(name)
+        .await?
+        .ok_or_else(|| user(format!("registry `{name}` does not exist")))?;
+    let mut value = serde_json::to_value(&registry.spec)?;
+    if let Some(object) = value.as_object_mut() {
+        if object.contains_key("caBundle") {
+            object.insert("caBundle".into(), json!("(PEM, set)"));
+        }
+        object.insert("credentials".into(), json!(registry.credentials.keys()));
+    }
+    let mut stdout = std::io::stdout().lock();
+    if output == ReportFormat::Text {
+        print_value(&mut stdout, &value, ReportFormat::Yaml)?;
+    } else {
+        print_value(&mut stdout, &value, output)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_value(
+    out: &mut impl Write,
+    value: &serde_json::Value,
+    format: ReportFormat,
+) -> anyhow::Result<()> {
+    match format {
+        ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
+        ReportFormat::Yaml | ReportFormat::Text => {
+            write!(out, "{}", addonctl::yaml::to_string(value)?)?;
+        }
+    }
+    Ok(())
+}

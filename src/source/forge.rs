@@ -1,0 +1,401 @@
+//! What the forge readers ([`github`](super::github), [`gitee`](super::gitee),
+//! [`gitlab`](super::gitlab)) share: a snapshot of the registry directory taken from one
+//! repository archive, the addon index over it, and how rate limits are described.
+//!
+//! Expected flow: the first question a reader is asked downloads one archive of the repository
+//! at the wanted ref (1 API request, plus the redirect a forge answers it with); the files below
+//! the registry's path are kept in memory and every later listing and read of the run is
+//! answered from them, so listing a registry of any size and enabling one of its addons cost the
+//! same 1–2 requests. A tree API alone would need one more request per addon for its
+//! `metadata.yaml`. When the archive is over its size cap (a large monorepo), GitHub and Gitee
+//! fall back to one recursive tree listing plus the `metadata.yaml` files (8 at a time), and
+//! fetch any other file when it is read.
+//!
+//! Guarantees: the snapshot is one commit (listing and reading cannot disagree); files are
+//! bounded by the archive limits and [`MAX_FILE_SIZE`]; nothing above the registry path is kept;
+//! a truncated tree listing is an error, never a partial registry.
+
+use std::collections::BTreeMap;
+
+use futures::{StreamExt, TryStreamExt};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::source::archive::{read_tgz, ArchiveLimits};
+use crate::source::http::{rfc3339, HttpClient};
+use crate::source::tree::{join, Index};
+use crate::source::{
+    check_relative_path, AddonRef, AddonSummary, Error, FileEntry, Result, MAX_FILES_PER_ADDON,
+    MAX_FILE_SIZE,
+};
+
+/// The files of a registry directory at one commit, and the addons among them.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    /// The registry directory relative to the repository root (`""` for the root).
+    subdir: String,
+    /// Paths relative to the registry directory.
+    files: BTreeMap<String, Stored>,
+    index: Index,
+}
+
+/// One file: its size, and its bytes when they are at hand (always from an archive; only the
+/// `metadata.yaml` files from a tree listing).
+#[derive(Debug)]
+struct Stored {
+    size: u64,
+    bytes: Option<Vec<u8>>,
+}
+
+/// What [`Snapshot::read_file`] found.
+#[derive(Debug)]
+pub(crate) enum FileRead {
+    /// The bytes.
+    Ready(Vec<u8>),
+    /// The file exists but must be fetched: its path relative to the repository root.
+    Fetch(String),
+}
+
+/// The path of `path` relative to `subdir`, or `None` when it is outside it or hidden.
+fn below<'a>(subdir: &str, path: &'a str) -> Option<&'a str> {
+    let rel = if subdir.is_empty() {
+        path
+    } else {
+        path.strip_prefix(subdir)?.strip_prefix('/')?
+    };
+    (!rel.is_empty() && !rel.split('/').any(|s| s.starts_with('.'))).then_some(rel)
+}
+
+/// Whether a path (relative to the registry directory) is where an addon's metadata lives.
+fn is_metadata(rel: &str) -> bool {
+    rel == "metadata.yaml"
+        || rel
+            .split_once('/')
+            .is_some_and(|(_, rest)| rest == "metadata.yaml")
+}
+
+impl Snapshot {
+    /// Builds the snapshot from `(path relative to the repository root, bytes)` pairs (an
+    /// archive), keeping the files below `subdir` (`""` for the whole repository). Hidden entries
+    /// are skipped.
+    pub fn build(
+        registry: &str,
+        subdir: &str,
+        entries: impl IntoIterator<Item = (String, Vec<u8>)>,
+    ) -> Result<Self> {
+        let subdir = subdir.trim_matches('/');
+        let mut files = BTreeMap::new();
+        for (path, bytes) in entries {
+            let Some(rel) = below(subdir, &path) else {
+                continue;
+            };
+            check_relative_path(registry, rel)?;
+            files.insert(
+                rel.to_owned(),
+                Stored {
+                    size: bytes.len() as u64,
+                    bytes: Some(bytes),
+                },
+            );
+        }
+        Self::index(registry, subdir, files)
+    }
+
+    /// Builds the snapshot from a tree listing (`(path relative to the repository root, size)`
+    /// pairs), fetching only the `metadata.yaml` files, at most 8 at a time.
+    pub async fn from_tree<F, Fut>(
+        registry: &str,
+        subdir: &str,
+        tree: Vec<(String, u64)>,
+        fetch: F,
+    ) -> Result<Self>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<u8>>>,
+    {
+        let subdir = subdir.trim_matches('/');
+        let mut files = BTreeMap::new();
+        for (path, size) in tree {
+            let Some(rel) = below(subdir, &path) else {
+                continue;
+            };
+            check_relative_path(registry, rel)?;
+            files.insert(rel.to_owned(), Stored { size, bytes: None });
+        }
+        let single = files.contains_key("metadata.yaml");
+        let wanted: Vec<String> = files
+            .keys()
+            .filter(|rel| {
+                if single {
+                    rel.as_str() == "metadata.yaml"
+                } else {
+                    is_metadata(rel)
+                }
+            })
+            .cloned()
+            .collect();
+        let fetched: Vec<(String, Vec<u8>)> =
+            futures::stream::iter(wanted.into_iter().map(|rel| {
+                let full = join(subdir, &rel);
+                let fetched = fetch(full);
+                async move { Ok::<_, Error>((rel, fetched.await?)) }
+            }))
+            .buffer_unordered(8)
+            .try_collect()
+            .await?;
+        for (rel, bytes) in fetched {
+            if let Some(stored) = files.get_mut(&rel) {
+                stored.size = bytes.len() as u64;
+                stored.bytes = Some(bytes);
+            }
+        }
+        Self::index(registry, subdir, files)
+    }
+
+    fn index(registry: &str, subdir: &str, files: BTreeMap<String, Stored>) -> Result<Self> {
+        if files.is_empty() {
+            return Err(Error::NotFound {
+                registry: registry.to_owned(),
+                what: if subdir.is_empty() {
+                    "any file".to_owned()
+                } else {
+                    format!("directory `{subdir}`")
+                },
+            });
+        }
+        let text = |path: &str| -> Option<String> {
+            let bytes = files.get(path)?.bytes.as_ref()?;
+            let text = String::from_utf8(bytes.clone()).ok();
+            if text.is_none() {
+                tracing::warn!(registry, "skipping `{path}`: it is not valid UTF-8");
+            }
+            text
+        };
+        let mut candidates = Vec::new();
+        if let Some(root) = text("metadata.yaml") {
+            candidates.push((String::new(), root));
+        } else {
+            for path in files.keys() {
+                if let Some((dir, "metadata.yaml")) = path.split_once('/') {
+                    if let Some(meta) = text(path) {
+                        candidates.push((dir.to_owned(), meta));
+                    }
+                }
+            }
+        }
+        let index = Index::build(registry, candidates);
+        Ok(Snapshot {
+            subdir: subdir.to_owned(),
+            files,
+            index,
+        })
+    }
+
+    /// The listing, sorted by name.
+    pub fn list_addons(&self) -> Vec<AddonSummary> {
+        self.index.summaries()
+    }
+
+    /// The files of one addon version, sorted by path.
+    pub fn list_files(&self, registry: &str, addon: &AddonRef) -> Result<Vec<FileEntry>> {
+        let dir = &self.index.lookup(registry, addon)?.dir;
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let files: Vec<FileEntry> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(path, _)| path.starts_with(&prefix))
+            .map(|(path, stored)| FileEntry {
+                path: path[prefix.len()..].to_owned(),
+                size: stored.size,
+            })
+            .collect();
+        if files.len() > MAX_FILES_PER_ADDON {
+            return Err(Error::InvalidContent {
+                registry: registry.to_owned(),
+                message: format!("an addon may have at most {MAX_FILES_PER_ADDON} files"),
+            });
+        }
+        Ok(files)
+    }
+
+    /// One file of an addon version: its bytes, or where to fetch them.
+    pub fn read_file(&self, registry: &str, addon: &AddonRef, path: &str) -> Result<FileRead> {
+        check_relative_path(registry, path)?;
+        let dir = &self.index.lookup(registry, addon)?.dir;
+        let rel = join(dir, path);
+        let stored = self.files.get(&rel).ok_or_else(|| Error::NotFound {
+            registry: registry.to_owned(),
+            what: format!("file `{path}` of addon `{addon}`"),
+        })?;
+        if stored.size > MAX_FILE_SIZE {
+            return Err(Error::TooLarge {
+                registry: registry.to_owned(),
+                path: path.to_owned(),
+                size: stored.size,
+                limit: MAX_FILE_SIZE,
+            });
+        }
+        Ok(match &stored.bytes {
+            Some(bytes) => FileRead::Ready(bytes.clone()),
+            None => FileRead::Fetch(join(&self.subdir, &rel)),
+        })
+    }
+}
+
+/// The limits for a whole repository archive: 256 MiB uncompressed and 100,000 entries. Single
+/// files may be large here (a repository can hold anything outside the registry directory); files
+/// kept in the snapshot are held to [`MAX_FILE_SIZE`] when read.
+pub(crate) const REPOSITORY_ARCHIVE_LIMITS: ArchiveLimits = ArchiveLimits {
+    max_total_bytes: 256 * 1024 * 1024,
+    max_file_bytes: 256 * 1024 * 1024,
+    max_entries: 100_000,
+};
+
+/// Reads a repository archive (`.tar.gz`) off the async threads, with the top directory every
+/// forge wraps the tree in (`<owner>-<repo>-<sha>/`, …) stripped.
+pub(crate) async fn read_archive(
+    registry: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let (registry_owned, name_owned) = (registry.to_owned(), name.to_owned());
+    tokio::task::spawn_blocking(move || {
+        read_tgz(
+            &registry_owned,
+            &name_owned,
+            &bytes,
+            &REPOSITORY_ARCHIVE_LIMITS,
+        )
+    })
+    .await
+    .map_err(|e| Error::Backend {
+        registry: registry.to_owned(),
+        message: format!("reading `{name}` failed: {e}"),
+        source: Some(Box::new(e)),
+    })?
+}
+
+/// Downloads a repository archive through the shared HTTP layer and takes the snapshot of
+/// `subdir` from it. `what` describes the repository and ref for a not-found answer.
+pub(crate) async fn snapshot_over_http(
+    client: &HttpClient,
+    url: &str,
+    headers: &[(&str, &str)],
+    max_archive_bytes: u64,
+    what: &str,
+    subdir: &str,
+) -> Result<Snapshot> {
+    let registry = client.registry();
+    let response = match client.get_limited(url, headers, max_archive_bytes).await {
+        Ok(response) => response,
+        Err(Error::NotFound { registry, .. }) => {
+            return Err(Error::NotFound {
+                registry,
+                what: what.to_owned(),
+            })
+        }
+        Err(Error::TooLarge {
+            registry,
+            size,
+            limit,
+            ..
+        }) => {
+            return Err(Error::TooLarge {
+                registry,
+                path: format!("archive of {what}"),
+                size,
+                limit,
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    let entries = read_archive(registry, &format!("archive of {what}"), response.body).await?;
+    Snapshot::build(registry, subdir, entries)
+}
+
+/// Describes when a rate limit resets, from a Unix time in seconds: `at 2024-01-01T00:00:00Z (in
+/// 42 s)`.
+pub(crate) fn describe_reset(epoch_seconds: u64) -> String {
+    let at = UNIX_EPOCH + Duration::from_secs(epoch_seconds);
+    let wait = at
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .as_secs();
+    format!("at {} (in {wait} s)", rfc3339(at))
+}
+
+/// How long to wait until a Unix time in seconds (zero when it has passed).
+pub(crate) fn until(epoch_seconds: u64) -> Duration {
+    (UNIX_EPOCH + Duration::from_secs(epoch_seconds))
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+}
+
+/// Percent-encodes one path segment (or a query value): everything but unreserved characters.
+pub(crate) fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Like [`encode`] but keeps `/` (a ref or path made of several segments).
+pub(crate) fn encode_path(text: &str) -> String {
+    text.split('/').map(encode).collect::<Vec<_>>().join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, text: &str) -> (String, Vec<u8>) {
+        (path.to_owned(), text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn reset_times_are_named() {
+        assert!(describe_reset(1_700_000_000).starts_with("at 2023-11-14T22:13:20Z (in 0 s)"));
+    }
+
+    #[test]
+    fn encoding_keeps_unreserved_characters_only() {
+        assert_eq!(encode("group/sub/project"), "group%2Fsub%2Fproject");
+        assert_eq!(encode_path("feature/a b"), "feature/a%20b");
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_registry_directory_only() {
+        let snapshot = Snapshot::build(
+            "r",
+            "addons",
+            vec![
+                file("addons/a/metadata.yaml", "name: a\nversion: 1.0.0\n"),
+                file("addons/a/resources/x.yaml", "kind: X\n"),
+                file("addons/.hidden/metadata.yaml", "name: h\nversion: 1.0.0\n"),
+                file("addonsx/b/metadata.yaml", "name: b\nversion: 1.0.0\n"),
+                file("README.md", "hello"),
+            ],
+        )
+        .unwrap();
+        let names: Vec<String> = snapshot.list_addons().into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["a"]);
+        let files = snapshot.list_files("r", &AddonRef::latest("a")).unwrap();
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["metadata.yaml", "resources/x.yaml"]);
+    }
+
+    #[test]
+    fn a_missing_registry_directory_is_not_found() {
+        let err = Snapshot::build("r", "nope", vec![file("a/metadata.yaml", "x")]).unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err}");
+        assert!(err.to_string().contains("`nope`"), "{err}");
+    }
+}

@@ -1,0 +1,417 @@
+//! A registry in a Gitee repository (REST API v5), on the public service or a self-hosted one.
+//!
+//! Expected flow: the first question downloads the repository archive at the wanted ref
+//! (`GET /repos/{owner}/{repo}/tarball?ref=`, answered with a redirect to the archive: one API
+//! request, two HTTP requests); every listing and read of the run is answered from the files below
+//! the registry path (see the `forge` module).
+//!
+//! Guarantees: every HTTP status is checked (KubeVela's reader did not); the token travels as the
+//! `access_token` query parameter the API expects and is redacted from every error and log line;
+//! retries, timeouts and size caps are the shared [`http`](super::http) layer's.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::OnceCell;
+
+use crate::source::forge::{encode, encode_path, snapshot_over_http, FileRead, Snapshot};
+use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::{AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result};
+
+/// The largest repository archive downloaded (compressed), 64 MiB.
+pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Where a Gitee registry lives and how to reach it.
+#[derive(Clone)]
+pub struct GiteeOptions {
+    /// The API base URL, `https://<host>/api/v5`.
+    pub api_base: String,
+    /// The repository owner (user, organisation or enterprise path).
+    pub owner: String,
+    /// The repository path.
+    pub repo: String,
+    /// A branch, tag or commit; `None` for the repository's default branch.
+    pub git_ref: Option<String>,
+    /// The directory holding the registry (`""` for the whole repository).
+    pub path: String,
+    /// An access token; `None` for anonymous access.
+    pub token: Option<String>,
+    /// Timeouts, retries, concurrency and TLS of the HTTP layer.
+    pub http: HttpOptions,
+    /// The largest archive downloaded.
+    pub max_archive_bytes: u64,
+}
+
+impl GiteeOptions {
+    /// Options for `owner/repo` behind `api_base` (`https://<host>/api/v5`): default branch,
+    /// whole repository, anonymous.
+    pub fn new(
+        api_base: impl Into<String>,
+        owner: impl Into<String>,
+        repo: impl Into<String>,
+    ) -> Self {
+        GiteeOptions {
+            api_base: api_base.into(),
+            owner: owner.into(),
+            repo: repo.into(),
+            git_ref: None,
+            path: String::new(),
+            token: None,
+            http: HttpOptions::default(),
+            max_archive_bytes: MAX_ARCHIVE_BYTES,
+        }
+    }
+
+    /// Reads a repository URL as users copy it from the browser:
+    /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`;
+    /// the API is then `https://<host>/api/v5`.
+    pub fn from_url(registry: &str, url: &str) -> Result<Self> {
+        let invalid = |why: &str| Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!(
+                "`{}` is not a Gitee repository URL ({why}); expected \
+                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
+                redact(url)
+            ),
+        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
+        if !matches!(scheme, "http" | "https") {
+            return Err(invalid("not http or https"));
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        if host.is_empty() {
+            return Err(invalid("no host"));
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let [owner, repo, tail @ ..] = segments.as_slice() else {
+            return Err(invalid("no owner and repository"));
+        };
+        let repo = repo.strip_suffix(".git").unwrap_or(repo);
+        let mut options = GiteeOptions::new(format!("{scheme}://{host}/api/v5"), *owner, repo);
+        match tail {
+            [] => {}
+            ["tree" | "blob", git_ref, path @ ..] => {
+                options.git_ref = Some((*git_ref).to_owned());
+                options.path = path.join("/");
+            }
+            _ => {
+                return Err(invalid(
+                    "expected `/tree/<ref>/<path>` after the repository",
+                ))
+            }
+        }
+        Ok(options)
+    }
+}
+
+impl fmt::Debug for GiteeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GiteeOptions")
+            .field("api_base", &self.api_base)
+            .field("owner", &self.owner)
+            .field("repo", &self.repo)
+            .field("git_ref", &self.git_ref)
+            .field("path", &self.path)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("http", &self.http)
+            .field("max_archive_bytes", &self.max_archive_bytes)
+            .finish()
+    }
+}
+
+/// Reads addons from a Gitee repository.
+#[derive(Debug, Clone)]
+pub struct GiteeReader {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    client: HttpClient,
+    options: GiteeOptions,
+    snapshot: OnceCell<Snapshot>,
+    /// The ref a tree listing was read at (files are then fetched at the same ref).
+    tree_ref: std::sync::OnceLock<String>,
+}
+
+impl GiteeReader {
+    /// A reader for the repository in `options`, under the registry name `registry`.
+    pub fn new(options: GiteeOptions, registry: &str) -> Result<Self> {
+        let mut http = options.http.clone();
+        // The token is in the query; nothing else is a credential.
+        http.credentials_origin = Some(options.api_base.clone());
+        let client = HttpClient::new(registry, http)?;
+        Ok(Self::with_client(client, options))
+    }
+
+    /// A reader over an HTTP client the caller built (its registry name is used).
+    pub fn with_client(client: HttpClient, options: GiteeOptions) -> Self {
+        GiteeReader {
+            inner: Arc::new(Inner {
+                client,
+                options,
+                snapshot: OnceCell::new(),
+                tree_ref: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// How many HTTP requests this reader sent (redirects and retries included).
+    pub fn request_count(&self) -> u64 {
+        self.inner.client.request_count()
+    }
+
+    async fn snapshot(&self) -> Result<&Snapshot> {
+        self.inner
+            .snapshot
+            .get_or_try_init(|| self.inner.take_snapshot())
+            .await
+    }
+}
+
+/// `GET /repos/{owner}/{repo}`, the part used here.
+#[derive(Debug, serde::Deserialize)]
+struct Repository {
+    default_branch: Option<String>,
+}
+
+/// `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`, the parts used here (the shape is
+/// GitHub's).
+#[derive(Debug, serde::Deserialize)]
+struct Tree {
+    tree: Vec<TreeEntry>,
+    #[serde(default)]
+    truncated: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct TreeEntry {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    size: u64,
+}
+
+impl Inner {
+    fn repo_url(&self) -> String {
+        let o = &self.options;
+        format!(
+            "{}/repos/{}/{}",
+            o.api_base.trim_end_matches('/'),
+            encode(&o.owner),
+            encode(&o.repo)
+        )
+    }
+
+    /// `url` with the query parameters and the access token appended.
+    fn with_query(&self, url: String, parameters: &[(&str, &str)]) -> String {
+        let mut query: Vec<String> = parameters
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        if let Some(token) = &self.options.token {
+            query.push(format!("access_token={}", encode(token)));
+        }
+        if query.is_empty() {
+            url
+        } else {
+            format!("{url}?{}", query.join("&"))
+        }
+    }
+
+    fn what(&self) -> String {
+        let o = &self.options;
+        format!(
+            "repository `{}/{}`{}",
+            o.owner,
+            o.repo,
+            o.git_ref
+                .as_ref()
+                .map(|r| format!(" at ref `{r}`"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The archive first; when it is over the size cap, a tree listing plus the metadata files
+    /// (the rest is fetched file by file when read).
+    async fn take_snapshot(&self) -> Result<Snapshot> {
+        let o = &self.options;
+        let parameters: Vec<(&str, &str)> = o.git_ref.iter().map(|r| ("ref", r.as_str())).collect();
+        let url = self.with_query(format!("{}/tarball", self.repo_url()), &parameters);
+        let result = snapshot_over_http(
+            &self.client,
+            &url,
+            &[("accept", "application/json")],
+            o.max_archive_bytes,
+            &self.what(),
+            &o.path,
+        )
+        .await;
+        match result {
+            Err(Error::TooLarge { size, limit, .. }) => {
+                tracing::info!(
+                    registry = %self.client.registry(),
+                    "the archive of `{}/{}` is over {limit} bytes ({size}); reading the tree instead",
+                    o.owner,
+                    o.repo
+                );
+                self.tree_snapshot().await
+            }
+            other => other,
+        }
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
+        let registry = self.client.registry();
+        let response = self
+            .client
+            .get_limited(url, &[("accept", "application/json")], 64 * 1024 * 1024)
+            .await
+            .map_err(|e| match e {
+                Error::NotFound { registry, .. } => Error::NotFound {
+                    registry,
+                    what: self.what(),
+                },
+                e => e,
+            })?;
+        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!("{what} cannot be read: {e}"),
+        })
+    }
+
+    async fn tree_snapshot(&self) -> Result<Snapshot> {
+        let o = &self.options;
+        let git_ref = if let Some(git_ref) = &o.git_ref {
+            git_ref.clone()
+        } else {
+            let url = self.with_query(self.repo_url(), &[]);
+            let repository: Repository = self.get_json(&url, "the repository").await?;
+            repository
+                .default_branch
+                .filter(|b| !b.is_empty())
+                .unwrap_or_else(|| "master".to_owned())
+        };
+        let _ = self.tree_ref.set(git_ref.clone());
+        let url = self.with_query(
+            format!("{}/git/trees/{}", self.repo_url(), encode(&git_ref)),
+            &[("recursive", "1")],
+        );
+        let tree: Tree = self.get_json(&url, "the tree").await?;
+        if tree.truncated {
+            return Err(Error::InvalidContent {
+                registry: self.client.registry().to_owned(),
+                message: format!(
+                    "`{}/{}` is too large both for its archive and for a complete tree listing                      (Gitee truncated it)",
+                    o.owner, o.repo
+                ),
+            });
+        }
+        let files = tree
+            .tree
+            .into_iter()
+            .filter(|e| e.kind == "blob")
+            .map(|e| (e.path, e.size))
+            .collect();
+        Snapshot::from_tree(self.client.registry(), &o.path, files, |path| {
+            self.fetch(path, git_ref.clone())
+        })
+        .await
+    }
+
+    /// One file by its path in the repository (`GET /repos/{o}/{r}/raw/{path}?ref=`).
+    async fn fetch(&self, path: String, git_ref: String) -> Result<Vec<u8>> {
+        let url = self.with_query(
+            format!("{}/raw/{}", self.repo_url(), encode_path(&path)),
+            &[("ref", git_ref.as_str())],
+        );
+        match self
+            .client
+            .get_limited(&url, &[], crate::source::MAX_FILE_SIZE)
+            .await
+        {
+            Ok(response) => Ok(response.body),
+            Err(Error::NotFound { registry, .. }) => Err(Error::NotFound {
+                registry,
+                what: format!("file `{path}` of {}", self.what()),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl fmt::Display for GiteeReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = &self.inner.options;
+        write!(f, "Gitee repository `{}/{}`", o.owner, o.repo)?;
+        if let Some(git_ref) = &o.git_ref {
+            write!(f, " at `{git_ref}`")?;
+        }
+        if !o.path.is_empty() {
+            write!(f, " under `{}`", o.path)?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AsyncReader for GiteeReader {
+    fn registry(&self) -> &str {
+        self.inner.client.registry()
+    }
+
+    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
+        Ok(self.snapshot().await?.list_addons())
+    }
+
+    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
+        self.snapshot().await?.list_files(self.registry(), addon)
+    }
+
+    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
+        crate::source::check_relative_path(self.registry(), path)?;
+        match self
+            .snapshot()
+            .await?
+            .read_file(self.registry(), addon, path)?
+        {
+            FileRead::Ready(bytes) => Ok(bytes),
+            FileRead::Fetch(full) => {
+                let git_ref = self.inner.tree_ref.get().cloned().unwrap_or_default();
+                self.inner.fetch(full, git_ref).await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_browser_url_gives_the_api_the_ref_and_the_path() {
+        let o =
+            GiteeOptions::from_url("r", "https://code.example.test/o/r/tree/dev/addons").unwrap();
+        assert_eq!(o.api_base, "https://code.example.test/api/v5");
+        assert_eq!(
+            (
+                o.owner.as_str(),
+                o.repo.as_str(),
+                o.git_ref.as_deref(),
+                o.path.as_str()
+            ),
+            ("o", "r", Some("dev"), "addons")
+        );
+    }
+
+    #[test]
+    fn the_token_is_not_in_debug_output() {
+        let mut o = GiteeOptions::new("http://127.0.0.1:1/api/v5", "o", "r");
+        o.token = Some("gitee-secret".into());
+        assert!(!format!("{o:?}").contains("gitee-secret"));
+    }
+}

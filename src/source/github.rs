@@ -1,0 +1,727 @@
+//! A registry in a GitHub repository (the public service or GitHub Enterprise Server), read with
+//! octocrab.
+//!
+//! Expected flow: the first question downloads the repository tarball at the wanted ref
+//! (`GET /repos/{owner}/{repo}/tarball/{ref}`, which GitHub answers with a redirect to the archive:
+//! one API request, two HTTP requests); every listing and read of the run is then answered from
+//! the files below the registry path (see the `forge` module). KubeVela's reader makes one
+//! contents call per directory and per file instead: hundreds of requests against an anonymous
+//! budget of 60 an hour. When the tarball is over [`GithubOptions::max_archive_bytes`], one
+//! `git/trees/{ref}?recursive=1` call lists the files and `contents/{path}` fetches the
+//! `metadata.yaml` files for the listing and the other files when read; a tree GitHub answers
+//! `truncated: true` is an error, never a partial listing.
+//!
+//! Guarantees: the token goes to the API host only (never to the archive host a redirect points
+//! to) and never into an error; a rate limit is reported with its reset time, and is waited out
+//! only when the wait is short; server errors and timeouts are retried with backoff; the archive
+//! is size-capped and its paths are checked.
+//!
+//! Assumptions: a ref in a `/tree/<ref>/<path>` URL is one path segment (`main`, `v1.2.0`); give a
+//! ref containing `/` explicitly ([`GithubOptions::git_ref`]) and the URL's path after it is then
+//! taken as the registry path.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use http::header::{HeaderMap, ACCEPT, RETRY_AFTER};
+use http::HeaderValue;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use octocrab::Octocrab;
+use tokio::sync::OnceCell;
+
+use crate::source::forge::{self, describe_reset, encode, encode_path, FileRead, Snapshot};
+use crate::source::{AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result};
+
+/// The web host of the public GitHub service; its API base is the octocrab default.
+const PUBLIC_WEB_HOST: &str = "github.com";
+
+/// The largest repository archive downloaded (compressed), 64 MiB.
+pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Where a GitHub registry lives and how to reach it.
+#[derive(Clone)]
+pub struct GithubOptions {
+    /// The API base URL: `None` for the public service, `https://<host>/api/v3` for GitHub
+    /// Enterprise Server, any URL for a test double.
+    pub api_base: Option<String>,
+    /// The repository owner (user or organisation).
+    pub owner: String,
+    /// The repository name.
+    pub repo: String,
+    /// A branch, tag or commit; `None` for the repository's default branch.
+    pub git_ref: Option<String>,
+    /// The directory holding the registry (`""` for the whole repository).
+    pub path: String,
+    /// A token (personal access token or similar); `None` for anonymous access.
+    pub token: Option<String>,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Time allowed for one request, body included.
+    pub request_timeout: Duration,
+    /// How often a failed request (5xx, 429, timeout, connection failure) is retried.
+    pub retries: u32,
+    /// The longest wait for a retry; a rate limit that resets later fails at once.
+    pub max_retry_wait: Duration,
+    /// The largest archive downloaded.
+    pub max_archive_bytes: u64,
+}
+
+impl GithubOptions {
+    /// Options for `owner/repo` on the public service: default branch, whole repository,
+    /// anonymous, 10 s to connect, 120 s per request, 3 retries waiting at most 10 s.
+    pub fn new(owner: impl Into<String>, repo: impl Into<String>) -> Self {
+        GithubOptions {
+            api_base: None,
+            owner: owner.into(),
+            repo: repo.into(),
+            git_ref: None,
+            path: String::new(),
+            token: None,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(120),
+            retries: 3,
+            max_retry_wait: Duration::from_secs(10),
+            max_archive_bytes: MAX_ARCHIVE_BYTES,
+        }
+    }
+
+    /// Reads a repository URL as users copy it from the browser:
+    /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`.
+    /// A host other than the public one is taken as GitHub Enterprise Server
+    /// (`https://<host>/api/v3`).
+    pub fn from_url(registry: &str, url: &str) -> Result<Self> {
+        let invalid = |why: &str| Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!(
+                "`{}` is not a GitHub repository URL ({why}); expected \
+                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
+                crate::source::http::redact(url)
+            ),
+        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
+        if !matches!(scheme, "http" | "https") {
+            return Err(invalid("not http or https"));
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        if host.is_empty() {
+            return Err(invalid("no host"));
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let [owner, repo, tail @ ..] = segments.as_slice() else {
+            return Err(invalid("no owner and repository"));
+        };
+        let repo = repo.strip_suffix(".git").unwrap_or(repo);
+        let mut options = GithubOptions::new(*owner, repo);
+        if !host.eq_ignore_ascii_case(PUBLIC_WEB_HOST) {
+            options.api_base = Some(format!("{scheme}://{host}/api/v3"));
+        }
+        match tail {
+            [] => {}
+            ["tree" | "blob", git_ref, path @ ..] => {
+                options.git_ref = Some((*git_ref).to_owned());
+                options.path = path.join("/");
+            }
+            _ => {
+                return Err(invalid(
+                    "expected `/tree/<ref>/<path>` after the repository",
+                ))
+            }
+        }
+        Ok(options)
+    }
+
+    /// Sets the ref. When the registry path taken from a URL starts with it (a ref containing
+    /// `/`, such as `release/1.2`), that part is removed from the path.
+    #[must_use]
+    pub fn with_ref(mut self, git_ref: impl Into<String>) -> Self {
+        let git_ref = git_ref.into();
+        if let Some(url_ref) = &self.git_ref {
+            let full = if self.path.is_empty() {
+                url_ref.clone()
+            } else {
+                format!("{url_ref}/{}", self.path)
+            };
+            if let Some(rest) = full.strip_prefix(&git_ref) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    rest.trim_start_matches('/').clone_into(&mut self.path);
+                }
+            }
+        }
+        self.git_ref = Some(git_ref);
+        self
+    }
+}
+
+impl fmt::Debug for GithubOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GithubOptions")
+            .field("api_base", &self.api_base)
+            .field("owner", &self.owner)
+            .field("repo", &self.repo)
+            .field("git_ref", &self.git_ref)
+            .field("path", &self.path)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("retries", &self.retries)
+            .field("max_retry_wait", &self.max_retry_wait)
+            .field("max_archive_bytes", &self.max_archive_bytes)
+            .finish()
+    }
+}
+
+/// Reads addons from a GitHub repository.
+#[derive(Clone)]
+pub struct GithubReader {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Octocrab,
+    options: GithubOptions,
+    registry: String,
+    snapshot: OnceCell<Snapshot>,
+}
+
+impl fmt::Debug for GithubReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GithubReader")
+            .field("registry", &self.inner.registry)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GithubReader {
+    /// A reader for the repository in `options`, under the registry name `registry`.
+    pub fn new(options: GithubOptions, registry: impl Into<String>) -> Result<Self> {
+        let registry = registry.into();
+        let mut builder = Octocrab::builder()
+            .set_connect_timeout(Some(options.connect_timeout))
+            .set_read_timeout(Some(options.request_timeout));
+        if let Some(base) = &options.api_base {
+            builder = builder
+                .base_uri(base.as_str())
+                .map_err(|e| Error::InvalidContent {
+                    registry: registry.clone(),
+                    message: format!("`{base}` is not a valid API URL: {e}"),
+                })?;
+        }
+        let client = match &options.token {
+            Some(token) => builder.personal_token(token.clone()).build(),
+            None => builder.build(),
+        }
+        .map_err(|e| Error::Backend {
+            registry: registry.clone(),
+            message: format!("cannot set up the GitHub client: {e}"),
+            source: None,
+        })?;
+        Ok(Self::with_client(client, options, registry))
+    }
+
+    /// A reader over a client the caller built (its base URI and credentials are used as they
+    /// are; `options.api_base` and `options.token` are then only descriptive).
+    pub fn with_client(
+        client: Octocrab,
+        options: GithubOptions,
+        registry: impl Into<String>,
+    ) -> Self {
+        GithubReader {
+            inner: Arc::new(Inner {
+                client,
+                options,
+                registry: registry.into(),
+                snapshot: OnceCell::new(),
+            }),
+        }
+    }
+
+    async fn snapshot(&self) -> Result<&Snapshot> {
+        self.inner
+            .snapshot
+            .get_or_try_init(|| self.inner.take_snapshot())
+            .await
+    }
+}
+
+/// What one attempt ended with.
+enum Attempt {
+    Done(Vec<u8>),
+    Retry(Option<Duration>, Error),
+    Fail(Error),
+}
+
+/// One GET: where, what to accept, the body limit, and what a 404 means.
+struct Get<'a> {
+    uri: String,
+    accept: &'static str,
+    limit: u64,
+    /// What was not found, for a 404.
+    what: &'a str,
+}
+
+/// `GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`, the parts used here.
+#[derive(Debug, serde::Deserialize)]
+struct Tree {
+    tree: Vec<TreeEntry>,
+    #[serde(default)]
+    truncated: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct TreeEntry {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    size: u64,
+}
+
+impl Inner {
+    fn repository(&self) -> String {
+        format!("{}/{}", self.options.owner, self.options.repo)
+    }
+
+    fn repo_uri(&self) -> String {
+        let base = self
+            .options
+            .api_base
+            .as_deref()
+            .unwrap_or("")
+            .trim_end_matches('/');
+        format!(
+            "{base}/repos/{}/{}",
+            encode(&self.options.owner),
+            encode(&self.options.repo)
+        )
+    }
+
+    /// The repository (and ref) as a not-found answer names them.
+    fn not_found_what(&self) -> String {
+        format!(
+            "repository `{}`{}{}",
+            self.repository(),
+            self.options
+                .git_ref
+                .as_ref()
+                .map(|r| format!(" at ref `{r}`"))
+                .unwrap_or_default(),
+            if self.options.token.is_some() {
+                ""
+            } else {
+                " (a private repository needs a token)"
+            }
+        )
+    }
+
+    /// The tarball first; when it is over the size cap, a tree listing plus the metadata files
+    /// (the rest is fetched file by file when read).
+    async fn take_snapshot(&self) -> Result<Snapshot> {
+        let mut uri = format!("{}/tarball", self.repo_uri());
+        if let Some(git_ref) = &self.options.git_ref {
+            uri.push('/');
+            uri.push_str(&encode_path(git_ref));
+        }
+        let what = self.not_found_what();
+        let archive = self
+            .get(&Get {
+                uri,
+                accept: "application/vnd.github+json",
+                limit: self.options.max_archive_bytes,
+                what: &what,
+            })
+            .await;
+        let archive = match archive {
+            Ok(archive) => archive,
+            Err(Error::TooLarge { size, limit, .. }) => {
+                tracing::info!(
+                    registry = %self.registry,
+                    "the archive of `{}` is over {limit} bytes ({size}); reading the tree instead",
+                    self.repository()
+                );
+                return self.tree_snapshot().await;
+            }
+            Err(e) => return Err(e),
+        };
+        let name = format!("archive of `{}`", self.repository());
+        let entries = forge::read_archive(&self.registry, &name, archive).await?;
+        Snapshot::build(&self.registry, &self.options.path, entries)
+    }
+
+    async fn tree_snapshot(&self) -> Result<Snapshot> {
+        let git_ref = self.options.git_ref.as_deref().unwrap_or("HEAD");
+        let what = self.not_found_what();
+        let body = self
+            .get(&Get {
+                uri: format!(
+                    "{}/git/trees/{}?recursive=1",
+                    self.repo_uri(),
+                    encode_path(git_ref)
+                ),
+                accept: "application/vnd.github+json",
+                limit: 64 * 1024 * 1024,
+                what: &what,
+            })
+            .await?;
+        let tree: Tree = serde_json::from_slice(&body).map_err(|e| Error::InvalidContent {
+            registry: self.registry.clone(),
+            message: format!("the tree of `{}` cannot be read: {e}", self.repository()),
+        })?;
+        if tree.truncated {
+            return Err(Error::InvalidContent {
+                registry: self.registry.clone(),
+                message: format!(
+                    "`{}` is too large both for its archive (over {} bytes) and for a complete                      tree listing (GitHub truncated it); point the registry at a smaller                      repository",
+                    self.repository(),
+                    self.options.max_archive_bytes
+                ),
+            });
+        }
+        let files = tree
+            .tree
+            .into_iter()
+            .filter(|e| e.kind == "blob")
+            .map(|e| (e.path, e.size))
+            .collect();
+        Snapshot::from_tree(&self.registry, &self.options.path, files, |path| {
+            self.fetch(path)
+        })
+        .await
+    }
+
+    /// One file by its path in the repository (`GET /repos/{o}/{r}/contents/{path}`, raw).
+    async fn fetch(&self, path: String) -> Result<Vec<u8>> {
+        let mut uri = format!("{}/contents/{}", self.repo_uri(), encode_path(&path));
+        if let Some(git_ref) = &self.options.git_ref {
+            uri.push_str("?ref=");
+            uri.push_str(&encode(git_ref));
+        }
+        let what = format!("file `{path}` of repository `{}`", self.repository());
+        self.get(&Get {
+            uri,
+            accept: "application/vnd.github.raw",
+            limit: crate::source::MAX_FILE_SIZE,
+            what: &what,
+        })
+        .await
+    }
+
+    /// A GET through octocrab, retrying what can be retried, bounded in time and size.
+    async fn get(&self, get: &Get<'_>) -> Result<Vec<u8>> {
+        let mut attempt = 0u32;
+        loop {
+            let outcome =
+                match tokio::time::timeout(self.options.request_timeout, self.attempt(get)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Attempt::Retry(
+                        None,
+                        self.backend(format!(
+                            "GitHub did not answer within {} s",
+                            self.options.request_timeout.as_secs_f64()
+                        )),
+                    ),
+                };
+            match outcome {
+                Attempt::Done(bytes) => return Ok(bytes),
+                Attempt::Fail(error) => return Err(error),
+                Attempt::Retry(hint, error) => {
+                    if attempt >= self.options.retries {
+                        return Err(error);
+                    }
+                    let backoff = Duration::from_millis(250)
+                        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+                        .min(self.options.max_retry_wait);
+                    let wait = hint.map_or(backoff, |h| h.max(backoff));
+                    attempt += 1;
+                    tracing::debug!(registry = %self.registry, "retrying in {} ms: {error}", wait.as_millis());
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    async fn attempt(&self, get: &Get<'_>) -> Attempt {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(get.accept));
+        headers.insert(
+            "x-github-api-version",
+            HeaderValue::from_static("2022-11-28"),
+        );
+        let response = match self
+            .client
+            ._get_with_headers(get.uri.as_str(), Some(headers))
+            .await
+        {
+            Ok(response) => response,
+            Err(e) => {
+                return Attempt::Retry(
+                    None,
+                    self.backend(format!("cannot reach the GitHub API: {}", chain(&e))),
+                )
+            }
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let headers = response.headers().clone();
+            let body = Limited::new(response.into_body(), 64 * 1024)
+                .collect()
+                .await
+                .map(http_body_util::Collected::to_bytes)
+                .unwrap_or_default();
+            return self.status_error(status, &headers, &body, get.what);
+        }
+        let too_large = |size: u64| {
+            Attempt::Fail(Error::TooLarge {
+                registry: self.registry.clone(),
+                path: get.what.to_owned(),
+                size,
+                limit: get.limit,
+            })
+        };
+        if let Some(length) = response
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        {
+            if length > get.limit {
+                return too_large(length);
+            }
+        }
+        let limit = usize::try_from(get.limit).unwrap_or(usize::MAX);
+        match Limited::new(response.into_body(), limit).collect().await {
+            Ok(body) => Attempt::Done(body.to_bytes().to_vec()),
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                too_large(get.limit.saturating_add(1))
+            }
+            Err(e) => Attempt::Retry(
+                None,
+                self.backend(format!(
+                    "the answer for {} broke off: {}",
+                    get.what,
+                    chain(e.as_ref())
+                )),
+            ),
+        }
+    }
+
+    fn status_error(&self, status: u16, headers: &HeaderMap, body: &[u8], what: &str) -> Attempt {
+        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let github_message = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("message")?.as_str().map(str::to_owned))
+            .map(|m| m.chars().take(200).collect::<String>());
+        let label = match &github_message {
+            Some(m) => format!("HTTP {status}: {m}"),
+            None => format!("HTTP {status}"),
+        };
+        let remaining = text("x-ratelimit-remaining").and_then(|v| v.trim().parse::<u64>().ok());
+        let limit = text("x-ratelimit-limit").unwrap_or("?");
+        let reset = text("x-ratelimit-reset").and_then(|v| v.trim().parse::<u64>().ok());
+        let retry_after = text(RETRY_AFTER.as_str()).and_then(|v| v.trim().parse::<u64>().ok());
+        let rate_limited = status == 429
+            || (status == 403
+                && (remaining == Some(0)
+                    || retry_after.is_some()
+                    || github_message
+                        .as_deref()
+                        .is_some_and(|m| m.to_ascii_lowercase().contains("rate limit"))));
+        if rate_limited {
+            let (wait, when) = match (retry_after, remaining, reset) {
+                (Some(seconds), ..) => (
+                    Some(Duration::from_secs(seconds)),
+                    format!("retry in {seconds} s"),
+                ),
+                (None, Some(0), Some(reset)) => (
+                    Some(forge::until(reset)),
+                    format!("the limit resets {}", describe_reset(reset)),
+                ),
+                _ => (None, "the reset time was not given".to_owned()),
+            };
+            let budget = match remaining {
+                Some(r) => format!(" ({r} of {limit} requests left)"),
+                None => String::new(),
+            };
+            let hint = if self.options.token.is_some() {
+                ""
+            } else {
+                "; a token raises the limit"
+            };
+            let error = Error::RateLimited {
+                registry: self.registry.clone(),
+                message: format!("GitHub answered {label}{budget}; {when}{hint}"),
+            };
+            return match wait {
+                Some(wait) if wait <= self.options.max_retry_wait => {
+                    Attempt::Retry(Some(wait), error)
+                }
+                _ => Attempt::Fail(error),
+            };
+        }
+        match status {
+            401 => Attempt::Fail(Error::Unauthorized {
+                registry: self.registry.clone(),
+                message: if self.options.token.is_some() {
+                    format!("GitHub answered {label}; the token is not valid (expired or revoked?)")
+                } else {
+                    format!("GitHub answered {label}; this repository needs a token")
+                },
+            }),
+            403 => Attempt::Fail(Error::Unauthorized {
+                registry: self.registry.clone(),
+                message: format!(
+                    "GitHub answered {label}; the token may not read `{}`",
+                    self.repository()
+                ),
+            }),
+            404 => Attempt::Fail(Error::NotFound {
+                registry: self.registry.clone(),
+                what: what.to_owned(),
+            }),
+            500..=599 if status != 501 => Attempt::Retry(
+                retry_after.map(Duration::from_secs),
+                self.backend(format!("GitHub answered {label}")),
+            ),
+            _ => Attempt::Fail(self.backend(format!("GitHub answered {label}"))),
+        }
+    }
+
+    fn backend(&self, message: String) -> Error {
+        Error::Backend {
+            registry: self.registry.clone(),
+            message,
+            source: None,
+        }
+    }
+}
+
+/// An error and its causes on one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+impl fmt::Display for GithubReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let options = &self.inner.options;
+        write!(f, "GitHub repository `{}/{}`", options.owner, options.repo)?;
+        if let Some(git_ref) = &options.git_ref {
+            write!(f, " at `{git_ref}`")?;
+        }
+        if !options.path.is_empty() {
+            write!(f, " under `{}`", options.path)?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AsyncReader for GithubReader {
+    fn registry(&self) -> &str {
+        &self.inner.registry
+    }
+
+    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
+        Ok(self.snapshot().await?.list_addons())
+    }
+
+    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
+        self.snapshot()
+            .await?
+            .list_files(&self.inner.registry, addon)
+    }
+
+    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
+        crate::source::check_relative_path(&self.inner.registry, path)?;
+        match self
+            .snapshot()
+            .await?
+            .read_file(&self.inner.registry, addon, path)?
+        {
+            FileRead::Ready(bytes) => Ok(bytes),
+            FileRead::Fetch(full) => self.inner.fetch(full).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_browser_url_names_the_ref_and_the_path() {
+        let o =
+            GithubOptions::from_url("r", "https://github.com/kubevela/catalog/tree/v1.2/addons")
+                .unwrap();
+        assert_eq!(
+            (
+                o.owner.as_str(),
+                o.repo.as_str(),
+                o.git_ref.as_deref(),
+                o.path.as_str()
+            ),
+            ("kubevela", "catalog", Some("v1.2"), "addons")
+        );
+        assert_eq!(o.api_base, None);
+    }
+
+    #[test]
+    fn a_plain_repository_url_uses_the_default_branch() {
+        let o = GithubOptions::from_url("r", "https://github.com/o/r.git/").unwrap();
+        assert_eq!(
+            (o.repo.as_str(), o.git_ref, o.path.as_str()),
+            ("r", None, "")
+        );
+    }
+
+    #[test]
+    fn another_host_is_github_enterprise() {
+        let o = GithubOptions::from_url("r", "https://git.corp.test/team/addons/tree/main/a/b")
+            .unwrap();
+        assert_eq!(o.api_base.as_deref(), Some("https://git.corp.test/api/v3"));
+        assert_eq!(o.path, "a/b");
+    }
+
+    #[test]
+    fn an_explicit_ref_with_slashes_takes_its_part_of_the_path() {
+        let o = GithubOptions::from_url("r", "https://github.com/o/r/tree/release/1.2/addons")
+            .unwrap()
+            .with_ref("release/1.2");
+        assert_eq!(
+            (o.git_ref.as_deref(), o.path.as_str()),
+            (Some("release/1.2"), "addons")
+        );
+    }
+
+    #[test]
+    fn urls_that_are_not_repositories_are_refused() {
+        for bad in [
+            "github.com/o/r",
+            "ftp://github.com/o/r",
+            "https://github.com/o",
+            "https://github.com/o/r/issues/1",
+        ] {
+            let err = GithubOptions::from_url("r", bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidContent { .. }), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_token_is_not_in_debug_output() {
+        let mut o = GithubOptions::new("o", "r");
+        o.token = Some("ghp_secret".into());
+        assert!(!format!("{o:?}").contains("ghp_secret"));
+    }
+}

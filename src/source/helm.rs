@@ -1,0 +1,505 @@
+//! A Helm chart repository as a registry: `GET index.yaml`, then one chart archive per addon
+//! version.
+//!
+//! - The index lists every version of every addon (highest first). It is read once per run and
+//!   cached on disk with its `ETag`/`Last-Modified`, so the next run asks with `If-None-Match` /
+//!   `If-Modified-Since` and usually gets an empty 304.
+//! - A chart's URL may be relative (joined to the repository URL) or absolute. Credentials are
+//!   only sent to the repository's own origin, as Helm does by default. When the index gives a
+//!   `digest`, the archive must match it.
+//! - Each archive is fetched at most once per version per run (concurrent readers share the
+//!   download) and read with [`archive::read_tgz`]: size limits, no absolute or `..` paths, and
+//!   the top directory (`<name>/` or `./<dir>/`) stripped. A root `Chart.yaml` is Helm packaging,
+//!   not part of the addon, and is hidden.
+//! - No version asked for means the highest version that is not a prerelease (or the highest of
+//!   all when every version is a prerelease); a leading `v` is ignored when matching.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use reqwest::Url;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use crate::model::AddonVersion;
+use crate::source::archive::{self, ArchiveLimits};
+use crate::source::cache::{hex, CacheOptions, CachedEntry, DiskCache};
+use crate::source::http::{redact, Auth, HttpClient, HttpOptions};
+use crate::source::{
+    check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
+};
+
+/// The largest chart archive downloaded (compressed).
+pub const MAX_ARCHIVE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The files a chart packs that are Helm's, not the addon's.
+const HELM_FILES: &[&str] = &["Chart.yaml"];
+
+/// One version of one chart in `index.yaml`.
+#[derive(Debug, Clone)]
+struct ChartVersion {
+    version: AddonVersion,
+    urls: Vec<String>,
+    digest: Option<String>,
+    description: Option<String>,
+}
+
+/// The parsed index: chart name → versions, highest first.
+#[derive(Debug, Default)]
+struct HelmIndex {
+    charts: BTreeMap<String, Vec<ChartVersion>>,
+}
+
+type Files = BTreeMap<String, Vec<u8>>;
+
+/// Reads addons from a Helm chart repository.
+#[derive(Clone)]
+pub struct HelmReader {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: String,
+    /// The repository URL, ending in `/`, without credentials.
+    base: Url,
+    http: HttpClient,
+    cache: DiskCache,
+    index: OnceCell<HelmIndex>,
+    archives: Mutex<HashMap<String, Arc<OnceCell<Arc<Files>>>>>,
+}
+
+impl fmt::Debug for HelmReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HelmReader")
+            .field("registry", &self.inner.registry)
+            .field("url", &self.inner.base.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for HelmReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Helm repository `{}`", self.inner.base)
+    }
+}
+
+impl HelmReader {
+    /// A reader of the repository at `url` (the directory holding `index.yaml`; a URL ending in
+    /// `/index.yaml` is accepted too). Credentials embedded in the URL are used as basic auth
+    /// when `http.auth` is [`Auth::None`].
+    pub fn new(
+        registry: &str,
+        url: &str,
+        mut http: HttpOptions,
+        cache: &CacheOptions,
+    ) -> Result<Self> {
+        let mut base = Url::parse(url.trim()).map_err(|e| Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!("`{}` is not a valid URL: {e}", redact(url)),
+        })?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(Error::InvalidContent {
+                registry: registry.to_owned(),
+                message: format!(
+                    "a Helm repository URL must be http or https, not `{}`",
+                    base.scheme()
+                ),
+            });
+        }
+        if !base.username().is_empty() && http.auth == Auth::None {
+            http.auth = Auth::Basic {
+                username: percent_decode(base.username()),
+                password: percent_decode(base.password().unwrap_or_default()),
+            };
+        }
+        let _ = base.set_username("");
+        let _ = base.set_password(None);
+        base.set_query(None);
+        base.set_fragment(None);
+        let path = base.path().to_owned();
+        let path = path.strip_suffix("index.yaml").unwrap_or(&path).to_owned();
+        base.set_path(&if path.ends_with('/') {
+            path
+        } else {
+            format!("{path}/")
+        });
+        http.credentials_origin = Some(base.to_string());
+        let client = HttpClient::new(registry, http)?;
+        Ok(HelmReader {
+            inner: Arc::new(Inner {
+                registry: registry.to_owned(),
+                cache: DiskCache::new(cache, "registries", base.as_str()),
+                base,
+                http: client,
+                index: OnceCell::new(),
+                archives: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The HTTP client (for its request counter).
+    pub fn http(&self) -> &HttpClient {
+        &self.inner.http
+    }
+
+    /// The repository URL (ending in `/`, without credentials).
+    pub fn url(&self) -> &str {
+        self.inner.base.as_str()
+    }
+
+    async fn index(&self) -> Result<&HelmIndex> {
+        self.inner
+            .index
+            .get_or_try_init(|| self.inner.fetch_index())
+            .await
+    }
+
+    /// Finds the version of an addon a reference means.
+    async fn chart(&self, addon: &AddonRef) -> Result<&ChartVersion> {
+        let index = self.index().await?;
+        let versions = index
+            .charts
+            .get(&addon.name)
+            .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
+        let chosen = match &addon.version {
+            Some(wanted) => versions.iter().find(|v| v.version.same_as(wanted)),
+            None => versions
+                .iter()
+                .find(|v| !v.version.is_prerelease())
+                .or_else(|| versions.first()),
+        };
+        chosen.ok_or_else(|| {
+            let available: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
+            self.inner.not_found(format!(
+                "version `{}` of addon `{}` (available: `{}`)",
+                addon.version.as_deref().unwrap_or("latest"),
+                addon.name,
+                available.join("`, `")
+            ))
+        })
+    }
+
+    /// The files of an addon version, downloading its archive once.
+    async fn files(&self, addon: &AddonRef) -> Result<Arc<Files>> {
+        let chart = self.chart(addon).await?;
+        let key = format!("{}@{}", addon.name, chart.version);
+        let cell = {
+            let mut archives = self
+                .inner
+                .archives
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(archives.entry(key).or_default())
+        };
+        cell.get_or_try_init(|| self.inner.fetch_archive(&addon.name, chart))
+            .await
+            .cloned()
+    }
+}
+
+impl Inner {
+    fn not_found(&self, what: String) -> Error {
+        Error::NotFound {
+            registry: self.registry.clone(),
+            what,
+        }
+    }
+
+    fn invalid(&self, message: String) -> Error {
+        Error::InvalidContent {
+            registry: self.registry.clone(),
+            message,
+        }
+    }
+
+    async fn fetch_index(&self) -> Result<HelmIndex> {
+        let url = self
+            .base
+            .join("index.yaml")
+            .map_err(|e| self.invalid(format!("cannot build the index URL: {e}")))?;
+        let cached = self.cache.load("index.yaml");
+        let mut conditional: Vec<(&str, &str)> = Vec::new();
+        if let Some(entry) = &cached {
+            if let Some(etag) = &entry.etag {
+                conditional.push(("if-none-match", etag));
+            }
+            if let Some(modified) = &entry.last_modified {
+                conditional.push(("if-modified-since", modified));
+            }
+        }
+        let response = self
+            .http
+            .get(url.as_str(), &conditional)
+            .await
+            .map_err(|e| match e {
+                Error::NotFound { registry, .. } => Error::NotFound {
+                    registry,
+                    what: format!(
+                        "`index.yaml` at `{}` (is this a Helm repository URL?)",
+                        self.base
+                    ),
+                },
+                other => other,
+            })?;
+        let body = match (response.not_modified(), cached) {
+            (true, Some(entry)) => {
+                tracing::debug!(registry = %self.registry, "index.yaml not modified; using the cache");
+                entry.body
+            }
+            (true, None) => {
+                return Err(self.invalid(
+                    "the server answered 304 Not Modified to an unconditional request".to_owned(),
+                ))
+            }
+            (false, _) => {
+                let entry = CachedEntry {
+                    etag: response.header("etag").map(str::to_owned),
+                    last_modified: response.header("last-modified").map(str::to_owned),
+                    body: response.body,
+                };
+                if entry.etag.is_some() || entry.last_modified.is_some() {
+                    self.cache.store("index.yaml", &entry);
+                }
+                entry.body
+            }
+        };
+        self.parse_index(&body)
+    }
+
+    fn parse_index(&self, body: &[u8]) -> Result<HelmIndex> {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| self.invalid("`index.yaml` is not valid UTF-8".to_owned()))?;
+        let (value, warnings) = crate::yaml::parse_single(text)
+            .map_err(|e| self.invalid(format!("`index.yaml` is not valid YAML: {e}")))?;
+        for warning in warnings {
+            tracing::warn!(registry = %self.registry, "index.yaml: {warning}");
+        }
+        let entries = match value.get("entries") {
+            Some(Value::Object(entries)) => entries,
+            Some(Value::Null) => return Ok(HelmIndex::default()),
+            _ => {
+                return Err(self.invalid(
+                    "`index.yaml` has no `entries` mapping; is this a Helm repository?".to_owned(),
+                ))
+            }
+        };
+        let mut charts = BTreeMap::new();
+        for (name, versions) in entries {
+            let Some(list) = versions.as_array() else {
+                tracing::warn!(registry = %self.registry, "index.yaml: `{name}` is not a list of versions; skipped");
+                continue;
+            };
+            let mut parsed: Vec<ChartVersion> = list
+                .iter()
+                .filter_map(|v| {
+                    let version = match v.get("version") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Number(n)) => n.to_string(),
+                        _ => {
+                            tracing::warn!(registry = %self.registry, "index.yaml: a version of `{name}` has no `version`; skipped");
+                            return None;
+                        }
+                    };
+                    let urls: Vec<String> = v
+                        .get("urls")
+                        .and_then(Value::as_array)
+                        .map(|u| u.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                        .unwrap_or_default();
+                    if urls.is_empty() {
+                        tracing::warn!(registry = %self.registry, "index.yaml: `{name}` {version} has no `urls`; skipped");
+                        return None;
+                    }
+                    Some(ChartVersion {
+                        version: AddonVersion::parse(&version),
+                        urls,
+                        digest: v.get("digest").and_then(Value::as_str).map(str::to_owned),
+                        description: v
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    })
+                })
+                .collect();
+            if parsed.is_empty() {
+                continue;
+            }
+            parsed.sort_by(|a, b| b.version.cmp(&a.version));
+            parsed.dedup_by(|a, b| a.version == b.version);
+            charts.insert(name.clone(), parsed);
+        }
+        Ok(HelmIndex { charts })
+    }
+
+    async fn fetch_archive(&self, name: &str, chart: &ChartVersion) -> Result<Arc<Files>> {
+        let raw = &chart.urls[0];
+        let url = self.base.join(raw).map_err(|e| {
+            self.invalid(format!(
+                "`{name}` {}: the chart URL `{}` is invalid: {e}",
+                chart.version,
+                redact(raw)
+            ))
+        })?;
+        let response = self
+            .http
+            .get_limited(url.as_str(), &[], MAX_ARCHIVE_BYTES)
+            .await?;
+        let file_name = url
+            .path_segments()
+            .and_then(Iterator::last)
+            .unwrap_or("chart.tgz")
+            .to_owned();
+        if let Some(expected) = &chart.digest {
+            let actual = hex(&Sha256::digest(&response.body));
+            let expected = expected.trim().trim_start_matches("sha256:");
+            if !actual.eq_ignore_ascii_case(expected) {
+                return Err(self.invalid(format!(
+                    "`{file_name}` does not match the digest in `index.yaml` (sha256 {actual}, \
+                     expected {expected})"
+                )));
+            }
+        }
+        let registry = self.registry.clone();
+        let body = response.body;
+        let files = tokio::task::spawn_blocking(move || {
+            archive::read_tgz(&registry, &file_name, &body, &ArchiveLimits::default())
+        })
+        .await
+        .map_err(|e| Error::Backend {
+            registry: self.registry.clone(),
+            message: format!("unpacking failed: {e}"),
+            source: None,
+        })??;
+        Ok(Arc::new(
+            files
+                .into_iter()
+                .filter(|(path, _)| !HELM_FILES.contains(&path.as_str()))
+                .collect(),
+        ))
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+            if let Ok(byte) = u8::from_str_radix(hex, 16) {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[async_trait]
+impl AsyncReader for HelmReader {
+    fn registry(&self) -> &str {
+        &self.inner.registry
+    }
+
+    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
+        let index = self.index().await?;
+        Ok(index
+            .charts
+            .iter()
+            .map(|(name, versions)| {
+                let newest = versions
+                    .iter()
+                    .find(|v| !v.version.is_prerelease())
+                    .or_else(|| versions.first());
+                AddonSummary {
+                    name: name.clone(),
+                    versions: versions.iter().map(|v| v.version.to_string()).collect(),
+                    description: newest.and_then(|v| v.description.clone()),
+                }
+            })
+            .collect())
+    }
+
+    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
+        let files = self.files(addon).await?;
+        Ok(files
+            .iter()
+            .map(|(path, bytes)| FileEntry {
+                path: path.clone(),
+                size: bytes.len() as u64,
+            })
+            .collect())
+    }
+
+    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
+        check_relative_path(&self.inner.registry, path)?;
+        let files = self.files(addon).await?;
+        files.get(path).cloned().ok_or_else(|| {
+            self.inner
+                .not_found(format!("file `{path}` of addon `{addon}`"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader() -> HelmReader {
+        HelmReader::new(
+            "r",
+            "https://u:p%40ss@charts.example.invalid/sub/index.yaml",
+            HttpOptions::default(),
+            &CacheOptions {
+                disabled: true,
+                ..CacheOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_repository_url_is_normalised_and_credentials_moved() {
+        let r = reader();
+        assert_eq!(r.url(), "https://charts.example.invalid/sub/");
+        assert_eq!(
+            r.http().options().auth,
+            Auth::Basic {
+                username: "u".into(),
+                password: "p@ss".into()
+            }
+        );
+        assert!(!r.to_string().contains("p@ss"));
+    }
+
+    #[test]
+    fn index_versions_are_sorted_and_broken_entries_skipped() {
+        let r = reader();
+        let index = r
+            .inner
+            .parse_index(
+                b"apiVersion: v1\nentries:\n  a:\n  - version: 1.0.0\n    urls: [a-1.0.0.tgz]\n  \
+                  - version: v1.2.0-rc.1\n    urls: [a-rc.tgz]\n  - version: 1.1.0\n    urls: \
+                  [a-1.1.0.tgz]\n    description: newest\n  - urls: [x.tgz]\n  b: oops\n  c:\n  - \
+                  version: 1.0.0\n",
+            )
+            .unwrap();
+        let versions: Vec<_> = index.charts["a"]
+            .iter()
+            .map(|v| v.version.to_string())
+            .collect();
+        assert_eq!(versions, ["v1.2.0-rc.1", "1.1.0", "1.0.0"]);
+        assert!(!index.charts.contains_key("b") && !index.charts.contains_key("c"));
+        for bad in [b"entries: [1, 2]".as_slice(), b"{{{", b"\xff\xfe"] {
+            assert!(matches!(
+                r.inner.parse_index(bad),
+                Err(Error::InvalidContent { .. })
+            ));
+        }
+    }
+}

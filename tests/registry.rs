@@ -1,0 +1,369 @@
+//! The registry store and `addonctl registry …`: the local file, and ConfigMap
+//! `vela-addon-registry` + Secrets on a real API server, in KubeVela's shape.
+
+use std::os::unix::fs::PermissionsExt;
+
+use addonctl::registry::{self, OpenOptions, RegistryType, Store};
+use addonctl::source::cache::CacheOptions;
+use assert_cmd::Command;
+use base64::Engine as _;
+use predicates::prelude::*;
+use serde_json::{json, Value};
+
+use crate::support::conformance;
+use crate::support::fixture_registry;
+use crate::support::helm_repo::serve_fixture_repo;
+use crate::support::http_server::TestServer;
+use crate::support::k8s::{Kind, Sandbox};
+use crate::support::root;
+
+/// `addonctl` with the local registry file `file` and a private cache.
+fn local_cli(file: &std::path::Path, cache: &std::path::Path) -> Command {
+    let mut cmd = Command::cargo_bin("addonctl").unwrap();
+    cmd.env("NO_COLOR", "1")
+        .env("ADDONCTL_REGISTRY_FILE", file)
+        .env("ADDONCTL_CACHE_DIR", cache)
+        .env_remove("ADDONCTL_REGISTRY_TOKEN")
+        .env_remove("ADDONCTL_REGISTRY_PASSWORD");
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registries_in_the_local_file_keep_credentials_apart_and_search_in_order() {
+    let (server, url) =
+        serve_fixture_repo(TestServer::builder().basic_auth("reader", "pa55-word-42")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config/registries.json");
+    let cache = dir.path().join("cache");
+    let cli = || local_cli(&file, &cache);
+
+    // Credentials in the URL are moved out of it; the registry is validated by listing it.
+    let with_credentials = url.replacen("http://", "http://reader:pa55-word-42@", 1);
+    cli()
+        .args(["registry", "add", "first", "--type", "helm", "--endpoint"])
+        .arg(&with_credentials)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "added registry `first` (3 addons)",
+        ));
+    // Wrong credentials: refused, nothing stored, the password not shown.
+    cli()
+        .args([
+            "registry",
+            "add",
+            "wrong",
+            "--type",
+            "helm",
+            "--username",
+            "reader",
+        ])
+        .args(["--password", "not-the-password", "--endpoint", &url])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("refused access"))
+        .stderr(predicate::str::contains("not-the-password").not());
+    cli()
+        .args([
+            "registry",
+            "add",
+            "second",
+            "--type",
+            "git",
+            "--no-validate",
+        ])
+        .args([
+            "--endpoint",
+            "file:///nonexistent/repo.git",
+            "--ref",
+            "main",
+        ])
+        .assert()
+        .success();
+    cli()
+        .args([
+            "registry",
+            "add",
+            "urgent",
+            "--type",
+            "local",
+            "--priority",
+            "10",
+        ])
+        .arg("--endpoint")
+        .arg(fixture_registry())
+        .assert()
+        .success();
+    cli()
+        .args([
+            "registry",
+            "add",
+            "first",
+            "--type",
+            "helm",
+            "--endpoint",
+            &url,
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+    cli()
+        .args([
+            "registry",
+            "add",
+            "builtin",
+            "--type",
+            "helm",
+            "--endpoint",
+            &url,
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("reserved"));
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let stored: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(stored["registries"]["first"]["helm"]["url"], url.as_str());
+    assert!(!stored["registries"].to_string().contains("pa55"), "{text}");
+    assert_eq!(stored["credentials"]["first"]["password"], "pa55-word-42");
+
+    let listing = cli()
+        .args(["registry", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let listing = String::from_utf8(listing).unwrap();
+    let names: Vec<&str> = listing
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["urgent", "first", "second", "builtin"], "{listing}");
+    cli()
+        .args(["registry", "get", "first", "-o", "json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"password\""))
+        .stdout(predicate::str::contains("pa55").not());
+
+    // The library opens them in the same order, the built-in registry last.
+    let store = Store::File(file.clone());
+    let registries = store.load().await.unwrap();
+    let readers = registry::readers(
+        &registries,
+        &OpenOptions {
+            cache: CacheOptions {
+                root: Some(cache.clone()),
+                ..CacheOptions::default()
+            },
+            http: None,
+        },
+    );
+    let opened: Vec<String> = readers
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .map_or_else(ToString::to_string, |r| r.registry().to_owned())
+        })
+        .collect();
+    assert_eq!(opened, ["urgent", "first", "second", "builtin"]);
+    let helm = readers[1].as_ref().unwrap();
+    conformance::run(helm.as_ref(), &fixture_registry()).await;
+
+    // Update keeps the order of addition; remove forgets credentials too.
+    cli()
+        .args([
+            "registry",
+            "update",
+            "second",
+            "--priority",
+            "20",
+            "--no-validate",
+        ])
+        .assert()
+        .success();
+    let order: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(order, ["second", "urgent", "first"]);
+    cli()
+        .args(["registry", "remove", "first"])
+        .assert()
+        .success();
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(stored["credentials"].get("first").is_none());
+    cli()
+        .args(["registry", "remove", "first"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registry_files_are_added_with_their_url_from_the_environment() {
+    let (_server, url) = serve_fixture_repo(TestServer::builder()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registries.json");
+    let cache = dir.path().join("cache");
+    let definition = root().join("registries/kubevela.yaml");
+    local_cli(&file, &cache)
+        .env_remove("KUBEVELA_ADDON_REGISTRY_URL")
+        .args(["registry", "add", "--from"])
+        .arg(&definition)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("KUBEVELA_ADDON_REGISTRY_URL"));
+    local_cli(&file, &cache)
+        .env("KUBEVELA_ADDON_REGISTRY_URL", url.trim_end_matches('/'))
+        .args(["registry", "add", "--from"])
+        .arg(&definition)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "added registry `kubevela` (3 addons)",
+        ));
+    for name in [
+        "builtin.yaml",
+        "kubevela.yaml",
+        "kubevela-experimental.yaml",
+    ] {
+        let text = std::fs::read_to_string(root().join("registries").join(name)).unwrap();
+        assert!(!text.contains("://"), "{name} names no host: {text}");
+        let lookup = |_: &str| Some("https://x.invalid".to_owned());
+        let parsed =
+            registry::read_definitions_with(&root().join("registries").join(name), &lookup)
+                .unwrap();
+        assert_eq!(parsed.len(), 1, "{name}");
+        if name.starts_with("kubevela") {
+            assert_eq!(parsed[0].spec.kind, RegistryType::Helm);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registries_on_the_cluster_use_kubevelas_configmap_and_a_secret() {
+    let sandbox = Sandbox::without_kubevela().await;
+    let (_server, url) = serve_fixture_repo(TestServer::builder().bearer("tok-abcdef-123")).await;
+    let cache = tempfile::tempdir().unwrap();
+    let cli = || {
+        let mut cmd = sandbox.cli();
+        cmd.env("ADDONCTL_CACHE_DIR", cache.path())
+            .env_remove("ADDONCTL_REGISTRY_FILE");
+        cmd
+    };
+    cli()
+        .args([
+            "registry",
+            "add",
+            "charts",
+            "--type",
+            "helm",
+            "--endpoint",
+            &url,
+        ])
+        .env("ADDONCTL_REGISTRY_TOKEN", "tok-abcdef-123")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(3 addons)"));
+    cli()
+        .args([
+            "registry",
+            "add",
+            "hub",
+            "--type",
+            "github",
+            "--no-validate",
+        ])
+        .args([
+            "--endpoint",
+            "https://ghp_secret999@github.example.invalid/org/catalog",
+        ])
+        .args(["--path", "addons"])
+        .assert()
+        .success();
+
+    let config_map = sandbox
+        .get(Kind::CONFIG_MAP, "vela-addon-registry")
+        .await
+        .expect("ConfigMap vela-addon-registry");
+    let text = config_map["data"]["registries"].as_str().unwrap();
+    assert!(
+        !text.contains("tok-abcdef") && !text.contains("ghp_secret999"),
+        "{text}"
+    );
+    let map: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(map["charts"]["name"], "charts");
+    assert_eq!(map["charts"]["helm"]["url"], url.as_str());
+    assert_eq!(
+        map["hub"]["git"]["url"],
+        "https://github.example.invalid/org/catalog"
+    );
+    assert_eq!(map["hub"]["git"]["path"], "addons");
+    assert_eq!(map["hub"]["git"]["tokenSecretRef"], "addon-registry-hub");
+    let secret = sandbox
+        .get(Kind::SECRET, "addon-registry-hub")
+        .await
+        .expect("Secret addon-registry-hub");
+    let token = base64::engine::general_purpose::STANDARD
+        .decode(secret["data"]["token"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(token, b"ghp_secret999");
+
+    // A registry `vela addon registry add` wrote (no `addonctl` object, inline password).
+    let mut edited = map.clone();
+    edited["vela-added"] = json!({
+        "name": "vela-added",
+        "helm": {"url": url, "username": "u", "password": "inline-pass"}
+    });
+    sandbox
+        .apply_as(
+            "kubectl",
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "vela-addon-registry", "namespace": sandbox.ns()},
+                "data": {"registries": edited.to_string()},
+            }),
+        )
+        .await;
+    let store = Store::Cluster {
+        cluster: sandbox.api().clone(),
+        namespace: sandbox.ns().to_owned(),
+    };
+    let loaded = store.load().await.unwrap();
+    let names: Vec<&str> = loaded.iter().map(|r| r.spec.name.as_str()).collect();
+    assert_eq!(names, ["vela-added", "charts", "hub"]);
+    assert_eq!(
+        loaded[0].credentials.password.as_deref(),
+        Some("inline-pass")
+    );
+    assert_eq!(
+        loaded[1].credentials.token.as_deref(),
+        Some("tok-abcdef-123")
+    );
+    let reader = registry::open(&loaded[1], &OpenOptions::default()).unwrap();
+    assert_eq!(reader.list_addons().await.unwrap().len(), 3);
+
+    cli()
+        .args(["registry", "list", "-o", "json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"vela-added\""))
+        .stdout(predicate::str::contains("inline-pass").not());
+    cli().args(["registry", "remove", "hub"]).assert().success();
+    assert!(sandbox
+        .get(Kind::SECRET, "addon-registry-hub")
+        .await
+        .is_none());
+}
