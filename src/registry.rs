@@ -1082,10 +1082,62 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
             };
             Ok(Arc::new(LocalReader::with_registry(dir, &spec.name)?))
         }
-        other => Err(source::Error::InvalidContent {
-            registry: spec.name.clone(),
-            message: format!("registries of type `{other}` are not supported yet"),
-        }),
+        RegistryType::Github => {
+            let mut github = crate::source::github::GithubOptions::from_url(&spec.name, &spec.endpoint)?;
+            if let Some(reference) = &spec.reference {
+                github = github.with_ref(reference.clone());
+            }
+            if let Some(path) = &spec.path {
+                github.path.clone_from(path);
+            }
+            github.token.clone_from(&credentials.token);
+            Ok(Arc::new(crate::source::github::GithubReader::new(github, spec.name.clone())?))
+        }
+        RegistryType::Gitee => {
+            let mut gitee = crate::source::gitee::GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
+            if let Some(reference) = &spec.reference {
+                gitee.git_ref = Some(reference.clone());
+            }
+            if let Some(path) = &spec.path {
+                gitee.path.clone_from(path);
+            }
+            gitee.token.clone_from(&credentials.token);
+            Ok(Arc::new(crate::source::gitee::GiteeReader::new(gitee, &spec.name)?))
+        }
+        RegistryType::Gitlab => {
+            let mut gitlab = crate::source::gitlab::GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
+            if let Some(reference) = &spec.reference {
+                gitlab.git_ref = Some(reference.clone());
+            }
+            if let Some(path) = &spec.path {
+                gitlab.path.clone_from(path);
+            }
+            gitlab.token.clone_from(&credentials.token);
+            Ok(Arc::new(crate::source::gitlab::GitlabReader::new(gitlab, &spec.name)?))
+        }
+        RegistryType::S3 | RegistryType::Oss => {
+            let bucket = spec.bucket.clone().ok_or_else(|| source::Error::InvalidContent {
+                registry: spec.name.clone(),
+                message: "an S3/OSS registry needs `--bucket`".to_owned(),
+            })?;
+            let mut s3 = crate::source::s3::S3Options::new(spec.endpoint.clone(), bucket);
+            if let Some(path) = &spec.path {
+                s3.prefix.clone_from(path);
+            }
+            if let Some(region) = spec.options.get("region") {
+                s3.region.clone_from(region);
+            }
+            if let Some(path_style) = spec.options.get("pathStyle") {
+                s3.path_style = path_style == "true";
+            }
+            if let (Some(id), Some(secret)) = (&credentials.username, &credentials.password) {
+                s3.credentials = Some(crate::source::s3::S3Credentials {
+                    access_key_id: id.clone(),
+                    secret_access_key: secret.clone(),
+                });
+            }
+            Ok(Arc::new(crate::source::s3::S3Reader::from_options(&s3, spec.name.clone())))
+        }
     }
 }
 

@@ -41,6 +41,9 @@ pub struct GlobalArgs {
     /// A local directory registry, searched before the built-in one (repeatable, in order).
     #[arg(long = "registry-dir", global = true, value_name = "DIR")]
     pub registry_dirs: Vec<PathBuf>,
+    /// Read registries again instead of using cached listings.
+    #[arg(long, global = true)]
+    pub refresh: bool,
     /// Which engine deploys addons' components: `vela` (KubeVela), `direct` (addonctl itself),
     /// `auto` (vela when the control plane serves KubeVela's Application).
     #[arg(long, global = true, value_enum, default_value_t = Engine::Auto, env = "ADDONCTL_ENGINE")]

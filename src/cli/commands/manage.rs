@@ -38,10 +38,11 @@ async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
     })
     .await
     .map_err(addonctl::Error::from)?;
+    let catalog = catalog(global, &cluster).await?;
     Ok(Context {
         cluster,
         namespace: global.system_namespace.clone(),
-        catalog: Catalog::new(&global.registry_dirs)?,
+        catalog,
         renderer: Renderer::with_limits(global.limits()?),
         engine: match global.engine {
             Engine::Auto => manage::EngineChoice::Auto,
@@ -49,6 +50,39 @@ async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
             Engine::Direct => manage::EngineChoice::Direct,
         },
     })
+}
+
+/// The registries in search order: `--registry-dir` directories, the stored registries
+/// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
+/// A stored registry that cannot be opened is a warning, not a silent omission.
+async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catalog> {
+    let mut readers = Catalog::new(&global.registry_dirs)?.readers().to_vec();
+    readers.pop(); // the built-in registry; `registry::readers` puts it last again
+    let store = addonctl::registry::Store::Cluster {
+        cluster: cluster.clone(),
+        namespace: global.system_namespace.clone(),
+    };
+    let stored = match store.load().await {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::warn!("the stored registries cannot be read ({e}); using the built-in registry only");
+            Vec::new()
+        }
+    };
+    let options = addonctl::registry::OpenOptions {
+        cache: addonctl::source::cache::CacheOptions {
+            refresh: global.refresh,
+            ..addonctl::source::cache::CacheOptions::default()
+        },
+        http: None,
+    };
+    for reader in addonctl::registry::readers(&stored, &options) {
+        match reader {
+            Ok(reader) => readers.push(reader),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+    Ok(Catalog::from_readers(readers))
 }
 
 fn print_structured<T: Serialize>(value: &T, format: ReportFormat) -> anyhow::Result<bool> {
