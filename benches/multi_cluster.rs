@@ -60,7 +60,7 @@ for i in 0..{config_maps} {{
 }}
 for i in 0..{per_kind} {{
     objects.push(#{{ apiVersion: "v1", kind: "Service", metadata: #{{ name: `fleet-${{i}}`, labels: labels }},
-        spec: #{{ selector: #{{ app: `fleet-${{i}}` }}, ports: [#{{ name: "http", port: 80, targetPort: 8080 }}] }} }});
+        spec: #{{ selector: #{{ app: `fleet-${{i}}` }}, ports: [#{{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }}] }} }});
     objects.push(#{{ apiVersion: "v1", kind: "ServiceAccount", metadata: #{{ name: `fleet-${{i}}`, labels: labels }} }});
     objects.push(#{{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: #{{ name: `fleet-${{i}}`, labels: labels }},
         rules: [#{{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }}] }});
@@ -77,12 +77,12 @@ for i in 0..{per_kind} {{
 }
 
 fn write_addon(dir: &Path) {
-    std::fs::write(
+    fs_err::write(
         dir.join("metadata.yaml"),
         "name: fleet\nversion: 1.0.0\ndescription: 50 objects for every cluster\n",
     )
     .unwrap();
-    std::fs::write(dir.join("template.rhai"), template()).unwrap();
+    fs_err::write(dir.join("template.rhai"), template()).unwrap();
 }
 
 async fn connect(kubeconfig: &Path) -> Cluster {
@@ -104,7 +104,11 @@ async fn resource_versions(
     let reads = record.dispatched.iter().flat_map(|(name, inventory)| {
         inventory.objects.iter().map(move |o| async move {
             let stored = clusters[name]
-                .get(&o.object.gvk(), o.object.namespace.as_deref(), &o.object.name)
+                .get(
+                    &o.object.gvk(),
+                    o.object.namespace.as_deref(),
+                    &o.object.name,
+                )
                 .await
                 .unwrap()
                 .unwrap();
@@ -156,22 +160,28 @@ async fn main() {
         std::env::var("ADDONCTL_TEST_ENV").unwrap_or_else(|_| "/tmp/addonctl-k8s".into()),
     );
     let env_file = dir.join("env.json");
-    let env: EnvFile = serde_json::from_str(
-        &std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+    let env: EnvFile =
+        serde_json::from_str(&fs_err::read_to_string(&env_file).unwrap_or_else(|e| {
             panic!(
                 "no test environment in {} ({e}): run scripts/bench-multi-cluster.sh",
                 dir.display()
             )
-        }),
-    )
-    .unwrap();
+        }))
+        .unwrap();
     let control_plane = env
         .clusters
         .iter()
         .find(|c| c.role == "control-plane")
         .unwrap();
-    let managed: Vec<&ClusterEntry> = env.clusters.iter().filter(|c| c.role == "managed").collect();
-    assert!(!managed.is_empty(), "the environment has no managed clusters");
+    let managed: Vec<&ClusterEntry> = env
+        .clusters
+        .iter()
+        .filter(|c| c.role == "managed")
+        .collect();
+    assert!(
+        !managed.is_empty(),
+        "the environment has no managed clusters"
+    );
     let addon = tempfile::tempdir().unwrap();
     write_addon(addon.path());
     let mut readers = BTreeMap::new();

@@ -1,9 +1,11 @@
 //! Dependency-solver benchmarks (issue 6 figures).
 //!
-//! - A deterministic pseudo-random registry of 1,000 addons × 10 versions with realistic
-//!   constraints (mostly `^x.y`, `>=a, <b`, some `||`, a few unconstrained), each addon
-//!   depending on 0–4 addons of lower index (so the graph is acyclic), solved from several roots,
-//!   on an empty cluster and on one where another plan is already installed (goal ≤ 50 ms).
+//! - Deterministic pseudo-random registries of 1,000 addons × 10 versions with realistic
+//!   constraints (mostly `^x.y`, `>=a, <b`, some `>=a`, some `||`, a few unconstrained), each
+//!   addon depending on 0–4 addons of lower index (so the graph is acyclic), solved from several
+//!   roots, on an empty cluster and on one where another plan is already installed (goal ≤ 50
+//!   ms). Dependencies on any lower addon (uniform) give plans of tens of addons; dependencies
+//!   on the addons just below (nearby) give plans of hundreds, a stress case.
 //! - The worst case: pigeonhole problems (n + 1 addons that each need a different "slot" addon
 //!   at a version naming them, n slots). They have no solution, and any conflict-driven solver
 //!   needs a number of steps exponential in n to prove it.
@@ -51,21 +53,51 @@ fn name(i: usize) -> String {
     format!("addon-{i:04}")
 }
 
-fn random_universe(seed: u64) -> Universe {
+/// How a dependency's constraint is anchored to a version of the dependency.
+#[derive(Clone, Copy, Debug)]
+enum Model {
+    /// Realistic: versions are released over time, and a constraint names the dependency's
+    /// latest version when the dependent was released, so new versions mostly fit together;
+    /// conflicts come from dependents that lag behind a dependency's new major version.
+    Timeline,
+    /// Conflict-heavy: a constraint names a version near the dependent's own position (from
+    /// three below to one above), so dependents often disagree on a dependency's major version.
+    Spread,
+}
+
+/// Which addons an addon depends on (always ones of lower index).
+#[derive(Clone, Copy, Debug)]
+enum Targets {
+    /// Any addon of lower index, uniformly: a plan holds tens of addons, up to ~150.
+    Uniform,
+    /// Mostly the 50 addons just below (families of addons built on each other): a plan holds
+    /// hundreds of addons, far more than any real cluster runs.
+    Nearby,
+}
+
+fn random_universe(seed: u64, model: Model, targets_of: Targets) -> Universe {
     let mut rng = Rng(seed);
+    // Release times of every version, ascending.
+    let times: Vec<Vec<usize>> = (0..ADDONS)
+        .map(|_| {
+            let mut t: Vec<usize> = (0..VERSIONS).map(|_| rng.below(10_000)).collect();
+            t.sort_unstable();
+            t
+        })
+        .collect();
     let mut universe = Universe::new(vec!["main".to_owned(), "community".to_owned()]);
     for i in 0..ADDONS {
-        // 0–4 dependencies, mostly on nearby addons (addons of one family depend on each other).
+        // 0–4 dependencies, each from some version on.
         let count = [0, 1, 1, 2, 2, 2, 3, 3, 4, 4][rng.below(10)].min(i);
-        let mut targets: Vec<usize> = Vec::new();
+        let mut targets: Vec<(usize, usize)> = Vec::new();
         while targets.len() < count {
-            let j = if rng.below(4) == 0 {
-                rng.below(i)
-            } else {
-                i.saturating_sub(1 + rng.below(50.min(i)))
+            let j = match targets_of {
+                Targets::Nearby if rng.below(4) != 0 => i.saturating_sub(1 + rng.below(50.min(i))),
+                Targets::Uniform | Targets::Nearby => rng.below(i),
             };
-            if !targets.contains(&j) {
-                targets.push(j);
+            if !targets.iter().any(|(t, _)| *t == j) {
+                let since = if targets.is_empty() { 0 } else { rng.below(5) };
+                targets.push((j, since));
             }
         }
         let registry = if i % 7 == 0 { "community" } else { "main" };
@@ -73,14 +105,21 @@ fn random_universe(seed: u64) -> Universe {
             let (major, minor, patch) = version(v);
             let dependencies = targets
                 .iter()
-                .map(|&j| {
-                    // Newer versions need newer dependencies, with some spread.
-                    let anchor = (v + rng.below(5)).saturating_sub(3).min(VERSIONS - 1);
+                .filter(|(_, since)| v >= *since)
+                .map(|&(j, _)| {
+                    let anchor = match model {
+                        Model::Timeline => times[j]
+                            .iter()
+                            .rposition(|&t| t <= times[i][v])
+                            .unwrap_or(0),
+                        Model::Spread => (v + rng.below(5)).saturating_sub(3).min(VERSIONS - 1),
+                    };
                     let (m, n, p) = version(anchor);
                     let constraint = match rng.below(100) {
-                        0..60 => Some(format!("^{m}.{n}")),
-                        60..85 => Some(format!(">={m}.{n}.{p}, <{}.0.0", m + 1)),
-                        85..95 => Some(format!("^{m} || ^{}", m + 1)),
+                        0..50 => Some(format!("^{m}.{n}")),
+                        50..70 => Some(format!(">={m}.{n}.{p}, <{}.0.0", m + 1)),
+                        70..85 => Some(format!(">={m}.{n}.{p}")),
+                        85..93 => Some(format!("^{m} || ^{}", m + 1)),
                         _ => None,
                     };
                     Dependency {
@@ -167,6 +206,7 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn describe(result: &resolve::Result<resolve::Solution>) -> String {
+    const SHOWN: usize = 160;
     match result {
         Ok(solution) => {
             let installs = solution
@@ -181,35 +221,15 @@ fn describe(result: &resolve::Result<resolve::Solution>) -> String {
         }
         Err(e) => {
             let text = e.to_string();
-            format!("no plan: {}", text.chars().take(160).collect::<String>())
+            format!("no plan: {}", text.chars().take(SHOWN).collect::<String>())
         }
     }
 }
 
-fn bench(c: &mut Criterion) {
-    let platform = platform();
-    let start = Instant::now();
-    let universe = random_universe(42);
-    eprintln!(
-        "random registry: {ADDONS} addons × {VERSIONS} versions built in {:?}",
-        start.elapsed()
-    );
-    for root in ROOTS {
-        let request = Request::new(name(root));
-        let result = resolve::solve(&universe, &platform, &request);
-        let time = median(11, || {
-            black_box(resolve::solve(&universe, &platform, &request)).ok();
-        });
-        eprintln!(
-            "  from `{}`: {time:?} (median of 11), {}",
-            name(root),
-            describe(&result)
-        );
-    }
-
-    // A cluster where the plan of one root is installed; solve another root against it.
+/// A cluster where the plan of `root` is installed.
+fn with_plan_installed(universe: &Universe, platform: &Platform, root: usize) -> Universe {
     let mut installed = universe.clone();
-    if let Ok(plan) = resolve::solve(&universe, &platform, &Request::new(name(900))) {
+    if let Ok(plan) = resolve::solve(universe, platform, &Request::new(name(root))) {
         for step in plan.steps {
             let dependencies = universe
                 .candidates(&step.name)
@@ -226,29 +246,61 @@ fn bench(c: &mut Criterion) {
             });
         }
     }
-    let count = installed.installed_addons().count();
-    let request = Request::new(name(999));
-    let result = resolve::solve(&installed, &platform, &request);
-    let time = median(11, || {
-        black_box(resolve::solve(&installed, &platform, &request)).ok();
-    });
-    eprintln!(
-        "  from `{}` with {count} addons installed: {time:?}, {}",
-        name(999),
-        describe(&result)
-    );
+    installed
+}
 
+/// Prints the median time and outcome of solving from each root.
+fn report(universe: &Universe, platform: &Platform, roots: &[usize], label: &str) {
+    for &root in roots {
+        let request = Request::new(name(root));
+        let result = resolve::solve(universe, platform, &request);
+        let time = median(11, || {
+            black_box(resolve::solve(universe, platform, &request)).ok();
+        });
+        eprintln!(
+            "  {label}from `{}`: {time:?} (median of 11), {}",
+            name(root),
+            describe(&result)
+        );
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let platform = platform();
     let mut group = c.benchmark_group("resolve");
     group.sample_size(20);
-    for root in [999, 500] {
+    let universes = [
+        (Targets::Uniform, Model::Timeline, "uniform_timeline"),
+        (Targets::Uniform, Model::Spread, "uniform_spread"),
+        (Targets::Nearby, Model::Timeline, "nearby_timeline"),
+        (Targets::Nearby, Model::Spread, "nearby_spread"),
+    ];
+    for (targets, model, label) in universes {
+        let start = Instant::now();
+        let universe = random_universe(42, model, targets);
+        eprintln!(
+            "random registry ({targets:?} dependencies, {model:?} constraints): {ADDONS} addons × {VERSIONS} versions, built in {:?}",
+            start.elapsed()
+        );
+        report(&universe, &platform, &ROOTS, "");
+        let installed = with_plan_installed(&universe, &platform, 900);
+        let count = installed.installed_addons().count();
+        report(
+            &installed,
+            &platform,
+            &[999, 500],
+            &format!("with {count} addons installed, "),
+        );
+        let root = 998;
         let request = Request::new(name(root));
-        group.bench_function(format!("random_1000x10_from_{root}"), |b| {
+        group.bench_function(format!("{label}_from_{root}"), |b| {
             b.iter(|| black_box(resolve::solve(&universe, &platform, &request)).ok());
         });
+        let request = Request::new(name(999));
+        group.bench_function(format!("{label}_with_installed_from_999"), |b| {
+            b.iter(|| black_box(resolve::solve(&installed, &platform, &request)).ok());
+        });
     }
-    group.bench_function("random_1000x10_with_installed", |b| {
-        b.iter(|| black_box(resolve::solve(&installed, &platform, &request)).ok());
-    });
 
     // Worst case: pigeonhole, growing n until one solve takes over a second.
     let request = Request::new("root");

@@ -33,4 +33,4 @@ if ! command -v lighttpd >/dev/null 2>&1; then
 fi
 
 echo "== tests =="
-cargo test --locked --all-targets "$@"
+cargo test --locked --lib --bins --tests "$@"

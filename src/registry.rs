@@ -1083,7 +1083,8 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
             Ok(Arc::new(LocalReader::with_registry(dir, &spec.name)?))
         }
         RegistryType::Github => {
-            let mut github = crate::source::github::GithubOptions::from_url(&spec.name, &spec.endpoint)?;
+            let mut github =
+                crate::source::github::GithubOptions::from_url(&spec.name, &spec.endpoint)?;
             if let Some(reference) = &spec.reference {
                 github = github.with_ref(reference.clone());
             }
@@ -1091,10 +1092,14 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 github.path.clone_from(path);
             }
             github.token.clone_from(&credentials.token);
-            Ok(Arc::new(crate::source::github::GithubReader::new(github, spec.name.clone())?))
+            Ok(Arc::new(crate::source::github::GithubReader::new(
+                github,
+                spec.name.clone(),
+            )?))
         }
         RegistryType::Gitee => {
-            let mut gitee = crate::source::gitee::GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
+            let mut gitee =
+                crate::source::gitee::GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
             if let Some(reference) = &spec.reference {
                 gitee.git_ref = Some(reference.clone());
             }
@@ -1102,10 +1107,13 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 gitee.path.clone_from(path);
             }
             gitee.token.clone_from(&credentials.token);
-            Ok(Arc::new(crate::source::gitee::GiteeReader::new(gitee, &spec.name)?))
+            Ok(Arc::new(crate::source::gitee::GiteeReader::new(
+                gitee, &spec.name,
+            )?))
         }
         RegistryType::Gitlab => {
-            let mut gitlab = crate::source::gitlab::GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
+            let mut gitlab =
+                crate::source::gitlab::GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
             if let Some(reference) = &spec.reference {
                 gitlab.git_ref = Some(reference.clone());
             }
@@ -1113,13 +1121,18 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 gitlab.path.clone_from(path);
             }
             gitlab.token.clone_from(&credentials.token);
-            Ok(Arc::new(crate::source::gitlab::GitlabReader::new(gitlab, &spec.name)?))
+            Ok(Arc::new(crate::source::gitlab::GitlabReader::new(
+                gitlab, &spec.name,
+            )?))
         }
         RegistryType::S3 | RegistryType::Oss => {
-            let bucket = spec.bucket.clone().ok_or_else(|| source::Error::InvalidContent {
-                registry: spec.name.clone(),
-                message: "an S3/OSS registry needs `--bucket`".to_owned(),
-            })?;
+            let bucket = spec
+                .bucket
+                .clone()
+                .ok_or_else(|| source::Error::InvalidContent {
+                    registry: spec.name.clone(),
+                    message: "an S3/OSS registry needs `--bucket`".to_owned(),
+                })?;
             let mut s3 = crate::source::s3::S3Options::new(spec.endpoint.clone(), bucket);
             if let Some(path) = &spec.path {
                 s3.prefix.clone_from(path);
@@ -1136,7 +1149,10 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                     secret_access_key: secret.clone(),
                 });
             }
-            Ok(Arc::new(crate::source::s3::S3Reader::from_options(&s3, spec.name.clone())))
+            Ok(Arc::new(crate::source::s3::S3Reader::from_options(
+                &s3,
+                spec.name.clone(),
+            )))
         }
     }
 }
@@ -1285,12 +1301,12 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_types_say_so() {
+    fn an_s3_registry_without_a_bucket_is_refused() {
         let registry = Registry {
             spec: spec("s", RegistryType::S3, "https://s3.example.invalid"),
             credentials: Credentials::default(),
         };
         let err = open(&registry, &OpenOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("not supported yet"), "{err}");
+        assert!(err.to_string().contains("needs `--bucket`"), "{err}");
     }
 }

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{
-    apply_as_on, args, fault_cluster_lock, get_on, list_on, patch_status_on, ClusterEnv, Env,
-    Kind, Sandbox, Stopped,
+    apply_as_on, args, fault_cluster_lock, get_on, list_on, patch_status_on, ClusterEnv, Env, Kind,
+    Sandbox, Stopped,
 };
 
 /// The label every fixture object carries: the addon's name.
@@ -171,7 +171,11 @@ fn assert_no_duplicates(record: &Record) {
     for (cluster, inventory) in &record.dispatched {
         let all = refs(inventory);
         let unique: BTreeSet<&String> = all.iter().collect();
-        assert_eq!(unique.len(), all.len(), "duplicates on `{cluster}`: {all:?}");
+        assert_eq!(
+            unique.len(),
+            all.len(),
+            "duplicates on `{cluster}`: {all:?}"
+        );
     }
 }
 
@@ -376,7 +380,9 @@ async fn a_label_selector_targets_the_matching_clusters_and_follows_label_change
         numbered("eastern", 2)
     );
     assert!(config_maps(&m1, sb.ns(), "eastern").await.is_empty());
-    assert!(is_gone(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()));
+    assert!(is_gone(
+        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
     assert_eq!(cluster_names(&sb.record("eastern").await), ["m2"]);
 }
 
@@ -460,14 +466,10 @@ async fn a_component_of_another_type_is_refused_naming_it_and_pointing_to_vela()
         "{message}"
     );
     assert!(error.is_user_error(), "{error:?}");
-    sb.cli()
-        .args(["enable", "mixed"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("component `frontend` has type `webservice`")
-                .and(predicate::str::contains("--engine vela")),
-        );
+    sb.cli().args(["enable", "mixed"]).assert().code(2).stderr(
+        predicate::str::contains("component `frontend` has type `webservice`")
+            .and(predicate::str::contains("--engine vela")),
+    );
     let m1 = managed(1).admin().await;
     assert!(
         get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.is_none(),
@@ -535,8 +537,13 @@ async fn detaching_a_cluster_deletes_what_addons_applied_there_and_forgets_it() 
         "{stdout}"
     );
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()));
-    assert!(sb.get(Kind::SECRET, "m2").await.is_none(), "the cluster Secret");
+    assert!(is_gone(
+        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
+    assert!(
+        sb.get(Kind::SECRET, "m2").await.is_none(),
+        "the cluster Secret"
+    );
     let record = sb.record("spread").await;
     assert_eq!(cluster_names(&record), ["local", "m1"]);
     assert_eq!(
@@ -589,7 +596,9 @@ async fn an_upgrade_that_drops_a_cluster_deletes_the_objects_there() {
         .unwrap();
     assert_eq!((m2_outcome.applied, m2_outcome.deleted), (0, 3));
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()));
+    assert!(is_gone(
+        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
     let record = sb.record("spread").await;
     assert_eq!(cluster_names(&record), ["m1"]);
     assert_eq!(record.dispatched["m1"], uids_on_m1, "m1 is untouched");
@@ -606,7 +615,7 @@ async fn a_crd_and_its_custom_resource_are_applied_in_one_enable() {
     // The custom resource comes first in the render: the staged apply must reorder.
     let gadgets = addon("gadgets")
         .body(&[
-            r#"let group = `${ns}.example.com`;"#,
+            "let group = `${ns}.example.com`;",
             r#"objects.push(#{ apiVersion: `${group}/v1`, kind: "Gadget",
                 metadata: #{ name: "first", labels: labels }, spec: #{ size: 3 } });"#,
             r#"objects.push(#{ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition",
@@ -746,8 +755,7 @@ async fn upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing
             "{name}"
         );
         assert_eq!(
-            record.dispatched[*name].objects[1].uid,
-            first.dispatched[*name].objects[1].uid,
+            record.dispatched[*name].objects[1].uid, first.dispatched[*name].objects[1].uid,
             "{name}: `spread-0` was kept, not re-created"
         );
     }
@@ -847,12 +855,17 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
     assert!(namespace["metadata"]["deletionTimestamp"].is_null());
     // m2 and local: everything the addon created is gone; the system namespace stays.
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()));
+    assert!(is_gone(
+        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
     assert!(config_maps(sb.api(), sb.ns(), "spread").await.is_empty());
     let system = sb.get(Kind::NAMESPACE, sb.ns()).await.unwrap();
     assert!(system["metadata"]["deletionTimestamp"].is_null());
     assert!(sb.get(Kind::SECRET, "addon-record-spread").await.is_none());
-    assert!(sb.get(Kind::SECRET, "m1").await.is_some(), "clusters stay joined");
+    assert!(
+        sb.get(Kind::SECRET, "m1").await.is_some(),
+        "clusters stay joined"
+    );
 }
 
 // ---------------------------------------------------------------------------------- health
@@ -894,6 +907,9 @@ async fn make_ready(cluster: &Cluster, namespace: &str) {
     .await;
 }
 
+/// Kind, name, exists, replicas, ready replicas.
+type Row<'a> = (&'a str, &'a str, bool, Option<i64>, Option<i64>);
+
 #[tokio::test(flavor = "multi_thread")]
 async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads_are_ready() {
     let workloads = addon("workloads").body(&[NAMESPACE, WORKLOADS]).write();
@@ -916,11 +932,15 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
         (status.workload_count, status.ready_workload_count),
         (Some(4), Some(0))
     );
-    let clusters: Vec<&str> = status.resources.iter().map(|c| c.cluster.as_str()).collect();
+    let clusters: Vec<&str> = status
+        .resources
+        .iter()
+        .map(|c| c.cluster.as_str())
+        .collect();
     assert_eq!(clusters, ["m1", "m2"]);
     for cluster in &status.resources {
         assert_eq!(cluster.error, None);
-        let rows: Vec<(&str, &str, bool, Option<i64>, Option<i64>)> = cluster
+        let rows: Vec<Row> = cluster
             .resources
             .iter()
             .map(|r| {
@@ -987,7 +1007,11 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
     let web_on_m2 = &json["resources"][1]["resources"][1];
     assert_eq!(json["resources"][1]["cluster"], "m2");
     assert_eq!(
-        (&web_on_m2["name"], &web_on_m2["replicas"], &web_on_m2["readyReplicas"]),
+        (
+            &web_on_m2["name"],
+            &web_on_m2["replicas"],
+            &web_on_m2["readyReplicas"]
+        ),
         (&json!("web"), &json!(2), &json!(2))
     );
     assert!(web_on_m2["creationTimestamp"].is_string(), "{web_on_m2}");
@@ -1148,11 +1172,13 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
     let status = manage::status(&sb.ctx, "spread", false).await.unwrap();
     assert_eq!(status.phase, Phase::Failed);
     let reason = status.reason.unwrap();
-    assert!(reason.starts_with("m2: cannot reach cluster `m2`"), "{reason}");
-    let json: Value = serde_json::from_slice(
-        &run(sb.cli().args(["status", "spread", "-o", "json"])).stdout,
-    )
-    .unwrap();
+    assert!(
+        reason.starts_with("m2: cannot reach cluster `m2`"),
+        "{reason}"
+    );
+    let json: Value =
+        serde_json::from_slice(&run(sb.cli().args(["status", "spread", "-o", "json"])).stdout)
+            .unwrap();
     assert_eq!(json["phase"], "failed");
 
     // Fixed: joined again with the right kubeconfig; the same command converges.
@@ -1169,7 +1195,10 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
 
     let fixed = sb.record("spread").await;
     assert_eq!(fixed.pending, None);
-    assert_eq!(fixed.dispatched["m1"], record.dispatched["m1"], "no new uids on m1");
+    assert_eq!(
+        fixed.dispatched["m1"], record.dispatched["m1"],
+        "no new uids on m1"
+    );
     assert_eq!(fixed.dispatched["m2"].error, None);
     assert_eq!(refs(&fixed.dispatched["m2"]), refs(&fixed.dispatched["m1"]));
     assert_no_duplicates(&fixed);
@@ -1190,10 +1219,7 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
     let _only_us = fault_cluster_lock().await;
     let fault = Env::get().fault_cluster();
     let bulk = addon("bulk").write();
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&bulk]);
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
     sb.join("m1", managed(1), &[]).await;
     sb.join("m3", fault, &[]).await;
     let m1 = managed(1).admin().await;
@@ -1226,7 +1252,10 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
             child.try_wait().unwrap().is_none(),
             "enable ended before m3 could be stopped"
         );
-        assert!(started.elapsed() < Duration::from_secs(60), "nothing applied to m3");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "nothing applied to m3"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let stopped = Stopped::apiserver(fault);
@@ -1309,66 +1338,6 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
     for cluster in [&m1, &m3] {
         assert!(config_maps(cluster, sb.ns(), "bulk").await.is_empty());
     }
-}
-
-// -------------------------------------------------------------------------- cluster commands
-
-/// A client certificate for `system:masters`, signed by the environment's CA.
-fn client_certificate(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
-    let pki = Env::get().dir.join("pki");
-    let (key, csr, crt, extensions) = (
-        dir.join("client.key"),
-        dir.join("client.csr"),
-        dir.join("client.crt"),
-        dir.join("client.ext"),
-    );
-    // An X.509 v3 certificate (rustls refuses v1 ones).
-    fs_err::write(
-        &extensions,
-        "basicConstraints = critical, CA:FALSE\n\
-         keyUsage = critical, digitalSignature, keyEncipherment\n\
-         extendedKeyUsage = clientAuth\n",
-    )
-    .unwrap();
-    let openssl = |args: &[&std::ffi::OsStr]| {
-        let output = std::process::Command::new("openssl")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", stderr_of(&output));
-    };
-    openssl(&[
-        "req".as_ref(),
-        "-new".as_ref(),
-        "-newkey".as_ref(),
-        "rsa:2048".as_ref(),
-        "-nodes".as_ref(),
-        "-subj".as_ref(),
-        "/O=system:masters/CN=x509-admin".as_ref(),
-        "-keyout".as_ref(),
-        key.as_os_str(),
-        "-out".as_ref(),
-        csr.as_os_str(),
-    ]);
-    openssl(&[
-        "x509".as_ref(),
-        "-req".as_ref(),
-        "-in".as_ref(),
-        csr.as_os_str(),
-        "-CA".as_ref(),
-        pki.join("ca.crt").as_os_str(),
-        "-CAkey".as_ref(),
-        pki.join("ca.key").as_os_str(),
-        "-set_serial".as_ref(),
-        "0x5eed".as_ref(),
-        "-days".as_ref(),
-        "1".as_ref(),
-        "-extfile".as_ref(),
-        extensions.as_os_str(),
-        "-out".as_ref(),
-        crt.as_os_str(),
-    ]);
-    (fs_err::read(crt).unwrap(), fs_err::read(key).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1486,7 +1455,7 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
             ),
         ]
     );
-    let text = run(sb.cli().args(["cluster", "list"]));
+    let text = run(sb.cli().args(["-vvv", "cluster", "list"]));
     for output in [&output, &text] {
         let all = format!(
             "{}{}",
@@ -1530,7 +1499,9 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
         .args(["cluster", "detach", "m2"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("addon `western`: 3 objects deleted"));
+        .stdout(predicate::str::contains(
+            "addon `western`: 3 objects deleted",
+        ));
     assert!(config_maps(&m2, sb.ns(), "western").await.is_empty());
     assert!(sb.get(Kind::SECRET, "m2").await.is_none());
     assert_eq!(cluster_names(&sb.record("western").await), ["m1"]);
@@ -1546,4 +1517,61 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
         .assert()
         .code(2)
         .stderr(predicate::str::contains("cluster `nowhere` is not joined"));
+}
+
+fn client_certificate(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
+    let pki = Env::get().dir.join("pki");
+    let (key, csr, crt, extensions) = (
+        dir.join("client.key"),
+        dir.join("client.csr"),
+        dir.join("client.crt"),
+        dir.join("client.ext"),
+    );
+    // An X.509 v3 certificate (rustls refuses v1 ones).
+    fs_err::write(
+        &extensions,
+        "basicConstraints = critical, CA:FALSE\n\
+         keyUsage = critical, digitalSignature, keyEncipherment\n\
+         extendedKeyUsage = clientAuth\n",
+    )
+    .unwrap();
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let output = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr_of(&output));
+    };
+    openssl(&[
+        "req".as_ref(),
+        "-new".as_ref(),
+        "-newkey".as_ref(),
+        "rsa:2048".as_ref(),
+        "-nodes".as_ref(),
+        "-subj".as_ref(),
+        "/O=system:masters/CN=x509-admin".as_ref(),
+        "-keyout".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+    ]);
+    openssl(&[
+        "x509".as_ref(),
+        "-req".as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-CA".as_ref(),
+        pki.join("ca.crt").as_os_str(),
+        "-CAkey".as_ref(),
+        pki.join("ca.key").as_os_str(),
+        "-set_serial".as_ref(),
+        "0x5eed".as_ref(),
+        "-days".as_ref(),
+        "1".as_ref(),
+        "-extfile".as_ref(),
+        extensions.as_os_str(),
+        "-out".as_ref(),
+        crt.as_os_str(),
+    ]);
+    (fs_err::read(crt).unwrap(), fs_err::read(key).unwrap())
 }

@@ -9,13 +9,16 @@
 //!    any other type is an error naming the component and the type;
 //! 3. per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD waited for
 //!    until `Established`), then everything else with bounded concurrency, one server-side apply
-//!    per object;
+//!    per object; objects new to the addon on that cluster are first looked up with one list per
+//!    kind and namespace, so that one that existed before is recorded as not created by addonctl;
 //! 4. prune: objects the previous revision applied to a cluster that this one no longer renders,
 //!    and everything on clusters that are no longer targets, are deleted — only objects addonctl
 //!    created (an object that existed before is recorded as such and never deleted).
 //!
-//! Guarantees: a failing cluster does not stop the others; its inventory keeps every object it
-//! held plus what was applied before the failure, so nothing is forgotten and a re-run converges.
+//! Guarantees: a failing cluster does not stop the others; on it, no apply is started after the
+//! first failure (a stopped server costs one timeout, not one per object), and its inventory keeps
+//! every object it held plus every apply that succeeded, so nothing is forgotten and a re-run
+//! converges.
 //!
 //! Scaling: clients are built per enable from the cluster Secrets and dropped afterwards; at most
 //! [`CLUSTER_CONCURRENCY`] clusters are worked on at once and at most [`OBJECT_CONCURRENCY`]
@@ -332,13 +335,11 @@ async fn existing(
                     name: String::new(),
                 }
                 .gvk();
-                match cluster.list(&gvk, namespace.as_deref(), "").await {
-                    Ok(items) => Some((group, names, items)),
-                    Err(_) => {
-                        failed.store(true, Ordering::Relaxed);
-                        None
-                    }
+                let listed = cluster.list(&gvk, namespace.as_deref(), "").await.ok();
+                if listed.is_none() {
+                    failed.store(true, Ordering::Relaxed);
                 }
+                listed.map(|items| (group, names, items))
             }
         })
         .buffered(OBJECT_CONCURRENCY)

@@ -841,6 +841,10 @@ async fn apply_rendered(
             .map(|p| p.inventory.clone())
             .unwrap_or_default(),
     };
+    if !vela {
+        // Fail early, before anything is written, on components the direct engine cannot deploy.
+        direct::component_objects(&rendered.application)?;
+    }
     // Write the record first (keeping the previous inventory, so an interrupted enable can
     // still be disabled or finished), then everything it owns.
     let stored_record = cluster.apply(&record.to_secret(ns), ns).await?;
@@ -856,8 +860,6 @@ async fn apply_rendered(
             app.metadata.uid.as_deref().unwrap_or_default(),
         )
     } else {
-        // Fail early, before anything is applied, on components the direct engine cannot deploy.
-        direct::component_objects(&rendered.application)?;
         owner_reference(
             "Secret",
             "v1",
@@ -1403,11 +1405,9 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
             (app, _) => clusters_of(app.as_ref(), &args),
         };
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
-        if let Some(record) = current
-            .record
-            .as_ref()
-            .filter(|r| current.application.is_none() && !r.dispatched.is_empty())
-        {
+        if let Some(record) = current.record.as_ref().filter(|r| {
+            current.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
+        }) {
             let clusters = direct::health(ctx, &record.dispatched).await?;
             let workloads: Vec<&direct::ResourceStatus> = clusters
                 .iter()

@@ -100,6 +100,17 @@ pub enum ResolveError {
         /// The platform's version; `None` when it is unknown (KubeVela not installed).
         actual: Option<String>,
     },
+    /// The constraints are so intricate that the solver gave up (see
+    /// [`TIME_LIMIT`](super::TIME_LIMIT)); real registries never come close.
+    #[error(
+        "cannot enable `{root}`: the version constraints are too intricate (no plan found within {seconds} s); ask for an exact version with `--version` to narrow them"
+    )]
+    TooComplex {
+        /// The addon asked for.
+        root: String,
+        /// How long the solver searched, in whole seconds.
+        seconds: u64,
+    },
     /// Changing an installed addon's version would break installed addons that depend on it.
     #[error(
         "`{addon} {version}` would break installed addons that depend on `{addon}`: {}; upgrade or disable them first",

@@ -3,8 +3,9 @@
 //!
 //! The proof is a tree whose leaves are the facts (a dependency, an unmet requirement, what is
 //! installed) and whose inner nodes are deductions. The deductions are left out: each fact is
-//! written once, in the order the proof uses it, with versions and constraints as the registries
-//! write them.
+//! written once, with versions and constraints as the registries write them, facts about the
+//! same candidates are merged, and they are ordered from the request down (what was asked for,
+//! then each addon as the facts reach it, then installed addons).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -114,20 +115,25 @@ impl Problem<'_> {
         facts.truncate(MAX_FACTS);
         let mut text = facts.iter().map(Fact::text).collect::<Vec<_>>().join("; ");
         if more > 0 {
-            text.push_str(&format!("; and {more} more"));
+            text.push_str(&format!("; and {more} more facts"));
         }
         text
     }
 
+    /// The leaves of the proof, depth first, each shared subtree once.
     fn collect(&self, tree: &Tree, facts: &mut Vec<Fact>, shared: &mut HashSet<usize>) {
-        match tree {
-            DerivationTree::External(external) => facts.extend(self.fact(external)),
-            DerivationTree::Derived(derived) => {
-                if derived.shared_id.is_some_and(|id| !shared.insert(id)) {
-                    return;
+        // A stack rather than recursion: proofs of hard problems are deep.
+        let mut stack = vec![tree];
+        while let Some(node) = stack.pop() {
+            match node {
+                DerivationTree::External(external) => facts.extend(self.fact(external)),
+                DerivationTree::Derived(derived) => {
+                    if derived.shared_id.is_some_and(|id| !shared.insert(id)) {
+                        continue;
+                    }
+                    stack.push(&derived.cause2);
+                    stack.push(&derived.cause1);
                 }
-                self.collect(&derived.cause1, facts, shared);
-                self.collect(&derived.cause2, facts, shared);
             }
         }
     }

@@ -30,15 +30,21 @@
 //!   installed addon that only depends on something the plan may change stays as it is. The
 //!   addon asked for may move to any version the request allows. An installed addon's
 //!   dependencies count only when that dependency is in the plan (a missing dependency of an
-//!   installed addon is not installed behind the user's back).
+//!   installed addon is not installed behind the user's back). Installed addons unrelated to
+//!   the request are left out of the problem, so an inconsistency among them does not block it.
 //! - `system` requirements are met by every addon that the plan installs or upgrades, unless
 //!   [`Request::skip_version_check`]; the solver prefers an older version that meets them. What
 //!   stays installed is not checked again. A requirement on a platform version that is unknown
 //!   (`None`, e.g. a `vela` constraint when KubeVela is not installed) is unmet: the addon says
 //!   it needs it.
+//! - Cycles among the chosen versions are an error naming the cycle (`a` → `b` → `a`); the
+//!   solver does not look for other versions without the cycle.
 //! - Errors are actionable: no plan comes with the chain of conflicting constraints, a cycle
 //!   names its addons, an unmet requirement names the addon, the requirement and the platform's
-//!   version (see [`ResolveError`]).
+//!   version (see [`ResolveError`]). When the constraints alone have a plan but `system`
+//!   requirements rule out every one, the error is the first unmet requirement of that plan.
+//! - The search stops after [`TIME_LIMIT`] with [`ResolveError::TooComplex`] rather than hang on
+//!   a pathological registry.
 //!
 //! # Assumptions
 //!
@@ -56,6 +62,7 @@ mod system;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use pubgrub::PubGrubError;
 
@@ -64,7 +71,7 @@ use crate::model::{AddonMeta, AddonVersion, Constraint, Dependency, SystemRequir
 pub use crate::manage::record::InstalledBy;
 pub use error::{BrokenDependent, ResolveError, Result, SystemRequirement};
 
-use provider::{same_version, Problem, ABSENT, ROOT};
+use provider::{same_version, Problem, TimeLimit, ABSENT, ROOT};
 
 /// One version of an addon as one registry offers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +147,11 @@ impl Universe {
     /// Records an installed addon (replacing what was recorded for that name).
     pub fn install(&mut self, addon: InstalledAddon) {
         self.installed.insert(addon.name.clone(), addon);
+    }
+
+    /// Forgets an installed addon (to ask what a plan would be without it); returns its record.
+    pub fn uninstall(&mut self, name: &str) -> Option<InstalledAddon> {
+        self.installed.remove(name)
     }
 
     /// The order registries are preferred in.
@@ -284,15 +296,29 @@ impl Solution {
     }
 }
 
+/// How long the solver may search before it gives up ([`ResolveError::TooComplex`]). Real
+/// registries take milliseconds; only constructed problems (the benchmark's pigeonhole, whose
+/// proof grows exponentially) come near it.
+pub const TIME_LIMIT: Duration = Duration::from_secs(10);
+
 /// Chooses the versions for `request`: see the module documentation for the rules.
 pub fn solve(universe: &Universe, platform: &Platform, request: &Request) -> Result<Solution> {
+    solve_within(universe, platform, request, TIME_LIMIT)
+}
+
+fn solve_within(
+    universe: &Universe,
+    platform: &Platform,
+    request: &Request,
+    time_limit: Duration,
+) -> Result<Solution> {
     let check_system = !request.skip_version_check;
-    match run(universe, platform, request, check_system) {
+    match run(universe, platform, request, check_system, time_limit) {
         Err(error @ ResolveError::NoSolution { .. }) if check_system => {
             // When the constraints alone have a plan, say which requirement it breaks: that
             // names the version the user would otherwise get. Otherwise the full explanation
             // (requirements included) stands.
-            match run(universe, platform, request, false) {
+            match run(universe, platform, request, false, time_limit) {
                 Ok(without) => Err(first_unmet(universe, platform, &without).unwrap_or(error)),
                 Err(_) => Err(error),
             }
@@ -306,8 +332,9 @@ fn run(
     platform: &Platform,
     request: &Request,
     check_system: bool,
+    time_limit: Duration,
 ) -> Result<Solution> {
-    let problem = Problem::new(universe, platform, request, check_system)?;
+    let problem = Problem::new(universe, platform, request, check_system, time_limit)?;
     let selected = match pubgrub::resolve(&problem, ROOT, 0u32) {
         Ok(selected) => selected,
         Err(PubGrubError::NoSolution(tree)) => {
@@ -316,10 +343,20 @@ fn run(
                 explanation: problem.explain(&tree),
             })
         }
-        Err(other) => {
-            return Err(ResolveError::NoSolution {
+        Err(
+            PubGrubError::ErrorInShouldCancel(TimeLimit(limit))
+            | PubGrubError::ErrorChoosingVersion {
+                source: TimeLimit(limit),
+                ..
+            }
+            | PubGrubError::ErrorRetrievingDependencies {
+                source: TimeLimit(limit),
+                ..
+            },
+        ) => {
+            return Err(ResolveError::TooComplex {
                 root: request.root.clone(),
-                explanation: other.to_string(),
+                seconds: limit.as_secs(),
             })
         }
     };

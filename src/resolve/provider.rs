@@ -11,10 +11,10 @@
 use std::cell::RefCell;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::convert::Infallible;
 use std::fmt;
 use std::ops::Bound;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use pubgrub::{
     Dependencies, DependencyConstraints, DependencyProvider, PackageResolutionStatistics, Ranges,
@@ -217,6 +217,11 @@ impl fmt::Display for Unavailable {
 
 type ParsedConstraint = Rc<Result<Constraint, String>>;
 
+/// The solver ran out of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("gave up after {0:?}")]
+pub(super) struct TimeLimit(pub Duration);
+
 /// The candidates a constraint matches, or why the constraint cannot be read.
 type MatchedSet = Result<IndexSet, String>;
 
@@ -236,10 +241,12 @@ pub(super) struct Problem<'u> {
     pub root_reasons: HashMap<Pkg, RootReason>,
     /// The registry rank of the first dependent seen, per package (same registry first).
     hints: RefCell<HashMap<Pkg, usize>>,
-    discovered: RefCell<HashMap<Pkg, usize>>,
     /// The constraint text of each (dependent, dependency, set), for explanations.
     pub texts: RefCell<HashMap<(Pkg, Pkg, IndexSet), String>>,
     constraints: RefCell<HashMap<&'u str, ParsedConstraint>>,
+    /// When the solver gives up, and after how long.
+    deadline: Instant,
+    time_limit: Duration,
     matches: RefCell<HashMap<(Pkg, &'u str), MatchedSet>>,
 }
 
@@ -269,6 +276,7 @@ impl<'u> Problem<'u> {
         platform: &'u Platform,
         request: &'u Request,
         check_system: bool,
+        time_limit: Duration,
     ) -> Result<Self, ResolveError> {
         // Every addon the request may reach, through any candidate or installed record.
         let root_name = request.root.as_str();
@@ -324,9 +332,10 @@ impl<'u> Problem<'u> {
             root_dependencies: Vec::new(),
             root_reasons: HashMap::new(),
             hints: RefCell::new(HashMap::new()),
-            discovered: RefCell::new(HashMap::new()),
             texts: RefCell::new(HashMap::new()),
             constraints: RefCell::new(HashMap::new()),
+            deadline: Instant::now() + time_limit,
+            time_limit,
             matches: RefCell::new(HashMap::new()),
         };
         let requested = problem.requested_set()?;
@@ -539,9 +548,9 @@ impl DependencyProvider for Problem<'_> {
     type P = Pkg;
     type V = u32;
     type VS = IndexSet;
-    type Priority = (bool, u32, Reverse<usize>, Reverse<usize>);
+    type Priority = (bool, u32, Reverse<usize>);
     type M = Unavailable;
-    type Err = Infallible;
+    type Err = TimeLimit;
 
     fn prioritize(
         &self,
@@ -550,19 +559,18 @@ impl DependencyProvider for Problem<'_> {
         statistics: &PackageResolutionStatistics,
     ) -> Self::Priority {
         if *package == ROOT {
-            return (true, u32::MAX, Reverse(0), Reverse(0));
+            return (true, u32::MAX, Reverse(0));
         }
         // Decide what is certainly needed first, the most conflicting and the most constrained
         // first among those; what an installed addon merely allows is decided last.
         (
             !range.has(ABSENT),
             statistics.conflict_count(),
-            Reverse(if std::env::var("V").as_deref() == Ok("count") { self.count_in(*package, range) } else { 0 }),
-            Reverse({ let mut d = self.discovered.borrow_mut(); let n = d.len(); *d.entry(*package).or_insert(n) }),
+            Reverse(self.count_in(*package, range)),
         )
     }
 
-    fn choose_version(&self, package: &Pkg, range: &IndexSet) -> Result<Option<u32>, Infallible> {
+    fn choose_version(&self, package: &Pkg, range: &IndexSet) -> Result<Option<u32>, TimeLimit> {
         if *package == ROOT {
             return Ok(Some(0));
         }
@@ -588,11 +596,19 @@ impl DependencyProvider for Problem<'_> {
         Ok(best)
     }
 
+    fn should_cancel(&self) -> Result<(), TimeLimit> {
+        if Instant::now() >= self.deadline {
+            Err(TimeLimit(self.time_limit))
+        } else {
+            Ok(())
+        }
+    }
+
     fn get_dependencies(
         &self,
         package: &Pkg,
         version: &u32,
-    ) -> Result<Dependencies<Pkg, IndexSet, Unavailable>, Infallible> {
+    ) -> Result<Dependencies<Pkg, IndexSet, Unavailable>, TimeLimit> {
         if *package == ROOT {
             return Ok(Dependencies::Available(
                 self.root_dependencies.iter().cloned().collect(),

@@ -828,7 +828,7 @@ fn prunable_dependencies_are_those_nothing_else_needs() {
     }
     // Without `other`, removing `app` frees `cert-manager` too, after `fluxcd` in removal order.
     let mut u = installed_world();
-    u.installed.remove("other");
+    u.uninstall("other");
     assert_eq!(
         prunable_after_removing(&u, "app"),
         ["fluxcd", "helper", "cert-manager"]
@@ -872,5 +872,19 @@ fn an_upgrade_is_checked_against_every_installed_dependent() {
             .to_string()
             .contains("`broken 1.0.0` has a constraint on `helper` that cannot be read"),
         "{error}"
+    );
+}
+
+#[test]
+fn the_solver_gives_up_after_its_time_limit() {
+    let u = universe(
+        MAIN,
+        &[("main", "a 1.0.0", &["b"]), ("main", "b 1.0.0", &[])],
+    );
+    let error = solve_within(&u, &platform(), &Request::new("a"), Duration::ZERO).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot enable `a`: the version constraints are too intricate (no plan found within 0 s); \
+         ask for an exact version with `--version` to narrow them"
     );
 }

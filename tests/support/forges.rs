@@ -99,7 +99,12 @@ impl Repo {
     fn sha(&self, git_ref: &str) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(format!("{}@{git_ref}", self.full_name()));
-        digest.iter().take(20).map(|b| format!("{b:02x}")).collect()
+        digest
+            .iter()
+            .take(20)
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .concat()
     }
 
     fn files(&self, git_ref: Option<&str>) -> Option<(&str, &BTreeMap<String, Vec<u8>>)> {

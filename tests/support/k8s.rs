@@ -1,7 +1,8 @@
 //! Real Kubernetes API servers for the control-plane tests.
 //!
-//! `scripts/k8s/up.sh --managed 1 --dir "$ADDONCTL_TEST_ENV"` (run by `scripts/test.sh`) starts a
-//! `control-plane` and a `managed-1` kube-apiserver and describes them in `env.json`. Here:
+//! `scripts/k8s/up.sh --managed 3 --dir "$ADDONCTL_TEST_ENV"` (run by `scripts/test.sh`) starts a
+//! `control-plane` and `managed-1` … `managed-3` kube-apiservers and describes them in `env.json`.
+//! Here:
 //! - [`Env::get`] reads that file once (a missing environment fails every test that needs it,
 //!   saying how to start it);
 //! - `control-plane` plays "KubeVela installed": the minimal KubeVela CRDs of
@@ -83,7 +84,7 @@ impl Env {
                 panic!(
                     "no Kubernetes test environment ({e}).\nThese tests run against real API \
                      servers: run `scripts/test.sh`, which starts them, or start them yourself \
-                     with `scripts/k8s/up.sh --managed 1 --dir DIR` and set ADDONCTL_TEST_ENV=DIR \
+                     with `scripts/k8s/up.sh --managed 3 --dir DIR` and set ADDONCTL_TEST_ENV=DIR \
                      (default /tmp/addonctl-k8s)."
                 )
             });
@@ -101,7 +102,7 @@ impl Env {
             .unwrap_or_else(|| {
                 panic!(
                     "the test environment in {} has no cluster `{name}`; start it with \
-                     `scripts/k8s/up.sh --managed 1`",
+                     `scripts/k8s/up.sh --managed 3`",
                     self.dir.display()
                 )
             })
@@ -319,6 +320,9 @@ pub fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }
 
+/// An object on another cluster: its admin's kubeconfig, kind, namespace, name.
+type RemoteObject = (PathBuf, Kind, Option<String>, String);
+
 /// One test's system namespace on one cluster, with a [`Context`] on it.
 pub struct Sandbox {
     /// The context every library call of the test uses.
@@ -328,7 +332,7 @@ pub struct Sandbox {
     registries: Vec<PathBuf>,
     cleanup: Mutex<Vec<String>>,
     /// Objects on other clusters to delete with the sandbox: kubeconfig, kind, namespace, name.
-    remote_cleanup: Mutex<Vec<(PathBuf, Kind, Option<String>, String)>>,
+    remote_cleanup: Mutex<Vec<RemoteObject>>,
 }
 
 impl Sandbox {
@@ -394,7 +398,13 @@ impl Sandbox {
     }
 
     /// Deletes an object on `cluster` when the sandbox is dropped.
-    pub fn clean_up_on(&self, cluster: &ClusterEnv, kind: Kind, namespace: Option<&str>, name: &str) {
+    pub fn clean_up_on(
+        &self,
+        cluster: &ClusterEnv,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+    ) {
         let entry = (
             cluster.kubeconfig.clone(),
             kind,
@@ -675,7 +685,12 @@ pub async fn patch_status_on(
         &Patch::Merge(json!({ "status": status })),
     )
     .await
-    .unwrap_or_else(|e| panic!("patching the status of {} `{namespace}/{name}`: {e}", kind.1));
+    .unwrap_or_else(|e| {
+        panic!(
+            "patching the status of {} `{namespace}/{name}`: {e}",
+            kind.1
+        )
+    });
 }
 
 /// Held by every test that stops [`Env::fault_cluster`]: one at a time.
@@ -727,7 +742,11 @@ impl Stopped {
     pub fn apiserver(cluster: &'static ClusterEnv) -> Stopped {
         let pid = apiserver_pid(cluster);
         let stopped = Stopped { cluster, pid };
-        assert!(send(&stopped.pid, "STOP"), "kill -STOP {} failed", stopped.pid);
+        assert!(
+            send(&stopped.pid, "STOP"),
+            "kill -STOP {} failed",
+            stopped.pid
+        );
         stopped
     }
 
@@ -738,7 +757,11 @@ impl Stopped {
         let admin = cluster.admin().await;
         let started = Instant::now();
         while admin.kubernetes_version().await.is_err() {
-            assert!(started.elapsed() < WAIT, "`{}` did not come back", cluster.name);
+            assert!(
+                started.elapsed() < WAIT,
+                "`{}` did not come back",
+                cluster.name
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -748,7 +771,10 @@ impl Drop for Stopped {
     fn drop(&mut self) {
         // Never panics: this runs while a failing test unwinds too.
         if !send(&self.pid, "CONT") {
-            eprintln!("could not resume `{}` (PID {})", self.cluster.name, self.pid);
+            eprintln!(
+                "could not resume `{}` (PID {})",
+                self.cluster.name, self.pid
+            );
         }
     }
 }

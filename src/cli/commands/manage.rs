@@ -65,7 +65,9 @@ async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catal
     let stored = match store.load().await {
         Ok(stored) => stored,
         Err(e) => {
-            tracing::warn!("the stored registries cannot be read ({e}); using the built-in registry only");
+            tracing::warn!(
+                "the stored registries cannot be read ({e}); using the built-in registry only"
+            );
             Vec::new()
         }
     };
@@ -418,8 +420,7 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
                     r.kind,
                     r.namespace
                         .as_ref()
-                        .map(|n| format!(" {n}/"))
-                        .unwrap_or_else(|| " ".to_owned()),
+                        .map_or_else(|| " ".to_owned(), |n| format!(" {n}/")),
                     r.name,
                     replicas
                 )?;
