@@ -1032,14 +1032,13 @@ pub struct OpenOptions {
     pub http: Option<HttpOptions>,
 }
 
-/// A reader for a stored registry. Knows `helm`, `git` and `local`; the other types are not
-/// supported yet and say so.
+/// A reader for a stored registry, with the run's disk cache and HTTP settings.
 pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source::Error> {
     let spec = &registry.spec;
     let credentials = &registry.credentials;
     match spec.kind {
         RegistryType::Helm => {
-            let mut http = options.http.clone().unwrap_or_default();
+            let mut http = registry_http(spec, options);
             http.auth = match (
                 &credentials.username,
                 &credentials.password,
@@ -1052,8 +1051,6 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 (None, _, Some(token)) => Auth::Bearer(token.clone()),
                 _ => Auth::None,
             };
-            http.insecure_skip_tls = spec.insecure_skip_tls;
-            http.ca_bundle = spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec());
             Ok(Arc::new(HelmReader::new(
                 &spec.name,
                 &spec.endpoint,
@@ -1092,6 +1089,13 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 github.path.clone_from(path);
             }
             github.token.clone_from(&credentials.token);
+            github.cache = options.cache.clone();
+            if let Some(http) = &options.http {
+                github.connect_timeout = http.connect_timeout;
+                github.request_timeout = http.timeout;
+                github.retries = http.retries;
+                github.max_retry_wait = http.max_retry_wait;
+            }
             Ok(Arc::new(crate::source::github::GithubReader::new(
                 github,
                 spec.name.clone(),
@@ -1107,6 +1111,8 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 gitee.path.clone_from(path);
             }
             gitee.token.clone_from(&credentials.token);
+            gitee.cache = options.cache.clone();
+            gitee.http = registry_http(spec, options);
             Ok(Arc::new(crate::source::gitee::GiteeReader::new(
                 gitee, &spec.name,
             )?))
@@ -1121,6 +1127,8 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 gitlab.path.clone_from(path);
             }
             gitlab.token.clone_from(&credentials.token);
+            gitlab.cache = options.cache.clone();
+            gitlab.http = registry_http(spec, options);
             Ok(Arc::new(crate::source::gitlab::GitlabReader::new(
                 gitlab, &spec.name,
             )?))
@@ -1149,12 +1157,22 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                     secret_access_key: secret.clone(),
                 });
             }
+            s3.cache = options.cache.clone();
             Ok(Arc::new(crate::source::s3::S3Reader::from_options(
                 &s3,
                 spec.name.clone(),
             )))
         }
     }
+}
+
+/// The HTTP settings of a Helm, Gitee or GitLab registry: the run's, with the registry's TLS
+/// settings (a self-hosted server with its own CA).
+fn registry_http(spec: &RegistrySpec, options: &OpenOptions) -> HttpOptions {
+    let mut http = options.http.clone().unwrap_or_default();
+    http.insecure_skip_tls = spec.insecure_skip_tls;
+    http.ca_bundle = spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec());
+    http
 }
 
 /// Readers for stored registries in order, then the built-in registry (always last). A registry

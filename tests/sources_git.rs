@@ -135,6 +135,16 @@ async fn the_cache_is_reused_and_serves_when_the_server_is_gone() {
     std::fs::remove_dir_all(scratch.path().join("copy.git")).unwrap();
     let offline = reader(&url, GitOptions::default(), &cache);
     assert_eq!(offline.list_addons().await.unwrap().len(), 3);
+    // --refresh asks for the server's answer: no falling back on the earlier fetch.
+    let refreshing = CacheOptions {
+        refresh: true,
+        ..cache.clone()
+    };
+    let err = reader(&url, GitOptions::default(), &refreshing)
+        .list_addons()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }), "{err}");
     // Without a cache there is nothing to fall back on.
     let (_other, empty_cache) = fresh_cache();
     let err = reader(&url, GitOptions::default(), &empty_cache)

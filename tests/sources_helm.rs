@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use addonctl::source::archive::write_tgz;
+use addonctl::source::cache::CacheOptions;
 use addonctl::source::helm::HelmReader;
 use addonctl::source::http::Auth;
 use addonctl::source::{AddonRef, AsyncReader, Error};
@@ -143,6 +144,33 @@ async fn the_index_is_cached_on_disk_and_revalidated_with_its_etag() {
     let listing = third.list_addons().await.unwrap();
     assert_eq!(listing.len(), 1);
     assert_eq!(listing[0].name, "only");
+}
+
+#[tokio::test]
+async fn a_second_run_reads_chart_archives_from_the_disk_cache() {
+    let (server, url) = serve_fixture_repo(TestServer::builder()).await;
+    let (_guard, cache) = fresh_cache();
+    let load = |cache: CacheOptions| {
+        let url = url.clone();
+        async move {
+            let reader = HelmReader::new("r", &url, quick_http(), &cache).unwrap();
+            addonctl::loader::load(&reader, &AddonRef::latest("full"))
+                .await
+                .unwrap();
+            reader.http().request_count()
+        }
+    };
+    // The index and the archive; then the index revalidated (304) and the archive from disk.
+    assert_eq!(load(cache.clone()).await, 2);
+    let before = server.requests();
+    assert_eq!(load(cache.clone()).await, 1);
+    assert_eq!(server.requests(), before + 1);
+    // --refresh downloads both again.
+    let refreshing = CacheOptions {
+        refresh: true,
+        ..cache.clone()
+    };
+    assert_eq!(load(refreshing).await, 2);
 }
 
 /// A repository holding `demo` at several versions (one a prerelease), with absolute URLs.

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use addonctl::source::cache::CacheOptions;
 use addonctl::source::gitee::{GiteeOptions, GiteeReader};
 use addonctl::source::github::{GithubOptions, GithubReader};
 use addonctl::source::gitlab::{GitlabOptions, GitlabReader};
@@ -14,6 +15,7 @@ use addonctl::source::s3::S3Reader;
 use addonctl::source::{AddonRef, AsyncReader, Error};
 
 use crate::support::forges::{files_from_dir, many_addons, Fault, Forge, Repo};
+use crate::support::helm_repo::fresh_cache;
 use crate::support::s3::{self as s3_support, OssFake};
 use crate::support::{conformance, fixture_registry};
 
@@ -54,6 +56,28 @@ fn gitlab(forge: &Forge, project: &str, path: &str) -> GitlabOptions {
     options
 }
 
+/// A fake forge whose `acme/addons` holds the 90-addon request-budget fixture under `addons/`.
+async fn budget_forge() -> Forge {
+    Forge::start(Repo::new(
+        "acme",
+        "addons",
+        many_addons(BUDGET_ADDONS, "addons"),
+    ))
+    .await
+}
+
+fn github_reader(forge: &Forge) -> GithubReader {
+    GithubReader::new(github(forge, "addons"), "gh").unwrap()
+}
+
+fn gitee_reader(forge: &Forge) -> GiteeReader {
+    GiteeReader::new(gitee(forge, "addons"), "gitee").unwrap()
+}
+
+fn gitlab_reader(forge: &Forge) -> GitlabReader {
+    GitlabReader::new(gitlab(forge, "acme/addons", "addons"), "gl").unwrap()
+}
+
 /// Lists a registry, then enables one addon the way `enable` reads it (the loader reads every
 /// file); returns the requests each step made.
 async fn list_then_enable(reader: &dyn AsyncReader, count: impl Fn() -> u64) -> (u64, u64) {
@@ -73,7 +97,7 @@ async fn list_then_enable(reader: &dyn AsyncReader, count: impl Fn() -> u64) -> 
 #[tokio::test]
 async fn github_reader_passes_the_conformance_suite() {
     let forge = Forge::fixture().await;
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     conformance::run(&reader, &fixture_registry()).await;
     // One API call and the redirect to the archive, for everything.
     assert_eq!(forge.requests(), 2, "{:?}", forge.log());
@@ -118,7 +142,7 @@ async fn github_token_is_sent_and_a_wrong_one_is_unauthorized_without_leaking_it
     let reader = GithubReader::new(options, "gh").unwrap();
     conformance::expect_unauthorized(&reader, "ghp_wrong_secret").await;
 
-    let anonymous = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let anonymous = github_reader(&forge);
     let err = anonymous.list_addons().await.unwrap_err();
     assert!(err.to_string().contains("needs a token"), "{err}");
 }
@@ -127,7 +151,7 @@ async fn github_token_is_sent_and_a_wrong_one_is_unauthorized_without_leaking_it
 async fn github_rate_limit_names_the_reset_time_and_is_not_waited_out() {
     let forge = Forge::fixture().await;
     forge.fail(Fault::RateLimitExhausted { reset_in: 3600 });
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     let started = Instant::now();
     conformance::expect_rate_limited(&reader).await;
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -142,13 +166,13 @@ async fn github_rate_limit_names_the_reset_time_and_is_not_waited_out() {
 async fn github_secondary_rate_limit_with_a_short_retry_after_is_retried() {
     let forge = Forge::fixture().await;
     forge.fail_times(Fault::TooManyRequests { retry_after: 1 }, 1);
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     assert_eq!(reader.list_addons().await.unwrap().len(), 3);
     assert_eq!(forge.requests(), 3, "{:?}", forge.log());
 
     let forge = Forge::fixture().await;
     forge.fail(Fault::TooManyRequests { retry_after: 3600 });
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     conformance::expect_rate_limited(&reader).await;
     assert_eq!(forge.requests(), 1, "a long Retry-After is not waited for");
 }
@@ -157,7 +181,7 @@ async fn github_secondary_rate_limit_with_a_short_retry_after_is_retried() {
 async fn github_server_errors_are_retried_then_reported() {
     let forge = Forge::fixture().await;
     forge.fail(Fault::Status(500));
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     let err = reader.list_addons().await.unwrap_err();
     assert!(matches!(err, Error::Backend { .. }), "{err}");
     assert!(err.to_string().contains("HTTP 500"), "{err}");
@@ -165,7 +189,7 @@ async fn github_server_errors_are_retried_then_reported() {
 
     let forge = Forge::fixture().await;
     forge.fail_times(Fault::Status(502), 1);
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     assert_eq!(reader.list_addons().await.unwrap().len(), 3);
 }
 
@@ -212,7 +236,7 @@ async fn github_hanging_server_is_bounded_by_the_timeout() {
 async fn github_truncated_archive_is_refused() {
     let forge = Forge::fixture().await;
     forge.fail(Fault::TruncateArchives);
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let reader = github_reader(&forge);
     let err = reader.list_addons().await.unwrap_err();
     assert!(matches!(err, Error::InvalidContent { .. }), "{err}");
 }
@@ -255,26 +279,16 @@ async fn github_truncated_tree_is_an_error_not_a_partial_listing() {
 
 #[tokio::test]
 async fn github_lists_90_addons_and_enables_one_within_the_request_budget() {
-    let forge = Forge::start(Repo::new(
-        "acme",
-        "addons",
-        many_addons(BUDGET_ADDONS, "addons"),
-    ))
-    .await;
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let forge = budget_forge().await;
+    let reader = github_reader(&forge);
     let (listed, enabled) = list_then_enable(&reader, || forge.requests()).await;
     eprintln!("github: list {listed} requests, enable {enabled} more");
     assert!(listed <= 3, "{listed}: {:?}", forge.log());
     assert!(enabled <= 3, "{enabled}: {:?}", forge.log());
 
     // Enabling without listing first costs the same.
-    let forge = Forge::start(Repo::new(
-        "acme",
-        "addons",
-        many_addons(BUDGET_ADDONS, "addons"),
-    ))
-    .await;
-    let reader = GithubReader::new(github(&forge, "addons"), "gh").unwrap();
+    let forge = budget_forge().await;
+    let reader = github_reader(&forge);
     addonctl::loader::load(&reader, &AddonRef::latest("addon-007"))
         .await
         .unwrap();
@@ -286,7 +300,7 @@ async fn github_lists_90_addons_and_enables_one_within_the_request_budget() {
 #[tokio::test]
 async fn gitee_reader_passes_the_conformance_suite() {
     let forge = Forge::fixture().await;
-    let reader = GiteeReader::new(gitee(&forge, "addons"), "gitee").unwrap();
+    let reader = gitee_reader(&forge);
     conformance::run(&reader, &fixture_registry()).await;
     assert_eq!(forge.requests(), 2, "{:?}", forge.log());
     assert_eq!(reader.request_count(), 2);
@@ -317,12 +331,12 @@ async fn gitee_token_is_a_query_parameter_and_a_wrong_one_does_not_leak() {
 async fn gitee_rate_limits_and_server_errors_are_reported() {
     let forge = Forge::fixture().await;
     forge.fail(Fault::TooManyRequests { retry_after: 3600 });
-    let reader = GiteeReader::new(gitee(&forge, "addons"), "gitee").unwrap();
+    let reader = gitee_reader(&forge);
     conformance::expect_rate_limited(&reader).await;
 
     let forge = Forge::fixture().await;
     forge.fail(Fault::Status(500));
-    let reader = GiteeReader::new(gitee(&forge, "addons"), "gitee").unwrap();
+    let reader = gitee_reader(&forge);
     let err = reader.list_addons().await.unwrap_err();
     assert!(matches!(err, Error::Backend { .. }), "{err}");
     assert_eq!(forge.requests(), 3);
@@ -374,13 +388,8 @@ async fn gitee_archive_over_the_size_cap_falls_back_to_the_tree_and_raw_files() 
 
 #[tokio::test]
 async fn gitee_lists_90_addons_and_enables_one_within_the_request_budget() {
-    let forge = Forge::start(Repo::new(
-        "acme",
-        "addons",
-        many_addons(BUDGET_ADDONS, "addons"),
-    ))
-    .await;
-    let reader = GiteeReader::new(gitee(&forge, "addons"), "gitee").unwrap();
+    let forge = budget_forge().await;
+    let reader = gitee_reader(&forge);
     let (listed, enabled) = list_then_enable(&reader, || forge.requests()).await;
     eprintln!("gitee: list {listed} requests, enable {enabled} more");
     assert!(listed <= 3 && enabled <= 3, "{:?}", forge.log());
@@ -446,12 +455,12 @@ async fn gitlab_private_token_is_a_header_and_a_wrong_one_does_not_leak() {
 async fn gitlab_failures_map_to_their_meaning() {
     let forge = Forge::fixture().await;
     forge.fail(Fault::TooManyRequests { retry_after: 3600 });
-    let reader = GitlabReader::new(gitlab(&forge, "acme/addons", "addons"), "gl").unwrap();
+    let reader = gitlab_reader(&forge);
     conformance::expect_rate_limited(&reader).await;
 
     let forge = Forge::fixture().await;
     forge.fail(Fault::Status(503));
-    let reader = GitlabReader::new(gitlab(&forge, "acme/addons", "addons"), "gl").unwrap();
+    let reader = gitlab_reader(&forge);
     assert!(matches!(
         reader.list_addons().await,
         Err(Error::Backend { .. })
@@ -465,7 +474,7 @@ async fn gitlab_failures_map_to_their_meaning() {
 
     let forge = Forge::fixture().await;
     forge.fail(Fault::TruncateArchives);
-    let reader = GitlabReader::new(gitlab(&forge, "acme/addons", "addons"), "gl").unwrap();
+    let reader = gitlab_reader(&forge);
     let err = reader.list_addons().await.unwrap_err();
     assert!(matches!(err, Error::InvalidContent { .. }), "{err}");
 }
@@ -490,16 +499,231 @@ async fn gitlab_hanging_server_is_bounded_by_the_timeout() {
 
 #[tokio::test]
 async fn gitlab_lists_90_addons_and_enables_one_within_the_request_budget() {
-    let forge = Forge::start(Repo::new(
-        "acme",
-        "addons",
-        many_addons(BUDGET_ADDONS, "addons"),
-    ))
-    .await;
-    let reader = GitlabReader::new(gitlab(&forge, "acme/addons", "addons"), "gl").unwrap();
+    let forge = budget_forge().await;
+    let reader = gitlab_reader(&forge);
     let (listed, enabled) = list_then_enable(&reader, || forge.requests()).await;
     eprintln!("gitlab: list {listed} requests, enable {enabled} more");
     assert!(listed <= 3 && enabled <= 3, "{:?}", forge.log());
+}
+
+// ---------------------------------------------------------------- Disk cache across runs
+
+/// The budget fixture with `addon-042`'s ConfigMap changed (a push).
+fn pushed_files() -> BTreeMap<String, Vec<u8>> {
+    let mut files = many_addons(BUDGET_ADDONS, "addons");
+    files.insert(
+        "addons/addon-042/resources/configmap.yaml".to_owned(),
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pushed\n".to_vec(),
+    );
+    files
+}
+
+/// The requests of four runs, each a new reader listing the budget registry and enabling
+/// `addon-042` with the same disk cache: the first run, a second one, one after a push to the
+/// default branch, and one with `--refresh`. Checks that the run after the push sees it.
+async fn cost_of_four_runs<R: AsyncReader>(
+    forge: &Forge,
+    open: impl Fn(CacheOptions) -> R,
+) -> [u64; 4] {
+    let (_guard, cache) = fresh_cache();
+    let mut costs = [0; 4];
+    for (run, cost) in costs.iter_mut().enumerate() {
+        if run == 2 {
+            forge.push("main", pushed_files());
+        }
+        let options = CacheOptions {
+            refresh: run == 3,
+            ..cache.clone()
+        };
+        let reader = open(options);
+        forge.reset_count();
+        let (listed, enabled) = list_then_enable(&reader, || forge.requests()).await;
+        *cost = listed + enabled;
+        let configmap = reader
+            .read_file(&AddonRef::latest("addon-042"), "resources/configmap.yaml")
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&configmap).contains("name: pushed"),
+            run >= 2,
+            "run {run}: {:?}",
+            forge.log()
+        );
+    }
+    costs
+}
+
+#[tokio::test]
+async fn github_second_run_costs_one_conditional_commit_lookup() {
+    let forge = budget_forge().await;
+    let costs = cost_of_four_runs(&forge, |cache| {
+        let mut options = github(&forge, "addons");
+        options.cache = cache;
+        GithubReader::new(options, "gh").unwrap()
+    })
+    .await;
+    // Commit lookup, tarball at that commit and its redirect; then the lookup alone.
+    assert_eq!(costs, [3, 1, 3, 3]);
+
+    // The unchanged second run is answered `304 Not Modified` (free of GitHub's rate limit).
+    let (_guard, cache) = fresh_cache();
+    for _ in 0..2 {
+        let mut options = github(&forge, "addons");
+        options.cache = cache.clone();
+        forge.reset_count();
+        GithubReader::new(options, "gh")
+            .unwrap()
+            .list_addons()
+            .await
+            .unwrap();
+    }
+    assert_eq!(forge.log(), ["GET /repos/acme/addons/commits/HEAD"]);
+}
+
+#[tokio::test]
+async fn gitee_second_run_costs_one_commit_lookup() {
+    let forge = budget_forge().await;
+    let costs = cost_of_four_runs(&forge, |cache| {
+        let mut options = gitee(&forge, "addons");
+        options.cache = cache;
+        GiteeReader::new(options, "gitee").unwrap()
+    })
+    .await;
+    assert_eq!(costs, [3, 1, 3, 3]);
+    assert!(
+        forge.log()[0].contains("/commits?per_page=1"),
+        "{:?}",
+        forge.log()
+    );
+}
+
+#[tokio::test]
+async fn gitlab_second_run_costs_one_commit_lookup() {
+    let forge = budget_forge().await;
+    let costs = cost_of_four_runs(&forge, |cache| {
+        let mut options = gitlab(&forge, "acme/addons", "addons");
+        options.cache = cache;
+        GitlabReader::new(options, "gl").unwrap()
+    })
+    .await;
+    // The commit lookup names the default branch's commit too: no project lookup.
+    assert_eq!(costs, [2, 1, 2, 2]);
+}
+
+#[tokio::test]
+async fn a_ref_that_names_no_commit_is_not_found_with_the_disk_cache() {
+    let forge = Forge::fixture().await;
+    let (_guard, cache) = fresh_cache();
+    let mut options = github(&forge, "addons");
+    options.git_ref = Some("no-such-branch".into());
+    options.cache = cache.clone();
+    let err = GithubReader::new(options, "gh")
+        .unwrap()
+        .list_addons()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let mut options = gitlab(&forge, "acme/addons", "addons");
+    options.git_ref = Some("no-such-branch".into());
+    options.cache = cache.clone();
+    let err = GitlabReader::new(options, "gl")
+        .unwrap()
+        .list_addons()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let mut options = gitee(&forge, "addons");
+    options.git_ref = Some("no-such-branch".into());
+    options.cache = cache;
+    let err = GiteeReader::new(options, "gitee")
+        .unwrap()
+        .list_addons()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_corrupt_cached_archive_is_downloaded_again() {
+    let forge = budget_forge().await;
+    let (guard, cache) = fresh_cache();
+    let open = || {
+        let mut options = gitlab(&forge, "acme/addons", "addons");
+        options.cache = cache.clone();
+        GitlabReader::new(options, "gl").unwrap()
+    };
+    assert_eq!(open().list_addons().await.unwrap().len(), BUDGET_ADDONS);
+    let mut archives = 0;
+    for entry in walk(guard.path()) {
+        if entry.file_name().is_some_and(|n| {
+            let n = n.to_string_lossy();
+            n.starts_with("archive-") && n.ends_with(".tar.gz")
+        }) {
+            std::fs::write(&entry, b"not an archive").unwrap();
+            archives += 1;
+        }
+    }
+    assert_eq!(archives, 1, "one archive, under its commit");
+    forge.reset_count();
+    assert_eq!(open().list_addons().await.unwrap().len(), BUDGET_ADDONS);
+    assert_eq!(forge.requests(), 2, "{:?}", forge.log());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn s3_second_run_costs_the_listing_only() {
+    s3_support::upload_to_moto("budget-cache", &many_addons(BUDGET_ADDONS, "")).await;
+    let server = s3_support::moto();
+    let options = s3_support::options(server, "budget-cache", None);
+    let (_guard, cache) = fresh_cache();
+    let run = |cache: CacheOptions| {
+        let (client, counter) = s3_support::client(&options, false);
+        let reader =
+            S3Reader::new(client, "budget-cache", "", "s3").with_cache(&cache, &server.url);
+        (reader, counter)
+    };
+    let mut costs = Vec::new();
+    for step in 0..4 {
+        if step == 2 {
+            s3_support::put_to_moto(
+                "budget-cache",
+                &BTreeMap::from([(
+                    "addon-042/resources/configmap.yaml".to_owned(),
+                    b"kind: ConfigMap\nmetadata:\n  name: pushed\n".to_vec(),
+                )]),
+            )
+            .await;
+        }
+        let (reader, counter) = run(CacheOptions {
+            refresh: step == 3,
+            ..cache.clone()
+        });
+        let (listed, enabled) = list_then_enable(&reader, || counter.get()).await;
+        costs.push(listed + enabled);
+        let configmap = reader
+            .read_file(&AddonRef::latest("addon-042"), "resources/configmap.yaml")
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&configmap).contains("pushed"),
+            step >= 2
+        );
+    }
+    let cold = 1 + BUDGET_ADDONS as u64 + 3;
+    // Cold; the listing alone; the listing and the one changed object; cold again.
+    assert_eq!(costs, [cold, 1, 2, cold]);
 }
 
 // ---------------------------------------------------------------- S3 / OSS

@@ -149,6 +149,31 @@ impl DiskCache {
     }
 }
 
+impl DiskCache {
+    /// Removes the entries whose key starts with `prefix`, except `keep` (best effort): older
+    /// archives of a repository once a newer one is stored.
+    pub fn remove_others(&self, prefix: &str, keep: &str) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        let Ok(entries) = fs_err::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let key = name.strip_suffix(".meta.json").unwrap_or(&name);
+            if key.starts_with(prefix) && key != keep {
+                if let Err(e) = fs_err::remove_file(entry.path()) {
+                    tracing::debug!(
+                        "cannot remove `{}` from the cache: {e}",
+                        entry.path().display()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Creates a directory and its parents, private to the user.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     fs_err::create_dir_all(dir)?;
@@ -190,7 +215,7 @@ mod tests {
             last_modified: None,
         };
         cache.store("index.yaml", &entry);
-        assert_eq!(cache.load("index.yaml"), Some(entry));
+        assert_eq!(cache.load("index.yaml"), Some(entry.clone()));
         let refreshing = DiskCache::new(
             &CacheOptions {
                 refresh: true,
@@ -201,5 +226,12 @@ mod tests {
         );
         assert!(refreshing.load("index.yaml").is_none());
         assert_eq!(key_hash("x").len(), 24);
+
+        cache.store("archive-a.tar.gz", &entry);
+        cache.store("archive-b.tar.gz", &entry);
+        cache.remove_others("archive-", "archive-b.tar.gz");
+        assert!(cache.load("archive-a.tar.gz").is_none());
+        assert!(cache.load("archive-b.tar.gz").is_some());
+        assert!(cache.load("index.yaml").is_some());
     }
 }

@@ -1,6 +1,9 @@
 //! What the forge readers ([`github`](super::github), [`gitee`](super::gitee),
 //! [`gitlab`](super::gitlab)) share: a snapshot of the registry directory taken from one
-//! repository archive, the addon index over it, and how rate limits are described.
+//! repository archive, the addon index over it, the disk cache of archives by commit, one
+//! implementation of [`AsyncReader`](super::AsyncReader) over all of it, and how rate limits are
+//! described. Each forge contributes only its [`ForgeApi`]: how to name the commit a ref points
+//! at, how to download an archive, and how to read a tree when the archive is too large.
 //!
 //! Expected flow: the first question a reader is asked downloads one archive of the repository
 //! at the wanted ref (1 API request, plus the redirect a forge answers it with); the files below
@@ -11,16 +14,29 @@
 //! fall back to one recursive tree listing plus the `metadata.yaml` files (8 at a time), and
 //! fetch any other file when it is read.
 //!
+//! With a disk cache (see [`cache`](super::cache)), the reader first asks which commit the ref
+//! points at (one small request; GitHub's is conditional, and a `304` does not count against its
+//! rate limit), then downloads the archive *at that commit* and keeps it under the commit's id.
+//! The next run asks the same question and, when the commit has not moved, reads the archive
+//! from disk: one request in all. `--refresh` ignores what is on disk. Without a disk cache the
+//! commit is not asked for.
+//!
 //! Guarantees: the snapshot is one commit (listing and reading cannot disagree); files are
 //! bounded by the archive limits and [`MAX_FILE_SIZE`]; nothing above the registry path is kept;
-//! a truncated tree listing is an error, never a partial registry.
+//! a truncated tree listing is an error, never a partial registry; a cached archive that cannot
+//! be read is downloaded again; nothing in the cache holds a credential.
 
 use std::collections::BTreeMap;
-
-use futures::{StreamExt, TryStreamExt};
+use std::fmt;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
+use tokio::sync::OnceCell;
+
 use crate::source::archive::{read_tgz, ArchiveLimits};
+use crate::source::cache::{CachedEntry, DiskCache};
 use crate::source::http::{rfc3339, HttpClient};
 use crate::source::tree::{join, Index};
 use crate::source::{
@@ -255,12 +271,13 @@ pub(crate) const REPOSITORY_ARCHIVE_LIMITS: ArchiveLimits = ArchiveLimits {
 };
 
 /// Reads a repository archive (`.tar.gz`) off the async threads, with the top directory every
-/// forge wraps the tree in (`<owner>-<repo>-<sha>/`, …) stripped.
+/// forge wraps the tree in (`<owner>-<repo>-<sha>/`, …) stripped. Gives the bytes back (to be
+/// cached).
 pub(crate) async fn read_archive(
     registry: &str,
     name: &str,
     bytes: Vec<u8>,
-) -> Result<Vec<(String, Vec<u8>)>> {
+) -> Result<(Vec<(String, Vec<u8>)>, Vec<u8>)> {
     let (registry_owned, name_owned) = (registry.to_owned(), name.to_owned());
     tokio::task::spawn_blocking(move || {
         read_tgz(
@@ -269,6 +286,7 @@ pub(crate) async fn read_archive(
             &bytes,
             &REPOSITORY_ARCHIVE_LIMITS,
         )
+        .map(|entries| (entries, bytes))
     })
     .await
     .map_err(|e| Error::Backend {
@@ -278,43 +296,226 @@ pub(crate) async fn read_archive(
     })?
 }
 
-/// Downloads a repository archive through the shared HTTP layer and takes the snapshot of
-/// `subdir` from it. `what` describes the repository and ref for a not-found answer.
-pub(crate) async fn snapshot_over_http(
+/// Downloads a repository archive through the shared HTTP layer. `what` describes the
+/// repository and ref for a not-found or too-large answer.
+pub(crate) async fn archive_over_http(
     client: &HttpClient,
     url: &str,
     headers: &[(&str, &str)],
     max_archive_bytes: u64,
     what: &str,
-    subdir: &str,
-) -> Result<Snapshot> {
-    let registry = client.registry();
-    let response = match client.get_limited(url, headers, max_archive_bytes).await {
-        Ok(response) => response,
-        Err(Error::NotFound { registry, .. }) => {
-            return Err(Error::NotFound {
-                registry,
-                what: what.to_owned(),
-            })
-        }
+) -> Result<Vec<u8>> {
+    match client.get_limited(url, headers, max_archive_bytes).await {
+        Ok(response) => Ok(response.body),
+        Err(Error::NotFound { registry, .. }) => Err(Error::NotFound {
+            registry,
+            what: what.to_owned(),
+        }),
         Err(Error::TooLarge {
             registry,
             size,
             limit,
             ..
-        }) => {
-            return Err(Error::TooLarge {
-                registry,
-                path: format!("archive of {what}"),
-                size,
-                limit,
-            })
-        }
-        Err(e) => return Err(e),
-    };
-    let entries = read_archive(registry, &format!("archive of {what}"), response.body).await?;
-    Snapshot::build(registry, subdir, entries)
+        }) => Err(Error::TooLarge {
+            registry,
+            path: format!("archive of {what}"),
+            size,
+            limit,
+        }),
+        Err(e) => Err(e),
+    }
 }
+
+/// What a forge answered for the snapshot.
+pub(crate) enum Download {
+    /// The repository archive (`.tar.gz`).
+    Archive(Vec<u8>),
+    /// A snapshot read from a tree listing (the archive was over its cap).
+    Tree(Snapshot),
+}
+
+/// The part of a reader that is particular to one forge.
+#[async_trait]
+pub(crate) trait ForgeApi: fmt::Debug + fmt::Display + Send + Sync + 'static {
+    /// The registry name, for errors.
+    fn registry(&self) -> &str;
+    /// The registry directory inside the repository (`""` for the root).
+    fn subdir(&self) -> &str;
+    /// The repository as errors name it (`repository `o/r` at ref `x``).
+    fn describe(&self) -> String;
+    /// The commit the wanted ref points at now, in one request. `cache` may keep what is needed
+    /// for a conditional request.
+    async fn resolve_commit(&self, cache: &DiskCache) -> Result<String>;
+    /// The archive at `commit` (`None`: at the configured ref), or a tree snapshot when the
+    /// archive is over its cap and the forge can list trees.
+    async fn download(&self, commit: Option<&str>) -> Result<Download>;
+    /// One file of a tree snapshot, by its path in the repository, at `commit` (`None`: the ref
+    /// the tree was read at).
+    async fn fetch(&self, path: String, commit: Option<&str>) -> Result<Vec<u8>>;
+}
+
+/// The shared half of every forge reader: the snapshot of the run, the disk cache, and the
+/// answers to the [`AsyncReader`](super::AsyncReader) questions.
+#[derive(Debug)]
+pub(crate) struct ForgeCore<A> {
+    pub api: A,
+    cache: DiskCache,
+    snapshot: OnceCell<Snapshot>,
+    /// The commit the snapshot was taken at, when it was asked for.
+    commit: OnceLock<Option<String>>,
+}
+
+/// The disk cache's name for the archive of one commit.
+fn archive_key(commit: &str) -> String {
+    format!("archive-{commit}.tar.gz")
+}
+
+/// Checks that a commit id named by a server is one (it becomes part of a file name).
+pub(crate) fn check_commit(registry: &str, commit: &str) -> Result<String> {
+    let commit = commit.trim();
+    if (7..=64).contains(&commit.len()) && commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(commit.to_ascii_lowercase())
+    } else {
+        Err(Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!(
+                "the server named `{}` as the commit, which is not a commit id",
+                commit.chars().take(80).collect::<String>()
+            ),
+        })
+    }
+}
+
+impl<A: ForgeApi> ForgeCore<A> {
+    /// The core over `api`, caching archives in `cache`.
+    pub fn new(api: A, cache: DiskCache) -> Self {
+        ForgeCore {
+            api,
+            cache,
+            snapshot: OnceCell::new(),
+            commit: OnceLock::new(),
+        }
+    }
+
+    async fn snapshot(&self) -> Result<&Snapshot> {
+        self.snapshot.get_or_try_init(|| self.take_snapshot()).await
+    }
+
+    async fn read_snapshot(&self, bytes: Vec<u8>) -> Result<(Snapshot, Vec<u8>)> {
+        let registry = self.api.registry();
+        let name = format!("archive of {}", self.api.describe());
+        let (entries, bytes) = read_archive(registry, &name, bytes).await?;
+        Ok((
+            Snapshot::build(registry, self.api.subdir(), entries)?,
+            bytes,
+        ))
+    }
+
+    async fn take_snapshot(&self) -> Result<Snapshot> {
+        let registry = self.api.registry();
+        let commit = if self.cache.dir().is_some() {
+            let commit = self.api.resolve_commit(&self.cache).await?;
+            Some(check_commit(registry, &commit)?)
+        } else {
+            None
+        };
+        let _ = self.commit.set(commit.clone());
+        let key = commit.as_deref().map(archive_key);
+        if let Some(entry) = key.as_deref().and_then(|k| self.cache.load(k)) {
+            match self.read_snapshot(entry.body).await {
+                Ok((snapshot, _)) => {
+                    tracing::debug!(registry, "the archive of {} is cached", self.api.describe());
+                    return Ok(snapshot);
+                }
+                Err(e) => tracing::warn!(
+                    registry,
+                    "the cached archive cannot be read ({e}); downloading it again"
+                ),
+            }
+        }
+        match self.api.download(commit.as_deref()).await? {
+            Download::Archive(bytes) => {
+                let (snapshot, bytes) = self.read_snapshot(bytes).await?;
+                if let Some(key) = &key {
+                    self.cache.store(
+                        key,
+                        &CachedEntry {
+                            body: bytes,
+                            ..CachedEntry::default()
+                        },
+                    );
+                    self.cache.remove_others("archive-", key);
+                }
+                Ok(snapshot)
+            }
+            Download::Tree(snapshot) => Ok(snapshot),
+        }
+    }
+
+    /// Every addon, sorted by name.
+    pub async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
+        Ok(self.snapshot().await?.list_addons())
+    }
+
+    /// The files of one addon version.
+    pub async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
+        self.snapshot()
+            .await?
+            .list_files(self.api.registry(), addon)
+    }
+
+    /// One file of an addon version.
+    pub async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
+        let registry = self.api.registry();
+        check_relative_path(registry, path)?;
+        match self.snapshot().await?.read_file(registry, addon, path)? {
+            FileRead::Ready(bytes) => Ok(bytes),
+            FileRead::Fetch(full) => {
+                let commit = self.commit.get().cloned().flatten();
+                self.api.fetch(full, commit.as_deref()).await
+            }
+        }
+    }
+}
+
+/// Implements [`AsyncReader`](crate::source::AsyncReader) and `Display` for a reader type whose
+/// `core` field is a [`ForgeCore`].
+macro_rules! forge_reader {
+    ($reader:ty) => {
+        #[async_trait::async_trait]
+        impl crate::source::AsyncReader for $reader {
+            fn registry(&self) -> &str {
+                crate::source::forge::ForgeApi::registry(&self.core.api)
+            }
+
+            async fn list_addons(&self) -> crate::source::Result<Vec<crate::source::AddonSummary>> {
+                self.core.list_addons().await
+            }
+
+            async fn list_files(
+                &self,
+                addon: &crate::source::AddonRef,
+            ) -> crate::source::Result<Vec<crate::source::FileEntry>> {
+                self.core.list_files(addon).await
+            }
+
+            async fn read_file(
+                &self,
+                addon: &crate::source::AddonRef,
+                path: &str,
+            ) -> crate::source::Result<Vec<u8>> {
+                self.core.read_file(addon, path).await
+            }
+        }
+
+        impl std::fmt::Display for $reader {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.core.api, f)
+            }
+        }
+    };
+}
+pub(crate) use forge_reader;
 
 /// Describes when a rate limit resets, from a Unix time in seconds: `at 2024-01-01T00:00:00Z (in
 /// 42 s)`.

@@ -8,7 +8,7 @@
 //! 3. fetch exactly those commits, shallow (depth 1; full when the transport cannot do shallow),
 //!    into a bare repository in the cache (`<cache>/git/<hash of the URL>`), so the next run only
 //!    fetches what changed; when the server cannot be reached, what the cache holds is used, with
-//!    a warning;
+//!    a warning (not with `--refresh`, which asks for the server's answer);
 //! 4. index: in each commit, the registry directory (`path`, default the root) is one addon (it
 //!    holds `metadata.yaml`) or holds one addon per sub-directory. An addon's versions are the
 //!    versions its `metadata.yaml` declares across those commits, so tags become versions.
@@ -86,6 +86,8 @@ struct Inner {
     options: GitOptions,
     dir: PathBuf,
     temporary: bool,
+    /// `--refresh`: never fall back to an earlier fetch.
+    refresh: bool,
     index: OnceCell<GitIndex>,
 }
 
@@ -156,6 +158,7 @@ impl GitReader {
                 options,
                 dir,
                 temporary,
+                refresh: disk.refresh(),
                 index: OnceCell::new(),
             }),
         })
@@ -300,7 +303,7 @@ impl Inner {
                         .is_ok_and(|mut refs| refs.next().is_some())
                 });
                 match (cached, &error) {
-                    (Some(repository), Error::Backend { .. }) => {
+                    (Some(repository), Error::Backend { .. }) if !self.refresh => {
                         tracing::warn!(registry = %self.registry, "{error}; using the copy fetched earlier");
                         repository
                     }

@@ -3,7 +3,10 @@
 //! Expected flow: the first question downloads the repository archive at the wanted ref
 //! (`GET /repos/{owner}/{repo}/tarball?ref=`, answered with a redirect to the archive: one API
 //! request, two HTTP requests); every listing and read of the run is answered from the files below
-//! the registry path (see the `forge` module).
+//! the registry path (see the `forge` module). With a disk cache, one
+//! `GET /repos/{owner}/{repo}/commits?per_page=1[&sha={ref}]` names the commit first, the archive
+//! is fetched at that commit and kept, and the next run whose ref has not moved costs that one
+//! request.
 //!
 //! Guarantees: every HTTP status is checked (KubeVela's reader did not); the token travels as the
 //! `access_token` query parameter the API expects and is redacted from every error and log line;
@@ -13,11 +16,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::sync::OnceCell;
 
-use crate::source::forge::{encode, encode_path, snapshot_over_http, FileRead, Snapshot};
+use crate::source::cache::{CacheOptions, DiskCache};
+use crate::source::forge::{
+    archive_over_http, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore, Snapshot,
+};
 use crate::source::http::{redact, HttpClient, HttpOptions};
-use crate::source::{AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result};
+use crate::source::{Error, Result};
 
 /// The largest repository archive downloaded (compressed), 64 MiB.
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
@@ -41,6 +46,9 @@ pub struct GiteeOptions {
     pub http: HttpOptions,
     /// The largest archive downloaded.
     pub max_archive_bytes: u64,
+    /// The disk cache of archives across runs; off unless set (a stored registry gets the
+    /// run's cache settings).
+    pub cache: CacheOptions,
 }
 
 impl GiteeOptions {
@@ -60,6 +68,10 @@ impl GiteeOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
+            cache: CacheOptions {
+                disabled: true,
+                ..CacheOptions::default()
+            },
         }
     }
 
@@ -118,6 +130,7 @@ impl fmt::Debug for GiteeOptions {
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("http", &self.http)
             .field("max_archive_bytes", &self.max_archive_bytes)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -125,14 +138,14 @@ impl fmt::Debug for GiteeOptions {
 /// Reads addons from a Gitee repository.
 #[derive(Debug, Clone)]
 pub struct GiteeReader {
-    inner: Arc<Inner>,
+    core: Arc<ForgeCore<Api>>,
 }
 
+/// Gitee's side of the reader.
 #[derive(Debug)]
-struct Inner {
+struct Api {
     client: HttpClient,
     options: GiteeOptions,
-    snapshot: OnceCell<Snapshot>,
     /// The ref a tree listing was read at (files are then fetched at the same ref).
     tree_ref: std::sync::OnceLock<String>,
 }
@@ -149,33 +162,46 @@ impl GiteeReader {
 
     /// A reader over an HTTP client the caller built (its registry name is used).
     pub fn with_client(client: HttpClient, options: GiteeOptions) -> Self {
+        let cache = DiskCache::new(
+            &options.cache,
+            "registries",
+            &format!(
+                "gitee {} {}/{} {} {}",
+                options.api_base,
+                options.owner,
+                options.repo,
+                options.git_ref.as_deref().unwrap_or("HEAD"),
+                options.path
+            ),
+        );
+        let api = Api {
+            client,
+            options,
+            tree_ref: std::sync::OnceLock::new(),
+        };
         GiteeReader {
-            inner: Arc::new(Inner {
-                client,
-                options,
-                snapshot: OnceCell::new(),
-                tree_ref: std::sync::OnceLock::new(),
-            }),
+            core: Arc::new(ForgeCore::new(api, cache)),
         }
     }
 
     /// How many HTTP requests this reader sent (redirects and retries included).
     pub fn request_count(&self) -> u64 {
-        self.inner.client.request_count()
-    }
-
-    async fn snapshot(&self) -> Result<&Snapshot> {
-        self.inner
-            .snapshot
-            .get_or_try_init(|| self.inner.take_snapshot())
-            .await
+        self.core.api.client.request_count()
     }
 }
+
+forge_reader!(GiteeReader);
 
 /// `GET /repos/{owner}/{repo}`, the part used here.
 #[derive(Debug, serde::Deserialize)]
 struct Repository {
     default_branch: Option<String>,
+}
+
+/// One item of `GET /repos/{owner}/{repo}/commits`, the part used here.
+#[derive(Debug, serde::Deserialize)]
+struct Commit {
+    sha: String,
 }
 
 /// `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`, the parts used here (the shape is
@@ -196,7 +222,7 @@ struct TreeEntry {
     size: u64,
 }
 
-impl Inner {
+impl Api {
     fn repo_url(&self) -> String {
         let o = &self.options;
         format!(
@@ -236,35 +262,6 @@ impl Inner {
         )
     }
 
-    /// The archive first; when it is over the size cap, a tree listing plus the metadata files
-    /// (the rest is fetched file by file when read).
-    async fn take_snapshot(&self) -> Result<Snapshot> {
-        let o = &self.options;
-        let parameters: Vec<(&str, &str)> = o.git_ref.iter().map(|r| ("ref", r.as_str())).collect();
-        let url = self.with_query(format!("{}/tarball", self.repo_url()), &parameters);
-        let result = snapshot_over_http(
-            &self.client,
-            &url,
-            &[("accept", "application/json")],
-            o.max_archive_bytes,
-            &self.what(),
-            &o.path,
-        )
-        .await;
-        match result {
-            Err(Error::TooLarge { size, limit, .. }) => {
-                tracing::info!(
-                    registry = %self.client.registry(),
-                    "the archive of `{}/{}` is over {limit} bytes ({size}); reading the tree instead",
-                    o.owner,
-                    o.repo
-                );
-                self.tree_snapshot().await
-            }
-            other => other,
-        }
-    }
-
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
         let registry = self.client.registry();
         let response = self
@@ -284,10 +281,10 @@ impl Inner {
         })
     }
 
-    async fn tree_snapshot(&self) -> Result<Snapshot> {
+    async fn tree_snapshot(&self, commit: Option<&str>) -> Result<Snapshot> {
         let o = &self.options;
-        let git_ref = if let Some(git_ref) = &o.git_ref {
-            git_ref.clone()
+        let git_ref = if let Some(git_ref) = commit.or(o.git_ref.as_deref()) {
+            git_ref.to_owned()
         } else {
             let url = self.with_query(self.repo_url(), &[]);
             let repository: Repository = self.get_json(&url, "the repository").await?;
@@ -318,13 +315,13 @@ impl Inner {
             .map(|e| (e.path, e.size))
             .collect();
         Snapshot::from_tree(self.client.registry(), &o.path, files, |path| {
-            self.fetch(path, git_ref.clone())
+            self.fetch_at(path, git_ref.clone())
         })
         .await
     }
 
     /// One file by its path in the repository (`GET /repos/{o}/{r}/raw/{path}?ref=`).
-    async fn fetch(&self, path: String, git_ref: String) -> Result<Vec<u8>> {
+    async fn fetch_at(&self, path: String, git_ref: String) -> Result<Vec<u8>> {
         let url = self.with_query(
             format!("{}/raw/{}", self.repo_url(), encode_path(&path)),
             &[("ref", git_ref.as_str())],
@@ -344,9 +341,84 @@ impl Inner {
     }
 }
 
-impl fmt::Display for GiteeReader {
+#[async_trait]
+impl ForgeApi for Api {
+    fn registry(&self) -> &str {
+        self.client.registry()
+    }
+
+    fn subdir(&self) -> &str {
+        self.options.path.trim_matches('/')
+    }
+
+    fn describe(&self) -> String {
+        self.what()
+    }
+
+    /// `GET /repos/{o}/{r}/commits?per_page=1[&sha={ref}]`: the newest commit of the ref (of the
+    /// default branch without one), in one request.
+    async fn resolve_commit(&self, _cache: &DiskCache) -> Result<String> {
+        let mut parameters = vec![("per_page", "1")];
+        if let Some(git_ref) = &self.options.git_ref {
+            parameters.push(("sha", git_ref.as_str()));
+        }
+        let url = self.with_query(format!("{}/commits", self.repo_url()), &parameters);
+        let commits: Vec<Commit> = self.get_json(&url, "the commits").await?;
+        commits
+            .into_iter()
+            .next()
+            .map(|c| c.sha)
+            .ok_or_else(|| Error::NotFound {
+                registry: self.client.registry().to_owned(),
+                what: format!("any commit of {}", self.what()),
+            })
+    }
+
+    /// The archive first; when it is over the size cap, a tree listing plus the metadata files
+    /// (the rest is fetched file by file when read).
+    async fn download(&self, commit: Option<&str>) -> Result<Download> {
+        let o = &self.options;
+        let parameters: Vec<(&str, &str)> = commit
+            .or(o.git_ref.as_deref())
+            .map(|r| ("ref", r))
+            .into_iter()
+            .collect();
+        let url = self.with_query(format!("{}/tarball", self.repo_url()), &parameters);
+        let archive = archive_over_http(
+            &self.client,
+            &url,
+            &[("accept", "application/json")],
+            o.max_archive_bytes,
+            &self.what(),
+        )
+        .await;
+        match archive {
+            Ok(bytes) => Ok(Download::Archive(bytes)),
+            Err(Error::TooLarge { size, limit, .. }) => {
+                tracing::info!(
+                    registry = %self.client.registry(),
+                    "the archive of `{}/{}` is over {limit} bytes ({size}); reading the tree instead",
+                    o.owner,
+                    o.repo
+                );
+                Ok(Download::Tree(self.tree_snapshot(commit).await?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn fetch(&self, path: String, commit: Option<&str>) -> Result<Vec<u8>> {
+        let git_ref = commit
+            .map(str::to_owned)
+            .or_else(|| self.tree_ref.get().cloned())
+            .unwrap_or_default();
+        self.fetch_at(path, git_ref).await
+    }
+}
+
+impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let o = &self.inner.options;
+        let o = &self.options;
         write!(f, "Gitee repository `{}/{}`", o.owner, o.repo)?;
         if let Some(git_ref) = &o.git_ref {
             write!(f, " at `{git_ref}`")?;
@@ -355,36 +427,6 @@ impl fmt::Display for GiteeReader {
             write!(f, " under `{}`", o.path)?;
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl AsyncReader for GiteeReader {
-    fn registry(&self) -> &str {
-        self.inner.client.registry()
-    }
-
-    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
-        Ok(self.snapshot().await?.list_addons())
-    }
-
-    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
-        self.snapshot().await?.list_files(self.registry(), addon)
-    }
-
-    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
-        crate::source::check_relative_path(self.registry(), path)?;
-        match self
-            .snapshot()
-            .await?
-            .read_file(self.registry(), addon, path)?
-        {
-            FileRead::Ready(bytes) => Ok(bytes),
-            FileRead::Fetch(full) => {
-                let git_ref = self.inner.tree_ref.get().cloned().unwrap_or_default();
-                self.inner.fetch(full, git_ref).await
-            }
-        }
     }
 }
 

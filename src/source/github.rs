@@ -11,6 +11,11 @@
 //! `metadata.yaml` files for the listing and the other files when read; a tree GitHub answers
 //! `truncated: true` is an error, never a partial listing.
 //!
+//! With a disk cache, `GET /repos/{owner}/{repo}/commits/{ref}` (the bare commit id, conditional
+//! on its last `ETag`) names the commit first, the tarball is fetched at that commit and kept,
+//! and the next run whose ref has not moved costs that one request (a `304`, free of the rate
+//! limit).
+//!
 //! Guarantees: the token goes to the API host only (never to the archive host a redirect points
 //! to) and never into an error; a rate limit is reported with its reset time, and is waited out
 //! only when the wait is short; server errors and timeouts are retried with backoff; the archive
@@ -25,14 +30,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use http::header::{HeaderMap, ACCEPT, RETRY_AFTER};
+use http::header::{HeaderMap, ACCEPT, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 use http::HeaderValue;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use octocrab::Octocrab;
-use tokio::sync::OnceCell;
 
-use crate::source::forge::{self, describe_reset, encode, encode_path, FileRead, Snapshot};
-use crate::source::{AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result};
+use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
+use crate::source::forge::{
+    self, describe_reset, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
+    Snapshot,
+};
+use crate::source::{Error, Result};
 
 /// The web host of the public GitHub service; its API base is the octocrab default.
 const PUBLIC_WEB_HOST: &str = "github.com";
@@ -66,6 +74,9 @@ pub struct GithubOptions {
     pub max_retry_wait: Duration,
     /// The largest archive downloaded.
     pub max_archive_bytes: u64,
+    /// The disk cache of archives across runs; off unless set (a stored registry gets the
+    /// run's cache settings).
+    pub cache: CacheOptions,
 }
 
 impl GithubOptions {
@@ -84,6 +95,10 @@ impl GithubOptions {
             retries: 3,
             max_retry_wait: Duration::from_secs(10),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
+            cache: CacheOptions {
+                disabled: true,
+                ..CacheOptions::default()
+            },
         }
     }
 
@@ -170,28 +185,29 @@ impl fmt::Debug for GithubOptions {
             .field("retries", &self.retries)
             .field("max_retry_wait", &self.max_retry_wait)
             .field("max_archive_bytes", &self.max_archive_bytes)
+            .field("cache", &self.cache)
             .finish()
     }
 }
 
 /// Reads addons from a GitHub repository.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct GithubReader {
-    inner: Arc<Inner>,
+    core: Arc<ForgeCore<Api>>,
 }
 
-struct Inner {
+/// GitHub's side of the reader.
+struct Api {
     client: Octocrab,
     options: GithubOptions,
     registry: String,
-    snapshot: OnceCell<Snapshot>,
 }
 
-impl fmt::Debug for GithubReader {
+impl fmt::Debug for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GithubReader")
-            .field("registry", &self.inner.registry)
-            .field("options", &self.inner.options)
+        f.debug_struct("Api")
+            .field("registry", &self.registry)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -230,27 +246,41 @@ impl GithubReader {
         options: GithubOptions,
         registry: impl Into<String>,
     ) -> Self {
+        let cache = DiskCache::new(
+            &options.cache,
+            "registries",
+            &format!(
+                "github {} {}/{} {} {}",
+                options.api_base.as_deref().unwrap_or("public"),
+                options.owner,
+                options.repo,
+                options.git_ref.as_deref().unwrap_or("HEAD"),
+                options.path
+            ),
+        );
+        let api = Api {
+            client,
+            options,
+            registry: registry.into(),
+        };
         GithubReader {
-            inner: Arc::new(Inner {
-                client,
-                options,
-                registry: registry.into(),
-                snapshot: OnceCell::new(),
-            }),
+            core: Arc::new(ForgeCore::new(api, cache)),
         }
     }
+}
 
-    async fn snapshot(&self) -> Result<&Snapshot> {
-        self.inner
-            .snapshot
-            .get_or_try_init(|| self.inner.take_snapshot())
-            .await
-    }
+forge_reader!(GithubReader);
+
+/// A successful answer: its body, or "not modified" for a conditional request.
+struct Fetched {
+    not_modified: bool,
+    etag: Option<String>,
+    body: Vec<u8>,
 }
 
 /// What one attempt ended with.
 enum Attempt {
-    Done(Vec<u8>),
+    Done(Fetched),
     Retry(Option<Duration>, Error),
     Fail(Error),
 }
@@ -262,6 +292,8 @@ struct Get<'a> {
     limit: u64,
     /// What was not found, for a 404.
     what: &'a str,
+    /// An `ETag` from an earlier answer, for a conditional request.
+    if_none_match: Option<&'a str>,
 }
 
 /// `GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`, the parts used here.
@@ -281,7 +313,7 @@ struct TreeEntry {
     size: u64,
 }
 
-impl Inner {
+impl Api {
     fn repository(&self) -> String {
         format!("{}/{}", self.options.owner, self.options.repo)
     }
@@ -318,42 +350,8 @@ impl Inner {
         )
     }
 
-    /// The tarball first; when it is over the size cap, a tree listing plus the metadata files
-    /// (the rest is fetched file by file when read).
-    async fn take_snapshot(&self) -> Result<Snapshot> {
-        let mut uri = format!("{}/tarball", self.repo_uri());
-        if let Some(git_ref) = &self.options.git_ref {
-            uri.push('/');
-            uri.push_str(&encode_path(git_ref));
-        }
-        let what = self.not_found_what();
-        let archive = self
-            .get(&Get {
-                uri,
-                accept: "application/vnd.github+json",
-                limit: self.options.max_archive_bytes,
-                what: &what,
-            })
-            .await;
-        let archive = match archive {
-            Ok(archive) => archive,
-            Err(Error::TooLarge { size, limit, .. }) => {
-                tracing::info!(
-                    registry = %self.registry,
-                    "the archive of `{}` is over {limit} bytes ({size}); reading the tree instead",
-                    self.repository()
-                );
-                return self.tree_snapshot().await;
-            }
-            Err(e) => return Err(e),
-        };
-        let name = format!("archive of `{}`", self.repository());
-        let entries = forge::read_archive(&self.registry, &name, archive).await?;
-        Snapshot::build(&self.registry, &self.options.path, entries)
-    }
-
-    async fn tree_snapshot(&self) -> Result<Snapshot> {
-        let git_ref = self.options.git_ref.as_deref().unwrap_or("HEAD");
+    async fn tree_snapshot(&self, commit: Option<&str>) -> Result<Snapshot> {
+        let git_ref = commit.or(self.options.git_ref.as_deref()).unwrap_or("HEAD");
         let what = self.not_found_what();
         let body = self
             .get(&Get {
@@ -365,8 +363,10 @@ impl Inner {
                 accept: "application/vnd.github+json",
                 limit: 64 * 1024 * 1024,
                 what: &what,
+                if_none_match: None,
             })
-            .await?;
+            .await?
+            .body;
         let tree: Tree = serde_json::from_slice(&body).map_err(|e| Error::InvalidContent {
             registry: self.registry.clone(),
             message: format!("the tree of `{}` cannot be read: {e}", self.repository()),
@@ -387,31 +387,35 @@ impl Inner {
             .filter(|e| e.kind == "blob")
             .map(|e| (e.path, e.size))
             .collect();
+        let tree_ref = commit.or(self.options.git_ref.as_deref());
         Snapshot::from_tree(&self.registry, &self.options.path, files, |path| {
-            self.fetch(path)
+            self.fetch_at(path, tree_ref)
         })
         .await
     }
 
     /// One file by its path in the repository (`GET /repos/{o}/{r}/contents/{path}`, raw).
-    async fn fetch(&self, path: String) -> Result<Vec<u8>> {
+    async fn fetch_at(&self, path: String, git_ref: Option<&str>) -> Result<Vec<u8>> {
         let mut uri = format!("{}/contents/{}", self.repo_uri(), encode_path(&path));
-        if let Some(git_ref) = &self.options.git_ref {
+        if let Some(git_ref) = git_ref {
             uri.push_str("?ref=");
             uri.push_str(&encode(git_ref));
         }
         let what = format!("file `{path}` of repository `{}`", self.repository());
-        self.get(&Get {
-            uri,
-            accept: "application/vnd.github.raw",
-            limit: crate::source::MAX_FILE_SIZE,
-            what: &what,
-        })
-        .await
+        Ok(self
+            .get(&Get {
+                uri,
+                accept: "application/vnd.github.raw",
+                limit: crate::source::MAX_FILE_SIZE,
+                what: &what,
+                if_none_match: None,
+            })
+            .await?
+            .body)
     }
 
     /// A GET through octocrab, retrying what can be retried, bounded in time and size.
-    async fn get(&self, get: &Get<'_>) -> Result<Vec<u8>> {
+    async fn get(&self, get: &Get<'_>) -> Result<Fetched> {
         let mut attempt = 0u32;
         loop {
             let outcome =
@@ -426,7 +430,7 @@ impl Inner {
                     ),
                 };
             match outcome {
-                Attempt::Done(bytes) => return Ok(bytes),
+                Attempt::Done(fetched) => return Ok(fetched),
                 Attempt::Fail(error) => return Err(error),
                 Attempt::Retry(hint, error) => {
                     if attempt >= self.options.retries {
@@ -451,6 +455,12 @@ impl Inner {
             "x-github-api-version",
             HeaderValue::from_static("2022-11-28"),
         );
+        if let Some(etag) = get
+            .if_none_match
+            .and_then(|e| HeaderValue::from_str(e).ok())
+        {
+            headers.insert(IF_NONE_MATCH, etag);
+        }
         let response = match self
             .client
             ._get_with_headers(get.uri.as_str(), Some(headers))
@@ -465,6 +475,18 @@ impl Inner {
             }
         };
         let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get(ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if status == 304 && get.if_none_match.is_some() {
+            return Attempt::Done(Fetched {
+                not_modified: true,
+                etag,
+                body: Vec::new(),
+            });
+        }
         if !(200..300).contains(&status) {
             let headers = response.headers().clone();
             let body = Limited::new(response.into_body(), 64 * 1024)
@@ -493,7 +515,11 @@ impl Inner {
         }
         let limit = usize::try_from(get.limit).unwrap_or(usize::MAX);
         match Limited::new(response.into_body(), limit).collect().await {
-            Ok(body) => Attempt::Done(body.to_bytes().to_vec()),
+            Ok(body) => Attempt::Done(Fetched {
+                not_modified: false,
+                etag,
+                body: body.to_bytes().to_vec(),
+            }),
             Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 too_large(get.limit.saturating_add(1))
             }
@@ -581,6 +607,16 @@ impl Inner {
                 registry: self.registry.clone(),
                 what: what.to_owned(),
             }),
+            // What the commits endpoint answers for a ref that names no commit.
+            422 if github_message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("No commit found")) =>
+            {
+                Attempt::Fail(Error::NotFound {
+                    registry: self.registry.clone(),
+                    what: what.to_owned(),
+                })
+            }
             500..=599 if status != 501 => Attempt::Retry(
                 retry_after.map(Duration::from_secs),
                 self.backend(format!("GitHub answered {label}")),
@@ -613,9 +649,107 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-impl fmt::Display for GithubReader {
+#[async_trait]
+impl ForgeApi for Api {
+    fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    fn subdir(&self) -> &str {
+        self.options.path.trim_matches('/')
+    }
+
+    fn describe(&self) -> String {
+        match &self.options.git_ref {
+            Some(git_ref) => format!("`{}` at ref `{git_ref}`", self.repository()),
+            None => format!("`{}`", self.repository()),
+        }
+    }
+
+    /// `GET /repos/{o}/{r}/commits/{ref}` answered as the bare commit id
+    /// (`application/vnd.github.sha`), conditional on the `ETag` of the last answer: an
+    /// unchanged ref costs a `304`, which GitHub does not count against the rate limit.
+    async fn resolve_commit(&self, cache: &DiskCache) -> Result<String> {
+        const KEY: &str = "commit";
+        let git_ref = self.options.git_ref.as_deref().unwrap_or("HEAD");
+        let cached = cache.load(KEY);
+        let what = self.not_found_what();
+        let fetched = self
+            .get(&Get {
+                uri: format!("{}/commits/{}", self.repo_uri(), encode_path(git_ref)),
+                accept: "application/vnd.github.sha",
+                limit: 4096,
+                what: &what,
+                if_none_match: cached.as_ref().and_then(|c| c.etag.as_deref()),
+            })
+            .await?;
+        let body = match (fetched.not_modified, cached) {
+            (true, Some(entry)) => entry.body,
+            (true, None) => {
+                return Err(Error::InvalidContent {
+                    registry: self.registry.clone(),
+                    message: "GitHub answered 304 Not Modified to an unconditional request"
+                        .to_owned(),
+                })
+            }
+            (false, _) => {
+                if fetched.etag.is_some() {
+                    cache.store(
+                        KEY,
+                        &CachedEntry {
+                            body: fetched.body.clone(),
+                            etag: fetched.etag,
+                            last_modified: None,
+                        },
+                    );
+                }
+                fetched.body
+            }
+        };
+        Ok(String::from_utf8_lossy(&body).trim().to_owned())
+    }
+
+    /// The tarball first; when it is over the size cap, a tree listing plus the metadata files
+    /// (the rest is fetched file by file when read).
+    async fn download(&self, commit: Option<&str>) -> Result<Download> {
+        let mut uri = format!("{}/tarball", self.repo_uri());
+        if let Some(git_ref) = commit.or(self.options.git_ref.as_deref()) {
+            uri.push('/');
+            uri.push_str(&encode_path(git_ref));
+        }
+        let what = self.not_found_what();
+        let archive = self
+            .get(&Get {
+                uri,
+                accept: "application/vnd.github+json",
+                limit: self.options.max_archive_bytes,
+                what: &what,
+                if_none_match: None,
+            })
+            .await;
+        match archive {
+            Ok(fetched) => Ok(Download::Archive(fetched.body)),
+            Err(Error::TooLarge { size, limit, .. }) => {
+                tracing::info!(
+                    registry = %self.registry,
+                    "the archive of `{}` is over {limit} bytes ({size}); reading the tree instead",
+                    self.repository()
+                );
+                Ok(Download::Tree(self.tree_snapshot(commit).await?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn fetch(&self, path: String, commit: Option<&str>) -> Result<Vec<u8>> {
+        self.fetch_at(path, commit.or(self.options.git_ref.as_deref()))
+            .await
+    }
+}
+
+impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let options = &self.inner.options;
+        let options = &self.options;
         write!(f, "GitHub repository `{}/{}`", options.owner, options.repo)?;
         if let Some(git_ref) = &options.git_ref {
             write!(f, " at `{git_ref}`")?;
@@ -624,35 +758,6 @@ impl fmt::Display for GithubReader {
             write!(f, " under `{}`", options.path)?;
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl AsyncReader for GithubReader {
-    fn registry(&self) -> &str {
-        &self.inner.registry
-    }
-
-    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
-        Ok(self.snapshot().await?.list_addons())
-    }
-
-    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
-        self.snapshot()
-            .await?
-            .list_files(&self.inner.registry, addon)
-    }
-
-    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
-        crate::source::check_relative_path(&self.inner.registry, path)?;
-        match self
-            .snapshot()
-            .await?
-            .read_file(&self.inner.registry, addon, path)?
-        {
-            FileRead::Ready(bytes) => Ok(bytes),
-            FileRead::Fetch(full) => self.inner.fetch(full).await,
-        }
     }
 }
 

@@ -3,7 +3,10 @@
 //!
 //! Expected flow: without a ref, `GET /projects/{id}` names the project's default branch (KubeVela
 //! assumed `master`); then one `GET /projects/{id}/repository/archive.tar.gz?sha={ref}&path={path}`
-//! fetches just the registry directory. Every listing and read of the run is answered from that
+//! fetches just the registry directory. With a disk cache, one
+//! `GET /projects/{id}/repository/commits?per_page=1[&ref_name={ref}]` names the commit instead
+//! (the default branch's without a ref), the archive is fetched at that commit and kept, and the
+//! next run whose ref has not moved costs that one request. Every listing and read of the run is answered from that
 //! archive (see the `forge` module): two requests for any number of addons, where a
 //! `repository/tree` walk would need a page per 100 entries plus one file per addon, and where
 //! KubeVela's reader silently dropped entries past the first page.
@@ -16,11 +19,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::sync::OnceCell;
 
-use crate::source::forge::{encode, snapshot_over_http, FileRead, Snapshot};
+use crate::source::cache::{CacheOptions, DiskCache};
+use crate::source::forge::{
+    archive_over_http, encode, forge_reader, Download, ForgeApi, ForgeCore,
+};
 use crate::source::http::{redact, HttpClient, HttpOptions};
-use crate::source::{AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result};
+use crate::source::{Error, Result};
 
 /// The largest archive downloaded (compressed), 64 MiB.
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
@@ -42,6 +47,9 @@ pub struct GitlabOptions {
     pub http: HttpOptions,
     /// The largest archive downloaded.
     pub max_archive_bytes: u64,
+    /// The disk cache of archives across runs; off unless set (a stored registry gets the
+    /// run's cache settings).
+    pub cache: CacheOptions,
 }
 
 impl GitlabOptions {
@@ -56,6 +64,10 @@ impl GitlabOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
+            cache: CacheOptions {
+                disabled: true,
+                ..CacheOptions::default()
+            },
         }
     }
 
@@ -116,6 +128,7 @@ impl fmt::Debug for GitlabOptions {
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("http", &self.http)
             .field("max_archive_bytes", &self.max_archive_bytes)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -123,20 +136,26 @@ impl fmt::Debug for GitlabOptions {
 /// Reads addons from a GitLab project.
 #[derive(Debug, Clone)]
 pub struct GitlabReader {
-    inner: Arc<Inner>,
+    core: Arc<ForgeCore<Api>>,
 }
 
+/// GitLab's side of the reader.
 #[derive(Debug)]
-struct Inner {
+struct Api {
     client: HttpClient,
     options: GitlabOptions,
-    snapshot: OnceCell<Snapshot>,
 }
 
 /// The part of `GET /projects/:id` used here.
 #[derive(Debug, serde::Deserialize)]
 struct Project {
     default_branch: Option<String>,
+}
+
+/// The part of one `GET /projects/:id/repository/commits` item used here.
+#[derive(Debug, serde::Deserialize)]
+struct Commit {
+    id: String,
 }
 
 impl GitlabReader {
@@ -156,29 +175,31 @@ impl GitlabReader {
     /// A reader over an HTTP client the caller built (its registry name and credentials are
     /// used; `options.token` is then only descriptive).
     pub fn with_client(client: HttpClient, options: GitlabOptions) -> Self {
+        let cache = DiskCache::new(
+            &options.cache,
+            "registries",
+            &format!(
+                "gitlab {} {} {} {}",
+                options.api_base,
+                options.project,
+                options.git_ref.as_deref().unwrap_or("HEAD"),
+                options.path
+            ),
+        );
         GitlabReader {
-            inner: Arc::new(Inner {
-                client,
-                options,
-                snapshot: OnceCell::new(),
-            }),
+            core: Arc::new(ForgeCore::new(Api { client, options }, cache)),
         }
     }
 
     /// How many HTTP requests this reader sent (redirects and retries included).
     pub fn request_count(&self) -> u64 {
-        self.inner.client.request_count()
-    }
-
-    async fn snapshot(&self) -> Result<&Snapshot> {
-        self.inner
-            .snapshot
-            .get_or_try_init(|| self.inner.take_snapshot())
-            .await
+        self.core.api.client.request_count()
     }
 }
 
-impl Inner {
+forge_reader!(GitlabReader);
+
+impl Api {
     fn project_url(&self) -> String {
         format!(
             "{}/projects/{}",
@@ -187,76 +208,133 @@ impl Inner {
         )
     }
 
+    /// The project as a not-found answer names it.
+    fn project_not_found(&self, registry: String) -> Error {
+        Error::NotFound {
+            registry,
+            what: format!(
+                "project `{}`{}",
+                self.options.project,
+                if self.options.token.is_some() {
+                    ""
+                } else {
+                    " (a private project needs a token)"
+                }
+            ),
+        }
+    }
+
+    /// `GET url` as JSON, a 404 naming the project.
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
+        let response = self
+            .client
+            .get_limited(url, &[("accept", "application/json")], 1024 * 1024)
+            .await
+            .map_err(|e| match e {
+                Error::NotFound { registry, .. } => self.project_not_found(registry),
+                e => e,
+            })?;
+        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
+            registry: self.client.registry().to_owned(),
+            message: format!(
+                "{what} of project `{}` cannot be read: {e}",
+                self.options.project
+            ),
+        })
+    }
+
     /// The ref to read: the one given, else the project's default branch.
     async fn git_ref(&self) -> Result<String> {
         if let Some(git_ref) = &self.options.git_ref {
             return Ok(git_ref.clone());
         }
-        let registry = self.client.registry();
-        let response = self
-            .client
-            .get_limited(
-                &self.project_url(),
-                &[("accept", "application/json")],
-                1024 * 1024,
-            )
-            .await
-            .map_err(|e| match e {
-                Error::NotFound { registry, .. } => Error::NotFound {
-                    registry,
-                    what: format!(
-                        "project `{}`{}",
-                        self.options.project,
-                        if self.options.token.is_some() {
-                            ""
-                        } else {
-                            " (a private project needs a token)"
-                        }
-                    ),
-                },
-                e => e,
-            })?;
-        let project: Project =
-            serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
-                registry: registry.to_owned(),
-                message: format!(
-                    "the description of project `{}` cannot be read: {e}",
-                    self.options.project
-                ),
-            })?;
+        let project: Project = self
+            .get_json(&self.project_url(), "the description")
+            .await?;
         project
             .default_branch
             .filter(|b| !b.is_empty())
             .ok_or_else(|| Error::NotFound {
-                registry: registry.to_owned(),
+                registry: self.client.registry().to_owned(),
                 what: format!(
                     "a default branch of project `{}` (is the repository empty?)",
                     self.options.project
                 ),
             })
     }
+}
 
-    async fn take_snapshot(&self) -> Result<Snapshot> {
-        let git_ref = self.git_ref().await?;
+#[async_trait]
+impl ForgeApi for Api {
+    fn registry(&self) -> &str {
+        self.client.registry()
+    }
+
+    fn subdir(&self) -> &str {
+        self.options.path.trim_matches('/')
+    }
+
+    fn describe(&self) -> String {
+        let o = &self.options;
+        match &o.git_ref {
+            Some(git_ref) => format!("project `{}` at ref `{git_ref}`", o.project),
+            None => format!("project `{}`", o.project),
+        }
+    }
+
+    /// `GET /projects/:id/repository/commits?per_page=1[&ref_name=]`: the newest commit of the
+    /// ref (of the default branch without one), in one request.
+    async fn resolve_commit(&self, _cache: &DiskCache) -> Result<String> {
+        let mut url = format!("{}/repository/commits?per_page=1", self.project_url());
+        if let Some(git_ref) = &self.options.git_ref {
+            url.push_str("&ref_name=");
+            url.push_str(&encode(git_ref));
+        }
+        let commits: Vec<Commit> = self.get_json(&url, "the commits").await?;
+        commits
+            .into_iter()
+            .next()
+            .map(|c| c.id)
+            .ok_or_else(|| Error::NotFound {
+                registry: self.client.registry().to_owned(),
+                what: format!("any commit of {}", self.describe()),
+            })
+    }
+
+    async fn download(&self, commit: Option<&str>) -> Result<Download> {
+        let git_ref = match commit {
+            Some(commit) => commit.to_owned(),
+            None => self.git_ref().await?,
+        };
         let o = &self.options;
         let mut url = format!(
             "{}/repository/archive.tar.gz?sha={}",
             self.project_url(),
             encode(&git_ref)
         );
-        let path = o.path.trim_matches('/');
+        let path = self.subdir();
         if !path.is_empty() {
             url.push_str("&path=");
             url.push_str(&encode(path));
         }
         let what = format!("project `{}` at ref `{git_ref}`", o.project);
-        snapshot_over_http(&self.client, &url, &[], o.max_archive_bytes, &what, path).await
+        archive_over_http(&self.client, &url, &[], o.max_archive_bytes, &what)
+            .await
+            .map(Download::Archive)
+    }
+
+    async fn fetch(&self, path: String, _commit: Option<&str>) -> Result<Vec<u8>> {
+        // Snapshots are always taken from an archive here, which holds every file.
+        Err(Error::NotFound {
+            registry: self.registry().to_owned(),
+            what: format!("file `{path}`"),
+        })
     }
 }
 
-impl fmt::Display for GitlabReader {
+impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let o = &self.inner.options;
+        let o = &self.options;
         write!(f, "GitLab project `{}`", o.project)?;
         if let Some(git_ref) = &o.git_ref {
             write!(f, " at `{git_ref}`")?;
@@ -265,37 +343,6 @@ impl fmt::Display for GitlabReader {
             write!(f, " under `{}`", o.path)?;
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl AsyncReader for GitlabReader {
-    fn registry(&self) -> &str {
-        self.inner.client.registry()
-    }
-
-    async fn list_addons(&self) -> Result<Vec<AddonSummary>> {
-        Ok(self.snapshot().await?.list_addons())
-    }
-
-    async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
-        self.snapshot().await?.list_files(self.registry(), addon)
-    }
-
-    async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
-        crate::source::check_relative_path(self.registry(), path)?;
-        match self
-            .snapshot()
-            .await?
-            .read_file(self.registry(), addon, path)?
-        {
-            FileRead::Ready(bytes) => Ok(bytes),
-            // Snapshots are always taken from an archive here, which holds every file.
-            FileRead::Fetch(full) => Err(Error::NotFound {
-                registry: self.registry().to_owned(),
-                what: format!("file `{full}`"),
-            }),
-        }
     }
 }
 

@@ -10,7 +10,9 @@
 //! - Each archive is fetched at most once per version per run (concurrent readers share the
 //!   download) and read with [`archive::read_tgz`]: size limits, no absolute or `..` paths, and
 //!   the top directory (`<name>/` or `./<dir>/`) stripped. A root `Chart.yaml` is Helm packaging,
-//!   not part of the addon, and is hidden.
+//!   not part of the addon, and is hidden. An archive the index gives a `digest` for is kept on
+//!   disk under that digest, so a later run downloads it again only when the digest changes
+//!   (`--refresh` ignores the disk).
 //! - No version asked for means the highest version that is not a prerelease (or the highest of
 //!   all when every version is a prerelease); a leading `v` is ignored when matching.
 
@@ -342,27 +344,53 @@ impl Inner {
                 redact(raw)
             ))
         })?;
-        let response = self
-            .http
-            .get_limited(url.as_str(), &[], MAX_ARCHIVE_BYTES)
-            .await?;
         let file_name = url
             .path_segments()
             .and_then(Iterator::last)
             .unwrap_or("chart.tgz")
             .to_owned();
-        if let Some(expected) = &chart.digest {
-            let actual = hex(&Sha256::digest(&response.body));
-            let expected = expected.trim().trim_start_matches("sha256:");
-            if !actual.eq_ignore_ascii_case(expected) {
-                return Err(self.invalid(format!(
-                    "`{file_name}` does not match the digest in `index.yaml` (sha256 {actual}, \
-                     expected {expected})"
-                )));
+        let expected = chart
+            .digest
+            .as_deref()
+            .map(|d| d.trim().trim_start_matches("sha256:").to_ascii_lowercase())
+            .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+        // An archive with a digest never changes: the disk cache keeps it under the digest.
+        let cache_key = expected.as_ref().map(|d| format!("chart-{d}.tgz"));
+        let cached = cache_key
+            .as_deref()
+            .and_then(|k| self.cache.load(k))
+            .map(|entry| entry.body)
+            .filter(|body| Some(hex(&Sha256::digest(body))) == expected);
+        let body = if let Some(body) = cached {
+            tracing::debug!(registry = %self.registry, "`{file_name}` is cached");
+            body
+        } else {
+            let response = self
+                .http
+                .get_limited(url.as_str(), &[], MAX_ARCHIVE_BYTES)
+                .await?;
+            if let Some(expected) = &chart.digest {
+                let actual = hex(&Sha256::digest(&response.body));
+                let expected = expected.trim().trim_start_matches("sha256:");
+                if !actual.eq_ignore_ascii_case(expected) {
+                    return Err(self.invalid(format!(
+                        "`{file_name}` does not match the digest in `index.yaml` (sha256 {actual}, \
+                         expected {expected})"
+                    )));
+                }
             }
-        }
+            if let Some(key) = &cache_key {
+                self.cache.store(
+                    key,
+                    &CachedEntry {
+                        body: response.body.clone(),
+                        ..CachedEntry::default()
+                    },
+                );
+            }
+            response.body
+        };
         let registry = self.registry.clone();
-        let body = response.body;
         let files = tokio::task::spawn_blocking(move || {
             archive::read_tgz(&registry, &file_name, &body, &ArchiveLimits::default())
         })

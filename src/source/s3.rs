@@ -9,6 +9,11 @@
 //! `metadata.yaml` (at most [`S3Options::concurrency`] at a time). The listing and those metadata
 //! files are kept in memory for the life of the reader; every other file is fetched when read.
 //!
+//! With a disk cache ([`S3Reader::with_cache`]), every object downloaded is kept under the `ETag`
+//! it was served with; the next run lists the bucket again and downloads only the objects whose
+//! `ETag` in the listing differs (the listing alone, one request per 1,000 keys, when nothing
+//! changed). `--refresh` downloads everything again.
+//!
 //! Guarantees: anonymous access (no credentials) sends unsigned requests; a file over
 //! [`MAX_FILE_SIZE`] is refused before it is downloaded (and again while reading, should the
 //! listing have lied); failures map onto [`Error`]'s semantic variants and never carry the secret
@@ -29,6 +34,7 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::model::{AddonMeta, AddonVersion};
+use crate::source::cache::{key_hash, CacheOptions, CachedEntry, DiskCache};
 use crate::source::{
     check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
     MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
@@ -59,6 +65,9 @@ pub struct S3Options {
     pub request_timeout: Duration,
     /// How many requests may run at once.
     pub concurrency: usize,
+    /// The disk cache of objects across runs; off unless set (a stored registry gets the run's
+    /// cache settings).
+    pub cache: CacheOptions,
 }
 
 impl S3Options {
@@ -75,6 +84,10 @@ impl S3Options {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             concurrency: 8,
+            cache: CacheOptions {
+                disabled: true,
+                ..CacheOptions::default()
+            },
         }
     }
 
@@ -132,6 +145,7 @@ impl fmt::Debug for S3Options {
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("concurrency", &self.concurrency)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -167,14 +181,27 @@ struct Inner {
     /// The prefix, empty or ending in `/`.
     prefix: String,
     registry: String,
+    concurrency: usize,
     permits: Semaphore,
     listing: OnceCell<Listing>,
+    cache: DiskCache,
 }
 
 /// What the bucket holds, built once.
 #[derive(Debug, Default)]
 struct Listing {
     addons: BTreeMap<String, Addon>,
+    /// Key (relative to the prefix) → `ETag`, as listed.
+    etags: BTreeMap<String, String>,
+}
+
+/// What one listing page says of the objects below the prefix.
+#[derive(Debug, Default)]
+struct Keys {
+    /// Key (relative to the prefix) → size.
+    sizes: BTreeMap<String, u64>,
+    /// Key (relative to the prefix) → `ETag`, when the store gives one.
+    etags: BTreeMap<String, String>,
 }
 
 #[derive(Debug)]
@@ -225,8 +252,32 @@ impl S3Reader {
                     format!("{prefix}/")
                 },
                 registry: registry.into(),
+                concurrency: concurrency.max(1),
                 permits: Semaphore::new(concurrency.max(1)),
                 listing: OnceCell::new(),
+                cache: DiskCache::disabled(),
+            }),
+        }
+    }
+
+    /// The same reader keeping objects in a disk cache across runs, under their `ETag`s: the
+    /// next run lists the bucket (one request per 1,000 keys) and downloads only the objects
+    /// whose `ETag` changed. `endpoint` tells buckets of the same name on different services
+    /// apart. Nothing read so far is kept.
+    #[must_use]
+    pub fn with_cache(self, cache: &CacheOptions, endpoint: &str) -> Self {
+        let inner = &self.inner;
+        let identity = format!("s3 {endpoint} {} {}", inner.bucket, inner.prefix);
+        S3Reader {
+            inner: Arc::new(Inner {
+                client: inner.client.clone(),
+                bucket: inner.bucket.clone(),
+                prefix: inner.prefix.clone(),
+                registry: inner.registry.clone(),
+                concurrency: inner.concurrency,
+                permits: Semaphore::new(inner.concurrency),
+                listing: OnceCell::new(),
+                cache: DiskCache::new(cache, "registries", &identity),
             }),
         }
     }
@@ -241,6 +292,7 @@ impl S3Reader {
             registry,
             options.concurrency,
         )
+        .with_cache(&options.cache, &options.endpoint)
     }
 
     async fn listing(&self) -> Result<&Listing> {
@@ -259,9 +311,9 @@ impl Inner {
         }
     }
 
-    /// Every key below the prefix (relative to it) with its size, over all pages.
-    async fn list_keys(&self) -> Result<BTreeMap<String, u64>> {
-        let mut keys = BTreeMap::new();
+    /// Every key below the prefix (relative to it) with its size and `ETag`, over all pages.
+    async fn list_keys(&self) -> Result<Keys> {
+        let mut keys = Keys::default();
         let mut token: Option<String> = None;
         loop {
             let mut request = self.client.list_objects_v2().bucket(&self.bucket);
@@ -296,8 +348,11 @@ impl Inner {
                     .size()
                     .and_then(|s| u64::try_from(s).ok())
                     .unwrap_or(0);
-                keys.insert(rel.to_owned(), size);
-                if keys.len() > MAX_KEYS {
+                keys.sizes.insert(rel.to_owned(), size);
+                if let Some(etag) = object.e_tag() {
+                    keys.etags.insert(rel.to_owned(), etag.to_owned());
+                }
+                if keys.sizes.len() > MAX_KEYS {
                     return Err(Error::InvalidContent {
                         registry: self.registry.clone(),
                         message: format!(
@@ -334,9 +389,10 @@ impl Inner {
     }
 
     async fn build_listing(&self) -> Result<Listing> {
-        let keys = self.list_keys().await?;
+        let Keys { sizes: keys, etags } = self.list_keys().await?;
         let layout = Layout::detect(&keys);
         let keys_ref = &keys;
+        let etags_ref = &etags;
         // Fetch the metadata of every addon (the newest version of versioned ones), bounded.
         let fetched: Vec<(String, Candidate, Vec<u8>)> =
             futures::stream::iter(layout.candidates.into_iter().map(
@@ -344,7 +400,8 @@ impl Inner {
                     let newest = &candidate.versions[0];
                     let key = format!("{}metadata.yaml", newest.0);
                     let size = keys_ref.get(&key).copied().unwrap_or(0);
-                    let bytes = self.get_object(&key, size).await?;
+                    let etag = etags_ref.get(&key).map(String::as_str);
+                    let bytes = self.get_object(&key, size, etag).await?;
                     Ok::<_, Error>((name, candidate, bytes))
                 },
             ))
@@ -354,6 +411,7 @@ impl Inner {
 
         let mut listing = Listing::default();
         let mut fetched = fetched;
+        listing.etags.clone_from(&etags);
         fetched.sort_by(|a, b| a.0.cmp(&b.0));
         for (dir_name, candidate, bytes) in fetched {
             let shown = candidate.versions[0].0.clone();
@@ -409,11 +467,39 @@ impl Inner {
         Ok(listing)
     }
 
-    /// Downloads one object, refusing it when it is (or turns out to be) over the size limit.
-    async fn get_object(&self, key: &str, listed_size: u64) -> Result<Vec<u8>> {
+    /// One object: from the disk cache when it holds the object with the `ETag` the listing
+    /// gave, else downloaded (and then cached under the `ETag` it was served with).
+    async fn get_object(&self, key: &str, listed_size: u64, etag: Option<&str>) -> Result<Vec<u8>> {
         if listed_size > MAX_FILE_SIZE {
             return Err(self.too_large(key, listed_size));
         }
+        let cache_key = format!("object-{}", key_hash(key));
+        if let Some(etag) = etag {
+            if let Some(entry) = self.cache.load(&cache_key) {
+                if entry.etag.as_deref() == Some(etag) && entry.body.len() as u64 <= MAX_FILE_SIZE {
+                    return Ok(entry.body);
+                }
+            }
+        }
+        let (bytes, served_etag) = self.download_object(key).await?;
+        if let Some(served) = served_etag {
+            if self.cache.dir().is_some() {
+                self.cache.store(
+                    &cache_key,
+                    &CachedEntry {
+                        body: bytes.clone(),
+                        etag: Some(served),
+                        last_modified: None,
+                    },
+                );
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Downloads one object (and its `ETag`), refusing it when it turns out to be over the size
+    /// limit.
+    async fn download_object(&self, key: &str) -> Result<(Vec<u8>, Option<String>)> {
         let _permit = self
             .permits
             .acquire()
@@ -432,6 +518,7 @@ impl Inner {
                 return Err(self.too_large(key, length));
             }
         }
+        let etag = output.e_tag().map(str::to_owned);
         let mut body = output.body;
         let mut bytes = Vec::new();
         while let Some(chunk) = body.try_next().await.map_err(|e| {
@@ -446,7 +533,7 @@ impl Inner {
                 return Err(self.too_large(key, bytes.len() as u64));
             }
         }
-        Ok(bytes)
+        Ok((bytes, etag))
     }
 
     fn too_large(&self, key: &str, size: u64) -> Error {
@@ -706,9 +793,9 @@ impl AsyncReader for S3Reader {
                 return Ok(bytes.clone());
             }
         }
-        self.inner
-            .get_object(&format!("{}{path}", version.dir), *size)
-            .await
+        let key = format!("{}{path}", version.dir);
+        let etag = listing.etags.get(&key).map(String::as_str);
+        self.inner.get_object(&key, *size, etag).await
     }
 }
 

@@ -4,17 +4,21 @@
 //! One [`Forge`] is one HTTP server on 127.0.0.1 (stopped when dropped, or with its test's
 //! runtime) that answers all three APIs on the paths the real services use:
 //!
-//! - GitHub (also below `/api/v3`, as GitHub Enterprise Server): `GET /repos/{o}/{r}` and
+//! - GitHub (also below `/api/v3`, as GitHub Enterprise Server): `GET /repos/{o}/{r}`,
+//!   `GET /repos/{o}/{r}/commits/{ref}` (the bare id for `Accept: application/vnd.github.sha`,
+//!   with an `ETag`, `304` for a matching `If-None-Match`) and
 //!   `GET /repos/{o}/{r}/tarball[/{ref}]`, answered `302 Found` to
 //!   `/_codeload/{o}/{r}/legacy.tar.gz/{ref}` (codeload's role), an archive whose top directory is
 //!   `{o}-{r}-{sha7}/`; `GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`. Every API answer carries
 //!   `X-RateLimit-Limit/Remaining/Reset/Used/Resource`; errors are `{"message", "documentation_url",
 //!   "status"}`; the token comes as `Authorization: Bearer|token`.
-//! - Gitee (REST v5): `GET /api/v5/repos/{o}/{r}/tarball?ref=&access_token=` (a redirect to
+//! - Gitee (REST v5): `GET /api/v5/repos/{o}/{r}/commits?sha=&per_page=`,
+//!   `GET /api/v5/repos/{o}/{r}/tarball?ref=&access_token=` (a redirect to
 //!   `/{o}/{r}/repository/archive/{ref}.tar.gz`), `GET /api/v5/repos/{o}/{r}/git/trees/{sha}`,
 //!   `GET /api/v5/repos/{o}/{r}/raw/{path}?ref=`; the token comes as the `access_token` query
 //!   parameter; errors are `{"message": …}`.
 //! - GitLab (REST v4): `GET /api/v4/projects/{url-encoded path}` (`default_branch`),
+//!   `GET /api/v4/projects/{id}/repository/commits?ref_name=&per_page=`,
 //!   `GET /api/v4/projects/{id}/repository/archive.tar.gz?sha=&path=` (top directory
 //!   `{project}-{ref}-{path with / as -}/`, paths kept below it),
 //!   `GET /api/v4/projects/{id}/repository/tree?recursive=true&per_page=&page=` (offset pagination
@@ -96,9 +100,17 @@ impl Repo {
         format!("{}/{}", self.owner, self.name)
     }
 
-    fn sha(&self, git_ref: &str) -> String {
+    /// The commit a ref points at: a hash of the repository, the ref and its files, so that it
+    /// moves when the files change.
+    pub fn sha(&self, git_ref: &str) -> String {
         use sha2::Digest;
-        let digest = sha2::Sha256::digest(format!("{}@{git_ref}", self.full_name()));
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(format!("{}@{git_ref}", self.full_name()));
+        for (path, bytes) in self.refs.get(git_ref).into_iter().flatten() {
+            hasher.update(path.as_bytes());
+            hasher.update(bytes);
+        }
+        let digest = hasher.finalize();
         digest
             .iter()
             .take(20)
@@ -267,6 +279,16 @@ impl Forge {
     /// trees over its limits.
     pub fn truncate_trees(&self) {
         self.shared.truncate_trees.store(true, Ordering::SeqCst);
+    }
+
+    /// Replaces the files of a ref (a push).
+    pub fn push(&self, git_ref: &str, files: BTreeMap<String, Vec<u8>>) {
+        self.shared
+            .repo
+            .lock()
+            .expect("lock")
+            .refs
+            .insert(git_ref.to_owned(), files);
     }
 
     /// Answers normally again.
@@ -533,7 +555,7 @@ async fn handle(
     let repo = shared.repo.lock().expect("lock").clone();
     let private = shared.token.lock().expect("lock").is_some();
     let response = match api {
-        Api::Github => github(&shared, &repo, &path, &query, private),
+        Api::Github => github(&shared, &repo, &path, &query, &headers, private),
         Api::Gitee => gitee(&shared, &repo, &path, &query, private),
         Api::Gitlab => gitlab(&shared.base, &repo, &uri, &query, truncate),
         Api::Download => download(&repo, &path, truncate),
@@ -585,6 +607,7 @@ fn github(
     repo: &Repo,
     path: &str,
     query: &BTreeMap<String, String>,
+    headers: &HeaderMap,
     private: bool,
 ) -> Response<Body> {
     let base = shared.base.as_str();
@@ -622,6 +645,39 @@ fn github(
                 repo.full_name(),
                 download_query(private)
             ))
+        }
+        "commits" => {
+            // `GET /repos/{o}/{r}/commits/{ref}`; with `Accept: application/vnd.github.sha` the
+            // bare commit id, with an `ETag`, and `304` for a matching `If-None-Match`.
+            let Some((name, _)) = git_ref.as_deref().and_then(|r| repo.files(Some(r))) else {
+                return json_response(
+                    422,
+                    &json!({"message": "No commit found for SHA: unknown", "documentation_url": "https://docs.example.test/rest", "status": "422"}),
+                );
+            };
+            let sha = repo.sha(name);
+            let etag = format!("\"{sha}\"");
+            let accept = headers
+                .get("accept")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            if !accept.contains("application/vnd.github.sha") {
+                return json_response(200, &json!({"sha": sha, "commit": {"message": "update"}}));
+            }
+            let matches = headers
+                .get("if-none-match")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v == etag);
+            Response::builder()
+                .status(if matches { 304 } else { 200 })
+                .header("content-type", "application/vnd.github.sha; charset=utf-8")
+                .header("etag", etag)
+                .body(if matches {
+                    Body::empty()
+                } else {
+                    Body::from(sha)
+                })
+                .expect("response")
         }
         "git" => {
             let Some(sha) = git_ref.as_deref().and_then(|r| r.strip_prefix("trees/")) else {
@@ -719,6 +775,18 @@ fn gitee(
             download_query(private)
         ));
     }
+    if rest == "commits" {
+        // `GET /repos/{o}/{r}/commits?sha=&per_page=`: the newest commits of a ref (the default
+        // branch without `sha`).
+        let Some((name, _)) = repo.files(query.get("sha").map(String::as_str)) else {
+            return not_found(Api::Gitee);
+        };
+        let sha = repo.sha(name);
+        return json_response(
+            200,
+            &json!([{"sha": sha, "url": format!("{base}/api/v5/repos/{}/commits/{sha}", repo.full_name()), "commit": {"message": "update"}}]),
+        );
+    }
     if let Some(sha) = rest.strip_prefix("git/trees/") {
         let Some((name, files)) = repo.files(Some(&decode(sha))) else {
             return not_found(Api::Gitee);
@@ -789,6 +857,19 @@ fn gitlab(
             archive_response(bytes, &format!("{top}.tar.gz"))
         }
         "repository/tree" => gitlab_tree(base, repo, uri, query),
+        "repository/commits" => {
+            // The newest commits of `ref_name` (the default branch without it); an unknown ref
+            // gives an empty list.
+            let commits: Vec<serde_json::Value> = repo
+                .files(query.get("ref_name").map(String::as_str))
+                .map(|(name, _)| {
+                    let sha = repo.sha(name);
+                    json!({"id": sha, "short_id": &sha[..8], "title": "update", "message": "update\n"})
+                })
+                .into_iter()
+                .collect();
+            json_response(200, &serde_json::Value::Array(commits))
+        }
         _ => {
             if let Some(file) = tail
                 .strip_prefix("repository/files/")

@@ -204,6 +204,13 @@ pub async fn upload_to_moto(bucket: &str, files: &BTreeMap<String, Vec<u8>>) {
         .send()
         .await
         .expect("create bucket");
+    put_to_moto(bucket, files).await;
+}
+
+/// Uploads `files` into the existing public bucket `bucket` on moto (readable by anyone).
+pub async fn put_to_moto(bucket: &str, files: &BTreeMap<String, Vec<u8>>) {
+    let options = options(moto(), bucket, Some(("moto", "moto")));
+    let (client, _) = client(&options, false);
     let uploads = files.iter().map(|(key, bytes)| {
         let client = client.clone();
         async move {
