@@ -336,7 +336,8 @@ async fn a_dependency_cycle_is_refused_naming_the_cycle() {
 
     let error = sb.enable("ouroboros-head", json!({})).await.unwrap_err();
 
-    assert!(matches!(error, manage::Error::Refused(_)), "{error:?}");
+    assert!(matches!(error, manage::Error::Resolve(_)), "{error:?}");
+    assert!(error.is_user_error());
     assert_eq!(
         error.to_string(),
         "dependency cycle: `ouroboros-head` → `ouroboros-tail` → `ouroboros-head`"
@@ -384,8 +385,8 @@ async fn dry_run_prints_the_plan_dependencies_first_and_changes_nothing() {
     assert_eq!(
         plan,
         [
-            "1 strongbox-operator 1.3.0 builtin install dependency",
-            "2 strongbox-dashboard 0.9.2 builtin install user",
+            "1 0 strongbox-operator 1.3.0 builtin install dependency (topology) strongbox-dashboard",
+            "2 1 strongbox-dashboard 0.9.2 builtin install user (topology) -",
         ],
         "{out}"
     );

@@ -208,9 +208,12 @@ pub struct EnableArgs {
 pub struct DisableArgs {
     /// The addon.
     pub addon: String,
-    /// Disable even when other addons or Applications still use it.
+    /// Disable even when other addons, Applications or custom resources still use it.
     #[arg(long)]
     pub force: bool,
+    /// Also disable the dependencies it brought in that no other addon needs any more.
+    #[arg(long)]
+    pub prune_dependencies: bool,
     /// Wait until everything is gone.
     #[arg(long)]
     pub wait: bool,

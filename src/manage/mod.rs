@@ -19,6 +19,8 @@
 pub mod catalog;
 pub mod clusters;
 pub mod direct;
+mod guard;
+mod inventory;
 mod plan;
 pub mod record;
 
@@ -36,8 +38,9 @@ use crate::model::{AddonVersion, Constraint};
 use crate::render::normalize::{self, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
 use crate::render::Renderer;
 pub use catalog::Catalog;
+pub use guard::disable_all;
 use plan::release_definitions;
-pub use plan::{definition_conflicts, plan, Action, EnableRequest, Plan, Step};
+pub use plan::{definition_conflicts, plan, Action, EnableRequest, Kept, Plan, Step};
 use record::{InstalledBy, ObjectRef, Record, RecordDependency, LABEL_RECORD};
 
 /// Everything an operation needs.
@@ -104,6 +107,9 @@ pub enum Error {
         /// How many clusters were targeted.
         total: usize,
     },
+    /// No plan satisfies the dependency constraints and system requirements.
+    #[error(transparent)]
+    Resolve(#[from] crate::resolve::ResolveError),
     /// Applying failed midway; `applied` lists what had been applied.
     #[error("{source}\n{}", applied_note(.applied))]
     Partial {
@@ -131,7 +137,7 @@ impl Error {
     /// Whether the user can fix this.
     pub fn is_user_error(&self) -> bool {
         match self {
-            Error::Refused(_) => true,
+            Error::Refused(_) | Error::Resolve(_) => true,
             Error::Cluster(e) => e.is_user_error(),
             Error::Addon(e) => e.is_user_error(),
             Error::Partial { source, .. } => source.is_user_error(),
@@ -634,30 +640,7 @@ pub async fn disable(
     };
     let ns = &ctx.namespace;
     if !force {
-        let dependents: Vec<String> = all
-            .values()
-            .filter(|other| other.name != name)
-            .filter(|other| {
-                other
-                    .record
-                    .as_ref()
-                    .is_some_and(|r| r.dependencies.iter().any(|d| d.name == name))
-            })
-            .map(|other| format!("`{}`", other.name))
-            .collect();
-        if !dependents.is_empty() {
-            return Err(Error::Refused(format!(
-                "addon `{name}` is needed by {}; disable them first or pass `--force`",
-                dependents.join(", ")
-            )));
-        }
-        let users = applications_using_definitions(ctx, current).await?;
-        if !users.is_empty() {
-            return Err(Error::Refused(format!(
-                "Applications use the definitions of addon `{name}`: {}; delete them first or pass `--force`",
-                users.join(", ")
-            )));
-        }
+        guard::check(ctx, &all, &[name.to_owned()]).await?;
     }
     let cluster = &ctx.cluster;
     let mut deleted = Vec::new();

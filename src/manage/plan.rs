@@ -2,16 +2,23 @@
 //! system requirements checked and definition conflicts found before anything is applied.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
 
+use futures::StreamExt as _;
+use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::model::{AddonPackage, AddonVersion, Constraint};
+use crate::model::{AddonMeta, AddonPackage, AddonVersion, Constraint, Dependency};
 use crate::render::normalize;
 use crate::render::{RenderOptions, Rendered};
+use crate::resolve::{self, Candidate, InstalledAddon, PlannedAddon, Platform, Universe};
+use crate::source::{AddonRef, AddonSummary, Reader};
 
+use super::inventory;
 use super::record::{self, InstalledBy, ObjectRef};
-use super::{installed, known_clusters, stored_args, Context, Error, Installed, Result};
+use super::{installed, known_clusters, stored_args, to_value, Context, Error, Installed, Result};
 
 /// What to enable.
 #[derive(Debug, Clone, Default)]
@@ -47,17 +54,43 @@ pub struct Step {
     pub action: Action,
     /// Who asked for it.
     pub installed_by: InstalledBy,
-    /// The rendered addon (for `keep`, what is installed is left alone).
+    /// The rendered addon.
     pub rendered: Rendered,
     /// Its package.
     pub package: AddonPackage,
+    /// The clusters it goes to (its `clusters` argument); `None` = where its topology says.
+    pub clusters: Option<Vec<String>>,
+    /// The addons of the plan it depends on.
+    pub depends_on: Vec<String>,
+    /// The addons of the plan that depend on it.
+    pub needed_by: Vec<String>,
+    /// Its layer: 0 depends on nothing in the plan, each next layer only on earlier ones.
+    pub layer: usize,
+}
+
+/// An installed addon the plan needs and leaves as it is.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Kept {
+    /// The addon.
+    pub name: String,
+    /// Its installed version.
+    pub version: String,
+    /// The registry it was installed from.
+    pub registry: String,
+    /// Who asked for it.
+    pub installed_by: InstalledBy,
+    /// The addons of the plan that depend on it.
+    pub needed_by: Vec<String>,
 }
 
 /// The addons to apply, dependencies first.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// In apply order.
+    /// What to apply, in apply order (dependencies first).
     pub steps: Vec<Step>,
+    /// Installed dependencies left as they are.
+    pub kept: Vec<Kept>,
     /// Notes for the user (e.g. definitions that will be skipped).
     pub notes: Vec<String>,
 }
@@ -89,223 +122,563 @@ async fn check_clusters(ctx: &Context, args: &Map<String, Value>) -> Result<()> 
     }
 }
 
+/// How many versions of one addon in one registry the solver sees (the newest ones) when the
+/// newest version of each addon does not make a plan.
+const MAX_VERSIONS: usize = 30;
+/// How many `metadata.yaml` files are read at once.
+const READ_CONCURRENCY: usize = 8;
+
 /// Builds the plan for enabling (or, with `upgrade`, upgrading) an addon.
+///
+/// The solver ([`crate::resolve`]) picks one version of the addon and of every dependency over
+/// every registry and what is installed; a version change of an installed addon is first checked
+/// against the constraints of the installed addons that depend on it. Each addon to apply is
+/// then loaded and rendered, a dependency's clusters are widened to those of the addons that
+/// need it, and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
     check_clusters(ctx, &request.args).await?;
     let installed = installed(ctx).await?;
     let k8s_version = kubernetes_version(ctx).await;
-    let (root_package, root_found_registry) = if std::path::Path::new(&request.reference).is_dir() {
+    let vela_version = vela_version(ctx).await;
+    let platform = Platform::new(k8s_version.as_deref(), vela_version.as_deref());
+    let mut notes = Vec::new();
+
+    // The addon asked for: a directory, `registry/name` or a name.
+    let directory = if Path::new(&request.reference).is_dir() {
         let located = crate::loader::locate(&request.reference, request.version.as_deref()).await?;
         let package = crate::loader::load(located.reader.as_ref(), &located.addon)
             .await
             .map_err(crate::Error::from)?;
-        (package, None)
+        Some((located.reader, package))
     } else {
-        let found = ctx
-            .catalog
-            .find(&request.reference, request.version.as_deref(), None, None)
-            .await?;
-        let registry = found.reader.registry().to_owned();
-        (ctx.catalog.load(&found).await?, Some(registry))
+        None
     };
-    let mut steps: Vec<Step> = Vec::new();
-    let mut notes = Vec::new();
-    let mut visiting: Vec<String> = Vec::new();
-    let mut done: BTreeSet<String> = BTreeSet::new();
-    let prefer = root_found_registry.unwrap_or_else(|| root_package.registry.clone());
-    resolve(
-        ctx,
-        &installed,
-        root_package,
-        request,
-        upgrade,
-        &prefer,
-        k8s_version.as_deref(),
-        InstalledBy::User,
-        &mut visiting,
-        &mut done,
-        &mut steps,
-        &mut notes,
-    )
-    .await?;
-    Ok(Plan { steps, notes })
-}
+    let (root, pinned) = match &directory {
+        Some((_, package)) => (package.name().to_owned(), Some(package.registry.clone())),
+        None => match request.reference.split_once('/') {
+            Some((registry, name)) => (name.to_owned(), Some(registry.to_owned())),
+            None => (request.reference.clone(), None),
+        },
+    };
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a recursive walk carrying its accumulators"
-)]
-async fn resolve(
-    ctx: &Context,
-    installed: &BTreeMap<String, Installed>,
-    package: AddonPackage,
-    request: &EnableRequest,
-    upgrade: bool,
-    prefer: &str,
-    k8s_version: Option<&str>,
-    by: InstalledBy,
-    visiting: &mut Vec<String>,
-    done: &mut BTreeSet<String>,
-    steps: &mut Vec<Step>,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let name = package.name().to_owned();
-    visiting.push(name.clone());
-    if !request.skip_version_check {
-        check_system(&package, k8s_version)?;
+    let mut sources = Sources::list(ctx, &mut notes).await;
+    if let Some((reader, _)) = &directory {
+        sources.add_first(Arc::clone(reader), &mut notes).await;
     }
-    for dependency in &package.metadata.dependencies {
-        if let Some(position) = visiting.iter().position(|v| v == &dependency.name) {
-            let mut cycle: Vec<String> = visiting[position..]
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect();
-            cycle.push(format!("`{}`", dependency.name));
-            return Err(Error::Refused(format!(
-                "dependency cycle: {}",
-                cycle.join(" → ")
-            )));
+    let mut universe = Universe::new(sources.registry_order());
+    for addon in installed.values() {
+        universe.install(installed_addon(addon));
+    }
+
+    // Without `--version`, an installed addon moves to the newest version (as `vela addon
+    // enable` does); a version change must keep the constraints of its installed dependents.
+    let current = installed.get(&root);
+    let version = match (&request.version, current) {
+        (Some(version), _) => Some(version.clone()),
+        (None, Some(current)) => {
+            sources.newest(&root, pinned.as_deref().or(Some(&current.registry)))
         }
-        if done.contains(&dependency.name) {
+        (None, None) => None,
+    };
+    if let (Some(current), Some(target)) = (current, &version) {
+        if !AddonVersion::parse(target).same_as(&current.version) {
+            resolve::check_upgrade(&universe, &root, &AddonVersion::parse(target))?;
+        }
+    }
+    let solver_request = resolve::Request {
+        root: root.clone(),
+        version: version.clone(),
+        registry: pinned.clone(),
+        skip_version_check: request.skip_version_check,
+        upgrade: true,
+    };
+    sources
+        .gather(
+            &mut universe,
+            &root,
+            version.as_deref(),
+            pinned.as_deref(),
+            false,
+            &mut notes,
+        )
+        .await;
+    let solution = match resolve::solve(&universe, &platform, &solver_request) {
+        Ok(solution) => solution,
+        Err(first) => {
+            // The newest versions did not make a plan: let the solver see older ones too.
+            let added = sources
+                .gather(
+                    &mut universe,
+                    &root,
+                    version.as_deref(),
+                    pinned.as_deref(),
+                    true,
+                    &mut notes,
+                )
+                .await;
+            if added {
+                resolve::solve(&universe, &platform, &solver_request)?
+            } else {
+                return Err(first.into());
+            }
+        }
+    };
+
+    let layers: BTreeMap<&str, usize> = solution
+        .layers()
+        .iter()
+        .enumerate()
+        .flat_map(|(layer, addons)| addons.iter().map(move |a| (a.name.as_str(), layer)))
+        .collect();
+    // What each addon of the plan needs of its dependencies' clusters: `None` = an addon that
+    // needs it is not limited to a list of clusters.
+    let mut needs: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut steps: Vec<Step> = Vec::new();
+    let mut kept: Vec<Kept> = Vec::new();
+    for planned in solution.steps.iter().rev() {
+        let name = planned.name.as_str();
+        let is_root = name == root;
+        let current = installed.get(name);
+        let mut action = match (is_root, planned.action) {
+            (true, _) if current.is_some() => Action::Upgrade,
+            (_, resolve::Action::Install) => Action::Install,
+            (_, resolve::Action::Upgrade) => Action::Upgrade,
+            (_, resolve::Action::Keep) => Action::Keep,
+        };
+        // Stored arguments count on upgrade and for dependencies; an enable of the addon asked
+        // for stores exactly the arguments it is given (none deletes the Secret), as KubeVela
+        // does.
+        let stored = if current.is_some() && (upgrade || !is_root) {
+            stored_args(ctx, name).await?
+        } else {
+            Map::new()
+        };
+        let mut args = if is_root {
+            request.args.clone()
+        } else {
+            Map::new()
+        };
+        let own_clusters = if is_root {
+            cluster_list(args.get("clusters").or_else(|| stored.get("clusters")))
+        } else {
+            let existing = cluster_list(stored.get("clusters"));
+            match (needs.get(name), current, existing) {
+                (Some(Some(needed)), Some(_), Some(existing)) => {
+                    let mut all: BTreeSet<String> = existing.iter().cloned().collect();
+                    if needed.iter().any(|c| !all.contains(c)) {
+                        all.extend(needed.iter().cloned());
+                        let widened: Vec<String> = all.into_iter().collect();
+                        notes.push(format!(
+                            "`{name}` is widened to the clusters of the addons that need it: {}",
+                            widened.join(", ")
+                        ));
+                        args.insert("clusters".into(), json!(widened));
+                        if action == Action::Keep {
+                            action = Action::Upgrade;
+                        }
+                        Some(widened)
+                    } else {
+                        Some(existing)
+                    }
+                }
+                (_, Some(_), Some(existing)) => Some(existing),
+                (Some(Some(needed)), None, _) => Some(needed.iter().cloned().collect()),
+                // Installed everywhere its topology says (nothing to widen), or needed by an
+                // addon that is not limited to a list of clusters.
+                _ => None,
+            }
+        };
+        for dependency in &planned.depends_on {
+            let entry = needs
+                .entry(dependency.clone())
+                .or_insert_with(|| Some(BTreeSet::new()));
+            match (&own_clusters, entry.as_mut()) {
+                (None, _) => *entry = None,
+                (Some(list), Some(set)) => set.extend(list.iter().cloned()),
+                (Some(_), None) => {}
+            }
+        }
+        if action == Action::Keep {
+            kept.push(Kept {
+                name: name.to_owned(),
+                version: planned.version.to_string(),
+                registry: planned.registry.clone(),
+                installed_by: planned.installed_by,
+                needed_by: planned.needed_by.clone(),
+            });
             continue;
         }
-        let constraint = dependency
-            .version
-            .as_deref()
-            .map(Constraint::parse)
-            .transpose()
-            .map_err(|e| {
-                Error::Refused(format!(
-                    "addon `{name}`: dependency `{}`: {e}",
-                    dependency.name
-                ))
-            })?;
-        if let Some(current) = installed.get(&dependency.name) {
-            let satisfied = constraint
-                .as_ref()
-                .is_none_or(|c| c.matches(&AddonVersion::parse(&current.version)));
-            if satisfied {
-                done.insert(dependency.name.clone());
-                continue;
+        let package = match &directory {
+            Some((_, package)) if is_root => package.clone(),
+            _ => sources.load(planned).await?,
+        };
+        // A new dependency goes to the clusters of the addons that need it when it deploys to
+        // managed clusters at all.
+        if !is_root && current.is_none() && package.metadata.deploy_to.runtime_cluster {
+            if let Some(list) = &own_clusters {
+                args.insert("clusters".into(), json!(list));
             }
-            return Err(Error::Refused(format!(
-                "addon `{name}` needs `{} {}`, but version `{}` is installed; upgrade it first (`addonctl upgrade {} --version …`)",
-                dependency.name,
-                dependency.version.as_deref().unwrap_or("*"),
-                current.version,
-                dependency.name
-            )));
         }
-        let found = ctx
-            .catalog
-            .find(&dependency.name, None, constraint.as_ref(), Some(prefer))
-            .await
-            .map_err(|e| {
-                Error::Refused(format!(
-                    "addon `{name}` depends on `{}`: {e}",
-                    dependency.name
-                ))
-            })?;
-        let dep_package = ctx.catalog.load(&found).await?;
-        Box::pin(resolve(
-            ctx,
-            installed,
-            dep_package,
-            &EnableRequest {
-                reference: dependency.name.clone(),
-                version: None,
-                args: Map::new(),
-                ..request.clone()
-            },
-            false,
-            prefer,
-            k8s_version,
-            InstalledBy::Dependency,
-            visiting,
-            done,
-            steps,
-            notes,
-        ))
-        .await?;
+        let options = RenderOptions {
+            namespace: ctx.namespace.clone(),
+            args,
+            stored_args: stored,
+            upgrade: current.is_some(),
+            kubernetes_version: k8s_version.clone(),
+            clusters: None,
+        };
+        let rendered = ctx
+            .renderer
+            .render(&package, &options)
+            .map_err(crate::Error::from)?;
+        steps.push(Step {
+            action,
+            installed_by: planned.installed_by,
+            clusters: cluster_list(rendered.args.get("clusters")),
+            depends_on: planned.depends_on.clone(),
+            needed_by: planned.needed_by.clone(),
+            layer: layers.get(name).copied().unwrap_or_default(),
+            rendered,
+            package,
+        });
     }
-    visiting.pop();
-    done.insert(name.clone());
-
-    let current = installed.get(&name);
-    // Stored arguments count on upgrade only: an enable stores exactly the arguments it is
-    // given (none deletes the Secret), as KubeVela does.
-    let stored = if upgrade && current.is_some() {
-        stored_args(ctx, &name).await?
-    } else {
-        Map::new()
-    };
-    let options = RenderOptions {
-        namespace: ctx.namespace.clone(),
-        args: request.args.clone(),
-        stored_args: stored,
-        upgrade: current.is_some(),
-        kubernetes_version: k8s_version.map(str::to_owned),
-        clusters: None,
-    };
-    let rendered = ctx
-        .renderer
-        .render(&package, &options)
-        .map_err(crate::Error::from)?;
-    let action = match current {
-        None => Action::Install,
-        Some(c) if by == InstalledBy::Dependency && c.record.is_some() => Action::Keep,
-        Some(_) => Action::Upgrade,
-    };
-    steps.push(Step {
-        action,
-        installed_by: current.and_then(|c| c.record.as_ref()).map_or(by, |r| {
-            if by == InstalledBy::User {
-                InstalledBy::User
-            } else {
-                r.installed_by
-            }
-        }),
-        rendered,
-        package,
-    });
-    let _ = notes;
-    Ok(())
+    steps.reverse();
+    kept.reverse();
+    let plan = Plan { steps, kept, notes };
+    inventory::check(ctx, &plan, &installed, sources.readers()).await?;
+    Ok(plan)
 }
 
-fn check_system(package: &AddonPackage, k8s_version: Option<&str>) -> Result<()> {
-    let check = |what: &str, constraint: &Option<String>, actual: Option<&str>| -> Result<()> {
-        let (Some(constraint), Some(actual)) = (constraint, actual) else {
-            return Ok(());
-        };
-        let parsed = Constraint::parse(constraint).map_err(|e| {
-            Error::Refused(format!("addon `{}`: `system.{what}`: {e}", package.name()))
-        })?;
-        let version = AddonVersion::parse(actual);
-        let comparable = version.semver().map(|v| {
-            let mut v = v.clone();
-            v.pre = semver::Prerelease::EMPTY;
-            AddonVersion::parse(&v.to_string())
-        });
-        if comparable.is_some_and(|v| parsed.matches(&v)) {
-            Ok(())
-        } else {
-            Err(Error::Refused(format!(
-                "addon `{}` requires {what} `{constraint}`, but it is `{actual}`; pass `--skip-version-check` to enable it anyway",
-                package.name()
-            )))
+/// An explicit list of cluster names (the `clusters` argument), if any.
+fn cluster_list(value: Option<&Value>) -> Option<Vec<String>> {
+    let items = value?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// What the solver knows of an installed addon: its record, or for an addon installed by
+/// KubeVela (no record) its labels, with no known dependencies, as if the user had asked for it.
+pub(super) fn installed_addon(addon: &Installed) -> InstalledAddon {
+    InstalledAddon {
+        name: addon.name.clone(),
+        version: AddonVersion::parse(&addon.version),
+        registry: addon.registry.clone(),
+        installed_by: addon
+            .record
+            .as_ref()
+            .map_or(InstalledBy::User, |r| r.installed_by),
+        dependencies: addon
+            .record
+            .as_ref()
+            .map(|r| {
+                r.dependencies
+                    .iter()
+                    .map(|d| Dependency {
+                        name: d.name.clone(),
+                        version: d.version.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// KubeVela's version: the image tag of the vela-core Deployment in the system namespace;
+/// `None` when KubeVela is not installed or the Deployment cannot be read.
+pub(super) async fn vela_version(ctx: &Context) -> Option<String> {
+    let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
+    let listed = ctx
+        .cluster
+        .list(
+            &gvk,
+            Some(&ctx.namespace),
+            "app.kubernetes.io/name=vela-core",
+        )
+        .await;
+    let mut deployments: Vec<Value> = match listed {
+        Ok(list) => list.iter().map(to_value).collect(),
+        Err(e) => {
+            tracing::debug!("cannot read KubeVela's version: {e}");
+            return None;
         }
     };
-    check(
-        "kubernetes",
-        &package.metadata.system.kubernetes,
-        k8s_version,
-    )?;
-    check(
-        "addonctl",
-        &package.metadata.system.addonctl,
-        Some(crate::VERSION),
-    )?;
-    Ok(())
+    if deployments.is_empty() {
+        if let Ok(Some(found)) = ctx
+            .cluster
+            .get(&gvk, Some(&ctx.namespace), "kubevela-vela-core")
+            .await
+        {
+            deployments.push(to_value(&found));
+        }
+    }
+    deployments.iter().find_map(image_tag)
+}
+
+/// The tag of a Deployment's KubeVela container image (`oamdev/vela-core:v1.9.7` → `v1.9.7`).
+fn image_tag(deployment: &Value) -> Option<String> {
+    let containers = deployment
+        .pointer("/spec/template/spec/containers")?
+        .as_array()?;
+    let container = containers
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("kubevela"))
+        .or_else(|| containers.first())?;
+    let image = container.get("image")?.as_str()?;
+    let image = image.split('@').next().unwrap_or(image);
+    let (_, tag) = image.rsplit_once(':')?;
+    (!tag.is_empty() && !tag.contains('/')).then(|| tag.to_owned())
+}
+
+/// The registries of a plan with their listings, read once, and the versions read so far.
+struct Sources {
+    /// Every registry that could be listed, in search order.
+    registries: Vec<(Reader, Vec<AddonSummary>)>,
+    /// `(registry, name, version as metadata.yaml writes it)` → the version as the registry
+    /// lists it (what the reader is asked for).
+    listed: BTreeMap<(String, String, String), String>,
+    /// `(registry, name, listed version)` already read.
+    read: BTreeSet<(String, String, String)>,
+}
+
+impl Sources {
+    /// Lists every registry of the catalog concurrently; a registry that fails becomes a note.
+    async fn list(ctx: &Context, notes: &mut Vec<String>) -> Self {
+        let listings = ctx.catalog.list().await;
+        let mut registries = Vec::new();
+        for (reader, listing) in ctx.catalog.readers().iter().zip(listings) {
+            match listing.addons {
+                Ok(addons) => registries.push((Arc::clone(reader), addons)),
+                Err(e) => notes.push(format!("registry `{}` is left out: {e}", listing.registry)),
+            }
+        }
+        Sources {
+            registries,
+            listed: BTreeMap::new(),
+            read: BTreeSet::new(),
+        }
+    }
+
+    /// Puts a registry first (the directory an addon was enabled from).
+    async fn add_first(&mut self, reader: Reader, notes: &mut Vec<String>) {
+        match reader.list_addons().await {
+            Ok(addons) => self.registries.insert(0, (reader, addons)),
+            Err(e) => notes.push(format!("registry `{}` is left out: {e}", reader.registry())),
+        }
+    }
+
+    fn registry_order(&self) -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        for (reader, _) in &self.registries {
+            if !order.iter().any(|r| r == reader.registry()) {
+                order.push(reader.registry().to_owned());
+            }
+        }
+        order
+    }
+
+    fn readers(&self) -> Vec<Reader> {
+        self.registries.iter().map(|(r, _)| Arc::clone(r)).collect()
+    }
+
+    /// The newest stable version of an addon, in registry `prefer` if it has it, else in the
+    /// first registry that does (directories sharing a registry name count as one registry).
+    fn newest(&self, name: &str, prefer: Option<&str>) -> Option<String> {
+        let newest_in = |registry: &str| {
+            self.registries
+                .iter()
+                .filter(|(r, _)| r.registry() == registry)
+                .filter_map(|(_, addons)| addons.iter().find(|a| a.name == name))
+                .flat_map(|summary| summary.versions.iter())
+                .map(|v| AddonVersion::parse(v))
+                .filter(|v| !v.is_prerelease() && v.semver().is_some())
+                .max()
+                .map(|v| v.raw().to_owned())
+        };
+        prefer
+            .and_then(newest_in)
+            .or_else(|| self.registry_order().iter().find_map(|r| newest_in(r)))
+    }
+
+    /// Reads the metadata of the versions the solver may need, from `root` down its
+    /// dependencies: with `all`, the newest [`MAX_VERSIONS`] of each addon in each registry;
+    /// otherwise, per registry, the newest stable version and the newest matching each
+    /// constraint seen. Returns whether any candidate was added.
+    async fn gather(
+        &mut self,
+        universe: &mut Universe,
+        root: &str,
+        root_version: Option<&str>,
+        pinned: Option<&str>,
+        all: bool,
+        notes: &mut Vec<String>,
+    ) -> bool {
+        let mut added = false;
+        let mut seen: BTreeSet<String> = BTreeSet::from([root.to_owned()]);
+        let mut constraints: BTreeMap<String, Vec<Constraint>> = BTreeMap::new();
+        let mut level: Vec<String> = vec![root.to_owned()];
+        while !level.is_empty() {
+            let mut wanted: Vec<(Reader, String, String)> = Vec::new();
+            for name in &level {
+                let is_root = name == root;
+                for (reader, addons) in &self.registries {
+                    if is_root && pinned.is_some_and(|p| p != reader.registry()) {
+                        continue;
+                    }
+                    let Some(summary) = addons.iter().find(|a| &a.name == name) else {
+                        continue;
+                    };
+                    let mut versions: Vec<AddonVersion> = summary
+                        .versions
+                        .iter()
+                        .map(|v| AddonVersion::parse(v))
+                        .collect();
+                    versions.sort();
+                    versions.reverse();
+                    let chosen: Vec<&AddonVersion> = match (is_root, root_version) {
+                        (true, Some(exact)) => {
+                            versions.iter().filter(|v| v.same_as(exact)).collect()
+                        }
+                        _ if all => versions.iter().take(MAX_VERSIONS).collect(),
+                        _ => {
+                            let mut picks: Vec<&AddonVersion> = Vec::new();
+                            let stable = versions.iter().find(|v| !v.is_prerelease());
+                            picks.extend(stable.or_else(|| versions.first()));
+                            for constraint in constraints.get(name).into_iter().flatten() {
+                                picks.extend(versions.iter().find(|v| constraint.matches(v)));
+                            }
+                            picks
+                        }
+                    };
+                    for version in chosen {
+                        let key = (
+                            reader.registry().to_owned(),
+                            name.clone(),
+                            version.raw().to_owned(),
+                        );
+                        if self.read.insert(key) {
+                            wanted.push((
+                                Arc::clone(reader),
+                                name.clone(),
+                                version.raw().to_owned(),
+                            ));
+                        }
+                    }
+                }
+            }
+            let metas: Vec<_> = futures::stream::iter(wanted)
+                .map(|(reader, name, version)| async move {
+                    let meta = read_metadata(&reader, &name, &version).await;
+                    (reader, name, version, meta)
+                })
+                .buffer_unordered(READ_CONCURRENCY)
+                .collect()
+                .await;
+            let mut next: Vec<String> = Vec::new();
+            for (reader, name, version, meta) in metas {
+                let meta = match meta {
+                    Ok(meta) => meta,
+                    Err(message) => {
+                        notes.push(format!(
+                            "`{name}` {version} in registry `{}` is left out: {message}",
+                            reader.registry()
+                        ));
+                        continue;
+                    }
+                };
+                for dependency in &meta.dependencies {
+                    if let Some(Ok(constraint)) =
+                        dependency.version.as_deref().map(Constraint::parse)
+                    {
+                        constraints
+                            .entry(dependency.name.clone())
+                            .or_default()
+                            .push(constraint);
+                    }
+                    if seen.insert(dependency.name.clone()) {
+                        next.push(dependency.name.clone());
+                    }
+                }
+                self.listed.insert(
+                    (
+                        reader.registry().to_owned(),
+                        name.clone(),
+                        meta.version.raw().to_owned(),
+                    ),
+                    version,
+                );
+                universe.add(Candidate::from_meta(&meta, reader.registry()));
+                added = true;
+            }
+            level = next;
+        }
+        added
+    }
+
+    /// Loads the package of a planned addon.
+    async fn load(&self, planned: &PlannedAddon) -> Result<AddonPackage> {
+        let version = self
+            .listed
+            .get(&(
+                planned.registry.clone(),
+                planned.name.clone(),
+                planned.version.raw().to_owned(),
+            ))
+            .cloned()
+            .unwrap_or_else(|| planned.version.raw().to_owned());
+        // Several directories share the registry name `local`: take the one listing the version.
+        let lists = |addons: &[AddonSummary]| {
+            addons
+                .iter()
+                .any(|a| a.name == planned.name && a.versions.contains(&version))
+        };
+        let Some((reader, _)) = self
+            .registries
+            .iter()
+            .filter(|(r, _)| r.registry() == planned.registry)
+            .find(|(_, addons)| lists(addons))
+            .or_else(|| {
+                self.registries
+                    .iter()
+                    .find(|(r, _)| r.registry() == planned.registry)
+            })
+        else {
+            return Err(Error::Refused(format!(
+                "addon `{}` {} comes from registry `{}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has",
+                planned.name, planned.version, planned.registry
+            )));
+        };
+        let addon = AddonRef {
+            name: planned.name.clone(),
+            version: Some(version),
+        };
+        Ok(crate::loader::load(reader.as_ref(), &addon)
+            .await
+            .map_err(crate::Error::from)?)
+    }
+}
+
+/// Reads and parses one version's `metadata.yaml`; the error is a message for a note.
+async fn read_metadata(reader: &Reader, name: &str, version: &str) -> Result<AddonMeta, String> {
+    let addon = AddonRef {
+        name: name.to_owned(),
+        version: Some(version.to_owned()),
+    };
+    let bytes = reader
+        .read_file(&addon, "metadata.yaml")
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| "`metadata.yaml` is not UTF-8".to_owned())?;
+    let (meta, _) = AddonMeta::parse(&text).map_err(|e| format!("`metadata.yaml`: {e}"))?;
+    if meta.name == name {
+        Ok(meta)
+    } else {
+        Err(format!("its `metadata.yaml` names it `{}`", meta.name))
+    }
 }
 
 /// A definition of a plan that already exists and is not the addon's own.

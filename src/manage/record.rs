@@ -25,15 +25,7 @@ pub fn record_name(addon: &str) -> String {
     format!("addon-record-{addon}")
 }
 
-/// Who asked for the addon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InstalledBy {
-    /// The user named it.
-    User,
-    /// It came in as another addon's dependency.
-    Dependency,
-}
+pub use crate::model::InstalledBy;
 
 /// One object applied to the control plane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -311,6 +311,17 @@ fn dependency(index: usize, item: &Value) -> Result<Dependency, MetadataError> {
     Ok(Dependency { name, version })
 }
 
+/// Who asked for an installed addon: recorded with it, so `disable --prune-dependencies` knows
+/// what came in only as a dependency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstalledBy {
+    /// The user named it.
+    User,
+    /// It came in as another addon's dependency.
+    Dependency,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

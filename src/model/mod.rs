@@ -5,5 +5,7 @@ pub mod metadata;
 pub mod version;
 
 pub use addon::{AddonPackage, SourceFile, Template};
-pub use metadata::{AddonMeta, Dependency, DeployTo, MetadataError, SystemRequirements};
+pub use metadata::{
+    AddonMeta, Dependency, DeployTo, InstalledBy, MetadataError, SystemRequirements,
+};
 pub use version::{AddonVersion, Constraint};

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::Universe;
-use crate::manage::record::InstalledBy;
+use crate::model::InstalledBy;
 
 /// Dependency edges between addon names, in the order the addons declare them.
 pub(super) type Graph = BTreeMap<String, Vec<String>>;

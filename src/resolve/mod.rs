@@ -68,7 +68,7 @@ use pubgrub::PubGrubError;
 
 use crate::model::{AddonMeta, AddonVersion, Constraint, Dependency, SystemRequirements};
 
-pub use crate::manage::record::InstalledBy;
+pub use crate::model::InstalledBy;
 pub use error::{BrokenDependent, ResolveError, Result, SystemRequirement};
 
 use provider::{same_version, Problem, TimeLimit, ABSENT, ROOT};

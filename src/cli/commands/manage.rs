@@ -143,6 +143,17 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
+    for note in &plan.notes {
+        reporter.step(&format!("note: {note}"));
+    }
+    for kept in &plan.kept {
+        reporter.step(&format!(
+            "keeping `{}` {} (installed; needed by {})",
+            kept.name,
+            kept.version,
+            kept.needed_by.join(", ")
+        ));
+    }
     let reports = manage::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
@@ -232,31 +243,81 @@ async fn print_plan(
                 "registry": s.rendered.registry,
                 "action": s.action,
                 "installedBy": s.installed_by,
+                "layer": s.layer,
+                "clusters": s.clusters,
+                "dependsOn": s.depends_on,
+                "neededBy": s.needed_by,
                 "objects": objects,
             })
         })
         .collect();
-    let document = json!({"plan": steps, "conflicts": conflicts});
+    let document = json!({
+        "plan": steps,
+        "kept": plan.kept,
+        "notes": plan.notes,
+        "conflicts": conflicts,
+    });
     if print_structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
-        "{:<4} {:<24} {:<12} {:<10} {:<9} REASON",
-        "STEP", "ADDON", "VERSION", "REGISTRY", "ACTION"
+        "{:<4} {:<5} {:<24} {:<12} {:<10} {:<9} {:<10} {:<20} NEEDED BY",
+        "STEP", "LAYER", "ADDON", "VERSION", "REGISTRY", "ACTION", "REASON", "CLUSTERS"
     )?;
-    for (i, s) in plan.steps.iter().enumerate() {
+    let rows = plan.steps.iter().map(|s| {
+        (
+            Some(s.layer),
+            s.rendered.name.as_str(),
+            s.rendered.version.as_str(),
+            s.rendered.registry.as_str(),
+            json!(s.action)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            json!(s.installed_by)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            s.clusters
+                .as_ref()
+                .map_or_else(|| "(topology)".to_owned(), |c| c.join(",")),
+            &s.needed_by,
+        )
+    });
+    let kept = plan.kept.iter().map(|k| {
+        (
+            None,
+            k.name.as_str(),
+            k.version.as_str(),
+            k.registry.as_str(),
+            "keep".to_owned(),
+            json!(k.installed_by)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            "-".to_owned(),
+            &k.needed_by,
+        )
+    });
+    for (i, (layer, name, version, registry, action, reason, clusters, needed_by)) in
+        kept.chain(rows).enumerate()
+    {
         writeln!(
             stdout,
-            "{:<4} {:<24} {:<12} {:<10} {:<9} {}",
+            "{:<4} {:<5} {name:<24} {version:<12} {registry:<10} {action:<9} {reason:<10} {clusters:<20} {}",
             i + 1,
-            s.rendered.name,
-            s.rendered.version,
-            s.rendered.registry,
-            json!(s.action).as_str().unwrap_or_default(),
-            json!(s.installed_by).as_str().unwrap_or_default()
+            layer.map_or_else(|| "-".to_owned(), |l| l.to_string()),
+            if needed_by.is_empty() {
+                "-".to_owned()
+            } else {
+                needed_by.join(",")
+            }
         )?;
+    }
+    for note in &plan.notes {
+        writeln!(stdout, "note: {note}")?;
     }
     for conflict in &conflicts {
         writeln!(stdout, "conflict: {conflict}")?;
@@ -273,6 +334,8 @@ async fn print_plan(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Waits until `name` reaches `phase`, printing on stderr each cluster's readiness whenever it
+/// changes. On timeout the error names every workload not ready, per cluster.
 async fn wait_for(
     ctx: &Context,
     name: &str,
@@ -316,10 +379,21 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let report = manage::disable(&ctx, &args.addon, args.force, &reporter).await?;
+    let reports = manage::disable_all(
+        &ctx,
+        &args.addon,
+        args.force,
+        args.prune_dependencies,
+        &reporter,
+    )
+    .await?;
     if args.wait {
         let started = Instant::now();
-        while manage::installed(&ctx).await?.contains_key(&args.addon) {
+        loop {
+            let left = manage::installed(&ctx).await?;
+            if !reports.iter().any(|r| left.contains_key(&r.name)) {
+                break;
+            }
             if started.elapsed() > Duration::from_secs(args.timeout) {
                 anyhow::bail!(
                     "addon `{}` is still present after {}s",
@@ -330,16 +404,35 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
-    if !print_structured(&report, args.output)? {
+    // The addon's report, with the dependencies pruned after it under `pruned`.
+    let mut document = reports
+        .first()
+        .map(serde_json::to_value)
+        .transpose()?
+        .unwrap_or(Value::Null);
+    if let Some(map) = document.as_object_mut() {
+        map.insert(
+            "pruned".into(),
+            serde_json::to_value(reports.get(1..).unwrap_or_default())?,
+        );
+    }
+    if !print_structured(&document, args.output)? {
         let mut stdout = std::io::stdout().lock();
-        writeln!(
-            stdout,
-            "addon `{}` disabled: {} objects deleted",
-            report.name,
-            report.deleted.len()
-        )?;
-        for deleted in &report.deleted {
-            writeln!(stdout, "  deleted {deleted}")?;
+        for (i, report) in reports.iter().enumerate() {
+            writeln!(
+                stdout,
+                "addon `{}` disabled{}: {} objects deleted",
+                report.name,
+                if i == 0 {
+                    ""
+                } else {
+                    " (a dependency nothing needs any more)"
+                },
+                report.deleted.len()
+            )?;
+            for deleted in &report.deleted {
+                writeln!(stdout, "  deleted {deleted}")?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

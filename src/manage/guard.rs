@@ -1,0 +1,317 @@
+//! What keeps `disable` from breaking what is still in use, and `disable --prune-dependencies`.
+//!
+//! Expected flow: [`disable_all`] finds the addons to remove (the addon, plus with
+//! `--prune-dependencies` the dependencies nothing else needs any more, from
+//! [`resolve::prunable_after_removing`]), checks all of them before removing any ([`check`]),
+//! then disables them one by one, the addon first and each dependency after what needed it.
+//!
+//! [`check`] refuses (unless `--force`) while an installed addon outside the removal depends on
+//! one of them (its record says so), while Applications use their definitions, or while custom
+//! resources of the CRDs they created still exist on a cluster they target (a few are named).
+//! Clusters that cannot be reached are not checked: nothing can be deleted there either, and the
+//! next `disable` checks them again.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kube::api::{DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use serde_json::Value;
+
+use crate::cluster::Cluster;
+use crate::render::normalize;
+use crate::resolve::{self, Universe};
+
+use super::{
+    applications_using_definitions, clusters_of, direct, disable, installed, to_value, Context,
+    DisableReport, Error, Installed, Reporter, Result,
+};
+
+/// How many custom resources an error names.
+const SHOWN: usize = 5;
+
+/// Disables `name` and, with `prune_dependencies`, the dependencies nothing needs any more:
+/// one report per addon removed, in removal order.
+pub async fn disable_all(
+    ctx: &Context,
+    name: &str,
+    force: bool,
+    prune_dependencies: bool,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    let all = installed(ctx).await?;
+    if !all.contains_key(name) {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    }
+    let mut removal = vec![name.to_owned()];
+    if prune_dependencies {
+        let mut universe = Universe::new(Vec::new());
+        for addon in all.values() {
+            universe.install(super::plan::installed_addon(addon));
+        }
+        removal.extend(resolve::prunable_after_removing(&universe, name));
+    }
+    if !force {
+        check(ctx, &all, &removal).await?;
+    }
+    let mut reports: Vec<DisableReport> = Vec::new();
+    for addon in &removal {
+        match disable(ctx, addon, true, reporter).await {
+            Ok(report) => reports.push(report),
+            Err(e) if reports.is_empty() => return Err(e),
+            Err(e) => {
+                return Err(Error::Partial {
+                    source: Box::new(e),
+                    applied: reports
+                        .iter()
+                        .map(|r| format!("disabled addon `{}`", r.name))
+                        .collect(),
+                })
+            }
+        }
+    }
+    Ok(reports)
+}
+
+/// Refuses the removal of `removal` while something outside it still needs one of them.
+pub(super) async fn check(
+    ctx: &Context,
+    all: &BTreeMap<String, Installed>,
+    removal: &[String],
+) -> Result<()> {
+    let removing: BTreeSet<&str> = removal.iter().map(String::as_str).collect();
+    let mut problems: Vec<String> = Vec::new();
+    for name in removal {
+        let Some(addon) = all.get(name) else {
+            continue;
+        };
+        let dependents: Vec<String> = all
+            .values()
+            .filter(|other| !removing.contains(other.name.as_str()))
+            .filter_map(|other| {
+                let dependency = other
+                    .record
+                    .as_ref()?
+                    .dependencies
+                    .iter()
+                    .find(|d| &d.name == name)?;
+                Some(match &dependency.version {
+                    Some(constraint) => format!("`{}` (needs `{name} {constraint}`)", other.name),
+                    None => format!("`{}`", other.name),
+                })
+            })
+            .collect();
+        if !dependents.is_empty() {
+            problems.push(format!(
+                "addon `{name}` is needed by {}; disable them first",
+                dependents.join(", ")
+            ));
+        }
+        let users = applications_using_definitions(ctx, addon).await?;
+        if !users.is_empty() {
+            problems.push(format!(
+                "Applications use the definitions of addon `{name}`: {}; delete them first",
+                users.join(", ")
+            ));
+        }
+        let resources = custom_resources(ctx, addon).await?;
+        if !resources.is_empty() {
+            problems.push(format!(
+                "custom resources of the CRDs of addon `{name}` still exist: {}; delete them first",
+                resources.join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Refused(format!(
+            "{}\n(pass `--force` to disable anyway)",
+            problems.join("\n")
+        )))
+    }
+}
+
+/// The CRDs an addon created, per cluster: those its record lists on the control plane and on
+/// each cluster it dispatched to (only those addonctl created: the others stay), and those of
+/// its Application's components on the clusters the Application targets.
+fn crds_by_cluster(addon: &Installed, joined: &[String]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let local = normalize::LOCAL_CLUSTER.to_owned();
+    if let Some(record) = &addon.record {
+        for object in &record.inventory {
+            if object.kind == "CustomResourceDefinition" {
+                out.entry(local.clone())
+                    .or_default()
+                    .insert(object.name.clone());
+            }
+        }
+        for (cluster, inventory) in &record.dispatched {
+            for object in inventory.objects.iter().filter(|o| o.created) {
+                if object.object.kind == "CustomResourceDefinition" {
+                    out.entry(cluster.clone())
+                        .or_default()
+                        .insert(object.object.name.clone());
+                }
+            }
+        }
+    }
+    if let Some(app) = &addon.application {
+        let crds: Vec<String> = super::inventory::component_objects(app)
+            .iter()
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+            .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        if !crds.is_empty() {
+            let args = serde_json::Map::new();
+            let mut clusters = clusters_of(Some(app), &args);
+            if clusters.iter().any(|c| c == "*") {
+                clusters = std::iter::once(local.clone())
+                    .chain(joined.iter().cloned())
+                    .collect();
+            }
+            for cluster in clusters {
+                out.entry(cluster).or_default().extend(crds.iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+/// The objects an addon applied itself, per cluster, as `(kind, namespace, name)`: disable
+/// deletes them before its CRDs, so they do not count as custom resources left behind.
+fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, String)> {
+    let mut out = BTreeSet::new();
+    if let Some(record) = &addon.record {
+        for (cluster, inventory) in &record.dispatched {
+            for object in &inventory.objects {
+                out.insert((
+                    cluster.clone(),
+                    object.object.kind.clone(),
+                    object.object.namespace.clone(),
+                    object.object.name.clone(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Up to [`SHOWN`] custom resources of the addon's CRDs that the addon did not apply itself,
+/// as `Kind ns/name on cluster `c``.
+async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+    let joined: Vec<String> = if addon.application.is_some() {
+        direct::joined(ctx)
+            .await?
+            .into_iter()
+            .map(|(info, _)| info.name)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let wanted = crds_by_cluster(addon, &joined);
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let own = own_objects(addon);
+    let names: BTreeSet<String> = wanted.keys().cloned().collect();
+    let clients = direct::clients(ctx, &names).await?;
+    let mut found = Vec::new();
+    for (cluster_name, crds) in &wanted {
+        let Some(Ok(cluster)) = clients.get(cluster_name) else {
+            continue;
+        };
+        for crd in crds {
+            if found.len() >= SHOWN {
+                return Ok(found);
+            }
+            let owned = own.iter().filter(|(c, ..)| c == cluster_name).count();
+            match resources_of(cluster, crd, SHOWN - found.len() + owned).await {
+                Ok(items) => found.extend(
+                    items
+                        .into_iter()
+                        .filter(|(kind, namespace, name)| {
+                            !own.contains(&(
+                                cluster_name.clone(),
+                                kind.clone(),
+                                namespace.clone(),
+                                name.clone(),
+                            ))
+                        })
+                        .take(SHOWN - found.len())
+                        .map(|(kind, namespace, name)| match namespace {
+                            Some(ns) => format!("{kind} `{ns}/{name}` on cluster `{cluster_name}`"),
+                            None => format!("{kind} `{name}` on cluster `{cluster_name}`"),
+                        }),
+                ),
+                Err(Error::Cluster(e)) if !e.is_user_error() => {
+                    tracing::warn!(
+                        "cannot check custom resources on cluster `{cluster_name}`: {e}"
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Up to `limit` objects of a CRD's kind, in every namespace: `(kind, namespace, name)`.
+async fn resources_of(
+    cluster: &Cluster,
+    crd: &str,
+    limit: usize,
+) -> Result<Vec<(String, Option<String>, String)>> {
+    let crd_gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let Some(object) = cluster.get(&crd_gvk, None, crd).await? else {
+        return Ok(Vec::new());
+    };
+    let object = to_value(&object);
+    let (Some(group), Some(kind)) = (
+        object.pointer("/spec/group").and_then(Value::as_str),
+        object.pointer("/spec/names/kind").and_then(Value::as_str),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let versions: Vec<&Value> = object
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().collect())
+        .unwrap_or_default();
+    let version = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.first())
+        .and_then(|v| v.get("name").and_then(Value::as_str));
+    let Some(version) = version else {
+        return Ok(Vec::new());
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let Some((resource, _)) = cluster.resource(&gvk).await? else {
+        return Ok(Vec::new());
+    };
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(cluster.client().clone(), &resource);
+    let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+    let list = api
+        .list(&ListParams::default().limit(limit))
+        .await
+        .map_err(|e| {
+            Error::Refused(format!(
+                "cannot check whether custom resources of `{crd}` exist on cluster `{}`: {e}; pass `--force` to disable anyway",
+                cluster.name()
+            ))
+        })?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|item| {
+            (
+                kind.to_owned(),
+                item.metadata.namespace,
+                item.metadata.name.unwrap_or_default(),
+            )
+        })
+        .collect())
+}

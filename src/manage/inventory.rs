@@ -1,0 +1,642 @@
+//! The API inventory: which APIs (custom resource kinds, KubeVela definitions) each addon
+//! provides and which ones its rendered objects use.
+//!
+//! Expected flow: [`check`] runs at the end of planning. For every addon the plan applies, it
+//! collects the kinds of the objects it renders (control-plane objects and the objects of its
+//! `k8s-objects`/`raw` components) and, when KubeVela's definitions are served, the component,
+//! trait, policy and workflow-step types its Application uses. A kind is provided when the
+//! control plane serves it, when an addon of the plan ships its CRD, or when an installed addon
+//! shipped it (its record or its Application lists the CRD); a type is provided when the
+//! definition exists in the system namespace, is a KubeVela built-in, or an addon of the plan
+//! ships it. What nobody provides fails the plan, naming the addons of the registries that do
+//! provide it (found by rendering their newest versions with default parameters, only on this
+//! error path).
+//!
+//! Guarantees: nothing is applied before the check; the error lists every missing API of every
+//! addon of the plan at once. Kinds are looked up on the control plane only: objects the direct
+//! engine dispatches to managed clusters are checked against the control plane's APIs, plus the
+//! CRDs installed addons dispatched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use kube::core::GroupVersionKind;
+use serde_json::Value;
+
+use crate::render::{RenderOptions, Rendered};
+use crate::source::{AddonRef, Reader};
+
+use super::plan::Plan;
+use super::{Context, Error, Installed, Result};
+
+/// How many addons of the registries are rendered at once when looking for providers.
+const SEARCH_CONCURRENCY: usize = 8;
+/// The most addons looked at when looking for providers.
+const SEARCH_LIMIT: usize = 500;
+
+/// KubeVela's built-in definitions (installed with KubeVela itself), by kind.
+const BUILTIN_COMPONENTS: &[&str] = &[
+    "webservice",
+    "worker",
+    "task",
+    "cron-task",
+    "daemon",
+    "k8s-objects",
+    "raw",
+    "ref-objects",
+];
+const BUILTIN_TRAITS: &[&str] = &[
+    "affinity",
+    "annotations",
+    "apply-once",
+    "command",
+    "container-image",
+    "container-ports",
+    "cpuscaler",
+    "env",
+    "expose",
+    "gateway",
+    "hostalias",
+    "hpa",
+    "init-container",
+    "json-merge-patch",
+    "json-patch",
+    "k8s-update-strategy",
+    "labels",
+    "nodeaffinity",
+    "podsecuritycontext",
+    "resource",
+    "scaler",
+    "securitycontext",
+    "service-account",
+    "service-binding",
+    "sidecar",
+    "startup-probe",
+    "storage",
+    "topologyspreadconstraints",
+];
+const BUILTIN_POLICIES: &[&str] = &[
+    "apply-once",
+    "debug",
+    "envbinding",
+    "garbage-collect",
+    "health",
+    "override",
+    "read-only",
+    "replication",
+    "resource-update",
+    "shared-resource",
+    "take-over",
+    "topology",
+];
+const BUILTIN_STEPS: &[&str] = &[
+    "addon-operation",
+    "apply-app",
+    "apply-component",
+    "apply-deployment",
+    "apply-object",
+    "apply-terraform-config",
+    "apply-terraform-provider",
+    "build-push-image",
+    "check-metrics",
+    "clean-jobs",
+    "collect-service-endpoints",
+    "create-config",
+    "delete-config",
+    "depends-on-app",
+    "deploy",
+    "deploy-cloud-resource",
+    "export-data",
+    "export-service",
+    "export2config",
+    "export2secret",
+    "generate-jdbc-connection",
+    "list-config",
+    "notification",
+    "print-message-in-status",
+    "read-app",
+    "read-config",
+    "read-object",
+    "request",
+    "share-cloud-resource",
+    "step-group",
+    "suspend",
+    "vela-cli",
+    "webhook",
+];
+
+/// One API an addon uses or provides.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Api {
+    /// A kind: group, version, kind.
+    Kind {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    /// A KubeVela definition: its kind (`ComponentDefinition`, …) and name.
+    Definition { kind: &'static str, name: String },
+}
+
+impl std::fmt::Display for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Api::Kind {
+                group,
+                version,
+                kind,
+            } if group.is_empty() => write!(f, "`{version} {kind}`"),
+            Api::Kind {
+                group,
+                version,
+                kind,
+            } => write!(f, "`{group}/{version} {kind}`"),
+            Api::Definition { kind, name } => write!(f, "{kind} `{name}`"),
+        }
+    }
+}
+
+impl Api {
+    fn gvk(&self) -> Option<GroupVersionKind> {
+        match self {
+            Api::Kind {
+                group,
+                version,
+                kind,
+            } => Some(GroupVersionKind::gvk(group, version, kind)),
+            Api::Definition { .. } => None,
+        }
+    }
+
+    /// Whether a provided API covers this used one (a CRD provides every version it lists).
+    fn covered_by(&self, provided: &Api) -> bool {
+        match (self, provided) {
+            (
+                Api::Kind {
+                    group,
+                    version,
+                    kind,
+                },
+                Api::Kind {
+                    group: g,
+                    version: v,
+                    kind: k,
+                },
+            ) => group == g && kind == k && (v.is_empty() || version == v),
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// The objects an addon renders that must be served somewhere: its control-plane objects
+/// (without the Application and its KubeVela definitions, which are skipped with a note when
+/// KubeVela is absent) and its components' objects.
+fn used_objects(rendered: &Rendered) -> Vec<Value> {
+    let mut out: Vec<Value> = rendered
+        .objects()
+        .into_iter()
+        .filter(|o| {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let api = o
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            !(api.starts_with("core.oam.dev/")
+                && (kind == "Application" || kind.ends_with("Definition")))
+        })
+        .collect();
+    out.extend(component_objects(&rendered.application));
+    out
+}
+
+/// The objects of an Application's `k8s-objects` and `raw` components.
+pub(super) fn component_objects(application: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for component in application
+        .pointer("/spec/components")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        match component.get("type").and_then(Value::as_str) {
+            Some("k8s-objects") => out.extend(
+                component
+                    .pointer("/properties/objects")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            ),
+            Some("raw") => out.extend(component.get("properties").cloned()),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn kind_of(object: &Value) -> Option<Api> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    Some(Api::Kind {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        kind: kind.to_owned(),
+    })
+}
+
+/// The kinds a CRD object serves (one per listed version, or one without a version).
+fn crd_apis(object: &Value) -> Vec<Api> {
+    if object.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
+        return Vec::new();
+    }
+    let (Some(group), Some(kind)) = (
+        object.pointer("/spec/group").and_then(Value::as_str),
+        object.pointer("/spec/names/kind").and_then(Value::as_str),
+    ) else {
+        return Vec::new();
+    };
+    let mut versions: Vec<String> = object
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    if let Some(version) = object.pointer("/spec/version").and_then(Value::as_str) {
+        versions.push(version.to_owned());
+    }
+    if versions.is_empty() {
+        versions.push(String::new());
+    }
+    versions
+        .into_iter()
+        .map(|version| Api::Kind {
+            group: group.to_owned(),
+            version,
+            kind: kind.to_owned(),
+        })
+        .collect()
+}
+
+fn definition_kind(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "ComponentDefinition" => "ComponentDefinition",
+        "TraitDefinition" => "TraitDefinition",
+        "PolicyDefinition" => "PolicyDefinition",
+        "WorkflowStepDefinition" => "WorkflowStepDefinition",
+        _ => return None,
+    })
+}
+
+/// What a rendered addon provides: the kinds of the CRDs it ships and its definitions.
+fn provided(rendered: &Rendered) -> BTreeSet<Api> {
+    let mut out = BTreeSet::new();
+    let mut objects = rendered.objects();
+    objects.extend(component_objects(&rendered.application));
+    for object in &objects {
+        out.extend(crd_apis(object));
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let (Some(kind), Some(name)) = (
+            definition_kind(kind),
+            object.pointer("/metadata/name").and_then(Value::as_str),
+        ) {
+            out.insert(Api::Definition {
+                kind,
+                name: name.to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// The definitions an Application uses that KubeVela does not ship.
+fn used_definitions(application: &Value) -> Vec<Api> {
+    let mut out = Vec::new();
+    let mut push = |kind: &'static str, builtins: &[&str], name: Option<&str>| {
+        if let Some(name) = name.filter(|n| !builtins.contains(n)) {
+            out.push(Api::Definition {
+                kind,
+                name: name.to_owned(),
+            });
+        }
+    };
+    let items = |pointer: &str| -> Vec<Value> {
+        application
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for component in items("/spec/components") {
+        push(
+            "ComponentDefinition",
+            BUILTIN_COMPONENTS,
+            component.get("type").and_then(Value::as_str),
+        );
+        for t in component
+            .get("traits")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            push(
+                "TraitDefinition",
+                BUILTIN_TRAITS,
+                t.get("type").and_then(Value::as_str),
+            );
+        }
+    }
+    for policy in items("/spec/policies") {
+        push(
+            "PolicyDefinition",
+            BUILTIN_POLICIES,
+            policy.get("type").and_then(Value::as_str),
+        );
+    }
+    for step in items("/spec/workflow/steps") {
+        push(
+            "WorkflowStepDefinition",
+            BUILTIN_STEPS,
+            step.get("type").and_then(Value::as_str),
+        );
+        for sub in step
+            .get("subSteps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            push(
+                "WorkflowStepDefinition",
+                BUILTIN_STEPS,
+                sub.get("type").and_then(Value::as_str),
+            );
+        }
+    }
+    out
+}
+
+/// What installed addons shipped: the CRDs their records list (control plane and dispatched)
+/// and the CRDs of their Applications' components.
+fn installed_provided(
+    installed: &BTreeMap<String, Installed>,
+) -> (BTreeSet<String>, BTreeSet<Api>) {
+    // CRD names (`<plural>.<group>`) from records: only the group is known.
+    let mut groups = BTreeSet::new();
+    let mut apis = BTreeSet::new();
+    for addon in installed.values() {
+        if let Some(record) = &addon.record {
+            let dispatched = record
+                .dispatched
+                .values()
+                .flat_map(|c| c.objects.iter().map(|o| &o.object));
+            for object in record.inventory.iter().chain(dispatched) {
+                if object.kind == "CustomResourceDefinition" {
+                    if let Some((_, group)) = object.name.split_once('.') {
+                        groups.insert(group.to_owned());
+                    }
+                }
+            }
+        }
+        if let Some(app) = &addon.application {
+            for object in component_objects(app) {
+                apis.extend(crd_apis(&object));
+            }
+        }
+    }
+    (groups, apis)
+}
+
+/// Checks that every API the plan's addons use is provided; see the module documentation.
+pub(super) async fn check(
+    ctx: &Context,
+    plan: &Plan,
+    installed: &BTreeMap<String, Installed>,
+    readers: Vec<Reader>,
+) -> Result<()> {
+    let mut by_plan: BTreeSet<Api> = BTreeSet::new();
+    for step in &plan.steps {
+        by_plan.extend(provided(&step.rendered));
+    }
+    let (installed_groups, by_installed) = installed_provided(installed);
+    let definitions_served = ctx
+        .cluster
+        .serves(&GroupVersionKind::gvk(
+            "core.oam.dev",
+            "v1beta1",
+            "ComponentDefinition",
+        ))
+        .await?;
+
+    // Every addon's missing APIs, with an example object of each.
+    let mut missing: BTreeMap<String, BTreeMap<Api, String>> = BTreeMap::new();
+    let mut checked: BTreeMap<Api, bool> = BTreeMap::new();
+    for step in &plan.steps {
+        let name = &step.rendered.name;
+        let mut uses: Vec<(Api, String)> = used_objects(&step.rendered)
+            .iter()
+            .filter_map(|o| Some((kind_of(o)?, crate::cluster::describe(o))))
+            .collect();
+        if definitions_served {
+            uses.extend(
+                used_definitions(&step.rendered.application)
+                    .into_iter()
+                    .map(|api| (api, format!("Application `addon-{name}`"))),
+            );
+        }
+        for (api, example) in uses {
+            if by_plan
+                .iter()
+                .chain(&by_installed)
+                .any(|p| api.covered_by(p))
+            {
+                continue;
+            }
+            let served = if let Some(served) = checked.get(&api) {
+                *served
+            } else {
+                let served = match (&api, api.gvk()) {
+                    (Api::Kind { group, .. }, Some(gvk)) => {
+                        installed_groups.contains(group) || ctx.cluster.serves(&gvk).await?
+                    }
+                    (Api::Definition { kind, name }, _) => ctx
+                        .cluster
+                        .get(
+                            &GroupVersionKind::gvk("core.oam.dev", "v1beta1", kind),
+                            Some(&ctx.namespace),
+                            name,
+                        )
+                        .await?
+                        .is_some(),
+                    (Api::Kind { .. }, None) => true,
+                };
+                checked.insert(api.clone(), served);
+                served
+            };
+            if !served {
+                missing
+                    .entry(name.clone())
+                    .or_default()
+                    .entry(api)
+                    .or_insert(example);
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let wanted: BTreeSet<Api> = missing.values().flat_map(|m| m.keys().cloned()).collect();
+    let in_plan: BTreeSet<&str> = plan
+        .steps
+        .iter()
+        .map(|s| s.rendered.name.as_str())
+        .collect();
+    let providers = find_providers(ctx, &readers, &wanted, &in_plan).await;
+    let mut lines = Vec::new();
+    for (addon, apis) in &missing {
+        for (api, example) in apis {
+            let who: Vec<&(String, String)> = providers
+                .iter()
+                .filter(|(p, _)| api.covered_by(p))
+                .flat_map(|(_, addons)| addons.iter())
+                .collect();
+            let hint = if who.is_empty() {
+                "no addon in the registries provides it; install it first".to_owned()
+            } else {
+                let names: Vec<String> = who
+                    .iter()
+                    .map(|(name, registry)| format!("`{name}` (registry `{registry}`)"))
+                    .collect();
+                format!(
+                    "provided by {}: add `{}` to the dependencies of `{addon}`",
+                    names.join(", "),
+                    who[0].0
+                )
+            };
+            lines.push(format!("`{addon}` uses {api} ({example}); {hint}"));
+        }
+    }
+    Err(Error::Refused(format!(
+        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}",
+        lines.join("\n  ")
+    )))
+}
+
+/// The addons of the registries (newest versions, rendered with default parameters) that
+/// provide any of `wanted`: each provided API with `(addon, registry)` pairs.
+async fn find_providers(
+    ctx: &Context,
+    readers: &[Reader],
+    wanted: &BTreeSet<Api>,
+    in_plan: &BTreeSet<&str>,
+) -> Vec<(Api, Vec<(String, String)>)> {
+    let mut targets: Vec<(Reader, String)> = Vec::new();
+    let listings = futures::future::join_all(readers.iter().map(|r| r.list_addons())).await;
+    for (reader, listing) in readers.iter().zip(listings) {
+        for summary in listing.unwrap_or_default() {
+            if !in_plan.contains(summary.name.as_str()) && targets.len() < SEARCH_LIMIT {
+                targets.push((Arc::clone(reader), summary.name));
+            }
+        }
+    }
+    let found: Vec<(String, String, BTreeSet<Api>)> = futures::stream::iter(targets)
+        .map(|(reader, name)| async move {
+            let apis = match crate::loader::load(reader.as_ref(), &AddonRef::latest(&name)).await {
+                Ok(package) => {
+                    let options = RenderOptions {
+                        namespace: ctx.namespace.clone(),
+                        ..RenderOptions::default()
+                    };
+                    match ctx.renderer.render(&package, &options) {
+                        Ok(rendered) => provided(&rendered),
+                        Err(e) => {
+                            tracing::debug!("looking for providers: `{name}` does not render: {e}");
+                            BTreeSet::new()
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("looking for providers: `{name}` does not load: {e}");
+                    BTreeSet::new()
+                }
+            };
+            (name, reader.registry().to_owned(), apis)
+        })
+        .buffer_unordered(SEARCH_CONCURRENCY)
+        .collect()
+        .await;
+    let mut out: Vec<(Api, Vec<(String, String)>)> = Vec::new();
+    for (name, registry, apis) in found {
+        for api in apis
+            .into_iter()
+            .filter(|a| wanted.iter().any(|w| w.covered_by(a)))
+        {
+            match out.iter_mut().find(|(a, _)| *a == api) {
+                Some((_, addons)) => addons.push((name.clone(), registry.clone())),
+                None => out.push((api, vec![(name.clone(), registry.clone())])),
+            }
+        }
+    }
+    for (_, addons) in &mut out {
+        addons.sort();
+        addons.dedup();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn crds_provide_every_listed_version() {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "certificates.cert-manager.io"},
+            "spec": {"group": "cert-manager.io", "names": {"kind": "Certificate"},
+                     "versions": [{"name": "v1"}, {"name": "v1beta1"}]}
+        });
+        let apis = crd_apis(&crd);
+        assert_eq!(apis.len(), 2);
+        let used =
+            kind_of(&json!({"apiVersion": "cert-manager.io/v1", "kind": "Certificate"})).unwrap();
+        assert!(apis.iter().any(|p| used.covered_by(p)));
+        let other =
+            kind_of(&json!({"apiVersion": "cert-manager.io/v2", "kind": "Certificate"})).unwrap();
+        assert!(!apis.iter().any(|p| other.covered_by(p)));
+        assert_eq!(used.to_string(), "`cert-manager.io/v1 Certificate`");
+        let core = kind_of(&json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap();
+        assert_eq!(core.to_string(), "`v1 ConfigMap`");
+    }
+
+    #[test]
+    fn only_non_builtin_definitions_are_used() {
+        let app = json!({"spec": {
+            "components": [
+                {"name": "a", "type": "k8s-objects", "traits": [{"type": "scaler"}, {"type": "my-trait"}]},
+                {"name": "b", "type": "helm"}
+            ],
+            "policies": [{"type": "topology"}, {"type": "my-policy"}],
+            "workflow": {"steps": [{"type": "deploy"}, {"type": "step-group", "subSteps": [{"type": "my-step"}]}]}
+        }});
+        let used: Vec<String> = used_definitions(&app)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            used,
+            [
+                "TraitDefinition `my-trait`",
+                "ComponentDefinition `helm`",
+                "PolicyDefinition `my-policy`",
+                "WorkflowStepDefinition `my-step`"
+            ]
+        );
+    }
+}

@@ -1,0 +1,478 @@
+//! Dependency resolution, safe disable and upgrade, and the API inventory, against real API
+//! servers (see `support::k8s`). Each fixture addon version is a local registry of its own; the
+//! directories all carry the registry name `local`, so the solver sees every version of an
+//! addon in one registry.
+
+use addonctl::manage::record::InstalledBy;
+use addonctl::manage::{self, EnableRequest, NoopReporter};
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{Kind, Sandbox};
+
+/// One version of a fixture addon: `dependencies` with constraints and the objects of one
+/// `k8s-objects` component.
+struct Spec {
+    name: String,
+    version: String,
+    dependencies: Vec<(String, Option<String>)>,
+    objects: Vec<Value>,
+    component_type: Option<String>,
+}
+
+fn addon(name: &str, version: &str) -> Spec {
+    Spec {
+        name: name.to_owned(),
+        version: version.to_owned(),
+        dependencies: Vec::new(),
+        objects: Vec::new(),
+        component_type: None,
+    }
+}
+
+impl Spec {
+    fn needs(mut self, name: &str, constraint: &str) -> Self {
+        self.dependencies
+            .push((name.to_owned(), Some(constraint.to_owned())));
+        self
+    }
+
+    fn object(mut self, object: Value) -> Self {
+        self.objects.push(object);
+        self
+    }
+
+    /// A second component of this type (a KubeVela definition).
+    fn component_of_type(mut self, component_type: &str) -> Self {
+        self.component_type = Some(component_type.to_owned());
+        self
+    }
+
+    fn write(self) -> TestAddon {
+        let mut metadata = format!(
+            "name: {}\nversion: {}\ndescription: Fixture addon {}\n",
+            self.name, self.version, self.name
+        );
+        if !self.dependencies.is_empty() {
+            metadata.push_str("dependencies:\n");
+            for (name, constraint) in &self.dependencies {
+                metadata.push_str(&format!("  - name: {name}\n"));
+                if let Some(constraint) = constraint {
+                    metadata.push_str(&format!("    version: \"{constraint}\"\n"));
+                }
+            }
+        }
+        let mut objects = self.objects.clone();
+        objects.push(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": format!("{}-marker", self.name)},
+            "data": {"version": self.version},
+        }));
+        let mut components = vec![json!({
+            "name": format!("{}-objects", self.name),
+            "type": "k8s-objects",
+            "properties": {"objects": objects},
+        })];
+        if let Some(component_type) = &self.component_type {
+            components.push(json!({"name": "extra", "type": component_type, "properties": {}}));
+        }
+        let template = json!({
+            "apiVersion": "core.oam.dev/v1beta1",
+            "kind": "Application",
+            "metadata": {"name": self.name, "namespace": "vela-system"},
+            "spec": {"components": components},
+        });
+        TestAddon::new(&self.name)
+            .file("metadata.yaml", &metadata)
+            .file("template.yaml", &serde_yaml::to_string(&template).unwrap())
+    }
+}
+
+fn request(reference: &str) -> EnableRequest {
+    EnableRequest {
+        reference: reference.to_owned(),
+        ..EnableRequest::default()
+    }
+}
+
+async fn enable(sb: &Sandbox, reference: &str) -> manage::Result<Vec<manage::StepReport>> {
+    manage::enable(&sb.ctx, &request(reference), &NoopReporter).await
+}
+
+fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let output = cmd.output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `top` → `middle >=1.0.0` → `base ^1.0`, with `base` at 1.0.0, 1.4.0 and 2.0.0.
+fn chain() -> Vec<TestAddon> {
+    vec![
+        addon("top", "1.0.0").needs("middle", ">=1.0.0").write(),
+        addon("middle", "1.0.0").needs("base", "^1.0").write(),
+        addon("base", "1.0.0").write(),
+        addon("base", "1.4.0").write(),
+        addon("base", "2.0.0").write(),
+    ]
+}
+
+async fn record_version(sb: &Sandbox, name: &str) -> Option<(String, InstalledBy)> {
+    let secret = sb
+        .get(Kind::SECRET, &format!("addon-record-{name}"))
+        .await?;
+    let record = manage::record::Record::from_secret(&secret)?;
+    Some((record.version, record.installed_by))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_of_three_is_planned_in_layers_and_enabled_dependencies_first() {
+    let addons = chain();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+
+    let (code, out, err) = run(sb.cli().args(["enable", "top", "--dry-run", "-o", "json"]));
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let steps: Vec<(String, String, u64, Value)> = plan["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["version"].as_str().unwrap().to_owned(),
+                s["layer"].as_u64().unwrap(),
+                s["neededBy"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("base".into(), "1.4.0".into(), 0, json!(["middle"])),
+            ("middle".into(), "1.0.0".into(), 1, json!(["top"])),
+            ("top".into(), "1.0.0".into(), 2, json!([])),
+        ]
+    );
+    assert!(
+        sb.get(Kind::NAMESPACE, sb.ns()).await.is_none(),
+        "a dry run applies nothing"
+    );
+
+    let reports = enable(&sb, "top").await.unwrap();
+
+    let order: Vec<(&str, &str)> = reports
+        .iter()
+        .map(|r| (r.name.as_str(), r.version.as_str()))
+        .collect();
+    assert_eq!(
+        order,
+        [("base", "1.4.0"), ("middle", "1.0.0"), ("top", "1.0.0")]
+    );
+    assert_eq!(
+        record_version(&sb, "base").await,
+        Some(("1.4.0".into(), InstalledBy::Dependency))
+    );
+    assert_eq!(
+        record_version(&sb, "middle").await,
+        Some(("1.0.0".into(), InstalledBy::Dependency))
+    );
+    assert_eq!(
+        record_version(&sb, "top").await,
+        Some(("1.0.0".into(), InstalledBy::User))
+    );
+    let app = sb.get(Kind::APPLICATION, "addon-base").await.unwrap();
+    assert_eq!(app["metadata"]["labels"]["addons.oam.dev/version"], "1.4.0");
+
+    // Enabling again keeps what is installed and applies only the addon asked for.
+    let plan = manage::plan(&sb.ctx, &request("top"), false).await.unwrap();
+    let kept: Vec<&str> = plan.kept.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(kept, ["base", "middle"]);
+    let steps: Vec<&str> = plan
+        .steps
+        .iter()
+        .map(|s| s.rendered.name.as_str())
+        .collect();
+    assert_eq!(steps, ["top"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conflicting_constraints_are_explained_and_nothing_is_applied() {
+    let addons = [
+        addon("picky", "1.0.0")
+            .needs("left", "*")
+            .needs("right", "*")
+            .write(),
+        addon("left", "1.0.0").needs("shared", ">=2.0.0").write(),
+        addon("right", "1.0.0").needs("shared", "<2.0.0").write(),
+        addon("shared", "1.5.0").write(),
+        addon("shared", "2.1.0").write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+
+    let (code, _, err) = run(sb.cli().args(["enable", "picky"]));
+
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot enable `picky`"), "{err}");
+    assert!(err.contains("`shared >=2.0.0`"), "{err}");
+    assert!(err.contains("`shared <2.0.0`"), "{err}");
+    assert!(sb.get(Kind::NAMESPACE, sb.ns()).await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disable_refuses_while_dependents_need_it_and_prunes_what_nothing_needs() {
+    let addons = [
+        addon("top", "1.0.0").needs("middle", ">=1.0.0").write(),
+        addon("middle", "1.0.0").needs("base", "^1.0").write(),
+        addon("extra", "1.0.0").needs("base", ">=1.0.0").write(),
+        addon("base", "1.0.0").write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+    enable(&sb, "top").await.unwrap();
+    enable(&sb, "extra").await.unwrap();
+
+    let (code, _, err) = run(sb.cli().args(["disable", "middle"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("addon `middle` is needed by `top` (needs `middle >=1.0.0`)"),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert!(record_version(&sb, "middle").await.is_some());
+
+    let (code, out, err) =
+        run(sb
+            .cli()
+            .args(["disable", "top", "--prune-dependencies", "-o", "json"]));
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["name"], "top");
+    let pruned: Vec<&str> = report["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(pruned, ["middle"], "`base` is still needed by `extra`");
+    assert!(record_version(&sb, "top").await.is_none());
+    assert!(record_version(&sb, "middle").await.is_none());
+    assert!(sb.get(Kind::APPLICATION, "addon-middle").await.is_none());
+    assert!(record_version(&sb, "base").await.is_some());
+
+    let (code, out, err) = run(sb.cli().args(["disable", "extra", "--prune-dependencies"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("addon `base` disabled (a dependency nothing needs any more)"),
+        "{out}"
+    );
+    assert!(record_version(&sb, "base").await.is_none());
+    assert!(sb.get(Kind::APPLICATION, "addon-base").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_addon_the_user_asked_for_is_never_pruned() {
+    let addons = [
+        addon("app", "1.0.0").needs("lib", "*").write(),
+        addon("lib", "1.0.0").write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+    enable(&sb, "lib").await.unwrap();
+    enable(&sb, "app").await.unwrap();
+    assert_eq!(
+        record_version(&sb, "lib").await,
+        Some(("1.0.0".into(), InstalledBy::User)),
+        "asked for first, so it stays the user's"
+    );
+
+    let reports = manage::disable_all(&sb.ctx, "app", false, true, &NoopReporter)
+        .await
+        .unwrap();
+
+    assert_eq!(reports.len(), 1);
+    assert!(record_version(&sb, "lib").await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upgrade_is_refused_when_an_installed_dependent_constraint_breaks() {
+    let addons = [
+        addon("dash", "1.0.0").needs("op", "<2.0.0").write(),
+        addon("op", "1.0.0").write(),
+        addon("op", "2.0.0").write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+    enable(&sb, "dash").await.unwrap();
+    assert_eq!(
+        record_version(&sb, "op").await.map(|r| r.0).as_deref(),
+        Some("1.0.0"),
+        "the highest version matching `<2.0.0`"
+    );
+
+    for how in [["--latest", ""], ["--version", "2.0.0"]] {
+        let mut args = vec!["upgrade", "op"];
+        args.extend(how.iter().filter(|a| !a.is_empty()));
+        let (code, _, err) = run(sb.cli().args(&args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("`op 2.0.0` would break installed addons that depend on `op`"),
+            "{err}"
+        );
+        assert!(err.contains("`dash 1.0.0` needs `op <2.0.0`"), "{err}");
+    }
+    assert_eq!(
+        record_version(&sb, "op").await.map(|r| r.0).as_deref(),
+        Some("1.0.0")
+    );
+    // `enable op` would move it to the newest version too: refused the same way.
+    let error = enable(&sb, "op").await.unwrap_err();
+    assert!(error.is_user_error());
+    assert!(error.to_string().contains("would break"), "{error}");
+}
+
+/// A CRD of kind `Gadget` in a group unique to the sandbox.
+fn gadget_crd(group: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("gadgets.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    })
+}
+
+fn gadget(group: &str, name: &str) -> Value {
+    json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget", "metadata": {"name": name}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_of_an_api_nobody_provides_are_refused_naming_the_addon_that_provides_it() {
+    let sb = Sandbox::with_kubevela().await;
+    let group = format!("{}.deps.example", sb.ns());
+    let addons = [
+        addon("gadget-user", "1.0.0")
+            .object(gadget(&group, "g1"))
+            .write(),
+        addon("gadget-kit", "1.0.0")
+            .object(gadget_crd(&group))
+            .write(),
+        addon("gadget-fan", "1.0.0")
+            .needs("gadget-kit", "*")
+            .object(gadget(&group, "g2"))
+            .write(),
+        addon("mystery", "1.0.0")
+            .component_of_type("mystery-type")
+            .write(),
+    ];
+    let sb = sb.registries(&addons.iter().collect::<Vec<_>>());
+
+    let error = enable(&sb, "gadget-user").await.unwrap_err();
+    let message = error.to_string();
+    assert!(error.is_user_error(), "{error:?}");
+    assert!(
+        message.contains(&format!("`gadget-user` uses `{group}/v1 Gadget`")),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "provided by `gadget-kit` (registry `local`): add `gadget-kit` to the dependencies of `gadget-user`"
+        ),
+        "{message}"
+    );
+    assert!(
+        sb.get(Kind::NAMESPACE, sb.ns()).await.is_none(),
+        "nothing applied"
+    );
+
+    // Declaring the dependency makes the plan provide the API.
+    let plan = manage::plan(&sb.ctx, &request("gadget-fan"), false)
+        .await
+        .unwrap();
+    let names: Vec<&str> = plan
+        .steps
+        .iter()
+        .map(|s| s.rendered.name.as_str())
+        .collect();
+    assert_eq!(names, ["gadget-kit", "gadget-fan"]);
+
+    // A component type no definition, built-in or addon provides.
+    let (code, _, err) = run(sb.cli().args(["enable", "mystery"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`mystery` uses ComponentDefinition `mystery-type`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no addon in the registries provides it"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disable_refuses_while_custom_resources_of_its_crds_exist() {
+    let sb = Sandbox::without_kubevela().await;
+    let group = format!("{}.deps.example", sb.ns());
+    let kit = addon("gadget-kit", "1.0.0")
+        .object(gadget_crd(&group))
+        .write();
+    let sb = sb.registries(&[&kit]);
+    sb.clean_up_on(
+        sb.cluster,
+        Kind::CUSTOM_RESOURCE_DEFINITION,
+        None,
+        &format!("gadgets.{group}"),
+    );
+    enable(&sb, "gadget-kit").await.unwrap();
+    let mut cr = gadget(&group, "precious");
+    cr["metadata"]["namespace"] = json!(sb.ns());
+    sb.api().apply(&cr, sb.ns()).await.unwrap();
+
+    let (code, _, err) = run(sb.cli().args(["disable", "gadget-kit"]));
+
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "custom resources of the CRDs of addon `gadget-kit` still exist: Gadget `{}/precious` on cluster `local`",
+            sb.ns()
+        )),
+        "{err}"
+    );
+    let crd = Kind::CUSTOM_RESOURCE_DEFINITION;
+    let stored = sb.get(crd, &format!("gadgets.{group}")).await.unwrap();
+    assert!(stored["metadata"]["deletionTimestamp"].is_null());
+
+    sb.api()
+        .delete(
+            &addonctl::cluster::gvk_of(&cr).unwrap(),
+            Some(sb.ns()),
+            "precious",
+        )
+        .await
+        .unwrap();
+    let (code, _, err) = run(sb.cli().args(["disable", "gadget-kit"]));
+    assert_eq!(code, 0, "{err}");
+    // The server finishes deleting a CRD in the background.
+    let left = sb.get(crd, &format!("gadgets.{group}")).await;
+    assert!(
+        left.is_none_or(|c| !c["metadata"]["deletionTimestamp"].is_null()),
+        "the CRD is deleted"
+    );
+}
