@@ -18,6 +18,7 @@ struct Spec {
     dependencies: Vec<(String, Option<String>)>,
     objects: Vec<Value>,
     component_type: Option<String>,
+    metadata: String,
 }
 
 fn addon(name: &str, version: &str) -> Spec {
@@ -27,6 +28,7 @@ fn addon(name: &str, version: &str) -> Spec {
         dependencies: Vec::new(),
         objects: Vec::new(),
         component_type: None,
+        metadata: String::new(),
     }
 }
 
@@ -39,6 +41,12 @@ impl Spec {
 
     fn object(mut self, object: Value) -> Self {
         self.objects.push(object);
+        self
+    }
+
+    /// More `metadata.yaml` (e.g. `system:` or `deployTo:`).
+    fn metadata(mut self, yaml: &str) -> Self {
+        self.metadata.push_str(yaml);
         self
     }
 
@@ -62,6 +70,7 @@ impl Spec {
                 }
             }
         }
+        metadata.push_str(&self.metadata);
         let mut objects = self.objects.clone();
         objects.push(json!({
             "apiVersion": "v1",
@@ -474,5 +483,152 @@ async fn disable_refuses_while_custom_resources_of_its_crds_exist() {
     assert!(
         left.is_none_or(|c| !c["metadata"]["deletionTimestamp"].is_null()),
         "the CRD is deleted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn system_requirements_name_the_addon_the_requirement_and_the_actual_version() {
+    let addons = [
+        addon("needs-new-vela", "1.0.0")
+            .metadata("system:\n  vela: \">=1.10.0\"\n")
+            .write(),
+        addon("needs-new-kube", "1.0.0")
+            .metadata("system:\n  kubernetes: \">=1.25.0\"\n")
+            .write(),
+        addon("wants-kube-needs", "1.0.0")
+            .needs("needs-new-kube", "*")
+            .write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+
+    // KubeVela not installed: its version is unknown.
+    let error = enable(&sb, "needs-new-vela").await.unwrap_err().to_string();
+    assert!(
+        error.contains("`needs-new-vela 1.0.0` requires KubeVela `>=1.10.0`"),
+        "{error}"
+    );
+    // KubeVela's version is the vela-core Deployment's image tag.
+    sb.api()
+        .create_if_missing(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
+        )
+        .await
+        .unwrap();
+    sb.api()
+        .apply(
+            &json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {
+                    "name": "kubevela-vela-core",
+                    "namespace": sb.ns(),
+                    "labels": {"app.kubernetes.io/name": "vela-core"},
+                },
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": "vela-core"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "vela-core"}},
+                        "spec": {"containers": [
+                            {"name": "kubevela", "image": "oamdev/vela-core:v1.9.7"}
+                        ]},
+                    },
+                },
+            }),
+            sb.ns(),
+        )
+        .await
+        .unwrap();
+    let error = enable(&sb, "needs-new-vela").await.unwrap_err().to_string();
+    assert!(
+        error.contains("requires KubeVela `>=1.10.0`") && error.contains("v1.9.7"),
+        "{error}"
+    );
+    assert!(error.contains("--skip-version-check"), "{error}");
+
+    // A dependency's requirement fails the plan of the addon that needs it.
+    let (code, _, err) = run(sb.cli().args(["enable", "wants-kube-needs"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`needs-new-kube 1.0.0` requires Kubernetes `>=1.25.0`"),
+        "{err}"
+    );
+    assert!(err.contains("v1.20.2") || err.contains("1.20.2"), "{err}");
+
+    let (code, _, err) = run(sb.cli().args([
+        "enable",
+        "wants-kube-needs",
+        "--skip-version-check",
+        "--dry-run",
+    ]));
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_it() {
+    let addons = [
+        addon("east-app", "1.0.0").needs("agent", "*").write(),
+        addon("west-app", "1.0.0").needs("agent", "*").write(),
+        addon("agent", "1.0.0")
+            .metadata("deployTo:\n  runtimeCluster: true\n")
+            .write(),
+    ];
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+    sb.join("east", crate::support::k8s::Env::get().managed_n(1), &[])
+        .await;
+    sb.join("west", crate::support::k8s::Env::get().managed_n(2), &[])
+        .await;
+
+    sb.enable("east-app", json!({"clusters": ["east"]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        sb.stored_args("agent").await,
+        Some(json!({"clusters": ["east"]}))
+    );
+
+    let plan = manage::plan(
+        &sb.ctx,
+        &EnableRequest {
+            reference: "west-app".into(),
+            args: crate::support::k8s::args(json!({"clusters": ["west"]})),
+            ..EnableRequest::default()
+        },
+        false,
+    )
+    .await
+    .unwrap();
+    let agent = plan
+        .steps
+        .iter()
+        .find(|s| s.rendered.name == "agent")
+        .expect("the agent is applied again, wider");
+    assert_eq!(agent.action, manage::Action::Upgrade);
+    assert_eq!(
+        agent.clusters.as_deref(),
+        Some(&["east".to_owned(), "west".to_owned()][..])
+    );
+    assert!(
+        plan.notes.iter().any(|n| n.contains("`agent` is widened")),
+        "{:?}",
+        plan.notes
+    );
+
+    manage::execute(&sb.ctx, &plan, false, &NoopReporter)
+        .await
+        .unwrap();
+    assert_eq!(
+        sb.stored_args("agent").await,
+        Some(json!({"clusters": ["east", "west"]}))
+    );
+    let app = sb.get(Kind::APPLICATION, "addon-agent").await.unwrap();
+    let policies = app["spec"]["policies"].to_string();
+    assert!(
+        policies.contains("\"east\"") && policies.contains("\"west\""),
+        "{policies}"
     );
 }
