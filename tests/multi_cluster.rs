@@ -907,6 +907,32 @@ async fn make_ready(cluster: &Cluster, namespace: &str) {
     .await;
 }
 
+/// Panics naming every key of `value` (at any depth) that is not camelCase.
+fn assert_camel_case(value: &Value) {
+    fn walk(value: &Value, path: &str, bad: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    if key.contains('_') || key.contains('-') || key.starts_with(char::is_uppercase)
+                    {
+                        bad.push(format!("{path}/{key}"));
+                    }
+                    walk(item, &format!("{path}/{key}"), bad);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{path}/{i}"), bad);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut bad = Vec::new();
+    walk(value, "", &mut bad);
+    assert!(bad.is_empty(), "not camelCase: {bad:?}");
+}
+
 /// Kind, name, exists, replicas, ready replicas.
 type Row<'a> = (&'a str, &'a str, bool, Option<i64>, Option<i64>);
 
@@ -1004,6 +1030,15 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
     let output = run(sb.cli().args(["status", "workloads", "-o", "json"]));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["phase"], "enabled");
+    assert_eq!(
+        (
+            &json["workloadCount"],
+            &json["readyWorkloadCount"],
+            &json["installedBy"]
+        ),
+        (&json!(4), &json!(4), &json!("user"))
+    );
+    assert_camel_case(&json);
     let web_on_m2 = &json["resources"][1]["resources"][1];
     assert_eq!(json["resources"][1]["cluster"], "m2");
     assert_eq!(
@@ -1092,6 +1127,17 @@ async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise
         stderr.contains("`workloads` is enabling; waiting for enabled"),
         "{stderr}"
     );
+    // Progress per cluster, as it changes.
+    for line in [
+        "m1: 0/2 workloads ready",
+        "m2: 0/2 workloads ready",
+        "m1: 2/2 workloads ready",
+    ] {
+        assert!(
+            stderr.contains(&format!("  {line}\n")),
+            "no `{line}`:\n{stderr}"
+        );
+    }
     assert_eq!(
         manage::status(&sb.ctx, "workloads", false)
             .await
@@ -1110,9 +1156,22 @@ async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise
         "--timeout",
         "2",
     ]));
-    assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr_of(&output).contains("addon `stuck` is still enabling after 2s"),
+        stderr
+            .contains("addon `stuck` is still enabling after 2s (waiting for enabled); not ready:"),
+        "{stderr}"
+    );
+    for cluster in ["m1", "m2"] {
+        let why = format!("{cluster}: Deployment {}/stuck 0/1 ready", sb.ns());
+        assert!(stderr.contains(&why), "no `{why}`:\n{stderr}");
+    }
+    // The per-cluster rate limit is a flag; 0 is refused as a usage error.
+    let output = run(sb.cli().args(["--qps", "0", "status", "stuck"]));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("--qps"),
         "{}",
         stderr_of(&output)
     );
@@ -1163,7 +1222,10 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
         "the reachable cluster was applied"
     );
     let record = sb.record("spread").await;
-    assert_eq!(record.pending.as_deref(), Some("1.0.0"));
+    assert_eq!(
+        record.pending.as_ref().map(|p| p.version.as_str()),
+        Some("1.0.0")
+    );
     assert_eq!(record.dispatched["m1"].error, None);
     assert_eq!(record.dispatched["m1"].objects.len(), 4);
     let m2_error = record.dispatched["m2"].error.as_deref().unwrap();
@@ -1278,7 +1340,10 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
         "a stopped cluster cost {took:?}: applies went on after the first timeout"
     );
     let interrupted = sb.record("bulk").await;
-    assert_eq!(interrupted.pending.as_deref(), Some("1.0.0"));
+    assert_eq!(
+        interrupted.pending.as_ref().map(|p| p.version.as_str()),
+        Some("1.0.0")
+    );
     assert_no_duplicates(&interrupted);
     assert_eq!(interrupted.dispatched["m1"].error, None);
     assert_eq!(interrupted.dispatched["m1"].objects.len(), COUNT + 1);
@@ -1574,4 +1639,420 @@ fn client_certificate(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
         crt.as_os_str(),
     ]);
     (fs_err::read(crt).unwrap(), fs_err::read(key).unwrap())
+}
+
+// ------------------------------------------------------------------- interrupted enables
+
+/// The record of `addon`, if there is one.
+async fn record_if_any(sb: &Sandbox, addon: &str) -> Option<Record> {
+    sb.get(Kind::SECRET, &format!("addon-record-{addon}"))
+        .await
+        .and_then(|secret| Record::from_secret(&secret))
+}
+
+/// Starts `addonctl enable bulk count=<count> --clusters m1,m3` in the background, stops the
+/// fault cluster (`m3`) once the pending revision is written and `m3` has some of the objects,
+/// waits until `m1` has all of them, then kills the enable (SIGKILL: no cleanup of any kind) and
+/// resumes `m3`. Hold [`fault_cluster_lock`].
+async fn enable_killed_midway(sb: &Sandbox, count: usize) {
+    let fault = Env::get().fault_cluster();
+    let m1 = managed(1).admin().await;
+    let m3 = fault.admin().await;
+    let mut enable = tokio::process::Command::from(sb.command());
+    enable
+        .args([
+            "enable",
+            "bulk",
+            &format!("count={count}"),
+            "--clusters",
+            "m1,m3",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = enable.spawn().unwrap();
+    let started = Instant::now();
+    let stopped = loop {
+        let pending = record_if_any(sb, "bulk").await.and_then(|r| r.pending);
+        let on_m3 = config_maps(&m3, sb.ns(), "bulk").await.len();
+        if pending.is_some() && on_m3 >= 10 {
+            assert!(on_m3 < count, "m3 was done before it could be stopped");
+            break Stopped::apiserver(fault);
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "enable ended before m3 could be stopped"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "nothing applied to m3"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // m3 answers nothing now: the enable waits on it (its timeout is 30 s) while m1 finishes.
+    while config_maps(&m1, sb.ns(), "bulk").await.len() < count {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "m1 did not get every object"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "enable did not wait on m3"
+    );
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    stopped.resume().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_enable_killed_midway_is_not_enabled_and_disable_deletes_what_it_created() {
+    const COUNT: usize = 400;
+    let _only_us = fault_cluster_lock().await;
+    let fault = Env::get().fault_cluster();
+    let bulk = addon("bulk").write();
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
+    sb.join("m1", managed(1), &[]).await;
+    sb.join("m3", fault, &[]).await;
+    let m1 = managed(1).admin().await;
+    let m3 = fault.admin().await;
+    // On m1 the namespace and `bulk-0` were there before, someone else's.
+    apply_as_on(
+        &m1,
+        "kubectl",
+        Kind::NAMESPACE.object(json!({"name": sb.ns()})),
+        sb.ns(),
+    )
+    .await;
+    let theirs = apply_as_on(
+        &m1,
+        "kubectl",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "bulk-0", "namespace": sb.ns()}, "data": {"index": "old"}}),
+        sb.ns(),
+    )
+    .await;
+
+    enable_killed_midway(&sb, COUNT).await;
+
+    // Nothing was promoted, but the pending revision lists every object the run meant to apply,
+    // with what existed before marked as such.
+    let record = sb.record("bulk").await;
+    assert!(
+        record.dispatched.is_empty(),
+        "{:?}",
+        record.dispatched.keys()
+    );
+    let pending = record.pending.clone().unwrap();
+    assert_eq!(pending.version, "1.0.0");
+    // Per cluster: how many objects are planned, and which of them are not addonctl's.
+    let planned: BTreeMap<&str, (usize, Vec<String>)> = pending
+        .dispatched
+        .iter()
+        .map(|(cluster, objects)| {
+            let theirs = objects
+                .iter()
+                .filter(|o| !o.created)
+                .map(|o| o.object.to_string())
+                .collect();
+            (cluster.as_str(), (objects.len(), theirs))
+        })
+        .collect();
+    let ns = sb.ns();
+    assert_eq!(
+        planned,
+        BTreeMap::from([
+            (
+                "m1",
+                (
+                    COUNT + 1,
+                    vec![
+                        format!("Namespace `{ns}`"),
+                        format!("ConfigMap `{ns}/bulk-0`")
+                    ]
+                )
+            ),
+            ("m3", (COUNT + 1, vec![])),
+        ])
+    );
+    assert_eq!(
+        pending.dispatched["m3"][COUNT].object.to_string(),
+        format!("ConfigMap `{ns}/bulk-{}`", COUNT - 1)
+    );
+    let status = manage::status(&sb.ctx, "bulk", false).await.unwrap();
+    assert_eq!(status.phase, Phase::Enabling);
+    assert!(
+        status
+            .notes
+            .iter()
+            .any(|n| n.contains("revision 1.0.0 is pending")
+                && n.contains("run `addonctl enable bulk` again")),
+        "{:?}",
+        status.notes
+    );
+    let on_m3 = &status.resources[1];
+    assert_eq!(on_m3.cluster, "m3");
+    assert_eq!(
+        on_m3.resources.len(),
+        COUNT + 1,
+        "the planned objects are shown"
+    );
+    let text = run(sb.cli().args(["status", "bulk"]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("phase:     enabling")
+            && text.contains("note:      revision 1.0.0 is pending"),
+        "{text}"
+    );
+    let listed = run(sb.cli().args(["list", "-o", "json"]));
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = listed["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "bulk")
+        .unwrap();
+    assert_eq!(row["status"], "enabling (1.0.0)");
+
+    let output = run(sb.cli().args(["disable", "bulk"]));
+
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    // m1: what the run created is gone, what was there before is not.
+    let left: Vec<Value> = list_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()))
+        .await
+        .into_iter()
+        .filter(|o| o["metadata"]["name"].as_str().unwrap().starts_with("bulk-"))
+        .collect();
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0]["metadata"]["uid"], theirs["metadata"]["uid"]);
+    let namespace = get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
+    assert!(namespace["metadata"]["deletionTimestamp"].is_null());
+    // m3: everything the run applied before it stopped (and whatever the server carried out
+    // after it resumed) is gone, the namespace it created too.
+    assert!(config_maps(&m3, sb.ns(), "bulk").await.is_empty());
+    assert!(is_gone(
+        get_on(&m3, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
+    assert!(record_if_any(&sb, "bulk").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_next_enable_finishes_an_interrupted_one_and_prunes_what_it_no_longer_renders() {
+    const COUNT: usize = 400;
+    let _only_us = fault_cluster_lock().await;
+    let fault = Env::get().fault_cluster();
+    let bulk = addon("bulk").write();
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
+    sb.join("m1", managed(1), &[]).await;
+    sb.join("m3", fault, &[]).await;
+    let m1 = managed(1).admin().await;
+    let m3 = fault.admin().await;
+    enable_killed_midway(&sb, COUNT).await;
+    let interrupted = sb.record("bulk").await;
+    let applied_on_m3 = config_maps(&m3, sb.ns(), "bulk").await;
+    assert!(applied_on_m3.len() >= 10 && applied_on_m3.len() < COUNT);
+
+    // A smaller enable: the objects the interrupted run applied beyond it are pruned.
+    sb.enable("bulk", json!({"count": 5, "clusters": ["m1", "m3"]}))
+        .await
+        .unwrap();
+
+    let finished = sb.record("bulk").await;
+    assert_eq!(finished.pending, None);
+    assert_no_duplicates(&finished);
+    for (name, cluster) in [("m1", &m1), ("m3", &m3)] {
+        assert_eq!(
+            config_maps(cluster, sb.ns(), "bulk").await,
+            numbered("bulk", 5),
+            "{name}"
+        );
+        let inventory = &finished.dispatched[name];
+        assert_eq!(inventory.objects.len(), 6, "{name}");
+        assert!(inventory
+            .objects
+            .iter()
+            .all(|o| o.created && !o.uid.is_empty()));
+        assert_recorded_objects_exist(cluster, inventory).await;
+    }
+    // What the interrupted run applied on m1 was kept, not re-created.
+    let m1_uid = |record: &Record| {
+        let object = &record.dispatched["m1"].objects[1];
+        (object.object.name.clone(), object.uid.clone())
+    };
+    let before = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "bulk-0")
+        .await
+        .unwrap();
+    assert_eq!(
+        m1_uid(&finished),
+        (
+            "bulk-0".to_owned(),
+            before["metadata"]["uid"].as_str().unwrap().to_owned()
+        )
+    );
+    assert!(interrupted.dispatched.is_empty());
+    assert_eq!(
+        manage::status(&sb.ctx, "bulk", false).await.unwrap().phase,
+        Phase::Enabled
+    );
+}
+
+// ----------------------------------------------------------------- namespaces, labels, sharing
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_the_engine_creates_is_recorded_and_deleted_and_one_that_existed_is_kept() {
+    // ConfigMaps only: they go to the system namespace, which the addon does not render.
+    let loose = addon("loose").body(&[CONFIG_MAPS]).write();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&loose]);
+    sb.join("m1", managed(1), &[]).await;
+    sb.join("m2", managed(2), &[]).await;
+    let m1 = managed(1).admin().await;
+    let m2 = managed(2).admin().await;
+    apply_as_on(
+        &m2,
+        "kubectl",
+        Kind::NAMESPACE.object(json!({"name": sb.ns()})),
+        sb.ns(),
+    )
+    .await;
+
+    sb.enable("loose", json!({"clusters": ["m1", "m2"]}))
+        .await
+        .unwrap();
+
+    let record = sb.record("loose").await;
+    let namespace = format!("Namespace `{}`", sb.ns());
+    assert_eq!(refs(&record.dispatched["m1"])[0], namespace);
+    assert!(record.dispatched["m1"].objects[0].created);
+    assert!(
+        !refs(&record.dispatched["m2"]).contains(&namespace),
+        "a namespace that existed is not recorded"
+    );
+    // Every dispatched object carries the addon's name, so a label selector finds them.
+    let labelled = m1
+        .list(
+            &Kind::CONFIG_MAP.gvk(),
+            Some(sb.ns()),
+            "addons.oam.dev/name=loose",
+        )
+        .await
+        .unwrap();
+    assert_eq!(labelled.len(), 2);
+    let stored_namespace = get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
+    assert!(stored_namespace["metadata"]["labels"]
+        .get("addons.oam.dev/name")
+        .is_none());
+    let before = resource_versions(&record, &BTreeMap::from([("m1", &m1), ("m2", &m2)])).await;
+    sb.enable("loose", json!({"clusters": ["m1", "m2"]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        sb.record("loose").await,
+        record,
+        "an unchanged enable records the same"
+    );
+    assert_eq!(
+        resource_versions(&record, &BTreeMap::from([("m1", &m1), ("m2", &m2)])).await,
+        before,
+        "and changes nothing"
+    );
+
+    manage::disable(&sb.ctx, "loose", false, &NoopReporter)
+        .await
+        .unwrap();
+
+    assert!(is_gone(
+        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
+    let kept = get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
+    assert!(kept["metadata"]["deletionTimestamp"].is_null());
+    assert!(config_maps(&m2, sb.ns(), "loose").await.is_empty());
+}
+
+/// The Namespace, a ConfigMap `shared` both fixtures render, and one of the addon's own.
+const SHARED: &str = r#"objects.push(#{ apiVersion: "v1", kind: "ConfigMap",
+    metadata: #{ name: "shared", labels: #{ team: "platform" } }, data: #{ owner: "everyone" } });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap",
+    metadata: #{ name: `${addon}-own`, labels: labels }, data: #{ owner: addon } });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
+    let alpha = addon("alpha").body(&[NAMESPACE, SHARED]).write();
+    let beta = addon("beta").body(&[NAMESPACE, SHARED]).write();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&alpha, &beta]);
+    sb.join("m1", managed(1), &[]).await;
+    let m1 = managed(1).admin().await;
+    sb.enable("alpha", json!({"clusters": ["m1"]}))
+        .await
+        .unwrap();
+    sb.enable("beta", json!({"clusters": ["m1"]}))
+        .await
+        .unwrap();
+    let shared = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
+        .await
+        .unwrap();
+    let created = |record: &Record| -> Vec<(String, bool)> {
+        record.dispatched["m1"]
+            .objects
+            .iter()
+            .map(|o| (o.object.name.clone(), o.created))
+            .collect()
+    };
+    let ns = sb.ns().to_owned();
+    assert_eq!(
+        created(&sb.record("beta").await),
+        [
+            (ns.clone(), true),
+            ("shared".to_owned(), true),
+            ("beta-own".to_owned(), true)
+        ],
+        "beta takes over what alpha created as created"
+    );
+
+    let output = run(sb.cli().args(["disable", "alpha", "-o", "json"]));
+
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            format!("kept ConfigMap `{ns}/shared` (addon `beta` has it too) on cluster `m1`"),
+            format!("kept Namespace `{ns}` (addon `beta` has it too) on cluster `m1`"),
+        ]
+    );
+    let kept = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
+        .await
+        .unwrap();
+    assert_eq!(kept["metadata"]["uid"], shared["metadata"]["uid"]);
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "alpha-own")
+        .await
+        .is_none());
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "beta-own")
+        .await
+        .is_some());
+    let namespace = get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
+    assert!(namespace["metadata"]["deletionTimestamp"].is_null());
+
+    manage::disable(&sb.ctx, "beta", false, &NoopReporter)
+        .await
+        .unwrap();
+
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
+        .await
+        .is_none());
+    assert!(is_gone(
+        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
+    ));
 }

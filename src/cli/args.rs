@@ -48,6 +48,27 @@ pub struct GlobalArgs {
     /// `auto` (vela when the control plane serves KubeVela's Application).
     #[arg(long, global = true, value_enum, default_value_t = Engine::Auto, env = "ADDONCTL_ENGINE")]
     pub engine: Engine,
+    /// Requests per second to each cluster (the control plane and every managed cluster has a
+    /// bucket of its own).
+    #[arg(
+        long,
+        global = true,
+        env = "ADDONCTL_QPS",
+        default_value_t = addonctl::cluster::rate::DEFAULT_QPS,
+        value_parser = clap::value_parser!(u32).range(1..),
+        value_name = "N"
+    )]
+    pub qps: u32,
+    /// Requests that may go to one cluster at once before `--qps` paces them.
+    #[arg(
+        long,
+        global = true,
+        env = "ADDONCTL_BURST",
+        default_value_t = addonctl::cluster::rate::DEFAULT_BURST,
+        value_parser = clap::value_parser!(u32).range(1..),
+        value_name = "N"
+    )]
+    pub burst: u32,
     /// Wall-clock limit for each addon script, in seconds.
     #[arg(
         long,
@@ -68,6 +89,13 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
+    /// The per-cluster request rate limit these flags ask for.
+    pub fn rate_limit(&self) -> anyhow::Result<addonctl::cluster::RateLimit> {
+        addonctl::cluster::RateLimit::new(self.qps, self.burst).ok_or_else(|| {
+            crate::cli::diagnostics::user("`--qps` and `--burst` must be at least 1")
+        })
+    }
+
     /// The sandbox limits these flags ask for.
     pub fn limits(&self) -> anyhow::Result<addonctl::render::Limits> {
         let deadline = std::time::Duration::try_from_secs_f64(self.script_timeout)

@@ -2,9 +2,13 @@
 //! (field manager `addonctl`, forced), and errors mapped to what a user needs to act on.
 //!
 //! Every request goes through a counting layer so that commands and benchmarks can report how
-//! many calls and writes an operation made.
+//! many calls and writes an operation made, and through the cluster's rate limit ([`rate`];
+//! default [`rate::DEFAULT_QPS`] requests per second, bursts of [`rate::DEFAULT_BURST`]).
 
+pub mod rate;
 pub mod set;
+
+pub use rate::RateLimit;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -135,6 +139,7 @@ pub struct Cluster {
     client: Client,
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
     counters: Arc<Counters>,
+    limits: rate::Limits,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -200,11 +205,13 @@ impl Cluster {
         Self::from_config("local", config)
     }
 
-    /// Builds a cluster from a kube `Config`, counting every request.
+    /// Builds a cluster from a kube `Config`, counting every request, limited to the default
+    /// [`RateLimit`] (see [`Cluster::set_rate_limit`]).
     pub fn from_config(name: &str, config: kube::Config) -> Result<Self> {
         let server = config.cluster_url.to_string();
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
+        let limits = rate::Limits::new(RateLimit::default());
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
@@ -216,6 +223,7 @@ impl Cluster {
                     request
                 },
             ))
+            .with_layer(&rate::RateLimitLayer::new(limits.clone()))
             .build();
         Ok(Cluster {
             name: name.to_owned(),
@@ -223,7 +231,18 @@ impl Cluster {
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
             counters,
+            limits,
         })
+    }
+
+    /// Changes the request rate limit of this cluster (and its clones).
+    pub fn set_rate_limit(&self, limit: RateLimit) {
+        self.limits.set(limit);
+    }
+
+    /// The request rate limit of this cluster.
+    pub fn rate_limit(&self) -> RateLimit {
+        self.limits.get()
     }
 
     /// The cluster's name (`local` for the control plane).
@@ -485,6 +504,49 @@ impl Cluster {
         }
     }
 
+    /// Reads an object, creating it (field manager `addonctl`) when it does not exist (a
+    /// namespace a managed cluster lacks). Returns it as stored.
+    pub async fn get_or_create(&self, object: &Value) -> Result<DynamicObject> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let (api, _) = self.api_for(&gvk, namespace, &what).await?;
+        if let Some(stored) = api
+            .get_opt(name)
+            .await
+            .map_err(|e| self.map_error(e, &what))?
+        {
+            return Ok(stored);
+        }
+        let typed: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
+                cluster: self.name.clone(),
+                object: what.clone(),
+                message: e.to_string(),
+            })?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match api.create(&params, &typed).await {
+            Ok(stored) => Ok(stored),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                api.get(name).await.map_err(|e| self.map_error(e, &what))
+            }
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
     /// Reads one object; `None` when it does not exist or its kind is not served.
     pub async fn get(
         &self,
@@ -541,6 +603,37 @@ impl Cluster {
         match api.delete(name, &DeleteParams::background()).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(r)) if r.code == 404 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+}
+
+impl Cluster {
+    /// Deletes one object only while it has `uid` (background propagation): an object deleted
+    /// and made again by someone else since is left alone. Returns whether it was deleted.
+    pub async fn delete_if_uid(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(false);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => Ok(true),
+            // Gone, or another object under the same name (the precondition failed).
+            Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
             Err(e) => Err(self.map_error(e, &what)),
         }
     }

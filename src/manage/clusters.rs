@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::record::{OtherRecords, Record};
 use super::{direct, secret_gvk, Context, Error, Result};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
 
@@ -65,7 +66,7 @@ pub async fn join(
 ) -> Result<ClusterRow> {
     check_name(name)?;
     let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
-    let client = credentials.connect(name, direct::cluster_timeout()).await?;
+    let client = direct::connect(ctx, name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
         .create_if_missing(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}))
@@ -97,10 +98,7 @@ pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
         }
     };
     let others = joined.into_iter().map(|(info, credentials)| async move {
-        let version = match credentials
-            .connect(&info.name, direct::cluster_timeout())
-            .await
-        {
+        let version = match direct::connect(ctx, &info.name, &credentials).await {
             Ok(client) => client.kubernetes_version().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -130,20 +128,36 @@ pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String
         )));
     };
     let mut cleaned = Vec::new();
-    let client = credentials.connect(name, direct::cluster_timeout()).await;
-    for (addon, installed) in super::installed(ctx).await? {
-        let Some(mut record) = installed.record else {
+    let client = direct::connect(ctx, name, &credentials).await;
+    let records: Vec<Record> = super::installed(ctx)
+        .await?
+        .into_values()
+        .filter_map(|installed| installed.record)
+        .collect();
+    for mut record in records.clone() {
+        let addon = record.name.clone();
+        let Some(inventory) = record.dispatched_or_planned().remove(name) else {
             continue;
         };
-        let Some(inventory) = record.dispatched.get(name).cloned() else {
-            continue;
-        };
+        let others = OtherRecords::of(&records, &addon);
         let result = match &client {
-            Ok(client) => direct::remove_all(client, &inventory).await,
+            Ok(client) => {
+                let removal =
+                    direct::remove_all(client, &inventory, others.dispatched.get(name)).await;
+                match removal.failure {
+                    None => Ok((removal.deleted, removal.shared)),
+                    Some((e, _)) => Err(e),
+                }
+            }
             Err(e) => Err(e.to_string()),
         };
         match result {
-            Ok(count) => cleaned.push(format!("addon `{addon}`: {count} objects deleted")),
+            Ok((count, shared)) => {
+                cleaned.push(format!("addon `{addon}`: {count} objects deleted"));
+                for kept in shared {
+                    cleaned.push(format!("addon `{addon}`: kept {kept}"));
+                }
+            }
             Err(e) if force => cleaned.push(format!("addon `{addon}`: objects left behind ({e})")),
             Err(e) => {
                 return Err(Error::Refused(format!(
@@ -152,6 +166,9 @@ pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String
             }
         }
         record.dispatched.remove(name);
+        if let Some(pending) = &mut record.pending {
+            pending.dispatched.remove(name);
+        }
         ctx.cluster
             .apply(&record.to_secret(&ctx.namespace), &ctx.namespace)
             .await?;

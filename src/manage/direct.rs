@@ -1,24 +1,32 @@
 //! The direct engine: addonctl dispatches an addon's components to the target clusters itself,
 //! without KubeVela.
 //!
-//! Expected flow of [`dispatch`]:
+//! Expected flow ([`prepare`], then [`Prepared::apply`]):
 //! 1. targets: the Application's topology policies (`clusters`, `clusterLabelSelector`,
 //!    `namespace`) resolved against `local` and the joined clusters *now* (the record keeps the
 //!    policies, so a cluster joined later is picked up by the next enable/upgrade);
-//! 2. objects: components of type `k8s-objects` (`properties.objects`) and `raw` (`properties`);
-//!    any other type is an error naming the component and the type;
-//! 3. per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD waited for
-//!    until `Established`), then everything else with bounded concurrency, one server-side apply
-//!    per object; objects new to the addon on that cluster are first looked up with one list per
-//!    kind and namespace, so that one that existed before is recorded as not created by addonctl;
-//! 4. prune: objects the previous revision applied to a cluster that this one no longer renders,
-//!    and everything on clusters that are no longer targets, are deleted — only objects addonctl
-//!    created (an object that existed before is recorded as such and never deleted).
+//! 2. objects: components of type `k8s-objects` (`properties.objects`) and `raw` (`properties`),
+//!    each labelled `addons.oam.dev/name: <addon>`; any other type is an error naming the
+//!    component and the type;
+//! 3. survey, per cluster, changing nothing: each object's namespace, and whether addonctl
+//!    creates it (objects new to the addon are looked up with one list per kind and namespace,
+//!    so that one that existed before is recorded as not created by addonctl); a namespace the
+//!    objects need and the cluster lacks is planned as created. The caller records this plan as
+//!    the pending revision before anything is applied;
+//! 4. apply, per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD
+//!    waited for until `Established`), then everything else with bounded concurrency, one
+//!    server-side apply per object;
+//! 5. prune: objects the previous revision (or an interrupted one) had on a cluster that this
+//!    one no longer renders, and everything on clusters that are no longer targets, are deleted
+//!    — only objects addonctl created and no other addon's record lists (an object that existed
+//!    before is recorded as such and never deleted).
 //!
 //! Guarantees: a failing cluster does not stop the others; on it, no apply is started after the
 //! first failure (a stopped server costs one timeout, not one per object), and its inventory keeps
-//! every object it held plus every apply that succeeded, so nothing is forgotten and a re-run
-//! converges.
+//! every object it held plus every apply that succeeded, while the pending revision keeps what was
+//! planned and not confirmed, so nothing is forgotten (not even when the process is killed) and a
+//! re-run converges. Every request to a cluster goes through its rate limiter
+//! ([`crate::cluster::RateLimit`]).
 //!
 //! Scaling: clients are built per enable from the cluster Secrets and dropped afterwards; at most
 //! [`CLUSTER_CONCURRENCY`] clusters are worked on at once and at most [`OBJECT_CONCURRENCY`]
@@ -31,12 +39,13 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::record::{ClusterInventory, DispatchedObject, ObjectRef, Placement};
+use super::record::{ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement};
 use super::{Context, Error, Result};
 use crate::cluster::set::{ClusterCredentials, ClusterInfo, LABEL_CREDENTIAL_TYPE, LOCAL};
 use crate::cluster::{self, Cluster};
+use crate::render::normalize::LABEL_NAME;
 
 /// Clusters worked on at once.
 pub const CLUSTER_CONCURRENCY: usize = 16;
@@ -53,6 +62,18 @@ pub fn cluster_timeout() -> Duration {
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
         .filter(|d| !d.is_zero())
         .unwrap_or(Duration::from_secs(30))
+}
+
+/// A client for a joined cluster, with the request timeout ([`cluster_timeout`]) and the rate
+/// limit of the control plane's client (each cluster has its own bucket).
+pub async fn connect(
+    ctx: &Context,
+    name: &str,
+    credentials: &ClusterCredentials,
+) -> cluster::Result<Cluster> {
+    let client = credentials.connect(name, cluster_timeout()).await?;
+    client.set_rate_limit(ctx.cluster.rate_limit());
+    Ok(client)
 }
 
 /// The joined clusters (from their Secrets), without credentials.
@@ -207,13 +228,31 @@ pub struct ClusterOutcome {
     pub applied: usize,
     /// Objects deleted (pruned).
     pub deleted: usize,
-    /// API requests made to the cluster (discovery, applies, CRD waits, deletes).
+    /// API requests made to the cluster (discovery, the survey's lists, applies, CRD waits,
+    /// deletes).
     pub requests: u64,
     /// Of those, writes (applies and deletes).
     pub writes: u64,
+    /// Objects no longer rendered but kept because another addon's record lists them too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<String>,
     /// The failure, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl ClusterOutcome {
+    fn new(cluster: &str) -> Self {
+        ClusterOutcome {
+            cluster: cluster.to_owned(),
+            applied: 0,
+            deleted: 0,
+            requests: 0,
+            writes: 0,
+            shared: Vec::new(),
+            error: None,
+        }
+    }
 }
 
 /// Clients for `local` (the control plane) and the joined clusters named.
@@ -229,8 +268,7 @@ pub async fn clients(
             continue;
         }
         let client = match joined.iter().find(|(info, _)| &info.name == name) {
-            Some((_, credentials)) => credentials
-                .connect(name, cluster_timeout())
+            Some((_, credentials)) => connect(ctx, name, credentials)
                 .await
                 .map_err(|e| e.to_string()),
             None => Err(format!("cluster `{name}` is no longer joined")),
@@ -248,86 +286,191 @@ fn rank(object: &Value) -> u8 {
     }
 }
 
-/// `apiVersion`, `kind`, namespace (namespaced kinds), name.
-type Key = (String, String, Option<String>, String);
-
-/// What the objects new to this addon on a cluster looked like before the apply: which kinds
-/// and namespaces were listed, and for each object found whether addonctl alone manages it.
-#[derive(Default)]
-struct Existing {
-    listed: BTreeSet<(String, String, Option<String>)>,
-    found: BTreeMap<Key, bool>,
+/// The object with the label `addons.oam.dev/name: <addon>` (unless it sets that label itself),
+/// so that what an addon dispatched can be found by label on every cluster.
+fn labelled(object: &Value, addon: &str) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = metadata
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !labels.is_object() {
+            *labels = Value::Object(Map::new());
+        }
+        if let Some(labels) = labels.as_object_mut() {
+            labels
+                .entry(LABEL_NAME)
+                .or_insert_with(|| Value::String(addon.to_owned()));
+        }
+    }
+    object
 }
 
-impl Existing {
-    /// Whether addonctl created an object just applied: it did not exist before, or only
-    /// addonctl managed it (an earlier run that did not finish). Kinds that could not be
-    /// listed fall back to the stored object's field managers.
-    fn created(&self, key: &Key, stored: &kube::api::DynamicObject) -> bool {
-        if let Some(ours) = self.found.get(key) {
-            return *ours;
-        }
-        if self
-            .listed
-            .contains(&(key.0.clone(), key.1.clone(), key.2.clone()))
-        {
-            return true;
-        }
-        created_by_us(stored)
+/// `(group, kind) → namespaced` for the CRDs among the objects: their kinds are not served
+/// before the CRDs are applied, so the survey takes their scope from here.
+fn crd_scopes(objects: &[Value]) -> BTreeMap<(String, String), bool> {
+    objects
+        .iter()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .filter_map(|crd| {
+            let text = |p: &str| crd.pointer(p).and_then(Value::as_str).map(str::to_owned);
+            Some((
+                (text("/spec/group")?, text("/spec/names/kind")?),
+                text("/spec/scope").as_deref() != Some("Cluster"),
+            ))
+        })
+        .collect()
+}
+
+/// One cluster's part of a dispatch, found before anything is applied: the namespace to create
+/// when it is missing, and every object in apply order with whether addonctl creates it.
+#[derive(Debug, Clone, Default)]
+struct ClusterPlan {
+    ensure_namespace: Option<String>,
+    objects: Vec<DispatchedObject>,
+}
+
+impl ClusterPlan {
+    fn created(&self, object: &ObjectRef) -> Option<bool> {
+        self.objects
+            .iter()
+            .find(|o| o.object.same_object(object))
+            .map(|o| o.created)
     }
 }
 
-/// Lists, once per kind and namespace, the objects of `batch` the previous inventory does not
-/// hold, so that an object that existed before is recorded as not created by addonctl even
-/// when the forced apply takes over every field of its other managers (which leaves addonctl as
-/// the only manager, indistinguishable afterwards from an object it created).
-async fn existing(
-    cluster: &Cluster,
-    batch: &[&Value],
-    system_namespace: &str,
-    namespace_override: Option<&str>,
-    previous: &ClusterInventory,
-) -> Existing {
-    let mut groups: BTreeMap<(String, String, Option<String>), BTreeSet<String>> = BTreeMap::new();
-    for object in batch {
-        let Some(reference) = ObjectRef::of(object) else {
+/// One cluster of a dispatch: where objects go there and what the addon (and the others)
+/// already hold there.
+struct Target<'a> {
+    cluster: &'a Cluster,
+    namespace_override: Option<&'a str>,
+    system_namespace: &'a str,
+    previous: &'a ClusterInventory,
+    others: Option<&'a BTreeMap<ObjectRef, (String, bool)>>,
+}
+
+impl Target<'_> {
+    fn previously_created(&self, object: &ObjectRef) -> Option<bool> {
+        self.previous
+            .objects
+            .iter()
+            .find(|o| o.object.same_object(object))
+            .map(|o| o.created)
+    }
+}
+
+/// Plans the apply on one cluster without changing anything: resolves each object's namespace
+/// (cached discovery), and finds whether addonctl creates it. That is known for objects the
+/// previous inventory (or another addon's record) lists, and for kinds not served yet (their
+/// CRD comes with the addon); the others are looked up with one list per kind and namespace, so
+/// that an object that existed before is recorded as not created by addonctl even when the
+/// forced apply takes over every field of its other managers (which leaves addonctl as the only
+/// manager, indistinguishable afterwards from an object it created).
+async fn survey(
+    target: &Target<'_>,
+    objects: &[Value],
+    scopes: &BTreeMap<(String, String), bool>,
+) -> Result<ClusterPlan> {
+    let cluster = target.cluster;
+    let mut plan = ClusterPlan::default();
+    // Objects without a namespace go to the topology's or the system namespace, which a
+    // managed cluster may not have yet (a cluster-scoped object simply ignores it).
+    let default_namespace = target.namespace_override.unwrap_or(target.system_namespace);
+    let needs_default = objects.iter().any(|o| {
+        target.namespace_override.is_some()
+            || o.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .is_none()
+    });
+    let declared = objects.iter().any(|o| {
+        o.get("kind").and_then(Value::as_str) == Some("Namespace")
+            && o.pointer("/metadata/name").and_then(Value::as_str) == Some(default_namespace)
+    });
+    if needs_default && !declared {
+        let reference = ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: default_namespace.to_owned(),
+        };
+        let exists = cluster
+            .get(&reference.gvk(), None, default_namespace)
+            .await?
+            .is_some();
+        plan.ensure_namespace = Some(default_namespace.to_owned());
+        // Recorded when addonctl creates it (and kept while an earlier run recorded it); a
+        // namespace that existed before is not recorded, so never deleted.
+        if let Some(created) = target
+            .previously_created(&reference)
+            .or((!exists).then_some(true))
+        {
+            plan.objects.push(DispatchedObject {
+                object: reference,
+                uid: String::new(),
+                created,
+            });
+        }
+    }
+    let mut unknown: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
+    for object in objects {
+        let Some(mut reference) = ObjectRef::of(object) else {
             continue;
         };
-        let caps = match cluster.resource(&reference.gvk()).await {
-            Ok(Some((_, caps))) => caps,
-            // Not served: the apply says so.
-            Ok(None) => continue,
-            // The cluster fails: the applies report it (each lookup could cost a timeout).
-            Err(_) => return Existing::default(),
+        let gvk = reference.gvk();
+        let (namespaced, served) = match cluster.resource(&gvk).await? {
+            Some((_, caps)) => (caps.scope == kube::discovery::Scope::Namespaced, true),
+            None => (
+                scopes
+                    .get(&(gvk.group.clone(), gvk.kind.clone()))
+                    .copied()
+                    .unwrap_or(true),
+                false,
+            ),
         };
-        let namespace = (caps.scope == kube::discovery::Scope::Namespaced).then(|| {
-            namespace_override
+        reference.namespace = namespaced.then(|| {
+            target
+                .namespace_override
                 .or(reference.namespace.as_deref())
-                .unwrap_or(system_namespace)
+                .unwrap_or(target.system_namespace)
                 .to_owned()
         });
-        if previous.objects.iter().any(|o| {
-            o.object.api_version == reference.api_version
-                && o.object.kind == reference.kind
-                && o.object.namespace == namespace
-                && o.object.name == reference.name
-        }) {
+        if plan.objects.iter().any(|o| o.object == reference) {
             continue;
         }
-        groups
-            .entry((reference.api_version, reference.kind, namespace))
-            .or_default()
-            .insert(reference.name);
+        let known = target
+            .previously_created(&reference)
+            .or_else(|| {
+                target
+                    .others
+                    .and_then(|others| others.get(&reference))
+                    .map(|(_, created)| *created)
+            })
+            .or((!served).then_some(true));
+        if known.is_none() {
+            unknown
+                .entry((
+                    reference.api_version.clone(),
+                    reference.kind.clone(),
+                    reference.namespace.clone(),
+                ))
+                .or_default()
+                .push(plan.objects.len());
+        }
+        plan.objects.push(DispatchedObject {
+            object: reference,
+            uid: String::new(),
+            created: known.unwrap_or(true),
+        });
     }
+    // After the first failure no further list is started (each could cost a timeout).
     let failed = AtomicBool::new(false);
-    let listings: Vec<_> = stream::iter(groups)
-        .map(|(group, names)| {
+    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(unknown.keys())
+        .map(|(api_version, kind, namespace)| {
             let failed = &failed;
             async move {
                 if failed.load(Ordering::Relaxed) {
-                    return None;
+                    return Ok(BTreeMap::new());
                 }
-                let (api_version, kind, namespace) = &group;
                 let gvk = ObjectRef {
                     api_version: api_version.clone(),
                     kind: kind.clone(),
@@ -335,45 +478,45 @@ async fn existing(
                     name: String::new(),
                 }
                 .gvk();
-                let listed = cluster.list(&gvk, namespace.as_deref(), "").await.ok();
-                if listed.is_none() {
-                    failed.store(true, Ordering::Relaxed);
+                match cluster.list(&gvk, namespace.as_deref(), "").await {
+                    Ok(items) => Ok(items
+                        .iter()
+                        .filter_map(|i| Some((i.metadata.name.clone()?, created_by_us(i))))
+                        .collect()),
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        Err(Error::from(e))
+                    }
                 }
-                listed.map(|items| (group, names, items))
             }
         })
         .buffered(OBJECT_CONCURRENCY)
         .collect()
         .await;
-    let mut out = Existing::default();
-    for ((api_version, kind, namespace), names, items) in listings.into_iter().flatten() {
-        for item in items {
-            let name = item.metadata.name.clone().unwrap_or_default();
-            if names.contains(&name) {
-                out.found.insert(
-                    (api_version.clone(), kind.clone(), namespace.clone(), name),
-                    created_by_us(&item),
-                );
+    for (indexes, listing) in unknown.values().zip(listings) {
+        let found = listing?;
+        for &i in indexes {
+            if let Some(ours) = found.get(&plan.objects[i].object.name) {
+                plan.objects[i].created = *ours;
             }
         }
-        out.listed.insert((api_version, kind, namespace));
     }
-    out
+    Ok(plan)
 }
 
-/// Whether addonctl alone manages a stored object: only addonctl has written its spec (status
-/// writers are ignored).
+/// Whether addonctl alone manages a stored object: addonctl has written some of it and nobody
+/// else has (status writers are ignored). An object nobody manages (made before field managers
+/// existed, or with no fields of its own) is not addonctl's.
 fn created_by_us(stored: &kube::api::DynamicObject) -> bool {
-    stored
+    let mut writers = stored
         .metadata
         .managed_fields
-        .as_ref()
-        .is_none_or(|fields| {
-            fields
-                .iter()
-                .filter(|f| f.subresource.as_deref() != Some("status"))
-                .all(|f| f.manager.as_deref() == Some(cluster::FIELD_MANAGER))
-        })
+        .iter()
+        .flatten()
+        .filter(|f| f.subresource.as_deref() != Some("status"))
+        .peekable();
+    writers.peek().is_some()
+        && writers.all(|f| f.manager.as_deref() == Some(cluster::FIELD_MANAGER))
 }
 
 async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
@@ -408,55 +551,44 @@ async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
     }
 }
 
-/// Applies the objects to one cluster, staged, and prunes what the previous inventory had and
-/// this one does not. Returns the new inventory (on failure: the old one plus what was applied).
+/// Applies the planned objects to one cluster, staged, and prunes what the previous inventory
+/// had and this one does not. Returns the new inventory (on failure: the old one plus what was
+/// applied).
 async fn apply_to_cluster(
-    cluster: &Cluster,
+    target: &Target<'_>,
     objects: &[Value],
-    namespace_override: Option<&str>,
-    system_namespace: &str,
-    previous: &ClusterInventory,
+    plan: &ClusterPlan,
 ) -> (ClusterInventory, ClusterOutcome) {
+    let cluster = target.cluster;
     let mut applied: Vec<DispatchedObject> = Vec::new();
-    let mut outcome = ClusterOutcome {
-        cluster: cluster.name().to_owned(),
-        applied: 0,
-        deleted: 0,
-        requests: 0,
-        writes: 0,
-        error: None,
-    };
+    let mut outcome = ClusterOutcome::new(cluster.name());
     let result: Result<()> = async {
-        // Objects without a namespace go to the topology's or the system namespace, which a
-        // managed cluster may not have yet (a cluster-scoped object simply ignores it).
-        let default_namespace = namespace_override.unwrap_or(system_namespace);
-        let needs_default = objects.iter().any(|o| {
-            namespace_override.is_some() || o.pointer("/metadata/namespace").and_then(Value::as_str).is_none()
-        });
-        let declared = objects.iter().any(|o| {
-            o.get("kind").and_then(Value::as_str) == Some("Namespace")
-                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(default_namespace)
-        });
-        if needs_default && !declared {
-            cluster
-                .create_if_missing(&serde_json::json!({
-                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": default_namespace},
+        if let Some(namespace) = &plan.ensure_namespace {
+            let reference = ObjectRef {
+                api_version: "v1".to_owned(),
+                kind: "Namespace".to_owned(),
+                namespace: None,
+                name: namespace.clone(),
+            };
+            let stored = cluster
+                .get_or_create(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
                 }))
                 .await?;
+            if let Some(created) = plan.created(&reference) {
+                applied.push(DispatchedObject {
+                    object: reference,
+                    uid: stored.metadata.uid.clone().unwrap_or_default(),
+                    created,
+                });
+            }
         }
-        let mut ordered: Vec<&Value> = objects.iter().collect();
-        ordered.sort_by_key(|o| rank(o));
         for stage in [0u8, 1, 2] {
-            let batch: Vec<&Value> = ordered
-                .iter()
-                .copied()
-                .filter(|o| rank(o).min(2) == stage)
-                .collect();
+            let batch: Vec<&Value> = objects.iter().filter(|o| rank(o) == stage).collect();
             if batch.is_empty() {
                 continue;
             }
-            let before =
-                existing(cluster, &batch, system_namespace, namespace_override, previous).await;
             // After the first failure no further apply is started (a stopped server would
             // otherwise cost one timeout per object), but every apply that succeeded is
             // recorded, so nothing that reached the cluster is forgotten.
@@ -470,7 +602,11 @@ async fn apply_to_cluster(
                                 return None;
                             }
                             let stored = cluster
-                                .apply_placed(object, system_namespace, namespace_override)
+                                .apply_placed(
+                                    object,
+                                    target.system_namespace,
+                                    target.namespace_override,
+                                )
                                 .await;
                             if stored.is_err() {
                                 failed.store(true, Ordering::Relaxed);
@@ -482,38 +618,29 @@ async fn apply_to_cluster(
                     .collect()
                     .await;
             let mut first_error = None;
-            let mut succeeded = Vec::new();
+            let mut crds = Vec::new();
             for result in results.into_iter().flatten() {
-                match result {
-                    Ok(pair) => succeeded.push(pair),
+                let (object, stored) = match result {
+                    Ok(pair) => pair,
                     Err(e) => {
                         first_error.get_or_insert(e);
+                        continue;
                     }
-                }
-            }
-            let mut crds = Vec::new();
-            for (object, stored) in succeeded {
-                let mut reference = ObjectRef::of(&object).unwrap_or(ObjectRef {
-                    api_version: String::new(),
-                    kind: String::new(),
-                    namespace: None,
-                    name: String::new(),
-                });
+                };
+                let Some(mut reference) = ObjectRef::of(&object) else {
+                    continue;
+                };
                 reference.namespace.clone_from(&stored.metadata.namespace);
-                let was_ours = previous
-                    .objects
-                    .iter()
-                    .find(|o| o.object == reference)
-                    .map(|o| o.created);
-                let key = (
-                    reference.api_version.clone(),
-                    reference.kind.clone(),
-                    reference.namespace.clone(),
-                    reference.name.clone(),
-                );
+                if applied.iter().any(|o| o.object == reference) {
+                    continue;
+                }
+                let created = plan
+                    .created(&reference)
+                    .or_else(|| target.previously_created(&reference))
+                    .unwrap_or_else(|| created_by_us(&stored));
                 applied.push(DispatchedObject {
                     uid: stored.metadata.uid.clone().unwrap_or_default(),
-                    created: was_ours.unwrap_or_else(|| before.created(&key, &stored)),
+                    created,
                     object: reference,
                 });
                 if stage == 1 {
@@ -536,41 +663,27 @@ async fn apply_to_cluster(
     outcome.applied = applied.len();
     match result {
         Ok(()) => {
-            let pruned = prune(cluster, &previous.objects, &applied).await;
-            match pruned {
-                Ok(count) => {
-                    outcome.deleted = count;
-                    (
-                        ClusterInventory {
-                            objects: applied,
-                            error: None,
-                        },
-                        outcome,
-                    )
-                }
-                Err((count, e, kept)) => {
-                    outcome.deleted = count;
-                    outcome.error = Some(e.clone());
-                    let mut objects = applied;
-                    objects.extend(kept);
-                    (
-                        ClusterInventory {
-                            objects,
-                            error: Some(e),
-                        },
-                        outcome,
-                    )
-                }
-            }
+            let removal = prune(cluster, &target.previous.objects, &applied, target.others).await;
+            outcome.deleted = removal.deleted;
+            outcome.shared = removal.shared;
+            let mut objects = applied;
+            let error = removal.failure.map(|(e, kept)| {
+                objects.extend(kept);
+                e
+            });
+            outcome.error.clone_from(&error);
+            (ClusterInventory { objects, error }, outcome)
         }
         Err(e) => {
             let message = e.to_string();
             outcome.error = Some(message.clone());
             // Keep everything: what was there, plus what was applied before the failure.
-            let mut objects = previous.objects.clone();
+            let mut objects = target.previous.objects.clone();
             for object in applied {
-                if !objects.iter().any(|o| o.object == object.object) {
-                    objects.push(object);
+                match objects.iter_mut().find(|o| o.object == object.object) {
+                    Some(known) if known.uid.is_empty() => *known = object,
+                    Some(_) => {}
+                    None => objects.push(object),
                 }
             }
             (
@@ -584,63 +697,137 @@ async fn apply_to_cluster(
     }
 }
 
-/// Deletes, in reverse order, the objects of `old` that `new` lacks and that addonctl created.
-/// On failure returns the count deleted, the error and the objects not yet deleted.
+/// What deleting objects from one cluster did.
+#[derive(Debug, Default)]
+pub struct Removal {
+    /// Objects deleted.
+    pub deleted: usize,
+    /// Objects kept because another addon's record lists them too (`Kind ns/name (addon)`).
+    pub shared: Vec<String>,
+    /// The failure that stopped it, and the objects not deleted yet.
+    pub failure: Option<(String, Vec<DispatchedObject>)>,
+}
+
+/// Deletes, in reverse order, the objects of `old` that `new` lacks, that addonctl created and
+/// that no other addon's record lists (`others`). An object known only from a plan (no uid: an
+/// interrupted enable may not have applied it) is deleted only when it exists and addonctl alone
+/// manages it; one with a uid only while it has that uid (a re-created object is someone else's).
 async fn prune(
     cluster: &Cluster,
     old: &[DispatchedObject],
     new: &[DispatchedObject],
-) -> std::result::Result<usize, (usize, String, Vec<DispatchedObject>)> {
+    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+) -> Removal {
     let stale: Vec<&DispatchedObject> = old
         .iter()
         .rev()
-        .filter(|o| o.created && !new.iter().any(|n| n.object == o.object))
+        .filter(|o| o.created && !new.iter().any(|n| n.object.same_object(&o.object)))
         .collect();
-    let mut deleted = 0;
+    let mut removal = Removal::default();
     for (i, object) in stale.iter().enumerate() {
-        match cluster
-            .delete(
-                &object.object.gvk(),
-                object.object.namespace.as_deref(),
-                &object.object.name,
-            )
-            .await
-        {
-            Ok(true) => deleted += 1,
+        if let Some((addon, _)) = others.and_then(|others| others.get(&object.object)) {
+            removal
+                .shared
+                .push(format!("{} (addon `{addon}` has it too)", object.object));
+            continue;
+        }
+        let reference = &object.object;
+        let gvk = reference.gvk();
+        let namespace = reference.namespace.as_deref();
+        let deleted = if object.uid.is_empty() {
+            match cluster.get(&gvk, namespace, &reference.name).await {
+                Ok(Some(stored)) if created_by_us(&stored) => {
+                    let uid = stored.metadata.uid.clone().unwrap_or_default();
+                    cluster
+                        .delete_if_uid(&gvk, namespace, &reference.name, &uid)
+                        .await
+                }
+                Ok(_) => Ok(false),
+                Err(e) => Err(e),
+            }
+        } else {
+            cluster
+                .delete_if_uid(&gvk, namespace, &reference.name, &object.uid)
+                .await
+        };
+        match deleted {
+            Ok(true) => removal.deleted += 1,
             Ok(false) => {}
             Err(e) => {
                 let kept = stale[i..].iter().map(|o| (*o).clone()).collect();
-                return Err((deleted, e.to_string(), kept));
+                removal.failure = Some((e.to_string(), kept));
+                break;
             }
         }
     }
-    Ok(deleted)
+    removal
 }
 
-/// Deletes everything an inventory holds that addonctl created, in reverse order.
+/// Deletes everything an inventory holds that addonctl created and no other addon lists
+/// (`others`: that cluster's objects of the other records), in reverse order.
 pub async fn remove_all(
     cluster: &Cluster,
     inventory: &ClusterInventory,
-) -> std::result::Result<usize, String> {
-    prune(cluster, &inventory.objects, &[])
-        .await
-        .map_err(|(_, e, _)| e)
+    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+) -> Removal {
+    prune(cluster, &inventory.objects, &[], others).await
 }
 
-/// Dispatches an Application's components to its target clusters. Returns the new per-cluster
-/// inventory (to store in the record) and each cluster's outcome.
-pub async fn dispatch(
+/// A dispatch ready to apply: targets resolved, clients built, every cluster surveyed (nothing
+/// changed yet). [`Prepared::planned`] is what the pending revision records before
+/// [`Prepared::apply`] applies it.
+pub struct Prepared {
+    placements: Vec<Placement>,
+    objects: Vec<Value>,
+    targets: BTreeMap<String, Option<String>>,
+    clients: BTreeMap<String, std::result::Result<Cluster, String>>,
+    baselines: BTreeMap<String, (u64, u64)>,
+    previous: BTreeMap<String, ClusterInventory>,
+    plans: BTreeMap<String, std::result::Result<ClusterPlan, String>>,
+    others: OtherRecords,
+    system_namespace: String,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("targets", &self.targets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a dispatch did.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    /// The topology the record keeps.
+    pub placements: Vec<Placement>,
+    /// Per cluster, what it holds now.
+    pub inventories: BTreeMap<String, ClusterInventory>,
+    /// Per cluster, the outcome.
+    pub outcomes: Vec<ClusterOutcome>,
+    /// Per failed cluster, what was planned and not confirmed applied (it may have been: a
+    /// request cut off by a timeout can still be carried out), for the pending revision.
+    pub unfinished: BTreeMap<String, Vec<DispatchedObject>>,
+}
+
+/// Prepares the dispatch of an Application's components (steps 1–2 of the flow and each
+/// cluster's survey): `previous` is what each cluster holds for the addon (including what an
+/// interrupted enable planned), `others` what the other addons' records list.
+pub async fn prepare(
     ctx: &Context,
+    addon: &str,
     application: &Value,
     previous: &BTreeMap<String, ClusterInventory>,
+    others: OtherRecords,
     reporter: &dyn super::Reporter,
-) -> Result<(
-    Vec<Placement>,
-    BTreeMap<String, ClusterInventory>,
-    Vec<ClusterOutcome>,
-)> {
+) -> Result<Prepared> {
     let placements = placements(application);
-    let objects = component_objects(application)?;
+    let mut objects: Vec<Value> = component_objects(application)?
+        .iter()
+        .map(|o| labelled(o, addon))
+        .collect();
+    objects.sort_by_key(rank);
+    let scopes = crd_scopes(&objects);
     let joined_clusters: Vec<ClusterInfo> = joined(ctx)
         .await?
         .into_iter()
@@ -660,68 +847,152 @@ pub async fn dispatch(
         }
     }
     let clients = clients(ctx, &names).await?;
+    let baselines = clients
+        .iter()
+        .filter_map(|(name, client)| {
+            let counters = client.as_ref().ok()?.counters();
+            Some((name.clone(), (counters.requests(), counters.writes())))
+        })
+        .collect();
     let empty = ClusterInventory::default();
-    let work = names.iter().map(|name| {
-        let client = clients.get(name).cloned();
-        let target = targets.get(name).cloned();
-        let old = previous.get(name).unwrap_or(&empty).clone();
-        let objects = &objects;
-        let system_namespace = ctx.namespace.clone();
+    let surveys = names.iter().map(|name| {
+        let client = clients.get(name);
+        let namespace = targets.get(name);
+        let previous = previous.get(name).unwrap_or(&empty);
+        let (objects, scopes, others) = (&objects, &scopes, &others);
+        let system_namespace = ctx.namespace.as_str();
         async move {
-            let client = match client {
-                Some(Ok(c)) => c,
-                Some(Err(e)) => return unreachable_cluster(name, old, e),
-                None => {
-                    return unreachable_cluster(
-                        name,
-                        old,
-                        format!("no client for cluster `{name}`"),
-                    )
+            let plan = match (client, namespace) {
+                (Some(Ok(cluster)), Some(namespace)) => {
+                    let target = Target {
+                        cluster,
+                        namespace_override: namespace.as_deref(),
+                        system_namespace,
+                        previous,
+                        others: others.dispatched.get(name),
+                    };
+                    survey(&target, objects, scopes)
+                        .await
+                        .map_err(|e| e.to_string())
                 }
+                // No longer a target: nothing to apply, everything to delete.
+                (Some(Ok(_)), None) => Ok(ClusterPlan::default()),
+                (Some(Err(e)), _) => Err(e.clone()),
+                (None, _) => Err(format!("no client for cluster `{name}`")),
             };
-            let counters = client.counters();
-            let (requests, writes) = (counters.requests(), counters.writes());
-            let (inventory, mut outcome) = match target {
-                Some(namespace) => {
-                    apply_to_cluster(
-                        &client,
-                        objects,
-                        namespace.as_deref(),
-                        &system_namespace,
-                        &old,
-                    )
-                    .await
-                }
-                // No longer a target: delete what addonctl created there.
-                None => apply_to_cluster(&client, &[], None, &system_namespace, &old).await,
-            };
-            outcome.requests = counters.requests() - requests;
-            outcome.writes = counters.writes() - writes;
-            (name.clone(), inventory, outcome)
+            (name.clone(), plan)
         }
     });
-    let results: Vec<(String, ClusterInventory, ClusterOutcome)> = stream::iter(work)
+    let plans = stream::iter(surveys)
         .buffer_unordered(CLUSTER_CONCURRENCY)
         .collect()
         .await;
-    let mut inventories = BTreeMap::new();
-    let mut outcomes = Vec::new();
-    for (name, inventory, outcome) in results {
-        match &outcome.error {
-            Some(e) => reporter.step(&format!("cluster `{name}`: failed: {e}")),
-            None => reporter.step(&format!(
-                "cluster `{name}`: {} objects applied, {} deleted",
-                outcome.applied, outcome.deleted
-            )),
-        }
-        if targets.contains_key(&name) || !inventory.objects.is_empty() || inventory.error.is_some()
-        {
-            inventories.insert(name, inventory);
-        }
-        outcomes.push(outcome);
+    Ok(Prepared {
+        placements,
+        objects,
+        targets,
+        clients,
+        baselines,
+        previous: previous.clone(),
+        plans,
+        others,
+        system_namespace: ctx.namespace.clone(),
+    })
+}
+
+impl Prepared {
+    /// Per cluster, every object the dispatch will apply (uids unknown yet), for the pending
+    /// revision written before anything is applied.
+    pub fn planned(&self) -> BTreeMap<String, Vec<DispatchedObject>> {
+        self.plans
+            .iter()
+            .filter_map(|(name, plan)| {
+                let plan = plan.as_ref().ok()?;
+                (!plan.objects.is_empty()).then(|| (name.clone(), plan.objects.clone()))
+            })
+            .collect()
     }
-    outcomes.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-    Ok((placements, inventories, outcomes))
+
+    /// Applies to every cluster (in parallel, bounded) and prunes.
+    pub async fn apply(self, reporter: &dyn super::Reporter) -> Dispatched {
+        let empty = ClusterInventory::default();
+        let work = self.plans.iter().map(|(name, plan)| {
+            let client = self.clients.get(name);
+            let namespace = self.targets.get(name);
+            let old = self.previous.get(name).unwrap_or(&empty);
+            let objects: &[Value] = if namespace.is_some() {
+                &self.objects
+            } else {
+                &[]
+            };
+            let baseline = self.baselines.get(name).copied().unwrap_or_default();
+            let this = &self;
+            async move {
+                let (Some(Ok(cluster)), Ok(plan)) = (client, plan) else {
+                    let error = match plan {
+                        Err(e) => e.clone(),
+                        Ok(_) => format!("no client for cluster `{name}`"),
+                    };
+                    return unreachable_cluster(name, old.clone(), error);
+                };
+                let target = Target {
+                    cluster,
+                    namespace_override: namespace.and_then(Option::as_deref),
+                    system_namespace: &this.system_namespace,
+                    previous: old,
+                    others: this.others.dispatched.get(name),
+                };
+                let (inventory, mut outcome) = apply_to_cluster(&target, objects, plan).await;
+                let counters = cluster.counters();
+                outcome.requests = counters.requests() - baseline.0;
+                outcome.writes = counters.writes() - baseline.1;
+                (name.clone(), inventory, outcome)
+            }
+        });
+        let results: Vec<(String, ClusterInventory, ClusterOutcome)> = stream::iter(work)
+            .buffer_unordered(CLUSTER_CONCURRENCY)
+            .collect()
+            .await;
+        let mut dispatched = Dispatched {
+            placements: self.placements.clone(),
+            inventories: BTreeMap::new(),
+            outcomes: Vec::new(),
+            unfinished: BTreeMap::new(),
+        };
+        for (name, inventory, outcome) in results {
+            match &outcome.error {
+                Some(e) => reporter.step(&format!("cluster `{name}`: failed: {e}")),
+                None => reporter.step(&format!(
+                    "cluster `{name}`: {} objects applied, {} deleted",
+                    outcome.applied, outcome.deleted
+                )),
+            }
+            if outcome.error.is_some() {
+                if let Some(Ok(plan)) = self.plans.get(&name) {
+                    let unfinished: Vec<DispatchedObject> = plan
+                        .objects
+                        .iter()
+                        .filter(|p| !inventory.objects.iter().any(|o| o.object == p.object))
+                        .cloned()
+                        .collect();
+                    if !unfinished.is_empty() {
+                        dispatched.unfinished.insert(name.clone(), unfinished);
+                    }
+                }
+            }
+            if self.targets.contains_key(&name)
+                || !inventory.objects.is_empty()
+                || inventory.error.is_some()
+            {
+                dispatched.inventories.insert(name, inventory);
+            }
+            dispatched.outcomes.push(outcome);
+        }
+        dispatched
+            .outcomes
+            .sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        dispatched
+    }
 }
 
 /// The outcome for a cluster that cannot be worked on: its inventory is kept as it was.
@@ -730,20 +1001,15 @@ fn unreachable_cluster(
     old: ClusterInventory,
     error: String,
 ) -> (String, ClusterInventory, ClusterOutcome) {
+    let mut outcome = ClusterOutcome::new(name);
+    outcome.error = Some(error.clone());
     (
         name.to_owned(),
         ClusterInventory {
             objects: old.objects,
-            error: Some(error.clone()),
-        },
-        ClusterOutcome {
-            cluster: name.to_owned(),
-            applied: 0,
-            deleted: 0,
-            requests: 0,
-            writes: 0,
             error: Some(error),
         },
+        outcome,
     )
 }
 

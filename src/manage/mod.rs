@@ -27,6 +27,7 @@ pub mod record;
 use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
+use futures::StreamExt as _;
 use kube::api::DynamicObject;
 use kube::core::GroupVersionKind;
 use serde::Serialize;
@@ -41,7 +42,9 @@ pub use catalog::Catalog;
 pub use guard::disable_all;
 use plan::release_definitions;
 pub use plan::{definition_conflicts, plan, Action, EnableRequest, Kept, Plan, Step};
-use record::{InstalledBy, ObjectRef, Record, RecordDependency, LABEL_RECORD};
+use record::{
+    InstalledBy, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency, LABEL_RECORD,
+};
 
 /// Everything an operation needs.
 #[derive(Debug)]
@@ -445,22 +448,59 @@ async fn apply_rendered(
             .as_ref()
             .map(|p| p.placements.clone())
             .unwrap_or_default(),
+        // Everything the addon may hold: the last good inventories plus what an interrupted
+        // enable planned (its pending revision is replaced by this one).
         dispatched: previous
             .as_ref()
-            .map(|p| p.dispatched.clone())
+            .map(Record::dispatched_or_planned)
             .unwrap_or_default(),
-        pending: (!vela).then(|| rendered.version.clone()),
+        pending: None,
         inventory: previous
             .as_ref()
-            .map(|p| p.inventory.clone())
+            .map(Record::inventory_or_planned)
             .unwrap_or_default(),
     };
-    if !vela {
-        // Fail early, before anything is written, on components the direct engine cannot deploy.
-        direct::component_objects(&rendered.application)?;
-    }
-    // Write the record first (keeping the previous inventory, so an interrupted enable can
-    // still be disabled or finished), then everything it owns.
+    let mut objects: Vec<&Value> = Vec::new();
+    objects.extend(rendered.definitions.iter());
+    objects.extend(rendered.config_maps.iter());
+    objects.extend(rendered.views.iter());
+    // Namespaces and CRDs among the outputs first.
+    let rank = |o: &Value| match o.get("kind").and_then(Value::as_str) {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    };
+    let mut outputs: Vec<&Value> = rendered.outputs.iter().map(|(_, o)| o).collect();
+    outputs.sort_by_key(|o| rank(o));
+    let mut ordered: Vec<&Value> = outputs.iter().filter(|o| rank(o) < 2).copied().collect();
+    ordered.extend(objects);
+    ordered.extend(outputs.iter().filter(|o| rank(o) == 2).copied());
+    let mut others = OtherRecords::default();
+    let prepared = if vela {
+        None
+    } else {
+        // Fails early, before anything is written, on components the direct engine cannot
+        // deploy; surveys every target cluster, changing nothing.
+        others = OtherRecords::of(&records(ctx).await?, &rendered.name);
+        let prepared = direct::prepare(
+            ctx,
+            &rendered.name,
+            &rendered.application,
+            &record.dispatched,
+            others.clone(),
+            reporter,
+        )
+        .await?;
+        record.pending = Some(PendingRevision {
+            version: rendered.version.clone(),
+            inventory: planned_inventory(cluster, &ordered, ns).await?,
+            dispatched: prepared.planned(),
+        });
+        Some(prepared)
+    };
+    // Write the record first: the last good inventories (so an interrupted enable can still be
+    // disabled or finished) and, with the direct engine, the pending revision listing
+    // everything about to be applied; then everything it owns.
     let stored_record = cluster.apply(&record.to_secret(ns), ns).await?;
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
@@ -482,21 +522,6 @@ async fn apply_rendered(
         )
     };
     let mut inventory = Vec::new();
-    let mut objects: Vec<&Value> = Vec::new();
-    objects.extend(rendered.definitions.iter());
-    objects.extend(rendered.config_maps.iter());
-    objects.extend(rendered.views.iter());
-    // Namespaces and CRDs among the outputs first.
-    let rank = |o: &Value| match o.get("kind").and_then(Value::as_str) {
-        Some("Namespace") => 0,
-        Some("CustomResourceDefinition") => 1,
-        _ => 2,
-    };
-    let mut outputs: Vec<&Value> = rendered.outputs.iter().map(|(_, o)| o).collect();
-    outputs.sort_by_key(|o| rank(o));
-    let mut ordered: Vec<&Value> = outputs.iter().filter(|o| rank(o) < 2).copied().collect();
-    ordered.extend(objects);
-    ordered.extend(outputs.iter().filter(|o| rank(o) == 2).copied());
     let mut skipped_kinds = BTreeSet::new();
     for object in ordered {
         let Some(reference) = ObjectRef::of(object) else {
@@ -535,39 +560,57 @@ async fn apply_rendered(
             }
         }
     }
-    // Prune what the previous version applied and this one did not.
-    if let Some(previous) = &previous {
-        for old in previous.inventory.iter().rev() {
-            if !inventory.contains(old)
-                && cluster
-                    .delete(&old.gvk(), old.namespace.as_deref(), &old.name)
-                    .await?
-            {
-                report.deleted.push(old.to_string());
-            }
+    // Prune what the previous version (or an interrupted enable) applied and this one did not,
+    // unless another addon's record lists it too.
+    for old in record.inventory.iter().rev() {
+        if inventory.iter().any(|o: &ObjectRef| o.same_object(old)) {
+            continue;
+        }
+        if let Some(addon) = others.inventory.get(old) {
+            report
+                .notes
+                .push(format!("kept {old}: addon `{addon}` has it too"));
+            continue;
+        }
+        if cluster
+            .delete(&old.gvk(), old.namespace.as_deref(), &old.name)
+            .await?
+        {
+            report.deleted.push(old.to_string());
         }
     }
     record.inventory = inventory;
-    if vela {
+    let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
         cluster.apply(&record.to_secret(ns), ns).await?;
         return Ok(());
-    }
-    let (placements, dispatched, outcomes) =
-        direct::dispatch(ctx, &rendered.application, &record.dispatched, reporter).await?;
-    let failed: Vec<String> = outcomes
+    };
+    let dispatched = prepared.apply(reporter).await;
+    let failed: Vec<String> = dispatched
+        .outcomes
         .iter()
         .filter_map(|o| o.error.as_ref().map(|e| format!("{}: {e}", o.cluster)))
         .collect();
-    record.placements = placements;
-    record.dispatched = dispatched;
-    if failed.is_empty() {
-        record.pending = None;
+    for outcome in &dispatched.outcomes {
+        for shared in &outcome.shared {
+            report
+                .notes
+                .push(format!("kept {shared} on cluster `{}`", outcome.cluster));
+        }
     }
+    record.placements = dispatched.placements;
+    record.dispatched = dispatched.inventories;
+    // Promoted when every cluster has it; otherwise it stays pending with what the failed
+    // clusters may hold beyond their inventories.
+    record.pending = (!failed.is_empty()).then(|| PendingRevision {
+        version: rendered.version.clone(),
+        inventory: Vec::new(),
+        dispatched: dispatched.unfinished,
+    });
     cluster.apply(&record.to_secret(ns), ns).await?;
-    let total = outcomes.len();
-    report.clusters = outcomes;
+    let total = dispatched.outcomes.len();
+    report.clusters = dispatched.outcomes;
     if failed.is_empty() {
         Ok(())
     } else {
@@ -577,6 +620,45 @@ async fn apply_rendered(
             total,
         })
     }
+}
+
+/// The control-plane objects an enable will apply, with the namespace each gets (kinds not
+/// served are planned as namespaced; a reference compares equal either way, see
+/// [`ObjectRef::same_object`]).
+async fn planned_inventory(
+    cluster: &Cluster,
+    objects: &[&Value],
+    ns: &str,
+) -> Result<Vec<ObjectRef>> {
+    let mut out = Vec::new();
+    for object in objects {
+        let Some(mut reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        let namespaced = cluster
+            .resource(&reference.gvk())
+            .await?
+            .is_none_or(|(_, caps)| caps.scope == kube::discovery::Scope::Namespaced);
+        reference.namespace =
+            namespaced.then(|| reference.namespace.clone().unwrap_or_else(|| ns.to_owned()));
+        out.push(reference);
+    }
+    Ok(out)
+}
+
+/// Every record in the system namespace (one labelled list).
+async fn records(ctx: &Context) -> Result<Vec<Record>> {
+    Ok(ctx
+        .cluster
+        .list(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            &format!("{LABEL_RECORD}=true"),
+        )
+        .await?
+        .iter()
+        .filter_map(|secret| Record::from_secret(&to_value(secret)))
+        .collect())
 }
 
 /// Enables an addon and its missing dependencies.
@@ -621,6 +703,9 @@ pub struct DisableReport {
     pub name: String,
     /// Objects deleted, in order.
     pub deleted: Vec<String>,
+    /// What was kept, and why (objects another addon's record lists too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Disables an addon: refuses while installed addons depend on it or Applications use its
@@ -644,9 +729,12 @@ pub async fn disable(
     }
     let cluster = &ctx.cluster;
     let mut deleted = Vec::new();
+    let mut notes = Vec::new();
     reporter.step(&format!("disabling `{name}`"));
-    if let Some(record) = current.record.as_ref().filter(|r| !r.dispatched.is_empty()) {
-        remove_dispatched(ctx, record, &mut deleted, reporter).await?;
+    // What other addons list is never deleted with this one.
+    let others = OtherRecords::of(all.values().filter_map(|i| i.record.as_ref()), name);
+    if let Some(record) = &current.record {
+        remove_dispatched(ctx, record, &others, &mut deleted, &mut notes, reporter).await?;
     }
     let secret_name = normalize::args_secret_name(name);
     if cluster
@@ -656,7 +744,11 @@ pub async fn disable(
         deleted.push(format!("Secret `{ns}/{secret_name}`"));
     }
     if let Some(record) = &current.record {
-        for object in record.inventory.iter().rev() {
+        for object in record.inventory_or_planned().iter().rev() {
+            if let Some(addon) = others.inventory.get(object) {
+                notes.push(format!("kept {object}: addon `{addon}` has it too"));
+                continue;
+            }
             if cluster
                 .delete(&object.gvk(), object.namespace.as_deref(), &object.name)
                 .await?
@@ -689,36 +781,76 @@ pub async fn disable(
     Ok(DisableReport {
         name: name.to_owned(),
         deleted,
+        notes,
     })
 }
 
-/// Deletes what the direct engine applied to each cluster (reverse order, only what addonctl
-/// created). When a cluster fails, the record keeps what is left there and the error says so.
+/// Deletes what the direct engine applied to each cluster, and what a pending revision planned
+/// there (reverse order, only what addonctl created and no other addon lists), clusters in
+/// parallel (bounded as enable is). When a cluster fails, the record keeps what is left there
+/// and the error says so.
 async fn remove_dispatched(
     ctx: &Context,
     record: &Record,
+    others: &OtherRecords,
     deleted: &mut Vec<String>,
+    notes: &mut Vec<String>,
     reporter: &dyn Reporter,
 ) -> Result<()> {
-    let names = record.dispatched.keys().cloned().collect();
+    let everything = record.dispatched_or_planned();
+    if everything.is_empty() {
+        return Ok(());
+    }
+    let names = everything.keys().cloned().collect();
     let clients = direct::clients(ctx, &names).await?;
+    let work = everything.iter().map(|(name, inventory)| {
+        let client = clients.get(name);
+        async move {
+            let removal = match client {
+                Some(Ok(client)) => {
+                    direct::remove_all(client, inventory, others.dispatched.get(name)).await
+                }
+                Some(Err(e)) => direct::Removal {
+                    failure: Some((e.clone(), inventory.objects.clone())),
+                    ..direct::Removal::default()
+                },
+                None => direct::Removal {
+                    failure: Some((
+                        format!("no client for cluster `{name}`"),
+                        inventory.objects.clone(),
+                    )),
+                    ..direct::Removal::default()
+                },
+            };
+            (name, removal)
+        }
+    });
+    let removals: Vec<(&String, direct::Removal)> = futures::stream::iter(work)
+        .buffer_unordered(direct::CLUSTER_CONCURRENCY)
+        .collect()
+        .await;
     let mut failed = Vec::new();
     let mut remaining = BTreeMap::new();
-    for (name, inventory) in &record.dispatched {
-        let result = match clients.get(name) {
-            Some(Ok(client)) => direct::remove_all(client, inventory).await,
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(format!("no client for cluster `{name}`")),
-        };
-        match result {
-            Ok(count) => {
-                reporter.step(&format!("cluster `{name}`: {count} objects deleted"));
-                deleted.push(format!("{count} objects on cluster `{name}`"));
-            }
-            Err(e) => {
-                failed.push(format!("{name}: {e}"));
-                remaining.insert(name.clone(), inventory.clone());
-            }
+    let mut removals = removals;
+    removals.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, removal) in removals {
+        reporter.step(&format!(
+            "cluster `{name}`: {} objects deleted",
+            removal.deleted
+        ));
+        deleted.push(format!("{} objects on cluster `{name}`", removal.deleted));
+        for shared in removal.shared {
+            notes.push(format!("kept {shared} on cluster `{name}`"));
+        }
+        if let Some((e, kept)) = removal.failure {
+            failed.push(format!("{name}: {e}"));
+            remaining.insert(
+                name.clone(),
+                record::ClusterInventory {
+                    objects: kept,
+                    error: Some(e),
+                },
+            );
         }
     }
     if failed.is_empty() {
@@ -726,12 +858,13 @@ async fn remove_dispatched(
     }
     let mut kept = record.clone();
     kept.dispatched = remaining;
+    kept.pending = None;
     ctx.cluster
         .apply(&kept.to_secret(&ctx.namespace), &ctx.namespace)
         .await?;
     Err(Error::Clusters {
         addon: record.name.clone(),
-        total: record.dispatched.len(),
+        total: everything.len(),
         failed,
     })
 }
@@ -849,6 +982,7 @@ pub fn phase_of_application(app: &Value) -> Phase {
 
 /// One parameter in `status -v`.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ParameterStatus {
     /// Dotted name.
     pub name: String,
@@ -865,6 +999,7 @@ pub struct ParameterStatus {
 
 /// `status` of one addon.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Status {
     /// The addon.
     pub name: String,
@@ -884,6 +1019,9 @@ pub struct Status {
     /// Why the phase is `failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What else to know (a pending revision: an enable running, or interrupted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Direct engine: workloads (Deployments, DaemonSets, StatefulSets) on every target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload_count: Option<usize>,
@@ -909,6 +1047,7 @@ pub struct Status {
 
 /// A dependency in `status -v`.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DependencyStatus {
     /// The addon depended on.
     pub name: String,
@@ -970,6 +1109,7 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         clusters: Vec::new(),
         installed_by: None,
         reason: None,
+        notes: Vec::new(),
         workload_count: None,
         ready_workload_count: None,
         resources: Vec::new(),
@@ -999,7 +1139,7 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         if let Some(record) = current.record.as_ref().filter(|r| {
             current.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
         }) {
-            let clusters = direct::health(ctx, &record.dispatched).await?;
+            let clusters = direct::health(ctx, &record.dispatched_or_planned()).await?;
             let workloads: Vec<&direct::ResourceStatus> = clusters
                 .iter()
                 .flat_map(|c| c.resources.iter())
@@ -1010,6 +1150,12 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
                 .iter()
                 .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.cluster)))
                 .collect();
+            if let Some(pending) = &record.pending {
+                status.notes.push(format!(
+                    "revision {} is pending: an enable is running, or was interrupted or failed before every cluster had it; unless one is running, run `addonctl enable {name}` again to finish it (or `addonctl disable {name}`)",
+                    pending.version
+                ));
+            }
             status.phase = if !failures.is_empty() {
                 status.reason = Some(failures.join("; "));
                 Phase::Failed
@@ -1103,8 +1249,25 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
     Ok(status)
 }
 
+/// The phase `list` shows, without reading the clusters: KubeVela's for an Application,
+/// `enabling` while a record has a pending revision, else `enabled`.
+fn listed_phase(installed: &Installed) -> Phase {
+    match &installed.application {
+        Some(app) => phase_of_application(app),
+        None if installed
+            .record
+            .as_ref()
+            .is_some_and(|r| r.pending.is_some()) =>
+        {
+            Phase::Enabling
+        }
+        None => Phase::Enabled,
+    }
+}
+
 /// One row of `list`.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListRow {
     /// The addon.
     pub name: String,
@@ -1136,13 +1299,7 @@ pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>
                         continue;
                     }
                     let status = match installed.get(&addon.name) {
-                        Some(i) => format!(
-                            "{} ({})",
-                            i.application
-                                .as_ref()
-                                .map_or(Phase::Enabled, phase_of_application),
-                            i.version
-                        ),
+                        Some(i) => format!("{} ({})", listed_phase(i), i.version),
                         None => Phase::Disabled.to_string(),
                     };
                     rows.push(ListRow {
@@ -1167,13 +1324,7 @@ pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>
                 registry: i.registry.clone(),
                 description: String::new(),
                 available_versions: Vec::new(),
-                status: format!(
-                    "{} ({})",
-                    i.application
-                        .as_ref()
-                        .map_or(Phase::Enabled, phase_of_application),
-                    i.version
-                ),
+                status: format!("{} ({})", listed_phase(i), i.version),
             });
         }
     }

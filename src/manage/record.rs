@@ -28,7 +28,7 @@ pub fn record_name(addon: &str) -> String {
 pub use crate::model::InstalledBy;
 
 /// One object applied to the control plane.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     /// `apiVersion`.
@@ -54,6 +54,18 @@ impl ObjectRef {
                 .map(str::to_owned),
             name: object.pointer("/metadata/name")?.as_str()?.to_owned(),
         })
+    }
+
+    /// Whether both name the same object: the same kind and name, and the same namespace unless
+    /// one of them has none (a planned reference may carry a namespace for a kind that turns
+    /// out to be cluster-scoped).
+    pub fn same_object(&self, other: &ObjectRef) -> bool {
+        self.api_version == other.api_version
+            && self.kind == other.kind
+            && self.name == other.name
+            && (self.namespace == other.namespace
+                || self.namespace.is_none()
+                || other.namespace.is_none())
     }
 
     /// Its group/version/kind.
@@ -110,10 +122,64 @@ pub struct Record {
     /// Direct engine: what was applied to each cluster.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dispatched: BTreeMap<String, ClusterInventory>,
-    /// Direct engine: the version being applied when an enable has not finished (a pending
-    /// revision; `dispatched` still holds everything applied so far, nothing is forgotten).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending: Option<String>,
+    /// The revision being applied, written before any object is: what it plans to apply, so
+    /// that an enable interrupted midway (killed, a cluster failing) forgets nothing; the next
+    /// enable finishes or prunes it, and disable deletes what it lists too. `None` once every
+    /// cluster has the revision.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "pending_revision"
+    )]
+    pub pending: Option<PendingRevision>,
+}
+
+/// A revision written before it is applied (next to the last good one, which `inventory` and
+/// `dispatched` keep).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRevision {
+    /// The version being applied.
+    pub version: String,
+    /// The control-plane objects it applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<ObjectRef>,
+    /// Per cluster, the objects it applies (uids unknown yet; `created` as found before the
+    /// apply: whether the object did not exist yet).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dispatched: BTreeMap<String, Vec<DispatchedObject>>,
+}
+
+impl PendingRevision {
+    /// Whether the revision plans this object on this cluster.
+    pub fn plans(&self, cluster: &str, object: &ObjectRef) -> bool {
+        self.dispatched
+            .get(cluster)
+            .is_some_and(|planned| planned.iter().any(|p| &p.object == object))
+    }
+}
+
+/// Reads a pending revision, also as written before it held its planned objects (the version
+/// alone).
+fn pending_revision<'de, D>(deserializer: D) -> Result<Option<PendingRevision>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Version(String),
+        Revision(PendingRevision),
+    }
+    Ok(
+        Option::<Stored>::deserialize(deserializer)?.map(|stored| match stored {
+            Stored::Version(version) => PendingRevision {
+                version,
+                ..PendingRevision::default()
+            },
+            Stored::Revision(revision) => revision,
+        }),
+    )
 }
 
 /// Where components go: a topology policy's clusters or label selector, and namespace.
@@ -138,8 +204,9 @@ pub struct DispatchedObject {
     /// Which object.
     #[serde(flatten)]
     pub object: ObjectRef,
-    /// Its uid.
-    #[serde(default)]
+    /// Its uid (empty while only planned: in a pending revision, or planned by an enable that
+    /// was interrupted).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// Whether addonctl created it (only those are ever deleted; an object that existed before
     /// and was not created by addonctl is left alone).
@@ -199,6 +266,37 @@ impl Record {
         })
     }
 
+    /// Per cluster, everything the addon may hold there: the inventory of the last apply plus
+    /// what a pending revision plans and that inventory lacks (uid unknown: an interrupted
+    /// enable may or may not have applied it).
+    pub fn dispatched_or_planned(&self) -> BTreeMap<String, ClusterInventory> {
+        let mut out = self.dispatched.clone();
+        let Some(pending) = &self.pending else {
+            return out;
+        };
+        for (cluster, planned) in &pending.dispatched {
+            let inventory = out.entry(cluster.clone()).or_default();
+            for object in planned {
+                if !inventory.objects.iter().any(|o| o.object == object.object) {
+                    inventory.objects.push(object.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The control-plane objects the addon may hold: the inventory plus what a pending
+    /// revision plans.
+    pub fn inventory_or_planned(&self) -> Vec<ObjectRef> {
+        let mut out = self.inventory.clone();
+        for object in self.pending.iter().flat_map(|p| &p.inventory) {
+            if !out.contains(object) {
+                out.push(object.clone());
+            }
+        }
+        out
+    }
+
     /// Reads a record from its Secret's `data`; `None` when it is missing or unreadable.
     pub fn from_secret(secret: &Value) -> Option<Self> {
         let encoded = secret.pointer(&format!("/data/{RECORD_KEY}"))?.as_str()?;
@@ -206,5 +304,106 @@ impl Record {
             .decode(encoded)
             .ok()?;
         serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// What the records of other addons list, so that an object two addons render is deleted only
+/// with the last of them.
+#[derive(Debug, Clone, Default)]
+pub struct OtherRecords {
+    /// Per cluster, each object and whether the addon listing it created it.
+    pub dispatched: BTreeMap<String, BTreeMap<ObjectRef, (String, bool)>>,
+    /// Control-plane objects, with the addon listing them.
+    pub inventory: BTreeMap<ObjectRef, String>,
+}
+
+impl OtherRecords {
+    /// Collects what `records` list, except the record of `addon`.
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a Record>, addon: &str) -> Self {
+        let mut out = OtherRecords::default();
+        for record in records.into_iter().filter(|r| r.name != addon) {
+            for (cluster, inventory) in record.dispatched_or_planned() {
+                let objects = out.dispatched.entry(cluster).or_default();
+                for object in inventory.objects {
+                    objects
+                        .entry(object.object)
+                        .or_insert_with(|| (record.name.clone(), object.created));
+                }
+            }
+            for object in record.inventory_or_planned() {
+                out.inventory
+                    .entry(object)
+                    .or_insert_with(|| record.name.clone());
+            }
+        }
+        out
+    }
+
+    /// The addon that also lists `object` on `cluster`, if any.
+    pub fn listing(&self, cluster: &str, object: &ObjectRef) -> Option<&str> {
+        self.dispatched
+            .get(cluster)
+            .and_then(|objects| objects.get(object))
+            .map(|(addon, _)| addon.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(pending: Value) -> Value {
+        json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false, "pending": pending,
+        })
+    }
+
+    #[test]
+    fn a_pending_revision_written_as_a_bare_version_still_reads() {
+        let read: Record = serde_json::from_value(record(json!("1.0.0"))).unwrap();
+        assert_eq!(
+            read.pending,
+            Some(PendingRevision {
+                version: "1.0.0".to_owned(),
+                ..PendingRevision::default()
+            })
+        );
+    }
+
+    #[test]
+    fn planned_objects_missing_from_the_inventory_are_listed_with_it() {
+        let planned = |name: &str, uid: &str| DispatchedObject {
+            object: ObjectRef {
+                api_version: "v1".to_owned(),
+                kind: "ConfigMap".to_owned(),
+                namespace: Some("ns".to_owned()),
+                name: name.to_owned(),
+            },
+            uid: uid.to_owned(),
+            created: true,
+        };
+        let mut read: Record = serde_json::from_value(record(json!({
+            "version": "2.0.0",
+            "dispatched": {"east": [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "one", "created": true},
+                                    {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "two", "created": true}]},
+        })))
+        .unwrap();
+        read.dispatched.insert(
+            "east".to_owned(),
+            ClusterInventory {
+                objects: vec![planned("one", "uid-1")],
+                error: None,
+            },
+        );
+        assert_eq!(
+            read.dispatched_or_planned()["east"].objects,
+            [planned("one", "uid-1"), planned("two", "")]
+        );
+        let text = serde_json::to_value(&read).unwrap();
+        assert_eq!(text["pending"]["dispatched"]["east"][1]["name"], "two");
+        assert!(text["pending"]["dispatched"]["east"][1]
+            .get("uid")
+            .is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! `enable`, `disable`, `status`, `list`, `upgrade`: the commands that talk to the control plane.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -38,6 +39,8 @@ async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
     })
     .await
     .map_err(addonctl::Error::from)?;
+    // Managed clusters' clients take the same limit (see `manage::direct::connect`).
+    cluster.set_rate_limit(global.rate_limit()?);
     let catalog = catalog(global, &cluster).await?;
     Ok(Context {
         cluster,
@@ -345,6 +348,7 @@ async fn wait_for(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut last = None;
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let status = manage::status(ctx, name, false).await?;
         if status.phase == phase {
@@ -352,7 +356,12 @@ async fn wait_for(
         }
         if status.phase == Phase::Failed {
             return Err(crate::cli::diagnostics::user(format!(
-                "addon `{name}` failed"
+                "addon `{name}` failed{}",
+                status
+                    .reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
             )));
         }
         if last != Some(status.phase) {
@@ -362,15 +371,75 @@ async fn wait_for(
             ));
             last = Some(status.phase);
         }
+        for cluster in &status.resources {
+            let line = cluster_readiness(cluster);
+            if shown.get(&cluster.cluster) != Some(&line) {
+                reporter.step(&format!("{}: {line}", cluster.cluster));
+                shown.insert(cluster.cluster.clone(), line);
+            }
+        }
         if started.elapsed() > timeout {
+            let not_ready: Vec<String> = status
+                .resources
+                .iter()
+                .flat_map(|c| {
+                    c.resources
+                        .iter()
+                        .filter(|r| r.is_workload() && !r.is_ready())
+                        .map(|r| format!("{}: {}", c.cluster, workload_readiness(r)))
+                })
+                .collect();
+            let mut why = String::new();
+            if !not_ready.is_empty() {
+                why = format!("; not ready:\n  {}", not_ready.join("\n  "));
+            }
+            for note in &status.notes {
+                why.push_str(&format!("\nnote: {note}"));
+            }
             anyhow::bail!(
-                "addon `{name}` is still {} after {}s (waiting for {phase})",
+                "addon `{name}` is still {} after {}s (waiting for {phase}){why}",
                 status.phase,
                 timeout.as_secs()
             );
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// `3/3 workloads ready` (and missing objects) for one cluster.
+fn cluster_readiness(cluster: &manage::direct::ClusterStatus) -> String {
+    let workloads: Vec<_> = cluster
+        .resources
+        .iter()
+        .filter(|r| r.is_workload())
+        .collect();
+    let ready = workloads.iter().filter(|r| r.is_ready()).count();
+    let missing = cluster.resources.iter().filter(|r| !r.exists).count();
+    let mut line = format!("{ready}/{} workloads ready", workloads.len());
+    if missing > 0 {
+        line.push_str(&format!(", {missing} objects missing"));
+    }
+    if let Some(error) = &cluster.error {
+        line.push_str(&format!(", error: {error}"));
+    }
+    line
+}
+
+/// `Deployment ns/name 0/1 ready` (or `missing`).
+fn workload_readiness(resource: &manage::direct::ResourceStatus) -> String {
+    let name = match &resource.namespace {
+        Some(ns) => format!("{} {ns}/{}", resource.kind, resource.name),
+        None => format!("{} {}", resource.kind, resource.name),
+    };
+    if !resource.exists {
+        return format!("{name} missing");
+    }
+    let count = |n: Option<i64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+    format!(
+        "{name} {}/{} ready",
+        count(resource.ready_replicas),
+        count(resource.replicas)
+    )
 }
 
 /// `disable`.
@@ -433,6 +502,9 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
             for deleted in &report.deleted {
                 writeln!(stdout, "  deleted {deleted}")?;
             }
+            for note in &report.notes {
+                writeln!(stdout, "  note: {note}")?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -471,6 +543,9 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
     }
     if let Some(reason) = &status.reason {
         writeln!(out, "reason:    {reason}")?;
+    }
+    for note in &status.notes {
+        writeln!(out, "note:      {note}")?;
     }
     if let (Some(total), Some(ready)) = (status.workload_count, status.ready_workload_count) {
         writeln!(out, "workloads: {ready}/{total} ready")?;
