@@ -175,6 +175,10 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     let current = installed.get(&root);
     let version = match (&request.version, current) {
         (Some(version), _) => Some(version.clone()),
+        // A directory is enabled as it is.
+        (None, _) if directory.is_some() => directory
+            .as_ref()
+            .map(|(_, package)| package.metadata.version.raw().to_owned()),
         (None, Some(current)) => {
             sources.newest(&root, pinned.as_deref().or(Some(&current.registry)))
         }
