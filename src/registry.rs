@@ -1068,6 +1068,7 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 username: credentials.username.clone(),
                 password: credentials.password.clone(),
                 insecure_skip_tls: spec.insecure_skip_tls,
+                ca_bundle: spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec()),
             },
             &options.cache,
         )?)),

@@ -9,6 +9,7 @@ use crate::support::conformance;
 use crate::support::fixture_registry;
 use crate::support::git_server::{git, GitFixtures};
 use crate::support::helm_repo::fresh_cache;
+use crate::support::http_server::TestCa;
 
 fn reader(url: &str, options: GitOptions, cache: &CacheOptions) -> GitReader {
     GitReader::new("git-test", url, options, cache).unwrap()
@@ -180,4 +181,77 @@ async fn an_unreachable_git_server_is_a_backend_error() {
     .await
     .unwrap_err();
     assert!(!err.to_string().is_empty());
+}
+
+#[tokio::test]
+async fn git_over_https_needs_the_registry_ca_bundle_or_insecure_skip_tls() {
+    let fixtures = GitFixtures::get();
+    let ca = TestCa::new();
+    let tls = tempfile::tempdir().unwrap();
+    let (cert, key) = ca.write_server_pem(tls.path());
+    let (_server, base) = crate::support::git_server::start_server_with(
+        &fixtures.root,
+        &tls.path().join("lighttpd"),
+        &[
+            "--tls-cert".as_ref(),
+            cert.as_os_str(),
+            "--tls-key".as_ref(),
+            key.as_os_str(),
+        ],
+    );
+    assert!(base.starts_with("https://"), "{base}");
+    let url = format!("{base}/fixtures.git");
+    // A cache of its own for each reader: a failed fetch would fall back on an earlier one.
+    let with = |options: GitOptions| {
+        let (guard, cache) = fresh_cache();
+        (guard, reader(&url, options, &cache))
+    };
+
+    // The system does not trust the test CA.
+    let err = with(GitOptions::default())
+        .1
+        .list_addons()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("certificate"), "{err}");
+
+    // The registry's CA bundle.
+    let (_trusted_cache, trusted) = with(GitOptions {
+        ca_bundle: Some(ca.ca_pem.clone().into_bytes()),
+        ..GitOptions::default()
+    });
+    conformance::run(&trusted, &fixture_registry()).await;
+
+    // Another CA does not vouch for the server.
+    let other = TestCa::new();
+    let err = with(GitOptions {
+        ca_bundle: Some(other.ca_pem.clone().into_bytes()),
+        ..GitOptions::default()
+    })
+    .1
+    .list_addons()
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("certificate"), "{err}");
+
+    // insecure-skip-TLS accepts anything (test servers only).
+    let (_insecure_cache, insecure) = with(GitOptions {
+        insecure_skip_tls: true,
+        ..GitOptions::default()
+    });
+    assert_eq!(insecure.list_addons().await.unwrap().len(), 3);
+
+    // A bundle that is not PEM is refused when the registry is opened.
+    let err = GitReader::new(
+        "git-test",
+        &url,
+        GitOptions {
+            ca_bundle: Some(b"not a certificate".to_vec()),
+            ..GitOptions::default()
+        },
+        &CacheOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, Error::InvalidContent { .. }), "{err}");
 }

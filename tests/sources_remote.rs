@@ -853,6 +853,27 @@ async fn s3_reader_on_s3s_fs_passes_the_conformance_suite_signed() {
 }
 
 #[tokio::test]
+async fn s3_store_listing_no_etags_is_cached_by_modification_time_and_size() {
+    // s3s-fs lists no `ETag`s, as some S3-compatible stores do.
+    s3_support::write_to_s3s("cached", &many_addons(BUDGET_ADDONS, ""));
+    let server = s3_support::s3s_fs();
+    let options = s3_support::options(
+        server,
+        "cached",
+        Some((s3_support::ACCESS_KEY, s3_support::SECRET_KEY)),
+    );
+    let (_guard, cache) = fresh_cache();
+    let mut costs = Vec::new();
+    for _ in 0..2 {
+        let (client, counter) = s3_support::client(&options, false);
+        let reader = S3Reader::new(client, "cached", "", "s3").with_cache(&cache, &server.url);
+        let (listed, enabled) = list_then_enable(&reader, || counter.get()).await;
+        costs.push(listed + enabled);
+    }
+    assert_eq!(costs, [1 + BUDGET_ADDONS as u64 + 3, 1]);
+}
+
+#[tokio::test]
 async fn s3_wrong_secret_or_no_credentials_are_unauthorized_without_leaking() {
     s3_support::write_to_s3s("private", &fixture_objects(""));
     let options = s3_support::options(

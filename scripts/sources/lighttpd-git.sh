@@ -12,7 +12,12 @@
 #       start, print the base URL, then stop when standard input closes (or after N seconds,
 #       default 1800): the test support runs it this way, so the server never outlives the tests
 #
-# Repositories are served as http://127.0.0.1:P/git/<path under DIR>.
+#   --tls-cert FILE --tls-key FILE
+#       serve https with this certificate and key (PEM); installs lighttpd's TLS module
+#       (lighttpd-mod-openssl) with apt when it is missing
+#
+# Repositories are served as http(s)://127.0.0.1:P/git/<path under DIR>; every request is logged, one
+# line each, in STATE/access.log (the benchmark counts them).
 # Environment: ADDONCTL_LIGHTTPD_TIMEOUT  seconds to wait for the server (default 20)
 set -euo pipefail
 
@@ -26,8 +31,12 @@ ROOT=""
 STATE=""
 PORT=""
 MAX_SECONDS=1800
+TLS_CERT=""
+TLS_KEY=""
 while [ "$#" -gt 0 ]; do
   case "$1" in
+    --tls-cert) TLS_CERT="$2"; shift ;;
+    --tls-key) TLS_KEY="$2"; shift ;;
     --root) ROOT="$2"; shift ;;
     --state) STATE="$2"; shift ;;
     --port) PORT="$2"; shift ;;
@@ -66,17 +75,35 @@ fi
 [ -d "$ROOT" ] || die "--root $ROOT is not a directory"
 ROOT="$(cd "$ROOT" && pwd -P)"
 
+install_package() {
+  log "installing $1 with apt"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -q --no-install-recommends "$1" >&2; then
+    apt-get update -q >&2 || true
+    apt-get install -y -q --no-install-recommends "$1" >&2 || die "apt-get install $1 failed"
+  fi
+}
+
 find_lighttpd() { command -v lighttpd 2>/dev/null || { [ -x /usr/sbin/lighttpd ] && echo /usr/sbin/lighttpd; } || true; }
 LIGHTTPD="$(find_lighttpd)"
 if [ -z "$LIGHTTPD" ]; then
-  log "installing lighttpd with apt"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -q --no-install-recommends lighttpd >&2; then
-    apt-get update -q >&2 || true
-    apt-get install -y -q --no-install-recommends lighttpd >&2 || die "apt-get install lighttpd failed"
-  fi
+  install_package lighttpd
   LIGHTTPD="$(find_lighttpd)"
   [ -n "$LIGHTTPD" ] || die "lighttpd is not on PATH after installing it"
+fi
+
+MODULES='"mod_alias", "mod_cgi", "mod_setenv"'
+SCHEME=http
+TLS_CONF=""
+if [ -n "$TLS_CERT" ] || [ -n "$TLS_KEY" ]; then
+  [ -f "$TLS_CERT" ] && [ -f "$TLS_KEY" ] || die "--tls-cert and --tls-key must both name PEM files"
+  [ -f /usr/lib/lighttpd/mod_openssl.so ] || install_package lighttpd-mod-openssl
+  [ -f /usr/lib/lighttpd/mod_openssl.so ] || die "lighttpd's TLS module is missing after installing it"
+  MODULES="$MODULES, \"mod_openssl\""
+  SCHEME=https
+  TLS_CONF="ssl.engine = \"enable\"
+ssl.pemfile = \"$(cd "$(dirname "$TLS_CERT")" && pwd -P)/$(basename "$TLS_CERT")\"
+ssl.privkey = \"$(cd "$(dirname "$TLS_KEY")" && pwd -P)/$(basename "$TLS_KEY")\""
 fi
 
 BACKEND=""
@@ -91,14 +118,22 @@ fi
 
 stop
 mkdir -p "$STATE/www"
+# The backend behind a wrapper that logs each request (lighttpd buffers its own access log).
+cat >"$STATE/git-http-backend" <<WRAPPER
+#!/bin/sh
+printf '%s %s\\n' "\$REQUEST_METHOD" "\$REQUEST_URI" >>"$STATE/access.log"
+exec "$BACKEND"
+WRAPPER
+chmod +x "$STATE/git-http-backend"
 cat >"$STATE/lighttpd.conf" <<CONF
-server.modules = ( "mod_alias", "mod_cgi", "mod_setenv" )
+server.modules = ( $MODULES )
 server.bind = "127.0.0.1"
 server.port = $PORT
 server.document-root = "$STATE/www"
 server.errorlog = "$STATE/error.log"
+$TLS_CONF
 server.stream-request-body = 0
-alias.url = ( "/git" => "$BACKEND" )
+alias.url = ( "/git" => "$STATE/git-http-backend" )
 \$HTTP["url"] =~ "^/git" {
   cgi.assign = ( "" => "" )
   setenv.add-environment = (
@@ -124,10 +159,17 @@ for _ in $(seq 1 $((TIMEOUT * 10))); do
 done
 [ "$ready" = 1 ] || { stop; die "lighttpd did not listen on 127.0.0.1:$PORT within ${TIMEOUT}s"; }
 
-URL="http://127.0.0.1:$PORT/git"
+URL="$SCHEME://127.0.0.1:$PORT/git"
 printf '%s\n' "$URL"
 if [ "$MODE" = serve ]; then
-  trap stop EXIT INT TERM
+  # By the PID we hold, not the PID file: the caller may have removed STATE already.
+  stop_held() {
+    kill "$PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$PID" 2>/dev/null || true
+    rm -f "$STATE/lighttpd.pid" 2>/dev/null || true
+  }
+  trap stop_held EXIT INT TERM
   # Wait until the caller closes our standard input (or the time limit passes).
   while IFS= read -r -t "$MAX_SECONDS" _; do :; done || true
 fi

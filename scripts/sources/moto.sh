@@ -18,6 +18,8 @@ set -euo pipefail
 log() { printf '[moto] %s\n' "$*" >&2; }
 die() { printf '[moto] error: %s\n' "$*" >&2; exit 1; }
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+# shellcheck source=scripts/sources/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 PYTHON="${PYTHON:-python3}"
 TIMEOUT="${ADDONCTL_SOURCES_TIMEOUT:-60}"
@@ -41,10 +43,6 @@ install() {
   [ -n "$(moto_bin || true)" ] || die "moto_server is not on PATH after installing"
 }
 
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 start() {
   local dir="" watch=""
   while [ "$#" -gt 0 ]; do
@@ -65,47 +63,16 @@ start() {
   "$bin" -H 127.0.0.1 -p "$port" >"$dir/moto.log" 2>&1 </dev/null &
   pid=$!
   printf '%s\n' "$pid" >"$dir/pid"
-  local deadline=$((SECONDS + TIMEOUT))
-  until "$PYTHON" - "$url" >/dev/null 2>&1 <<'PY'
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=2)
-PY
-  do
-    kill -0 "$pid" 2>/dev/null || die "moto_server exited; see $dir/moto.log"
-    [ "$SECONDS" -lt "$deadline" ] || { kill "$pid" 2>/dev/null || true; die "moto_server did not answer within ${TIMEOUT}s"; }
-    sleep 0.2
-  done
-  if [ -n "$watch" ]; then
-    # Stops the server once the watched process has gone; holds none of our output streams.
-    (
-      while kill -0 "$watch" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do sleep 1; done
-      kill "$pid" 2>/dev/null || true
-    ) >/dev/null 2>&1 </dev/null &
-  fi
+  wait_until moto_server "$pid" "$dir/moto.log" "$TIMEOUT" \
+    "$PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=2)' "$url"
+  watch_pid "$watch" "$pid"
   printf '%s\n' "$url" >"$dir/url"
   log "listening on $url (pid $pid)"
   printf '%s\n' "$url"
 }
 
 stop() {
-  local dir=""
-  while [ "$#" -gt 0 ]; do
-    case "$1" in
-      --dir) dir="$2"; shift ;;
-      *) die "unknown argument: $1 (see --help)" ;;
-    esac
-    shift
-  done
-  [ -n "$dir" ] || die "--dir is required"
-  [ -f "$dir/pid" ] || return 0
-  local pid
-  pid="$(cat "$dir/pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/pid" "$dir/url"
+  stop_dir "$(parse_dir "$@")" url
 }
 
 case "${1:-}" in

@@ -22,6 +22,8 @@ VERSION=0.14.1
 log() { printf '[s3s-fs] %s\n' "$*" >&2; }
 die() { printf '[s3s-fs] error: %s\n' "$*" >&2; exit 1; }
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+# shellcheck source=scripts/sources/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 CACHE="${ADDONCTL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/addonctl}"
 ROOT="${CACHE}/s3s-fs-${VERSION}"
@@ -40,10 +42,6 @@ install() {
   fi
   flock -u 9
   [ -x "$BIN" ] || die "s3s-fs was not built"
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
 start() {
@@ -70,18 +68,8 @@ start() {
     --domain "localhost:${port}" "$dir/data" >"$dir/s3s-fs.log" 2>&1 </dev/null &
   pid=$!
   printf '%s\n' "$pid" >"$dir/pid"
-  local deadline=$((SECONDS + TIMEOUT))
-  until (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; do
-    kill -0 "$pid" 2>/dev/null || die "s3s-fs exited; see $dir/s3s-fs.log"
-    [ "$SECONDS" -lt "$deadline" ] || { kill "$pid" 2>/dev/null || true; die "s3s-fs did not answer within ${TIMEOUT}s"; }
-    sleep 0.1
-  done
-  if [ -n "$watch" ]; then
-    (
-      while kill -0 "$watch" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do sleep 1; done
-      kill "$pid" 2>/dev/null || true
-    ) >/dev/null 2>&1 </dev/null &
-  fi
+  wait_until s3s-fs "$pid" "$dir/s3s-fs.log" "$TIMEOUT" port_open "$port"
+  watch_pid "$watch" "$pid"
   printf '%s\n' "$url" >"$dir/url"
   printf '%s\n' "$port" >"$dir/port"
   log "listening on $url (pid $pid)"
@@ -89,24 +77,7 @@ start() {
 }
 
 stop() {
-  local dir=""
-  while [ "$#" -gt 0 ]; do
-    case "$1" in
-      --dir) dir="$2"; shift ;;
-      *) die "unknown argument: $1 (see --help)" ;;
-    esac
-    shift
-  done
-  [ -n "$dir" ] || die "--dir is required"
-  [ -f "$dir/pid" ] || return 0
-  local pid
-  pid="$(cat "$dir/pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/pid" "$dir/url" "$dir/port"
+  stop_dir "$(parse_dir "$@")" url port
 }
 
 case "${1:-}" in

@@ -517,6 +517,49 @@ macro_rules! forge_reader {
 }
 pub(crate) use forge_reader;
 
+/// A repository URL as users copy it from the browser, split.
+pub(crate) struct BrowserUrl<'a> {
+    /// `http` or `https`.
+    pub scheme: &'a str,
+    /// The host (and port), without user info.
+    pub host: &'a str,
+    /// The non-empty path segments, without query and fragment.
+    pub segments: Vec<&'a str>,
+}
+
+impl<'a> BrowserUrl<'a> {
+    /// Splits `url`; `invalid` makes the error for a reason (`no scheme`, …).
+    pub fn parse(url: &'a str, invalid: &dyn Fn(&str) -> Error) -> Result<Self> {
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
+        if !matches!(scheme, "http" | "https") {
+            return Err(invalid("not http or https"));
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        if host.is_empty() {
+            return Err(invalid("no host"));
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        Ok(BrowserUrl {
+            scheme,
+            host,
+            segments: path.split('/').filter(|s| !s.is_empty()).collect(),
+        })
+    }
+}
+
+/// What follows the repository in a browser URL: nothing (`(None, "")`), or
+/// `tree|blob/<ref>/<path>`; `None` for anything else.
+pub(crate) fn ref_and_path(tail: &[&str]) -> Option<(Option<String>, String)> {
+    match tail {
+        [] => Some((None, String::new())),
+        ["tree" | "blob", git_ref, path @ ..] => {
+            Some((Some((*git_ref).to_owned()), path.join("/")))
+        }
+        _ => None,
+    }
+}
+
 /// Describes when a rate limit resets, from a Unix time in seconds: `at 2024-01-01T00:00:00Z (in
 /// 42 s)`.
 pub(crate) fn describe_reset(epoch_seconds: u64) -> String {

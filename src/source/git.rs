@@ -48,6 +48,10 @@ pub struct GitOptions {
     pub password: Option<String>,
     /// Accept any TLS certificate (test servers only).
     pub insecure_skip_tls: bool,
+    /// Extra trusted CA certificates for https remotes (PEM, one or more): a server certificate
+    /// issued by one of them (directly, or by an intermediate also in the bundle) for the remote's
+    /// host name is accepted, besides those the system trusts.
+    pub ca_bundle: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for GitOptions {
@@ -59,6 +63,7 @@ impl fmt::Debug for GitOptions {
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("insecure_skip_tls", &self.insecure_skip_tls)
+            .field("ca_bundle", &self.ca_bundle.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -88,6 +93,8 @@ struct Inner {
     temporary: bool,
     /// `--refresh`: never fall back to an earlier fetch.
     refresh: bool,
+    /// The CA bundle's certificates, parsed.
+    trust: Option<Trust>,
     index: OnceCell<GitIndex>,
 }
 
@@ -139,6 +146,11 @@ impl GitReader {
             check_relative_path(registry, &path)?;
         }
         let options = GitOptions { path, ..options };
+        let trust = options
+            .ca_bundle
+            .as_deref()
+            .map(|pem| Trust::from_pem(registry, pem))
+            .transpose()?;
         let disk = DiskCache::new(cache, "git", &redact(&url));
         let (dir, temporary) = match disk.dir() {
             Some(dir) => (dir.to_path_buf(), false),
@@ -159,6 +171,7 @@ impl GitReader {
                 dir,
                 temporary,
                 refresh: disk.refresh(),
+                trust,
                 index: OnceCell::new(),
             }),
         })
@@ -287,6 +300,19 @@ impl Inner {
         });
         if options.insecure_skip_tls {
             callbacks.certificate_check(|_, _| Ok(git2::CertificateCheckStatus::CertificateOk));
+        } else if let Some(trust) = &self.trust {
+            // libgit2 has checked the certificate against the system's roots; one it refused is
+            // accepted when the bundle vouches for it, else its verdict stands.
+            callbacks.certificate_check(move |certificate, host| {
+                let trusted = certificate
+                    .as_x509()
+                    .is_some_and(|x509| trust.accepts(x509.data(), host));
+                Ok(if trusted {
+                    git2::CertificateCheckStatus::CertificateOk
+                } else {
+                    git2::CertificateCheckStatus::CertificatePassthrough
+                })
+            });
         }
         callbacks
     }
@@ -587,6 +613,62 @@ impl Inner {
             });
         }
         Ok(blob.content().to_vec())
+    }
+}
+
+/// The certificates of a CA bundle, as trust anchors (and as intermediates, so that a bundle may
+/// carry the chain of a server that does not send it).
+struct Trust {
+    anchors: Vec<rustls_pki_types::TrustAnchor<'static>>,
+    certificates: Vec<rustls_pki_types::CertificateDer<'static>>,
+}
+
+impl Trust {
+    fn from_pem(registry: &str, pem: &[u8]) -> Result<Self> {
+        use rustls_pki_types::pem::PemObject;
+        let invalid = |why: String| Error::InvalidContent {
+            registry: registry.to_owned(),
+            message: format!("the CA bundle {why}"),
+        };
+        let certificates: Vec<rustls_pki_types::CertificateDer<'static>> =
+            rustls_pki_types::CertificateDer::pem_slice_iter(pem)
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| invalid(format!("is not valid PEM: {e}")))?;
+        if certificates.is_empty() {
+            return Err(invalid("holds no certificate".to_owned()));
+        }
+        let anchors = certificates
+            .iter()
+            .map(|c| webpki::anchor_from_trusted_cert(c).map(|a| a.to_owned()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| invalid(format!("holds a certificate that cannot be read: {e}")))?;
+        Ok(Trust {
+            anchors,
+            certificates,
+        })
+    }
+
+    /// Whether `der` (a server's certificate) chains to the bundle and names `host`.
+    fn accepts(&self, der: &[u8], host: &str) -> bool {
+        let certificate = rustls_pki_types::CertificateDer::from(der);
+        let Ok(end_entity) = webpki::EndEntityCert::try_from(&certificate) else {
+            return false;
+        };
+        let Ok(name) = rustls_pki_types::ServerName::try_from(host) else {
+            return false;
+        };
+        end_entity
+            .verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                &self.anchors,
+                &self.certificates,
+                rustls_pki_types::UnixTime::now(),
+                webpki::KeyUsage::server_auth(),
+                None,
+                None,
+            )
+            .is_ok()
+            && end_entity.verify_is_valid_for_subject_name(&name).is_ok()
     }
 }
 

@@ -19,7 +19,8 @@ use async_trait::async_trait;
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    archive_over_http, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore, Snapshot,
+    archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
+    ForgeApi, ForgeCore, Snapshot,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
 use crate::source::{Error, Result};
@@ -87,34 +88,19 @@ impl GiteeOptions {
                 redact(url)
             ),
         };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
-        if !matches!(scheme, "http" | "https") {
-            return Err(invalid("not http or https"));
-        }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit('@').next().unwrap_or(authority);
-        if host.is_empty() {
-            return Err(invalid("no host"));
-        }
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let [owner, repo, tail @ ..] = segments.as_slice() else {
+        let url = BrowserUrl::parse(url, &invalid)?;
+        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
             return Err(invalid("no owner and repository"));
         };
         let repo = repo.strip_suffix(".git").unwrap_or(repo);
-        let mut options = GiteeOptions::new(format!("{scheme}://{host}/api/v5"), *owner, repo);
-        match tail {
-            [] => {}
-            ["tree" | "blob", git_ref, path @ ..] => {
-                options.git_ref = Some((*git_ref).to_owned());
-                options.path = path.join("/");
-            }
-            _ => {
-                return Err(invalid(
-                    "expected `/tree/<ref>/<path>` after the repository",
-                ))
-            }
-        }
+        let mut options = GiteeOptions::new(
+            format!("{}://{}/api/v5", url.scheme, url.host),
+            *owner,
+            repo,
+        );
+        let ref_and_path = ref_and_path(tail)
+            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
+        (options.git_ref, options.path) = ref_and_path;
         Ok(options)
     }
 }

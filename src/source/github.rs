@@ -37,8 +37,8 @@ use octocrab::Octocrab;
 
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
-    self, describe_reset, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
-    Snapshot,
+    self, describe_reset, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
+    ForgeApi, ForgeCore, Snapshot,
 };
 use crate::source::{Error, Result};
 
@@ -115,37 +115,18 @@ impl GithubOptions {
                 crate::source::http::redact(url)
             ),
         };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
-        if !matches!(scheme, "http" | "https") {
-            return Err(invalid("not http or https"));
-        }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit('@').next().unwrap_or(authority);
-        if host.is_empty() {
-            return Err(invalid("no host"));
-        }
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let [owner, repo, tail @ ..] = segments.as_slice() else {
+        let url = BrowserUrl::parse(url, &invalid)?;
+        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
             return Err(invalid("no owner and repository"));
         };
         let repo = repo.strip_suffix(".git").unwrap_or(repo);
         let mut options = GithubOptions::new(*owner, repo);
-        if !host.eq_ignore_ascii_case(PUBLIC_WEB_HOST) {
-            options.api_base = Some(format!("{scheme}://{host}/api/v3"));
+        if !url.host.eq_ignore_ascii_case(PUBLIC_WEB_HOST) {
+            options.api_base = Some(format!("{}://{}/api/v3", url.scheme, url.host));
         }
-        match tail {
-            [] => {}
-            ["tree" | "blob", git_ref, path @ ..] => {
-                options.git_ref = Some((*git_ref).to_owned());
-                options.path = path.join("/");
-            }
-            _ => {
-                return Err(invalid(
-                    "expected `/tree/<ref>/<path>` after the repository",
-                ))
-            }
-        }
+        let ref_and_path = ref_and_path(tail)
+            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
+        (options.git_ref, options.path) = ref_and_path;
         Ok(options)
     }
 

@@ -22,7 +22,8 @@ use async_trait::async_trait;
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    archive_over_http, encode, forge_reader, Download, ForgeApi, ForgeCore,
+    archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
+    ForgeCore,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
 use crate::source::{Error, Result};
@@ -84,19 +85,9 @@ impl GitlabOptions {
                 redact(url)
             ),
         };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
-        if !matches!(scheme, "http" | "https") {
-            return Err(invalid("not http or https"));
-        }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit('@').next().unwrap_or(authority);
-        if host.is_empty() {
-            return Err(invalid("no host"));
-        }
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let split = segments.iter().position(|s| *s == "-");
-        let (project, tail) = match split {
+        let url = BrowserUrl::parse(url, &invalid)?;
+        let segments = &url.segments;
+        let (project, tail) = match segments.iter().position(|s| *s == "-") {
             Some(i) => (&segments[..i], &segments[i + 1..]),
             None => (&segments[..], &[][..]),
         };
@@ -105,15 +96,11 @@ impl GitlabOptions {
         }
         let project = project.join("/");
         let project = project.strip_suffix(".git").unwrap_or(&project);
-        let mut options = GitlabOptions::new(format!("{scheme}://{host}/api/v4"), project);
-        match tail {
-            [] => {}
-            ["tree" | "blob", git_ref, path @ ..] => {
-                options.git_ref = Some((*git_ref).to_owned());
-                options.path = path.join("/");
-            }
-            _ => return Err(invalid("expected `/-/tree/<ref>/<path>` after the project")),
-        }
+        let mut options =
+            GitlabOptions::new(format!("{}://{}/api/v4", url.scheme, url.host), project);
+        let ref_and_path = ref_and_path(tail)
+            .ok_or_else(|| invalid("expected `/-/tree/<ref>/<path>` after the project"))?;
+        (options.git_ref, options.path) = ref_and_path;
         Ok(options)
     }
 }

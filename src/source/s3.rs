@@ -10,9 +10,10 @@
 //! files are kept in memory for the life of the reader; every other file is fetched when read.
 //!
 //! With a disk cache ([`S3Reader::with_cache`]), every object downloaded is kept under the `ETag`
-//! it was served with; the next run lists the bucket again and downloads only the objects whose
-//! `ETag` in the listing differs (the listing alone, one request per 1,000 keys, when nothing
-//! changed). `--refresh` downloads everything again.
+//! the listing gave it (modification time and size for a store that lists no `ETag`s); the next
+//! run lists the bucket again and downloads only the objects whose listed `ETag` differs (the
+//! listing alone, one request per 1,000 keys, when nothing changed). `--refresh` downloads
+//! everything again.
 //!
 //! Guarantees: anonymous access (no credentials) sends unsigned requests; a file over
 //! [`MAX_FILE_SIZE`] is refused before it is downloaded (and again while reading, should the
@@ -191,7 +192,7 @@ struct Inner {
 #[derive(Debug, Default)]
 struct Listing {
     addons: BTreeMap<String, Addon>,
-    /// Key (relative to the prefix) → `ETag`, as listed.
+    /// Key (relative to the prefix) → what tells its version apart, as listed.
     etags: BTreeMap<String, String>,
 }
 
@@ -200,7 +201,8 @@ struct Listing {
 struct Keys {
     /// Key (relative to the prefix) → size.
     sizes: BTreeMap<String, u64>,
-    /// Key (relative to the prefix) → `ETag`, when the store gives one.
+    /// Key (relative to the prefix) → its `ETag` (or modification time and size, for a store
+    /// that lists no `ETag`s).
     etags: BTreeMap<String, String>,
 }
 
@@ -349,8 +351,15 @@ impl Inner {
                     .and_then(|s| u64::try_from(s).ok())
                     .unwrap_or(0);
                 keys.sizes.insert(rel.to_owned(), size);
-                if let Some(etag) = object.e_tag() {
-                    keys.etags.insert(rel.to_owned(), etag.to_owned());
+                // What tells this version of the object from another: its `ETag`, else (a
+                // store that lists none) its modification time and size.
+                let validator = match (object.e_tag(), object.last_modified()) {
+                    (Some(etag), _) => Some(etag.to_owned()),
+                    (None, Some(modified)) => Some(format!("modified {modified} size {size}")),
+                    (None, None) => None,
+                };
+                if let Some(validator) = validator {
+                    keys.etags.insert(rel.to_owned(), validator);
                 }
                 if keys.sizes.len() > MAX_KEYS {
                     return Err(Error::InvalidContent {
@@ -467,8 +476,8 @@ impl Inner {
         Ok(listing)
     }
 
-    /// One object: from the disk cache when it holds the object with the `ETag` the listing
-    /// gave, else downloaded (and then cached under the `ETag` it was served with).
+    /// One object: from the disk cache when it holds the object under the validator the listing
+    /// gave (its `ETag`, or modification time and size), else downloaded and cached under it.
     async fn get_object(&self, key: &str, listed_size: u64, etag: Option<&str>) -> Result<Vec<u8>> {
         if listed_size > MAX_FILE_SIZE {
             return Err(self.too_large(key, listed_size));
@@ -481,25 +490,22 @@ impl Inner {
                 }
             }
         }
-        let (bytes, served_etag) = self.download_object(key).await?;
-        if let Some(served) = served_etag {
-            if self.cache.dir().is_some() {
-                self.cache.store(
-                    &cache_key,
-                    &CachedEntry {
-                        body: bytes.clone(),
-                        etag: Some(served),
-                        last_modified: None,
-                    },
-                );
-            }
+        let bytes = self.download_object(key).await?;
+        if let (Some(etag), Some(_)) = (etag, self.cache.dir()) {
+            self.cache.store(
+                &cache_key,
+                &CachedEntry {
+                    body: bytes.clone(),
+                    etag: Some(etag.to_owned()),
+                    last_modified: None,
+                },
+            );
         }
         Ok(bytes)
     }
 
-    /// Downloads one object (and its `ETag`), refusing it when it turns out to be over the size
-    /// limit.
-    async fn download_object(&self, key: &str) -> Result<(Vec<u8>, Option<String>)> {
+    /// Downloads one object, refusing it when it turns out to be over the size limit.
+    async fn download_object(&self, key: &str) -> Result<Vec<u8>> {
         let _permit = self
             .permits
             .acquire()
@@ -518,7 +524,6 @@ impl Inner {
                 return Err(self.too_large(key, length));
             }
         }
-        let etag = output.e_tag().map(str::to_owned);
         let mut body = output.body;
         let mut bytes = Vec::new();
         while let Some(chunk) = body.try_next().await.map_err(|e| {
@@ -533,7 +538,7 @@ impl Inner {
                 return Err(self.too_large(key, bytes.len() as u64));
             }
         }
-        Ok((bytes, etag))
+        Ok(bytes)
     }
 
     fn too_large(&self, key: &str, size: u64) -> Error {

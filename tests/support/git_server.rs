@@ -164,14 +164,25 @@ fn build_fixture_repositories(root: &Path) {
     );
 }
 
-fn start_server(root: &Path) -> (Child, String) {
-    let log = root.join("lighttpd-git.log");
+/// Serves the bare repositories under `root` (state and logs in `root/lighttpd`, requests one a
+/// line in `root/lighttpd/access.log`) until the returned child's standard input closes, that is
+/// when it is dropped or this process exits; returns it and the base URL.
+pub fn start_server(root: &Path) -> (Child, String) {
+    start_server_with(root, &root.join("lighttpd"), &[])
+}
+
+/// Like [`start_server`] with its state in `state` and more arguments for the script (for
+/// example `--tls-cert FILE --tls-key FILE`).
+pub fn start_server_with(root: &Path, state: &Path, extra: &[&std::ffi::OsStr]) -> (Child, String) {
+    std::fs::create_dir_all(state).expect("state directory");
+    let log = state.join("lighttpd-git.log");
     let mut child = Command::new("bash")
         .arg(crate::support::root().join("scripts/sources/lighttpd-git.sh"))
         .args(["serve", "--root"])
         .arg(root)
         .arg("--state")
-        .arg(root.join("lighttpd"))
+        .arg(state)
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).expect("log file"))
@@ -180,7 +191,8 @@ fn start_server(root: &Path) -> (Child, String) {
     let stdout = child.stdout.take().expect("stdout");
     let mut line = String::new();
     let read = BufReader::new(stdout).read_line(&mut line);
-    if read.is_err() || !line.starts_with("http://127.0.0.1:") {
+    let started = line.starts_with("http://127.0.0.1:") || line.starts_with("https://127.0.0.1:");
+    if read.is_err() || !started {
         let _ = child.kill();
         let _ = child.wait();
         panic!(

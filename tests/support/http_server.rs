@@ -42,6 +42,8 @@ pub struct TestCa {
     pub ca_pem: String,
     server_cert: Vec<u8>,
     server_key: Vec<u8>,
+    server_cert_pem: String,
+    server_key_pem: String,
 }
 
 impl TestCa {
@@ -70,7 +72,21 @@ impl TestCa {
             ca_pem: ca.pem(),
             server_cert: cert.der().to_vec(),
             server_key: server_key.serialize_der(),
+            server_cert_pem: cert.pem(),
+            server_key_pem: server_key.serialize_pem(),
         }
+    }
+
+    /// Writes the server certificate and key as PEM files into `dir` (for servers of other
+    /// programs); returns their paths.
+    pub fn write_server_pem(
+        &self,
+        dir: &std::path::Path,
+    ) -> (std::path::PathBuf, std::path::PathBuf) {
+        let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
+        std::fs::write(&cert, &self.server_cert_pem).expect("write the certificate");
+        std::fs::write(&key, &self.server_key_pem).expect("write the key");
+        (cert, key)
     }
 
     fn server_config(&self) -> rustls::ServerConfig {
