@@ -5,16 +5,21 @@
 //!    requirements, render every addon of the plan;
 //! 2. check definition conflicts for every addon of the plan (a definition owned by another addon
 //!    or by nobody), listing every clash;
-//! 3. for each addon, dependencies first: ensure the system namespace; write the record; apply the
-//!    Application (when KubeVela's CRD is served); apply definitions (skipped with a note when
-//!    their CRD is not served), ConfigMaps, views, auxiliary outputs with an owner reference to the
-//!    Application (or to the record without KubeVela); apply or delete the argument Secret; delete
-//!    objects the previous version applied and this one does not; write the final record.
+//! 3. for each addon, dependencies first: ensure the system namespace; with the direct engine,
+//!    survey the target clusters ([`direct::prepare`]); write the record (with the direct engine,
+//!    a pending revision listing every control-plane and cluster object about to be applied);
+//!    apply the Application (when KubeVela's CRD is served); apply definitions (skipped with a
+//!    note when their CRD is not served), ConfigMaps, views, auxiliary outputs with an owner
+//!    reference to the Application (or to the record without KubeVela); apply or delete the
+//!    argument Secret; delete objects the previous version (or an interrupted enable) applied and
+//!    this one does not; dispatch to the clusters; write the final record (the pending revision
+//!    promoted, or kept with what the failed clusters may hold).
 //!
 //! Guarantees: server-side apply only (field manager `addonctl`), so an unchanged re-enable changes
 //! nothing on the server; the record's content is deterministic; a failure midway reports what was
-//! applied; disable deletes exactly what the record lists, in reverse order, without relying on
-//! garbage collection.
+//! applied, and a process killed midway leaves a record that lists everything it may have applied;
+//! disable deletes exactly what the record (and its pending revision) lists, in reverse order,
+//! without relying on garbage collection, keeping what another addon's record lists too.
 
 pub mod catalog;
 pub mod clusters;

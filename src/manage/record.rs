@@ -5,6 +5,11 @@
 //! so that disable and upgrade can delete exactly those, in reverse order, without a garbage
 //! collector. Its content is deterministic (no timestamps), so an unchanged re-enable rewrites
 //! nothing.
+//!
+//! With the direct engine it also holds, per cluster, every object dispatched there, and — while
+//! an enable has not finished everywhere — a [`PendingRevision`] listing what that enable plans,
+//! written before anything is applied: whatever happens to the process, every object it may have
+//! created is listed somewhere ([`Record::dispatched_or_planned`]).
 
 use std::collections::BTreeMap;
 
