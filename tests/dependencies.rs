@@ -632,3 +632,99 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         "{policies}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_direct_engine_a_dependency_is_ready_before_what_needs_it_is_applied() {
+    let database = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "db:1"}]},
+            },
+        },
+    });
+    let addons = [
+        addon("web", "1.0.0").needs("db", "*").write(),
+        addon("db", "1.0.0").object(database).write(),
+    ];
+    let sb = Sandbox::without_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+
+    // Nothing runs the Pod here: the wait for `db` times out and `web` is not applied.
+    let (code, _, err) = run(sb
+        .cli()
+        .args(["enable", "web", "--dependency-timeout", "2"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("waiting for `db` to be ready before `web`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("addon `db` is still enabling after 2s"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("local: Deployment {}/db", sb.ns())),
+        "{err}"
+    );
+    assert!(err.contains("addon `db` 1.0.0"), "what was applied: {err}");
+    assert!(record_version(&sb, "db").await.is_some());
+    assert!(record_version(&sb, "web").await.is_none());
+
+    // Again from scratch, and the Deployment becomes ready as a kubelet would make it.
+    manage::disable_all(&sb.ctx, "db", false, false, &NoopReporter)
+        .await
+        .unwrap();
+    let child = sb
+        .command()
+        .args(["enable", "web", "--dependency-timeout", "60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut appeared = false;
+    for _ in 0..300 {
+        if sb.get(Kind::DEPLOYMENT, "db").await.is_some() {
+            appeared = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(appeared, "the Deployment was applied");
+    assert!(
+        record_version(&sb, "web").await.is_none(),
+        "`web` waits for `db`"
+    );
+    crate::support::k8s::patch_status_on(
+        sb.api(),
+        Kind::DEPLOYMENT,
+        "deployments",
+        sb.ns(),
+        "db",
+        json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+               "readyReplicas": 1, "availableReplicas": 1}),
+    )
+    .await;
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    let waited = err.find("waiting for `db` to be ready before `web`");
+    let applied = err.find("applying `web`");
+    assert!(
+        waited.is_some() && applied.is_some() && waited < applied,
+        "{err}"
+    );
+    assert_eq!(
+        record_version(&sb, "web").await,
+        Some(("1.0.0".into(), InstalledBy::User))
+    );
+}

@@ -224,6 +224,10 @@ pub struct EnableArgs {
     /// How long `--wait` waits, in seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// With the direct engine, how long to wait for a dependency's workloads to be ready before
+    /// applying what needs it, in seconds (0 = do not wait).
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub dependency_timeout: u64,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,

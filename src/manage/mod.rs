@@ -28,6 +28,7 @@ mod guard;
 mod inventory;
 mod plan;
 pub mod record;
+pub mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -118,6 +119,9 @@ pub enum Error {
     /// No plan satisfies the dependency constraints and system requirements.
     #[error(transparent)]
     Resolve(#[from] crate::resolve::ResolveError),
+    /// Workloads did not become ready in time.
+    #[error("{0}")]
+    NotReady(String),
     /// Applying failed midway; `applied` lists what had been applied.
     #[error("{source}\n{}", applied_note(.applied))]
     Partial {
@@ -149,7 +153,7 @@ impl Error {
             Error::Cluster(e) => e.is_user_error(),
             Error::Addon(e) => e.is_user_error(),
             Error::Partial { source, .. } => source.is_user_error(),
-            Error::Clusters { .. } => false,
+            Error::Clusters { .. } | Error::NotReady(_) => false,
         }
     }
 }
@@ -694,9 +698,32 @@ pub async fn execute(
             )));
         }
     }
-    let mut reports = Vec::new();
+    let mut reports: Vec<StepReport> = Vec::new();
     for step in &plan.steps {
-        reports.push(apply_step(ctx, step, reporter).await?);
+        let report = apply_step(ctx, step, reporter).await?;
+        // The direct engine deployed it and later layers need it: wait until it is healthy.
+        let gate = report.engine == EngineChoice::Direct && !step.needed_by.is_empty();
+        reports.push(report);
+        if let (true, Some(timeout)) = (gate, plan.dependency_timeout) {
+            reporter.step(&format!(
+                "waiting for `{}` to be ready before {}",
+                step.rendered.name,
+                step.needed_by
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            if let Err(e) = wait::until_enabled(ctx, &step.rendered.name, timeout, reporter).await {
+                return Err(Error::Partial {
+                    source: Box::new(e),
+                    applied: reports
+                        .iter()
+                        .map(|r| format!("addon `{}` {}", r.name, r.version))
+                        .collect(),
+                });
+            }
+        }
     }
     Ok(reports)
 }

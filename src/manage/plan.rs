@@ -91,6 +91,9 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Installed dependencies left as they are.
     pub kept: Vec<Kept>,
+    /// With the direct engine, how long [`execute`](super::execute) waits for an addon's
+    /// workloads to be ready before applying the addons that need it; `None` = no wait.
+    pub dependency_timeout: Option<std::time::Duration>,
     /// Notes for the user (e.g. definitions that will be skipped).
     pub notes: Vec<String>,
 }
@@ -348,7 +351,12 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     }
     steps.reverse();
     kept.reverse();
-    let plan = Plan { steps, kept, notes };
+    let plan = Plan {
+        steps,
+        kept,
+        notes,
+        dependency_timeout: Some(super::wait::DEFAULT_DEPENDENCY_TIMEOUT),
+    };
     inventory::check(ctx, &plan, &installed, sources.readers()).await?;
     Ok(plan)
 }

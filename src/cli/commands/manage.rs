@@ -1,6 +1,5 @@
 //! `enable`, `disable`, `status`, `list`, `upgrade`: the commands that talk to the control plane.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -9,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::{self, Catalog, Context, Phase, Reporter};
+use addonctl::manage::{self, Catalog, Context, Reporter};
 use addonctl::render::output::{format_objects, Format};
 use addonctl::render::Renderer;
 
@@ -139,7 +138,9 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
     };
-    let plan = manage::plan(&ctx, &request, false).await?;
+    let mut plan = manage::plan(&ctx, &request, false).await?;
+    plan.dependency_timeout =
+        (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     if args.dry_run {
         return print_plan(&ctx, &plan, &args).await;
     }
@@ -169,14 +170,8 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         .map(|s| s.rendered.name.clone())
         .unwrap_or_default();
     if args.wait {
-        wait_for(
-            &ctx,
-            &root,
-            Phase::Enabled,
-            Duration::from_secs(args.timeout),
-            &reporter,
-        )
-        .await?;
+        manage::wait::until_enabled(&ctx, &root, Duration::from_secs(args.timeout), &reporter)
+            .await?;
     }
     if !print_structured(&reports, args.output)? {
         let mut stdout = std::io::stdout().lock();
@@ -339,109 +334,6 @@ async fn print_plan(
 
 /// Waits until `name` reaches `phase`, printing on stderr each cluster's readiness whenever it
 /// changes. On timeout the error names every workload not ready, per cluster.
-async fn wait_for(
-    ctx: &Context,
-    name: &str,
-    phase: Phase,
-    timeout: Duration,
-    reporter: &dyn Reporter,
-) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let mut last = None;
-    let mut shown: BTreeMap<String, String> = BTreeMap::new();
-    loop {
-        let status = manage::status(ctx, name, false).await?;
-        if status.phase == phase {
-            return Ok(());
-        }
-        if status.phase == Phase::Failed {
-            return Err(crate::cli::diagnostics::user(format!(
-                "addon `{name}` failed{}",
-                status
-                    .reason
-                    .as_ref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            )));
-        }
-        if last != Some(status.phase) {
-            reporter.step(&format!(
-                "`{name}` is {}; waiting for {phase}",
-                status.phase
-            ));
-            last = Some(status.phase);
-        }
-        for cluster in &status.resources {
-            let line = cluster_readiness(cluster);
-            if shown.get(&cluster.cluster) != Some(&line) {
-                reporter.step(&format!("{}: {line}", cluster.cluster));
-                shown.insert(cluster.cluster.clone(), line);
-            }
-        }
-        if started.elapsed() > timeout {
-            let not_ready: Vec<String> = status
-                .resources
-                .iter()
-                .flat_map(|c| {
-                    c.resources
-                        .iter()
-                        .filter(|r| r.is_workload() && !r.is_ready())
-                        .map(|r| format!("{}: {}", c.cluster, workload_readiness(r)))
-                })
-                .collect();
-            let mut why = String::new();
-            if !not_ready.is_empty() {
-                why = format!("; not ready:\n  {}", not_ready.join("\n  "));
-            }
-            for note in &status.notes {
-                why.push_str(&format!("\nnote: {note}"));
-            }
-            anyhow::bail!(
-                "addon `{name}` is still {} after {}s (waiting for {phase}){why}",
-                status.phase,
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-/// `3/3 workloads ready` (and missing objects) for one cluster.
-fn cluster_readiness(cluster: &manage::direct::ClusterStatus) -> String {
-    let workloads: Vec<_> = cluster
-        .resources
-        .iter()
-        .filter(|r| r.is_workload())
-        .collect();
-    let ready = workloads.iter().filter(|r| r.is_ready()).count();
-    let missing = cluster.resources.iter().filter(|r| !r.exists).count();
-    let mut line = format!("{ready}/{} workloads ready", workloads.len());
-    if missing > 0 {
-        line.push_str(&format!(", {missing} objects missing"));
-    }
-    if let Some(error) = &cluster.error {
-        line.push_str(&format!(", error: {error}"));
-    }
-    line
-}
-
-/// `Deployment ns/name 0/1 ready` (or `missing`).
-fn workload_readiness(resource: &manage::direct::ResourceStatus) -> String {
-    let name = match &resource.namespace {
-        Some(ns) => format!("{} {ns}/{}", resource.kind, resource.name),
-        None => format!("{} {}", resource.kind, resource.name),
-    };
-    if !resource.exists {
-        return format!("{name} missing");
-    }
-    let count = |n: Option<i64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-    format!(
-        "{name} {}/{} ready",
-        count(resource.ready_replicas),
-        count(resource.replicas)
-    )
-}
-
 /// `disable`.
 pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<ExitCode> {
     let ctx = context(global).await?;
