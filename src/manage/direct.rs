@@ -188,35 +188,25 @@ pub fn resolve_targets(
     Ok(out)
 }
 
-/// The objects of an Application's components, for the direct engine.
+/// The objects of an Application's components, for the direct engine: an error names the first
+/// component of a type it cannot deploy.
 pub fn component_objects(application: &Value) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
     for component in application
         .pointer("/spec/components")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
     {
-        let name = component.get("name").and_then(Value::as_str).unwrap_or("?");
-        match component.get("type").and_then(Value::as_str) {
-            Some("k8s-objects") => out.extend(
-                component
-                    .pointer("/properties/objects")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .cloned(),
-            ),
-            Some("raw") => out.extend(component.get("properties").cloned()),
-            other => {
-                return Err(Error::Refused(format!(
-                    "component `{name}` has type `{}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`",
-                    other.unwrap_or("?")
-                )))
-            }
+        let kind = component.get("type").and_then(Value::as_str);
+        if !matches!(kind, Some("k8s-objects" | "raw")) {
+            return Err(Error::Refused(format!(
+                "component `{}` has type `{}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`",
+                component.get("name").and_then(Value::as_str).unwrap_or("?"),
+                kind.unwrap_or("?")
+            )));
         }
     }
-    Ok(out)
+    Ok(super::inventory::component_objects(application))
 }
 
 /// The outcome on one cluster.
@@ -1036,6 +1026,17 @@ pub struct ResourceStatus {
     /// When it was created.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+}
+
+impl ClusterStatus {
+    /// Workloads ready, workloads, and objects missing on this cluster.
+    pub fn readiness(&self) -> (usize, usize, usize) {
+        let workloads = self.resources.iter().filter(|r| r.is_workload());
+        let total = workloads.clone().count();
+        let ready = workloads.filter(|r| r.is_ready()).count();
+        let missing = self.resources.iter().filter(|r| !r.exists).count();
+        (ready, total, missing)
+    }
 }
 
 impl ResourceStatus {

@@ -87,14 +87,8 @@ pub async fn until_enabled(
 
 /// `3/3 workloads ready` (and missing objects) for one cluster.
 fn cluster_readiness(cluster: &ClusterStatus) -> String {
-    let workloads: Vec<_> = cluster
-        .resources
-        .iter()
-        .filter(|r| r.is_workload())
-        .collect();
-    let ready = workloads.iter().filter(|r| r.is_ready()).count();
-    let missing = cluster.resources.iter().filter(|r| !r.exists).count();
-    let mut line = format!("{ready}/{} workloads ready", workloads.len());
+    let (ready, total, missing) = cluster.readiness();
+    let mut line = format!("{ready}/{total} workloads ready");
     if missing > 0 {
         line.push_str(&format!(", {missing} objects missing"));
     }

@@ -443,16 +443,10 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
         writeln!(out, "workloads: {ready}/{total} ready")?;
     }
     for cluster in &status.resources {
-        let workloads: Vec<_> = cluster
-            .resources
-            .iter()
-            .filter(|r| r.is_workload())
-            .collect();
-        let ready = workloads.iter().filter(|r| r.is_ready()).count();
-        let missing = cluster.resources.iter().filter(|r| !r.exists).count();
+        let (ready, total, missing) = cluster.readiness();
         writeln!(
             out,
-            "  cluster {:<16} {} objects{}, {ready}/{} workloads ready{}",
+            "  cluster {:<16} {} objects{}, {ready}/{total} workloads ready{}",
             cluster.cluster,
             cluster.resources.len(),
             if missing > 0 {
@@ -460,7 +454,6 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
             } else {
                 String::new()
             },
-            workloads.len(),
             cluster
                 .error
                 .as_ref()
