@@ -7,8 +7,8 @@
 //! repository made with `addonctl package` + `index` (`tests/support/http_server.rs`, counted by
 //! the server), moto (anonymous, path style) and s3s-fs (signed) started by
 //! `scripts/sources/*.sh` (requests counted by an SDK interceptor), lighttpd + `git http-backend`
-//! (counted in its access log) and a local directory. Every server is stopped by PID when the
-//! benchmark ends. `scripts/bench-sources.sh` runs it.
+//! (counted in its access log), sshd running `git-upload-pack` (ssh sessions counted in its log)
+//! and a local directory. Every server is stopped by PID when the benchmark ends. `scripts/bench-sources.sh` runs it.
 //!
 //! Columns: `list` = requests of a new reader listing the registry with an empty cache; `enable
 //! cold` = requests of a new reader loading `addon-042` with an empty cache (what `enable` reads);
@@ -53,10 +53,15 @@ mod http_server;
 #[allow(dead_code, reason = "the benchmark uses part of the test support")]
 #[path = "../tests/support/s3.rs"]
 mod s3;
+#[allow(dead_code, reason = "the benchmark uses part of the test support")]
+#[path = "../tests/support/ssh_server.rs"]
+mod ssh_server;
 
 /// What the shared support code expects of `crate::support`.
 mod support {
     use std::path::PathBuf;
+
+    pub(crate) use super::git_server;
 
     /// The repository root.
     pub fn root() -> PathBuf {
@@ -338,6 +343,36 @@ async fn main() {
         }),
     };
 
+    // git over ssh: the same repository served by sshd (git-upload-pack), a key file and the
+    // server's host key in a known_hosts file; sessions counted in the wrapper's log.
+    let ssh_dir = git_root.join("ssh");
+    std::fs::create_dir_all(&ssh_dir).unwrap();
+    let ssh_key = ssh_dir.join("id_client");
+    ssh_server::keygen(&ssh_key, "");
+    let authorized = ssh_dir.join("authorized_keys");
+    std::fs::copy(ssh_server::public_of(&ssh_key), &authorized).unwrap();
+    let ssh_state = ssh_dir.join("sshd");
+    let (ssh_server, ssh_base) = ssh_server::start_sshd(&git_root, &ssh_state, &authorized);
+    let ssh_log = ssh_state.join("access.log");
+    let ssh_url = format!("{ssh_base}/registry.git");
+    let ssh_options = addonctl::source::git::GitOptions {
+        ssh_key: Some(ssh_key.clone()),
+        known_hosts: Some(ssh_state.join("known_hosts")),
+        ..addonctl::source::git::GitOptions::default()
+    };
+    let git_ssh = Source {
+        name: "git (sshd, git-upload-pack)",
+        open: Box::new(|cache| {
+            Box::new(
+                addonctl::source::git::GitReader::new("git", &ssh_url, ssh_options.clone(), &cache)
+                    .unwrap(),
+            )
+        }),
+        requests: Box::new(|| {
+            std::fs::read_to_string(&ssh_log).map_or(0, |log| log.lines().count() as u64)
+        }),
+    };
+
     let local = Source {
         name: "local directory",
         open: Box::new(|_| Box::new(LocalReader::new(&registry_dir).unwrap())),
@@ -352,6 +387,7 @@ async fn main() {
         &moto_source,
         &s3s_source,
         &git,
+        &git_ssh,
         &local,
     ];
     println!(
@@ -378,6 +414,7 @@ async fn main() {
 
     // Stop what was started, by PID.
     drop(git_server);
+    drop(ssh_server);
     for (script, name) in [("moto.sh", "moto"), ("s3s-fs.sh", "s3s-fs")] {
         let dir = support::root()
             .join("target/sources-env")

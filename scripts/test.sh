@@ -2,7 +2,8 @@
 # Runs every test on a fresh machine. Installs and starts what the tests need:
 #   - kube-apiserver v1.20.2 built from Debian's source package (cached, see scripts/k8s/README.md),
 #   - etcd plus a control-plane and three managed API servers on 127.0.0.1 (stopped again on exit);
-#   - moto, s3s-fs, lighttpd + git http-backend and the helm binary for the registry tests;
+#   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binary for the
+#     registry tests;
 # then checks formatting and lints and runs the whole test suite. `.ci/run` calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,7 @@ echo "== registry stand-ins for the source tests (installed once, started by the
 bash scripts/sources/moto.sh install
 bash scripts/sources/s3s-fs.sh install
 bash scripts/sources/helm.sh >/dev/null
+bash scripts/sources/sshd-git.sh install
 if ! command -v lighttpd >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null; }

@@ -46,6 +46,11 @@ pub const CONFIG_MAP: &str = "vela-addon-registry";
 pub const CONFIG_MAP_KEY: &str = "registries";
 /// The prefix of the Secrets holding registry credentials.
 pub const SECRET_PREFIX: &str = "addon-registry-";
+/// The option (in [`RegistrySpec::options`]) naming a git registry's ssh private key file: its
+/// path only; the key stays in that file.
+pub const SSH_KEY_OPTION: &str = "sshKey";
+/// The option naming the known_hosts file a git registry's ssh host key is checked against.
+pub const KNOWN_HOSTS_OPTION: &str = "knownHosts";
 /// Names that cannot be used for a stored registry.
 pub const RESERVED_NAMES: &[&str] = &[BUILTIN_REGISTRY, crate::source::local::LOCAL_REGISTRY];
 
@@ -189,12 +194,22 @@ pub struct Credentials {
     /// A password.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// The passphrase of a git registry's ssh key (Secret key `sshPassphrase`).
+    #[serde(
+        default,
+        rename = "sshPassphrase",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ssh_passphrase: Option<String>,
 }
 
 impl Credentials {
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
-        self.token.is_none() && self.username.is_none() && self.password.is_none()
+        self.token.is_none()
+            && self.username.is_none()
+            && self.password.is_none()
+            && self.ssh_passphrase.is_none()
     }
 
     /// The names of the keys set (`token`, `username`, `password`), for display.
@@ -208,6 +223,9 @@ impl Credentials {
         }
         if self.password.is_some() {
             keys.push("password");
+        }
+        if self.ssh_passphrase.is_some() {
+            keys.push("sshPassphrase");
         }
         keys
     }
@@ -288,6 +306,15 @@ pub fn strip_endpoint_credentials(
     };
     let username = decode(url.username());
     let password = url.password().map(decode);
+    if kind == RegistryType::Git && matches!(url.scheme(), "ssh" | "ssh+git" | "git+ssh") {
+        // The user of an ssh URL says who to log in as: not a secret, and needed to connect.
+        let Some(password) = password else {
+            return endpoint.trim().to_owned();
+        };
+        credentials.password.get_or_insert(password);
+        let _ = url.set_password(None);
+        return url.to_string();
+    }
     match (password, kind) {
         (None, RegistryType::Github | RegistryType::Gitee | RegistryType::Gitlab) => {
             credentials.token.get_or_insert(username);
@@ -762,6 +789,7 @@ impl Store {
             token: field("token"),
             username: field("username"),
             password: field("password"),
+            ssh_passphrase: field("sshPassphrase"),
         })
     }
 
@@ -790,6 +818,9 @@ impl Store {
         }
         if let Some(password) = &credentials.password {
             data.insert("password".into(), encode(password));
+        }
+        if let Some(passphrase) = &credentials.ssh_passphrase {
+            data.insert("sshPassphrase".into(), encode(passphrase));
         }
         let object = json!({
             "apiVersion": "v1",
@@ -965,7 +996,7 @@ pub fn read_definitions_with(
         let item = expand_env(&item, &shown, lookup)?;
         let mut credentials: Credentials = serde_json::from_value(item.clone()).unwrap_or_default();
         let mut object = item.as_object().cloned().unwrap_or_default();
-        for key in ["token", "username", "password"] {
+        for key in ["token", "username", "password", "sshPassphrase"] {
             object.remove(key);
         }
         let mut spec: RegistrySpec = serde_json::from_value(Value::Object(object))
@@ -1069,6 +1100,9 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
                 password: credentials.password.clone(),
                 insecure_skip_tls: spec.insecure_skip_tls,
                 ca_bundle: spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec()),
+                ssh_key: spec.options.get(SSH_KEY_OPTION).map(PathBuf::from),
+                ssh_passphrase: credentials.ssh_passphrase.clone(),
+                known_hosts: spec.options.get(KNOWN_HOSTS_OPTION).map(PathBuf::from),
             },
             &options.cache,
         )?)),

@@ -367,3 +367,152 @@ async fn registries_on_the_cluster_use_kubevelas_configmap_and_a_secret() {
         .await
         .is_none());
 }
+
+#[test]
+fn git_over_ssh_registries_store_the_key_path_and_never_the_key() {
+    use crate::support::ssh_server::{SshFixtures, PASSPHRASE};
+    let ssh = SshFixtures::get();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registries.json");
+    let cache = dir.path().join("cache");
+    let cli = || {
+        let mut cmd = local_cli(&file, &cache);
+        cmd.env_remove("SSH_AUTH_SOCK")
+            .env_remove("ADDONCTL_SSH_KEY_PASSPHRASE");
+        cmd
+    };
+    let key_text = |path: &std::path::Path| -> Vec<String> {
+        // The key's base64 lines (what must never be shown or stored).
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("-----") && l.len() > 20)
+            .map(str::to_owned)
+            .collect()
+    };
+    let secrets: Vec<String> = key_text(&ssh.protected_key)
+        .into_iter()
+        .chain(key_text(&ssh.wrong_key))
+        .collect();
+    assert!(!secrets.is_empty());
+    let assert_hidden = |what: &str, text: &str, passphrase_allowed: bool| {
+        for line in &secrets {
+            assert!(
+                !text.contains(line.as_str()),
+                "{what} holds the key:\n{text}"
+            );
+        }
+        if !passphrase_allowed {
+            assert!(
+                !text.contains(PASSPHRASE),
+                "{what} holds the passphrase:\n{text}"
+            );
+        }
+    };
+
+    let added = cli()
+        .args(["registry", "add", "over-ssh", "--type", "git", "--endpoint"])
+        .arg(ssh.url("fixtures.git"))
+        .arg("--ssh-key")
+        .arg(&ssh.protected_key)
+        .args(["--ssh-key-passphrase", PASSPHRASE])
+        .arg("--known-hosts")
+        .arg(&ssh.known_hosts)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "added registry `over-ssh` (3 addons)",
+        ))
+        .get_output()
+        .clone();
+    assert_hidden(
+        "`registry add`",
+        &String::from_utf8_lossy(&added.stdout),
+        false,
+    );
+    assert_hidden(
+        "`registry add`",
+        &String::from_utf8_lossy(&added.stderr),
+        false,
+    );
+
+    // The registry keeps the key's path and the known_hosts file; the passphrase is a credential.
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let entry = &stored["registries"]["over-ssh"];
+    assert_eq!(
+        entry["addonctl"]["options"]["sshKey"],
+        json!(ssh.protected_key.display().to_string())
+    );
+    assert_eq!(
+        entry["addonctl"]["options"]["knownHosts"],
+        json!(ssh.known_hosts.display().to_string())
+    );
+    assert_hidden("the registry entry", &entry.to_string(), false);
+    assert_eq!(
+        stored["credentials"]["over-ssh"]["sshPassphrase"],
+        json!(PASSPHRASE)
+    );
+    assert_hidden("the registry file", &stored.to_string(), true);
+
+    for args in [
+        vec!["registry", "get", "over-ssh", "-o", "json"],
+        vec!["registry", "get", "over-ssh"],
+        vec!["registry", "list"],
+        vec!["registry", "list", "-o", "json"],
+    ] {
+        let output = cli().args(&args).assert().success().get_output().clone();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_hidden(&args.join(" "), &text, false);
+    }
+
+    // A key the server does not accept: refused, named, not shown, nothing stored.
+    let refused = cli()
+        .args([
+            "registry",
+            "add",
+            "wrong-key",
+            "--type",
+            "git",
+            "--endpoint",
+        ])
+        .arg(ssh.url("fixtures.git"))
+        .arg("--ssh-key")
+        .arg(&ssh.wrong_key)
+        .arg("--known-hosts")
+        .arg(&ssh.known_hosts)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("refused access"))
+        .stderr(predicate::str::contains("did not accept the ssh key"))
+        .get_output()
+        .clone();
+    assert_hidden(
+        "a refused key's error",
+        &String::from_utf8_lossy(&refused.stderr),
+        false,
+    );
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(stored["registries"].get("wrong-key").is_none());
+
+    // ssh settings belong to git registries only.
+    cli()
+        .args([
+            "registry",
+            "add",
+            "helm-ssh",
+            "--type",
+            "helm",
+            "--no-validate",
+        ])
+        .args(["--endpoint", "http://127.0.0.1:9/charts/", "--ssh-key"])
+        .arg(&ssh.key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`--ssh-key` is for registries of type `git`",
+        ));
+}

@@ -410,9 +410,9 @@ pub struct RegistryArgs {
 #[derive(Debug, Subcommand)]
 pub enum RegistryCommand {
     /// Add a registry; it is listed first to check it works (unless `--no-validate`).
-    Add(RegistrySettingsArgs),
+    Add(Box<RegistrySettingsArgs>),
     /// Change a registry's settings (only the options given change).
-    Update(RegistrySettingsArgs),
+    Update(Box<RegistrySettingsArgs>),
     /// List the registries in search order (the built-in one last).
     List {
         /// Output format.
@@ -469,9 +469,20 @@ pub struct RegistrySettingsArgs {
     /// A PEM file of CA certificates to trust for this registry.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
-    /// Accept any TLS certificate (test registries only).
+    /// Accept any TLS certificate, and for git over ssh any host key (test registries only).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub insecure_skip_tls: Option<bool>,
+    /// git over ssh: the private key file to log in with (its path is stored, never the key;
+    /// without it, the ssh-agent at SSH_AUTH_SOCK is used). An empty value removes it.
+    #[arg(long, value_name = "PATH")]
+    pub ssh_key: Option<PathBuf>,
+    /// git over ssh: the passphrase of --ssh-key (stored in the Secret).
+    #[arg(long, env = "ADDONCTL_SSH_KEY_PASSPHRASE", hide_env_values = true)]
+    pub ssh_key_passphrase: Option<String>,
+    /// git over ssh: the known_hosts file the server's host key must be in (default
+    /// ~/.ssh/known_hosts). An empty value removes it.
+    #[arg(long, value_name = "PATH")]
+    pub known_hosts: Option<PathBuf>,
     /// Search order: higher first (default 0); ties go by order of addition.
     #[arg(long, allow_negative_numbers = true)]
     pub priority: Option<i32>,

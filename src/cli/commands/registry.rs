@@ -21,8 +21,8 @@ use crate::cli::diagnostics::user;
 pub async fn run(global: &GlobalArgs, args: RegistryArgs) -> anyhow::Result<ExitCode> {
     let store = store(global, &args).await?;
     match args.command {
-        RegistryCommand::Add(settings) => add(&store, settings).await,
-        RegistryCommand::Update(settings) => update(&store, settings).await,
+        RegistryCommand::Add(settings) => add(&store, *settings).await,
+        RegistryCommand::Update(settings) => update(&store, *settings).await,
         RegistryCommand::List { output } => list(&store, output).await,
         RegistryCommand::Get { name, output } => get(&store, &name, output).await,
         RegistryCommand::Remove { name } => {
@@ -72,6 +72,10 @@ fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
         token: settings.token.clone().filter(|s| !s.is_empty()),
         username: settings.username.clone().filter(|s| !s.is_empty()),
         password: settings.password.clone().filter(|s| !s.is_empty()),
+        ssh_passphrase: settings
+            .ssh_key_passphrase
+            .clone()
+            .filter(|s| !s.is_empty()),
     };
     (!credentials.is_empty()).then_some(credentials)
 }
@@ -109,6 +113,34 @@ fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyh
             )));
         }
         spec.ca_bundle = Some(pem);
+    }
+    // ssh settings of git registries: file paths only (the key itself stays in its file).
+    for (flag, key, value) in [
+        ("--ssh-key", registry::SSH_KEY_OPTION, &settings.ssh_key),
+        (
+            "--known-hosts",
+            registry::KNOWN_HOSTS_OPTION,
+            &settings.known_hosts,
+        ),
+    ] {
+        let Some(path) = value else { continue };
+        if path.as_os_str().is_empty() {
+            spec.options.remove(key);
+            continue;
+        }
+        if spec.kind != RegistryType::Git {
+            return Err(user(format!(
+                "`{flag}` is for registries of type `git` (over ssh), not `{}`",
+                spec.kind
+            )));
+        }
+        // Stored absolute, so that it means the same file from any directory.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        if !path.is_file() {
+            return Err(user(format!("`{flag} {}`: no such file", path.display())));
+        }
+        spec.options
+            .insert(key.to_owned(), path.to_string_lossy().into_owned());
     }
     for option in &settings.options {
         let Some((key, value)) = option.split_once('=') else {
