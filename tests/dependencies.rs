@@ -57,6 +57,22 @@ impl Spec {
     }
 
     fn write(self) -> TestAddon {
+        let [(_, metadata), (_, template)] = self.files();
+        TestAddon::new(&self.name)
+            .file("metadata.yaml", &metadata)
+            .file("template.yaml", &template)
+    }
+
+    /// Writes the addon into `dir` (a directory of a registry of several addons).
+    fn write_into(self, dir: &std::path::Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        for (path, text) in self.files() {
+            std::fs::write(dir.join(path), text).unwrap();
+        }
+    }
+
+    /// `metadata.yaml` and `template.yaml`.
+    fn files(&self) -> [(&'static str, String); 2] {
         let mut metadata = format!(
             "name: {}\nversion: {}\ndescription: Fixture addon {}\n",
             self.name, self.version, self.name
@@ -92,9 +108,10 @@ impl Spec {
             "metadata": {"name": self.name, "namespace": "vela-system"},
             "spec": {"components": components},
         });
-        TestAddon::new(&self.name)
-            .file("metadata.yaml", &metadata)
-            .file("template.yaml", &serde_yaml::to_string(&template).unwrap())
+        [
+            ("metadata.yaml", metadata),
+            ("template.yaml", serde_yaml::to_string(&template).unwrap()),
+        ]
     }
 }
 
@@ -727,4 +744,86 @@ async fn with_the_direct_engine_a_dependency_is_ready_before_what_needs_it_is_ap
         record_version(&sb, "web").await,
         Some(("1.0.0".into(), InstalledBy::User))
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_registry_counts_and_one_that_fails_is_a_warning_not_a_silent_gap() {
+    // A Helm repository with two versions of `widget`, made with `package` and `index`.
+    let sources = tempfile::tempdir().unwrap();
+    addon("widget", "1.0.0").write_into(&sources.path().join("widget-1"));
+    addon("widget", "2.0.0").write_into(&sources.path().join("widget-2"));
+    let charts = tempfile::tempdir().unwrap();
+    crate::support::helm_repo::package_and_index(sources.path(), charts.path(), "").await;
+    let server = crate::support::http_server::TestServer::builder().start();
+    for entry in std::fs::read_dir(charts.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        server.put(&format!("/charts/{name}"), std::fs::read(&path).unwrap());
+    }
+    let url = format!("{}/charts/", server.url);
+    let sb = Sandbox::with_kubevela().await;
+    let cache = tempfile::tempdir().unwrap();
+    let cli = || {
+        let mut cmd = sb.cli();
+        cmd.env("ADDONCTL_CACHE_DIR", cache.path())
+            .env_remove("ADDONCTL_REGISTRY_FILE");
+        cmd
+    };
+    let (code, _, err) = run(cli().args([
+        "registry",
+        "add",
+        "charts",
+        "--type",
+        "helm",
+        "--endpoint",
+        &url,
+    ]));
+    assert_eq!(code, 0, "{err}");
+    // Nothing listens on port 1 of the loopback address.
+    let (code, _, err) = run(cli().args([
+        "registry",
+        "add",
+        "broken",
+        "--type",
+        "helm",
+        "--no-validate",
+        "--priority",
+        "5",
+        "--endpoint",
+        "http://127.0.0.1:1/charts/",
+    ]));
+    assert_eq!(code, 0, "{err}");
+
+    let (code, _, err) = run(cli().args(["enable", "widget", "--version", "1.0.0"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("registry `broken` is left out"), "{err}");
+    assert_eq!(
+        record_version(&sb, "widget").await.map(|r| r.0).as_deref(),
+        Some("1.0.0")
+    );
+
+    let (code, out, err) = run(cli().args(["list"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("widget"), "{out}");
+    assert!(err.contains("broken"), "{err}");
+
+    let (code, out, err) = run(cli().args(["status", "widget", "-v", "-o", "json"]));
+    assert_eq!(code, 0, "{err}");
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["availableVersions"], json!(["2.0.0", "1.0.0"]));
+    assert!(
+        status["notes"]
+            .to_string()
+            .contains("registry `broken` is left out"),
+        "{status:#}"
+    );
+
+    let (code, _, err) = run(cli().args(["upgrade", "widget", "--latest"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("registry `broken` is left out"), "{err}");
+    assert_eq!(
+        record_version(&sb, "widget").await.map(|r| r.0).as_deref(),
+        Some("2.0.0")
+    );
+    drop(server);
 }

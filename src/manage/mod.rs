@@ -1206,10 +1206,16 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
     }
     let mut versions = BTreeSet::new();
     for listing in ctx.catalog.list().await {
-        if let Ok(addons) = listing.addons {
-            for addon in addons.into_iter().filter(|a| a.name == name) {
-                versions.extend(addon.versions);
+        match listing.addons {
+            Ok(addons) => {
+                for addon in addons.into_iter().filter(|a| a.name == name) {
+                    versions.extend(addon.versions);
+                }
             }
+            Err(e) => status.notes.push(format!(
+                "registry `{}` is left out of the available versions: {e}",
+                listing.registry
+            )),
         }
     }
     let mut sorted: Vec<AddonVersion> = versions.iter().map(|v| AddonVersion::parse(v)).collect();
@@ -1414,5 +1420,8 @@ pub async fn upgrade(
         override_definitions: request.override_definitions,
     };
     let plan = plan(ctx, &enable_request, true).await?;
+    for note in &plan.notes {
+        reporter.step(&format!("note: {note}"));
+    }
     execute(ctx, &plan, request.override_definitions, reporter).await
 }
