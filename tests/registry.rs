@@ -233,6 +233,70 @@ async fn registry_files_are_added_with_their_url_from_the_environment() {
         .stdout(predicate::str::contains(
             "added registry `kubevela` (3 addons)",
         ));
+    // The experimental catalog: the `experimental/` directory of the same base URL, searched
+    // after the official one.
+    let experimental = TestServer::builder().start();
+    let charts = crate::support::helm_repo::fixture_repo_dir().await;
+    for entry in std::fs::read_dir(charts.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        experimental.put(
+            &format!("/catalog/experimental/{name}"),
+            std::fs::read(&path).unwrap(),
+        );
+    }
+    local_cli(&file, &cache)
+        .env(
+            "KUBEVELA_ADDON_REGISTRY_URL",
+            format!("{}/catalog", experimental.url),
+        )
+        .args(["registry", "add", "--from"])
+        .arg(root().join("registries/kubevela-experimental.yaml"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "added registry `kubevela-experimental` (3 addons)",
+        ));
+    // addonctl's own addons from a git repository holding this project's `addons/`.
+    let repository = dir.path().join("addonctl.git");
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost", "-C"])
+            .arg(&repository)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    std::fs::create_dir_all(&repository).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    copy_dir(&root().join("addons"), &repository.join("addons"));
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "addons"]);
+    let builtin_count = std::fs::read_dir(root().join("addons"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("metadata.yaml").is_file())
+        .count();
+    local_cli(&file, &cache)
+        .env(
+            "ADDONCTL_REPOSITORY_URL",
+            format!("file://{}", repository.display()),
+        )
+        .args(["registry", "add", "--from"])
+        .arg(root().join("registries/builtin.yaml"))
+        .args(["--ref", "main"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "added registry `addonctl-addons` ({builtin_count} addons)"
+        )));
+    local_cli(&file, &cache)
+        .args(["registry", "list", "-o", "json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"kubevela-experimental\""))
+        .stdout(predicate::str::contains("\"addonctl-addons\""));
+
     for name in [
         "builtin.yaml",
         "kubevela.yaml",
@@ -515,4 +579,18 @@ fn git_over_ssh_registries_store_the_key_path_and_never_the_key() {
         .stderr(predicate::str::contains(
             "`--ssh-key` is for registries of type `git`",
         ));
+}
+
+/// Copies a directory tree.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
