@@ -37,9 +37,9 @@ pub struct RateLimit {
 }
 
 /// Default requests per second per cluster.
-pub const DEFAULT_QPS: u32 = 100;
+pub const DEFAULT_QPS: u32 = 50;
 /// Default burst per cluster.
-pub const DEFAULT_BURST: u32 = 200;
+pub const DEFAULT_BURST: u32 = 100;
 
 impl Default for RateLimit {
     fn default() -> Self {
