@@ -827,3 +827,23 @@ async fn every_registry_counts_and_one_that_fails_is_a_warning_not_a_silent_gap(
     );
     drop(server);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn re_enabling_a_chain_unchanged_with_the_direct_engine_changes_no_resource_version() {
+    let addons = chain();
+    let sb = Sandbox::without_kubevela()
+        .await
+        .registries(&addons.iter().collect::<Vec<_>>());
+    enable(&sb, "top").await.unwrap();
+    let before = sb.resource_versions().await;
+    assert!(
+        before.contains_key("Secret addon-record-top")
+            && before.contains_key("ConfigMap base-marker"),
+        "{before:#?}"
+    );
+
+    let reports = enable(&sb, "top").await.unwrap();
+
+    assert_eq!(reports.len(), 1, "`base` and `middle` are kept");
+    assert_eq!(sb.resource_versions().await, before);
+}

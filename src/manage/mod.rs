@@ -500,11 +500,26 @@ async fn apply_rendered(
             reporter,
         )
         .await?;
-        record.pending = Some(PendingRevision {
+        let pending = PendingRevision {
             version: rendered.version.clone(),
             inventory: planned_inventory(cluster, &ordered, ns).await?,
             dispatched: prepared.planned(),
+        };
+        // A revision that applies nothing the record does not list already needs no pending
+        // entry: an interrupted run loses nothing, and an unchanged re-enable writes nothing.
+        let covered = previous.as_ref().is_some_and(|p| {
+            p.pending.is_none()
+                && p.version == pending.version
+                && pending.inventory.iter().all(|o| p.inventory.contains(o))
+                && pending.dispatched.iter().all(|(name, planned)| {
+                    p.dispatched.get(name).is_some_and(|have| {
+                        planned
+                            .iter()
+                            .all(|o| have.objects.iter().any(|h| h.object == o.object))
+                    })
+                })
         });
+        record.pending = (!covered).then_some(pending);
         Some(prepared)
     };
     // Write the record first: the last good inventories (so an interrupted enable can still be
