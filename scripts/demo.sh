@@ -36,6 +36,7 @@ echo "== addonctl enable $ADDON (its dependency comes first) =="
 
 echo
 echo "== addonctl status -v $ADDON =="
+echo "(no kubelet runs here, so its Deployment stays 0/1 ready and the phase stays \`enabling\`)"
 "$bin" status "$ADDON" -v
 
 echo
