@@ -1275,33 +1275,47 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
     assert_eq!((status.phase, status.reason), (Phase::Enabled, None));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
-    const COUNT: usize = 400;
-    let _only_us = fault_cluster_lock().await;
+/// The fixture `bulk` (kept alive by the first element), a sandbox with the direct engine that
+/// offers it, with `managed-1` joined as `m1` and the fault cluster as `m3`, and their admins.
+/// Hold [`fault_cluster_lock`].
+async fn bulk_on_m1_and_m3() -> (TestAddon, Sandbox, Cluster, Cluster) {
     let fault = Env::get().fault_cluster();
     let bulk = addon("bulk").write();
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
     sb.join("m1", managed(1), &[]).await;
     sb.join("m3", fault, &[]).await;
-    let m1 = managed(1).admin().await;
-    let m3 = fault.admin().await;
-    let given = json!({"count": COUNT, "clusters": ["m1", "m3"]});
+    (bulk, sb, managed(1).admin().await, fault.admin().await)
+}
 
+/// `addonctl enable bulk count=<count> --clusters m1,m3`, killed when dropped.
+fn enable_bulk(sb: &Sandbox, count: usize) -> tokio::process::Command {
     let mut enable = tokio::process::Command::from(sb.command());
     enable
         .args([
             "enable",
             "bulk",
-            &format!("count={COUNT}"),
+            &format!("count={count}"),
             "--clusters",
             "m1,m3",
         ])
+        .kill_on_drop(true);
+    enable
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
+    const COUNT: usize = 400;
+    let _only_us = fault_cluster_lock().await;
+    let fault = Env::get().fault_cluster();
+    let (_bulk, sb, m1, m3) = bulk_on_m1_and_m3().await;
+    let given = json!({"count": COUNT, "clusters": ["m1", "m3"]});
+
+    let mut child = enable_bulk(&sb, COUNT)
         .env("ADDONCTL_CLUSTER_TIMEOUT", "3")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = enable.spawn().unwrap();
+        .spawn()
+        .unwrap();
     // Stop m3's API server once the ConfigMaps are being applied there.
     let started = Instant::now();
     loop {
@@ -1658,19 +1672,11 @@ async fn enable_killed_midway(sb: &Sandbox, count: usize) {
     let fault = Env::get().fault_cluster();
     let m1 = managed(1).admin().await;
     let m3 = fault.admin().await;
-    let mut enable = tokio::process::Command::from(sb.command());
-    enable
-        .args([
-            "enable",
-            "bulk",
-            &format!("count={count}"),
-            "--clusters",
-            "m1,m3",
-        ])
+    let mut child = enable_bulk(sb, count)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .kill_on_drop(true);
-    let mut child = enable.spawn().unwrap();
+        .spawn()
+        .unwrap();
     let started = Instant::now();
     let stopped = loop {
         let pending = record_if_any(sb, "bulk").await.and_then(|r| r.pending);
@@ -1710,13 +1716,7 @@ async fn enable_killed_midway(sb: &Sandbox, count: usize) {
 async fn an_enable_killed_midway_is_not_enabled_and_disable_deletes_what_it_created() {
     const COUNT: usize = 400;
     let _only_us = fault_cluster_lock().await;
-    let fault = Env::get().fault_cluster();
-    let bulk = addon("bulk").write();
-    let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
-    sb.join("m1", managed(1), &[]).await;
-    sb.join("m3", fault, &[]).await;
-    let m1 = managed(1).admin().await;
-    let m3 = fault.admin().await;
+    let (_bulk, sb, m1, m3) = bulk_on_m1_and_m3().await;
     // On m1 the namespace and `bulk-0` were there before, someone else's.
     apply_as_on(
         &m1,
@@ -1841,13 +1841,7 @@ async fn an_enable_killed_midway_is_not_enabled_and_disable_deletes_what_it_crea
 async fn the_next_enable_finishes_an_interrupted_one_and_prunes_what_it_no_longer_renders() {
     const COUNT: usize = 400;
     let _only_us = fault_cluster_lock().await;
-    let fault = Env::get().fault_cluster();
-    let bulk = addon("bulk").write();
-    let sb = Sandbox::with_kubevela().await.direct().registries(&[&bulk]);
-    sb.join("m1", managed(1), &[]).await;
-    sb.join("m3", fault, &[]).await;
-    let m1 = managed(1).admin().await;
-    let m3 = fault.admin().await;
+    let (_bulk, sb, m1, m3) = bulk_on_m1_and_m3().await;
     enable_killed_midway(&sb, COUNT).await;
     let interrupted = sb.record("bulk").await;
     let applied_on_m3 = config_maps(&m3, sb.ns(), "bulk").await;
