@@ -78,6 +78,27 @@ fn gitlab_reader(forge: &Forge) -> GitlabReader {
     GitlabReader::new(gitlab(forge, "acme/addons", "addons"), "gl").unwrap()
 }
 
+/// [`github_reader`] with the disk cache `cache`.
+fn cached_github_reader(forge: &Forge, cache: CacheOptions) -> GithubReader {
+    let mut options = github(forge, "addons");
+    options.cache = cache;
+    GithubReader::new(options, "gh").unwrap()
+}
+
+/// [`gitee_reader`] with the disk cache `cache`.
+fn cached_gitee_reader(forge: &Forge, cache: CacheOptions) -> GiteeReader {
+    let mut options = gitee(forge, "addons");
+    options.cache = cache;
+    GiteeReader::new(options, "gitee").unwrap()
+}
+
+/// [`gitlab_reader`] with the disk cache `cache`.
+fn cached_gitlab_reader(forge: &Forge, cache: CacheOptions) -> GitlabReader {
+    let mut options = gitlab(forge, "acme/addons", "addons");
+    options.cache = cache;
+    GitlabReader::new(options, "gl").unwrap()
+}
+
 /// Lists a registry, then enables one addon the way `enable` reads it (the loader reads every
 /// file); returns the requests each step made.
 async fn list_then_enable(reader: &dyn AsyncReader, count: impl Fn() -> u64) -> (u64, u64) {
@@ -556,23 +577,15 @@ async fn cost_of_four_runs<R: AsyncReader>(
 #[tokio::test]
 async fn github_second_run_costs_one_conditional_commit_lookup() {
     let forge = budget_forge().await;
-    let costs = cost_of_four_runs(&forge, |cache| {
-        let mut options = github(&forge, "addons");
-        options.cache = cache;
-        GithubReader::new(options, "gh").unwrap()
-    })
-    .await;
+    let costs = cost_of_four_runs(&forge, |cache| cached_github_reader(&forge, cache)).await;
     // Commit lookup, tarball at that commit and its redirect; then the lookup alone.
     assert_eq!(costs, [3, 1, 3, 3]);
 
     // The unchanged second run is answered `304 Not Modified` (free of GitHub's rate limit).
     let (_guard, cache) = fresh_cache();
     for _ in 0..2 {
-        let mut options = github(&forge, "addons");
-        options.cache = cache.clone();
         forge.reset_count();
-        GithubReader::new(options, "gh")
-            .unwrap()
+        cached_github_reader(&forge, cache.clone())
             .list_addons()
             .await
             .unwrap();
@@ -583,12 +596,7 @@ async fn github_second_run_costs_one_conditional_commit_lookup() {
 #[tokio::test]
 async fn gitee_second_run_costs_one_commit_lookup() {
     let forge = budget_forge().await;
-    let costs = cost_of_four_runs(&forge, |cache| {
-        let mut options = gitee(&forge, "addons");
-        options.cache = cache;
-        GiteeReader::new(options, "gitee").unwrap()
-    })
-    .await;
+    let costs = cost_of_four_runs(&forge, |cache| cached_gitee_reader(&forge, cache)).await;
     assert_eq!(costs, [3, 1, 3, 3]);
     assert!(
         forge.log()[0].contains("/commits?per_page=1"),
@@ -600,12 +608,7 @@ async fn gitee_second_run_costs_one_commit_lookup() {
 #[tokio::test]
 async fn gitlab_second_run_costs_one_commit_lookup() {
     let forge = budget_forge().await;
-    let costs = cost_of_four_runs(&forge, |cache| {
-        let mut options = gitlab(&forge, "acme/addons", "addons");
-        options.cache = cache;
-        GitlabReader::new(options, "gl").unwrap()
-    })
-    .await;
+    let costs = cost_of_four_runs(&forge, |cache| cached_gitlab_reader(&forge, cache)).await;
     // The commit lookup names the default branch's commit too: no project lookup.
     assert_eq!(costs, [2, 1, 2, 2]);
 }
@@ -647,11 +650,7 @@ async fn a_ref_that_names_no_commit_is_not_found_with_the_disk_cache() {
 async fn a_corrupt_cached_archive_is_downloaded_again() {
     let forge = budget_forge().await;
     let (guard, cache) = fresh_cache();
-    let open = || {
-        let mut options = gitlab(&forge, "acme/addons", "addons");
-        options.cache = cache.clone();
-        GitlabReader::new(options, "gl").unwrap()
-    };
+    let open = || cached_gitlab_reader(&forge, cache.clone());
     assert_eq!(open().list_addons().await.unwrap().len(), BUDGET_ADDONS);
     let mut archives = 0;
     for entry in walk(guard.path()) {
