@@ -111,22 +111,22 @@ async fn a_registry_directory_inside_the_repository_is_read_and_links_are_not_fi
     assert!(matches!(err, Error::InvalidPath { .. }), "{err}");
 }
 
-#[tokio::test]
-async fn the_cache_is_reused_and_serves_when_the_server_is_gone() {
-    let fixtures = GitFixtures::get();
-    let (_guard, cache) = fresh_cache();
-    // A repository of our own that we can take away.
+/// A temporary directory holding `name`, a bare clone of the fixtures repository.
+fn scratch_clone(name: &str) -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
+    let fixtures = GitFixtures::get().root.join("fixtures.git");
     git(
         scratch.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            fixtures.root.join("fixtures.git").to_str().unwrap(),
-            "copy.git",
-        ],
+        &["clone", "-q", "--bare", fixtures.to_str().unwrap(), name],
     );
+    scratch
+}
+
+#[tokio::test]
+async fn the_cache_is_reused_and_serves_when_the_server_is_gone() {
+    let (_guard, cache) = fresh_cache();
+    // A repository of our own that we can take away.
+    let scratch = scratch_clone("copy.git");
     let url = format!("file://{}", scratch.path().join("copy.git").display());
     let first = reader(&url, GitOptions::default(), &cache);
     assert_eq!(first.list_addons().await.unwrap().len(), 3);
@@ -501,20 +501,9 @@ fn scopeguard(f: impl FnOnce()) -> impl Drop {
 
 #[tokio::test]
 async fn a_warm_run_over_the_cache_costs_one_request_and_refresh_fetches() {
-    let fixtures = GitFixtures::get();
     let (_guard, cache) = fresh_cache();
     // A repository of our own that we can change.
-    let scratch = tempfile::tempdir().unwrap();
-    git(
-        scratch.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            fixtures.root.join("fixtures.git").to_str().unwrap(),
-            "warm.git",
-        ],
-    );
+    let scratch = scratch_clone("warm.git");
     let state = scratch.path().join("lighttpd");
     let (_server, base) =
         crate::support::git_server::start_server_with(scratch.path(), &state, &[]);
