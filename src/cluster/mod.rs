@@ -466,9 +466,13 @@ impl Cluster {
             .map_err(|e| self.map_error(e, &what))
     }
 
-    /// Creates an object only if it does not exist (used for the system namespace). Returns
-    /// whether it was created.
-    pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {
+    /// What [`Cluster::create_if_missing`] and [`Cluster::get_or_create`] start from: the
+    /// object's description, the API of its kind (in its namespace), its name, and the object
+    /// stored under that name, if any.
+    async fn stored_as<'a>(
+        &self,
+        object: &'a Value,
+    ) -> Result<(String, Api<DynamicObject>, &'a str, Option<DynamicObject>)> {
         let what = describe(object);
         let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
             cluster: self.name.clone(),
@@ -483,20 +487,30 @@ impl Cluster {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str);
         let (api, _) = self.api_for(&gvk, namespace, &what).await?;
-        if api
+        let stored = api
             .get_opt(name)
             .await
-            .map_err(|e| self.map_error(e, &what))?
-            .is_some()
-        {
+            .map_err(|e| self.map_error(e, &what))?;
+        Ok((what, api, name, stored))
+    }
+
+    /// `object` as the typed object a create sends (`what` describes it in the error).
+    fn typed(&self, object: &Value, what: &str) -> Result<DynamicObject> {
+        serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Creates an object only if it does not exist (used for the system namespace). Returns
+    /// whether it was created.
+    pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {
+        let (what, api, _, stored) = self.stored_as(object).await?;
+        if stored.is_some() {
             return Ok(false);
         }
-        let typed: DynamicObject =
-            serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
-                cluster: self.name.clone(),
-                object: what.clone(),
-                message: e.to_string(),
-            })?;
+        let typed = self.typed(object, &what)?;
         match api.create(&PostParams::default(), &typed).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(r)) if r.code == 409 => Ok(false),
@@ -507,33 +521,11 @@ impl Cluster {
     /// Reads an object, creating it (field manager `addonctl`) when it does not exist (a
     /// namespace a managed cluster lacks). Returns it as stored.
     pub async fn get_or_create(&self, object: &Value) -> Result<DynamicObject> {
-        let what = describe(object);
-        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
-            cluster: self.name.clone(),
-            object: what.clone(),
-            message: "no `apiVersion` or `kind`".to_owned(),
-        })?;
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let namespace = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str);
-        let (api, _) = self.api_for(&gvk, namespace, &what).await?;
-        if let Some(stored) = api
-            .get_opt(name)
-            .await
-            .map_err(|e| self.map_error(e, &what))?
-        {
+        let (what, api, name, stored) = self.stored_as(object).await?;
+        if let Some(stored) = stored {
             return Ok(stored);
         }
-        let typed: DynamicObject =
-            serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
-                cluster: self.name.clone(),
-                object: what.clone(),
-                message: e.to_string(),
-            })?;
+        let typed = self.typed(object, &what)?;
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PostParams::default()
