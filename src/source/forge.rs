@@ -560,6 +560,37 @@ pub(crate) fn ref_and_path(tail: &[&str]) -> Option<(Option<String>, String)> {
     }
 }
 
+/// Writes how a forge reader shows itself: `name`, then ` at `<git_ref>`` and ` under `<path>``
+/// where they are given.
+pub(crate) fn write_location(
+    f: &mut fmt::Formatter<'_>,
+    name: fmt::Arguments<'_>,
+    git_ref: Option<&str>,
+    path: &str,
+) -> fmt::Result {
+    f.write_fmt(name)?;
+    if let Some(git_ref) = git_ref {
+        write!(f, " at `{git_ref}`")?;
+    }
+    if !path.is_empty() {
+        write!(f, " under `{path}`")?;
+    }
+    Ok(())
+}
+
+/// The first of a forge's newest-first list of commit ids; not found (no commit of `what`) when
+/// the list is empty.
+pub(crate) fn newest_commit(
+    commits: impl IntoIterator<Item = String>,
+    registry: &str,
+    what: &str,
+) -> Result<String> {
+    commits.into_iter().next().ok_or_else(|| Error::NotFound {
+        registry: registry.to_owned(),
+        what: format!("any commit of {what}"),
+    })
+}
+
 /// Describes when a rate limit resets, from a Unix time in seconds: `at 2024-01-01T00:00:00Z (in
 /// 42 s)`.
 pub(crate) fn describe_reset(epoch_seconds: u64) -> String {

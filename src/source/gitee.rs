@@ -19,7 +19,7 @@ use async_trait::async_trait;
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
+    self, archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
     ForgeApi, ForgeCore, Snapshot,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
@@ -350,14 +350,11 @@ impl ForgeApi for Api {
         }
         let url = self.with_query(format!("{}/commits", self.repo_url()), &parameters);
         let commits: Vec<Commit> = self.get_json(&url, "the commits").await?;
-        commits
-            .into_iter()
-            .next()
-            .map(|c| c.sha)
-            .ok_or_else(|| Error::NotFound {
-                registry: self.client.registry().to_owned(),
-                what: format!("any commit of {}", self.what()),
-            })
+        forge::newest_commit(
+            commits.into_iter().map(|c| c.sha),
+            self.client.registry(),
+            &self.what(),
+        )
     }
 
     /// The archive first; when it is over the size cap, a tree listing plus the metadata files
@@ -405,14 +402,12 @@ impl ForgeApi for Api {
 impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let o = &self.options;
-        write!(f, "Gitee repository `{}/{}`", o.owner, o.repo)?;
-        if let Some(git_ref) = &o.git_ref {
-            write!(f, " at `{git_ref}`")?;
-        }
-        if !o.path.is_empty() {
-            write!(f, " under `{}`", o.path)?;
-        }
-        Ok(())
+        forge::write_location(
+            f,
+            format_args!("Gitee repository `{}/{}`", o.owner, o.repo),
+            o.git_ref.as_deref(),
+            &o.path,
+        )
     }
 }
 

@@ -730,15 +730,13 @@ impl ForgeApi for Api {
 
 impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let options = &self.options;
-        write!(f, "GitHub repository `{}/{}`", options.owner, options.repo)?;
-        if let Some(git_ref) = &options.git_ref {
-            write!(f, " at `{git_ref}`")?;
-        }
-        if !options.path.is_empty() {
-            write!(f, " under `{}`", options.path)?;
-        }
-        Ok(())
+        let o = &self.options;
+        forge::write_location(
+            f,
+            format_args!("GitHub repository `{}/{}`", o.owner, o.repo),
+            o.git_ref.as_deref(),
+            &o.path,
+        )
     }
 }
 

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
+    self, archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
     ForgeCore,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
@@ -278,14 +278,11 @@ impl ForgeApi for Api {
             url.push_str(&encode(git_ref));
         }
         let commits: Vec<Commit> = self.get_json(&url, "the commits").await?;
-        commits
-            .into_iter()
-            .next()
-            .map(|c| c.id)
-            .ok_or_else(|| Error::NotFound {
-                registry: self.client.registry().to_owned(),
-                what: format!("any commit of {}", self.describe()),
-            })
+        forge::newest_commit(
+            commits.into_iter().map(|c| c.id),
+            self.client.registry(),
+            &self.describe(),
+        )
     }
 
     async fn download(&self, commit: Option<&str>) -> Result<Download> {
@@ -322,14 +319,12 @@ impl ForgeApi for Api {
 impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let o = &self.options;
-        write!(f, "GitLab project `{}`", o.project)?;
-        if let Some(git_ref) = &o.git_ref {
-            write!(f, " at `{git_ref}`")?;
-        }
-        if !o.path.is_empty() {
-            write!(f, " under `{}`", o.path)?;
-        }
-        Ok(())
+        forge::write_location(
+            f,
+            format_args!("GitLab project `{}`", o.project),
+            o.git_ref.as_deref(),
+            &o.path,
+        )
     }
 }
 
