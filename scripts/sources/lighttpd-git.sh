@@ -23,6 +23,8 @@ set -euo pipefail
 
 log() { printf '[lighttpd-git] %s\n' "$*" >&2; }
 die() { printf '[lighttpd-git] error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/sources/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 MODE="${1:-}"
 [ -n "$MODE" ] || die "usage: $0 start|stop|serve --root DIR --state DIR [--port P]"
@@ -50,21 +52,7 @@ mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd -P)"
 TIMEOUT="${ADDONCTL_LIGHTTPD_TIMEOUT:-20}"
 
-stop() {
-  local pid_file="$STATE/lighttpd.pid"
-  [ -f "$pid_file" ] || return 0
-  local pid
-  pid="$(cat "$pid_file")"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pid_file"
-}
+stop() { stop_pid_file "$STATE/lighttpd.pid"; }
 
 if [ "$MODE" = stop ]; then
   stop
@@ -112,9 +100,7 @@ for candidate in "$(git --exec-path 2>/dev/null)/git-http-backend" /usr/lib/git-
 done
 [ -n "$BACKEND" ] || die "git-http-backend not found (is git installed?)"
 
-if [ -z "$PORT" ]; then
-  PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-fi
+[ -n "$PORT" ] || PORT="$(free_port)"
 
 stop
 mkdir -p "$STATE/www"
@@ -151,25 +137,10 @@ PID=$!
 echo "$PID" >"$STATE/lighttpd.pid"
 echo "$PORT" >"$STATE/port"
 
-ready=0
-for _ in $(seq 1 $((TIMEOUT * 10))); do
-  kill -0 "$PID" 2>/dev/null || { cat "$STATE/stdout.log" "$STATE/error.log" >&2 2>/dev/null || true; die "lighttpd exited"; }
-  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then ready=1; break; fi
-  sleep 0.1
-done
-[ "$ready" = 1 ] || { stop; die "lighttpd did not listen on 127.0.0.1:$PORT within ${TIMEOUT}s"; }
+wait_for_port lighttpd "$PID" "$PORT" "$TIMEOUT" stop "$STATE/stdout.log" "$STATE/error.log"
 
 URL="$SCHEME://127.0.0.1:$PORT/git"
 printf '%s\n' "$URL"
 if [ "$MODE" = serve ]; then
-  # By the PID we hold, not the PID file: the caller may have removed STATE already.
-  stop_held() {
-    kill "$PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$PID" 2>/dev/null || true
-    rm -f "$STATE/lighttpd.pid" 2>/dev/null || true
-  }
-  trap stop_held EXIT INT TERM
-  # Wait until the caller closes our standard input (or the time limit passes).
-  while IFS= read -r -t "$MAX_SECONDS" _; do :; done || true
+  serve_until_stdin_closes "$PID" "$STATE/lighttpd.pid" "$MAX_SECONDS"
 fi

@@ -83,21 +83,7 @@ mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd -P)"
 TIMEOUT="${ADDONCTL_SSHD_TIMEOUT:-20}"
 
-stop() {
-  local pid_file="$STATE/sshd.pid"
-  [ -f "$pid_file" ] || return 0
-  local pid
-  pid="$(cat "$pid_file")"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pid_file"
-}
+stop() { stop_pid_file "$STATE/sshd.pid"; }
 
 if [ "$MODE" = stop ]; then
   stop
@@ -185,24 +171,9 @@ PID=$!
 echo "$PID" >"$STATE/sshd.pid"
 echo "$PORT" >"$STATE/port"
 
-ready=0
-for _ in $(seq 1 $((TIMEOUT * 10))); do
-  kill -0 "$PID" 2>/dev/null || { cat "$STATE/sshd.log" >&2 2>/dev/null || true; die "sshd exited"; }
-  if port_open "$PORT"; then ready=1; break; fi
-  sleep 0.1
-done
-[ "$ready" = 1 ] || { stop; die "sshd did not listen on 127.0.0.1:$PORT within ${TIMEOUT}s"; }
+wait_for_port sshd "$PID" "$PORT" "$TIMEOUT" stop "$STATE/sshd.log"
 
 printf 'ssh://%s@127.0.0.1:%s\n' "$USER_NAME" "$PORT"
 if [ "$MODE" = serve ]; then
-  # By the PID we hold, not the PID file: the caller may have removed STATE already.
-  stop_held() {
-    kill "$PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$PID" 2>/dev/null || true
-    rm -f "$STATE/sshd.pid" 2>/dev/null || true
-  }
-  trap stop_held EXIT INT TERM
-  # Wait until the caller closes our standard input (or the time limit passes).
-  while IFS= read -r -t "$MAX_SECONDS" _; do :; done || true
+  serve_until_stdin_closes "$PID" "$STATE/sshd.pid" "$MAX_SECONDS"
 fi
