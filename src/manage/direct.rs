@@ -509,7 +509,8 @@ fn created_by_us(stored: &kube::api::DynamicObject) -> bool {
         && writers.all(|f| f.manager.as_deref() == Some(cluster::FIELD_MANAGER))
 }
 
-async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
+/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]).
+pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
     let gvk =
         kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
     let started = Instant::now();
@@ -525,9 +526,17 @@ async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
                             && c.get("status").and_then(Value::as_str) == Some("True")
                     })
                 });
+            // Established comes a moment before the API server's discovery lists the new kind:
+            // wait for that too, so the objects of the kind that follow find it.
             if established {
                 cluster.refresh_discovery();
-                return Ok(());
+                let served = match served_kind(&value) {
+                    Some(kind) => cluster.resource(&kind).await?.is_some(),
+                    None => true,
+                };
+                if served {
+                    return Ok(());
+                }
             }
         }
         if started.elapsed() > CRD_WAIT {
@@ -539,6 +548,22 @@ async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// One kind a CRD serves (its storage version, else its first served one).
+fn served_kind(crd: &Value) -> Option<kube::core::GroupVersionKind> {
+    let group = crd.pointer("/spec/group")?.as_str()?;
+    let kind = crd.pointer("/spec/names/kind")?.as_str()?;
+    let versions = crd.pointer("/spec/versions")?.as_array()?;
+    let served = |v: &&Value| v.get("served").and_then(Value::as_bool) != Some(false);
+    let version = versions
+        .iter()
+        .filter(served)
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.iter().find(served))?
+        .get("name")?
+        .as_str()?;
+    Some(kube::core::GroupVersionKind::gvk(group, version, kind))
 }
 
 /// Applies the planned objects to one cluster, staged, and prunes what the previous inventory

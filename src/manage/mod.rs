@@ -559,6 +559,10 @@ async fn apply_rendered(
             }
         }
         let stored = cluster.apply(&with_owner(object, &owner), ns).await?;
+        if reference.kind == "CustomResourceDefinition" {
+            // Its custom resources may follow among the outputs.
+            direct::wait_established(cluster, &reference.name).await?;
+        }
         let mut reference = reference;
         reference.namespace.clone_from(&stored.metadata.namespace);
         report.applied.push(reference.to_string());
