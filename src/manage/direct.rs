@@ -551,7 +551,7 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
 }
 
 /// One kind a CRD serves (its storage version, else its first served one).
-fn served_kind(crd: &Value) -> Option<kube::core::GroupVersionKind> {
+pub(super) fn served_kind(crd: &Value) -> Option<kube::core::GroupVersionKind> {
     let group = crd.pointer("/spec/group")?.as_str()?;
     let kind = crd.pointer("/spec/names/kind")?.as_str()?;
     let versions = crd.pointer("/spec/versions")?.as_array()?;

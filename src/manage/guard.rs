@@ -269,26 +269,9 @@ async fn resources_of(
         return Ok(Vec::new());
     };
     let object = to_value(&object);
-    let (Some(group), Some(kind)) = (
-        object.pointer("/spec/group").and_then(Value::as_str),
-        object.pointer("/spec/names/kind").and_then(Value::as_str),
-    ) else {
+    let Some(gvk) = direct::served_kind(&object) else {
         return Ok(Vec::new());
     };
-    let versions: Vec<&Value> = object
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .map(|v| v.iter().collect())
-        .unwrap_or_default();
-    let version = versions
-        .iter()
-        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .or_else(|| versions.first())
-        .and_then(|v| v.get("name").and_then(Value::as_str));
-    let Some(version) = version else {
-        return Ok(Vec::new());
-    };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
     let Some((resource, _)) = cluster.resource(&gvk).await? else {
         return Ok(Vec::new());
     };
@@ -308,7 +291,7 @@ async fn resources_of(
         .into_iter()
         .map(|item| {
             (
-                kind.to_owned(),
+                gvk.kind.clone(),
                 item.metadata.namespace,
                 item.metadata.name.unwrap_or_default(),
             )
