@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use kube::core::GroupVersionKind;
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -1123,7 +1124,7 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
             if let Some(path) = &spec.path {
                 github.path.clone_from(path);
             }
-            github.token.clone_from(&credentials.token);
+            github.token = credentials.token.as_deref().map(SecretString::from);
             github.cache = options.cache.clone();
             if let Some(http) = &options.http {
                 github.connect_timeout = http.connect_timeout;
@@ -1145,7 +1146,7 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
             if let Some(path) = &spec.path {
                 gitee.path.clone_from(path);
             }
-            gitee.token.clone_from(&credentials.token);
+            gitee.token = credentials.token.as_deref().map(SecretString::from);
             gitee.cache = options.cache.clone();
             gitee.http = registry_http(spec, options);
             Ok(Arc::new(crate::source::gitee::GiteeReader::new(
@@ -1161,7 +1162,7 @@ pub fn open(registry: &Registry, options: &OpenOptions) -> Result<Reader, source
             if let Some(path) = &spec.path {
                 gitlab.path.clone_from(path);
             }
-            gitlab.token.clone_from(&credentials.token);
+            gitlab.token = credentials.token.as_deref().map(SecretString::from);
             gitlab.cache = options.cache.clone();
             gitlab.http = registry_http(spec, options);
             Ok(Arc::new(crate::source::gitlab::GitlabReader::new(

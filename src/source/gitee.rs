@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
@@ -29,7 +30,7 @@ use crate::source::{Error, Result};
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Where a Gitee registry lives and how to reach it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct GiteeOptions {
     /// The API base URL, `https://<host>/api/v5`.
     pub api_base: String,
@@ -42,7 +43,7 @@ pub struct GiteeOptions {
     /// The directory holding the registry (`""` for the whole repository).
     pub path: String,
     /// An access token; `None` for anonymous access.
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// Timeouts, retries, concurrency and TLS of the HTTP layer.
     pub http: HttpOptions,
     /// The largest archive downloaded.
@@ -102,22 +103,6 @@ impl GiteeOptions {
             .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
         (options.git_ref, options.path) = ref_and_path;
         Ok(options)
-    }
-}
-
-impl fmt::Debug for GiteeOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GiteeOptions")
-            .field("api_base", &self.api_base)
-            .field("owner", &self.owner)
-            .field("repo", &self.repo)
-            .field("git_ref", &self.git_ref)
-            .field("path", &self.path)
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .field("http", &self.http)
-            .field("max_archive_bytes", &self.max_archive_bytes)
-            .field("cache", &self.cache)
-            .finish()
     }
 }
 
@@ -226,7 +211,7 @@ impl Api {
             .map(|(k, v)| format!("{k}={}", encode(v)))
             .collect();
         if let Some(token) = &self.options.token {
-            query.push(format!("access_token={}", encode(token)));
+            query.push(format!("access_token={}", encode(token.expose_secret())));
         }
         if query.is_empty() {
             url

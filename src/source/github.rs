@@ -34,6 +34,7 @@ use http::header::{HeaderMap, ACCEPT, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 use http::HeaderValue;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use octocrab::Octocrab;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
@@ -49,7 +50,7 @@ const PUBLIC_WEB_HOST: &str = "github.com";
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Where a GitHub registry lives and how to reach it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct GithubOptions {
     /// The API base URL: `None` for the public service, `https://<host>/api/v3` for GitHub
     /// Enterprise Server, any URL for a test double.
@@ -63,7 +64,7 @@ pub struct GithubOptions {
     /// The directory holding the registry (`""` for the whole repository).
     pub path: String,
     /// A token (personal access token or similar); `None` for anonymous access.
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// Time allowed to connect.
     pub connect_timeout: Duration,
     /// Time allowed for one request, body included.
@@ -152,25 +153,6 @@ impl GithubOptions {
     }
 }
 
-impl fmt::Debug for GithubOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GithubOptions")
-            .field("api_base", &self.api_base)
-            .field("owner", &self.owner)
-            .field("repo", &self.repo)
-            .field("git_ref", &self.git_ref)
-            .field("path", &self.path)
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("retries", &self.retries)
-            .field("max_retry_wait", &self.max_retry_wait)
-            .field("max_archive_bytes", &self.max_archive_bytes)
-            .field("cache", &self.cache)
-            .finish()
-    }
-}
-
 /// Reads addons from a GitHub repository.
 #[derive(Debug, Clone)]
 pub struct GithubReader {
@@ -209,7 +191,7 @@ impl GithubReader {
                 })?;
         }
         let client = match &options.token {
-            Some(token) => builder.personal_token(token.clone()).build(),
+            Some(token) => builder.personal_token(token.expose_secret()).build(),
             None => builder.build(),
         }
         .map_err(|e| Error::Backend {

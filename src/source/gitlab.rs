@@ -19,6 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
@@ -32,7 +33,7 @@ use crate::source::{Error, Result};
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Where a GitLab registry lives and how to reach it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct GitlabOptions {
     /// The API base URL, `https://<host>/api/v4`.
     pub api_base: String,
@@ -43,7 +44,7 @@ pub struct GitlabOptions {
     /// The directory holding the registry (`""` for the whole repository).
     pub path: String,
     /// A personal, project or group access token; `None` for anonymous access.
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// Timeouts, retries, concurrency and TLS of the HTTP layer.
     pub http: HttpOptions,
     /// The largest archive downloaded.
@@ -105,21 +106,6 @@ impl GitlabOptions {
     }
 }
 
-impl fmt::Debug for GitlabOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GitlabOptions")
-            .field("api_base", &self.api_base)
-            .field("project", &self.project)
-            .field("git_ref", &self.git_ref)
-            .field("path", &self.path)
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .field("http", &self.http)
-            .field("max_archive_bytes", &self.max_archive_bytes)
-            .field("cache", &self.cache)
-            .finish()
-    }
-}
-
 /// Reads addons from a GitLab project.
 #[derive(Debug, Clone)]
 pub struct GitlabReader {
@@ -152,7 +138,7 @@ impl GitlabReader {
         let mut http = options.http.clone();
         if let Some(token) = &options.token {
             http.headers
-                .push(("PRIVATE-TOKEN".to_owned(), token.clone()));
+                .push(("PRIVATE-TOKEN".to_owned(), token.expose_secret().to_owned()));
         }
         http.credentials_origin = Some(options.api_base.clone());
         let client = HttpClient::new(registry, http)?;
