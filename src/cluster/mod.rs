@@ -304,12 +304,12 @@ impl Cluster {
             kube::Error::HyperError(e) => Error::Unreachable {
                 cluster,
                 server: self.server.clone(),
-                message: chain(&e),
+                message: crate::error::chain(&e),
             },
             kube::Error::Service(e) => Error::Unreachable {
                 cluster,
                 server: self.server.clone(),
-                message: chain(e.as_ref()),
+                message: crate::error::chain(e.as_ref()),
             },
             kube::Error::Auth(e) => Error::Forbidden {
                 cluster,
@@ -317,7 +317,7 @@ impl Cluster {
             },
             other => Error::Api {
                 cluster,
-                message: format!("{object}: {}", chain(&other)),
+                message: format!("{object}: {}", crate::error::chain(&other)),
             },
         }
     }
@@ -629,18 +629,4 @@ impl Cluster {
             Err(e) => Err(self.map_error(e, &what)),
         }
     }
-}
-
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -433,7 +433,10 @@ impl Api {
             Err(e) => {
                 return Attempt::Retry(
                     None,
-                    self.backend(format!("cannot reach the GitHub API: {}", chain(&e))),
+                    self.backend(format!(
+                        "cannot reach the GitHub API: {}",
+                        crate::error::chain(&e)
+                    )),
                 )
             }
         };
@@ -491,7 +494,7 @@ impl Api {
                 self.backend(format!(
                     "the answer for {} broke off: {}",
                     get.what,
-                    chain(e.as_ref())
+                    crate::error::chain(e.as_ref())
                 )),
             ),
         }
@@ -595,21 +598,6 @@ impl Api {
             source: None,
         }
     }
-}
-
-/// An error and its causes on one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[async_trait]

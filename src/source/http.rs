@@ -466,7 +466,7 @@ impl HttpClient {
 
     fn transport_error(&self, shown: &str, error: reqwest::Error) -> Attempt {
         let timeout = error.is_timeout();
-        let text = error_chain(&error.without_url());
+        let text = crate::error::chain(&error.without_url());
         if timeout {
             let limit = self.options.timeout.as_secs_f64();
             return Attempt::Retry(
@@ -600,21 +600,6 @@ fn rate_limit_wait(headers: &HeaderMap) -> Option<(Duration, SystemTime)> {
         Some((wait, now + wait))
     }
 }
-
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// Query parameters whose values are never shown.
 const SECRET_PARAMETERS: &[&str] = &[
     "access_token",
