@@ -43,8 +43,8 @@ use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{create_private_dir, CacheOptions, DiskCache};
 use crate::source::http::redact;
 use crate::source::{
-    check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
-    MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
+    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    FileEntry, IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
 /// How to reach a git repository.
@@ -100,6 +100,12 @@ struct Located {
     version: AddonVersion,
     description: Option<String>,
     tree: Oid,
+}
+
+impl IndexedVersion for Located {
+    fn version(&self) -> &AddonVersion {
+        &self.version
+    }
 }
 
 /// Addon name → versions, highest first.
@@ -239,22 +245,9 @@ impl GitReader {
         let versions = index
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        let chosen = match &addon.version {
-            Some(wanted) => versions.iter().find(|v| v.version.same_as(wanted)),
-            None => versions
-                .iter()
-                .find(|v| !v.version.is_prerelease())
-                .or_else(|| versions.first()),
-        };
-        chosen.map(|v| v.tree).ok_or_else(|| {
-            let available: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
-            self.inner.not_found(format!(
-                "version `{}` of addon `{}` (available: `{}`)",
-                addon.version.as_deref().unwrap_or("latest"),
-                addon.name,
-                available.join("`, `")
-            ))
-        })
+        choose_version(&addon.name, versions, addon.version.as_deref())
+            .map(|v| v.tree)
+            .map_err(|what| self.inner.not_found(what))
     }
 
     async fn blocking<T: Send + 'static>(
@@ -1408,17 +1401,7 @@ impl AsyncReader for GitReader {
         let index = self.index().await?;
         Ok(index
             .iter()
-            .map(|(name, versions)| {
-                let newest = versions
-                    .iter()
-                    .find(|v| !v.version.is_prerelease())
-                    .or_else(|| versions.first());
-                AddonSummary {
-                    name: name.clone(),
-                    versions: versions.iter().map(|v| v.version.to_string()).collect(),
-                    description: newest.and_then(|v| v.description.clone()),
-                }
-            })
+            .map(|(name, versions)| summarize(name, versions, |v| v.description.clone()))
             .collect())
     }
 

@@ -31,7 +31,8 @@ use crate::source::archive::{self, ArchiveLimits};
 use crate::source::cache::{hex, CacheOptions, CachedEntry, DiskCache};
 use crate::source::http::{redact, Auth, HttpClient, HttpOptions};
 use crate::source::{
-    check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
+    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    FileEntry, IndexedVersion, Result,
 };
 
 /// The largest chart archive downloaded (compressed).
@@ -47,6 +48,12 @@ struct ChartVersion {
     urls: Vec<String>,
     digest: Option<String>,
     description: Option<String>,
+}
+
+impl IndexedVersion for ChartVersion {
+    fn version(&self) -> &AddonVersion {
+        &self.version
+    }
 }
 
 /// The parsed index: chart name → versions, highest first.
@@ -166,22 +173,8 @@ impl HelmReader {
             .charts
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        let chosen = match &addon.version {
-            Some(wanted) => versions.iter().find(|v| v.version.same_as(wanted)),
-            None => versions
-                .iter()
-                .find(|v| !v.version.is_prerelease())
-                .or_else(|| versions.first()),
-        };
-        chosen.ok_or_else(|| {
-            let available: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
-            self.inner.not_found(format!(
-                "version `{}` of addon `{}` (available: `{}`)",
-                addon.version.as_deref().unwrap_or("latest"),
-                addon.name,
-                available.join("`, `")
-            ))
-        })
+        choose_version(&addon.name, versions, addon.version.as_deref())
+            .map_err(|what| self.inner.not_found(what))
     }
 
     /// The files of an addon version, downloading its archive once.
@@ -439,17 +432,7 @@ impl AsyncReader for HelmReader {
         Ok(index
             .charts
             .iter()
-            .map(|(name, versions)| {
-                let newest = versions
-                    .iter()
-                    .find(|v| !v.version.is_prerelease())
-                    .or_else(|| versions.first());
-                AddonSummary {
-                    name: name.clone(),
-                    versions: versions.iter().map(|v| v.version.to_string()).collect(),
-                    description: newest.and_then(|v| v.description.clone()),
-                }
-            })
+            .map(|(name, versions)| summarize(name, versions, |v| v.description.clone()))
             .collect())
     }
 

@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::model::AddonVersion;
+
 pub mod archive;
 pub mod builtin;
 pub mod cache;
@@ -63,6 +65,53 @@ impl AddonRef {
             name: name.into(),
             version: None,
         }
+    }
+}
+
+/// One version in a reader's index of an addon (versions listed highest first).
+pub(crate) trait IndexedVersion {
+    /// Its version.
+    fn version(&self) -> &AddonVersion;
+}
+
+/// The version of `versions` (highest first) a reader serves for `wanted`: that version (a
+/// leading `v` ignored), or without one the newest stable version, else the newest. `Err` holds
+/// what was not found, for the reader's not-found error.
+pub(crate) fn choose_version<'a, V: IndexedVersion>(
+    name: &str,
+    versions: &'a [V],
+    wanted: Option<&str>,
+) -> std::result::Result<&'a V, String> {
+    let chosen = match wanted {
+        Some(wanted) => versions.iter().find(|v| v.version().same_as(wanted)),
+        None => versions
+            .iter()
+            .find(|v| !v.version().is_prerelease())
+            .or_else(|| versions.first()),
+    };
+    chosen.ok_or_else(|| {
+        let available: Vec<&str> = versions.iter().map(|v| v.version().raw()).collect();
+        format!(
+            "version `{}` of addon `{name}` (available: `{}`)",
+            wanted.unwrap_or("latest"),
+            available.join("`, `")
+        )
+    })
+}
+
+/// The summary of an addon whose `versions` are listed highest first, with the description of
+/// the version served by default.
+pub(crate) fn summarize<V: IndexedVersion>(
+    name: &str,
+    versions: &[V],
+    description: impl Fn(&V) -> Option<String>,
+) -> AddonSummary {
+    AddonSummary {
+        name: name.to_owned(),
+        versions: versions.iter().map(|v| v.version().to_string()).collect(),
+        description: choose_version(name, versions, None)
+            .ok()
+            .and_then(description),
     }
 }
 

@@ -37,8 +37,8 @@ use tokio::sync::{OnceCell, Semaphore};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{key_hash, CacheOptions, CachedEntry, DiskCache};
 use crate::source::{
-    check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
-    MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
+    check_relative_path, choose_version, AddonRef, AddonSummary, AsyncReader, Error, FileEntry,
+    IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
 /// The most keys one listing may return before the reader gives up (a runaway prefix).
@@ -211,6 +211,12 @@ struct Addon {
     /// Highest first.
     versions: Vec<Version>,
     description: Option<String>,
+}
+
+impl IndexedVersion for Version {
+    fn version(&self) -> &AddonVersion {
+        &self.number
+    }
 }
 
 #[derive(Debug)]
@@ -622,26 +628,8 @@ impl Inner {
             .addons
             .get(&addon.name)
             .ok_or_else(|| self.not_found(format!("addon `{}`", addon.name)))?;
-        match &addon.version {
-            None => Ok(entry
-                .versions
-                .iter()
-                .find(|v| !v.number.is_prerelease())
-                .unwrap_or(&entry.versions[0])),
-            Some(wanted) => entry
-                .versions
-                .iter()
-                .find(|v| v.number.same_as(wanted))
-                .ok_or_else(|| {
-                    let available: Vec<&str> =
-                        entry.versions.iter().map(|v| v.number.raw()).collect();
-                    self.not_found(format!(
-                        "version `{wanted}` of addon `{}` (available: `{}`)",
-                        addon.name,
-                        available.join("`, `")
-                    ))
-                }),
-        }
+        choose_version(&addon.name, &entry.versions, addon.version.as_deref())
+            .map_err(|what| self.not_found(what))
     }
 }
 
