@@ -16,6 +16,8 @@
 #   ADDONCTL_K8S_TIMEOUT        seconds to wait for each component (default 120)
 #   ADDONCTL_K8S_CONTROLLERS    controllers to run (default namespace,garbagecollector)
 #   KUBE_BIN_DIR                use these kube binaries instead of scripts/k8s/build.sh
+#   ADDONCTL_K8S_AUDIT          1 = every API server writes an audit log of every request
+#                               (level Metadata) to logs/audit-<cluster>.log (for benchmarks)
 #
 # Writes into DIR: kubeconfig-<cluster> (admin), kubeconfig-<cluster>-user
 # (token of a user without any RBAC binding), kubeconfig (all contexts),
@@ -315,8 +317,17 @@ ETCD_ENDPOINT="http://127.0.0.1:${ETCD_PORT}"
 log "etcd ready at ${ETCD_ENDPOINT}"
 
 # ------------------------------------------------------------ apiservers
+AUDIT_ARGS=()
+if [ "${ADDONCTL_K8S_AUDIT:-0}" = 1 ]; then
+  printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived", "ResponseStarted"]\nrules:\n- level: Metadata\n' \
+    >"${DIR}/audit-policy.yaml"
+fi
 start_apiserver() { # CLUSTER
   local c="$1"
+  if [ "${ADDONCTL_K8S_AUDIT:-0}" = 1 ]; then
+    AUDIT_ARGS=(--audit-policy-file="${DIR}/audit-policy.yaml" --audit-log-path="${LOGS}/audit-${c}.log"
+      --audit-log-mode=blocking --audit-log-maxsize=0)
+  fi
   free_port
   PORT[$c]="$FREE_PORT"
   mkdir -p "${DIR}/clusters/${c}/cert-dir"
@@ -339,7 +350,8 @@ start_apiserver() { # CLUSTER
     --token-auth-file="${DIR}/clusters/${c}/tokens.csv" \
     --allow-privileged=true \
     --disable-admission-plugins=ServiceAccount \
-    --profiling=false
+    --profiling=false \
+    "${AUDIT_ARGS[@]}"
 }
 apiserver_ready() { readyz "https://127.0.0.1:${PORT[$1]}" "${ADMIN_TOKEN[$1]}"; }
 

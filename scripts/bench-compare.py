@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of addonctl against helm and kubectl on the same real API servers.
+
+Run by scripts/bench-compare.sh, which builds the binaries and starts the API servers (with audit logs).
+Every figure is measured on whole processes: wall time, CPU (user + system of the process and its
+children, from wait4), peak resident memory, and API requests (lines the API servers' audit logs gained,
+for the admin user the tools run as). Runs are interleaved (addonctl, then its peer, round after round),
+so both see the same machine; each pair gives a ratio addonctl / peer, printed as min / median / max.
+
+Part A: the largest built-in addon (`strongbox-operator`, direct engine, control plane only) against a
+Helm chart holding exactly the objects addonctl applies: render, fresh install, unchanged re-run, removal.
+Part B: N objects on K clusters: `addonctl enable` of a generated addon against `kubectl apply
+--server-side` run in parallel, one process per cluster.
+"""
+
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROUNDS = int(os.environ.get("ADDONCTL_BENCH_ROUNDS", "5"))
+NS = ["10", "50", "200"]
+KS = ["1", "3", "10"]
+if os.environ.get("ADDONCTL_BENCH_GRID"):
+    # "10x1,200x1" — a smaller grid for a quick look
+    GRID = [tuple(p.split("x")) for p in os.environ["ADDONCTL_BENCH_GRID"].split(",")]
+else:
+    GRID = [(n, k) for n in NS for k in KS]
+
+addonctl, helm, kubectl, env_dir = sys.argv[1:5]
+env = json.load(open(os.path.join(env_dir, "env.json")))
+clusters = {c["name"]: c for c in env["clusters"]}
+control = clusters["control-plane"]
+managed = [clusters[f"managed-{i}"] for i in range(1, 11) if f"managed-{i}" in clusters]
+logs = os.path.join(env_dir, "logs")
+work = tempfile.mkdtemp(prefix="bench-compare-")
+
+
+def audit_lines():
+    """Requests so far per cluster, from the audit logs (admin user only)."""
+    counts = {}
+    for name in clusters:
+        path = os.path.join(logs, f"audit-{name}.log")
+        n = 0
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    if b'"username":"admin"' in line:
+                        n += 1
+        except FileNotFoundError:
+            sys.exit(f"no audit log {path}: start the environment with ADDONCTL_K8S_AUDIT=1")
+        counts[name] = n
+    return counts
+
+
+def run(cmd, check=True, quiet=True):
+    """Runs a command; returns wall seconds, CPU seconds, peak RSS (MiB) and requests per cluster."""
+    before = audit_lines()
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, shell=isinstance(cmd, str),
+            stdout=subprocess.DEVNULL if quiet else None, stderr=stderr)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
+    if check and proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {cmd if isinstance(cmd, str) else shlex.join(cmd)}\n{err}")
+    after = audit_lines()
+    requests = {c: after[c] - before[c] for c in after if after[c] != before[c]}
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss / 1024.0,
+        "requests": sum(requests.values()),
+        "per_cluster": requests,
+    }
+
+
+def quiet(cmd):
+    subprocess.run(cmd, shell=isinstance(cmd, str), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def kubectl_cmd(cluster, *args):
+    return [kubectl, "--kubeconfig", cluster["kubeconfig"], *args]
+
+
+def wait_gone(cluster, kind, names):
+    for name in names:
+        subprocess.run(kubectl_cmd(cluster, "wait", "--for=delete", f"{kind}/{name}", "--timeout=60s"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stats(values):
+    return min(values), statistics.median(values), max(values)
+
+
+def fmt3(values, unit="", digits=3):
+    lo, mid, hi = stats(values)
+    return f"{lo:.{digits}f} / {mid:.{digits}f} / {hi:.{digits}f}{unit}"
+
+
+def report(title, ours, theirs, peer):
+    print(f"\n{title}")
+    print(f"  {'figure':<10} {'addonctl (min/med/max)':<28} {peer + ' (min/med/max)':<28} ratio (min/med/max)")
+    for key, unit, digits in (("wall", " s", 3), ("cpu", " s", 3), ("rss", " MiB", 1), ("requests", "", 0)):
+        a = [m[key] for m in ours]
+        b = [m[key] for m in theirs]
+        ratios = [x / y for x, y in zip(a, b) if y]
+        ratio = fmt3(ratios, "", 2) if ratios else "-"
+        print(f"  {key:<10} {fmt3(a, unit, digits):<28} {fmt3(b, unit, digits):<28} {ratio}")
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- part A
+def part_a():
+    addon = "strongbox-operator"
+    system_ns = "bench-system"
+    kc = control["kubeconfig"]
+    base = [addonctl, "-q", "--kubeconfig", kc, "--system-namespace", system_ns, "--engine", "direct"]
+    rendered = json.loads(subprocess.run(
+        [addonctl, "render", addon, "-o", "json", "--system-namespace", system_ns],
+        check=True, capture_output=True).stdout)
+    objects = []
+    for item in rendered["items"]:
+        if item["kind"] == "Application":
+            for component in item["spec"].get("components", []):
+                objects.extend(component.get("properties", {}).get("objects", []))
+    crds = [o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"]
+    chart = os.path.join(work, "chart")
+    os.makedirs(os.path.join(chart, "templates"))
+    with open(os.path.join(chart, "Chart.yaml"), "w") as f:
+        f.write(f"apiVersion: v2\nname: {addon}\nversion: 1.3.0\ndescription: the objects addonctl applies\n")
+    with open(os.path.join(chart, "templates", "objects.yaml"), "w") as f:
+        for o in objects:
+            # JSON is YAML; `{{` would be read as a template action, so it is escaped
+            f.write("---\n" + json.dumps(o).replace("{{", '{{ "{{" }}') + "\n")
+    quiet(kubectl_cmd(control, "create", "namespace", system_ns))
+    helm_base = [helm, "--kubeconfig", kc, "-n", system_ns]
+    print(f"A. `{addon}` ({len(objects)} objects) on one API server, {ROUNDS} interleaved rounds")
+    figures = {k: ([], []) for k in ("render", "install", "rerun", "remove")}
+    for _ in range(ROUNDS):
+        figures["render"][0].append(run([addonctl, "render", addon, "--system-namespace", system_ns]))
+        figures["render"][1].append(run([helm, "template", "bench", chart, "-n", system_ns]))
+        figures["install"][0].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
+        figures["rerun"][0].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
+        figures["remove"][0].append(run(base + ["disable", addon]))
+        wait_gone(control, "crd", crds)
+        figures["install"][1].append(run(helm_base + ["install", "bench", chart]))
+        figures["rerun"][1].append(run(helm_base + ["upgrade", "bench", chart]))
+        figures["remove"][1].append(run(helm_base + ["uninstall", "bench"]))
+        wait_gone(control, "crd", crds)
+    report("render (addonctl render vs helm template)", *figures["render"], "helm")
+    report("fresh install (enable vs helm install)", *figures["install"], "helm")
+    report("unchanged re-run (enable vs helm upgrade)", *figures["rerun"], "helm")
+    report("removal (disable vs helm uninstall)", *figures["remove"], "helm")
+
+
+# --------------------------------------------------------------------------- part B
+FLEET_TEMPLATE = """let ns = parameter.namespace;
+let labels = #{ "app.kubernetes.io/name": "fleet" };
+let objects = [];
+for i in 0..parameter.count {
+    let kind = i % 4;
+    if kind == 0 {
+        objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
+            data: #{ index: `${i}`, "settings.yaml": "level: info\\nretries: 3\\n" } });
+    } else if kind == 1 {
+        objects.push(#{ apiVersion: "v1", kind: "Service", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
+            spec: #{ selector: #{ app: `fleet-${i}` }, ports: [#{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }] } });
+    } else if kind == 2 {
+        objects.push(#{ apiVersion: "v1", kind: "ServiceAccount", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels } });
+    } else {
+        objects.push(#{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
+            rules: [#{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }] });
+    }
+}
+#{ output: application(#{ components: [k8s_objects("fleet", objects)], policies: [topology("fleet", parameter.clusters)] }) }
+"""
+
+FLEET_PARAMETERS = """#{
+    count: pint(10),
+    namespace: string("fleet"),
+    clusters: list(string()).optional(),
+}
+"""
+
+
+def part_b():
+    system_ns = "bench-fleet-system"
+    kc = control["kubeconfig"]
+    base = [addonctl, "-q", "--kubeconfig", kc, "--system-namespace", system_ns, "--engine", "direct"]
+    addon = os.path.join(work, "fleet")
+    os.makedirs(addon)
+    with open(os.path.join(addon, "metadata.yaml"), "w") as f:
+        f.write("name: fleet\nversion: 1.0.0\ndescription: N objects on K clusters\n")
+    with open(os.path.join(addon, "template.rhai"), "w") as f:
+        f.write(FLEET_TEMPLATE)
+    with open(os.path.join(addon, "parameter.rhai"), "w") as f:
+        f.write(FLEET_PARAMETERS)
+    quiet(kubectl_cmd(control, "create", "namespace", system_ns))
+    for cluster in managed:
+        quiet(base + ["cluster", "join", cluster["name"], "--from-kubeconfig", cluster["kubeconfig"]])
+    print(f"\nB. N objects × K clusters (direct engine against kubectl apply --server-side, one process per"
+          f" cluster in parallel), {ROUNDS} interleaved rounds")
+    round_id = 0
+    for n, k in GRID:
+        targets = managed[: int(k)]
+        if len(targets) < int(k):
+            print(f"  skipping {n}×{k}: only {len(managed)} managed clusters")
+            continue
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            round_id += 1
+            ns_ours, ns_theirs = f"fleet-a{round_id}", f"fleet-k{round_id}"
+            for cluster in targets:
+                quiet(kubectl_cmd(cluster, "create", "namespace", ns_ours))
+                quiet(kubectl_cmd(cluster, "create", "namespace", ns_theirs))
+            names = ",".join(c["name"] for c in targets)
+            ours.append(run(base + ["enable", addon, f"count={n}", f"namespace={ns_ours}",
+                                    "--clusters", names]))
+            manifest = os.path.join(work, f"fleet-{round_id}.json")
+            rendered = json.loads(subprocess.run(
+                [addonctl, "render", addon, f"count={n}", f"namespace={ns_theirs}", "-o", "json"],
+                check=True, capture_output=True).stdout)
+            objects = [o for item in rendered["items"] if item["kind"] == "Application"
+                       for c in item["spec"]["components"] for o in c["properties"]["objects"]]
+            with open(manifest, "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, f)
+            parallel = " & ".join(
+                shlex.join(kubectl_cmd(c, "apply", "--server-side", "--field-manager", "bench", "-f", manifest))
+                for c in targets) + " & wait"
+            theirs.append(run(["bash", "-c", f"set -e; {parallel}"]))
+            quiet(base + ["disable", "fleet"])
+        report(f"{n} objects × {k} clusters (enable vs kubectl apply --server-side)", ours, theirs, "kubectl")
+        per_object = [m["requests"] / (int(n) * int(k)) for m in ours]
+        print(f"  addonctl requests per object per cluster: {fmt3(per_object, '', 2)}")
+
+
+if __name__ == "__main__":
+    parts = os.environ.get("ADDONCTL_BENCH_PARTS", "AB")
+    if "A" in parts:
+        part_a()
+    if "B" in parts:
+        part_b()
