@@ -224,7 +224,7 @@ fn flow_collection(raw: &str) -> Option<Value> {
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
         return None;
     }
-    serde_yaml::from_str::<Value>(raw).ok()
+    crate::yaml::parse_single(raw).ok().map(|(value, _)| value)
 }
 
 /// A value with no declared type: a YAML scalar or flow collection, else the string itself.
@@ -235,7 +235,7 @@ fn untyped(raw: &str) -> Value {
     if let Some(collection) = flow_collection(raw) {
         return collection;
     }
-    match serde_yaml::from_str::<Value>(raw) {
+    match crate::yaml::parse_single(raw).map(|(value, _)| value) {
         Ok(Value::Null) if null(raw).is_some() || raw.trim().eq_ignore_ascii_case("null") => {
             Value::Null
         }

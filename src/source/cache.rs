@@ -150,6 +150,21 @@ impl DiskCache {
 }
 
 impl DiskCache {
+    /// Removes the entry stored under `key` (best effort): a cached body that turned out to be
+    /// unusable, so that the next request is not conditional on it.
+    pub fn remove(&self, key: &str) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        for path in [dir.join(key), dir.join(format!("{key}.meta.json"))] {
+            if let Err(e) = fs_err::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::debug!("cannot remove `{}` from the cache: {e}", path.display());
+                }
+            }
+        }
+    }
+
     /// Removes the entries whose key starts with `prefix`, except `keep` (best effort): older
     /// archives of a repository once a newer one is stored.
     pub fn remove_others(&self, prefix: &str, keep: &str) {
