@@ -312,8 +312,12 @@ mod tests {
             "{}",
             err.message
         );
-        assert!(err.message.contains("line 1 column 101"), "{}", err.message);
-        let ok = "a: ".to_owned() + &"[".repeat(MAX_DEPTH - 1) + &"]".repeat(MAX_DEPTH - 1);
+        assert!(err.message.contains("line 1 column 100"), "{}", err.message);
+        let ok = format!(
+            "a: {}{}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
         assert!(parse_documents(&ok).is_ok());
     }
 

@@ -363,6 +363,9 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     }
     steps.reverse();
     kept.reverse();
+    if uses_vela(ctx).await {
+        notes.extend(steps.iter().filter_map(secrets_note));
+    }
     let plan = Plan {
         steps,
         kept,
@@ -371,6 +374,37 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     };
     inventory::check(ctx, &plan, &installed, sources.readers()).await?;
     Ok(plan)
+}
+
+/// Whether the plan will be applied through KubeVela (the Application is stored and deployed by
+/// KubeVela), as `enable` decides it.
+async fn uses_vela(ctx: &Context) -> bool {
+    match ctx.engine {
+        super::EngineChoice::Direct => false,
+        super::EngineChoice::Vela => true,
+        super::EngineChoice::Auto => ctx
+            .cluster
+            .serves(&super::application_gvk())
+            .await
+            .unwrap_or(false),
+    }
+}
+
+/// A warning for an addon whose `secret()` values end up in its Application, with the pattern
+/// that keeps them out of it.
+fn secrets_note(step: &Step) -> Option<String> {
+    let paths = step.rendered.secrets_in_application();
+    if paths.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+    Some(format!(
+        "warning: addon `{}`: the value of secret parameter{} {} is written in plain text into the Application `{}`, which KubeVela stores and shows as it is; keep it in a Secret of its own (an `outputs` object of `template.rhai`) and refer to it by name (`secretKeyRef`, `secretName`) from the objects that need it (README: \"Secrets with the vela engine\")",
+        step.rendered.name,
+        if paths.len() == 1 { "" } else { "s" },
+        listed.join(", "),
+        normalize::application_name(&step.rendered.name),
+    ))
 }
 
 /// The most data a Secret or ConfigMap may hold (the API server's limit).

@@ -84,6 +84,9 @@ impl Scan {
             pos = indent;
         }
         let mut depth = self.indents.len();
+        if depth > max_depth {
+            return Err(pos);
+        }
         if self.flow > 0 {
             return self.flow_part(line, pos, max_depth).and(Ok(()));
         }
@@ -234,16 +237,17 @@ mod tests {
 
     #[test]
     fn flow_nesting_is_counted() {
-        let deep = "[".repeat(20) + &"]".repeat(20);
-        assert!(depth_ok(&deep, 20));
-        assert!(!depth_ok(&deep, 19));
+        let deep = format!("{}{}", "[".repeat(20), "]".repeat(20));
+        // The line's own level counts too.
+        assert!(depth_ok(&deep, 21));
+        assert!(!depth_ok(&deep, 20));
         let err = check_depth(&format!("a: 1\nb: {deep}\n"), 10).unwrap_err();
         assert_eq!(err.line, 2);
     }
 
     #[test]
     fn unclosed_flow_over_many_lines_is_counted() {
-        let text = "a:\n".to_owned() + &"[\n".repeat(50);
+        let text = format!("a:\n{}", "[\n".repeat(50));
         assert!(!depth_ok(&text, 40));
     }
 
@@ -256,7 +260,7 @@ mod tests {
         }
         assert!(depth_ok(&text, 30));
         assert!(!depth_ok(&text, 29));
-        let compact = "- ".repeat(30) + "x\n";
+        let compact = format!("{}x\n", "- ".repeat(30));
         assert!(!depth_ok(&compact, 29));
         assert!(depth_ok(&compact, 31));
     }

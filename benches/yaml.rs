@@ -1,0 +1,76 @@
+//! YAML hostile-input benchmark: the time to refuse a deeply nested flow document (`[[[[…`,
+//! `{{{{…`, `- - - -…` and a block mapping nested by indentation) through addonctl's one YAML
+//! entry point (`addonctl::yaml::parse_documents`: linear pre-scan, then `serde_yaml`), next to
+//! `serde_yaml` alone (what addonctl did before the pre-scan). `serde_yaml` alone is quadratic in
+//! the flow depth, so it runs on smaller documents (`ADDONCTL_BENCH_RAW_KB`, default 12,25,50)
+//! while addonctl runs on 200 KB and 4 MiB. `scripts/bench-yaml.sh` runs it.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::disallowed_methods
+)]
+
+use std::time::{Duration, Instant};
+
+fn documents(kb: usize) -> Vec<(&'static str, String)> {
+    let bytes = kb * 1024;
+    vec![
+        ("flow [[[[", "[".repeat(bytes)),
+        ("flow {{{{", "{".repeat(bytes)),
+        ("key: [[[[", format!("key: {}", "[".repeat(bytes))),
+        ("- - - -", "- ".repeat(bytes / 2)),
+        (
+            "indented",
+            (0..)
+                .map(|i| format!("{}k:\n", " ".repeat(i)))
+                .scan(0, |size, line| {
+                    *size += line.len();
+                    (*size <= bytes).then_some(line)
+                })
+                .collect(),
+        ),
+    ]
+}
+
+fn time(f: impl Fn() -> bool) -> (Duration, bool) {
+    let start = Instant::now();
+    let refused = f();
+    (start.elapsed(), refused)
+}
+
+fn main() {
+    let raw_sizes: Vec<usize> = std::env::var("ADDONCTL_BENCH_RAW_KB")
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![12, 25, 50]);
+    println!(
+        "{:<12} {:>8} {:>12} {:>8}",
+        "document", "size", "time", "refused"
+    );
+    for kb in [200, 4096] {
+        for (name, text) in documents(kb) {
+            let (elapsed, refused) = time(|| addonctl::yaml::parse_documents(&text).is_err());
+            println!(
+                "{name:<12} {:>6}KB {:>10.3}ms {refused:>8}   addonctl::yaml",
+                kb,
+                elapsed.as_secs_f64() * 1e3
+            );
+        }
+    }
+    for kb in raw_sizes {
+        for (name, text) in documents(kb) {
+            let (elapsed, refused) = time(|| {
+                serde_yaml::Deserializer::from_str(&text)
+                    .map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d))
+                    .any(|r| r.is_err())
+            });
+            println!(
+                "{name:<12} {:>6}KB {:>10.3}ms {refused:>8}   serde_yaml alone (before)",
+                kb,
+                elapsed.as_secs_f64() * 1e3
+            );
+        }
+    }
+}
