@@ -41,10 +41,10 @@ fn time(f: impl Fn() -> bool) -> (Duration, bool) {
 }
 
 fn main() {
-    let raw_sizes: Vec<usize> = std::env::var("ADDONCTL_BENCH_RAW_KB")
-        .ok()
-        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![12, 25, 50]);
+    let raw_sizes: Vec<usize> = std::env::var("ADDONCTL_BENCH_RAW_KB").ok().map_or_else(
+        || vec![12, 25, 50],
+        |v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+    );
     println!(
         "{:<12} {:>8} {:>12} {:>8}",
         "document", "size", "time", "refused"
@@ -63,7 +63,7 @@ fn main() {
         for (name, text) in documents(kb) {
             let (elapsed, refused) = time(|| {
                 serde_yaml::Deserializer::from_str(&text)
-                    .map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d))
+                    .map(<serde_json::Value as serde::Deserialize>::deserialize)
                     .any(|r| r.is_err())
             });
             println!(

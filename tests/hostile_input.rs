@@ -190,20 +190,23 @@ async fn enable_reads_only_the_registries_it_needs() {
     let addon = TestAddon::new("lonely");
     let local: Reader = Arc::new(LocalReader::with_registry(addon.path(), "mine").unwrap());
     let mut sandbox = Sandbox::without_kubevela().await.direct();
-    sandbox.ctx.catalog = catalog(vec![Arc::clone(&flaky), local]);
-    let request = EnableRequest {
-        reference: "mine/lonely".to_owned(),
-        ..EnableRequest::default()
-    };
-    let plan = addonctl::manage::plan(&sandbox.ctx, &request, false)
-        .await
-        .unwrap();
-    assert_eq!(plan.steps.len(), 1);
-    assert_eq!(
-        server.requests(),
-        0,
-        "`enable mine/lonely` read the hanging registry"
-    );
+    // `mine` is searched first: `enable lonely` stops there; `enable mine/lonely` reads only it.
+    sandbox.ctx.catalog = catalog(vec![local, Arc::clone(&flaky)]);
+    for reference in ["mine/lonely", "lonely"] {
+        let request = EnableRequest {
+            reference: reference.to_owned(),
+            ..EnableRequest::default()
+        };
+        let plan = addonctl::manage::plan(&sandbox.ctx, &request, false)
+            .await
+            .unwrap();
+        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(
+            server.requests(),
+            0,
+            "`enable {reference}` read the hanging registry"
+        );
+    }
     // `list --registry mine` does not read the others either.
     let (rows, warnings) = addonctl::manage::list(&sandbox.ctx, Some("mine"))
         .await

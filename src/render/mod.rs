@@ -784,13 +784,13 @@ impl Renderer {
         // Template.
         let (mut application, outputs, scripted) = match &package.template {
             Some(Template::Rhai(file)) => {
-                let result = self.eval(&pkg, file, &mut scope.clone())?;
-                let (app, outputs) = Self::template_result(&pkg, file, &result)?;
+                let result = self.eval(pkg, file, &mut scope.clone())?;
+                let (app, outputs) = Self::template_result(pkg, file, &result)?;
                 (app, outputs, true)
             }
             Some(Template::Yaml(file)) => {
                 let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                    Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                    Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
                 })?;
                 warnings.extend(
                     docs.warnings
@@ -800,7 +800,7 @@ impl Renderer {
                 let mut documents = docs.documents;
                 if documents.len() > 1 {
                     return Err(Self::file_error(
-                        &pkg,
+                        pkg,
                         &file.path,
                         format!(
                             "expected one Application, found {} documents",
@@ -823,7 +823,7 @@ impl Renderer {
         let mut yaml_objects = Vec::new();
         for file in &package.resource_yamls {
             let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
             })?;
             warnings.extend(
                 docs.warnings
@@ -831,7 +831,7 @@ impl Renderer {
                     .map(|w| format!("`{}`: {w}", file.path)),
             );
             for doc in docs.documents {
-                Self::check_object(&pkg, &file.path, &doc)?;
+                Self::check_object(pkg, &file.path, &doc)?;
                 yaml_objects.push(doc);
             }
         }
@@ -843,15 +843,15 @@ impl Renderer {
             }));
         }
         for file in &package.resource_scripts {
-            let result = self.eval(&pkg, file, &mut scope.clone())?;
-            let value = Self::to_json(&pkg, file, &result)?;
+            let result = self.eval(pkg, file, &mut scope.clone())?;
+            let value = Self::to_json(pkg, file, &result)?;
             let components = match value {
                 Value::Null => Vec::new(),
                 Value::Array(items) => items,
                 other => vec![other],
             };
             for component in components {
-                Self::check_component(&pkg, &file.path, &component)?;
+                Self::check_component(pkg, &file.path, &component)?;
                 extra.push(component);
             }
         }
@@ -867,16 +867,16 @@ impl Renderer {
             },
         )
         .map_err(|message| match &package.template {
-            Some(Template::Rhai(f) | Template::Yaml(f)) => Self::file_error(&pkg, &f.path, message),
+            Some(Template::Rhai(f) | Template::Yaml(f)) => Self::file_error(pkg, &f.path, message),
             None => Error::Addon {
                 addon: name.clone(),
                 message,
             },
         })?;
 
-        let definitions = self.definitions(&pkg, &mut scope, &options.namespace)?;
+        let definitions = self.definitions(pkg, &mut scope, &options.namespace)?;
         normalize::annotate_definitions(&mut application, &definitions);
-        let mut config_maps = Self::schema_config_maps(&pkg, &options.namespace)?;
+        let mut config_maps = Self::schema_config_maps(pkg, &options.namespace)?;
         for file in &package.config_templates {
             let cm =
                 cue::config_template_from_cue(&file.text, &options.namespace).map_err(|e| {
@@ -893,10 +893,10 @@ impl Renderer {
         let mut views = Vec::new();
         for file in &package.views {
             let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
             })?;
             for doc in docs.documents {
-                Self::check_object(&pkg, &file.path, &doc)?;
+                Self::check_object(pkg, &file.path, &doc)?;
                 views.push(doc);
             }
         }
@@ -917,14 +917,14 @@ impl Renderer {
         };
         let notes = match &package.notes {
             Some(file) => {
-                let result = self.eval(&pkg, file, &mut scope.clone())?;
+                let result = self.eval(pkg, file, &mut scope.clone())?;
                 if result.is_unit() {
                     None
                 } else if result.is_string() {
                     Some(result.to_string())
                 } else {
                     return Err(Self::file_error(
-                        &pkg,
+                        pkg,
                         &file.path,
                         format!("must evaluate to a string, found {}", result.type_name()),
                     ));

@@ -143,7 +143,7 @@ impl Scan {
                         return Ok(());
                     }
                 }
-                _ => pos = plain_end(line, pos)?,
+                _ => pos = plain_end(line, pos),
             }
         }
     }
@@ -213,18 +213,18 @@ impl Scan {
 
 /// The end of a plain scalar in block context: the position of a `: ` that follows it (the
 /// scalar was a key), or the end of the line (a `#` after a blank starts a comment).
-fn plain_end(line: &[u8], mut pos: usize) -> Result<usize, usize> {
+fn plain_end(line: &[u8], mut pos: usize) -> usize {
     while pos < line.len() {
         let b = line[pos];
         if b == b':' && line.get(pos + 1).is_none_or(|&n| is_blank(n)) {
-            return Ok(pos);
+            return pos;
         }
         if b == b'#' && pos > 0 && is_blank(line[pos - 1]) {
-            return Ok(line.len());
+            return line.len();
         }
         pos += 1;
     }
-    Ok(pos)
+    pos
 }
 
 #[cfg(test)]
