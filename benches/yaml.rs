@@ -34,6 +34,34 @@ fn documents(kb: usize) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A valid multi-document stream of about `kb` KiB of ordinary manifests: what the pre-scan
+/// costs on the files addonctl reads every day.
+fn manifests(kb: usize) -> String {
+    let one = [
+        "---",
+        "apiVersion: apps/v1",
+        "kind: Deployment",
+        "metadata:",
+        "  name: web",
+        "  labels: {app: web, tier: \"front\"}",
+        "spec:",
+        "  replicas: 2",
+        "  template:",
+        "    spec:",
+        "      containers:",
+        "        - name: web # the server",
+        "          image: 'nginx:1.25'",
+        "          args: [\"--port\", \"8080\", '[x]']",
+        "          env:",
+        "            - {name: A, value: \"b: c\"}",
+        "          command: |",
+        "            sh -c '[ -f x ] && echo {ok}'",
+        "",
+    ]
+    .join("\n");
+    one.repeat(kb * 1024 / one.len() + 1)
+}
+
 fn time(f: impl Fn() -> bool) -> (Duration, bool) {
     let start = Instant::now();
     let refused = f();
@@ -59,6 +87,24 @@ fn main() {
             );
         }
     }
+    let valid = manifests(4096);
+    if let Err(e) = addonctl::yaml::parse_documents(&valid) {
+        panic!("the valid manifests were refused: {e}");
+    }
+    let (ours, refused) = time(|| addonctl::yaml::parse_documents(&valid).is_err());
+    let (raw, _) = time(|| {
+        serde_yaml::Deserializer::from_str(&valid)
+            .map(<serde_json::Value as serde::Deserialize>::deserialize)
+            .any(|r| r.is_err())
+    });
+    println!(
+        "{:<12} {:>6}KB {:>10.3}ms {:>8}   addonctl::yaml (serde_yaml alone: {:.3}ms)",
+        "manifests",
+        valid.len() / 1024,
+        ours.as_secs_f64() * 1e3,
+        refused,
+        raw.as_secs_f64() * 1e3
+    );
     for kb in raw_sizes {
         for (name, text) in documents(kb) {
             let (elapsed, refused) = time(|| {
