@@ -24,8 +24,9 @@ struct Scan {
     flow: usize,
     /// Indentation of every open block level.
     indents: Vec<usize>,
-    /// A block scalar's parent indentation: lines indented deeper are its text.
-    block_scalar: Option<usize>,
+    /// An open block scalar (`|`, `>`): the indentation of the line that opened it, and of its
+    /// text once the first non-blank line sets it; lines indented that deep are its text.
+    block_scalar: Option<(usize, Option<usize>)>,
     /// The quote of a quoted scalar that continues on the next line.
     quote: Option<u8>,
     /// The block depth of the line that opened the current flow collection.
@@ -58,11 +59,18 @@ impl Scan {
     fn line(&mut self, line: &[u8], max_depth: usize) -> Result<(), usize> {
         let indent = indentation(line);
         let blank = line[indent..].iter().all(|&b| is_blank(b));
-        if let Some(parent) = self.block_scalar {
-            if blank || indent > parent {
+        if let Some((parent, text)) = self.block_scalar {
+            if blank {
                 return Ok(());
             }
-            self.block_scalar = None;
+            match text {
+                None if indent > parent => {
+                    self.block_scalar = Some((parent, Some(indent)));
+                    return Ok(());
+                }
+                Some(text) if indent >= text => return Ok(()),
+                _ => self.block_scalar = None,
+            }
         }
         let mut pos = 0;
         if let Some(quote) = self.quote {
@@ -127,7 +135,7 @@ impl Scan {
                 }
                 b'#' => return Ok(()),
                 b'|' | b'>' => {
-                    self.block_scalar = Some(indent);
+                    self.block_scalar = Some((indent, None));
                     return Ok(());
                 }
                 b'[' | b'{' => {
@@ -282,6 +290,15 @@ f: "multi
 g: {a: [1, 2], b: {c: d}}
 "#;
         assert!(depth_ok(text, 5), "{:?}", check_depth(text, 5));
+    }
+
+    #[test]
+    fn a_block_scalar_ends_where_its_text_does() {
+        // `b` is a sibling of `a`, not text of its block scalar: its nesting counts.
+        let text = format!("- a: |\n    text\n  b: {}\n", "[".repeat(50));
+        assert!(!depth_ok(&text, 40));
+        let text = format!("- a: |\n    text\n    {}\n  b: 1\n", "[".repeat(50));
+        assert!(depth_ok(&text, 40));
     }
 
     #[test]
