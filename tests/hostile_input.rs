@@ -509,3 +509,79 @@ fn library_logs_stay_silent_at_the_default_verbosity() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_cli_exits_1_naming_a_failing_registry_it_needs() {
+    let (server, url) = serve_fixture_repo(TestServer::builder()).await;
+    let sandbox = Sandbox::with_kubevela().await;
+    let cache = tempfile::tempdir().unwrap();
+    let cli = || {
+        let mut cmd = sandbox.cli();
+        cmd.env("ADDONCTL_CACHE_DIR", cache.path())
+            .env("ADDONCTL_REGISTRY_TIMEOUT", "3")
+            .env_remove("ADDONCTL_REGISTRY_FILE");
+        cmd
+    };
+    cli()
+        .args([
+            "registry",
+            "add",
+            "flaky",
+            "--type",
+            "helm",
+            "--no-validate",
+        ])
+        .args(["--endpoint", &url])
+        .assert()
+        .success();
+    for fault in [Fault::Status(500, Vec::new()), Fault::Truncate, Fault::Hang] {
+        server.fail_always(fault.clone());
+        let started = Instant::now();
+        for command in [
+            &["enable", "flaky/minimal"][..],
+            &["list", "--registry", "flaky"],
+        ] {
+            cli()
+                .args(command)
+                .timeout(Duration::from_secs(60))
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains("registry `flaky`"))
+                .stderr(predicate::str::contains("cannot be read"))
+                .stderr(predicate::str::contains("no addon").not());
+        }
+        // Two commands, each bounded by one 3 s deadline, not one per retry.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{fault:?}: {:?}",
+            started.elapsed()
+        );
+    }
+    server.heal();
+    cli()
+        .args(["list", "--registry", "flaky"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("minimal"));
+}
+
+#[test]
+fn script_print_and_debug_output_masks_secret_values() {
+    let addon = TestAddon::new("chatty")
+        .file("parameter.rhai", "#{ token: string(\"\").secret() }")
+        .file(
+            "template.rhai",
+            "print(`token: ${parameter.token}`); debug(parameter.token); #{ output: application() }",
+        );
+    let output = cli()
+        .arg("-vv")
+        .arg("render")
+        .arg(addon.path())
+        .arg(format!("token={SECRET}"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("token: ******"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+}
