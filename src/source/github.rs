@@ -627,7 +627,19 @@ impl ForgeApi for Api {
     async fn resolve_commit(&self, cache: &DiskCache) -> Result<String> {
         const KEY: &str = "commit";
         let git_ref = self.options.git_ref.as_deref().unwrap_or("HEAD");
-        let cached = cache.load(KEY);
+        // A cached answer is trusted only while it is a commit id: a corrupt one would otherwise
+        // stick, GitHub answering 304 to its `ETag`.
+        let cached = cache.load(KEY).filter(|entry| {
+            let usable = crate::source::forge::check_commit(
+                &self.registry,
+                &String::from_utf8_lossy(&entry.body),
+            )
+            .is_ok();
+            if !usable {
+                cache.remove(KEY);
+            }
+            usable
+        });
         let what = self.not_found_what();
         let fetched = self
             .get(&Get {
