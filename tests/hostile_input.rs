@@ -12,6 +12,7 @@ use addonctl::source::local::LocalReader;
 use addonctl::source::{AddonRef, AsyncReader, Reader};
 use predicates::prelude::*;
 use serde_json::json;
+use sha2::Digest as _;
 
 use crate::support::builders::TestAddon;
 use crate::support::helm_repo::{fresh_cache, quick_http, reader, serve_fixture_repo};
@@ -249,16 +250,19 @@ async fn a_corrupt_cached_index_is_dropped_and_fetched_again() {
     let (cache_dir, cache) = fresh_cache();
     let first = HelmReader::new("r", &url, quick_http(), &cache).unwrap();
     assert_eq!(first.list_addons().await.unwrap().len(), 3);
-    // Corrupt the cached body; its ETag still matches, so the server answers 304.
+    // A corrupt body stored with its digest (as a server that truncated its answer once would
+    // have left it): its ETag still matches, so the server answers 304.
     let cached = walk(cache_dir.path())
         .into_iter()
         .find(|p| p.file_name().is_some_and(|n| n == "index.yaml"))
         .expect("cached index.yaml");
-    std::fs::write(
-        &cached,
-        "entries:\n  minimal: [{version: 1.0.0, urls: [x.tgz\n",
-    )
-    .unwrap();
+    let corrupt = b"entries:\n  minimal: [{version: 1.0.0, urls: [x.tgz\n";
+    std::fs::write(&cached, corrupt).unwrap();
+    let meta_path = cached.with_file_name("index.yaml.meta.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["sha256"] = json!(addonctl::source::cache::hex(&sha2::Sha256::digest(corrupt)));
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
     let before = server.requests();
     let second = HelmReader::new("r", &url, quick_http(), &cache).unwrap();
     assert_eq!(second.list_addons().await.unwrap().len(), 3);
@@ -271,6 +275,11 @@ async fn a_corrupt_cached_index_is_dropped_and_fetched_again() {
         before + 3,
         "the good index was cached again"
     );
+    // A body changed on disk does not match its digest: dropped before any request.
+    std::fs::write(&cached, corrupt).unwrap();
+    let fourth = HelmReader::new("r", &url, quick_http(), &cache).unwrap();
+    assert_eq!(fourth.list_addons().await.unwrap().len(), 3);
+    assert_eq!(server.requests(), before + 4, "one unconditional request");
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
