@@ -51,10 +51,8 @@ impl Sources {
     pub(super) async fn add_first(&mut self, reader: Reader) -> Result<()> {
         self.order.insert(0, Arc::clone(&reader));
         self.unread = self.unread.iter().map(|i| i + 1).collect();
-        let addons = reader
-            .list_addons()
-            .await
-            .map_err(|e| registry_failure(reader.registry(), e))?;
+        // The user's own directory: its errors are the user's to fix.
+        let addons = reader.list_addons().await.map_err(crate::Error::from)?;
         self.registries.insert(0, (reader, addons));
         Ok(())
     }
