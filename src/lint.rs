@@ -174,11 +174,19 @@ async fn lint_one(
         });
     };
     let files = match LocalReader::new(dir) {
-        Ok(reader) => {
-            reader
-                .read_tree(|p| classify::classify(p) != classify::FileKind::Ignored)
-                .await
-        }
+        Ok(reader) => reader
+            .read_tree_checked(|p| classify::classify(p) != classify::FileKind::Ignored)
+            .await
+            .map(|(files, skipped)| {
+                for why in skipped {
+                    push(
+                        Severity::Error,
+                        label,
+                        format!("{why}: addonctl does not read it, so the addon would be incomplete; copy the file into the addon or remove the link"),
+                    );
+                }
+                files
+            }),
         Err(e) => Err(e),
     };
     let package = match files.map_err(crate::Error::from).and_then(|files| {

@@ -3,8 +3,18 @@
 //! Real registries contain YAML that strict parsers reject: a key written twice in one mapping,
 //! non-string keys, empty documents between `---` separators. This module reads such text into
 //! [`serde_json::Value`]s, keeping the last value of a duplicated key and reporting a warning that
-//! names the key's path. Alias expansion and nesting depth are bounded by `serde_yaml` itself, so a
-//! "billion laughs" document fails with an error instead of exhausting memory.
+//! names the key's path.
+//!
+//! Every YAML text addonctl reads from a user, a registry, an addon or a cluster goes through
+//! [`parse_documents`] / [`parse_single`], which bound the work before and while parsing:
+//! - the text is at most [`MAX_TEXT_BYTES`];
+//! - a linear pre-scan ([`scan`]) refuses nesting deeper than [`MAX_DEPTH`] (flow `[[[…` or
+//!   block) before libyaml sees it, since libyaml's cost grows with the square of the flow depth;
+//! - at most [`MAX_NODES`] values are built per text, and alias expansion is bounded by
+//!   `serde_yaml`'s repetition limit, so a "billion laughs" document fails instead of exhausting
+//!   memory.
+
+mod scan;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -29,15 +39,44 @@ pub struct Documents {
     pub warnings: Vec<String>,
 }
 
+/// The deepest nesting a YAML text may have (`serde_yaml` itself stops at 128).
+pub const MAX_DEPTH: usize = 100;
+/// The largest YAML text parsed (the largest registry file, a Helm `index.yaml`, fits).
+pub const MAX_TEXT_BYTES: usize = 64 * 1024 * 1024;
+/// The most values (scalars and collections, aliases expanded) built from one YAML text.
+pub const MAX_NODES: usize = 4_000_000;
+
+/// Checks a text's size and nesting before it is parsed.
+fn check_bounds(text: &str) -> Result<(), YamlError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(YamlError {
+            message: format!(
+                "the YAML text is {} bytes, more than the {MAX_TEXT_BYTES} addonctl reads",
+                text.len()
+            ),
+        });
+    }
+    scan::check_depth(text, MAX_DEPTH).map_err(|at| YamlError {
+        message: format!(
+            "nested deeper than {MAX_DEPTH} levels at line {} column {}; addonctl does not read YAML nested this deep",
+            at.line, at.column
+        ),
+    })
+}
+
 /// Parses a multi-document YAML stream. Empty documents (a leading `---`, comments only) are
-/// skipped.
+/// skipped. Texts over [`MAX_TEXT_BYTES`], nested deeper than [`MAX_DEPTH`] or holding more than
+/// [`MAX_NODES`] values are refused.
 pub fn parse_documents(text: &str) -> Result<Documents, YamlError> {
+    check_bounds(text)?;
     let warnings = RefCell::new(Vec::new());
+    let budget = std::cell::Cell::new(MAX_NODES);
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
         let seed = Lenient {
             path: String::new(),
             warnings: &warnings,
+            budget: &budget,
         };
         let value = seed.deserialize(document).map_err(|e| YamlError {
             message: e.to_string(),
@@ -74,12 +113,20 @@ pub fn to_string(value: &Value) -> Result<String, YamlError> {
 struct Lenient<'w> {
     path: String,
     warnings: &'w RefCell<Vec<String>>,
+    /// Values left to build.
+    budget: &'w std::cell::Cell<usize>,
 }
 
 impl<'de> DeserializeSeed<'de> for Lenient<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        let Some(left) = self.budget.get().checked_sub(1) else {
+            return Err(de::Error::custom(format!(
+                "more than {MAX_NODES} values; addonctl does not read YAML this large"
+            )));
+        };
+        self.budget.set(left);
         deserializer.deserialize_any(self)
     }
 }
@@ -94,6 +141,7 @@ impl Lenient<'_> {
         Lenient {
             path,
             warnings: self.warnings,
+            budget: self.budget,
         }
     }
 }
@@ -253,6 +301,24 @@ mod tests {
         }
         let err = parse_documents(&text).unwrap_err();
         assert!(err.message.contains("repetition limit"), "{}", err.message);
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_parsing() {
+        let text = "[".repeat(200_000);
+        let err = parse_documents(&text).unwrap_err();
+        assert!(
+            err.message.contains("nested deeper than"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("line 1 column 100"), "{}", err.message);
+        let ok = format!(
+            "a: {}{}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
+        assert!(parse_documents(&ok).is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod bad_input;
 mod cli;
 mod control_plane;
 mod dependencies;
+mod hostile_input;
 mod multi_cluster;
 mod publish;
 mod registry;

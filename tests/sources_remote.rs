@@ -668,6 +668,27 @@ async fn a_corrupt_cached_archive_is_downloaded_again() {
     assert_eq!(forge.requests(), 2, "{:?}", forge.log());
 }
 
+#[tokio::test]
+async fn a_corrupt_cached_github_commit_is_dropped_not_revalidated() {
+    let forge = budget_forge().await;
+    let (guard, cache) = fresh_cache();
+    let open = || cached_github_reader(&forge, cache.clone());
+    assert_eq!(open().list_addons().await.unwrap().len(), BUDGET_ADDONS);
+    let commits: Vec<_> = walk(guard.path())
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "commit"))
+        .collect();
+    assert_eq!(commits.len(), 1, "{:?}", walk(guard.path()));
+    std::fs::write(&commits[0], b"<html>oops</html>").unwrap();
+    // The cached answer is not sent as `If-None-Match` (GitHub would answer 304 to it).
+    assert_eq!(open().list_addons().await.unwrap().len(), BUDGET_ADDONS);
+    assert_eq!(
+        std::fs::read(&commits[0]).unwrap().len(),
+        40,
+        "the good commit id is cached again"
+    );
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {

@@ -10,7 +10,10 @@ pub use args::Cli;
 use args::{Command, GlobalArgs};
 pub use diagnostics::report;
 
-/// Routes logs to stderr: warnings by default, more with `-v`, only errors with `-q`.
+/// Routes logs to stderr: addonctl's warnings by default, more with `-v`, only errors with `-q`.
+/// Other crates' logs (kube, hyper, rustls, the AWS SDK, …) stay silent at the default verbosity:
+/// their failures reach the user as addonctl's own errors; `-v` shows their errors, `-vv` their
+/// warnings, `-vvv` their info.
 pub fn init_logging(global: &GlobalArgs) {
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
@@ -20,10 +23,13 @@ pub fn init_logging(global: &GlobalArgs) {
         (false, _) => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ADDONCTL_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "addonctl={level},{}",
-            if global.verbose > 2 { "info" } else { "error" }
-        ))
+        let libraries = match (global.quiet, global.verbose) {
+            (true, _) | (false, 0) => "off",
+            (false, 1) => "error",
+            (false, 2) => "warn",
+            (false, _) => "info",
+        };
+        tracing_subscriber::EnvFilter::new(format!("{libraries},addonctl={level}"))
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -252,6 +252,34 @@ mod tests {
     }
 }
 
+/// Why the `metadata.yaml` of `dir` (or of its sub-directories) cannot be read, one message per
+/// file, naming it and the parse error's line.
+pub(crate) fn metadata_problems(dir: &std::path::Path) -> Vec<String> {
+    let mut candidates = vec![dir.join("metadata.yaml")];
+    if !candidates[0].is_file() {
+        candidates = fs_err::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(std::result::Result::ok)
+                    .map(|e| e.path().join("metadata.yaml"))
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        candidates.sort();
+    }
+    candidates
+        .iter()
+        .filter_map(|file| {
+            let problem = match crate::params::input::read_text(file, "metadata file") {
+                Ok(text) => crate::model::AddonMeta::parse(&text).err()?.to_string(),
+                Err(e) => e.to_string(),
+            };
+            Some(format!("`{}` is not valid: {problem}", file.display()))
+        })
+        .collect()
+}
+
 /// Where an addon named on the command line comes from.
 #[derive(Debug)]
 pub struct Located {
@@ -276,15 +304,26 @@ pub async fn locate(reference: &str, version: Option<&str>) -> crate::Result<Loc
         let addon = match addons.as_slice() {
             [one] => one.name.clone(),
             [] => {
-                return Err(crate::Error::User(format!(
-                    "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
-                )))
+                let problems = metadata_problems(path);
+                return Err(crate::Error::User(if problems.is_empty() {
+                    format!(
+                        "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
+                    )
+                } else {
+                    format!(
+                        "`{reference}` holds no usable addon: {}",
+                        problems.join("; ")
+                    )
+                }));
             }
             many => {
                 return Err(crate::Error::User(format!(
                     "`{reference}` holds {} addons ({}); name one directory",
                     many.len(),
-                    many.iter().map(|a| format!("`{}`", a.name)).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|a| format!("`{}`", a.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )))
             }
         };

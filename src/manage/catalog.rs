@@ -56,7 +56,17 @@ impl Catalog {
 
     /// Lists every registry concurrently; a failing registry is reported, not dropped.
     pub async fn list(&self) -> Vec<RegistryListing> {
-        let futures = self.readers.iter().map(|r| async move {
+        self.list_only(None).await
+    }
+
+    /// Lists the registries named `registry` (every registry with `None`) concurrently; the
+    /// others are not read.
+    pub async fn list_only(&self, registry: Option<&str>) -> Vec<RegistryListing> {
+        let chosen = self
+            .readers
+            .iter()
+            .filter(|r| registry.is_none_or(|name| name == r.registry()));
+        let futures = chosen.map(|r| async move {
             RegistryListing {
                 registry: r.registry().to_owned(),
                 addons: r.list_addons().await,
@@ -84,12 +94,19 @@ impl Catalog {
             order.sort_by_key(|r| r.registry() != prefer);
         }
         let mut seen_versions = Vec::new();
+        let mut failures = Vec::new();
         for reader in order {
             if pinned.is_some_and(|p| p != reader.registry()) {
                 continue;
             }
-            let Ok(addons) = reader.list_addons().await else {
-                continue;
+            let addons = match reader.list_addons().await {
+                Ok(addons) => addons,
+                // The addon asked for may be in the registry that failed: say so.
+                Err(e) if pinned.is_some() => return Err(registry_failure(reader.registry(), e)),
+                Err(e) => {
+                    failures.push((reader.registry().to_owned(), e));
+                    continue;
+                }
             };
             let Some(summary) = addons.into_iter().find(|a| a.name == name) else {
                 continue;
@@ -110,6 +127,9 @@ impl Catalog {
                     .into_iter()
                     .map(|v| format!("`{v}` in `{}`", reader.registry())),
             );
+        }
+        if let Some((registry, e)) = failures.into_iter().next() {
+            return Err(registry_failure(&registry, e));
         }
         let wanted = match (version, constraint) {
             (Some(v), _) => format!(" version `{v}`"),
@@ -142,6 +162,29 @@ impl Catalog {
     /// Loads a found addon.
     pub async fn load(&self, found: &Found) -> crate::Result<AddonPackage> {
         Ok(loader::load(found.reader.as_ref(), &found.addon).await?)
+    }
+}
+
+/// A registry that could not be listed, as the error of a command that needed it: the
+/// registry's name and the cause, and — unless the registry refused the credentials, which the
+/// user fixes — not the user's error (exit 1), since a server error, a hang or a truncated index
+/// is the registry's fault, not a missing addon.
+pub fn registry_failure(registry: &str, error: crate::source::Error) -> crate::Error {
+    use crate::source::Error as E;
+    match error {
+        E::Unauthorized { .. } => crate::Error::Source(error),
+        other => {
+            let text = other.to_string();
+            let prefix = format!("registry `{registry}`: ");
+            let cause = text.strip_prefix(&prefix).unwrap_or(&text);
+            crate::Error::Source(E::Backend {
+                registry: registry.to_owned(),
+                message: format!(
+                    "cannot be read: {cause}; check it with `addonctl registry get {registry}` or try again later"
+                ),
+                source: None,
+            })
+        }
     }
 }
 

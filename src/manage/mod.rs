@@ -107,7 +107,7 @@ pub enum Error {
     #[error(transparent)]
     Addon(#[from] crate::Error),
     /// Some clusters failed; the others were applied. Running the command again converges.
-    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\nthe other clusters were applied; run the command again to finish", failed.len(), total, failed.join("\n  "))]
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\n{}", failed.len(), total, failed.join("\n  "), clusters_note(failed.len(), *total))]
     Clusters {
         /// The addon.
         addon: String,
@@ -131,6 +131,14 @@ pub enum Error {
         /// What was applied before it, as `Kind ns/name`.
         applied: Vec<String>,
     },
+}
+
+fn clusters_note(failed: usize, total: usize) -> String {
+    if failed >= total {
+        "run the command again to finish".to_owned()
+    } else {
+        "the other clusters were applied; run the command again to finish".to_owned()
+    }
 }
 
 fn applied_note(applied: &[String]) -> String {
@@ -1345,11 +1353,12 @@ pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>
     let mut rows = Vec::new();
     let mut warnings = Vec::new();
     let mut seen = BTreeSet::new();
-    for listing in ctx.catalog.list().await {
-        if registry.is_some_and(|r| r != listing.registry) {
-            continue;
-        }
+    // Only the registry asked for is read; when it fails, the command fails.
+    for listing in ctx.catalog.list_only(registry).await {
         match listing.addons {
+            Err(e) if registry.is_some() => {
+                return Err(catalog::registry_failure(&listing.registry, e).into())
+            }
             Ok(addons) => {
                 for addon in addons {
                     if !seen.insert(addon.name.clone()) {

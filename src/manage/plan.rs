@@ -5,16 +5,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
 use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::model::{AddonMeta, AddonPackage, AddonVersion, Constraint, Dependency};
+use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
 use crate::render::{RenderOptions, Rendered};
-use crate::resolve::{self, Candidate, InstalledAddon, PlannedAddon, Platform, Universe};
-use crate::source::{AddonRef, AddonSummary, Reader};
+use crate::resolve::{self, InstalledAddon, Platform, Universe};
+
+mod sources;
+
+use sources::Sources;
 
 use super::inventory;
 use super::record::{self, InstalledBy, ObjectRef};
@@ -164,10 +166,20 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         },
     };
 
-    let mut sources = Sources::list(ctx, &mut notes).await;
+    let mut sources = Sources::new(ctx);
     if let Some((reader, _)) = &directory {
-        sources.add_first(Arc::clone(reader), &mut notes).await;
+        sources.add_first(Arc::clone(reader)).await?;
     }
+    let current = installed.get(&root);
+    sources
+        .find_root(
+            &root,
+            request.version.as_deref(),
+            pinned.as_deref(),
+            current.map(|c| c.registry.as_str()),
+            &mut notes,
+        )
+        .await?;
     let mut universe = Universe::new(sources.registry_order());
     for addon in installed.values() {
         universe.install(installed_addon(addon));
@@ -175,7 +187,6 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
 
     // Without `--version`, an installed addon moves to the newest version (as `vela addon
     // enable` does); a version change must keep the constraints of its installed dependents.
-    let current = installed.get(&root);
     let version = match (&request.version, current) {
         (Some(version), _) => Some(version.clone()),
         // A directory is enabled as it is.
@@ -338,6 +349,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
             .renderer
             .render(&package, &options)
             .map_err(crate::Error::from)?;
+        check_sizes(&rendered)?;
         steps.push(Step {
             action,
             installed_by: planned.installed_by,
@@ -351,6 +363,9 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     }
     steps.reverse();
     kept.reverse();
+    if uses_vela(ctx).await {
+        notes.extend(steps.iter().filter_map(secrets_note));
+    }
     let plan = Plan {
         steps,
         kept,
@@ -359,6 +374,99 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     };
     inventory::check(ctx, &plan, &installed, sources.readers()).await?;
     Ok(plan)
+}
+
+/// Whether the plan will be applied through KubeVela (the Application is stored and deployed by
+/// KubeVela), as `enable` decides it.
+async fn uses_vela(ctx: &Context) -> bool {
+    match ctx.engine {
+        super::EngineChoice::Direct => false,
+        super::EngineChoice::Vela => true,
+        super::EngineChoice::Auto => ctx
+            .cluster
+            .serves(&super::application_gvk())
+            .await
+            .unwrap_or(false),
+    }
+}
+
+/// A warning for an addon whose `secret()` values end up in its Application, with the pattern
+/// that keeps them out of it.
+fn secrets_note(step: &Step) -> Option<String> {
+    let paths = step.rendered.secrets_in_application();
+    if paths.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+    Some(format!(
+        "warning: addon `{}`: the value of secret parameter{} {} is written in plain text into the Application `{}`, which KubeVela stores and shows as it is; keep it in a Secret of its own (an `outputs` object of `template.rhai`) and refer to it by name (`secretKeyRef`, `secretName`) from the objects that need it (README: \"Secrets with the vela engine\")",
+        step.rendered.name,
+        if paths.len() == 1 { "" } else { "s" },
+        listed.join(", "),
+        normalize::application_name(&step.rendered.name),
+    ))
+}
+
+/// The most data a Secret or ConfigMap may hold (the API server's limit).
+const MAX_DATA_BYTES: usize = 1024 * 1024;
+/// The largest object the API server stores (etcd's default request limit).
+const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
+/// Refuses, before anything is written, an object the API server would reject for its size:
+/// a Secret or ConfigMap holding more than [`MAX_DATA_BYTES`] (the argument Secret with large
+/// `--set-file` values), or any object over [`MAX_OBJECT_BYTES`].
+fn check_sizes(rendered: &Rendered) -> Result<()> {
+    for object in rendered.objects() {
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("object");
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let data = data_bytes(&object);
+        let total = serde_json::to_vec(&object).map_or(0, |bytes| bytes.len());
+        let (size, limit, what) = if matches!(kind, "Secret" | "ConfigMap") && data > MAX_DATA_BYTES
+        {
+            (data, MAX_DATA_BYTES, "data")
+        } else if total > MAX_OBJECT_BYTES {
+            (total, MAX_OBJECT_BYTES, "object")
+        } else {
+            continue;
+        };
+        let hint = if rendered.args_secret.as_ref() == Some(&object) {
+            "; the arguments are stored in it: pass smaller values (values files, `--set-file`)"
+        } else {
+            ""
+        };
+        return Err(Error::Refused(format!(
+            "addon `{}`: the {kind} `{name}` would hold {size} bytes of {what}, more than the {limit} the API server accepts{hint}; nothing was written",
+            rendered.name
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of a Secret's or ConfigMap's data (`data` decoded from base64 for a Secret,
+/// `stringData`, `binaryData`).
+fn data_bytes(object: &Value) -> usize {
+    let secret = object.get("kind").and_then(Value::as_str) == Some("Secret");
+    let mut total = 0;
+    for (field, encoded) in [
+        ("data", secret),
+        ("stringData", false),
+        ("binaryData", true),
+    ] {
+        let Some(map) = object.get(field).and_then(Value::as_object) else {
+            continue;
+        };
+        for (key, value) in map {
+            let text = value.as_str().map_or(0, str::len);
+            total += key.len() + if encoded { text / 4 * 3 } else { text };
+        }
+    }
+    total
 }
 
 /// An explicit list of cluster names (the `clusters` argument), if any.
@@ -444,253 +552,6 @@ fn image_tag(deployment: &Value) -> Option<String> {
     let image = image.split('@').next().unwrap_or(image);
     let (_, tag) = image.rsplit_once(':')?;
     (!tag.is_empty() && !tag.contains('/')).then(|| tag.to_owned())
-}
-
-/// The registries of a plan with their listings, read once, and the versions read so far.
-struct Sources {
-    /// Every registry that could be listed, in search order.
-    registries: Vec<(Reader, Vec<AddonSummary>)>,
-    /// `(registry, name, version as metadata.yaml writes it)` → the version as the registry
-    /// lists it (what the reader is asked for).
-    listed: BTreeMap<(String, String, String), String>,
-    /// `(registry, name, listed version)` already read.
-    read: BTreeSet<(String, String, String)>,
-}
-
-impl Sources {
-    /// Lists every registry of the catalog concurrently; a registry that fails becomes a note.
-    async fn list(ctx: &Context, notes: &mut Vec<String>) -> Self {
-        let listings = ctx.catalog.list().await;
-        let mut registries = Vec::new();
-        for (reader, listing) in ctx.catalog.readers().iter().zip(listings) {
-            match listing.addons {
-                Ok(addons) => registries.push((Arc::clone(reader), addons)),
-                Err(e) => notes.push(format!("registry `{}` is left out: {e}", listing.registry)),
-            }
-        }
-        Sources {
-            registries,
-            listed: BTreeMap::new(),
-            read: BTreeSet::new(),
-        }
-    }
-
-    /// Puts a registry first (the directory an addon was enabled from).
-    async fn add_first(&mut self, reader: Reader, notes: &mut Vec<String>) {
-        match reader.list_addons().await {
-            Ok(addons) => self.registries.insert(0, (reader, addons)),
-            Err(e) => notes.push(format!("registry `{}` is left out: {e}", reader.registry())),
-        }
-    }
-
-    fn registry_order(&self) -> Vec<String> {
-        let mut order: Vec<String> = Vec::new();
-        for (reader, _) in &self.registries {
-            if !order.iter().any(|r| r == reader.registry()) {
-                order.push(reader.registry().to_owned());
-            }
-        }
-        order
-    }
-
-    fn readers(&self) -> Vec<Reader> {
-        self.registries.iter().map(|(r, _)| Arc::clone(r)).collect()
-    }
-
-    /// The newest stable version of an addon, in registry `prefer` if it has it, else in the
-    /// first registry that does (directories sharing a registry name count as one registry).
-    fn newest(&self, name: &str, prefer: Option<&str>) -> Option<String> {
-        let newest_in = |registry: &str| {
-            self.registries
-                .iter()
-                .filter(|(r, _)| r.registry() == registry)
-                .filter_map(|(_, addons)| addons.iter().find(|a| a.name == name))
-                .flat_map(|summary| summary.versions.iter())
-                .map(|v| AddonVersion::parse(v))
-                .filter(|v| !v.is_prerelease() && v.semver().is_some())
-                .max()
-                .map(|v| v.raw().to_owned())
-        };
-        prefer
-            .and_then(newest_in)
-            .or_else(|| self.registry_order().iter().find_map(|r| newest_in(r)))
-    }
-
-    /// Reads the metadata of the versions the solver may need, from `root` down its
-    /// dependencies: with `all`, the newest [`MAX_VERSIONS`] of each addon in each registry;
-    /// otherwise, per registry, the newest stable version and the newest matching each
-    /// constraint seen. Returns whether any candidate was added.
-    async fn gather(
-        &mut self,
-        universe: &mut Universe,
-        root: &str,
-        root_version: Option<&str>,
-        pinned: Option<&str>,
-        all: bool,
-        notes: &mut Vec<String>,
-    ) -> bool {
-        let mut added = false;
-        let mut seen: BTreeSet<String> = BTreeSet::from([root.to_owned()]);
-        let mut constraints: BTreeMap<String, Vec<Constraint>> = BTreeMap::new();
-        let mut level: Vec<String> = vec![root.to_owned()];
-        while !level.is_empty() {
-            let mut wanted: Vec<(Reader, String, String)> = Vec::new();
-            for name in &level {
-                let is_root = name == root;
-                for (reader, addons) in &self.registries {
-                    if is_root && pinned.is_some_and(|p| p != reader.registry()) {
-                        continue;
-                    }
-                    let Some(summary) = addons.iter().find(|a| &a.name == name) else {
-                        continue;
-                    };
-                    let mut versions: Vec<AddonVersion> = summary
-                        .versions
-                        .iter()
-                        .map(|v| AddonVersion::parse(v))
-                        .collect();
-                    versions.sort();
-                    versions.reverse();
-                    let chosen: Vec<&AddonVersion> = match (is_root, root_version) {
-                        (true, Some(exact)) => {
-                            versions.iter().filter(|v| v.same_as(exact)).collect()
-                        }
-                        _ if all => versions.iter().take(MAX_VERSIONS).collect(),
-                        _ => {
-                            let mut picks: Vec<&AddonVersion> = Vec::new();
-                            let stable = versions.iter().find(|v| !v.is_prerelease());
-                            picks.extend(stable.or_else(|| versions.first()));
-                            for constraint in constraints.get(name).into_iter().flatten() {
-                                picks.extend(versions.iter().find(|v| constraint.matches(v)));
-                            }
-                            picks
-                        }
-                    };
-                    for version in chosen {
-                        let key = (
-                            reader.registry().to_owned(),
-                            name.clone(),
-                            version.raw().to_owned(),
-                        );
-                        if self.read.insert(key) {
-                            wanted.push((
-                                Arc::clone(reader),
-                                name.clone(),
-                                version.raw().to_owned(),
-                            ));
-                        }
-                    }
-                }
-            }
-            let metas: Vec<_> = futures::stream::iter(wanted)
-                .map(|(reader, name, version)| async move {
-                    let meta = read_metadata(&reader, &name, &version).await;
-                    (reader, name, version, meta)
-                })
-                .buffer_unordered(READ_CONCURRENCY)
-                .collect()
-                .await;
-            let mut next: Vec<String> = Vec::new();
-            for (reader, name, version, meta) in metas {
-                let meta = match meta {
-                    Ok(meta) => meta,
-                    Err(message) => {
-                        notes.push(format!(
-                            "`{name}` {version} in registry `{}` is left out: {message}",
-                            reader.registry()
-                        ));
-                        continue;
-                    }
-                };
-                for dependency in &meta.dependencies {
-                    if let Some(Ok(constraint)) =
-                        dependency.version.as_deref().map(Constraint::parse)
-                    {
-                        constraints
-                            .entry(dependency.name.clone())
-                            .or_default()
-                            .push(constraint);
-                    }
-                    if seen.insert(dependency.name.clone()) {
-                        next.push(dependency.name.clone());
-                    }
-                }
-                self.listed.insert(
-                    (
-                        reader.registry().to_owned(),
-                        name.clone(),
-                        meta.version.raw().to_owned(),
-                    ),
-                    version,
-                );
-                universe.add(Candidate::from_meta(&meta, reader.registry()));
-                added = true;
-            }
-            level = next;
-        }
-        added
-    }
-
-    /// Loads the package of a planned addon.
-    async fn load(&self, planned: &PlannedAddon) -> Result<AddonPackage> {
-        let version = self
-            .listed
-            .get(&(
-                planned.registry.clone(),
-                planned.name.clone(),
-                planned.version.raw().to_owned(),
-            ))
-            .cloned()
-            .unwrap_or_else(|| planned.version.raw().to_owned());
-        // Several directories share the registry name `local`: take the one listing the version.
-        let lists = |addons: &[AddonSummary]| {
-            addons
-                .iter()
-                .any(|a| a.name == planned.name && a.versions.contains(&version))
-        };
-        let Some((reader, _)) = self
-            .registries
-            .iter()
-            .filter(|(r, _)| r.registry() == planned.registry)
-            .find(|(_, addons)| lists(addons))
-            .or_else(|| {
-                self.registries
-                    .iter()
-                    .find(|(r, _)| r.registry() == planned.registry)
-            })
-        else {
-            return Err(Error::Refused(format!(
-                "addon `{}` {} comes from registry `{}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has",
-                planned.name, planned.version, planned.registry
-            )));
-        };
-        let addon = AddonRef {
-            name: planned.name.clone(),
-            version: Some(version),
-        };
-        Ok(crate::loader::load(reader.as_ref(), &addon)
-            .await
-            .map_err(crate::Error::from)?)
-    }
-}
-
-/// Reads and parses one version's `metadata.yaml`; the error is a message for a note.
-async fn read_metadata(reader: &Reader, name: &str, version: &str) -> Result<AddonMeta, String> {
-    let addon = AddonRef {
-        name: name.to_owned(),
-        version: Some(version.to_owned()),
-    };
-    let bytes = reader
-        .read_file(&addon, "metadata.yaml")
-        .await
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|_| "`metadata.yaml` is not UTF-8".to_owned())?;
-    let (meta, _) = AddonMeta::parse(&text).map_err(|e| format!("`metadata.yaml`: {e}"))?;
-    if meta.name == name {
-        Ok(meta)
-    } else {
-        Err(format!("its `metadata.yaml` names it `{}`", meta.name))
-    }
 }
 
 /// A definition of a plan that already exists and is not the addon's own.

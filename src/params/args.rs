@@ -224,7 +224,11 @@ fn flow_collection(raw: &str) -> Option<Value> {
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
         return None;
     }
-    serde_yaml::from_str::<Value>(raw).ok()
+    // A value the lenient reader had to adjust (a duplicated key) is not taken as written.
+    match crate::yaml::parse_single(raw) {
+        Ok((value, warnings)) if warnings.is_empty() => Some(value),
+        _ => None,
+    }
 }
 
 /// A value with no declared type: a YAML scalar or flow collection, else the string itself.
@@ -235,7 +239,16 @@ fn untyped(raw: &str) -> Value {
     if let Some(collection) = flow_collection(raw) {
         return collection;
     }
-    match serde_yaml::from_str::<Value>(raw) {
+    let parsed = crate::yaml::parse_single(raw).and_then(|(value, warnings)| {
+        if warnings.is_empty() {
+            Ok(value)
+        } else {
+            Err(crate::yaml::YamlError {
+                message: warnings.join("; "),
+            })
+        }
+    });
+    match parsed {
         Ok(Value::Null) if null(raw).is_some() || raw.trim().eq_ignore_ascii_case("null") => {
             Value::Null
         }

@@ -47,6 +47,17 @@ pub enum Error {
     #[error("{}", display_unknown(.0))]
     UnknownParameters(Vec<UnknownParameter>),
 
+    /// A values file or a `--set-file` file could not be read.
+    #[error("{what} `{path}`: {message}")]
+    File {
+        /// What the file is for (`values file`, `--set-file key`).
+        what: String,
+        /// The path as given.
+        path: String,
+        /// Why it could not be read.
+        message: String,
+    },
+
     /// The effective values break the declarations; every violation found is listed.
     #[error("{}", display_lines(.0, "invalid parameter", "invalid parameters"))]
     Invalid(Vec<Violation>),

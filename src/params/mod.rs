@@ -42,6 +42,7 @@
 mod args;
 mod compile;
 mod error;
+pub mod input;
 mod types;
 mod values;
 

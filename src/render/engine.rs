@@ -9,9 +9,10 @@
 //!   map sizes, call levels, expression depth and the number of modules; strict variables;
 //! - `import "name"` resolves only to the calling addon's own `lib/name.rhai` ([`LibResolver`]);
 //!   the AST's source string carries the package key so one shared engine serves every addon;
-//! - `print` and `debug` go to the log at `info`/`debug`, inside the caller's span (addon, file).
+//! - `print` and `debug` go to the log at `info`/`debug`, inside the caller's span (addon, file),
+//!   with the render's secret parameter values masked ([`with_secrets`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -60,6 +61,22 @@ impl Default for Limits {
 
 thread_local! {
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The secret parameter values of the render running on this thread, masked in `print`
+    /// and `debug` output.
+    static SECRETS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `secrets` masked in what scripts evaluated on this thread meanwhile log.
+pub(crate) fn with_secrets<T>(secrets: &[String], f: impl FnOnce() -> T) -> T {
+    let previous = SECRETS.with(|s| s.replace(secrets.to_vec()));
+    let out = f();
+    SECRETS.with(|s| *s.borrow_mut() = previous);
+    out
+}
+
+/// `text` with the current render's secret values masked.
+fn masked(text: &str) -> String {
+    SECRETS.with(|s| super::mask_message(text, &s.borrow()))
 }
 
 /// The value `on_progress` terminates a script with when its deadline passes.
@@ -98,16 +115,18 @@ pub(crate) fn build(limits: &Limits, resolver: Arc<LibResolver>) -> Engine {
         .set_strict_variables(true);
     engine.disable_symbol("eval");
 
+    // Checked every 16 operations: one operation may clone a large array or string, so a
+    // sparser check lets a clone-heavy script run well past its deadline.
     engine.on_progress(|operations| {
-        if operations % 1024 != 0 {
+        if operations % 16 != 0 {
             return None;
         }
         let deadline = DEADLINE.with(Cell::get)?;
         (Instant::now() >= deadline).then(|| Dynamic::from(DEADLINE_TOKEN))
     });
-    engine.on_print(|text| tracing::info!(target: "addonctl::script", "{text}"));
+    engine.on_print(|text| tracing::info!(target: "addonctl::script", "{}", masked(text)));
     engine.on_debug(|text, _source, position| {
-        tracing::debug!(target: "addonctl::script", line = position.line(), "{text}");
+        tracing::debug!(target: "addonctl::script", line = position.line(), "{}", masked(text));
     });
     engine.set_module_resolver(SharedResolver(resolver));
 

@@ -198,15 +198,31 @@ impl Rendered {
 
     /// The values of `secret()` parameters (to mask wherever they appear).
     pub fn secret_values(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        collect_secrets(&self.schema, &self.values, "", &mut found);
-        // Scripts often store a secret base64-encoded (Secret `data`): mask that form too.
-        let encoded: Vec<String> = found
-            .iter()
-            .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+        // Scripts often store a secret base64-encoded (Secret `data`): that form is masked too.
+        secret_strings(&self.schema, &self.values)
+    }
+
+    /// The `secret()` parameters whose value (as written or base64-encoded) appears in the
+    /// Application: KubeVela stores the Application, and shows it, in plain text.
+    pub fn secrets_in_application(&self) -> Vec<String> {
+        let mut pairs = Vec::new();
+        collect_secrets(&self.schema, &self.values, "", &mut pairs);
+        let text = self.application.to_string();
+        let mut paths: Vec<String> = pairs
+            .into_iter()
+            .filter(|(_, value)| {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+                // A short value only counts as a whole JSON string, not inside other text.
+                let exact = Value::String(value.clone()).to_string();
+                text.contains(&exact)
+                    || text.contains(&format!("\"{encoded}\""))
+                    || (value.len() >= 4
+                        && (text.contains(value.as_str()) || text.contains(&encoded)))
+            })
+            .map(|(path, _)| path)
             .collect();
-        found.extend(encoded);
-        found
+        paths.dedup();
+        paths
     }
 
     /// [`Rendered::objects`] with every Secret's data and every secret parameter value masked.
@@ -247,12 +263,17 @@ fn mask_secret_objects(value: &mut Value) {
     }
 }
 
-fn collect_secrets(schema: &ParameterSchema, value: &Value, path: &str, out: &mut Vec<String>) {
+fn collect_secrets(
+    schema: &ParameterSchema,
+    value: &Value,
+    path: &str,
+    out: &mut Vec<(String, String)>,
+) {
     if !path.is_empty() && schema.is_secret(path) {
         match value {
-            Value::String(s) if !s.is_empty() => out.push(s.clone()),
-            Value::Null => {}
-            other => out.push(other.to_string()),
+            Value::String(s) if !s.is_empty() => out.push((path.to_owned(), s.clone())),
+            Value::String(_) | Value::Null => {}
+            other => out.push((path.to_owned(), other.to_string())),
         }
         return;
     }
@@ -271,6 +292,72 @@ fn collect_secrets(schema: &ParameterSchema, value: &Value, path: &str, out: &mu
             .iter()
             .for_each(|v| collect_secrets(schema, v, path, out)),
         _ => {}
+    }
+}
+
+/// The secret parameter values of `values` (and their base64 forms), to mask in errors and logs.
+fn secret_strings(schema: &ParameterSchema, values: &Value) -> Vec<String> {
+    let mut pairs = Vec::new();
+    collect_secrets(schema, values, "", &mut pairs);
+    let mut found: Vec<String> = pairs.into_iter().map(|(_, value)| value).collect();
+    let encoded: Vec<String> = found
+        .iter()
+        .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+        .collect();
+    found.extend(encoded);
+    found
+}
+
+/// Masks secret values in a message: like [`mask_text`], and a short secret also where it
+/// stands quoted (`'abc'`, `"abc"`, `` `abc` ``), as error messages quote values.
+pub(crate) fn mask_message(text: &str, secrets: &[String]) -> String {
+    let mut out = mask_text(text, secrets);
+    for secret in secrets.iter().filter(|s| !s.is_empty() && s.len() < 4) {
+        for quote in ['\'', '"', '`'] {
+            out = out.replace(
+                &format!("{quote}{secret}{quote}"),
+                &format!("{quote}{MASK}{quote}"),
+            );
+        }
+    }
+    out
+}
+
+impl Error {
+    /// The error with every secret value masked.
+    fn masked(self, secrets: &[String]) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        match self {
+            Error::Script {
+                addon,
+                file,
+                line,
+                column,
+                message,
+            } => Error::Script {
+                addon,
+                file,
+                line,
+                column,
+                message: mask_message(&message, secrets),
+            },
+            Error::File {
+                addon,
+                file,
+                message,
+            } => Error::File {
+                addon,
+                file,
+                message: mask_message(&message, secrets),
+            },
+            Error::Addon { addon, message } => Error::Addon {
+                addon,
+                message: mask_message(&message, secrets),
+            },
+            other @ Error::Parameters { .. } => other,
+        }
     }
 }
 
@@ -654,6 +741,37 @@ impl Renderer {
                 addon: name.clone(),
                 error,
             })?;
+        // From here on, every error and every script `print` has the secret values masked.
+        let secrets = secret_strings(&schema, &values);
+        let rendered = engine::with_secrets(&secrets, || {
+            self.render_with(
+                &pkg,
+                options,
+                &context,
+                args,
+                given_clusters,
+                values,
+                schema,
+            )
+        });
+        rendered.map_err(|e| e.masked(&secrets))
+    }
+
+    /// [`Renderer::render`] once the parameter values are known.
+    #[allow(clippy::too_many_arguments)]
+    fn render_with(
+        &self,
+        pkg: &Pkg<'_>,
+        options: &RenderOptions,
+        context: &Dynamic,
+        args: Map<String, Value>,
+        given_clusters: Option<Vec<String>>,
+        values: Value,
+        schema: ParameterSchema,
+    ) -> Result<Rendered, Error> {
+        let package = pkg.package;
+        let name = package.name().to_owned();
+        let context = context.clone();
         let parameter = functions::from_json_value(&values).map_err(|e| Error::Addon {
             addon: name.clone(),
             message: format!("cannot pass the parameters to scripts: {e}"),
@@ -666,13 +784,13 @@ impl Renderer {
         // Template.
         let (mut application, outputs, scripted) = match &package.template {
             Some(Template::Rhai(file)) => {
-                let result = self.eval(&pkg, file, &mut scope.clone())?;
-                let (app, outputs) = Self::template_result(&pkg, file, &result)?;
+                let result = self.eval(pkg, file, &mut scope.clone())?;
+                let (app, outputs) = Self::template_result(pkg, file, &result)?;
                 (app, outputs, true)
             }
             Some(Template::Yaml(file)) => {
                 let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                    Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                    Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
                 })?;
                 warnings.extend(
                     docs.warnings
@@ -682,7 +800,7 @@ impl Renderer {
                 let mut documents = docs.documents;
                 if documents.len() > 1 {
                     return Err(Self::file_error(
-                        &pkg,
+                        pkg,
                         &file.path,
                         format!(
                             "expected one Application, found {} documents",
@@ -705,7 +823,7 @@ impl Renderer {
         let mut yaml_objects = Vec::new();
         for file in &package.resource_yamls {
             let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
             })?;
             warnings.extend(
                 docs.warnings
@@ -713,7 +831,7 @@ impl Renderer {
                     .map(|w| format!("`{}`: {w}", file.path)),
             );
             for doc in docs.documents {
-                Self::check_object(&pkg, &file.path, &doc)?;
+                Self::check_object(pkg, &file.path, &doc)?;
                 yaml_objects.push(doc);
             }
         }
@@ -725,15 +843,15 @@ impl Renderer {
             }));
         }
         for file in &package.resource_scripts {
-            let result = self.eval(&pkg, file, &mut scope.clone())?;
-            let value = Self::to_json(&pkg, file, &result)?;
+            let result = self.eval(pkg, file, &mut scope.clone())?;
+            let value = Self::to_json(pkg, file, &result)?;
             let components = match value {
                 Value::Null => Vec::new(),
                 Value::Array(items) => items,
                 other => vec![other],
             };
             for component in components {
-                Self::check_component(&pkg, &file.path, &component)?;
+                Self::check_component(pkg, &file.path, &component)?;
                 extra.push(component);
             }
         }
@@ -749,16 +867,16 @@ impl Renderer {
             },
         )
         .map_err(|message| match &package.template {
-            Some(Template::Rhai(f) | Template::Yaml(f)) => Self::file_error(&pkg, &f.path, message),
+            Some(Template::Rhai(f) | Template::Yaml(f)) => Self::file_error(pkg, &f.path, message),
             None => Error::Addon {
                 addon: name.clone(),
                 message,
             },
         })?;
 
-        let definitions = self.definitions(&pkg, &mut scope, &options.namespace)?;
+        let definitions = self.definitions(pkg, &mut scope, &options.namespace)?;
         normalize::annotate_definitions(&mut application, &definitions);
-        let mut config_maps = Self::schema_config_maps(&pkg, &options.namespace)?;
+        let mut config_maps = Self::schema_config_maps(pkg, &options.namespace)?;
         for file in &package.config_templates {
             let cm =
                 cue::config_template_from_cue(&file.text, &options.namespace).map_err(|e| {
@@ -775,10 +893,10 @@ impl Renderer {
         let mut views = Vec::new();
         for file in &package.views {
             let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(&pkg, &file.path, format!("invalid YAML: {}", e.message))
+                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
             })?;
             for doc in docs.documents {
-                Self::check_object(&pkg, &file.path, &doc)?;
+                Self::check_object(pkg, &file.path, &doc)?;
                 views.push(doc);
             }
         }
@@ -799,14 +917,14 @@ impl Renderer {
         };
         let notes = match &package.notes {
             Some(file) => {
-                let result = self.eval(&pkg, file, &mut scope.clone())?;
+                let result = self.eval(pkg, file, &mut scope.clone())?;
                 if result.is_unit() {
                     None
                 } else if result.is_string() {
                     Some(result.to_string())
                 } else {
                     return Err(Self::file_error(
-                        &pkg,
+                        pkg,
                         &file.path,
                         format!("must evaluate to a string, found {}", result.type_name()),
                     ));

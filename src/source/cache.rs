@@ -67,6 +67,27 @@ pub struct CachedEntry {
     pub last_modified: Option<String>,
 }
 
+impl CachedEntry {
+    /// The validators without the body.
+    fn clone_meta(&self) -> CachedEntry {
+        CachedEntry {
+            body: Vec::new(),
+            etag: self.etag.clone(),
+            last_modified: self.last_modified.clone(),
+        }
+    }
+}
+
+/// What is stored next to a cached body: its validators and its digest.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredMeta {
+    #[serde(flatten)]
+    entry: CachedEntry,
+    /// SHA-256 of the body (hex); absent in entries written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+}
+
 /// The cache directory of one registry (or of one git clone).
 #[derive(Debug, Clone)]
 pub struct DiskCache {
@@ -120,7 +141,9 @@ impl DiskCache {
         Some(dir)
     }
 
-    /// The entry stored under `key`, unless refreshing or absent.
+    /// The entry stored under `key`, unless refreshing or absent. An entry whose body does not
+    /// match the digest stored with it (a write cut short, a file changed on disk) is removed
+    /// and not returned.
     pub fn load(&self, key: &str) -> Option<CachedEntry> {
         if self.refresh {
             return None;
@@ -128,7 +151,16 @@ impl DiskCache {
         let dir = self.dir.as_deref()?;
         let body = fs_err::read(dir.join(key)).ok()?;
         let meta = fs_err::read_to_string(dir.join(format!("{key}.meta.json"))).ok()?;
-        let mut entry: CachedEntry = serde_json::from_str(&meta).ok()?;
+        let stored: StoredMeta = serde_json::from_str(&meta).ok()?;
+        if stored
+            .sha256
+            .is_some_and(|digest| digest != hex(&Sha256::digest(&body)))
+        {
+            tracing::debug!("the cached `{key}` does not match its digest; dropped");
+            self.remove(key);
+            return None;
+        }
+        let mut entry = stored.entry;
         entry.body = body;
         Some(entry)
     }
@@ -139,7 +171,11 @@ impl DiskCache {
             return;
         };
         let result = (|| -> std::io::Result<()> {
-            let meta = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+            let meta = serde_json::to_vec(&StoredMeta {
+                entry: entry.clone_meta(),
+                sha256: Some(hex(&Sha256::digest(&entry.body))),
+            })
+            .map_err(std::io::Error::other)?;
             write_atomically(&dir.join(key), &entry.body)?;
             write_atomically(&dir.join(format!("{key}.meta.json")), &meta)
         })();
@@ -150,6 +186,21 @@ impl DiskCache {
 }
 
 impl DiskCache {
+    /// Removes the entry stored under `key` (best effort): a cached body that turned out to be
+    /// unusable, so that the next request is not conditional on it.
+    pub fn remove(&self, key: &str) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        for path in [dir.join(key), dir.join(format!("{key}.meta.json"))] {
+            if let Err(e) = fs_err::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::debug!("cannot remove `{}` from the cache: {e}", path.display());
+                }
+            }
+        }
+    }
+
     /// Removes the entries whose key starts with `prefix`, except `keep` (best effort): older
     /// archives of a repository once a newer one is stored.
     pub fn remove_others(&self, prefix: &str, keep: &str) {
@@ -233,5 +284,12 @@ mod tests {
         assert!(cache.load("archive-a.tar.gz").is_none());
         assert!(cache.load("archive-b.tar.gz").is_some());
         assert!(cache.load("index.yaml").is_some());
+
+        // A body changed on disk no longer matches its digest: dropped.
+        let dir = cache.dir().unwrap().to_path_buf();
+        fs_err::write(dir.join("index.yaml"), b"apiVersion: v").unwrap();
+        assert!(cache.load("index.yaml").is_none());
+        assert!(!dir.join("index.yaml").exists());
+        assert!(!dir.join("index.yaml.meta.json").exists());
     }
 }

@@ -67,7 +67,7 @@ pub struct GithubOptions {
     pub token: Option<SecretString>,
     /// Time allowed to connect.
     pub connect_timeout: Duration,
-    /// Time allowed for one request, body included.
+    /// Time allowed for one request, body included, every retry and wait included.
     pub request_timeout: Duration,
     /// How often a failed request (5xx, 429, timeout, connection failure) is retried.
     pub retries: u32,
@@ -377,21 +377,22 @@ impl Api {
             .body)
     }
 
-    /// A GET through octocrab, retrying what can be retried, bounded in time and size.
+    /// A GET through octocrab, retrying what can be retried, bounded in size and in time: one
+    /// deadline ([`GithubOptions::request_timeout`]) covers every attempt and wait.
     async fn get(&self, get: &Get<'_>) -> Result<Fetched> {
         let mut attempt = 0u32;
+        let deadline = tokio::time::Instant::now() + self.options.request_timeout;
         loop {
-            let outcome =
-                match tokio::time::timeout(self.options.request_timeout, self.attempt(get)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Attempt::Retry(
-                        None,
-                        self.backend(format!(
-                            "GitHub did not answer within {} s",
-                            self.options.request_timeout.as_secs_f64()
-                        )),
-                    ),
-                };
+            let outcome = match tokio::time::timeout_at(deadline, self.attempt(get)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Attempt::Retry(
+                    None,
+                    self.backend(format!(
+                        "GitHub did not answer within {} s",
+                        self.options.request_timeout.as_secs_f64()
+                    )),
+                ),
+            };
             match outcome {
                 Attempt::Done(fetched) => return Ok(fetched),
                 Attempt::Fail(error) => return Err(error),
@@ -403,6 +404,9 @@ impl Api {
                         .saturating_mul(2u32.saturating_pow(attempt.min(16)))
                         .min(self.options.max_retry_wait);
                     let wait = hint.map_or(backoff, |h| h.max(backoff));
+                    if tokio::time::Instant::now() + wait >= deadline {
+                        return Err(error);
+                    }
                     attempt += 1;
                     tracing::debug!(registry = %self.registry, "retrying in {} ms: {error}", wait.as_millis());
                     tokio::time::sleep(wait).await;
@@ -623,7 +627,19 @@ impl ForgeApi for Api {
     async fn resolve_commit(&self, cache: &DiskCache) -> Result<String> {
         const KEY: &str = "commit";
         let git_ref = self.options.git_ref.as_deref().unwrap_or("HEAD");
-        let cached = cache.load(KEY);
+        // A cached answer is trusted only while it is a commit id: a corrupt one would otherwise
+        // stick, GitHub answering 304 to its `ETag`.
+        let cached = cache.load(KEY).filter(|entry| {
+            let usable = crate::source::forge::check_commit(
+                &self.registry,
+                &String::from_utf8_lossy(&entry.body),
+            )
+            .is_ok();
+            if !usable {
+                cache.remove(KEY);
+            }
+            usable
+        });
         let what = self.not_found_what();
         let fetched = self
             .get(&Get {

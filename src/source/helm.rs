@@ -210,14 +210,65 @@ impl Inner {
         }
     }
 
+    /// `index.yaml`, revalidated against the cached copy. A cached copy is trusted only once it
+    /// parses: a corrupt one (the server answered 304 to its `ETag`) is dropped and the index is
+    /// fetched again without condition. Only an index that parses is stored.
     async fn fetch_index(&self) -> Result<HelmIndex> {
         let url = self
             .base
             .join("index.yaml")
             .map_err(|e| self.invalid(format!("cannot build the index URL: {e}")))?;
         let cached = self.cache.load("index.yaml");
+        let response = self.get_index(&url, cached.as_ref()).await?;
+        if response.not_modified() {
+            let Some(entry) = cached else {
+                return Err(self.invalid(
+                    "the server answered 304 Not Modified to an unconditional request".to_owned(),
+                ));
+            };
+            match self.parse_index(&entry.body) {
+                Ok(index) => {
+                    tracing::debug!(registry = %self.registry, "index.yaml not modified; using the cache");
+                    return Ok(index);
+                }
+                Err(e) => {
+                    tracing::debug!(registry = %self.registry, "the cached index.yaml is unusable ({e}); fetching it again");
+                    self.cache.remove("index.yaml");
+                }
+            }
+            let response = self.get_index(&url, None).await?;
+            if response.not_modified() {
+                return Err(self.invalid(
+                    "the server answered 304 Not Modified to an unconditional request".to_owned(),
+                ));
+            }
+            return self.keep_index(response);
+        }
+        self.keep_index(response)
+    }
+
+    /// Parses a fresh `index.yaml` and caches it when it parses and has validators.
+    fn keep_index(&self, response: crate::source::http::Response) -> Result<HelmIndex> {
+        let index = self.parse_index(&response.body)?;
+        let entry = CachedEntry {
+            etag: response.header("etag").map(str::to_owned),
+            last_modified: response.header("last-modified").map(str::to_owned),
+            body: response.body,
+        };
+        if entry.etag.is_some() || entry.last_modified.is_some() {
+            self.cache.store("index.yaml", &entry);
+        }
+        Ok(index)
+    }
+
+    /// `GET index.yaml`, conditional on `cached`'s validators when given.
+    async fn get_index(
+        &self,
+        url: &Url,
+        cached: Option<&CachedEntry>,
+    ) -> Result<crate::source::http::Response> {
         let mut conditional: Vec<(&str, &str)> = Vec::new();
-        if let Some(entry) = &cached {
+        if let Some(entry) = cached {
             if let Some(etag) = &entry.etag {
                 conditional.push(("if-none-match", etag));
             }
@@ -225,8 +276,7 @@ impl Inner {
                 conditional.push(("if-modified-since", modified));
             }
         }
-        let response = self
-            .http
+        self.http
             .get(url.as_str(), &conditional)
             .await
             .map_err(|e| match e {
@@ -238,30 +288,7 @@ impl Inner {
                     ),
                 },
                 other => other,
-            })?;
-        let body = match (response.not_modified(), cached) {
-            (true, Some(entry)) => {
-                tracing::debug!(registry = %self.registry, "index.yaml not modified; using the cache");
-                entry.body
-            }
-            (true, None) => {
-                return Err(self.invalid(
-                    "the server answered 304 Not Modified to an unconditional request".to_owned(),
-                ))
-            }
-            (false, _) => {
-                let entry = CachedEntry {
-                    etag: response.header("etag").map(str::to_owned),
-                    last_modified: response.header("last-modified").map(str::to_owned),
-                    body: response.body,
-                };
-                if entry.etag.is_some() || entry.last_modified.is_some() {
-                    self.cache.store("index.yaml", &entry);
-                }
-                entry.body
-            }
-        };
-        self.parse_index(&body)
+            })
     }
 
     fn parse_index(&self, body: &[u8]) -> Result<HelmIndex> {

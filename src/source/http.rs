@@ -3,7 +3,8 @@
 //! One [`HttpClient`] per registry, built from [`HttpOptions`]. It owns everything a reader should
 //! not have to think about:
 //!
-//! - **Limits.** A connect timeout and a total timeout per request (headers and body), at most
+//! - **Limits.** A connect timeout and one total timeout per request (headers and body, every
+//!   retry and backoff included: a hanging server costs [`HttpOptions::timeout`]), at most
 //!   [`HttpOptions::concurrency`] requests in flight (a semaphore, default 8), and bodies read as a
 //!   stream and capped: a body over [`HttpOptions::max_body_bytes`] (or the limit passed to
 //!   [`HttpClient::get_limited`]) fails with [`Error::TooLarge`] without being read any further.
@@ -79,7 +80,8 @@ impl fmt::Debug for Auth {
 /// How an [`HttpClient`] behaves. `Default` gives sensible values for public registries.
 #[derive(Clone)]
 pub struct HttpOptions {
-    /// Limit for one request, from sending it to the end of its body (default 30 s).
+    /// Limit for one request, from sending it to the end of its body, every retry and wait
+    /// included (default 30 s).
     pub timeout: Duration,
     /// Limit for opening a connection (default 10 s).
     pub connect_timeout: Duration,
@@ -105,6 +107,28 @@ pub struct HttpOptions {
     /// and extra headers; `None` = the origin of each URL passed to [`HttpClient::get`]. Redirects
     /// to another origin never carry them.
     pub credentials_origin: Option<String>,
+}
+
+impl HttpOptions {
+    /// The defaults with the request timeout from `ADDONCTL_REGISTRY_TIMEOUT` (seconds, every
+    /// retry included); `None` when it is not set. A value that is not a positive number is
+    /// ignored with a warning.
+    pub fn from_env() -> Option<Self> {
+        let raw = std::env::var("ADDONCTL_REGISTRY_TIMEOUT").ok()?;
+        match raw.trim().parse::<f64>() {
+            Ok(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Some(HttpOptions {
+                timeout: Duration::from_secs_f64(seconds),
+                connect_timeout: Duration::from_secs_f64(seconds.min(10.0)),
+                ..HttpOptions::default()
+            }),
+            _ => {
+                tracing::warn!(
+                    "ADDONCTL_REGISTRY_TIMEOUT=`{raw}` is not a number of seconds; using 30"
+                );
+                None
+            }
+        }
+    }
 }
 
 impl Default for HttpOptions {
@@ -292,10 +316,14 @@ impl HttpClient {
             .unwrap_or_else(|| origin(&start));
         let mut retries_left = self.options.retries;
         let mut attempt_number = 0u32;
+        // One deadline over every attempt, redirect and wait: a hanging server costs
+        // `timeout`, not `timeout` per retry.
+        let deadline = tokio::time::Instant::now() + self.options.timeout;
         loop {
-            let outcome = self
-                .attempt(&start, headers, limit, &credentials_origin)
-                .await;
+            let attempt = self.attempt(&start, headers, limit, &credentials_origin);
+            let Ok(outcome) = tokio::time::timeout_at(deadline, attempt).await else {
+                return Err(self.out_of_time(&start, attempt_number + 1, None));
+            };
             match outcome {
                 Attempt::Done(response) => return Ok(response),
                 Attempt::Fail(error) => return Err(error),
@@ -307,6 +335,9 @@ impl HttpClient {
                     let backoff = self.backoff(attempt_number);
                     attempt_number += 1;
                     let wait = hint.map_or(backoff, |h| h.max(backoff));
+                    if tokio::time::Instant::now() + wait >= deadline {
+                        return Err(self.out_of_time(&start, attempt_number, Some(&error)));
+                    }
                     tracing::debug!(
                         registry = %self.registry,
                         url = %redact(start.as_str()),
@@ -317,6 +348,23 @@ impl HttpClient {
                 }
             }
         }
+    }
+
+    /// The error of a request that used up [`HttpOptions::timeout`] over all its attempts.
+    fn out_of_time(&self, url: &Url, attempts: u32, last: Option<&Error>) -> Error {
+        let limit = self.options.timeout.as_secs_f64();
+        let shown = redact(url.as_str());
+        let tries = if attempts == 1 {
+            String::new()
+        } else {
+            format!(" ({attempts} attempts)")
+        };
+        let last = last
+            .map(|e| format!("; last error: {e}"))
+            .unwrap_or_default();
+        self.backend(format!(
+            "`{shown}` did not answer within {limit} s{tries}{last}"
+        ))
     }
 
     fn backoff(&self, attempt: u32) -> Duration {

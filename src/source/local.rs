@@ -2,7 +2,7 @@
 //! directory of addons (each sub-directory holding one).
 //!
 //! Symbolic links are followed only while they stay inside the root; one that points outside is
-//! skipped with a warning and refused by [`AsyncReader::read_file`]. Hidden entries (`.git`, …)
+//! skipped with a warning (an error in `lint`) and refused by [`AsyncReader::read_file`]. Hidden entries (`.git`, …)
 //! are ignored.
 
 use std::collections::HashSet;
@@ -72,19 +72,30 @@ impl LocalReader {
     /// Reads every file under the root whose relative path `wanted` accepts, with the same limits
     /// as [`AsyncReader::read_file`], without requiring a valid `metadata.yaml` (for `lint`).
     pub async fn read_tree(&self, wanted: fn(&str) -> bool) -> Result<Vec<(String, Vec<u8>)>> {
+        Ok(self.read_tree_checked(wanted).await?.0)
+    }
+
+    /// [`LocalReader::read_tree`], plus the entries skipped because they link outside the root
+    /// or cannot be resolved (`path: why`), which `lint` reports as errors.
+    pub async fn read_tree_checked(
+        &self,
+        wanted: fn(&str) -> bool,
+    ) -> Result<(Vec<(String, Vec<u8>)>, Vec<String>)> {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             let mut files = Vec::new();
             let mut seen = HashSet::from([inner.root.clone()]);
-            inner.walk(&inner.root, "", &mut files, &mut seen)?;
-            files
+            let mut skipped = Vec::new();
+            inner.walk(&inner.root, "", &mut files, &mut seen, &mut skipped)?;
+            let read = files
                 .into_iter()
                 .filter(|f| wanted(&f.path))
                 .map(|f| {
                     let bytes = inner.read_bounded(&inner.root.join(&f.path))?;
                     Ok((f.path, bytes))
                 })
-                .collect()
+                .collect::<Result<Vec<_>>>()?;
+            Ok((read, skipped))
         })
         .await
         .map_err(|e| backend(&self.inner.registry, "reading failed", e))?
@@ -191,6 +202,7 @@ impl Inner {
         rel: &str,
         out: &mut Vec<FileEntry>,
         seen: &mut HashSet<PathBuf>,
+        skipped: &mut Vec<String>,
     ) -> Result<()> {
         let mut entries: Vec<_> = fs_err::read_dir(dir)
             .map_err(|e| self.io_error(dir, &e))?
@@ -209,10 +221,12 @@ impl Inner {
             let child = join(rel, &name);
             let Ok(canonical) = fs_err::canonicalize(&path) else {
                 tracing::warn!(registry = %self.registry, "skipping `{child}`: it cannot be resolved (a dangling link?)");
+                skipped.push(format!("`{child}` cannot be resolved (a dangling link?)"));
                 continue;
             };
             if !canonical.starts_with(&self.root) {
                 tracing::warn!(registry = %self.registry, "skipping `{child}`: it links outside the registry directory");
+                skipped.push(format!("`{child}` links outside the addon directory"));
                 continue;
             }
             let Ok(meta) = fs_err::metadata(&canonical) else {
@@ -220,7 +234,7 @@ impl Inner {
             };
             if meta.is_dir() {
                 if seen.insert(canonical.clone()) {
-                    self.walk(&canonical, &child, out, seen)?;
+                    self.walk(&canonical, &child, out, seen, skipped)?;
                 }
             } else if meta.is_file() {
                 out.push(FileEntry {
@@ -289,7 +303,7 @@ impl AsyncReader for LocalReader {
             let mut seen = HashSet::from([
                 fs_err::canonicalize(&start).map_err(|e| inner.io_error(&start, &e))?
             ]);
-            inner.walk(&start, "", &mut out, &mut seen)?;
+            inner.walk(&start, "", &mut out, &mut seen, &mut Vec::new())?;
             Ok(out)
         })
         .await

@@ -20,13 +20,17 @@ pub(crate) struct IndexEntry {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Index {
     pub addons: BTreeMap<String, IndexEntry>,
+    /// Directories skipped because their `metadata.yaml` cannot be read → why.
+    pub skipped: BTreeMap<String, String>,
 }
 
 impl Index {
     /// Builds the index from `(directory, metadata.yaml text)` pairs, in directory order.
-    /// Directories whose metadata cannot be read are skipped with a warning in the log.
+    /// Directories whose metadata cannot be read are skipped with a warning in the log, and
+    /// named with the reason when the addon is looked up.
     pub fn build(registry: &str, candidates: impl IntoIterator<Item = (String, String)>) -> Self {
         let mut addons = BTreeMap::new();
+        let mut skipped = BTreeMap::new();
         for (dir, text) in candidates {
             let shown = if dir.is_empty() { "." } else { dir.as_str() };
             match AddonMeta::parse(&text) {
@@ -51,10 +55,13 @@ impl Index {
                         },
                     );
                 }
-                Err(e) => tracing::warn!(registry, "skipping `{shown}`: {e}"),
+                Err(e) => {
+                    tracing::warn!(registry, "skipping `{shown}`: {e}");
+                    skipped.insert(dir, e.to_string());
+                }
             }
         }
-        Index { addons }
+        Index { addons, skipped }
     }
 
     /// The listing, sorted by name.
@@ -71,13 +78,28 @@ impl Index {
 
     /// Finds the directory of an addon version.
     pub fn lookup(&self, registry: &str, addon: &AddonRef) -> Result<&IndexEntry> {
-        let entry = self
-            .addons
+        let skipped = self
+            .skipped
             .get(&addon.name)
-            .ok_or_else(|| Error::NotFound {
+            .map(|why| (format!("{}/metadata.yaml", addon.name), why))
+            .or_else(|| {
+                self.skipped
+                    .get("")
+                    .map(|why| ("metadata.yaml".to_owned(), why))
+            });
+        let entry = self.addons.get(&addon.name).ok_or_else(|| match skipped {
+            Some((file, why)) => Error::InvalidContent {
+                registry: registry.to_owned(),
+                message: format!(
+                    "`{file}` is not valid, so addon `{}` cannot be read: {why}",
+                    addon.name
+                ),
+            },
+            None => Error::NotFound {
                 registry: registry.to_owned(),
                 what: format!("addon `{}`", addon.name),
-            })?;
+            },
+        })?;
         if let Some(version) = &addon.version {
             if !entry.version.same_as(version) {
                 return Err(Error::NotFound {

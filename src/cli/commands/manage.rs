@@ -78,7 +78,7 @@ async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catal
             refresh: global.refresh,
             ..addonctl::source::cache::CacheOptions::default()
         },
-        http: None,
+        http: addonctl::source::http::HttpOptions::from_env(),
     };
     for reader in addonctl::registry::readers(&stored, &options) {
         match reader {

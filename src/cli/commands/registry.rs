@@ -164,7 +164,7 @@ async fn validate(registry: &Registry) -> anyhow::Result<usize> {
             refresh: true,
             ..CacheOptions::default()
         },
-        http: None,
+        http: addonctl::source::http::HttpOptions::from_env(),
     };
     let reader = registry::open(registry, &options).map_err(addonctl::Error::from)?;
     let addons = reader.list_addons().await.map_err(|e| {

@@ -78,8 +78,8 @@ pub fn collect_args(
 ) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Value::Object(Map::new());
     for file in &args.values {
-        let text = fs_err::read_to_string(file)
-            .map_err(|e| user(format!("cannot read values file: {e}")))?;
+        let text = addonctl::params::input::read_text(file, "values file")
+            .map_err(addonctl::Error::from)?;
         let (value, warnings) = addonctl::yaml::parse_single(&text).map_err(|e| {
             user(format!(
                 "values file `{}` is not valid YAML: {e}",
@@ -108,8 +108,11 @@ pub fn collect_args(
         let Some((key, path)) = spec.split_once('=') else {
             return Err(user(format!("`--set-file {spec}`: expected `key=path`")));
         };
-        let text =
-            fs_err::read_to_string(path).map_err(|e| user(format!("`--set-file {key}`: {e}")))?;
+        let text = addonctl::params::input::read_text(
+            std::path::Path::new(path),
+            &format!("`--set-file {key}`"),
+        )
+        .map_err(addonctl::Error::from)?;
         let mut value = Value::String(text);
         for segment in key.rsplit('.') {
             if segment.is_empty() {
