@@ -166,6 +166,7 @@ async fn connect(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ConnectOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         context: None,
+        ..ConnectOptions::default()
     })
     .await
     .unwrap()
@@ -786,6 +787,7 @@ async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> 
         catalog: Catalog::new(registries).unwrap(),
         renderer: Renderer::new(),
         engine: addonctl::manage::EngineChoice::Auto,
+        lock: addonctl::manage::LockOptions::default(),
     }
 }
 
