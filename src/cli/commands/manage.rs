@@ -74,6 +74,20 @@ async fn context(global: &GlobalArgs, registries: bool) -> anyhow::Result<Contex
     })
 }
 
+/// Control plane first: refuses, naming every missing permission, before a writing command reads
+/// or plans anything (the full check, with every object of the plan, runs before the first write).
+async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
+    let served = ctx.engine != manage::EngineChoice::Direct
+        && ctx.cluster.serves(&manage::application_gvk()).await?;
+    manage::access::check(
+        &ctx.cluster,
+        command,
+        &manage::access::addon_state(&ctx.namespace, served),
+    )
+    .await?;
+    Ok(())
+}
+
 /// The lock options of a writing command.
 fn lock_options(command: &str, force: bool) -> manage::LockOptions {
     manage::LockOptions {
@@ -161,6 +175,9 @@ async fn root_schema(
 pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<ExitCode> {
     let mut ctx = context(global, true).await?;
     ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
+    if !args.dry_run {
+        check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
+    }
     let schema = root_schema(&ctx, &args.addon, args.version.as_deref()).await?;
     let mut given = collect_args(&schema, &args.parameters)?;
     if let Some(clusters) = &args.clusters {
@@ -376,10 +393,14 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
+    let command = format!("`addonctl disable {}`", args.addon);
+    // Control plane first: the addon's state before anything is read (a user without rights
+    // learns what is missing, not merely that a list was refused).
+    check_addon_state(&ctx, &command).await?;
     let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
     let reports = manage::guarded(
         &ctx,
-        &format!("`addonctl disable {}`", args.addon),
+        &command,
         &needs,
         std::slice::from_ref(&args.addon),
         manage::disable_all(
@@ -613,6 +634,7 @@ pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCod
 pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     let mut ctx = context(global, true).await?;
     ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
+    check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
     let installed = manage::installed(&ctx).await?;
     let Some(current) = installed.get(&args.addon) else {
         return Err(crate::cli::diagnostics::user(format!(
