@@ -852,7 +852,7 @@ pub async fn execute(
         &command,
         &needs,
         &addons,
-        execute_locked(ctx, plan, override_definitions, reporter),
+        Box::pin(execute_locked(ctx, plan, override_definitions, reporter)),
     )
     .await
 }
