@@ -10,7 +10,8 @@
 //! it is still ours (again with the resourceVersion as precondition).
 //!
 //! Guarantees: at most one holder at a time, as long as holders renew (a crashed command's lease
-//! expires after [`LEASE_DURATION`] and is taken over; `--force-unlock` takes it at once);
+//! expires after [`LEASE_DURATION`] and is taken over — at once when that command ran on this
+//! host and its process is gone; `--force-unlock` takes it at once);
 //! every step is bounded (a few attempts on conflicts, each request bounded by the cluster's
 //! request timeout). A holder that finds its Lease taken over stops renewing and
 //! [`Lock::ensure_held`] fails, so it writes nothing more.
@@ -145,17 +146,19 @@ pub enum Decision {
     },
 }
 
-/// Decides, at `now`, what `holder` does with `lease` (`force`: take it whoever holds it).
+/// Decides, at `now`, what `holder` does with `lease` (`force`: take it whoever holds it;
+/// `gone`: whether a holder is known to have exited, see [`holder_is_gone`]).
 pub fn decide(
     lease: Option<&LeaseState>,
     holder: &str,
     now: DateTime<Utc>,
     force: bool,
+    gone: impl Fn(&str) -> bool,
 ) -> Decision {
     let Some(lease) = lease else {
         return Decision::Create;
     };
-    let free = lease.holder.is_empty() || lease.holder == holder;
+    let free = lease.holder.is_empty() || lease.holder == holder || gone(&lease.holder);
     let expired = lease.expires().is_none_or(|t| t <= now);
     if free || expired || force {
         return Decision::TakeOver {
@@ -221,6 +224,26 @@ pub fn holder_identity(command: &str) -> String {
     )
 }
 
+/// Whether the holder `identity` (see [`holder_identity`]) was a process of this host that no
+/// longer runs: its lock is free at once instead of after [`LEASE_DURATION`].
+pub fn holder_is_gone(identity: &str) -> bool {
+    let Some((pid, host)) = identity
+        .rsplit_once("(pid ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|rest| rest.split_once(" on "))
+    else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    let ours = holder_identity("");
+    let same_host = ours.ends_with(&format!(" on {host})"));
+    same_host
+        && pid != std::process::id()
+        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// A held lock. Release it with [`Lock::release`]; dropped, it stops renewing and expires.
 #[derive(Debug)]
 pub struct Lock {
@@ -255,7 +278,7 @@ pub async fn acquire(
             .as_ref()
             .map(|s| LeaseState::of(&serde_json::to_value(s).unwrap_or(Value::Null)));
         let now = Utc::now();
-        let written = match decide(state.as_ref(), holder, now, force) {
+        let written = match decide(state.as_ref(), holder, now, force, holder_is_gone) {
             Decision::Busy {
                 holder,
                 since,
@@ -453,14 +476,17 @@ mod tests {
 
     #[test]
     fn no_lease_is_created() {
-        assert_eq!(decide(None, "me", at(0), false), Decision::Create);
+        assert_eq!(
+            decide(None, "me", at(0), false, |_| false),
+            Decision::Create
+        );
     }
 
     #[test]
     fn a_live_lease_of_another_holder_is_busy_until_it_expires() {
         let lease = held_by("other", 10);
         assert_eq!(
-            decide(Some(&lease), "me", at(69), false),
+            decide(Some(&lease), "me", at(69), false, |_| false),
             Decision::Busy {
                 holder: "other".to_owned(),
                 since: Some(at(0)),
@@ -468,7 +494,7 @@ mod tests {
             }
         );
         assert_eq!(
-            decide(Some(&lease), "me", at(70), false),
+            decide(Some(&lease), "me", at(70), false, |_| false),
             Decision::TakeOver {
                 resource_version: "41".to_owned(),
                 transitions: 3
@@ -480,12 +506,12 @@ mod tests {
     fn force_takes_a_live_lease_and_a_released_or_own_lease_is_taken_without_force() {
         let lease = held_by("other", 10);
         assert!(matches!(
-            decide(Some(&lease), "me", at(11), true),
+            decide(Some(&lease), "me", at(11), true, |_| false),
             Decision::TakeOver { .. }
         ));
         let own = held_by("me", 10);
         assert_eq!(
-            decide(Some(&own), "me", at(11), false),
+            decide(Some(&own), "me", at(11), false, |_| false),
             Decision::TakeOver {
                 resource_version: "41".to_owned(),
                 transitions: 2
@@ -493,9 +519,31 @@ mod tests {
         );
         let released = held_by("", 10);
         assert!(matches!(
-            decide(Some(&released), "me", at(11), false),
+            decide(Some(&released), "me", at(11), false, |_| false),
             Decision::TakeOver { .. }
         ));
+    }
+
+    #[test]
+    fn a_live_lease_of_a_process_gone_from_this_host_is_free_and_a_running_ones_is_not() {
+        let lease = held_by("other", 10);
+        assert!(matches!(
+            decide(Some(&lease), "me", at(11), false, |h| h == "other"),
+            Decision::TakeOver { .. }
+        ));
+        let ours = holder_identity("x");
+        let host = ours.rsplit_once(" on ").unwrap().1;
+        // pid 1 always runs; no pid is as high as u32::MAX.
+        assert!(!holder_is_gone(&format!(
+            "`addonctl enable a` (pid 1 on {host}"
+        )));
+        assert!(holder_is_gone(&format!(
+            "`addonctl enable a` (pid 4294967295 on {host}"
+        )));
+        assert!(!holder_is_gone(
+            "`addonctl enable a` (pid 4294967295 on elsewhere)"
+        ));
+        assert!(!holder_is_gone("someone"));
     }
 
     #[test]

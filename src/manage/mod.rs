@@ -747,9 +747,11 @@ async fn apply_rendered(
     }
 }
 
-/// Writes an addon's record only if it is unchanged since `version` was read or written (created
-/// when `version` is `None`, so that it did not exist meanwhile either); `version` becomes the one
-/// written. A record changed meanwhile by someone else is a refusal, never overwritten.
+/// Writes an addon's record only if it is unchanged since `version` was read or written;
+/// `version` becomes the one written. A record changed meanwhile by someone else is an error,
+/// never overwritten. A record that did not exist is applied unconditionally: the addon's lock
+/// (held by the caller) keeps other addonctl commands away, and a create instead would leave
+/// an `Update` entry in its managed fields that the next unchanged enable rewrites.
 async fn write_record(
     cluster: &Cluster,
     record: &Record,
@@ -757,13 +759,10 @@ async fn write_record(
     version: &mut Option<String>,
 ) -> Result<DynamicObject> {
     let mut secret = record.to_secret(ns);
-    let written = match version.as_deref() {
-        Some(known) => {
-            secret["metadata"]["resourceVersion"] = json!(known);
-            cluster.apply(&secret, ns).await
-        }
-        None => cluster.create(&secret).await,
-    };
+    if let Some(known) = version.as_deref() {
+        secret["metadata"]["resourceVersion"] = json!(known);
+    }
+    let written = cluster.apply(&secret, ns).await;
     let stored = written.map_err(|e| match e {
         cluster::Error::Conflict { cluster, .. } => Error::Cluster(cluster::Error::Conflict {
             cluster,
