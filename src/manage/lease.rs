@@ -14,7 +14,7 @@
 //! host and its process is gone; `--force-unlock` takes it at once);
 //! every step is bounded (a few attempts on conflicts, each request bounded by the cluster's
 //! request timeout). A holder that finds its Lease taken over stops renewing and
-//! [`Lock::ensure_held`] fails, so it writes nothing more.
+//! [`Lock::ensure_held`] fails, so the command does not report success.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -374,8 +374,10 @@ impl Lock {
     pub fn ensure_held(&self) -> super::Result<()> {
         if self.lost.load(Ordering::Relaxed) {
             return Err(super::Error::Refused(format!(
-                "the lock `{}/{}` was taken over by another command; stopped before writing more (run `addonctl status` to see where things are)",
-                self.namespace, self.name
+                "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
+                self.namespace,
+                self.name,
+                LEASE_DURATION.as_secs()
             )));
         }
         Ok(())

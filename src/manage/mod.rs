@@ -126,8 +126,14 @@ where
         }
     }
     let result = work.await;
+    // A lock taken over meanwhile (this command stalled past the lease, or `--force-unlock`):
+    // another command may have written at the same time, so success is not claimed.
+    let lost = locks.iter().find_map(|lock| lock.ensure_held().err());
     release_all(locks).await;
-    result
+    match (result, lost) {
+        (Ok(_), Some(lost)) => Err(lost),
+        (result, _) => result,
+    }
 }
 
 /// Releases locks; a lock that cannot be released expires on its own.
