@@ -369,7 +369,7 @@ async fn a_live_lease_refuses_with_its_holder_force_unlock_takes_it_and_a_stale_
 async fn concurrent_registry_adds_all_land_and_one_name_never_pairs_an_endpoint_with_another_token()
 {
     let sb = Sandbox::with_kubevela().await;
-    let adds: Vec<Child> = (0..8)
+    let adds: Vec<Child> = (0..16)
         .map(|i| {
             let name = format!("r{i}");
             let endpoint = format!("http://127.0.0.1:9/{name}");
@@ -401,7 +401,7 @@ async fn concurrent_registry_adds_all_land_and_one_name_never_pairs_an_endpoint_
         .unwrap();
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let text = listed.to_string();
-    for i in 0..8 {
+    for i in 0..16 {
         assert!(text.contains(&format!("\"r{i}\"")), "r{i} lost: {text}");
     }
 
@@ -588,4 +588,54 @@ fn rbac_prints_the_three_roles_as_yaml_and_json() {
         .unwrap()
         .iter()
         .all(|r| r["verbs"] == json!(["get", "list", "watch"])));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_lock_is_renewed_refuses_a_second_holder_and_is_gone_after_release() {
+    use addonctl::manage::lease;
+    let sb = Sandbox::with_kubevela().await;
+    sb.api()
+        .create_if_missing(&Kind::NAMESPACE.object(json!({"name": sb.ns()})))
+        .await
+        .unwrap();
+    let name = lease::addon_lease("renewed");
+    let lock = lease::acquire(sb.api(), sb.ns(), &name, "renewed", "first", false)
+        .await
+        .unwrap();
+    let acquired = sb.get(Kind::LEASE, &name).await.unwrap();
+    assert_eq!(acquired["spec"]["holderIdentity"], "first");
+
+    let refused = lease::acquire(sb.api(), sb.ns(), &name, "renewed", "second", false)
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .starts_with("`renewed` is being changed by first since "),
+        "{refused}"
+    );
+
+    // Renewed every quarter of its duration while held.
+    let started = Instant::now();
+    loop {
+        let now = sb.get(Kind::LEASE, &name).await.unwrap();
+        if now["spec"]["renewTime"] != acquired["spec"]["renewTime"] {
+            assert_eq!(now["spec"]["acquireTime"], acquired["spec"]["acquireTime"]);
+            assert_eq!(now["spec"]["holderIdentity"], "first");
+            break;
+        }
+        assert!(
+            started.elapsed() < lease::LEASE_DURATION / 2,
+            "not renewed: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    lock.ensure_held().unwrap();
+
+    lock.release().await.unwrap();
+    assert!(sb.get(Kind::LEASE, &name).await.is_none());
+    let again = lease::acquire(sb.api(), sb.ns(), &name, "renewed", "second", false)
+        .await
+        .unwrap();
+    again.release().await.unwrap();
 }

@@ -204,8 +204,8 @@ pub async fn set_labels(
 const WRITE_ATTEMPTS: usize = 5;
 
 /// Read-modify-write of the cluster Secret `name`: `change` gets the stored Secret (if any) and
-/// returns the new one, written only while the stored one is unchanged (created when there was
-/// none); on a conflict the whole read-modify-write runs again (bounded).
+/// returns the new one, written only while the stored one is unchanged; on a conflict the whole
+/// read-modify-write runs again (bounded).
 async fn write_cluster_secret(
     ctx: &Context,
     name: &str,
@@ -216,14 +216,13 @@ async fn write_cluster_secret(
         let stored = ctx.cluster.get(&secret_gvk(), Some(ns), name).await?;
         let stored_value = stored.as_ref().map(super::to_value);
         let mut secret = change(stored_value.as_ref())?;
-        let version = stored.and_then(|s| s.metadata.resource_version);
-        let written = match version {
-            Some(version) => {
-                secret["metadata"]["resourceVersion"] = serde_json::json!(version);
-                ctx.cluster.apply(&secret, ns).await
-            }
-            None => ctx.cluster.create(&secret).await,
-        };
+        // Server-side applied, so that fields dropped later (labels) are removed; a Secret that
+        // did not exist is applied unconditionally (a create would own its fields as an update,
+        // which later applies do not remove).
+        if let Some(version) = stored.and_then(|s| s.metadata.resource_version) {
+            secret["metadata"]["resourceVersion"] = serde_json::json!(version);
+        }
+        let written = ctx.cluster.apply(&secret, ns).await;
         match written {
             Ok(_) => return Ok(()),
             Err(crate::cluster::Error::Conflict { .. }) => {}
