@@ -22,7 +22,13 @@ pub fn init_logging(global: &GlobalArgs) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ADDONCTL_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!(
             "addonctl={level},{}",
-            if global.verbose > 2 { "info" } else { "error" }
+            // Libraries' own lines (a connect error kube logs before returning it) would
+            // repeat what addonctl reports: shown from `-v` on.
+            match global.verbose {
+                0 => "off",
+                1 | 2 => "error",
+                _ => "info",
+            }
         ))
     });
     let _ = tracing_subscriber::fmt()

@@ -108,6 +108,10 @@ async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catal
     };
     let stored = match store.load().await {
         Ok(stored) => stored,
+        // The control plane itself does not answer: every later request would wait as long.
+        Err(e @ addonctl::Error::Cluster(addonctl::cluster::Error::Unreachable { .. })) => {
+            return Err(e.into());
+        }
         Err(e) => {
             let hint = match &e {
                 addonctl::Error::Cluster(addonctl::cluster::Error::Forbidden { .. }) => {
