@@ -383,14 +383,20 @@ pub async fn plan_needs(ctx: &super::Context, plan: &super::Plan) -> super::Resu
 }
 
 /// What disabling `addon` needs on the control plane: its state ([`addon_state`]) and `delete`
-/// on every control-plane object its record lists.
+/// on every control-plane object its record lists. Refuses when `addon` is not enabled.
 pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<Vec<Need>> {
     let application = ctx.cluster.serves(&super::application_gvk()).await?;
     let mut needs = addon_state(&ctx.namespace, application);
     let installed = super::installed(ctx).await?;
-    let inventory = installed
-        .get(addon)
-        .and_then(|i| i.record.as_ref())
+    // Refused here already, so that nothing (not even the lock) is written for it.
+    let Some(current) = installed.get(addon) else {
+        return Err(super::Error::Refused(format!(
+            "addon `{addon}` is not enabled (see `addonctl list`)"
+        )));
+    };
+    let inventory = current
+        .record
+        .as_ref()
         .map(super::record::Record::inventory_or_planned)
         .unwrap_or_default();
     for object in inventory {
