@@ -169,6 +169,32 @@ async fn a_read_only_user_changes_nothing_anywhere_and_is_told_the_permission_an
             "`create` `leases.coordination.k8s.io`",
         ))
         .stderr(predicate::str::contains("addonctl-operator"));
+    sb.cli_as_user()
+        .args([
+            "registry",
+            "add",
+            "mine",
+            "--type",
+            "helm",
+            "--endpoint",
+            "http://127.0.0.1:9/mine",
+            "--token",
+            "t",
+            "--no-validate",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "`create` `configmaps` in namespace `{}` (ClusterRole `addonctl-operator` allows it)",
+            sb.ns()
+        )));
+    sb.cli_as_user()
+        .args(["cluster", "labels", "east", "tier=gold"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`addonctl cluster labels east` needs permissions",
+        ));
 
     assert_eq!(sb.resource_versions().await, before);
     assert_eq!(on_east(&sb, "kept").await, ["kept-settings"]);
