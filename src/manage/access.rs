@@ -410,6 +410,28 @@ pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<V
     Ok(needs)
 }
 
+/// The addons `disable --prune-dependencies` of `addon` may remove: `addon` and, transitively,
+/// the installed addons its record (and theirs) depend on (each is locked while it runs).
+pub async fn disable_scope(ctx: &super::Context, addon: &str) -> super::Result<Vec<String>> {
+    let installed = super::installed(ctx).await?;
+    let mut scope = vec![addon.to_owned()];
+    let mut next = 0;
+    while let Some(name) = scope.get(next).cloned() {
+        next += 1;
+        let dependencies = installed
+            .get(&name)
+            .and_then(|i| i.record.as_ref())
+            .map(|r| r.dependencies.clone())
+            .unwrap_or_default();
+        for dependency in dependencies {
+            if installed.contains_key(&dependency.name) && !scope.contains(&dependency.name) {
+                scope.push(dependency.name);
+            }
+        }
+    }
+    Ok(scope)
+}
+
 /// A hint for a Forbidden message of the control plane (`User "u" cannot patch resource
 /// "secrets" in API group "" in the namespace "ns"`): the shipped role that allows it.
 pub fn hint(message: &str) -> Option<String> {

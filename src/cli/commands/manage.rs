@@ -402,11 +402,16 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     // learns what is missing, not merely that a list was refused).
     check_addon_state(&ctx, &command).await?;
     let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
+    let locked = if args.prune_dependencies {
+        manage::access::disable_scope(&ctx, &args.addon).await?
+    } else {
+        vec![args.addon.clone()]
+    };
     let reports = manage::guarded(
         &ctx,
         &command,
         &needs,
-        std::slice::from_ref(&args.addon),
+        &locked,
         manage::disable_all(
             &ctx,
             &args.addon,
