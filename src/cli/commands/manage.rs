@@ -767,7 +767,27 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             }
         }
         ClusterCommand::Detach { name, force } => {
-            let cleaned = manage::clusters::detach(&ctx, &name, force).await?;
+            // Detach rewrites the records of the addons on the cluster: hold their locks.
+            let addons: Vec<String> = manage::installed(&ctx)
+                .await?
+                .into_values()
+                .filter(|i| {
+                    i.record
+                        .as_ref()
+                        .is_some_and(|r| r.dispatched_or_planned().contains_key(&name))
+                })
+                .map(|i| i.name)
+                .collect();
+            let mut ctx = ctx;
+            ctx.lock = lock_options(&format!("cluster detach {name}"), false);
+            let cleaned = manage::guarded(
+                &ctx,
+                &format!("`addonctl cluster detach {name}`"),
+                &[],
+                &addons,
+                manage::clusters::detach(&ctx, &name, force),
+            )
+            .await?;
             writeln!(out, "cluster `{name}` detached")?;
             for line in cleaned {
                 writeln!(out, "  {line}")?;
