@@ -5,8 +5,8 @@
 //!
 //! The shipped roles ([`roles`], printed by `addonctl rbac`), least privilege first:
 //! - `addonctl-viewer`: read addonctl's and KubeVela's state (`list`, `status`, `cluster list`,
-//!   `registry list`): records, argument and cluster Secrets, the registry ConfigMap,
-//!   Applications, definitions, leases;
+//!   `registry list`, `enable --dry-run`): records, argument and cluster Secrets, the registry
+//!   ConfigMap, Applications, definitions, leases, Deployments (KubeVela's version);
 //! - `addonctl-operator`: the viewer's rights, plus writing that state (`enable`/`upgrade` of
 //!   addons whose control-plane objects are KubeVela definitions, ConfigMaps and Secrets,
 //!   `disable`, `registry add|update|remove`, `cluster join|detach|labels`);
@@ -104,7 +104,7 @@ impl Role {
 
     fn description(self) -> &'static str {
         match self {
-            Role::Viewer => "addonctl list, status, cluster list, registry list|get: reads addon records, argument and cluster Secrets, the registry ConfigMap, Applications, definitions and leases. Secrets include cluster credentials: bind it with a RoleBinding in the system namespace only to people who may see them",
+            Role::Viewer => "addonctl list, status, cluster list, registry list|get, enable --dry-run: reads addon records, argument and cluster Secrets, the registry ConfigMap, Applications, definitions, leases and Deployments (KubeVela's version). Secrets include cluster credentials: bind it with a RoleBinding in the system namespace only to people who may see them",
             Role::Operator => "addonctl-viewer, plus enable/upgrade of addons whose control-plane objects are KubeVela definitions, ConfigMaps and Secrets, disable, registry add|update|remove, cluster join|detach|labels: writes those objects, Applications and addonctl's leases",
             Role::Admin => "everything, for addons that put arbitrary objects (CRDs, RBAC, workloads, other namespaces) on the control plane; bind it only where cluster-admin would be acceptable",
         }
@@ -132,6 +132,8 @@ impl Role {
                     vec!["configmaps", "secrets", "namespaces"],
                     READ.to_vec(),
                 ),
+                // KubeVela's version (the vela-core Deployment) for `system` requirements.
+                (vec!["apps"], vec!["deployments"], READ.to_vec()),
                 (vec!["core.oam.dev"], definitions, READ.to_vec()),
                 (vec!["coordination.k8s.io"], vec!["leases"], READ.to_vec()),
                 (
@@ -142,6 +144,7 @@ impl Role {
             ],
             Role::Operator => vec![
                 (vec![""], vec!["configmaps", "secrets"], WRITE.to_vec()),
+                (vec!["apps"], vec!["deployments"], READ.to_vec()),
                 (
                     vec![""],
                     vec!["namespaces"],
