@@ -103,6 +103,7 @@ async fn main() {
             cluster: Cluster::connect(&ConnectOptions {
                 kubeconfig: Some(kubeconfig.clone()),
                 context: None,
+                ..ConnectOptions::default()
             })
             .await
             .unwrap(),
@@ -110,6 +111,7 @@ async fn main() {
             catalog: Catalog::new(&[]).unwrap(),
             renderer: Renderer::new(),
             engine: manage::EngineChoice::Auto,
+            lock: manage::LockOptions::default(),
         }
     };
     let request = EnableRequest {

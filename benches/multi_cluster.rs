@@ -89,6 +89,7 @@ async fn connect(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ConnectOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         context: None,
+        ..ConnectOptions::default()
     })
     .await
     .unwrap()
@@ -206,6 +207,7 @@ async fn main() {
                 catalog: Catalog::new(&[]).unwrap(),
                 renderer: Renderer::new(),
                 engine: EngineChoice::Direct,
+                lock: addonctl::manage::LockOptions::default(),
             }
         };
         let setup = context().await;

@@ -553,8 +553,28 @@ fn config_map_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("", "v1", "ConfigMap")
 }
 
-/// Attempts at a read-modify-write of the ConfigMap before giving up on conflicts.
-const WRITE_ATTEMPTS: usize = 5;
+/// Attempts at a read-modify-write of the ConfigMap before giving up on conflicts (each retry
+/// after a short pause that grows and differs between processes, so that many writers at once
+/// all get through).
+const WRITE_ATTEMPTS: u32 = 20;
+
+/// The pause before retry `attempt` of a conflicting write: 20 ms × attempt, plus up to as much
+/// again derived from the clock and the process id.
+async fn back_off(attempt: u32) {
+    let base = 20 * u64::from(attempt);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+        ^ u64::from(std::process::id()).wrapping_mul(2_654_435_761);
+    let jitter = seed % (base + 1);
+    tokio::time::sleep(std::time::Duration::from_millis(base + jitter)).await;
+}
+
+fn kept_changing(namespace: &str) -> Error {
+    Error::User(format!(
+        "ConfigMap `{namespace}/{CONFIG_MAP}` kept changing while it was written ({WRITE_ATTEMPTS} attempts); nothing was changed: try again"
+    ))
+}
 
 impl Store {
     /// Where the store is, for messages.
@@ -691,16 +711,25 @@ impl Store {
                 write_local(path, &file)?;
             }
             Store::Cluster { cluster, namespace } => {
-                for _ in 0..WRITE_ATTEMPTS {
+                let mut written = false;
+                for attempt in 0..WRITE_ATTEMPTS {
                     let (mut map, version) = self.read_cluster_map().await?;
-                    map.remove(name);
+                    if map.remove(name).is_none() {
+                        return Ok(false);
+                    }
                     match self.write_cluster_map(&map, version.as_deref()).await {
-                        Err(Error::Cluster(crate::cluster::Error::Conflict { .. })) => {}
+                        Err(Error::Cluster(crate::cluster::Error::Conflict { .. })) => {
+                            back_off(attempt + 1).await;
+                        }
                         other => {
                             other?;
+                            written = true;
                             break;
                         }
                     }
+                }
+                if !written {
+                    return Err(kept_changing(namespace));
                 }
                 cluster
                     .delete(
@@ -762,7 +791,13 @@ impl Store {
             "metadata": metadata,
             "data": { CONFIG_MAP_KEY: text },
         });
-        cluster.apply(&object, namespace).await?;
+        // Compare-and-swap: an existing ConfigMap is written only at the version read; a missing
+        // one is created (another writer creating it first is a conflict, retried).
+        if resource_version.is_some() {
+            cluster.apply(&object, namespace).await?;
+        } else {
+            cluster.create(&object).await?;
+        }
         Ok(())
     }
 
@@ -871,29 +906,35 @@ impl Store {
                         "metadata": {"name": namespace},
                     }))
                     .await?;
-                let mut secret_ref = None;
-                let mut checked = false;
-                for _ in 0..WRITE_ATTEMPTS {
+                for attempt in 0..WRITE_ATTEMPTS {
                     let (mut map, version) = self.read_cluster_map().await?;
                     let mut spec = change(&map)?;
-                    if !checked {
-                        // Only once the change is known to be allowed do credentials move.
-                        if let Some((name, credentials)) = credentials {
-                            secret_ref = self.write_secret(name, credentials).await?;
-                        }
-                        checked = true;
+                    if let Some((name, credentials)) = credentials {
+                        spec.secret_ref =
+                            (!credentials.is_empty()).then(|| format!("{SECRET_PREFIX}{name}"));
                     }
-                    spec.secret_ref.clone_from(&secret_ref);
                     map.insert(spec.name.clone(), to_kubevela(&spec));
                     match self.write_cluster_map(&map, version.as_deref()).await {
-                        Err(Error::Cluster(crate::cluster::Error::Conflict { .. })) => {}
+                        Err(Error::Cluster(crate::cluster::Error::Conflict { .. })) => {
+                            back_off(attempt + 1).await;
+                        }
                         Err(e) => return Err(e),
-                        Ok(()) => return Ok(spec),
+                        Ok(()) => {
+                            // Only the writer whose entry landed writes the credentials: a
+                            // concurrent add of the same name fails in `change` above, before
+                            // touching the Secret, so an endpoint never gets another's token.
+                            if let Some((name, credentials)) = credentials {
+                                self.write_secret(name, credentials).await.map_err(|e| {
+                                    Error::User(format!(
+                                        "registry `{name}` was stored but its credentials were not ({e}); set them again with `addonctl registry update {name}`"
+                                    ))
+                                })?;
+                            }
+                            return Ok(spec);
+                        }
                     }
                 }
-                Err(Error::User(format!(
-                    "ConfigMap `{namespace}/{CONFIG_MAP}` kept changing while it was written; try again"
-                )))
+                Err(kept_changing(namespace))
             }
         }
     }

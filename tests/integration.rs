@@ -12,6 +12,7 @@ mod multi_cluster;
 mod publish;
 mod registry;
 mod render;
+mod safety_authz;
 mod sources;
 mod sources_git;
 mod sources_helm;

@@ -69,6 +69,17 @@ pub struct GlobalArgs {
         value_name = "N"
     )]
     pub burst: u32,
+    /// The limit of each request to a cluster (the control plane and every managed cluster), in
+    /// seconds: connecting, reading, writing and the whole request. A request still unanswered
+    /// after a few seconds is announced on stderr.
+    #[arg(
+        long,
+        global = true,
+        env = "ADDONCTL_CLUSTER_TIMEOUT",
+        default_value_t = 30.0,
+        value_name = "SECONDS"
+    )]
+    pub request_timeout: f64,
     /// Wall-clock limit for each addon script, in seconds.
     #[arg(
         long,
@@ -94,6 +105,18 @@ impl GlobalArgs {
         addonctl::cluster::RateLimit::new(self.qps, self.burst).ok_or_else(|| {
             crate::cli::diagnostics::user("`--qps` and `--burst` must be at least 1")
         })
+    }
+
+    /// The request timeout these flags ask for.
+    pub fn request_timeout(&self) -> anyhow::Result<std::time::Duration> {
+        std::time::Duration::try_from_secs_f64(self.request_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                crate::cli::diagnostics::user(
+                    "`--request-timeout` (`ADDONCTL_CLUSTER_TIMEOUT`) must be a positive number of seconds",
+                )
+            })
     }
 
     /// The sandbox limits these flags ask for.
@@ -141,6 +164,24 @@ pub enum Command {
     /// Manage the clusters addons are deployed to.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Print the ClusterRoles addonctl ships (`addonctl-viewer`, `-operator`, `-admin`), for
+    /// `kubectl apply -f -`.
+    Rbac(RbacArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ObjectFormat::Yaml)]
+    pub output: ObjectFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Take the lock of the addon (or registry) even though another command holds it: use it
+    /// only when that command is gone (its lock otherwise expires a minute after it stopped).
+    #[arg(long)]
+    pub force_unlock: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -234,6 +275,8 @@ pub struct EnableArgs {
     /// Print Secret data and `secret()` parameters in `--dry-run` output.
     #[arg(long)]
     pub show_secrets: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +298,8 @@ pub struct DisableArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -300,6 +345,8 @@ pub struct UpgradeArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 /// The engine choice on the command line.
@@ -403,6 +450,9 @@ pub struct RegistryArgs {
         env = "ADDONCTL_REGISTRY_FILE"
     )]
     pub registry_file: Option<PathBuf>,
+    /// Take a registry's lock even though another command holds it (that command is gone).
+    #[arg(long, global = true)]
+    pub force_unlock: bool,
     #[command(subcommand)]
     pub command: RegistryCommand,
 }

@@ -22,11 +22,34 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
             shown.push_str(&text);
         }
     }
+    if let Some(hint) = forbidden_hint(error) {
+        let _ = writeln!(stderr, "  hint: {hint}");
+    }
     if is_user_error(error) {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)
     }
+}
+
+/// For a control plane's refusal: the shipped role that would allow the request.
+fn forbidden_hint(error: &anyhow::Error) -> Option<String> {
+    error.chain().find_map(|cause| {
+        let forbidden = cause
+            .downcast_ref::<addonctl::cluster::Error>()
+            .or_else(|| match cause.downcast_ref::<addonctl::manage::Error>() {
+                Some(addonctl::manage::Error::Cluster(e)) => Some(e),
+                _ => None,
+            });
+        match forbidden {
+            Some(addonctl::cluster::Error::Forbidden { cluster, message })
+                if cluster == addonctl::cluster::set::LOCAL =>
+            {
+                addonctl::manage::access::hint(message)
+            }
+            _ => None,
+        }
+    })
 }
 
 /// User errors: anything the library classifies as such, and every [`UserError`].

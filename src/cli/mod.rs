@@ -58,5 +58,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Index(args) => commands::publish::index(&args),
         Command::Registry(args) => commands::registry::run(&cli.global, args).await,
         Command::Cluster(command) => commands::manage::cluster(&cli.global, command).await,
+        Command::Rbac(args) => commands::manage::rbac(&args),
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod rate;
 pub mod set;
+pub mod watchdog;
 
 pub use rate::RateLimit;
 
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -99,6 +101,12 @@ impl Error {
     }
 }
 
+/// Whether a failure already turned into text (a cluster's outcome) was an
+/// [`Error::Forbidden`]: its message has the form `cluster `x` refused: …`.
+pub fn is_forbidden_text(text: &str) -> bool {
+    text.contains("` refused: ")
+}
+
 /// `Result` with the cluster [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -109,6 +117,22 @@ pub struct ConnectOptions {
     pub kubeconfig: Option<PathBuf>,
     /// A context of the kubeconfig; `None` = its current context.
     pub context: Option<String>,
+    /// The limit of each request (connect, read, write, and the whole request);
+    /// `None` = [`DEFAULT_REQUEST_TIMEOUT`].
+    pub timeout: Option<Duration>,
+}
+
+/// The request timeout of every cluster unless configured (`--request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest a TCP and TLS connect may take, whatever the request timeout.
+const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sets a kube config's socket timeouts from a request timeout.
+fn bound(config: &mut kube::Config, timeout: Duration) {
+    config.connect_timeout = Some(timeout.min(MAX_CONNECT_TIMEOUT));
+    config.read_timeout = Some(timeout);
+    config.write_timeout = Some(timeout);
 }
 
 /// Requests and writes made through one [`Cluster`].
@@ -123,7 +147,8 @@ impl Counters {
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
-    /// Requests with a writing method (POST, PUT, PATCH, DELETE) so far.
+    /// Requests with a writing method (POST, PUT, PATCH, DELETE) so far, access reviews
+    /// excepted.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
@@ -140,6 +165,8 @@ pub struct Cluster {
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
     counters: Arc<Counters>,
     limits: rate::Limits,
+    timeout: Duration,
+    notice: watchdog::NoticeSlot,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -186,7 +213,7 @@ impl Cluster {
             context: options.context.clone(),
             ..KubeConfigOptions::default()
         };
-        let config = if let Some(path) = &options.kubeconfig {
+        let mut config = if let Some(path) = &options.kubeconfig {
             let kubeconfig = Kubeconfig::read_from(path)
                 .map_err(|e| Error::Config(format!("cannot read `{}`: {e}", path.display())))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &opts)
@@ -202,13 +229,28 @@ impl Cluster {
                 })?,
             }
         };
-        Self::from_config("local", config)
+        let timeout = options.timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        bound(&mut config, timeout);
+        Self::from_config_with("local", config, timeout)
     }
 
     /// Builds a cluster from a kube `Config`, counting every request, limited to the default
-    /// [`RateLimit`] (see [`Cluster::set_rate_limit`]).
+    /// [`RateLimit`] (see [`Cluster::set_rate_limit`]), each request bounded by the config's read
+    /// timeout (or [`DEFAULT_REQUEST_TIMEOUT`]).
     pub fn from_config(name: &str, config: kube::Config) -> Result<Self> {
+        let timeout = config.read_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        Self::from_config_with(name, config, timeout)
+    }
+
+    fn from_config_with(name: &str, config: kube::Config, timeout: Duration) -> Result<Self> {
         let server = config.cluster_url.to_string();
+        let notice = watchdog::NoticeSlot::default();
+        let watch = watchdog::Watch {
+            cluster: name.to_owned(),
+            server: server.trim_end_matches('/').to_owned(),
+            timeout,
+            notice: notice.clone(),
+        };
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
         let limits = rate::Limits::new(RateLimit::default());
@@ -217,13 +259,21 @@ impl Cluster {
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
                     counting.requests.fetch_add(1, Ordering::Relaxed);
-                    if !matches!(*request.method(), http::Method::GET | http::Method::HEAD) {
+                    // An access review is a POST that changes nothing.
+                    let review = request
+                        .uri()
+                        .path()
+                        .starts_with("/apis/authorization.k8s.io/");
+                    if !review
+                        && !matches!(*request.method(), http::Method::GET | http::Method::HEAD)
+                    {
                         counting.writes.fetch_add(1, Ordering::Relaxed);
                     }
                     request
                 },
             ))
             .with_layer(&rate::RateLimitLayer::new(limits.clone()))
+            .with_layer(&watchdog::WatchdogLayer(watch))
             .build();
         Ok(Cluster {
             name: name.to_owned(),
@@ -232,7 +282,34 @@ impl Cluster {
             discovery: Arc::new(Mutex::new(HashMap::new())),
             counters,
             limits,
+            timeout,
+            notice,
         })
+    }
+
+    /// The limit of each request to this cluster.
+    pub fn request_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Where "still waiting for the server" lines go (see [`watchdog`]); the CLI prints them.
+    pub fn set_notice(&self, notice: watchdog::Notice) {
+        self.notice.set(notice);
+    }
+
+    /// A client for a managed cluster that behaves as this one: the same request timeout, rate
+    /// limit and notice hook (each cluster has its own rate bucket).
+    pub async fn managed(
+        &self,
+        name: &str,
+        credentials: &set::ClusterCredentials,
+    ) -> Result<Cluster> {
+        let client = credentials.connect(name, self.timeout).await?;
+        client.set_rate_limit(self.rate_limit());
+        if let Some(notice) = self.notice.get() {
+            client.set_notice(notice);
+        }
+        Ok(client)
     }
 
     /// Changes the request rate limit of this cluster (and its clones).
@@ -628,5 +705,116 @@ impl Cluster {
             Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
             Err(e) => Err(self.map_error(e, &what)),
         }
+    }
+}
+
+/// Writes with preconditions: the building blocks of compare-and-swap (leases, stores).
+impl Cluster {
+    /// Creates an object (field manager `addonctl`). One that exists already is a
+    /// [`Error::Conflict`].
+    pub async fn create(&self, object: &Value) -> Result<DynamicObject> {
+        let (what, api, _, _) = self.api_of(object).await?;
+        let typed = self.typed(object, &what)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        api.create(&params, &typed)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Replaces an object whole (field manager `addonctl`). With `metadata.resourceVersion`
+    /// set, only while the stored object still has it; otherwise a [`Error::Conflict`].
+    pub async fn replace(&self, object: &Value) -> Result<DynamicObject> {
+        let (what, api, name, _) = self.api_of(object).await?;
+        let typed = self.typed(object, &what)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        api.replace(&name, &params, &typed)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Deletes an object only while it has `resource_version`. Returns whether it was deleted
+    /// (`false`: gone already, or changed since).
+    pub async fn delete_if_version(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<bool> {
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: None,
+                resource_version: Some(resource_version.to_owned()),
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
+    /// An object's description, the API of its kind (in its namespace) and its name.
+    async fn api_of(&self, object: &Value) -> Result<(String, Api<DynamicObject>, String, bool)> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let (api, namespaced) = self.api_for(&gvk, namespace, &what).await?;
+        Ok((what, api, name, namespaced))
+    }
+}
+
+impl Cluster {
+    /// Asks the server whether the caller may `verb` the `resource` of `group` (in `namespace`,
+    /// or cluster-wide) with a SelfSubjectAccessReview, which every authenticated user may make.
+    pub async fn can_i(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Result<bool> {
+        use k8s_openapi::api::authorization::v1::{
+            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+        };
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(group.to_owned()),
+                    resource: Some(resource.to_owned()),
+                    verb: Some(verb.to_owned()),
+                    namespace: namespace.map(str::to_owned),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        let answer = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| self.map_error(e, "SelfSubjectAccessReview"))?;
+        Ok(answer.status.is_some_and(|s| s.allowed))
     }
 }

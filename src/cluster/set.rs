@@ -332,9 +332,7 @@ impl ClusterCredentials {
         )
         .await
         .map_err(|e| Error::Config(format!("cluster `{name}`: {e}")))?;
-        config.connect_timeout = Some(timeout.min(Duration::from_secs(10)));
-        config.read_timeout = Some(timeout);
-        config.write_timeout = Some(timeout);
+        super::bound(&mut config, timeout);
         Cluster::from_config(name, config)
     }
 }

@@ -71,8 +71,10 @@ pub async fn join(
     ctx.cluster
         .create_if_missing(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}))
         .await?;
-    let secret = credentials.to_secret(name, &ctx.namespace, labels);
-    ctx.cluster.apply(&secret, &ctx.namespace).await?;
+    write_cluster_secret(ctx, name, |_| {
+        Ok(credentials.to_secret(name, &ctx.namespace, labels))
+    })
+    .await?;
     Ok(ClusterRow {
         name: name.to_owned(),
         endpoint: client.server().to_owned(),
@@ -186,17 +188,48 @@ pub async fn set_labels(
     labels: &BTreeMap<String, String>,
 ) -> Result<()> {
     check_name(name)?;
-    let joined = direct::joined(ctx).await?;
-    let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
-        return Err(Error::Refused(format!(
-            "cluster `{name}` is not joined (see `addonctl cluster list`)"
-        )));
-    };
-    ctx.cluster
-        .apply(
-            &credentials.to_secret(name, &ctx.namespace, labels),
-            &ctx.namespace,
-        )
-        .await?;
-    Ok(())
+    write_cluster_secret(ctx, name, |stored| {
+        let Some(stored) = stored else {
+            return Err(Error::Refused(format!(
+                "cluster `{name}` is not joined (see `addonctl cluster list`)"
+            )));
+        };
+        let (_, credentials) = ClusterCredentials::from_secret(stored)?;
+        Ok(credentials.to_secret(name, &ctx.namespace, labels))
+    })
+    .await
+}
+
+/// Attempts at a read-modify-write of a cluster Secret before giving up on conflicts.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// Read-modify-write of the cluster Secret `name`: `change` gets the stored Secret (if any) and
+/// returns the new one, written only while the stored one is unchanged; on a conflict the whole
+/// read-modify-write runs again (bounded).
+async fn write_cluster_secret(
+    ctx: &Context,
+    name: &str,
+    change: impl Fn(Option<&serde_json::Value>) -> Result<serde_json::Value>,
+) -> Result<()> {
+    let ns = &ctx.namespace;
+    for _ in 0..WRITE_ATTEMPTS {
+        let stored = ctx.cluster.get(&secret_gvk(), Some(ns), name).await?;
+        let stored_value = stored.as_ref().map(super::to_value);
+        let mut secret = change(stored_value.as_ref())?;
+        // Server-side applied, so that fields dropped later (labels) are removed; a Secret that
+        // did not exist is applied unconditionally (a create would own its fields as an update,
+        // which later applies do not remove).
+        if let Some(version) = stored.and_then(|s| s.metadata.resource_version) {
+            secret["metadata"]["resourceVersion"] = serde_json::json!(version);
+        }
+        let written = ctx.cluster.apply(&secret, ns).await;
+        match written {
+            Ok(_) => return Ok(()),
+            Err(crate::cluster::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Refused(format!(
+        "the Secret of cluster `{name}` kept changing while it was written; try again"
+    )))
 }

@@ -64,16 +64,14 @@ pub fn cluster_timeout() -> Duration {
         .unwrap_or(Duration::from_secs(30))
 }
 
-/// A client for a joined cluster, with the request timeout ([`cluster_timeout`]) and the rate
-/// limit of the control plane's client (each cluster has its own bucket).
+/// A client for a joined cluster, with the request timeout, rate limit and notice hook of the
+/// control plane's client (each cluster has its own bucket).
 pub async fn connect(
     ctx: &Context,
     name: &str,
     credentials: &ClusterCredentials,
 ) -> cluster::Result<Cluster> {
-    let client = credentials.connect(name, cluster_timeout()).await?;
-    client.set_rate_limit(ctx.cluster.rate_limit());
-    Ok(client)
+    ctx.cluster.managed(name, credentials).await
 }
 
 /// The joined clusters (from their Secrets), without credentials.

@@ -21,11 +21,13 @@
 //! disable deletes exactly what the record (and its pending revision) lists, in reverse order,
 //! without relying on garbage collection, keeping what another addon's record lists too.
 
+pub mod access;
 pub mod catalog;
 pub mod clusters;
 pub mod direct;
 mod guard;
 mod inventory;
+pub mod lease;
 mod plan;
 pub mod record;
 pub mod wait;
@@ -65,6 +67,82 @@ pub struct Context {
     pub renderer: Renderer,
     /// Which engine deploys the Application's components.
     pub engine: EngineChoice,
+    /// How commands that write take their locks.
+    pub lock: LockOptions,
+}
+
+/// How a writing command takes its locks ([`lease`]).
+#[derive(Debug, Clone)]
+pub struct LockOptions {
+    /// Who this command is, as other commands are told (see [`lease::holder_identity`]).
+    pub holder: String,
+    /// Take locks held by others (`--force-unlock`: their command is gone).
+    pub force: bool,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions {
+            holder: lease::holder_identity("(library)"),
+            force: false,
+        }
+    }
+}
+
+/// Runs `work` control plane first: checks `needs` (refusing with every missing permission
+/// before any write), takes the lock of every addon in `addons` (in name order; refusing when
+/// another command holds one), runs `work`, and releases the locks whatever its outcome.
+pub async fn guarded<T, F>(
+    ctx: &Context,
+    command: &str,
+    needs: &[access::Need],
+    addons: &[String],
+    work: F,
+) -> Result<T>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    access::check(&ctx.cluster, command, needs).await?;
+    let mut names: Vec<&String> = addons.iter().collect();
+    names.sort();
+    names.dedup();
+    let mut locks = Vec::new();
+    for name in names {
+        let taken = lease::acquire(
+            &ctx.cluster,
+            &ctx.namespace,
+            &lease::addon_lease(name),
+            name,
+            &ctx.lock.holder,
+            ctx.lock.force,
+        )
+        .await;
+        match taken {
+            Ok(lock) => locks.push(lock),
+            Err(e) => {
+                release_all(locks).await;
+                return Err(e);
+            }
+        }
+    }
+    let result = work.await;
+    // A lock taken over meanwhile (this command stalled past the lease, or `--force-unlock`):
+    // another command may have written at the same time, so success is not claimed.
+    let lost = locks.iter().find_map(|lock| lock.ensure_held().err());
+    release_all(locks).await;
+    match (result, lost) {
+        (Ok(_), Some(lost)) => Err(lost),
+        (result, _) => result,
+    }
+}
+
+/// Releases locks; a lock that cannot be released expires on its own.
+async fn release_all(locks: Vec<lease::Lock>) {
+    for lock in locks {
+        if let Err(e) = lock.release().await {
+            tracing::debug!("a lock was left to expire: {e}");
+        }
+    }
 }
 
 /// Which engine deploys an addon's components.
@@ -107,7 +185,7 @@ pub enum Error {
     #[error(transparent)]
     Addon(#[from] crate::Error),
     /// Some clusters failed; the others were applied. Running the command again converges.
-    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\n{}", failed.len(), total, failed.join("\n  "), clusters_note(failed.len(), *total))]
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\n{}", failed.len(), total, failed.join("\n  "), clusters_note(addon, failed.len(), *total))]
     Clusters {
         /// The addon.
         addon: String,
@@ -122,6 +200,13 @@ pub enum Error {
     /// Workloads did not become ready in time.
     #[error("{0}")]
     NotReady(String),
+    /// The caller may not do what the command needs on the control plane (checked before any
+    /// write).
+    #[error(transparent)]
+    Denied(#[from] access::Denied),
+    /// Another command holds the addon's (or registry's) lock.
+    #[error(transparent)]
+    Busy(#[from] lease::Busy),
     /// Applying failed midway; `applied` lists what had been applied.
     #[error("{source}\n{}", applied_note(.applied))]
     Partial {
@@ -133,35 +218,40 @@ pub enum Error {
     },
 }
 
-fn clusters_note(failed: usize, total: usize) -> String {
-    if failed >= total {
-        "run the command again to finish".to_owned()
-    } else {
-        "the other clusters were applied; run the command again to finish".to_owned()
-    }
-}
-
 fn applied_note(applied: &[String]) -> String {
     if applied.is_empty() {
         "nothing was applied".to_owned()
     } else {
         format!(
-            "applied before the failure ({}): {}; run the command again to finish",
+            "applied before the failure ({}): {}; the addon's record lists everything that may have been applied: run the same command again to finish, or `addonctl disable` the addon to undo",
             applied.len(),
             applied.join(", ")
         )
     }
 }
 
+fn clusters_note(addon: &str, failed: usize, total: usize) -> String {
+    let done = if failed >= total {
+        "no cluster has it".to_owned()
+    } else {
+        format!("the other {} were applied", total - failed)
+    };
+    format!(
+        "{done}; the record lists what each cluster may hold: run the same command again to finish (an enable can also be undone with `addonctl disable {addon}`)"
+    )
+}
+
 impl Error {
     /// Whether the user can fix this.
     pub fn is_user_error(&self) -> bool {
         match self {
-            Error::Refused(_) | Error::Resolve(_) => true,
+            Error::Refused(_) | Error::Resolve(_) | Error::Denied(_) => true,
             Error::Cluster(e) => e.is_user_error(),
             Error::Addon(e) => e.is_user_error(),
             Error::Partial { source, .. } => source.is_user_error(),
-            Error::Clusters { .. } | Error::NotReady(_) => false,
+            // Refused by every failed cluster: the credentials' fault, as when refused up front.
+            Error::Clusters { failed, .. } => failed.iter().all(|f| cluster::is_forbidden_text(f)),
+            Error::NotReady(_) | Error::Busy(_) => false,
         }
     }
 }
@@ -413,14 +503,19 @@ async fn apply_rendered(
     {
         report.applied.push(format!("Namespace `{ns}`"));
     }
-    let previous = cluster
+    let stored_previous = cluster
         .get(
             &secret_gvk(),
             Some(ns),
             &record::record_name(&rendered.name),
         )
-        .await?
-        .and_then(|s| Record::from_secret(&to_value(&s)));
+        .await?;
+    // Every write of the record is conditional on the version read here (then on the one
+    // written): a record changed by anyone else meanwhile is never overwritten.
+    let mut record_version = stored_previous
+        .as_ref()
+        .and_then(|s| s.metadata.resource_version.clone());
+    let previous = stored_previous.and_then(|s| Record::from_secret(&to_value(&s)));
     let served = cluster.serves(&application_gvk()).await?;
     let vela = match ctx.engine {
         EngineChoice::Auto => served,
@@ -533,7 +628,7 @@ async fn apply_rendered(
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
-    let stored_record = cluster.apply(&record.to_secret(ns), ns).await?;
+    let stored_record = write_record(cluster, &record, ns, &mut record_version).await?;
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
         report
@@ -619,7 +714,7 @@ async fn apply_rendered(
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
-        cluster.apply(&record.to_secret(ns), ns).await?;
+        write_record(cluster, &record, ns, &mut record_version).await?;
         return Ok(());
     };
     let dispatched = prepared.apply(reporter).await;
@@ -644,7 +739,7 @@ async fn apply_rendered(
         inventory: Vec::new(),
         dispatched: dispatched.unfinished,
     });
-    cluster.apply(&record.to_secret(ns), ns).await?;
+    write_record(cluster, &record, ns, &mut record_version).await?;
     let total = dispatched.outcomes.len();
     report.clusters = dispatched.outcomes;
     if failed.is_empty() {
@@ -656,6 +751,37 @@ async fn apply_rendered(
             total,
         })
     }
+}
+
+/// Writes an addon's record only if it is unchanged since `version` was read or written;
+/// `version` becomes the one written. A record changed meanwhile by someone else is an error,
+/// never overwritten. A record that did not exist is applied unconditionally: the addon's lock
+/// (held by the caller) keeps other addonctl commands away, and a create instead would leave
+/// an `Update` entry in its managed fields that the next unchanged enable rewrites.
+async fn write_record(
+    cluster: &Cluster,
+    record: &Record,
+    ns: &str,
+    version: &mut Option<String>,
+) -> Result<DynamicObject> {
+    let mut secret = record.to_secret(ns);
+    if let Some(known) = version.as_deref() {
+        secret["metadata"]["resourceVersion"] = json!(known);
+    }
+    let written = cluster.apply(&secret, ns).await;
+    let stored = written.map_err(|e| match e {
+        cluster::Error::Conflict { cluster, .. } => Error::Cluster(cluster::Error::Conflict {
+            cluster,
+            message: format!(
+                "the record `{ns}/{}` was changed by another command while this one ran (one not taking addonctl's lock); it was not overwritten: run `addonctl status {}` and the command again",
+                record::record_name(&record.name),
+                record.name
+            ),
+        }),
+        other => other.into(),
+    })?;
+    version.clone_from(&stored.metadata.resource_version);
+    Ok(stored)
 }
 
 /// The control-plane objects an enable will apply, with the namespace each gets (kinds not
@@ -707,8 +833,36 @@ pub async fn enable(
     execute(ctx, &plan, request.override_definitions, reporter).await
 }
 
-/// Checks conflicts and applies every step of a plan.
+/// Checks the caller's permissions on the control plane, takes the lock of every addon the plan
+/// changes, checks conflicts and applies every step of a plan.
 pub async fn execute(
+    ctx: &Context,
+    plan: &Plan,
+    override_definitions: bool,
+    reporter: &dyn Reporter,
+) -> Result<Vec<StepReport>> {
+    let addons: Vec<String> = plan
+        .steps
+        .iter()
+        .filter(|s| s.action != Action::Keep)
+        .map(|s| s.rendered.name.clone())
+        .collect();
+    let command = match plan.steps.last() {
+        Some(root) => format!("`addonctl enable {}`", root.rendered.name),
+        None => return Ok(Vec::new()),
+    };
+    let needs = access::plan_needs(ctx, plan).await?;
+    guarded(
+        ctx,
+        &command,
+        &needs,
+        &addons,
+        Box::pin(execute_locked(ctx, plan, override_definitions, reporter)),
+    )
+    .await
+}
+
+async fn execute_locked(
     ctx: &Context,
     plan: &Plan,
     override_definitions: bool,

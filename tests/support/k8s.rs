@@ -166,6 +166,7 @@ async fn connect(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ConnectOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         context: None,
+        ..ConnectOptions::default()
     })
     .await
     .unwrap()
@@ -192,6 +193,7 @@ impl Kind {
     pub const ROLE: Kind = Kind("rbac.authorization.k8s.io/v1", "Role");
     pub const DEPLOYMENT: Kind = Kind("apps/v1", "Deployment");
     pub const DAEMON_SET: Kind = Kind("apps/v1", "DaemonSet");
+    pub const LEASE: Kind = Kind("coordination.k8s.io/v1", "Lease");
 
     /// Every namespaced kind an addon puts into the system namespace.
     pub const ADDON_KINDS: [Kind; 8] = [
@@ -467,13 +469,22 @@ impl Sandbox {
 
     /// [`Sandbox::cli`] as a plain process command, for running it in the background.
     pub fn command(&self) -> std::process::Command {
+        self.command_with(&self.cluster.kubeconfig)
+    }
+
+    /// [`Sandbox::cli_as_user`] as a plain process command.
+    pub fn command_as_user(&self) -> std::process::Command {
+        self.command_with(&self.cluster.user_kubeconfig)
+    }
+
+    fn command_with(&self, kubeconfig: &Path) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("addonctl"));
         cmd.env_remove("KUBECONFIG")
             .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
             .env_remove("ADDONCTL_ENGINE")
             .env_remove("ADDONCTL_CLUSTER_TIMEOUT")
             .env("NO_COLOR", "1")
-            .args(self.cli_args(&self.cluster.kubeconfig));
+            .args(self.cli_args(kubeconfig));
         cmd
     }
 
@@ -786,6 +797,7 @@ async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> 
         catalog: Catalog::new(registries).unwrap(),
         renderer: Renderer::new(),
         engine: addonctl::manage::EngineChoice::Auto,
+        lock: addonctl::manage::LockOptions::default(),
     }
 }
 

@@ -13,8 +13,8 @@ use addonctl::render::output::{format_objects, Format};
 use addonctl::render::Renderer;
 
 use crate::cli::args::{
-    ClusterCommand, DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ReportFormat,
-    StatusArgs, UpgradeArgs,
+    ClusterCommand, DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ObjectFormat, RbacArgs,
+    ReportFormat, StatusArgs, UpgradeArgs,
 };
 use crate::cli::commands::render::collect_args;
 
@@ -31,16 +31,35 @@ impl Reporter for StderrReporter {
     }
 }
 
-async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
+/// Connects to the control plane (with the request timeout, and "still waiting" lines on stderr
+/// unless `-q`).
+pub async fn control_plane(global: &GlobalArgs) -> anyhow::Result<Cluster> {
     let cluster = Cluster::connect(&ConnectOptions {
         kubeconfig: global.kubeconfig.clone(),
         context: global.context.clone(),
+        timeout: Some(global.request_timeout()?),
     })
     .await
     .map_err(addonctl::Error::from)?;
-    // Managed clusters' clients take the same limit (see `manage::direct::connect`).
+    // Managed clusters' clients take the same limit and hook (see `Cluster::managed`).
     cluster.set_rate_limit(global.rate_limit()?);
-    let catalog = catalog(global, &cluster).await?;
+    if !global.quiet {
+        cluster.set_notice(std::sync::Arc::new(|line: &str| {
+            let _ = writeln!(std::io::stderr(), "  {line}");
+        }));
+    }
+    Ok(cluster)
+}
+
+/// The context of a command; `registries`: whether it reads registries at all (commands that
+/// need none never read the stored ones, so they neither wait for nor warn about them).
+async fn context(global: &GlobalArgs, registries: bool) -> anyhow::Result<Context> {
+    let cluster = control_plane(global).await?;
+    let catalog = if registries {
+        catalog(global, &cluster).await?
+    } else {
+        Catalog::new(&global.registry_dirs)?
+    };
     Ok(Context {
         cluster,
         namespace: global.system_namespace.clone(),
@@ -51,7 +70,30 @@ async fn context(global: &GlobalArgs) -> anyhow::Result<Context> {
             Engine::Vela => manage::EngineChoice::Vela,
             Engine::Direct => manage::EngineChoice::Direct,
         },
+        lock: manage::LockOptions::default(),
     })
+}
+
+/// Control plane first: refuses, naming every missing permission, before a writing command reads
+/// or plans anything (the full check, with every object of the plan, runs before the first write).
+async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
+    let served = ctx.engine != manage::EngineChoice::Direct
+        && ctx.cluster.serves(&manage::application_gvk()).await?;
+    manage::access::check(
+        &ctx.cluster,
+        command,
+        &manage::access::addon_state(&ctx.namespace, served),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The lock options of a writing command.
+fn lock_options(command: &str, force: bool) -> manage::LockOptions {
+    manage::LockOptions {
+        holder: manage::lease::holder_identity(command),
+        force,
+    }
 }
 
 /// The registries in search order: `--registry-dir` directories, the stored registries
@@ -66,9 +108,19 @@ async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catal
     };
     let stored = match store.load().await {
         Ok(stored) => stored,
+        // The control plane itself does not answer: every later request would wait as long.
+        Err(e @ addonctl::Error::Cluster(addonctl::cluster::Error::Unreachable { .. })) => {
+            return Err(e.into());
+        }
         Err(e) => {
+            let hint = match &e {
+                addonctl::Error::Cluster(addonctl::cluster::Error::Forbidden { .. }) => {
+                    " (reading them needs `get` on ConfigMap `vela-addon-registry` and its Secrets in the system namespace: ClusterRole `addonctl-viewer`, see `addonctl rbac`)"
+                }
+                _ => "",
+            };
             tracing::warn!(
-                "the stored registries cannot be read ({e}); using the built-in registry only"
+                "the stored registries cannot be read ({e}){hint}; using the built-in registry only"
             );
             Vec::new()
         }
@@ -125,7 +177,11 @@ async fn root_schema(
 
 /// `enable`.
 pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let mut ctx = context(global, true).await?;
+    ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
+    if !args.dry_run {
+        check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
+    }
     let schema = root_schema(&ctx, &args.addon, args.version.as_deref()).await?;
     let mut given = collect_args(&schema, &args.parameters)?;
     if let Some(clusters) = &args.clusters {
@@ -336,16 +392,33 @@ async fn print_plan(
 /// changes. On timeout the error names every workload not ready, per cluster.
 /// `disable`.
 pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let mut ctx = context(global, false).await?;
+    ctx.lock = lock_options(&format!("disable {}", args.addon), args.lock.force_unlock);
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let reports = manage::disable_all(
+    let command = format!("`addonctl disable {}`", args.addon);
+    // Control plane first: the addon's state before anything is read (a user without rights
+    // learns what is missing, not merely that a list was refused).
+    check_addon_state(&ctx, &command).await?;
+    let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
+    let locked = if args.prune_dependencies {
+        manage::access::disable_scope(&ctx, &args.addon).await?
+    } else {
+        vec![args.addon.clone()]
+    };
+    let reports = manage::guarded(
         &ctx,
-        &args.addon,
-        args.force,
-        args.prune_dependencies,
-        &reporter,
+        &command,
+        &needs,
+        &locked,
+        manage::disable_all(
+            &ctx,
+            &args.addon,
+            args.force,
+            args.prune_dependencies,
+            &reporter,
+        ),
     )
     .await?;
     if args.wait {
@@ -404,7 +477,7 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
 
 /// `status`.
 pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let ctx = context(global, args.detail).await?;
     let status = manage::status(&ctx, &args.addon, args.detail).await?;
     if print_structured(&status, args.output)? {
         return Ok(ExitCode::SUCCESS);
@@ -535,7 +608,7 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
 
 /// `list`.
 pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let ctx = context(global, true).await?;
     let (rows, warnings) = manage::list(&ctx, args.registry.as_deref()).await?;
     for warning in &warnings {
         tracing::warn!("{warning}");
@@ -568,7 +641,9 @@ pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCod
 
 /// `upgrade`.
 pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let mut ctx = context(global, true).await?;
+    ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
+    check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
     let installed = manage::installed(&ctx).await?;
     let Some(current) = installed.get(&args.addon) else {
         return Err(crate::cli::diagnostics::user(format!(
@@ -615,7 +690,21 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
 
 /// `cluster join | list | detach | labels`.
 pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Result<ExitCode> {
-    let ctx = context(global).await?;
+    let ctx = context(global, false).await?;
+    let writing = match &command {
+        ClusterCommand::Join { name, .. } => Some(format!("`addonctl cluster join {name}`")),
+        ClusterCommand::Detach { name, .. } => Some(format!("`addonctl cluster detach {name}`")),
+        ClusterCommand::Labels { name, .. } => Some(format!("`addonctl cluster labels {name}`")),
+        ClusterCommand::List { .. } => None,
+    };
+    if let Some(command) = writing {
+        manage::access::check(
+            &ctx.cluster,
+            &command,
+            &manage::access::cluster_state(&ctx.namespace),
+        )
+        .await?;
+    }
     let mut out = std::io::stdout().lock();
     match command {
         ClusterCommand::Join {
@@ -678,7 +767,27 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             }
         }
         ClusterCommand::Detach { name, force } => {
-            let cleaned = manage::clusters::detach(&ctx, &name, force).await?;
+            // Detach rewrites the records of the addons on the cluster: hold their locks.
+            let addons: Vec<String> = manage::installed(&ctx)
+                .await?
+                .into_values()
+                .filter(|i| {
+                    i.record
+                        .as_ref()
+                        .is_some_and(|r| r.dispatched_or_planned().contains_key(&name))
+                })
+                .map(|i| i.name)
+                .collect();
+            let mut ctx = ctx;
+            ctx.lock = lock_options(&format!("cluster detach {name}"), false);
+            let cleaned = manage::guarded(
+                &ctx,
+                &format!("`addonctl cluster detach {name}`"),
+                &[],
+                &addons,
+                manage::clusters::detach(&ctx, &name, force),
+            )
+            .await?;
             writeln!(out, "cluster `{name}` detached")?;
             for line in cleaned {
                 writeln!(out, "  {line}")?;
@@ -689,6 +798,23 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             manage::clusters::set_labels(&ctx, &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rbac`: the shipped ClusterRoles.
+pub fn rbac(args: &RbacArgs) -> anyhow::Result<ExitCode> {
+    let roles = manage::access::roles();
+    let mut stdout = std::io::stdout().lock();
+    match args.output {
+        ObjectFormat::Yaml => write!(stdout, "{}", format_objects(&roles, Format::Yaml)?)?,
+        ObjectFormat::Json => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"apiVersion": "v1", "kind": "List", "items": roles})
+            )?
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use addonctl::cluster::{Cluster, ConnectOptions};
+use addonctl::manage::{access, lease};
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
     RegistryType, Store,
@@ -20,17 +21,73 @@ use crate::cli::diagnostics::user;
 /// Runs one `registry` subcommand.
 pub async fn run(global: &GlobalArgs, args: RegistryArgs) -> anyhow::Result<ExitCode> {
     let store = store(global, &args).await?;
+    let writing = match &args.command {
+        RegistryCommand::Add(_) => Some("add"),
+        RegistryCommand::Update(_) => Some("update"),
+        RegistryCommand::Remove { .. } => Some("remove"),
+        RegistryCommand::List { .. } | RegistryCommand::Get { .. } => None,
+    };
+    if let (Some(verb), Store::Cluster { cluster, namespace }) = (writing, &store) {
+        // Control plane first: refuse before reading credentials or writing anything.
+        access::check(
+            cluster,
+            &format!("`addonctl registry {verb}`"),
+            &access::registry_state(namespace),
+        )
+        .await?;
+    }
+    let locks = Locks {
+        store: &store,
+        force: args.force_unlock,
+    };
     match args.command {
-        RegistryCommand::Add(settings) => add(&store, *settings).await,
-        RegistryCommand::Update(settings) => update(&store, *settings).await,
+        RegistryCommand::Add(settings) => add(&store, &locks, *settings).await,
+        RegistryCommand::Update(settings) => update(&store, &locks, *settings).await,
         RegistryCommand::List { output } => list(&store, output).await,
         RegistryCommand::Get { name, output } => get(&store, &name, output).await,
         RegistryCommand::Remove { name } => {
-            if store.remove(&name).await? {
+            let lock = locks.take(&name, "remove").await?;
+            let removed = store.remove(&name).await;
+            Locks::release(lock).await;
+            if removed? {
                 writeln!(std::io::stdout().lock(), "removed registry `{name}`")?;
                 Ok(ExitCode::SUCCESS)
             } else {
                 Err(user(format!("registry `{name}` does not exist")))
+            }
+        }
+    }
+}
+
+/// Per-registry locks of a cluster store (a local file needs none).
+struct Locks<'a> {
+    store: &'a Store,
+    force: bool,
+}
+
+impl Locks<'_> {
+    /// Takes the lock of registry `name` for `verb`.
+    async fn take(&self, name: &str, verb: &str) -> anyhow::Result<Option<lease::Lock>> {
+        let Store::Cluster { cluster, namespace } = self.store else {
+            return Ok(None);
+        };
+        let lock = lease::acquire(
+            cluster,
+            namespace,
+            &lease::registry_lease(name),
+            &format!("registry {name}"),
+            &lease::holder_identity(&format!("registry {verb} {name}")),
+            self.force,
+        )
+        .await?;
+        Ok(Some(lock))
+    }
+
+    /// Releases a lock (one that cannot be released expires on its own).
+    async fn release(lock: Option<lease::Lock>) {
+        if let Some(lock) = lock {
+            if let Err(e) = lock.release().await {
+                tracing::debug!("a registry lock was left to expire: {e}");
             }
         }
     }
@@ -47,13 +104,21 @@ async fn store(global: &GlobalArgs, args: &RegistryArgs) -> anyhow::Result<Store
     match Cluster::connect(&ConnectOptions {
         kubeconfig: global.kubeconfig.clone(),
         context: global.context.clone(),
+        timeout: Some(global.request_timeout()?),
     })
     .await
     {
-        Ok(cluster) => Ok(Store::Cluster {
-            cluster,
-            namespace: global.system_namespace.clone(),
-        }),
+        Ok(cluster) => {
+            if !global.quiet {
+                cluster.set_notice(std::sync::Arc::new(|line: &str| {
+                    let _ = writeln!(std::io::stderr(), "  {line}");
+                }));
+            }
+            Ok(Store::Cluster {
+                cluster,
+                namespace: global.system_namespace.clone(),
+            })
+        }
         Err(addonctl::cluster::Error::Config(message)) => {
             let file = registry::default_file();
             tracing::warn!(
@@ -176,7 +241,11 @@ async fn validate(registry: &Registry) -> anyhow::Result<usize> {
     Ok(addons.len())
 }
 
-async fn add(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<ExitCode> {
+async fn add(
+    store: &Store,
+    locks: &Locks<'_>,
+    settings: RegistrySettingsArgs,
+) -> anyhow::Result<ExitCode> {
     let registries = if let Some(file) = &settings.from {
         let mut registries = registry::read_definitions(file)?;
         if registries.len() > 1 && settings.name.is_some() {
@@ -239,7 +308,10 @@ async fn add(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<Ex
         } else {
             Some(validate(&registry).await?)
         };
-        let stored = store.add(registry.spec, registry.credentials).await?;
+        let lock = locks.take(&registry.spec.name, "add").await?;
+        let stored = store.add(registry.spec, registry.credentials).await;
+        Locks::release(lock).await;
+        let stored = stored?;
         match count {
             Some(n) => writeln!(
                 stdout,
@@ -260,21 +332,37 @@ async fn add(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-async fn update(store: &Store, settings: RegistrySettingsArgs) -> anyhow::Result<ExitCode> {
+async fn update(
+    store: &Store,
+    locks: &Locks<'_>,
+    settings: RegistrySettingsArgs,
+) -> anyhow::Result<ExitCode> {
     if settings.from.is_some() {
         return Err(user(
             "`registry update` takes options, not `--from`; remove the registry and add it again",
         ));
     }
     let name = settings.name.clone().unwrap_or_default();
-    let existing = store.get(&name).await?.ok_or_else(|| {
+    // Held from the read to the write: nobody else changes this registry in between.
+    let lock = locks.take(&name, "update").await?;
+    let result = update_locked(store, &name, &settings).await;
+    Locks::release(lock).await;
+    result
+}
+
+async fn update_locked(
+    store: &Store,
+    name: &str,
+    settings: &RegistrySettingsArgs,
+) -> anyhow::Result<ExitCode> {
+    let existing = store.get(name).await?.ok_or_else(|| {
         user(format!(
             "registry `{name}` does not exist; add it with `addonctl registry add {name}`"
         ))
     })?;
     let mut registry = existing.clone();
-    apply_flags(&mut registry.spec, &settings)?;
-    let new_credentials = credentials(&settings);
+    apply_flags(&mut registry.spec, settings)?;
+    let new_credentials = credentials(settings);
     if let Some(credentials) = &new_credentials {
         registry.credentials = credentials.clone();
     }

@@ -1,0 +1,545 @@
+//! Control plane first: before a command writes anything (on the control plane or any managed
+//! cluster), it asks the control plane, with SelfSubjectAccessReviews made concurrently, whether
+//! the caller may do everything the command will do there, and refuses up front naming every
+//! missing permission and the shipped role that allows it ([`check`]).
+//!
+//! The shipped roles ([`roles`], printed by `addonctl rbac`), least privilege first:
+//! - `addonctl-viewer`: read addonctl's and KubeVela's state (`list`, `status`, `cluster list`,
+//!   `registry list`, `enable --dry-run`): records, argument and cluster Secrets, the registry
+//!   ConfigMap, Applications, definitions, leases, Deployments (KubeVela's version);
+//! - `addonctl-operator`: the viewer's rights, plus writing that state (`enable`/`upgrade` of
+//!   addons whose control-plane objects are KubeVela definitions, ConfigMaps and Secrets,
+//!   `disable`, `registry add|update|remove`, `cluster join|detach|labels`);
+//! - `addonctl-admin`: every verb on every resource, for addons whose outputs are arbitrary
+//!   objects (CRDs, RBAC, workloads) on the control plane.
+//!
+//! Guarantees: a refused check writes nothing; the error lists every missing permission at once
+//! (verb, resource, namespace) with the least role that grants it.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+
+use crate::cluster::Cluster;
+
+/// Reviews in flight at once.
+const CONCURRENCY: usize = 8;
+
+/// One permission a command needs on the control plane.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Need {
+    /// `get`, `list`, `create`, `update`, `patch`, `delete`.
+    pub verb: String,
+    /// The API group (`""` for the core group).
+    pub group: String,
+    /// The resource (plural: `secrets`).
+    pub resource: String,
+    /// The namespace, or `None` for a cluster-wide resource.
+    pub namespace: Option<String>,
+}
+
+impl Need {
+    /// `verb` on `resource` of `group` in `namespace`.
+    pub fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Self {
+        Need {
+            verb: verb.to_owned(),
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        }
+    }
+
+    /// Each of `verbs` on `resource` of `group` in `namespace`.
+    pub fn all(verbs: &[&str], group: &str, resource: &str, namespace: Option<&str>) -> Vec<Self> {
+        verbs
+            .iter()
+            .map(|verb| Need::new(verb, group, resource, namespace))
+            .collect()
+    }
+
+    fn resource_name(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+impl fmt::Display for Need {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` `{}`", self.verb, self.resource_name())?;
+        match &self.namespace {
+            Some(ns) => write!(f, " in namespace `{ns}`"),
+            None => f.write_str(" (cluster-wide)"),
+        }
+    }
+}
+
+/// A shipped ClusterRole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// Reads addonctl's and KubeVela's state.
+    Viewer,
+    /// Also writes it.
+    Operator,
+    /// Everything (addons with arbitrary objects on the control plane).
+    Admin,
+}
+
+impl Role {
+    /// Every role, least privilege first.
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::Operator, Role::Admin];
+
+    /// The ClusterRole's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Viewer => "addonctl-viewer",
+            Role::Operator => "addonctl-operator",
+            Role::Admin => "addonctl-admin",
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Role::Viewer => "addonctl list, status, cluster list, registry list|get, enable --dry-run: reads addon records, argument and cluster Secrets, the registry ConfigMap, Applications, definitions, leases and Deployments (KubeVela's version). Secrets include cluster credentials: bind it with a RoleBinding in the system namespace only to people who may see them",
+            Role::Operator => "addonctl-viewer, plus enable/upgrade of addons whose control-plane objects are KubeVela definitions, ConfigMaps and Secrets, disable, registry add|update|remove, cluster join|detach|labels: writes those objects, Applications and addonctl's leases",
+            Role::Admin => "everything, for addons that put arbitrary objects (CRDs, RBAC, workloads, other namespaces) on the control plane; bind it only where cluster-admin would be acceptable",
+        }
+    }
+
+    /// `(groups, resources, verbs)` of each rule.
+    fn rules(self) -> Vec<(Vec<&'static str>, Vec<&'static str>, Vec<&'static str>)> {
+        const READ: [&str; 3] = ["get", "list", "watch"];
+        const WRITE: [&str; 7] = [
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ];
+        let definitions = vec![
+            "applications",
+            "componentdefinitions",
+            "traitdefinitions",
+            "policydefinitions",
+            "workflowstepdefinitions",
+            "scopedefinitions",
+            "workloaddefinitions",
+        ];
+        match self {
+            Role::Viewer => vec![
+                (
+                    vec![""],
+                    vec!["configmaps", "secrets", "namespaces"],
+                    READ.to_vec(),
+                ),
+                // KubeVela's version (the vela-core Deployment) for `system` requirements.
+                (vec!["apps"], vec!["deployments"], READ.to_vec()),
+                (vec!["core.oam.dev"], definitions, READ.to_vec()),
+                (vec!["coordination.k8s.io"], vec!["leases"], READ.to_vec()),
+                (
+                    vec!["apiextensions.k8s.io"],
+                    vec!["customresourcedefinitions"],
+                    READ.to_vec(),
+                ),
+            ],
+            Role::Operator => vec![
+                (vec![""], vec!["configmaps", "secrets"], WRITE.to_vec()),
+                (vec!["apps"], vec!["deployments"], READ.to_vec()),
+                (
+                    vec![""],
+                    vec!["namespaces"],
+                    vec!["get", "list", "watch", "create"],
+                ),
+                (vec!["core.oam.dev"], definitions, WRITE.to_vec()),
+                (vec!["coordination.k8s.io"], vec!["leases"], WRITE.to_vec()),
+                (
+                    vec!["apiextensions.k8s.io"],
+                    vec!["customresourcedefinitions"],
+                    READ.to_vec(),
+                ),
+            ],
+            Role::Admin => vec![(vec!["*"], vec!["*"], vec!["*"])],
+        }
+    }
+
+    /// Whether the role grants `need` (bound cluster-wide, or in the need's namespace).
+    pub fn allows(self, need: &Need) -> bool {
+        let matches = |list: &[&str], item: &str| list.iter().any(|x| *x == "*" || *x == item);
+        self.rules().iter().any(|(groups, resources, verbs)| {
+            matches(groups, &need.group)
+                && matches(resources, &need.resource)
+                && matches(verbs, &need.verb)
+        })
+    }
+
+    /// The ClusterRole object.
+    pub fn cluster_role(self) -> Value {
+        let rules: Vec<Value> = self
+            .rules()
+            .into_iter()
+            .map(|(groups, resources, verbs)| {
+                json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+            })
+            .collect();
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {
+                "name": self.name(),
+                "labels": {"app.kubernetes.io/managed-by": "addonctl"},
+                "annotations": {"addonctl.io/description": self.description()},
+            },
+            "rules": rules,
+        })
+    }
+}
+
+/// The least shipped role granting `need`.
+pub fn least_role(need: &Need) -> Role {
+    Role::ALL
+        .into_iter()
+        .find(|role| role.allows(need))
+        .unwrap_or(Role::Admin)
+}
+
+/// The shipped ClusterRoles, least privilege first.
+pub fn roles() -> Vec<Value> {
+    Role::ALL.iter().map(|r| r.cluster_role()).collect()
+}
+
+/// The caller lacks permissions a command needs on the control plane.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", denied_message(.command, .missing))]
+pub struct Denied {
+    /// The command (`enable \`x\``).
+    pub command: String,
+    /// Every missing permission, with the least role granting it.
+    pub missing: Vec<(Need, Role)>,
+}
+
+fn denied_message(command: &str, missing: &[(Need, Role)]) -> String {
+    let lines: Vec<String> = missing
+        .iter()
+        .map(|(need, role)| format!("{need} (ClusterRole `{}` allows it)", role.name()))
+        .collect();
+    let least = missing
+        .iter()
+        .map(|(_, role)| *role)
+        .max()
+        .unwrap_or(Role::Operator);
+    format!(
+        "{command} needs permissions on the control plane that you do not have; nothing was changed on any cluster:\n  {}\nask an administrator to bind you ClusterRole `{}` in the system namespace (`addonctl rbac` prints the roles)",
+        lines.join("\n  "),
+        least.name()
+    )
+}
+
+/// Reviews every need (concurrently, each once) and refuses with every missing one.
+pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> super::Result<()> {
+    let unique: BTreeSet<&Need> = needs.iter().collect();
+    let answers: Vec<(&Need, crate::cluster::Result<bool>)> = futures::stream::iter(unique)
+        .map(|need| async move {
+            let allowed = cluster
+                .can_i(
+                    &need.verb,
+                    &need.group,
+                    &need.resource,
+                    need.namespace.as_deref(),
+                )
+                .await;
+            (need, allowed)
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut missing = Vec::new();
+    for (need, allowed) in answers {
+        if !allowed? {
+            missing.push((need.clone(), least_role(need)));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    missing.sort();
+    Err(super::Error::Denied(Denied {
+        command: command.to_owned(),
+        missing,
+    }))
+}
+
+/// What writing an addon's state in `namespace` needs: its record, argument Secret and lease;
+/// the system namespace; the cluster Secrets; the Application when KubeVela serves it.
+pub fn addon_state(namespace: &str, application: bool) -> Vec<Need> {
+    let ns = Some(namespace);
+    let mut needs = Need::all(
+        &["get", "list", "create", "update", "patch", "delete"],
+        "",
+        "secrets",
+        ns,
+    );
+    needs.extend(Need::all(
+        &["get", "create", "update", "delete"],
+        "coordination.k8s.io",
+        "leases",
+        ns,
+    ));
+    needs.push(Need::new("get", "", "namespaces", ns));
+    if application {
+        needs.extend(Need::all(
+            &["get", "list", "create", "patch", "delete"],
+            "core.oam.dev",
+            "applications",
+            ns,
+        ));
+    }
+    needs
+}
+
+/// What `cluster join|detach|labels` needs: the cluster Secrets (and, for detach, the records).
+pub fn cluster_state(namespace: &str) -> Vec<Need> {
+    let ns = Some(namespace);
+    let mut needs = Need::all(
+        &["get", "list", "create", "update", "patch", "delete"],
+        "",
+        "secrets",
+        ns,
+    );
+    needs.push(Need::new("get", "", "namespaces", ns));
+    needs
+}
+
+/// What `registry add|update|remove` needs: the registry ConfigMap and its Secrets.
+pub fn registry_state(namespace: &str) -> Vec<Need> {
+    let ns = Some(namespace);
+    let mut needs = Need::all(&["get", "create", "update", "patch"], "", "configmaps", ns);
+    needs.extend(Need::all(
+        &["get", "create", "patch", "delete"],
+        "",
+        "secrets",
+        ns,
+    ));
+    needs.extend(Need::all(
+        &["get", "create", "update", "delete"],
+        "coordination.k8s.io",
+        "leases",
+        ns,
+    ));
+    needs.push(Need::new("get", "", "namespaces", ns));
+    needs
+}
+
+/// What writing `object` on the control plane needs: `create` and `patch` (server-side apply)
+/// on its resource, in its namespace (or `default_namespace`); `None` for a kind not served (it
+/// is skipped when applied).
+async fn object_needs(
+    cluster: &Cluster,
+    object: &Value,
+    default_namespace: &str,
+    verbs: &[&str],
+) -> super::Result<Vec<Need>> {
+    let Some(gvk) = crate::cluster::gvk_of(object) else {
+        return Ok(Vec::new());
+    };
+    let Some((resource, caps)) = cluster.resource(&gvk).await? else {
+        return Ok(Vec::new());
+    };
+    let namespace = (caps.scope == kube::discovery::Scope::Namespaced).then(|| {
+        object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(default_namespace)
+    });
+    Ok(Need::all(
+        verbs,
+        &resource.group,
+        &resource.plural,
+        namespace,
+    ))
+}
+
+/// What applying a plan needs on the control plane: each addon's state
+/// ([`addon_state`]) and `create`/`patch` on every control-plane object it renders.
+pub async fn plan_needs(ctx: &super::Context, plan: &super::Plan) -> super::Result<Vec<Need>> {
+    let application = ctx.engine != super::EngineChoice::Direct
+        && ctx.cluster.serves(&super::application_gvk()).await?;
+    let mut needs = addon_state(&ctx.namespace, application);
+    for step in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != super::Action::Keep)
+    {
+        let rendered = &step.rendered;
+        let objects = rendered
+            .definitions
+            .iter()
+            .chain(&rendered.config_maps)
+            .chain(&rendered.views)
+            .chain(rendered.outputs.iter().map(|(_, o)| o));
+        for object in objects {
+            needs.extend(
+                object_needs(&ctx.cluster, object, &ctx.namespace, &["create", "patch"]).await?,
+            );
+        }
+    }
+    Ok(needs)
+}
+
+/// What disabling `addon` needs on the control plane: its state ([`addon_state`]) and `delete`
+/// on every control-plane object its record lists. Refuses when `addon` is not enabled.
+pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<Vec<Need>> {
+    let application = ctx.cluster.serves(&super::application_gvk()).await?;
+    let mut needs = addon_state(&ctx.namespace, application);
+    let installed = super::installed(ctx).await?;
+    // Refused here already, so that nothing (not even the lock) is written for it.
+    let Some(current) = installed.get(addon) else {
+        return Err(super::Error::Refused(format!(
+            "addon `{addon}` is not enabled (see `addonctl list`)"
+        )));
+    };
+    let inventory = current
+        .record
+        .as_ref()
+        .map(super::record::Record::inventory_or_planned)
+        .unwrap_or_default();
+    for object in inventory {
+        let value = json!({
+            "apiVersion": object.api_version,
+            "kind": object.kind,
+            "metadata": {"name": object.name, "namespace": object.namespace},
+        });
+        needs.extend(object_needs(&ctx.cluster, &value, &ctx.namespace, &["delete"]).await?);
+    }
+    Ok(needs)
+}
+
+/// The addons `disable --prune-dependencies` of `addon` may remove: `addon` and, transitively,
+/// the installed addons its record (and theirs) depend on (each is locked while it runs).
+pub async fn disable_scope(ctx: &super::Context, addon: &str) -> super::Result<Vec<String>> {
+    let installed = super::installed(ctx).await?;
+    let mut scope = vec![addon.to_owned()];
+    let mut next = 0;
+    while let Some(name) = scope.get(next).cloned() {
+        next += 1;
+        let dependencies = installed
+            .get(&name)
+            .and_then(|i| i.record.as_ref())
+            .map(|r| r.dependencies.clone())
+            .unwrap_or_default();
+        for dependency in dependencies {
+            if installed.contains_key(&dependency.name) && !scope.contains(&dependency.name) {
+                scope.push(dependency.name);
+            }
+        }
+    }
+    Ok(scope)
+}
+
+/// A hint for a Forbidden message of the control plane (`User "u" cannot patch resource
+/// "secrets" in API group "" in the namespace "ns"`): the shipped role that allows it.
+pub fn hint(message: &str) -> Option<String> {
+    let quoted = |after: &str| -> Option<String> {
+        let start = message.find(after)? + after.len();
+        let rest = message.get(start..)?.strip_prefix('"')?;
+        Some(rest.get(..rest.find('"')?)?.to_owned())
+    };
+    let verb_start = message.find(" cannot ")? + " cannot ".len();
+    let verb = message.get(verb_start..)?.split_whitespace().next()?;
+    let resource = quoted("resource ")?;
+    let group = quoted("in API group ").unwrap_or_default();
+    let namespace = quoted("in the namespace ");
+    let need = Need::new(verb, &group, &resource, namespace.as_deref());
+    Some(format!(
+        "ClusterRole `{}` allows {need} (`addonctl rbac` prints the roles)",
+        least_role(&need).name()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_role_is_named_for_each_kind_of_need() {
+        let ns = Some("vela-system");
+        assert_eq!(
+            least_role(&Need::new("list", "", "secrets", ns)),
+            Role::Viewer
+        );
+        assert_eq!(
+            least_role(&Need::new("delete", "", "secrets", ns)),
+            Role::Operator
+        );
+        assert_eq!(
+            least_role(&Need::new("update", "coordination.k8s.io", "leases", ns)),
+            Role::Operator
+        );
+        assert_eq!(
+            least_role(&Need::new(
+                "create",
+                "rbac.authorization.k8s.io",
+                "clusterroles",
+                None
+            )),
+            Role::Admin
+        );
+    }
+
+    #[test]
+    fn every_role_grants_what_the_previous_one_does() {
+        let needs: Vec<Need> = addon_state("ns", true)
+            .into_iter()
+            .chain(registry_state("ns"))
+            .chain(cluster_state("ns"))
+            .collect();
+        for need in &needs {
+            assert!(Role::Operator.allows(need), "{need}");
+            assert!(Role::Admin.allows(need), "{need}");
+            if Role::Viewer.allows(need) {
+                assert!(
+                    ["get", "list", "watch"].contains(&need.verb.as_str()),
+                    "{need}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_forbidden_message_gets_the_role_that_allows_it() {
+        let message = r#"secrets "addon-record-a" is forbidden: User "test-user" cannot patch resource "secrets" in API group "" in the namespace "t-1""#;
+        assert_eq!(
+            hint(message).unwrap(),
+            "ClusterRole `addonctl-operator` allows `patch` `secrets` in namespace `t-1` (`addonctl rbac` prints the roles)"
+        );
+        assert_eq!(hint("the credentials were not accepted"), None);
+    }
+
+    #[test]
+    fn the_denial_lists_every_missing_permission_and_the_role_to_bind() {
+        let denied = Denied {
+            command: "`addonctl disable a`".to_owned(),
+            missing: vec![
+                (
+                    Need::new("delete", "", "secrets", Some("ns")),
+                    Role::Operator,
+                ),
+                (
+                    Need::new("delete", "core.oam.dev", "applications", Some("ns")),
+                    Role::Operator,
+                ),
+            ],
+        };
+        let text = denied.to_string();
+        assert!(
+            text.contains(
+                "`delete` `secrets` in namespace `ns` (ClusterRole `addonctl-operator` allows it)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("`delete` `applications.core.oam.dev` in namespace `ns`"),
+            "{text}"
+        );
+        assert!(text.contains("nothing was changed"), "{text}");
+    }
+}

@@ -1,0 +1,574 @@
+//! Locks: a `coordination.k8s.io/v1` Lease in the system namespace held while a command writes
+//! one addon's state (`addonctl-lock-<addon>`) or one registry's (`addonctl-registry-lock-<name>`),
+//! so that two commands never interleave their writes.
+//!
+//! Expected flow: [`acquire`] reads the Lease; absent, it creates it (a create that loses the
+//! race is a conflict, and the read starts again); held by someone else and not expired, it
+//! refuses with [`Busy`] (who, since when) unless forced; expired (or forced), it replaces it
+//! with the read `resourceVersion` as precondition (compare-and-swap). While held, a task renews
+//! it every quarter of its duration; [`Lock::release`] stops the renewal and deletes the Lease if
+//! it is still ours (again with the resourceVersion as precondition).
+//!
+//! Guarantees: at most one holder at a time, as long as holders renew (a crashed command's lease
+//! expires after [`LEASE_DURATION`] and is taken over — at once when that command ran on this
+//! host and its process is gone; `--force-unlock` takes it at once);
+//! every step is bounded (a few attempts on conflicts, each request bounded by the cluster's
+//! request timeout). A holder that finds its Lease taken over stops renewing and
+//! [`Lock::ensure_held`] fails, so the command does not report success.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
+use kube::core::GroupVersionKind;
+use serde_json::{json, Value};
+
+use crate::cluster::{self, Cluster};
+
+/// How long a Lease lasts without renewal.
+pub const LEASE_DURATION: Duration = Duration::from_secs(60);
+/// Attempts at acquiring when others write the Lease at the same moment.
+const ATTEMPTS: usize = 5;
+
+/// The Lease of an addon.
+pub fn addon_lease(addon: &str) -> String {
+    format!("addonctl-lock-{addon}")
+}
+
+/// The Lease of a registry.
+pub fn registry_lease(registry: &str) -> String {
+    format!("addonctl-registry-lock-{registry}")
+}
+
+fn lease_gvk() -> GroupVersionKind {
+    GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
+}
+
+/// Someone else holds the lock.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{subject}` is being changed by {holder} since {since}; retry when it is done, or pass `--force-unlock` if that command is gone (its Lease `{lease}` expires {expires})")]
+pub struct Busy {
+    /// What is locked (an addon or a registry).
+    pub subject: String,
+    /// The Lease's name.
+    pub lease: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// When it expires without renewal (RFC 3339).
+    pub expires: String,
+}
+
+/// A Lease as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseState {
+    /// `spec.holderIdentity` (empty when released).
+    pub holder: String,
+    /// `spec.acquireTime`.
+    pub acquired: Option<DateTime<Utc>>,
+    /// `spec.renewTime`.
+    pub renewed: Option<DateTime<Utc>>,
+    /// `spec.leaseDurationSeconds`.
+    pub duration: Duration,
+    /// `spec.leaseTransitions`.
+    pub transitions: i64,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+impl LeaseState {
+    /// Reads a Lease object.
+    pub fn of(object: &Value) -> Self {
+        let time = |key: &str| {
+            object
+                .pointer(&format!("/spec/{key}"))
+                .and_then(Value::as_str)
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        LeaseState {
+            holder: object
+                .pointer("/spec/holderIdentity")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            acquired: time("acquireTime"),
+            renewed: time("renewTime"),
+            duration: Duration::from_secs(
+                object
+                    .pointer("/spec/leaseDurationSeconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(LEASE_DURATION.as_secs()),
+            ),
+            transitions: object
+                .pointer("/spec/leaseTransitions")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            resource_version: object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+
+    /// When it expires: its last renewal (or acquisition) plus its duration; `None` = never
+    /// renewed, so free.
+    pub fn expires(&self) -> Option<DateTime<Utc>> {
+        let last = self.renewed.or(self.acquired)?;
+        let duration = k8s_openapi::chrono::Duration::from_std(self.duration).ok()?;
+        last.checked_add_signed(duration)
+    }
+}
+
+/// What to do with the Lease as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// None exists: create it.
+    Create,
+    /// Free, expired, ours already, or forced: replace it while it has this resourceVersion.
+    TakeOver {
+        /// The precondition.
+        resource_version: String,
+        /// Transitions so far plus one when the holder changes.
+        transitions: i64,
+    },
+    /// Someone else holds it.
+    Busy {
+        /// Who.
+        holder: String,
+        /// Since when.
+        since: Option<DateTime<Utc>>,
+        /// Until when.
+        expires: Option<DateTime<Utc>>,
+    },
+}
+
+/// Decides, at `now`, what `holder` does with `lease` (`force`: take it whoever holds it;
+/// `gone`: whether a holder is known to have exited, see [`holder_is_gone`]).
+pub fn decide(
+    lease: Option<&LeaseState>,
+    holder: &str,
+    now: DateTime<Utc>,
+    force: bool,
+    gone: impl Fn(&str) -> bool,
+) -> Decision {
+    let Some(lease) = lease else {
+        return Decision::Create;
+    };
+    let free = lease.holder.is_empty() || lease.holder == holder || gone(&lease.holder);
+    let expired = lease.expires().is_none_or(|t| t <= now);
+    if free || expired || force {
+        return Decision::TakeOver {
+            resource_version: lease.resource_version.clone(),
+            transitions: lease.transitions + i64::from(lease.holder != holder),
+        };
+    }
+    Decision::Busy {
+        holder: lease.holder.clone(),
+        since: lease.acquired,
+        expires: lease.expires(),
+    }
+}
+
+fn stamp(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The Lease object `holder` writes at `now`.
+fn lease_object(
+    namespace: &str,
+    name: &str,
+    holder: &str,
+    acquired: DateTime<Utc>,
+    now: DateTime<Utc>,
+    transitions: i64,
+    resource_version: Option<&str>,
+) -> Value {
+    let mut metadata = json!({
+        "name": name,
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "addonctl"},
+    });
+    if let Some(version) = resource_version {
+        metadata["resourceVersion"] = json!(version);
+    }
+    json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": LEASE_DURATION.as_secs(),
+            "acquireTime": stamp(acquired),
+            "renewTime": stamp(now),
+            "leaseTransitions": transitions,
+        },
+    })
+}
+
+/// Who this process is, for the Lease and the messages of others: the command, the host and
+/// the process id.
+pub fn holder_identity(command: &str) -> String {
+    let host = fs_err::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "an unknown host".to_owned());
+    format!(
+        "`addonctl {command}` (pid {} on {host})",
+        std::process::id()
+    )
+}
+
+/// Whether the holder `identity` (see [`holder_identity`]) was a process of this host that no
+/// longer runs: its lock is free at once instead of after [`LEASE_DURATION`].
+pub fn holder_is_gone(identity: &str) -> bool {
+    let Some((pid, host)) = identity
+        .rsplit_once("(pid ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|rest| rest.split_once(" on "))
+    else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    let ours = holder_identity("");
+    let same_host = ours.ends_with(&format!(" on {host})"));
+    same_host
+        && pid != std::process::id()
+        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// A held lock. Release it with [`Lock::release`]; dropped, it stops renewing and expires.
+#[derive(Debug)]
+pub struct Lock {
+    cluster: Cluster,
+    namespace: String,
+    name: String,
+    holder: String,
+    resource_version: Arc<Mutex<String>>,
+    lost: Arc<AtomicBool>,
+    renewal: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        self.renewal.abort();
+    }
+}
+
+/// Takes the lock `name` (a Lease in `namespace`) for `subject` (the addon or registry named in
+/// messages), or refuses with [`Busy`].
+pub async fn acquire(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    subject: &str,
+    holder: &str,
+    force: bool,
+) -> super::Result<Lock> {
+    for _ in 0..ATTEMPTS {
+        let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
+        let state = stored
+            .as_ref()
+            .map(|s| LeaseState::of(&serde_json::to_value(s).unwrap_or(Value::Null)));
+        let now = Utc::now();
+        let written = match decide(state.as_ref(), holder, now, force, holder_is_gone) {
+            Decision::Busy {
+                holder,
+                since,
+                expires,
+            } => {
+                let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
+                return Err(super::Error::Busy(Busy {
+                    subject: subject.to_owned(),
+                    lease: name.to_owned(),
+                    holder,
+                    since: show(since),
+                    expires: show(expires),
+                }));
+            }
+            Decision::Create => {
+                let object = lease_object(namespace, name, holder, now, now, 0, None);
+                match cluster.create(&object).await {
+                    // The system namespace does not exist yet (a first enable): make it.
+                    Err(cluster::Error::NotFound { .. }) => {
+                        cluster
+                            .create_if_missing(&json!({
+                                "apiVersion": "v1",
+                                "kind": "Namespace",
+                                "metadata": {"name": namespace},
+                            }))
+                            .await?;
+                        cluster.create(&object).await
+                    }
+                    other => other,
+                }
+            }
+            Decision::TakeOver {
+                resource_version,
+                transitions,
+            } => {
+                let object = lease_object(
+                    namespace,
+                    name,
+                    holder,
+                    now,
+                    now,
+                    transitions,
+                    Some(&resource_version),
+                );
+                cluster.replace(&object).await
+            }
+        };
+        match written {
+            Ok(stored) => {
+                let version = stored.metadata.resource_version.unwrap_or_default();
+                return Ok(Lock::start(cluster, namespace, name, holder, version));
+            }
+            Err(cluster::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(super::Error::Refused(format!(
+        "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
+    )))
+}
+
+impl Lock {
+    fn start(
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        version: String,
+    ) -> Lock {
+        let resource_version = Arc::new(Mutex::new(version));
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewal = tokio::spawn(renew(
+            cluster.clone(),
+            namespace.to_owned(),
+            name.to_owned(),
+            holder.to_owned(),
+            Arc::clone(&resource_version),
+            Arc::clone(&lost),
+        ));
+        Lock {
+            cluster: cluster.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            holder: holder.to_owned(),
+            resource_version,
+            lost,
+            renewal,
+        }
+    }
+
+    /// Fails when another command took the lock over (this one's renewals stopped reaching the
+    /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
+    pub fn ensure_held(&self) -> super::Result<()> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Err(super::Error::Refused(format!(
+                "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
+                self.namespace,
+                self.name,
+                LEASE_DURATION.as_secs()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops renewing and deletes the Lease if it is still this holder's.
+    pub async fn release(self) -> super::Result<()> {
+        self.renewal.abort();
+        let Some(stored) = self
+            .cluster
+            .get(&lease_gvk(), Some(&self.namespace), &self.name)
+            .await?
+        else {
+            return Ok(());
+        };
+        let state = LeaseState::of(&serde_json::to_value(&stored).unwrap_or(Value::Null));
+        if state.holder != self.holder {
+            return Ok(());
+        }
+        self.cluster
+            .delete_if_version(
+                &lease_gvk(),
+                Some(&self.namespace),
+                &self.name,
+                &state.resource_version,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The Lease's resourceVersion after the last write (for tests).
+    pub fn resource_version(&self) -> String {
+        self.resource_version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Renews the Lease every quarter of its duration until aborted or taken over.
+async fn renew(
+    cluster: Cluster,
+    namespace: String,
+    name: String,
+    holder: String,
+    resource_version: Arc<Mutex<String>>,
+    lost: Arc<AtomicBool>,
+) {
+    let period = LEASE_DURATION / 4;
+    loop {
+        tokio::time::sleep(period).await;
+        let Ok(Some(stored)) = cluster.get(&lease_gvk(), Some(&namespace), &name).await else {
+            continue;
+        };
+        let state = LeaseState::of(&serde_json::to_value(&stored).unwrap_or(Value::Null));
+        if state.holder != holder {
+            lost.store(true, Ordering::Relaxed);
+            return;
+        }
+        let now = Utc::now();
+        let object = lease_object(
+            &namespace,
+            &name,
+            &holder,
+            state.acquired.unwrap_or(now),
+            now,
+            state.transitions,
+            Some(&state.resource_version),
+        );
+        if let Ok(stored) = cluster.replace(&object).await {
+            *resource_version
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) =
+                stored.metadata.resource_version.unwrap_or_default();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    fn held_by(holder: &str, renewed: i64) -> LeaseState {
+        LeaseState::of(&lease_object(
+            "ns",
+            "l",
+            holder,
+            at(0),
+            at(renewed),
+            2,
+            Some("41"),
+        ))
+    }
+
+    #[test]
+    fn no_lease_is_created() {
+        assert_eq!(
+            decide(None, "me", at(0), false, |_| false),
+            Decision::Create
+        );
+    }
+
+    #[test]
+    fn a_live_lease_of_another_holder_is_busy_until_it_expires() {
+        let lease = held_by("other", 10);
+        assert_eq!(
+            decide(Some(&lease), "me", at(69), false, |_| false),
+            Decision::Busy {
+                holder: "other".to_owned(),
+                since: Some(at(0)),
+                expires: Some(at(70)),
+            }
+        );
+        assert_eq!(
+            decide(Some(&lease), "me", at(70), false, |_| false),
+            Decision::TakeOver {
+                resource_version: "41".to_owned(),
+                transitions: 3
+            }
+        );
+    }
+
+    #[test]
+    fn force_takes_a_live_lease_and_a_released_or_own_lease_is_taken_without_force() {
+        let lease = held_by("other", 10);
+        assert!(matches!(
+            decide(Some(&lease), "me", at(11), true, |_| false),
+            Decision::TakeOver { .. }
+        ));
+        let own = held_by("me", 10);
+        assert_eq!(
+            decide(Some(&own), "me", at(11), false, |_| false),
+            Decision::TakeOver {
+                resource_version: "41".to_owned(),
+                transitions: 2
+            }
+        );
+        let released = held_by("", 10);
+        assert!(matches!(
+            decide(Some(&released), "me", at(11), false, |_| false),
+            Decision::TakeOver { .. }
+        ));
+    }
+
+    #[test]
+    fn a_live_lease_of_a_process_gone_from_this_host_is_free_and_a_running_ones_is_not() {
+        let lease = held_by("other", 10);
+        assert!(matches!(
+            decide(Some(&lease), "me", at(11), false, |h| h == "other"),
+            Decision::TakeOver { .. }
+        ));
+        let ours = holder_identity("x");
+        let host = ours.rsplit_once(" on ").unwrap().1;
+        // pid 1 always runs; no pid is as high as u32::MAX.
+        assert!(!holder_is_gone(&format!(
+            "`addonctl enable a` (pid 1 on {host}"
+        )));
+        assert!(holder_is_gone(&format!(
+            "`addonctl enable a` (pid 4294967295 on {host}"
+        )));
+        assert!(!holder_is_gone(
+            "`addonctl enable a` (pid 4294967295 on elsewhere)"
+        ));
+        assert!(!holder_is_gone("someone"));
+    }
+
+    #[test]
+    fn lease_times_are_written_as_kubernetes_micro_times_and_read_back() {
+        let object = lease_object("ns", "l", "me", at(0), at(5), 0, None);
+        assert_eq!(object["spec"]["renewTime"], "2027-01-15T08:00:05.000000Z");
+        let state = LeaseState::of(&object);
+        assert_eq!(state.renewed, Some(at(5)));
+        assert_eq!(state.expires(), Some(at(65)));
+        assert!(object["metadata"].get("resourceVersion").is_none());
+    }
+
+    #[test]
+    fn the_busy_error_says_who_since_when_and_how_to_go_on() {
+        let text = Busy {
+            subject: "a".to_owned(),
+            lease: "addonctl-lock-a".to_owned(),
+            holder: "`addonctl disable a` (pid 7 on h)".to_owned(),
+            since: "2027-01-15T08:00:00.000000Z".to_owned(),
+            expires: "2027-01-15T08:01:00.000000Z".to_owned(),
+        }
+        .to_string();
+        assert!(text.starts_with("`a` is being changed by `addonctl disable a` (pid 7 on h) since 2027-01-15T08:00:00.000000Z; retry"), "{text}");
+        assert!(text.contains("`--force-unlock`"), "{text}");
+    }
+}
