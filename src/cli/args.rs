@@ -175,6 +175,12 @@ pub enum ClusterCommand {
         /// Detach even when the cluster cannot be cleaned.
         #[arg(long)]
         force: bool,
+        /// Print what would be deleted, given back and kept there; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
     },
     /// Replace a cluster's labels.
     Labels {
@@ -234,6 +240,9 @@ pub struct EnableArgs {
     /// Print Secret data and `secret()` parameters in `--dry-run` output.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +255,9 @@ pub struct DisableArgs {
     /// Also disable the dependencies it brought in that no other addon needs any more.
     #[arg(long)]
     pub prune_dependencies: bool,
+    /// Print what would be deleted, given back and kept; change nothing.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     /// Wait until everything is gone.
     #[arg(long)]
     pub wait: bool,

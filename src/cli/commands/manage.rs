@@ -1,6 +1,6 @@
 //! `enable`, `disable`, `status`, `list`, `upgrade`: the commands that talk to the control plane.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -123,6 +123,39 @@ async fn root_schema(
         .map_err(addonctl::Error::from)?)
 }
 
+/// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
+/// (nothing to consent to); declined: an error naming `--adopt`.
+async fn confirm_adoptions(ctx: &Context, plan: &manage::Plan) -> anyhow::Result<bool> {
+    let adoptions: Vec<String> = manage::review::review(ctx, plan)
+        .await?
+        .into_iter()
+        .filter(|f| f.kind == manage::protect::FlagKind::Adopts)
+        .map(|f| format!("addon `{}`: {}", f.addon, f.object))
+        .collect();
+    if adoptions.is_empty() {
+        return Ok(false);
+    }
+    let mut stderr = std::io::stderr().lock();
+    writeln!(
+        stderr,
+        "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):"
+    )?;
+    for adoption in &adoptions {
+        writeln!(stderr, "  {adoption}")?;
+    }
+    write!(stderr, "adopt them? [y/N] ")?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(true)
+    } else {
+        Err(crate::cli::diagnostics::user(
+            "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)",
+        ))
+    }
+}
+
 /// `enable`.
 pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<ExitCode> {
     let ctx = context(global).await?;
@@ -137,6 +170,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        adopt: args.adopt,
     };
     let mut plan = manage::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
@@ -149,6 +183,17 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     };
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
+    }
+    for flag in plan.steps.iter().flat_map(|s| {
+        let own = std::iter::once(ctx.namespace.clone())
+            .chain(s.package.metadata.need_namespace.iter().cloned())
+            .collect();
+        manage::protect::flags(&s.rendered, &own)
+    }) {
+        reporter.step(&format!("flagged: {flag}"));
+    }
+    if !args.adopt && std::io::stdin().is_terminal() {
+        plan.adopt = confirm_adoptions(&ctx, &plan).await?;
     }
     for kept in &plan.kept {
         reporter.step(&format!(
@@ -249,11 +294,13 @@ async fn print_plan(
             })
         })
         .collect();
+    let flags = manage::review::review(ctx, plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
         "notes": plan.notes,
         "conflicts": conflicts,
+        "flags": flags,
     });
     if print_structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
@@ -320,6 +367,13 @@ async fn print_plan(
     for conflict in &conflicts {
         writeln!(stdout, "conflict: {conflict}")?;
     }
+    for flag in &flags {
+        let kind = json!(flag.kind)
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        writeln!(stdout, "flagged ({kind}): {flag}")?;
+    }
     for s in &plan.steps {
         let objects = if args.show_secrets {
             s.rendered.objects()
@@ -340,14 +394,12 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let reports = manage::disable_all(
-        &ctx,
-        &args.addon,
-        args.force,
-        args.prune_dependencies,
-        &reporter,
-    )
-    .await?;
+    let options = manage::DisableOptions {
+        force: args.force,
+        prune_dependencies: args.prune_dependencies,
+        dry_run: args.dry_run,
+    };
+    let reports = manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
     if args.wait {
         let started = Instant::now();
         loop {
@@ -377,29 +429,71 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
             serde_json::to_value(reports.get(1..).unwrap_or_default())?,
         );
     }
-    if !print_structured(&document, args.output)? {
-        let mut stdout = std::io::stdout().lock();
-        for (i, report) in reports.iter().enumerate() {
+    if print_structured(&document, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = std::io::stdout().lock();
+    for (i, report) in reports.iter().enumerate() {
+        let what = if i == 0 {
+            ""
+        } else {
+            " (a dependency nothing needs any more)"
+        };
+        if args.dry_run {
             writeln!(
                 stdout,
-                "addon `{}` disabled{}: {} objects deleted",
+                "addon `{}`{what} would be disabled: {} objects would be deleted",
                 report.name,
-                if i == 0 {
-                    ""
-                } else {
-                    " (a dependency nothing needs any more)"
-                },
                 report.deleted.len()
             )?;
-            for deleted in &report.deleted {
-                writeln!(stdout, "  deleted {deleted}")?;
-            }
-            for note in &report.notes {
-                writeln!(stdout, "  note: {note}")?;
-            }
+        } else {
+            writeln!(
+                stdout,
+                "addon `{}` disabled{what}: {} objects deleted",
+                report.name,
+                report.deleted.len()
+            )?;
         }
+        print_removal(
+            &mut stdout,
+            args.dry_run,
+            &report.deleted,
+            &report.given_back,
+            &report.kept,
+        )?;
+    }
+    if args.dry_run {
+        writeln!(stdout, "# dry run: nothing was changed")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines of a removal: every deletion, give-back and kept object (with its reason).
+fn print_removal(
+    out: &mut impl Write,
+    dry_run: bool,
+    deleted: &[manage::deletion::Entry],
+    given_back: &[manage::deletion::Entry],
+    kept: &[manage::deletion::Entry],
+) -> std::io::Result<()> {
+    let (delete, give) = if dry_run {
+        ("would delete", "would give back")
+    } else {
+        ("deleted", "gave back")
+    };
+    for entry in deleted {
+        writeln!(out, "  {delete} {entry}")?;
+    }
+    for entry in given_back {
+        writeln!(
+            out,
+            "  {give} {entry} (adopted: addonctl's fields removed, the object stays)"
+        )?;
+    }
+    for entry in kept {
+        writeln!(out, "  kept {entry}")?;
+    }
+    Ok(())
 }
 
 /// `status`.
@@ -677,11 +771,32 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
                 }
             }
         }
-        ClusterCommand::Detach { name, force } => {
-            let cleaned = manage::clusters::detach(&ctx, &name, force).await?;
-            writeln!(out, "cluster `{name}` detached")?;
-            for line in cleaned {
-                writeln!(out, "  {line}")?;
+        ClusterCommand::Detach {
+            name,
+            force,
+            dry_run,
+            output,
+        } => {
+            let report = manage::clusters::detach(&ctx, &name, force, dry_run).await?;
+            if !print_structured(&report, output)? {
+                if dry_run {
+                    writeln!(out, "cluster `{name}` would be detached")?;
+                } else {
+                    writeln!(out, "cluster `{name}` detached")?;
+                }
+                for line in &report.addons {
+                    writeln!(out, "  {line}")?;
+                }
+                print_removal(
+                    &mut out,
+                    dry_run,
+                    &report.deleted,
+                    &report.given_back,
+                    &report.kept,
+                )?;
+                if dry_run {
+                    writeln!(out, "# dry run: nothing was changed")?;
+                }
             }
         }
         ClusterCommand::Labels { name, labels } => {
