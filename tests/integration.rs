@@ -11,6 +11,7 @@ mod multi_cluster;
 mod publish;
 mod registry;
 mod render;
+mod safety_delete;
 mod sources;
 mod sources_git;
 mod sources_helm;

@@ -917,7 +917,11 @@ impl Prepared {
                 continue;
             };
             let held = previous.get(name);
-            for object in plan.objects.iter().filter(|o| !o.created) {
+            // The system namespace is addonctl's (and KubeVela's) to use: not adopted.
+            let system = |o: &DispatchedObject| {
+                o.object.kind == "Namespace" && o.object.name == self.system_namespace
+            };
+            for object in plan.objects.iter().filter(|o| !o.created && !system(o)) {
                 let known = held.is_some_and(|h| {
                     h.objects
                         .iter()

@@ -561,6 +561,22 @@ async fn apply_rendered(
         record.pending = (!covered).then_some(pending);
         Some(prepared)
     };
+    // Auxiliary outputs that exist and that addonctl did not create are adopted only with
+    // `--adopt`, and recorded as adopted (disable gives them back).
+    let adoptions =
+        review::control_plane_adoptions(cluster, &rendered.outputs, &record.inventory, ns).await?;
+    if !adopt {
+        let named: Vec<String> = adoptions
+            .iter()
+            .map(|o| format!("{o} on cluster `local`"))
+            .collect();
+        review::refuse_adoptions(&rendered.name, &named)?;
+    }
+    for adopted in adoptions {
+        if !record.adopted.contains(&adopted) {
+            record.adopted.push(adopted);
+        }
+    }
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.

@@ -14,6 +14,7 @@ use super::plan::{Action, Plan};
 use super::protect::{self, Flag, FlagKind};
 use super::record::{ObjectRef, OtherRecords, Record};
 use super::{application_gvk, direct, Context, EngineChoice, Error, NoopReporter, Result};
+use crate::cluster::Cluster;
 
 /// Refuses an enable that would adopt `adoptions` (see [`direct::Prepared::adoptions`]).
 pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {
@@ -63,6 +64,17 @@ pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
         flags.extend(protect::flags(rendered, &own));
         let previous = records.iter().find(|r| r.name == rendered.name);
         flags.extend(replaced_crds(ctx, rendered, previous).await?);
+        let held = previous
+            .map(Record::inventory_or_planned)
+            .unwrap_or_default();
+        let adoptions =
+            control_plane_adoptions(&ctx.cluster, &rendered.outputs, &held, &ctx.namespace).await?;
+        flags.extend(adoptions.into_iter().map(|object| Flag {
+            addon: rendered.name.clone(),
+            kind: FlagKind::Adopts,
+            object: format!("{object} on cluster `local`"),
+            reason: "exists and addonctl did not create it: needs `--adopt`".to_owned(),
+        }));
         if direct_engine {
             let held = previous
                 .map(Record::dispatched_or_planned)
@@ -86,6 +98,45 @@ pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
     }
     flags.sort_by(|a, b| (a.kind, &a.addon).cmp(&(b.kind, &b.addon)));
     Ok(flags)
+}
+
+/// The auxiliary outputs that exist on the control plane although the addon's record does not
+/// list them and addonctl does not alone manage them: enabling would adopt them. (The system
+/// namespace is addonctl's to create; definitions have their own ownership check.)
+pub async fn control_plane_adoptions(
+    cluster: &Cluster,
+    outputs: &[(String, Value)],
+    held: &[ObjectRef],
+    ns: &str,
+) -> Result<Vec<ObjectRef>> {
+    let mut out = Vec::new();
+    for (_, object) in outputs {
+        let Some(mut reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        if reference.kind == "Namespace" && reference.name == ns {
+            continue;
+        }
+        let Some((_, caps)) = cluster.resource(&reference.gvk()).await? else {
+            continue;
+        };
+        reference.namespace = (caps.scope == kube::discovery::Scope::Namespaced)
+            .then(|| reference.namespace.clone().unwrap_or_else(|| ns.to_owned()));
+        if held.iter().any(|o| o.same_object(&reference)) {
+            continue;
+        }
+        let stored = cluster
+            .get(
+                &reference.gvk(),
+                reference.namespace.as_deref(),
+                &reference.name,
+            )
+            .await?;
+        if stored.is_some_and(|s| !super::deletion::created_by_us(&s)) {
+            out.push(reference);
+        }
+    }
+    Ok(out)
 }
 
 /// The CRDs among the control-plane outputs that already exist on the control plane and that

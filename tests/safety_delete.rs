@@ -1,0 +1,443 @@
+//! Deletion safety, state protection, privileged objects and adoption, against real API servers
+//! (see `support::k8s`): a control plane (playing KubeVela installed, deploying with the direct
+//! engine) and `managed-1`, joined as `m1` into each test's own system namespace.
+
+use std::collections::BTreeMap;
+
+use addonctl::cluster::Cluster;
+use addonctl::manage::{self, Error, NoopReporter};
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{apply_as_on, get_on, list_on, ClusterEnv, Env, Kind, Sandbox};
+
+/// An addon `name` 1.0.0 whose template (Rhai statements) pushes objects onto `objects`, all in
+/// one `k8s-objects` component sent to `m1`; `outputs` (a Rhai map) are auxiliary outputs. In
+/// scope: `ns` (the system namespace) and `addon`.
+fn addon(name: &str, body: &str, outputs: &str) -> TestAddon {
+    let template = format!(
+        "let ns = context.namespace;\n\
+         let addon = context.metadata.name;\n\
+         let objects = [];\n\
+         {body}\n\
+         #{{ output: application(#{{ components: [k8s_objects(addon, objects)], \
+         policies: [topology(\"where\", [\"m1\"])] }}), outputs: {outputs} }}\n"
+    );
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: 1.0.0\ndescription: Fixture addon {name}\n"),
+        )
+        .file("parameter.rhai", "#{}\n")
+        .file("template.rhai", &template)
+}
+
+/// Two ConfigMaps `<addon>-0`, `<addon>-1` in the system namespace (which `m1` lacks).
+const CONFIG_MAPS: &str = r#"for i in 0..2 {
+    objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-${i}` },
+        data: #{ index: `${i}` } });
+}"#;
+
+fn m1() -> &'static ClusterEnv {
+    Env::get().managed_n(1)
+}
+
+async fn sandbox(addons: &[&TestAddon]) -> (Sandbox, Cluster) {
+    let sb = Sandbox::with_kubevela().await.direct().registries(addons);
+    sb.join("m1", m1(), &[]).await;
+    (sb, m1().admin().await)
+}
+
+/// Gone, or on its way (a Namespace stays `Terminating` without kube-controller-manager).
+fn is_gone(object: Option<&Value>) -> bool {
+    object.is_none_or(|o| !o["metadata"]["deletionTimestamp"].is_null())
+}
+
+fn is_live(object: Option<&Value>) -> bool {
+    object.is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null())
+}
+
+fn output_of(cmd: &mut assert_cmd::Command) -> (bool, String, String) {
+    let output = cmd.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A ConfigMap a person makes with kubectl.
+fn persons_config_map(namespace: &str, name: &str, data: Value) -> Value {
+    let mut object = Kind::CONFIG_MAP.object(json!({"name": name, "namespace": namespace}));
+    object["data"] = data;
+    object
+}
+
+// ------------------------------------------------------------------------------ namespaces
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_system_namespace_and_a_persons_config_map_on_a_managed_cluster_survive_disable() {
+    let first = addon("first", CONFIG_MAPS, "#{}");
+    let (sb, m1) = sandbox(&[&first]).await;
+    sb.enable("first", json!({})).await.unwrap();
+    let record = sb.record("first").await;
+    assert_eq!(
+        record.dispatched["m1"].objects[0].object.to_string(),
+        format!("Namespace `{}`", sb.ns()),
+        "the first addon on m1 creates the system namespace there"
+    );
+    assert!(record.dispatched["m1"].objects[0].created);
+    let notes = persons_config_map(sb.ns(), "notes", json!({"text": "mine"}));
+    apply_as_on(&m1, "kubectl", notes, sb.ns()).await;
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "first"]));
+
+    assert!(ok, "{stderr}");
+    let ns = sb.ns();
+    for line in [
+        format!("deleted ConfigMap `{ns}/first-0` on cluster `m1`"),
+        format!("deleted ConfigMap `{ns}/first-1` on cluster `m1`"),
+        format!("kept Namespace `{ns}` on cluster `m1`: it is the system namespace"),
+    ] {
+        assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
+    }
+    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, ns).await.as_ref()));
+    let kept = get_on(&m1, Kind::CONFIG_MAP, Some(ns), "notes").await.unwrap();
+    assert_eq!(kept["data"]["text"], "mine");
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(ns), "first-0").await.is_none());
+    assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
+}
+
+/// A Namespace `<ns>-team` the addon declares, and a ConfigMap `<addon>-cm` in it.
+const TEAM: &str = r#"let team = `${ns}-team`;
+objects.push(#{ apiVersion: "v1", kind: "Namespace", metadata: #{ name: team } });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-cm`, namespace: team },
+    data: #{ a: "1" } });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_holding_a_persons_config_map_is_kept_and_the_output_says_why() {
+    let teamed = addon("teamed", TEAM, "#{}");
+    let (sb, m1) = sandbox(&[&teamed]).await;
+    let team = format!("{}-team", sb.ns());
+    sb.clean_up_on(m1(), Kind::NAMESPACE, None, &team);
+    sb.enable("teamed", json!({})).await.unwrap();
+    apply_as_on(
+        &m1,
+        "kubectl",
+        persons_config_map(&team, "notes", json!({"text": "mine"})),
+        &team,
+    )
+    .await;
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "teamed", "-o", "json"]));
+
+    assert!(ok, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let kept: Vec<&Value> = report["kept"].as_array().unwrap().iter().collect();
+    let namespace = kept
+        .iter()
+        .find(|k| k["kind"] == "Namespace" && k["name"] == team.as_str())
+        .unwrap_or_else(|| panic!("the namespace is not reported kept: {report}"));
+    assert_eq!(namespace["cluster"], "m1");
+    assert!(
+        namespace["reason"]
+            .as_str()
+            .unwrap()
+            .contains("objects addonctl did not create for this addon live in it: ConfigMap `notes`"),
+        "{namespace}"
+    );
+    assert!(report["deleted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["name"] == "teamed-cm" && d["cluster"] == "m1"));
+    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, &team).await.as_ref()));
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "notes").await.is_some());
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "teamed-cm").await.is_none());
+}
+
+/// A ConfigMap in a namespace `<ns>-named` that nothing declares.
+const NAMED: &str = r#"objects.push(#{ apiVersion: "v1", kind: "ConfigMap",
+    metadata: #{ name: `${addon}-cm`, namespace: `${ns}-named` }, data: #{ a: "1" } });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_objects_name_is_created_on_a_managed_cluster_and_removed_on_disable() {
+    let named = addon("named", NAMED, "#{}");
+    let (sb, m1) = sandbox(&[&named]).await;
+    let namespace = format!("{}-named", sb.ns());
+    sb.clean_up_on(m1(), Kind::NAMESPACE, None, &namespace);
+
+    sb.enable("named", json!({})).await.unwrap();
+
+    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, &namespace).await.as_ref()));
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&namespace), "named-cm").await.is_some());
+    let record = sb.record("named").await;
+    let created = &record.dispatched["m1"].objects[0];
+    assert_eq!(created.object.to_string(), format!("Namespace `{namespace}`"));
+    assert!(created.created, "recorded as created by addonctl");
+
+    let report = manage::disable(&sb.ctx, "named", false, &NoopReporter)
+        .await
+        .unwrap();
+
+    assert!(
+        report
+            .deleted
+            .iter()
+            .any(|d| d.kind == "Namespace" && d.name == namespace && d.cluster == "m1"),
+        "{:?}",
+        report.deleted
+    );
+    assert!(is_gone(get_on(&m1, Kind::NAMESPACE, None, &namespace).await.as_ref()));
+}
+
+// ---------------------------------------------------------------------------------- dry runs
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_runs_of_disable_and_detach_print_deletions_and_keeps_and_change_nothing() {
+    let first = addon("first", CONFIG_MAPS, "#{}");
+    let (sb, m1) = sandbox(&[&first]).await;
+    sb.enable("first", json!({})).await.unwrap();
+    let before = versions(&m1, sb.ns()).await;
+    let record = sb.record("first").await;
+    let ns = sb.ns();
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "first", "--dry-run"]));
+
+    assert!(ok, "{stderr}");
+    for line in [
+        format!("would delete ConfigMap `{ns}/first-1` on cluster `m1`"),
+        format!("would delete ConfigMap `{ns}/first-0` on cluster `m1`"),
+        format!("kept Namespace `{ns}` on cluster `m1`: it is the system namespace"),
+        format!("would delete Secret `{ns}/addon-record-first` on cluster `local`"),
+        "# dry run: nothing was changed".to_owned(),
+    ] {
+        assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
+    }
+    let (ok, stdout, stderr) =
+        output_of(sb.cli().args(["disable", "first", "--dry-run", "-o", "yaml"]));
+    assert!(ok, "{stderr}");
+    let report: Value = serde_yaml::from_str(&stdout).unwrap();
+    assert_eq!(report["dryRun"], true);
+    assert!(report["deleted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["name"] == "first-0" && d["cluster"] == "m1" && d["namespace"] == ns));
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["cluster", "detach", "m1", "--dry-run"]));
+
+    assert!(ok, "{stderr}");
+    for line in [
+        "cluster `m1` would be detached".to_owned(),
+        "addon `first`: 2 objects would be deleted".to_owned(),
+        format!("would delete ConfigMap `{ns}/first-0` on cluster `m1`"),
+        format!("kept Namespace `{ns}` on cluster `m1`: it is the system namespace"),
+    ] {
+        assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
+    }
+    let (ok, stdout, stderr) = output_of(
+        sb.cli()
+            .args(["cluster", "detach", "m1", "--dry-run", "-o", "json"]),
+    );
+    assert!(ok, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["dryRun"], true);
+    assert_eq!(report["deleted"].as_array().unwrap().len(), 2);
+
+    assert_eq!(versions(&m1, sb.ns()).await, before, "nothing changed on m1");
+    assert_eq!(sb.record("first").await, record, "nor the record");
+    assert!(sb.get(Kind::SECRET, "m1").await.is_some(), "m1 is still joined");
+}
+
+/// `Kind name` → resourceVersion of the namespace and its ConfigMaps on a cluster.
+async fn versions(cluster: &Cluster, namespace: &str) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = list_on(cluster, Kind::CONFIG_MAP, Some(namespace))
+        .await
+        .into_iter()
+        .map(|o| {
+            (
+                format!("ConfigMap {}", o["metadata"]["name"].as_str().unwrap()),
+                o["metadata"]["resourceVersion"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let ns = get_on(cluster, Kind::NAMESPACE, None, namespace).await.unwrap();
+    out.insert(
+        "Namespace".to_owned(),
+        ns["metadata"]["resourceVersion"].as_str().unwrap().to_owned(),
+    );
+    out
+}
+
+// ------------------------------------------------------------------------------------- state
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_addon_rendering_addonctl_or_kubevela_state_is_refused_and_nothing_is_applied() {
+    let registry = addon(
+        "takeregistry",
+        CONFIG_MAPS,
+        r#"#{ store: #{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: "vela-addon-registry" },
+             data: #{ registries: "{}" } } }"#,
+    );
+    let record = addon(
+        "takerecord",
+        r#"objects.push(#{ apiVersion: "v1", kind: "Secret",
+            metadata: #{ name: "addon-record-victim", namespace: ns }, data: #{} });"#,
+        "#{}",
+    );
+    let cluster = addon(
+        "takecluster",
+        r#"objects.push(#{ apiVersion: "v1", kind: "Secret",
+            metadata: #{ name: "m1", namespace: ns }, stringData: #{ endpoint: "https://127.0.0.1:1" } });"#,
+        "#{}",
+    );
+    let (sb, m1) = sandbox(&[&registry, &record, &cluster]).await;
+
+    for (name, object, why) in [
+        ("takeregistry", "ConfigMap `vela-addon-registry` (auxiliary output `store`)", "registry store"),
+        ("takerecord", "Secret `", "an addon's record"),
+        ("takecluster", "Secret `", "credential Secret of a joined cluster"),
+    ] {
+        let error = sb.enable(name, json!({})).await.unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, Error::Refused(_)), "{name}: {error:?}");
+        assert!(
+            message.contains(object) && message.contains(why) && message.contains("nothing was applied"),
+            "{name}: {message}"
+        );
+        assert!(sb.get(Kind::SECRET, &format!("addon-record-{name}")).await.is_none(), "{name}");
+    }
+    assert!(sb.get(Kind::CONFIG_MAP, "vela-addon-registry").await.is_none());
+    assert!(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.is_none(), "nothing reached m1");
+    let secret = sb.get(Kind::SECRET, "m1").await.unwrap();
+    assert!(secret["metadata"]["labels"]
+        .get("cluster.core.oam.dev/cluster-credential-type")
+        .is_some());
+
+    // The same with `--override-definitions` and through the command line: exit 2.
+    let (ok, _, stderr) = output_of(
+        sb.cli()
+            .args(["enable", "takeregistry", "--override-definitions", "--adopt"]),
+    );
+    assert!(!ok);
+    assert!(stderr.contains("vela-addon-registry"), "{stderr}");
+}
+
+// ----------------------------------------------------------------------- privileged, adoption
+
+const PRIVILEGED: &str = r#"objects.push(#{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding",
+    metadata: #{ name: `${ns}-everyone` },
+    roleRef: #{ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+    subjects: [#{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "system:authenticated" }] });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${ns}-cm`, namespace: "kube-system" } });
+objects.push(#{ apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
+    metadata: #{ name: `${ns}-hook` }, webhooks: [] });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn privileged_and_foreign_objects_are_flagged_in_the_plan() {
+    let loud = addon("loud", PRIVILEGED, "#{}");
+    let (sb, _m1) = sandbox(&[&loud]).await;
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["enable", "loud", "--dry-run", "-o", "json"]));
+
+    assert!(ok, "{stderr}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    let flags: Vec<(String, String)> = plan["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_owned(),
+                f["object"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let ns = sb.ns();
+    for (kind, object) in [
+        ("privilegedRbac", format!("ClusterRoleBinding `{ns}-everyone`")),
+        ("foreignNamespace", format!("ConfigMap `kube-system/{ns}-cm`")),
+        ("webhook", format!("ValidatingWebhookConfiguration `{ns}-hook`")),
+    ] {
+        assert!(
+            flags.iter().any(|(k, o)| k == kind && o.starts_with(&object)),
+            "{kind} {object} not flagged: {flags:?}"
+        );
+    }
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["enable", "loud", "--dry-run"]));
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "flagged (privilegedRbac): addon `loud`: ClusterRoleBinding `{ns}-everyone`"
+        )) && stdout.contains("system:authenticated"),
+        "{stdout}"
+    );
+    assert!(sb.get(Kind::SECRET, "addon-record-loud").await.is_none(), "a dry run changes nothing");
+}
+
+/// A ConfigMap `settings` in the system namespace with addonctl's values.
+const SETTINGS: &str = r#"objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: "settings" },
+    data: #{ mode: "ours", extra: "ours" } });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adopting_needs_adopt_and_disable_gives_the_object_back() {
+    let taker = addon("taker", SETTINGS, "#{}");
+    let (sb, m1) = sandbox(&[&taker]).await;
+    let ns = sb.ns().to_owned();
+    apply_as_on(&m1, "kubectl", Kind::NAMESPACE.object(json!({"name": ns})), &ns).await;
+    let theirs = apply_as_on(
+        &m1,
+        "kubectl",
+        persons_config_map(&ns, "settings", json!({"mode": "theirs", "keep": "yes"})),
+        &ns,
+    )
+    .await;
+
+    // Without `--adopt` and without a terminal: refused, naming the object and the flag.
+    let (ok, _, stderr) = output_of(sb.cli().args(["enable", "taker"]));
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!("ConfigMap `{ns}/settings` on cluster `m1`")) && stderr.contains("--adopt"),
+        "{stderr}"
+    );
+    let untouched = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
+    assert_eq!(untouched["data"], json!({"mode": "theirs", "keep": "yes"}));
+    let (ok, stdout, _) = output_of(sb.cli().args(["enable", "taker", "--dry-run", "-o", "json"]));
+    assert!(ok);
+    assert!(stdout.contains("\"adopts\""), "{stdout}");
+
+    let (ok, _, stderr) = output_of(sb.cli().args(["enable", "taker", "--adopt"]));
+
+    assert!(ok, "{stderr}");
+    let adopted = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
+    assert_eq!(adopted["data"], json!({"mode": "ours", "extra": "ours", "keep": "yes"}));
+    let record = sb.record("taker").await;
+    let entry = record.dispatched["m1"]
+        .objects
+        .iter()
+        .find(|o| o.object.name == "settings")
+        .unwrap();
+    assert!(!entry.created, "the record says adopted, not created");
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "taker"]));
+
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!("gave back ConfigMap `{ns}/settings` on cluster `m1`")),
+        "{stdout}"
+    );
+    let given_back = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
+    assert_eq!(given_back["metadata"]["uid"], theirs["metadata"]["uid"], "the object stays");
+    assert_eq!(
+        given_back["data"],
+        json!({"keep": "yes"}),
+        "addonctl's values are gone, the others' stay"
+    );
+    assert!(
+        given_back["metadata"]["labels"]
+            .get("addons.oam.dev/name")
+            .is_none(),
+        "{given_back}"
+    );
+}
