@@ -2045,7 +2045,10 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
         .iter()
         .map(|k| k["reason"].as_str().unwrap())
         .collect();
-    assert_eq!(reasons, ["addon `beta` has it too", "addon `beta` has it too"]);
+    assert_eq!(
+        reasons,
+        ["addon `beta` has it too", "addon `beta` has it too"]
+    );
     let kept = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
         .await
         .unwrap();

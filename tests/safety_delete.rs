@@ -38,14 +38,14 @@ const CONFIG_MAPS: &str = r#"for i in 0..2 {
         data: #{ index: `${i}` } });
 }"#;
 
-fn m1() -> &'static ClusterEnv {
+fn managed_1() -> &'static ClusterEnv {
     Env::get().managed_n(1)
 }
 
 async fn sandbox(addons: &[&TestAddon]) -> (Sandbox, Cluster) {
     let sb = Sandbox::with_kubevela().await.direct().registries(addons);
-    sb.join("m1", m1(), &[]).await;
-    (sb, m1().admin().await)
+    sb.join("m1", managed_1(), &[]).await;
+    (sb, managed_1().admin().await)
 }
 
 /// Gone, or on its way (a Namespace stays `Terminating` without kube-controller-manager).
@@ -101,10 +101,16 @@ async fn the_system_namespace_and_a_persons_config_map_on_a_managed_cluster_surv
     ] {
         assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
     }
-    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, ns).await.as_ref()));
-    let kept = get_on(&m1, Kind::CONFIG_MAP, Some(ns), "notes").await.unwrap();
+    assert!(is_live(
+        get_on(&m1, Kind::NAMESPACE, None, ns).await.as_ref()
+    ));
+    let kept = get_on(&m1, Kind::CONFIG_MAP, Some(ns), "notes")
+        .await
+        .unwrap();
     assert_eq!(kept["data"]["text"], "mine");
-    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(ns), "first-0").await.is_none());
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(ns), "first-0")
+        .await
+        .is_none());
     assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
 }
 
@@ -119,7 +125,7 @@ async fn a_namespace_holding_a_persons_config_map_is_kept_and_the_output_says_wh
     let teamed = addon("teamed", TEAM, "#{}");
     let (sb, m1) = sandbox(&[&teamed]).await;
     let team = format!("{}-team", sb.ns());
-    sb.clean_up_on(m1(), Kind::NAMESPACE, None, &team);
+    sb.clean_up_on(managed_1(), Kind::NAMESPACE, None, &team);
     sb.enable("teamed", json!({})).await.unwrap();
     apply_as_on(
         &m1,
@@ -140,10 +146,9 @@ async fn a_namespace_holding_a_persons_config_map_is_kept_and_the_output_says_wh
         .unwrap_or_else(|| panic!("the namespace is not reported kept: {report}"));
     assert_eq!(namespace["cluster"], "m1");
     assert!(
-        namespace["reason"]
-            .as_str()
-            .unwrap()
-            .contains("objects addonctl did not create for this addon live in it: ConfigMap `notes`"),
+        namespace["reason"].as_str().unwrap().contains(
+            "objects addonctl did not create for this addon live in it: ConfigMap `notes`"
+        ),
         "{namespace}"
     );
     assert!(report["deleted"]
@@ -151,9 +156,15 @@ async fn a_namespace_holding_a_persons_config_map_is_kept_and_the_output_says_wh
         .unwrap()
         .iter()
         .any(|d| d["name"] == "teamed-cm" && d["cluster"] == "m1"));
-    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, &team).await.as_ref()));
-    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "notes").await.is_some());
-    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "teamed-cm").await.is_none());
+    assert!(is_live(
+        get_on(&m1, Kind::NAMESPACE, None, &team).await.as_ref()
+    ));
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "notes")
+        .await
+        .is_some());
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "teamed-cm")
+        .await
+        .is_none());
 }
 
 /// A ConfigMap in a namespace `<ns>-named` that nothing declares.
@@ -165,15 +176,24 @@ async fn a_namespace_objects_name_is_created_on_a_managed_cluster_and_removed_on
     let named = addon("named", NAMED, "#{}");
     let (sb, m1) = sandbox(&[&named]).await;
     let namespace = format!("{}-named", sb.ns());
-    sb.clean_up_on(m1(), Kind::NAMESPACE, None, &namespace);
+    sb.clean_up_on(managed_1(), Kind::NAMESPACE, None, &namespace);
 
     sb.enable("named", json!({})).await.unwrap();
 
-    assert!(is_live(get_on(&m1, Kind::NAMESPACE, None, &namespace).await.as_ref()));
-    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&namespace), "named-cm").await.is_some());
+    assert!(is_live(
+        get_on(&m1, Kind::NAMESPACE, None, &namespace)
+            .await
+            .as_ref()
+    ));
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&namespace), "named-cm")
+        .await
+        .is_some());
     let record = sb.record("named").await;
     let created = &record.dispatched["m1"].objects[0];
-    assert_eq!(created.object.to_string(), format!("Namespace `{namespace}`"));
+    assert_eq!(
+        created.object.to_string(),
+        format!("Namespace `{namespace}`")
+    );
     assert!(created.created, "recorded as created by addonctl");
 
     let report = manage::disable(&sb.ctx, "named", false, &NoopReporter)
@@ -188,7 +208,11 @@ async fn a_namespace_objects_name_is_created_on_a_managed_cluster_and_removed_on
         "{:?}",
         report.deleted
     );
-    assert!(is_gone(get_on(&m1, Kind::NAMESPACE, None, &namespace).await.as_ref()));
+    assert!(is_gone(
+        get_on(&m1, Kind::NAMESPACE, None, &namespace)
+            .await
+            .as_ref()
+    ));
 }
 
 // ---------------------------------------------------------------------------------- dry runs
@@ -215,7 +239,10 @@ async fn dry_runs_of_disable_and_detach_print_deletions_and_keeps_and_change_not
         assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
     }
     let (ok, stdout, stderr) =
-        output_of(sb.cli().args(["disable", "first", "--dry-run", "-o", "yaml"]));
+        output_of(
+            sb.cli()
+                .args(["disable", "first", "--dry-run", "-o", "yaml"]),
+        );
     assert!(ok, "{stderr}");
     let report: Value = serde_yaml::from_str(&stdout).unwrap();
     assert_eq!(report["dryRun"], true);
@@ -236,18 +263,26 @@ async fn dry_runs_of_disable_and_detach_print_deletions_and_keeps_and_change_not
     ] {
         assert!(stdout.contains(&line), "`{line}` missing:\n{stdout}");
     }
-    let (ok, stdout, stderr) = output_of(
-        sb.cli()
-            .args(["cluster", "detach", "m1", "--dry-run", "-o", "json"]),
-    );
+    let (ok, stdout, stderr) =
+        output_of(
+            sb.cli()
+                .args(["cluster", "detach", "m1", "--dry-run", "-o", "json"]),
+        );
     assert!(ok, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["dryRun"], true);
     assert_eq!(report["deleted"].as_array().unwrap().len(), 2);
 
-    assert_eq!(versions(&m1, sb.ns()).await, before, "nothing changed on m1");
+    assert_eq!(
+        versions(&m1, sb.ns()).await,
+        before,
+        "nothing changed on m1"
+    );
     assert_eq!(sb.record("first").await, record, "nor the record");
-    assert!(sb.get(Kind::SECRET, "m1").await.is_some(), "m1 is still joined");
+    assert!(
+        sb.get(Kind::SECRET, "m1").await.is_some(),
+        "m1 is still joined"
+    );
 }
 
 /// `Kind name` → resourceVersion of the namespace and its ConfigMaps on a cluster.
@@ -258,14 +293,22 @@ async fn versions(cluster: &Cluster, namespace: &str) -> BTreeMap<String, String
         .map(|o| {
             (
                 format!("ConfigMap {}", o["metadata"]["name"].as_str().unwrap()),
-                o["metadata"]["resourceVersion"].as_str().unwrap().to_owned(),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
             )
         })
         .collect();
-    let ns = get_on(cluster, Kind::NAMESPACE, None, namespace).await.unwrap();
+    let ns = get_on(cluster, Kind::NAMESPACE, None, namespace)
+        .await
+        .unwrap();
     out.insert(
         "Namespace".to_owned(),
-        ns["metadata"]["resourceVersion"].as_str().unwrap().to_owned(),
+        ns["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
     );
     out
 }
@@ -295,31 +338,54 @@ async fn an_addon_rendering_addonctl_or_kubevela_state_is_refused_and_nothing_is
     let (sb, m1) = sandbox(&[&registry, &record, &cluster]).await;
 
     for (name, object, why) in [
-        ("takeregistry", "ConfigMap `vela-addon-registry` (auxiliary output `store`)", "registry store"),
+        (
+            "takeregistry",
+            "ConfigMap `vela-addon-registry` (auxiliary output `store`)",
+            "registry store",
+        ),
         ("takerecord", "Secret `", "an addon's record"),
-        ("takecluster", "Secret `", "credential Secret of a joined cluster"),
+        (
+            "takecluster",
+            "Secret `",
+            "credential Secret of a joined cluster",
+        ),
     ] {
         let error = sb.enable(name, json!({})).await.unwrap_err();
         let message = error.to_string();
         assert!(matches!(error, Error::Refused(_)), "{name}: {error:?}");
         assert!(
-            message.contains(object) && message.contains(why) && message.contains("nothing was applied"),
+            message.contains(object)
+                && message.contains(why)
+                && message.contains("nothing was applied"),
             "{name}: {message}"
         );
-        assert!(sb.get(Kind::SECRET, &format!("addon-record-{name}")).await.is_none(), "{name}");
+        assert!(
+            sb.get(Kind::SECRET, &format!("addon-record-{name}"))
+                .await
+                .is_none(),
+            "{name}"
+        );
     }
-    assert!(sb.get(Kind::CONFIG_MAP, "vela-addon-registry").await.is_none());
-    assert!(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.is_none(), "nothing reached m1");
+    assert!(sb
+        .get(Kind::CONFIG_MAP, "vela-addon-registry")
+        .await
+        .is_none());
+    assert!(
+        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.is_none(),
+        "nothing reached m1"
+    );
     let secret = sb.get(Kind::SECRET, "m1").await.unwrap();
     assert!(secret["metadata"]["labels"]
         .get("cluster.core.oam.dev/cluster-credential-type")
         .is_some());
 
     // The same with `--override-definitions` and through the command line: exit 2.
-    let (ok, _, stderr) = output_of(
-        sb.cli()
-            .args(["enable", "takeregistry", "--override-definitions", "--adopt"]),
-    );
+    let (ok, _, stderr) = output_of(sb.cli().args([
+        "enable",
+        "takeregistry",
+        "--override-definitions",
+        "--adopt",
+    ]));
     assert!(!ok);
     assert!(stderr.contains("vela-addon-registry"), "{stderr}");
 }
@@ -339,7 +405,8 @@ async fn privileged_and_foreign_objects_are_flagged_in_the_plan() {
     let loud = addon("loud", PRIVILEGED, "#{}");
     let (sb, _m1) = sandbox(&[&loud]).await;
 
-    let (ok, stdout, stderr) = output_of(sb.cli().args(["enable", "loud", "--dry-run", "-o", "json"]));
+    let (ok, stdout, stderr) =
+        output_of(sb.cli().args(["enable", "loud", "--dry-run", "-o", "json"]));
 
     assert!(ok, "{stderr}");
     let plan: Value = serde_json::from_str(&stdout).unwrap();
@@ -356,12 +423,23 @@ async fn privileged_and_foreign_objects_are_flagged_in_the_plan() {
         .collect();
     let ns = sb.ns();
     for (kind, object) in [
-        ("privilegedRbac", format!("ClusterRoleBinding `{ns}-everyone`")),
-        ("foreignNamespace", format!("ConfigMap `kube-system/{ns}-cm`")),
-        ("webhook", format!("ValidatingWebhookConfiguration `{ns}-hook`")),
+        (
+            "privilegedRbac",
+            format!("ClusterRoleBinding `{ns}-everyone`"),
+        ),
+        (
+            "foreignNamespace",
+            format!("ConfigMap `kube-system/{ns}-cm`"),
+        ),
+        (
+            "webhook",
+            format!("ValidatingWebhookConfiguration `{ns}-hook`"),
+        ),
     ] {
         assert!(
-            flags.iter().any(|(k, o)| k == kind && o.starts_with(&object)),
+            flags
+                .iter()
+                .any(|(k, o)| k == kind && o.starts_with(&object)),
             "{kind} {object} not flagged: {flags:?}"
         );
     }
@@ -373,7 +451,10 @@ async fn privileged_and_foreign_objects_are_flagged_in_the_plan() {
         )) && stdout.contains("system:authenticated"),
         "{stdout}"
     );
-    assert!(sb.get(Kind::SECRET, "addon-record-loud").await.is_none(), "a dry run changes nothing");
+    assert!(
+        sb.get(Kind::SECRET, "addon-record-loud").await.is_none(),
+        "a dry run changes nothing"
+    );
 }
 
 /// A ConfigMap `settings` in the system namespace with addonctl's values.
@@ -385,7 +466,13 @@ async fn adopting_needs_adopt_and_disable_gives_the_object_back() {
     let taker = addon("taker", SETTINGS, "#{}");
     let (sb, m1) = sandbox(&[&taker]).await;
     let ns = sb.ns().to_owned();
-    apply_as_on(&m1, "kubectl", Kind::NAMESPACE.object(json!({"name": ns})), &ns).await;
+    apply_as_on(
+        &m1,
+        "kubectl",
+        Kind::NAMESPACE.object(json!({"name": ns})),
+        &ns,
+    )
+    .await;
     let theirs = apply_as_on(
         &m1,
         "kubectl",
@@ -398,20 +485,31 @@ async fn adopting_needs_adopt_and_disable_gives_the_object_back() {
     let (ok, _, stderr) = output_of(sb.cli().args(["enable", "taker"]));
     assert!(!ok);
     assert!(
-        stderr.contains(&format!("ConfigMap `{ns}/settings` on cluster `m1`")) && stderr.contains("--adopt"),
+        stderr.contains(&format!("ConfigMap `{ns}/settings` on cluster `m1`"))
+            && stderr.contains("--adopt"),
         "{stderr}"
     );
-    let untouched = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
+    let untouched = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings")
+        .await
+        .unwrap();
     assert_eq!(untouched["data"], json!({"mode": "theirs", "keep": "yes"}));
-    let (ok, stdout, _) = output_of(sb.cli().args(["enable", "taker", "--dry-run", "-o", "json"]));
+    let (ok, stdout, _) = output_of(
+        sb.cli()
+            .args(["enable", "taker", "--dry-run", "-o", "json"]),
+    );
     assert!(ok);
     assert!(stdout.contains("\"adopts\""), "{stdout}");
 
     let (ok, _, stderr) = output_of(sb.cli().args(["enable", "taker", "--adopt"]));
 
     assert!(ok, "{stderr}");
-    let adopted = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
-    assert_eq!(adopted["data"], json!({"mode": "ours", "extra": "ours", "keep": "yes"}));
+    let adopted = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings")
+        .await
+        .unwrap();
+    assert_eq!(
+        adopted["data"],
+        json!({"mode": "ours", "extra": "ours", "keep": "yes"})
+    );
     let record = sb.record("taker").await;
     let entry = record.dispatched["m1"]
         .objects
@@ -424,11 +522,18 @@ async fn adopting_needs_adopt_and_disable_gives_the_object_back() {
 
     assert!(ok, "{stderr}");
     assert!(
-        stdout.contains(&format!("gave back ConfigMap `{ns}/settings` on cluster `m1`")),
+        stdout.contains(&format!(
+            "gave back ConfigMap `{ns}/settings` on cluster `m1`"
+        )),
         "{stdout}"
     );
-    let given_back = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings").await.unwrap();
-    assert_eq!(given_back["metadata"]["uid"], theirs["metadata"]["uid"], "the object stays");
+    let given_back = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings")
+        .await
+        .unwrap();
+    assert_eq!(
+        given_back["metadata"]["uid"], theirs["metadata"]["uid"],
+        "the object stays"
+    );
     assert_eq!(
         given_back["data"],
         json!({"keep": "yes"}),

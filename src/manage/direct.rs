@@ -224,6 +224,9 @@ pub struct ClusterOutcome {
     pub requests: u64,
     /// Of those, writes (applies and deletes).
     pub writes: u64,
+    /// The objects deleted (pruned), each with its cluster.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted_objects: Vec<Entry>,
     /// Objects no longer rendered that addonctl adopted, given back (its fields removed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub given_back: Vec<Entry>,
@@ -244,6 +247,7 @@ impl ClusterOutcome {
             deleted: 0,
             requests: 0,
             writes: 0,
+            deleted_objects: Vec::new(),
             given_back: Vec::new(),
             kept: Vec::new(),
             error: None,
@@ -702,6 +706,7 @@ async fn apply_to_cluster(
         Ok(()) => {
             let removal = prune(target, &applied, false).await;
             outcome.deleted = removal.deleted.len();
+            outcome.deleted_objects = removal.deleted;
             outcome.given_back = removal.given_back;
             outcome.kept = removal.kept;
             let mut objects = applied;

@@ -676,6 +676,9 @@ async fn apply_rendered(
         .filter_map(|o| o.error.as_ref().map(|e| format!("{}: {e}", o.cluster)))
         .collect();
     for outcome in &dispatched.outcomes {
+        report
+            .deleted
+            .extend(outcome.deleted_objects.iter().map(ToString::to_string));
         for kept in &outcome.kept {
             report.notes.push(format!("kept {kept}"));
         }
@@ -980,7 +983,10 @@ async fn remove_control_plane(
     report.kept.extend(removal.kept);
     match removal.failure {
         None => Ok(()),
-        Some((e, _)) => Err(Error::Refused(e)),
+        Some((message, _)) => Err(Error::Cluster(cluster::Error::Api {
+            cluster: normalize::LOCAL_CLUSTER.to_owned(),
+            message,
+        })),
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use super::plan::{Action, Plan};
+use super::plan::{Action, Plan, Step};
 use super::protect::{self, Flag, FlagKind};
 use super::record::{ObjectRef, OtherRecords, Record};
 use super::{application_gvk, direct, Context, EngineChoice, Error, NoopReporter, Result};
@@ -30,6 +30,38 @@ pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {
     )))
 }
 
+/// The namespaces that are an addon's own: the system namespace, its `needNamespace`, its
+/// topology's namespaces and the Namespaces it renders itself.
+pub fn own_namespaces(step: &Step, system_namespace: &str) -> BTreeSet<String> {
+    let rendered = &step.rendered;
+    let mut own: BTreeSet<String> = step
+        .package
+        .metadata
+        .need_namespace
+        .iter()
+        .cloned()
+        .collect();
+    own.insert(system_namespace.to_owned());
+    own.extend(
+        direct::placements(&rendered.application)
+            .into_iter()
+            .filter_map(|p| p.namespace),
+    );
+    own.extend(
+        protect::authored(rendered)
+            .iter()
+            .filter(|r| r.object.get("kind").and_then(Value::as_str) == Some("Namespace"))
+            .filter_map(|r| r.object.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_owned),
+    );
+    own
+}
+
+/// The flags of one step that need no cluster (see [`protect::flags`]).
+pub fn step_flags(step: &Step, system_namespace: &str) -> Vec<Flag> {
+    protect::flags(&step.rendered, &own_namespaces(step, system_namespace))
+}
+
 /// Every flag of a plan: see the module documentation. Reads the clusters, changes nothing.
 pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
     let records = super::records(ctx).await?;
@@ -41,27 +73,7 @@ pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
     let mut flags = Vec::new();
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let rendered = &step.rendered;
-        let mut own: BTreeSet<String> = step
-            .package
-            .metadata
-            .need_namespace
-            .iter()
-            .cloned()
-            .collect();
-        own.insert(ctx.namespace.clone());
-        own.extend(
-            direct::placements(&rendered.application)
-                .into_iter()
-                .filter_map(|p| p.namespace),
-        );
-        own.extend(
-            protect::authored(rendered)
-                .iter()
-                .filter(|r| r.object.get("kind").and_then(Value::as_str) == Some("Namespace"))
-                .filter_map(|r| r.object.pointer("/metadata/name").and_then(Value::as_str))
-                .map(str::to_owned),
-        );
-        flags.extend(protect::flags(rendered, &own));
+        flags.extend(step_flags(step, &ctx.namespace));
         let previous = records.iter().find(|r| r.name == rendered.name);
         flags.extend(replaced_crds(ctx, rendered, previous).await?);
         let held = previous

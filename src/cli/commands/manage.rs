@@ -184,12 +184,12 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
     }
-    for flag in plan.steps.iter().flat_map(|s| {
-        let own = std::iter::once(ctx.namespace.clone())
-            .chain(s.package.metadata.need_namespace.iter().cloned())
-            .collect();
-        manage::protect::flags(&s.rendered, &own)
-    }) {
+    for flag in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != manage::Action::Keep)
+        .flat_map(|s| manage::review::step_flags(s, &ctx.namespace))
+    {
         reporter.step(&format!("flagged: {flag}"));
     }
     if !args.adopt && std::io::stdin().is_terminal() {
