@@ -546,3 +546,63 @@ async fn adopting_needs_adopt_and_disable_gives_the_object_back() {
         "{given_back}"
     );
 }
+
+// ------------------------------------------------------------------------------------ sharing
+
+/// A Namespace `<ns>-team`, a ConfigMap `shared` in it both fixtures render, and one of the
+/// addon's own.
+const SHARED_TEAM: &str = r#"let team = `${ns}-team`;
+objects.push(#{ apiVersion: "v1", kind: "Namespace", metadata: #{ name: team } });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: "shared", namespace: team },
+    data: #{ owner: "everyone" } });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-own`, namespace: team },
+    data: #{ owner: addon } });"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_last() {
+    let alpha = addon("alpha", SHARED_TEAM, "#{}");
+    let beta = addon("beta", SHARED_TEAM, "#{}");
+    let (sb, m1) = sandbox(&[&alpha, &beta]).await;
+    let team = format!("{}-team", sb.ns());
+    sb.clean_up_on(managed_1(), Kind::NAMESPACE, None, &team);
+    sb.enable("alpha", json!({})).await.unwrap();
+    sb.enable("beta", json!({})).await.unwrap();
+    let shared = get_on(&m1, Kind::CONFIG_MAP, Some(&team), "shared")
+        .await
+        .unwrap();
+
+    let report = manage::disable(&sb.ctx, "alpha", false, &NoopReporter)
+        .await
+        .unwrap();
+
+    let kept: Vec<String> = report.kept.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        kept,
+        [
+            format!("ConfigMap `{team}/shared` on cluster `m1`: addon `beta` has it too"),
+            format!("Namespace `{team}` on cluster `m1`: addon `beta` has it too"),
+        ]
+    );
+    let still = get_on(&m1, Kind::CONFIG_MAP, Some(&team), "shared")
+        .await
+        .unwrap();
+    assert_eq!(still["metadata"]["uid"], shared["metadata"]["uid"]);
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "alpha-own")
+        .await
+        .is_none());
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "beta-own")
+        .await
+        .is_some());
+
+    let report = manage::disable(&sb.ctx, "beta", false, &NoopReporter)
+        .await
+        .unwrap();
+
+    assert!(report.kept.is_empty(), "{:?}", report.kept);
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(&team), "shared")
+        .await
+        .is_none());
+    assert!(is_gone(
+        get_on(&m1, Kind::NAMESPACE, None, &team).await.as_ref()
+    ));
+}

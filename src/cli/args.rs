@@ -306,6 +306,9 @@ pub struct UpgradeArgs {
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,

@@ -17,9 +17,15 @@
 //!    waited for until `Established`), then everything else with bounded concurrency, one
 //!    server-side apply per object;
 //! 5. prune: objects the previous revision (or an interrupted one) had on a cluster that this
-//!    one no longer renders, and everything on clusters that are no longer targets, are deleted
-//!    — only objects addonctl created and no other addon's record lists (an object that existed
-//!    before is recorded as such and never deleted).
+//!    one no longer renders, and everything on clusters that are no longer targets, are removed
+//!    by the rules of [`deletion`]: only objects addonctl created and no other addon's record
+//!    lists are deleted; an object that existed before (adopted with `--adopt`, recorded with
+//!    `created: false`) is given back, never deleted; the system namespace is never deleted,
+//!    another namespace only when nothing else lives in it.
+//!
+//! A namespace the objects need (the default one, or one an object names) that a cluster lacks
+//! is created first and recorded as created by addonctl for the addon. Objects that exist and
+//! that addonctl did not create are adopted only with `--adopt` ([`Prepared::adoptions`]).
 //!
 //! Guarantees: a failing cluster does not stop the others; on it, no apply is started after the
 //! first failure (a stopped server costs one timeout, not one per object), and its inventory keeps
@@ -374,19 +380,9 @@ async fn survey(
 ) -> Result<ClusterPlan> {
     let cluster = target.cluster;
     let mut plan = ClusterPlan::default();
-    // Objects without a namespace go to the topology's or the system namespace, which a
-    // managed cluster may not have yet (a cluster-scoped object simply ignores it).
-    let default_namespace = target.namespace_override.unwrap_or(target.system_namespace);
-    let needs_default = objects.iter().any(|o| {
-        target.namespace_override.is_some()
-            || o.pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .is_none()
-    });
+    // The namespaces the namespaced objects go to (the topology's, the one they name, else the
+    // system namespace), which a managed cluster may not have yet.
     let mut needed: Vec<String> = Vec::new();
-    if needs_default {
-        needed.push(default_namespace.to_owned());
-    }
     let mut unknown: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
     for object in objects {
         let Some(mut reference) = ObjectRef::of(object) else {

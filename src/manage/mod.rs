@@ -18,8 +18,12 @@
 //! Guarantees: server-side apply only (field manager `addonctl`), so an unchanged re-enable changes
 //! nothing on the server; the record's content is deterministic; a failure midway reports what was
 //! applied, and a process killed midway leaves a record that lists everything it may have applied;
-//! disable deletes exactly what the record (and its pending revision) lists, in reverse order,
-//! without relying on garbage collection, keeping what another addon's record lists too.
+//! nothing is applied when an addon renders addonctl's or KubeVela's state ([`protect`]) or would
+//! adopt an existing object without `--adopt` ([`review`]); disable removes what the record (and
+//! its pending revision) lists, in reverse order, without relying on garbage collection, by the
+//! rules of [`deletion`] (what another addon lists, the system namespace and namespaces holding
+//! anything else are kept; adopted objects are given back); a disable that fails midway says
+//! what was deleted and what to run next, and the record keeps what is left.
 
 pub mod catalog;
 pub mod clusters;
@@ -1579,6 +1583,8 @@ pub struct UpgradeRequest {
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
     pub override_definitions: bool,
+    /// Adopt existing objects addonctl did not create (otherwise the upgrade is refused).
+    pub adopt: bool,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -1613,7 +1619,7 @@ pub async fn upgrade(
         args: request.args.clone(),
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
-        adopt: false,
+        adopt: request.adopt,
     };
     let plan = plan(ctx, &enable_request, true).await?;
     for note in &plan.notes {

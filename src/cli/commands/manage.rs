@@ -683,6 +683,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        adopt: args.adopt,
     };
     let reporter = StderrReporter {
         quiet: global.quiet,
