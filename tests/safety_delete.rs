@@ -606,3 +606,66 @@ async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_
         get_on(&m1, Kind::NAMESPACE, None, &team).await.as_ref()
     ));
 }
+
+// ------------------------------------------------------------------------------------ recovery
+
+/// Points the cluster Secret `name` at `endpoint`.
+async fn move_cluster(sb: &Sandbox, name: &str, endpoint: &str) {
+    sb.api()
+        .merge_patch(
+            &Kind::SECRET.gvk(),
+            Some(sb.ns()),
+            name,
+            &json!({"stringData": {"endpoint": endpoint}}),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disable_that_fails_midway_says_what_to_run_and_the_next_one_finishes() {
+    let first = addon("first", CONFIG_MAPS, "#{}");
+    let (sb, m1) = sandbox(&[&first]).await;
+    sb.enable("first", json!({})).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, nowhere) = Env::get().unreachable_kubeconfig(dir.path());
+    move_cluster(&sb, "m1", &nowhere).await;
+
+    let (ok, _, stderr) = output_of(
+        sb.cli()
+            .env("ADDONCTL_CLUSTER_TIMEOUT", "5")
+            .args(["disable", "first"]),
+    );
+
+    assert!(!ok);
+    assert!(
+        stderr.contains("m1") && stderr.contains("run `addonctl disable first` again to finish"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("were applied"), "{stderr}");
+    let record = sb.record("first").await;
+    assert_eq!(
+        record.dispatched["m1"].objects.len(),
+        3,
+        "the record keeps what is left on m1"
+    );
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "first-0")
+        .await
+        .is_some());
+
+    move_cluster(&sb, "m1", &managed_1().server).await;
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "first"]));
+
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "deleted ConfigMap `{}/first-0` on cluster `m1`",
+            sb.ns()
+        )),
+        "{stdout}"
+    );
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "first-0")
+        .await
+        .is_none());
+    assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
+}

@@ -129,6 +129,9 @@ pub enum Error {
     /// Workloads did not become ready in time.
     #[error("{0}")]
     NotReady(String),
+    /// A request failed (the message names the cluster and what failed).
+    #[error("{0}")]
+    Failed(String),
     /// Deleting failed midway: what was done, and the command that finishes it (the record
     /// still lists everything left).
     #[error("{source}\n{}", unfinished_note(.done, .next))]
@@ -187,7 +190,7 @@ impl Error {
             Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
                 source.is_user_error()
             }
-            Error::Clusters { .. } | Error::NotReady(_) => false,
+            Error::Clusters { .. } | Error::NotReady(_) | Error::Failed(_) => false,
         }
     }
 }
@@ -987,10 +990,7 @@ async fn remove_control_plane(
     report.kept.extend(removal.kept);
     match removal.failure {
         None => Ok(()),
-        Some((message, _)) => Err(Error::Cluster(cluster::Error::Api {
-            cluster: normalize::LOCAL_CLUSTER.to_owned(),
-            message,
-        })),
+        Some((message, _)) => Err(Error::Failed(message)),
     }
 }
 
@@ -1090,11 +1090,13 @@ async fn remove_dispatched(
         .apply(&kept.to_secret(&ctx.namespace), &ctx.namespace)
         .await?;
     Err(Error::Unfinished {
-        source: Box::new(Error::Clusters {
-            addon: record.name.clone(),
-            total: everything.len(),
-            failed,
-        }),
+        source: Box::new(Error::Failed(format!(
+            "addon `{}`: {} of {} clusters failed:\n  {}",
+            record.name,
+            failed.len(),
+            everything.len(),
+            failed.join("\n  ")
+        ))),
         done: report.deleted.iter().map(ToString::to_string).collect(),
         next: format!("addonctl disable {}", record.name),
     })
