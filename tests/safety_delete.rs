@@ -669,3 +669,78 @@ async fn a_disable_that_fails_midway_says_what_to_run_and_the_next_one_finishes(
         .is_none());
     assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
 }
+
+/// `addonctl <args>` (as [`Sandbox::command`] runs it) on a terminal: `script` gives it a
+/// pseudo-terminal and types `input`. Returns whether it succeeded and what the terminal showed.
+fn on_a_terminal(sb: &Sandbox, args: &[&str], input: &str) -> (bool, String) {
+    let base = sb.command();
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    let mut line = vec![quote(base.get_program())];
+    line.extend(base.get_args().map(quote));
+    line.extend(args.iter().map(|a| quote(std::ffi::OsStr::new(a))));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+        .env_remove("ADDONCTL_ENGINE")
+        .env_remove("ADDONCTL_CLUSTER_TIMEOUT")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_enable_asks_before_adopting() {
+    let taker = addon("taker", SETTINGS, "#{}");
+    let (sb, m1) = sandbox(&[&taker]).await;
+    let ns = sb.ns().to_owned();
+    apply_as_on(
+        &m1,
+        "kubectl",
+        Kind::NAMESPACE.object(json!({"name": ns})),
+        &ns,
+    )
+    .await;
+    apply_as_on(
+        &m1,
+        "kubectl",
+        persons_config_map(&ns, "settings", json!({"mode": "theirs"})),
+        &ns,
+    )
+    .await;
+
+    let (ok, screen) = on_a_terminal(&sb, &["enable", "taker"], "n\n");
+
+    assert!(!ok, "{screen}");
+    assert!(
+        screen.contains(&format!("ConfigMap `{ns}/settings` on cluster `m1`"))
+            && screen.contains("adopt them? [y/N]")
+            && screen.contains("not adopted"),
+        "{screen}"
+    );
+    let untouched = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings")
+        .await
+        .unwrap();
+    assert_eq!(untouched["data"], json!({"mode": "theirs"}));
+
+    let (ok, screen) = on_a_terminal(&sb, &["enable", "taker"], "y\n");
+
+    assert!(ok, "{screen}");
+    let adopted = get_on(&m1, Kind::CONFIG_MAP, Some(&ns), "settings")
+        .await
+        .unwrap();
+    assert_eq!(adopted["data"]["mode"], "ours");
+}
