@@ -651,24 +651,52 @@ async fn apply_rendered(
         }
     }
     // Prune what the previous version (or an interrupted enable) applied and this one did not,
-    // unless another addon's record lists it too.
-    for old in record.inventory.iter().rev() {
-        if inventory.iter().any(|o: &ObjectRef| o.same_object(old)) {
-            continue;
+    // by the deletion rules (kept while another addon's record lists it; given back when
+    // adopted).
+    let stale: Vec<record::DispatchedObject> = record
+        .inventory
+        .iter()
+        .rev()
+        .filter(|old| !inventory.iter().any(|o: &ObjectRef| o.same_object(old)))
+        .map(|old| record::DispatchedObject {
+            object: old.clone(),
+            uid: String::new(),
+            created: !record.adopted.iter().any(|a| a.same_object(old)),
+        })
+        .collect();
+    if !stale.is_empty() {
+        if vela {
+            others = OtherRecords::of(&records(ctx).await?, &rendered.name);
         }
-        if let Some(addon) = others.inventory.get(old) {
-            report
-                .notes
-                .push(format!("kept {old}: addon `{addon}` has it too"));
-            continue;
+        let listed = control_plane_listing(&others);
+        let site = deletion::Site {
+            cluster,
+            name: normalize::LOCAL_CLUSTER,
+            system_namespace: ns,
+            others: Some(&listed),
+            dry_run: false,
+            trust_record: true,
+        };
+        let refs: Vec<&record::DispatchedObject> = stale.iter().collect();
+        let removal = deletion::remove(&site, &refs).await;
+        report
+            .deleted
+            .extend(removal.deleted.iter().map(ToString::to_string));
+        for kept in &removal.kept {
+            report.notes.push(format!("kept {kept}"));
         }
-        if cluster
-            .delete(&old.gvk(), old.namespace.as_deref(), &old.name)
-            .await?
-        {
-            report.deleted.push(old.to_string());
+        for given in &removal.given_back {
+            report.notes.push(format!(
+                "gave back {given} (adopted: addonctl's fields removed, the object stays)"
+            ));
+        }
+        if let Some((e, _)) = removal.failure {
+            return Err(Error::Failed(e));
         }
     }
+    record
+        .adopted
+        .retain(|a| inventory.iter().any(|o| o.same_object(a)));
     record.inventory = inventory;
     let Some(prepared) = prepared else {
         record.placements.clear();
@@ -909,6 +937,15 @@ pub async fn disable_with(
     Ok(report)
 }
 
+/// What the other addons' records list on the control plane, as [`deletion::decide`] takes it.
+fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef, (String, bool)> {
+    others
+        .inventory
+        .iter()
+        .map(|(o, addon)| (o.clone(), (addon.clone(), true)))
+        .collect()
+}
+
 /// The control-plane part of `disable`: the argument Secret, the record's objects (reverse
 /// order), the Application, the `needNamespace` namespaces, then the record itself (last, so a
 /// failure leaves it for the next `disable` to finish).
@@ -970,11 +1007,7 @@ async fn remove_control_plane(
         seen.push(o.object.clone());
         new
     });
-    let listed: BTreeMap<ObjectRef, (String, bool)> = others
-        .inventory
-        .iter()
-        .map(|(o, addon)| (o.clone(), (addon.clone(), true)))
-        .collect();
+    let listed = control_plane_listing(others);
     let site = deletion::Site {
         cluster: &ctx.cluster,
         name: normalize::LOCAL_CLUSTER,
