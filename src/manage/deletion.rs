@@ -48,6 +48,8 @@ pub enum Reason {
     NamespaceUnchecked(String),
     /// It was re-created (another uid) or is no longer addonctl's alone.
     NotOurs,
+    /// It is addonctl's or KubeVela's own state (see [`super::protect`]).
+    State(String),
 }
 
 impl std::fmt::Display for Reason {
@@ -66,6 +68,10 @@ impl std::fmt::Display for Reason {
             ),
             Reason::NotOurs => f.write_str(
                 "it was re-created or changed by someone else since addonctl applied it",
+            ),
+            Reason::State(why) => write!(
+                f,
+                "{why}: addonctl's or KubeVela's own state is never deleted with an addon"
             ),
         }
     }
@@ -103,6 +109,20 @@ pub fn decide(
     }
 }
 
+/// Why a recorded object is addonctl's or KubeVela's own state (by its kind, name and
+/// namespace), if it is: an addon recorded before such objects were refused may list one.
+pub fn state_of(object: &ObjectRef, system_namespace: &str) -> Option<String> {
+    let mut value = json!({
+        "apiVersion": object.api_version,
+        "kind": object.kind,
+        "metadata": {"name": object.name},
+    });
+    if let Some(namespace) = &object.namespace {
+        value["metadata"]["namespace"] = json!(namespace);
+    }
+    super::protect::state_reason(&value, system_namespace, &[])
+}
+
 fn shared_with<'a>(
     others: &'a BTreeMap<ObjectRef, (String, bool)>,
     object: &ObjectRef,
@@ -137,7 +157,8 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn of(cluster: &str, object: &ObjectRef, reason: Option<&Reason>) -> Self {
+    /// The entry of `object` on `cluster`, with the reason it is kept.
+    pub fn of(cluster: &str, object: &ObjectRef, reason: Option<&Reason>) -> Self {
         Entry {
             cluster: cluster.to_owned(),
             kind: object.kind.clone(),
@@ -200,12 +221,17 @@ pub async fn remove(scope: &Site<'_>, objects: &[&DispatchedObject]) -> Removal 
     let mut gone = Own::default();
     for (i, object) in objects.iter().enumerate() {
         let reference = &object.object;
-        let decision = decide(
+        let mut decision = decide(
             reference,
             object.created,
             scope.system_namespace,
             scope.others,
         );
+        if !scope.trust_record {
+            if let Some(why) = state_of(reference, scope.system_namespace) {
+                decision = Decision::Keep(Reason::State(why));
+            }
+        }
         let result = match decision {
             Decision::Keep(reason) => {
                 removal
@@ -577,6 +603,16 @@ mod tests {
             decide(&planned, false, "vela-system", Some(&others)),
             Decision::Keep(Reason::Shared("beta".to_owned()))
         );
+    }
+
+    #[test]
+    fn state_recorded_by_an_older_addon_is_recognised_by_kind_and_name() {
+        let record = object("Secret", Some("vela-system"), "addon-record-other");
+        assert!(state_of(&record, "vela-system").is_some());
+        let store = object("ConfigMap", Some("vela-system"), "vela-addon-registry");
+        assert!(state_of(&store, "vela-system").is_some());
+        let plain = object("ConfigMap", Some("vela-system"), "settings");
+        assert!(state_of(&plain, "vela-system").is_none());
     }
 
     #[test]

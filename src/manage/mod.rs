@@ -658,6 +658,7 @@ async fn apply_rendered(
         .iter()
         .rev()
         .filter(|old| !inventory.iter().any(|o: &ObjectRef| o.same_object(old)))
+        .filter(|old| deletion::state_of(old, ns).is_none())
         .map(|old| record::DispatchedObject {
             object: old.clone(),
             uid: String::new(),
@@ -974,6 +975,15 @@ async fn remove_control_plane(
     push(secret(normalize::args_secret_name(name)), true);
     if let Some(record) = &current.record {
         for object in record.inventory_or_planned().into_iter().rev() {
+            if let Some(why) = deletion::state_of(&object, ns) {
+                let reason = deletion::Reason::State(why);
+                report.kept.push(deletion::Entry::of(
+                    normalize::LOCAL_CLUSTER,
+                    &object,
+                    Some(&reason),
+                ));
+                continue;
+            }
             let adopted = record.adopted.iter().any(|a| a.same_object(&object));
             push(object, !adopted);
         }
