@@ -744,3 +744,46 @@ async fn on_a_terminal_enable_asks_before_adopting() {
         .unwrap();
     assert_eq!(adopted["data"]["mode"], "ours");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn state_an_older_record_lists_survives_disable() {
+    let first = addon("first", CONFIG_MAPS, "#{}");
+    let (sb, _m1) = sandbox(&[&first]).await;
+    sb.enable("first", json!({})).await.unwrap();
+    // As an addon enabled before such objects were refused left it: its record lists the
+    // registry store, which exists.
+    let store = sb
+        .apply_as(
+            "kubectl",
+            Kind::CONFIG_MAP.object(json!({"name": "vela-addon-registry", "namespace": sb.ns()})),
+        )
+        .await;
+    let mut record = sb.record("first").await;
+    record.inventory.push(addonctl::manage::record::ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "ConfigMap".to_owned(),
+        namespace: Some(sb.ns().to_owned()),
+        name: "vela-addon-registry".to_owned(),
+    });
+    sb.api()
+        .apply(&record.to_secret(sb.ns()), sb.ns())
+        .await
+        .unwrap();
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "first"]));
+
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "kept ConfigMap `{}/vela-addon-registry` on cluster `local`: it is the registry store",
+            sb.ns()
+        )),
+        "{stdout}"
+    );
+    let left = sb
+        .get(Kind::CONFIG_MAP, "vela-addon-registry")
+        .await
+        .unwrap();
+    assert_eq!(left["metadata"]["uid"], store["metadata"]["uid"]);
+    assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
+}
