@@ -787,3 +787,47 @@ async fn state_an_older_record_lists_survives_disable() {
     assert_eq!(left["metadata"]["uid"], store["metadata"]["uid"]);
     assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_detach_that_cannot_clean_says_what_to_run_and_changes_no_record() {
+    let first = addon("first", CONFIG_MAPS, "#{}");
+    let (sb, m1) = sandbox(&[&first]).await;
+    sb.enable("first", json!({})).await.unwrap();
+    let record = sb.record("first").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, nowhere) = Env::get().unreachable_kubeconfig(dir.path());
+    move_cluster(&sb, "m1", &nowhere).await;
+
+    let (ok, _, stderr) = output_of(
+        sb.cli()
+            .env("ADDONCTL_CLUSTER_TIMEOUT", "5")
+            .args(["cluster", "detach", "m1"]),
+    );
+
+    assert!(!ok);
+    assert!(
+        stderr.contains("cannot clean addon `first` from cluster `m1`")
+            && stderr.contains("--force")
+            && stderr.contains("run `addonctl cluster detach m1` again to finish"),
+        "{stderr}"
+    );
+    assert_eq!(sb.record("first").await, record, "the record keeps m1");
+    assert!(
+        sb.get(Kind::SECRET, "m1").await.is_some(),
+        "m1 stays joined"
+    );
+
+    move_cluster(&sb, "m1", &managed_1().server).await;
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["cluster", "detach", "m1"]));
+
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("addon `first`: 2 objects deleted"),
+        "{stdout}"
+    );
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "first-0")
+        .await
+        .is_none());
+    assert!(sb.get(Kind::SECRET, "m1").await.is_none());
+    assert!(sb.record("first").await.dispatched.is_empty());
+}
