@@ -10,7 +10,7 @@
 //!
 //! [`flags`] lists what is powerful or reaches outside the addon — cluster-wide RBAC (bindings to
 //! powerful roles or to everyone, wildcard rules), objects in namespaces other than the addon's
-//! own, admission webhooks, CustomResourceDefinitions — for the plan and `enable --dry-run`.
+//! own, admission webhooks — for the plan and `enable --dry-run`.
 //! Which existing objects the addon would adopt or replace is found on the clusters (see
 //! [`super::review`]).
 
@@ -196,7 +196,7 @@ pub enum FlagKind {
     ForeignNamespace,
     /// An admission webhook (it sees, and may change or refuse, other objects).
     Webhook,
-    /// A CustomResourceDefinition (cluster-wide; one already present would be replaced).
+    /// A CustomResourceDefinition already present that the addon would replace.
     CustomResourceDefinition,
     /// An existing object addonctl did not create, which the addon would adopt.
     Adopts,
@@ -277,7 +277,7 @@ fn rbac_reason(object: &Value) -> Option<String> {
     }
 }
 
-/// The flags of the objects an addon renders, without a cluster: RBAC, webhooks, CRDs, and
+/// The flags of the objects an addon renders, without a cluster: RBAC, webhooks, and
 /// namespaced objects outside `own_namespaces` (the addon's `needNamespace`, its target
 /// namespaces and the system namespace).
 pub fn flags(rendered: &Rendered, own_namespaces: &BTreeSet<String>) -> Vec<Flag> {
@@ -296,17 +296,15 @@ pub fn flags(rendered: &Rendered, own_namespaces: &BTreeSet<String>) -> Vec<Flag
         if let Some(why) = rbac_reason(object) {
             flag(FlagKind::PrivilegedRbac, why);
         }
-        match text(object, "/kind") {
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => flag(
+        if matches!(
+            text(object, "/kind"),
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) {
+            flag(
                 FlagKind::Webhook,
                 "an admission webhook: it sees, and may change or refuse, objects of others"
                     .to_owned(),
-            ),
-            "CustomResourceDefinition" => flag(
-                FlagKind::CustomResourceDefinition,
-                "a cluster-wide API".to_owned(),
-            ),
-            _ => {}
+            );
         }
         if let Some(ns) = object
             .pointer("/metadata/namespace")
