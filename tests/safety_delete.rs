@@ -831,3 +831,83 @@ async fn a_detach_that_cannot_clean_says_what_to_run_and_changes_no_record() {
     assert!(sb.get(Kind::SECRET, "m1").await.is_none());
     assert!(sb.record("first").await.dispatched.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crd_present_before_is_flagged_as_replaced_and_adopting_an_output_needs_adopt() {
+    let sb = Sandbox::with_kubevela().await.direct();
+    let group = format!("{}.example.com", sb.ns());
+    let name = format!("gadgets.{group}");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    sb.clean_up_on(
+        Env::get().control_plane(),
+        Kind::CUSTOM_RESOURCE_DEFINITION,
+        None,
+        &name,
+    );
+    let theirs = sb.apply_as("kubectl", crd.clone()).await;
+    let outputs = format!(
+        "#{{ crd: parse_json({}) }}",
+        serde_json::to_string(&serde_json::to_string(&crd).unwrap()).unwrap()
+    );
+    let gadgets = addon("gadgets", "", &outputs).file(
+        "template.rhai",
+        &format!("#{{ output: application(#{{ components: [] }}), outputs: {outputs} }}\n"),
+    );
+    let sb = sb.registries(&[&gadgets]);
+
+    let (ok, stdout, stderr) =
+        output_of(
+            sb.cli()
+                .args(["enable", "gadgets", "--dry-run", "-o", "json"]),
+        );
+
+    assert!(ok, "{stderr}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    let kinds: Vec<&str> = plan["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["object"].as_str().unwrap().contains(&name))
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["customResourceDefinition", "adopts"], "{plan}");
+
+    let (ok, _, stderr) = output_of(sb.cli().args(["enable", "gadgets"]));
+
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "CustomResourceDefinition `{name}` on cluster `local`"
+        )) && stderr.contains("--adopt"),
+        "{stderr}"
+    );
+    assert!(sb.get(Kind::SECRET, "addon-record-gadgets").await.is_none());
+
+    let (ok, _, stderr) = output_of(sb.cli().args(["enable", "gadgets", "--adopt"]));
+    assert!(ok, "{stderr}");
+    let record = sb.record("gadgets").await;
+    assert!(record.adopted.iter().any(|o| o.name == name), "{record:?}");
+
+    let (ok, stdout, stderr) = output_of(sb.cli().args(["disable", "gadgets"]));
+
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "gave back CustomResourceDefinition `{name}` on cluster `local`"
+        )),
+        "{stdout}"
+    );
+    let left = sb
+        .get(Kind::CUSTOM_RESOURCE_DEFINITION, &name)
+        .await
+        .unwrap();
+    assert_eq!(left["metadata"]["uid"], theirs["metadata"]["uid"]);
+}
