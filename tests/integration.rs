@@ -13,6 +13,7 @@ mod publish;
 mod registry;
 mod render;
 mod safety_authz;
+mod safety_delete;
 mod sources;
 mod sources_git;
 mod sources_helm;

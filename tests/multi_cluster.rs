@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use addonctl::cluster::set::ClusterCredentials;
 use addonctl::cluster::Cluster;
 use addonctl::manage::record::{ClusterInventory, Placement, Record};
-use addonctl::manage::{self, NoopReporter, Phase, UpgradeRequest};
+use addonctl::manage::{self, EnableRequest, NoopReporter, Phase, UpgradeRequest};
 use base64::Engine as _;
 use predicates::prelude::*;
 use serde_json::{json, Value};
@@ -151,6 +151,11 @@ fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
 /// Gone, or on its way (a Namespace stays `Terminating` without kube-controller-manager).
 fn is_gone(object: Option<&Value>) -> bool {
     object.is_none_or(|o| !o["metadata"]["deletionTimestamp"].is_null())
+}
+
+/// There, and not being deleted.
+fn is_kept(object: Option<&Value>) -> bool {
+    object.is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null())
 }
 
 fn cluster_names(record: &Record) -> Vec<&str> {
@@ -380,9 +385,10 @@ async fn a_label_selector_targets_the_matching_clusters_and_follows_label_change
         numbered("eastern", 2)
     );
     assert!(config_maps(&m1, sb.ns(), "eastern").await.is_empty());
-    assert!(is_gone(
-        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     assert_eq!(cluster_names(&sb.record("eastern").await), ["m2"]);
 }
 
@@ -533,13 +539,14 @@ async fn detaching_a_cluster_deletes_what_addons_applied_there_and_forgets_it() 
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("cluster `m2` detached")
-            && stdout.contains("addon `spread`: 3 objects deleted"),
+            && stdout.contains("addon `spread`: 2 objects deleted"),
         "{stdout}"
     );
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(
-        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     assert!(
         sb.get(Kind::SECRET, "m2").await.is_none(),
         "the cluster Secret"
@@ -594,11 +601,12 @@ async fn an_upgrade_that_drops_a_cluster_deletes_the_objects_there() {
         .iter()
         .find(|c| c.cluster == "m2")
         .unwrap();
-    assert_eq!((m2_outcome.applied, m2_outcome.deleted), (0, 3));
+    assert_eq!((m2_outcome.applied, m2_outcome.deleted), (0, 2));
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(
-        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     let record = sb.record("spread").await;
     assert_eq!(cluster_names(&record), ["m1"]);
     assert_eq!(record.dispatched["m1"], uids_on_m1, "m1 is untouched");
@@ -793,7 +801,14 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
     )
     .await;
 
-    sb.enable("spread", json!({})).await.unwrap();
+    let request = EnableRequest {
+        reference: "spread".to_owned(),
+        adopt: true,
+        ..EnableRequest::default()
+    };
+    manage::enable(&sb.ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
 
     let record = sb.record("spread").await;
     let created = |cluster: &str| -> Vec<(String, bool)> {
@@ -855,9 +870,10 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
     assert!(namespace["metadata"]["deletionTimestamp"].is_null());
     // m2 and local: everything the addon created is gone; the system namespace stays.
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
-    assert!(is_gone(
-        get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     assert!(config_maps(sb.api(), sb.ns(), "spread").await.is_empty());
     let system = sb.get(Kind::NAMESPACE, sb.ns()).await.unwrap();
     assert!(system["metadata"]["deletionTimestamp"].is_null());
@@ -1297,6 +1313,7 @@ fn enable_bulk(sb: &Sandbox, count: usize) -> tokio::process::Command {
             &format!("count={count}"),
             "--clusters",
             "m1,m3",
+            "--adopt",
         ])
         .kill_on_drop(true);
     enable
@@ -1579,7 +1596,7 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "addon `western`: 3 objects deleted",
+            "addon `western`: 2 objects deleted",
         ));
     assert!(config_maps(&m2, sb.ns(), "western").await.is_empty());
     assert!(sb.get(Kind::SECRET, "m2").await.is_none());
@@ -1831,9 +1848,10 @@ async fn an_enable_killed_midway_is_not_enabled_and_disable_deletes_what_it_crea
     // m3: everything the run applied before it stopped (and whatever the server carried out
     // after it resumed) is gone, the namespace it created too.
     assert!(config_maps(&m3, sb.ns(), "bulk").await.is_empty());
-    assert!(is_gone(
-        get_on(&m3, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m3, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     assert!(record_if_any(&sb, "bulk").await.is_none());
 }
 
@@ -1958,9 +1976,10 @@ async fn a_namespace_the_engine_creates_is_recorded_and_deleted_and_one_that_exi
         .await
         .unwrap();
 
-    assert!(is_gone(
-        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
     let kept = get_on(&m2, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
     assert!(kept["metadata"]["deletionTimestamp"].is_null());
     assert!(config_maps(&m2, sb.ns(), "loose").await.is_empty());
@@ -2013,18 +2032,22 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
 
     assert!(output.status.success(), "{}", stderr_of(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let notes: Vec<&str> = report["notes"]
+    let kept: Vec<&str> = report["kept"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|n| n.as_str().unwrap())
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ["shared", ns.as_str()]);
+    let reasons: Vec<&str> = report["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["reason"].as_str().unwrap())
         .collect();
     assert_eq!(
-        notes,
-        [
-            format!("kept ConfigMap `{ns}/shared` (addon `beta` has it too) on cluster `m1`"),
-            format!("kept Namespace `{ns}` (addon `beta` has it too) on cluster `m1`"),
-        ]
+        reasons,
+        ["addon `beta` has it too", "addon `beta` has it too"]
     );
     let kept = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
         .await
@@ -2046,7 +2069,8 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
     assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "shared")
         .await
         .is_none());
-    assert!(is_gone(
-        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()
-    ));
+    assert!(
+        is_kept(get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.as_ref()),
+        "the system namespace is never deleted"
+    );
 }

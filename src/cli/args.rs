@@ -216,6 +216,12 @@ pub enum ClusterCommand {
         /// Detach even when the cluster cannot be cleaned.
         #[arg(long)]
         force: bool,
+        /// Print what would be deleted, given back and kept there; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
     },
     /// Replace a cluster's labels.
     Labels {
@@ -277,6 +283,9 @@ pub struct EnableArgs {
     pub show_secrets: bool,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
 }
 
 #[derive(Debug, Args)]
@@ -289,6 +298,9 @@ pub struct DisableArgs {
     /// Also disable the dependencies it brought in that no other addon needs any more.
     #[arg(long)]
     pub prune_dependencies: bool,
+    /// Print what would be deleted, given back and kept; change nothing.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     /// Wait until everything is gone.
     #[arg(long)]
     pub wait: bool,
@@ -339,6 +351,9 @@ pub struct UpgradeArgs {
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::deletion::Entry;
 use super::record::{OtherRecords, Record};
 use super::{direct, secret_gvk, Context, Error, Result};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
@@ -118,10 +119,33 @@ pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
     Ok(rows)
 }
 
-/// Detaches a cluster: first deletes what addons applied there (only what addonctl created) and
-/// drops it from their records, then removes its Secret. When the cluster cannot be cleaned, it is
-/// not detached unless `force` (its objects are then left behind and the records forget them).
-pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String>> {
+/// What `cluster detach` did (or, with `dry_run`, would do), per addon.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetachReport {
+    /// The cluster.
+    pub cluster: String,
+    /// Objects deleted there, each with the addon's name in `addons`.
+    pub deleted: Vec<Entry>,
+    /// Objects addonctl adopted there, given back (its fields removed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub given_back: Vec<Entry>,
+    /// Objects kept there, with the reason.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<Entry>,
+    /// Per addon, what happened (`addon `a`: 3 objects deleted`, objects left behind with
+    /// `--force`).
+    pub addons: Vec<String>,
+    /// Nothing was changed: this is what `detach` would do.
+    pub dry_run: bool,
+}
+
+/// Detaches a cluster: first deletes what addons applied there (by the rules of
+/// [`super::deletion`]) and drops it from their records, then removes its Secret. When the
+/// cluster cannot be cleaned, it is not detached unless `force` (its objects are then left
+/// behind and the records forget them). With `dry_run`, reports what it would delete, give back
+/// and keep, and changes nothing.
+pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Result<DetachReport> {
     check_name(name)?;
     let joined = direct::joined(ctx).await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
@@ -129,7 +153,11 @@ pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String
             "cluster `{name}` is not joined (see `addonctl cluster list`)"
         )));
     };
-    let mut cleaned = Vec::new();
+    let mut report = DetachReport {
+        cluster: name.to_owned(),
+        dry_run,
+        ..DetachReport::default()
+    };
     let client = direct::connect(ctx, name, &credentials).await;
     let records: Vec<Record> = super::installed(ctx)
         .await?
@@ -144,28 +172,55 @@ pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String
         let others = OtherRecords::of(&records, &addon);
         let result = match &client {
             Ok(client) => {
-                let removal =
-                    direct::remove_all(client, &inventory, others.dispatched.get(name)).await;
+                let removal = direct::remove_all(
+                    client,
+                    name,
+                    &ctx.namespace,
+                    &inventory,
+                    others.dispatched.get(name),
+                    dry_run,
+                )
+                .await;
+                let count = removal.deleted.len();
+                report.deleted.extend(removal.deleted);
+                report.given_back.extend(removal.given_back);
+                report.kept.extend(removal.kept);
                 match removal.failure {
-                    None => Ok((removal.deleted, removal.shared)),
+                    None => Ok(count),
                     Some((e, _)) => Err(e),
                 }
             }
             Err(e) => Err(e.to_string()),
         };
+        let verb = if dry_run {
+            "would be deleted"
+        } else {
+            "deleted"
+        };
         match result {
-            Ok((count, shared)) => {
-                cleaned.push(format!("addon `{addon}`: {count} objects deleted"));
-                for kept in shared {
-                    cleaned.push(format!("addon `{addon}`: kept {kept}"));
-                }
-            }
-            Err(e) if force => cleaned.push(format!("addon `{addon}`: objects left behind ({e})")),
+            Ok(count) => report
+                .addons
+                .push(format!("addon `{addon}`: {count} objects {verb}")),
+            Err(e) if force => report
+                .addons
+                .push(format!("addon `{addon}`: objects left behind ({e})")),
             Err(e) => {
-                return Err(Error::Refused(format!(
-                    "cannot clean addon `{addon}` from cluster `{name}`: {e}; pass `--force` to detach anyway (its objects stay there)"
-                )))
+                let done = report
+                    .deleted
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>();
+                return Err(Error::Unfinished {
+                    source: Box::new(Error::Refused(format!(
+                        "cannot clean addon `{addon}` from cluster `{name}`: {e}; pass `--force` to detach anyway (its objects stay there)"
+                    ))),
+                    done,
+                    next: format!("addonctl cluster detach {name}"),
+                });
             }
+        }
+        if dry_run {
+            continue;
         }
         record.dispatched.remove(name);
         if let Some(pending) = &mut record.pending {
@@ -175,10 +230,12 @@ pub async fn detach(ctx: &Context, name: &str, force: bool) -> Result<Vec<String
             .apply(&record.to_secret(&ctx.namespace), &ctx.namespace)
             .await?;
     }
-    ctx.cluster
-        .delete(&secret_gvk(), Some(&ctx.namespace), name)
-        .await?;
-    Ok(cleaned)
+    if !dry_run {
+        ctx.cluster
+            .delete(&secret_gvk(), Some(&ctx.namespace), name)
+            .await?;
+    }
+    Ok(report)
 }
 
 /// Replaces a joined cluster's labels.

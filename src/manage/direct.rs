@@ -17,9 +17,15 @@
 //!    waited for until `Established`), then everything else with bounded concurrency, one
 //!    server-side apply per object;
 //! 5. prune: objects the previous revision (or an interrupted one) had on a cluster that this
-//!    one no longer renders, and everything on clusters that are no longer targets, are deleted
-//!    — only objects addonctl created and no other addon's record lists (an object that existed
-//!    before is recorded as such and never deleted).
+//!    one no longer renders, and everything on clusters that are no longer targets, are removed
+//!    by the rules of [`deletion`]: only objects addonctl created and no other addon's record
+//!    lists are deleted; an object that existed before (adopted with `--adopt`, recorded with
+//!    `created: false`) is given back, never deleted; the system namespace is never deleted,
+//!    another namespace only when nothing else lives in it.
+//!
+//! A namespace the objects need (the default one, or one an object names) that a cluster lacks
+//! is created first and recorded as created by addonctl for the addon. Objects that exist and
+//! that addonctl did not create are adopted only with `--adopt` ([`Prepared::adoptions`]).
 //!
 //! Guarantees: a failing cluster does not stop the others; on it, no apply is started after the
 //! first failure (a stopped server costs one timeout, not one per object), and its inventory keeps
@@ -41,6 +47,7 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::deletion::{self, Entry, Removal};
 use super::record::{ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement};
 use super::{Context, Error, Result};
 use crate::cluster::set::{ClusterCredentials, ClusterInfo, LABEL_CREDENTIAL_TYPE, LOCAL};
@@ -221,9 +228,16 @@ pub struct ClusterOutcome {
     pub requests: u64,
     /// Of those, writes (applies and deletes).
     pub writes: u64,
-    /// Objects no longer rendered but kept because another addon's record lists them too.
+    /// The objects deleted (pruned), each with its cluster.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub shared: Vec<String>,
+    pub deleted_objects: Vec<Entry>,
+    /// Objects no longer rendered that addonctl adopted, given back (its fields removed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub given_back: Vec<Entry>,
+    /// Objects no longer rendered but kept, with the reason (another addon's record lists them,
+    /// the system namespace, a namespace holding other objects).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<Entry>,
     /// The failure, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -237,7 +251,9 @@ impl ClusterOutcome {
             deleted: 0,
             requests: 0,
             writes: 0,
-            shared: Vec::new(),
+            deleted_objects: Vec::new(),
+            given_back: Vec::new(),
+            kept: Vec::new(),
             error: None,
         }
     }
@@ -314,7 +330,7 @@ fn crd_scopes(objects: &[Value]) -> BTreeMap<(String, String), bool> {
 /// when it is missing, and every object in apply order with whether addonctl creates it.
 #[derive(Debug, Clone, Default)]
 struct ClusterPlan {
-    ensure_namespace: Option<String>,
+    ensure_namespaces: Vec<String>,
     objects: Vec<DispatchedObject>,
 }
 
@@ -331,6 +347,7 @@ impl ClusterPlan {
 /// already hold there.
 struct Target<'a> {
     cluster: &'a Cluster,
+    name: &'a str,
     namespace_override: Option<&'a str>,
     system_namespace: &'a str,
     previous: &'a ClusterInventory,
@@ -361,44 +378,9 @@ async fn survey(
 ) -> Result<ClusterPlan> {
     let cluster = target.cluster;
     let mut plan = ClusterPlan::default();
-    // Objects without a namespace go to the topology's or the system namespace, which a
-    // managed cluster may not have yet (a cluster-scoped object simply ignores it).
-    let default_namespace = target.namespace_override.unwrap_or(target.system_namespace);
-    let needs_default = objects.iter().any(|o| {
-        target.namespace_override.is_some()
-            || o.pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .is_none()
-    });
-    let declared = objects.iter().any(|o| {
-        o.get("kind").and_then(Value::as_str) == Some("Namespace")
-            && o.pointer("/metadata/name").and_then(Value::as_str) == Some(default_namespace)
-    });
-    if needs_default && !declared {
-        let reference = ObjectRef {
-            api_version: "v1".to_owned(),
-            kind: "Namespace".to_owned(),
-            namespace: None,
-            name: default_namespace.to_owned(),
-        };
-        let exists = cluster
-            .get(&reference.gvk(), None, default_namespace)
-            .await?
-            .is_some();
-        plan.ensure_namespace = Some(default_namespace.to_owned());
-        // Recorded when addonctl creates it (and kept while an earlier run recorded it); a
-        // namespace that existed before is not recorded, so never deleted.
-        if let Some(created) = target
-            .previously_created(&reference)
-            .or((!exists).then_some(true))
-        {
-            plan.objects.push(DispatchedObject {
-                object: reference,
-                uid: String::new(),
-                created,
-            });
-        }
-    }
+    // The namespaces the namespaced objects go to (the topology's, the one they name, else the
+    // system namespace), which a managed cluster may not have yet.
+    let mut needed: Vec<String> = Vec::new();
     let mut unknown: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
     for object in objects {
         let Some(mut reference) = ObjectRef::of(object) else {
@@ -422,6 +404,11 @@ async fn survey(
                 .unwrap_or(target.system_namespace)
                 .to_owned()
         });
+        if let Some(namespace) = &reference.namespace {
+            if !needed.contains(namespace) {
+                needed.push(namespace.clone());
+            }
+        }
         if plan.objects.iter().any(|o| o.object == reference) {
             continue;
         }
@@ -469,7 +456,9 @@ async fn survey(
                 match cluster.list(&gvk, namespace.as_deref(), "").await {
                     Ok(items) => Ok(items
                         .iter()
-                        .filter_map(|i| Some((i.metadata.name.clone()?, created_by_us(i))))
+                        .filter_map(|i| {
+                            Some((i.metadata.name.clone()?, deletion::created_by_us(i)))
+                        })
                         .collect()),
                     Err(e) => {
                         failed.store(true, Ordering::Relaxed);
@@ -489,22 +478,55 @@ async fn survey(
             }
         }
     }
+    ensure_namespaces(target, objects, &needed, &mut plan).await?;
     Ok(plan)
 }
 
-/// Whether addonctl alone manages a stored object: addonctl has written some of it and nobody
-/// else has (status writers are ignored). An object nobody manages (made before field managers
-/// existed, or with no fields of its own) is not addonctl's.
-fn created_by_us(stored: &kube::api::DynamicObject) -> bool {
-    let mut writers = stored
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter(|f| f.subresource.as_deref() != Some("status"))
-        .peekable();
-    writers.peek().is_some()
-        && writers.all(|f| f.manager.as_deref() == Some(cluster::FIELD_MANAGER))
+/// Plans the namespaces the objects need (the default one, and every one they name) that the
+/// addon does not declare itself: each is created when the cluster lacks it, and recorded as
+/// created by addonctl for this addon (first, so deleted last — and only when nothing else
+/// lives in it, see [`deletion`]); one that existed before is not recorded, so never deleted.
+async fn ensure_namespaces(
+    target: &Target<'_>,
+    objects: &[Value],
+    needed: &[String],
+    plan: &mut ClusterPlan,
+) -> Result<()> {
+    let declared = |name: &str| {
+        objects.iter().any(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("Namespace")
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+    };
+    let mut entries = Vec::new();
+    for name in needed.iter().filter(|n| !declared(n)) {
+        let reference = ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: name.clone(),
+        };
+        let exists = target
+            .cluster
+            .get(&reference.gvk(), None, name)
+            .await?
+            .is_some();
+        plan.ensure_namespaces.push(name.clone());
+        // Recorded when addonctl creates it (and kept while an earlier run recorded it).
+        if let Some(created) = target
+            .previously_created(&reference)
+            .or((!exists).then_some(true))
+        {
+            entries.push(DispatchedObject {
+                object: reference,
+                uid: String::new(),
+                created,
+            });
+        }
+    }
+    entries.append(&mut plan.objects);
+    plan.objects = entries;
+    Ok(())
 }
 
 /// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]).
@@ -576,7 +598,7 @@ async fn apply_to_cluster(
     let mut applied: Vec<DispatchedObject> = Vec::new();
     let mut outcome = ClusterOutcome::new(cluster.name());
     let result: Result<()> = async {
-        if let Some(namespace) = &plan.ensure_namespace {
+        for namespace in &plan.ensure_namespaces {
             let reference = ObjectRef {
                 api_version: "v1".to_owned(),
                 kind: "Namespace".to_owned(),
@@ -650,7 +672,7 @@ async fn apply_to_cluster(
                 let created = plan
                     .created(&reference)
                     .or_else(|| target.previously_created(&reference))
-                    .unwrap_or_else(|| created_by_us(&stored));
+                    .unwrap_or_else(|| deletion::created_by_us(&stored));
                 applied.push(DispatchedObject {
                     uid: stored.metadata.uid.clone().unwrap_or_default(),
                     created,
@@ -676,9 +698,11 @@ async fn apply_to_cluster(
     outcome.applied = applied.len();
     match result {
         Ok(()) => {
-            let removal = prune(cluster, &target.previous.objects, &applied, target.others).await;
-            outcome.deleted = removal.deleted;
-            outcome.shared = removal.shared;
+            let removal = prune(target, &applied, false).await;
+            outcome.deleted = removal.deleted.len();
+            outcome.deleted_objects = removal.deleted;
+            outcome.given_back = removal.given_back;
+            outcome.kept = removal.kept;
             let mut objects = applied;
             let error = removal.failure.map(|(e, kept)| {
                 objects.extend(kept);
@@ -710,80 +734,47 @@ async fn apply_to_cluster(
     }
 }
 
-/// What deleting objects from one cluster did.
-#[derive(Debug, Default)]
-pub struct Removal {
-    /// Objects deleted.
-    pub deleted: usize,
-    /// Objects kept because another addon's record lists them too (`Kind ns/name (addon)`).
-    pub shared: Vec<String>,
-    /// The failure that stopped it, and the objects not deleted yet.
-    pub failure: Option<(String, Vec<DispatchedObject>)>,
-}
-
-/// Deletes, in reverse order, the objects of `old` that `new` lacks, that addonctl created and
-/// that no other addon's record lists (`others`). An object known only from a plan (no uid: an
-/// interrupted enable may not have applied it) is deleted only when it exists and addonctl alone
-/// manages it; one with a uid only while it has that uid (a re-created object is someone else's).
-async fn prune(
-    cluster: &Cluster,
-    old: &[DispatchedObject],
-    new: &[DispatchedObject],
-    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
-) -> Removal {
-    let stale: Vec<&DispatchedObject> = old
+/// Deletes (or gives back), in reverse order, what `old` holds and `new` lacks, by the rules of
+/// [`deletion`]: only what addonctl created and no other addon lists is deleted; what it adopted
+/// is given back; the system namespace and namespaces holding anything else are kept.
+async fn prune(target: &Target<'_>, new: &[DispatchedObject], dry_run: bool) -> Removal {
+    let stale: Vec<&DispatchedObject> = target
+        .previous
+        .objects
         .iter()
         .rev()
-        .filter(|o| o.created && !new.iter().any(|n| n.object.same_object(&o.object)))
+        .filter(|o| !new.iter().any(|n| n.object.same_object(&o.object)))
         .collect();
-    let mut removal = Removal::default();
-    for (i, object) in stale.iter().enumerate() {
-        if let Some((addon, _)) = others.and_then(|others| others.get(&object.object)) {
-            removal
-                .shared
-                .push(format!("{} (addon `{addon}` has it too)", object.object));
-            continue;
-        }
-        let reference = &object.object;
-        let gvk = reference.gvk();
-        let namespace = reference.namespace.as_deref();
-        let deleted = if object.uid.is_empty() {
-            match cluster.get(&gvk, namespace, &reference.name).await {
-                Ok(Some(stored)) if created_by_us(&stored) => {
-                    let uid = stored.metadata.uid.clone().unwrap_or_default();
-                    cluster
-                        .delete_if_uid(&gvk, namespace, &reference.name, &uid)
-                        .await
-                }
-                Ok(_) => Ok(false),
-                Err(e) => Err(e),
-            }
-        } else {
-            cluster
-                .delete_if_uid(&gvk, namespace, &reference.name, &object.uid)
-                .await
-        };
-        match deleted {
-            Ok(true) => removal.deleted += 1,
-            Ok(false) => {}
-            Err(e) => {
-                let kept = stale[i..].iter().map(|o| (*o).clone()).collect();
-                removal.failure = Some((e.to_string(), kept));
-                break;
-            }
-        }
-    }
-    removal
+    let site = deletion::Site {
+        cluster: target.cluster,
+        name: target.name,
+        system_namespace: target.system_namespace,
+        others: target.others,
+        dry_run,
+        trust_record: false,
+    };
+    deletion::remove(&site, &stale).await
 }
 
-/// Deletes everything an inventory holds that addonctl created and no other addon lists
-/// (`others`: that cluster's objects of the other records), in reverse order.
+/// Removes everything an inventory holds by the rules of [`deletion`] (see [`prune`]), in
+/// reverse order: for `disable` and `cluster detach`.
 pub async fn remove_all(
     cluster: &Cluster,
+    name: &str,
+    system_namespace: &str,
     inventory: &ClusterInventory,
     others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+    dry_run: bool,
 ) -> Removal {
-    prune(cluster, &inventory.objects, &[], others).await
+    let target = Target {
+        cluster,
+        name,
+        namespace_override: None,
+        system_namespace,
+        previous: inventory,
+        others,
+    };
+    prune(&target, &[], dry_run).await
 }
 
 /// A dispatch ready to apply: targets resolved, clients built, every cluster surveyed (nothing
@@ -879,6 +870,7 @@ pub async fn prepare(
                 (Some(Ok(cluster)), Some(namespace)) => {
                     let target = Target {
                         cluster,
+                        name,
                         namespace_override: namespace.as_deref(),
                         system_namespace,
                         previous,
@@ -914,6 +906,34 @@ pub async fn prepare(
 }
 
 impl Prepared {
+    /// The objects the dispatch would adopt: they exist, addonctl did not create them, and
+    /// `previous` (what the addon's record holds) does not list them yet — as `Kind `ns/name` on
+    /// cluster `c``.
+    pub fn adoptions(&self, previous: &BTreeMap<String, ClusterInventory>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, plan) in &self.plans {
+            let Ok(plan) = plan else {
+                continue;
+            };
+            let held = previous.get(name);
+            // The system namespace is addonctl's (and KubeVela's) to use: not adopted.
+            let system = |o: &DispatchedObject| {
+                o.object.kind == "Namespace" && o.object.name == self.system_namespace
+            };
+            for object in plan.objects.iter().filter(|o| !o.created && !system(o)) {
+                let known = held.is_some_and(|h| {
+                    h.objects
+                        .iter()
+                        .any(|o| o.object.same_object(&object.object))
+                });
+                if !known {
+                    out.push(format!("{} on cluster `{name}`", object.object));
+                }
+            }
+        }
+        out
+    }
+
     /// Per cluster, every object the dispatch will apply (uids unknown yet), for the pending
     /// revision written before anything is applied.
     pub fn planned(&self) -> BTreeMap<String, Vec<DispatchedObject>> {
@@ -950,6 +970,7 @@ impl Prepared {
                 };
                 let target = Target {
                     cluster,
+                    name,
                     namespace_override: namespace.and_then(Option::as_deref),
                     system_namespace: &this.system_namespace,
                     previous: old,

@@ -22,8 +22,8 @@ use crate::render::normalize;
 use crate::resolve::{self, Universe};
 
 use super::{
-    applications_using_definitions, clusters_of, direct, disable, installed, to_value, Context,
-    DisableReport, Error, Installed, Reporter, Result,
+    applications_using_definitions, clusters_of, direct, disable_with, installed, to_value,
+    Context, DisableOptions, DisableReport, Error, Installed, Reporter, Result,
 };
 
 /// How many custom resources an error names.
@@ -38,6 +38,27 @@ pub async fn disable_all(
     prune_dependencies: bool,
     reporter: &dyn Reporter,
 ) -> Result<Vec<DisableReport>> {
+    let options = DisableOptions {
+        force,
+        prune_dependencies,
+        dry_run: false,
+    };
+    disable_all_with(ctx, name, &options, reporter).await
+}
+
+/// [`disable_all`] with every option (`dry_run`: report what each removal would do, change
+/// nothing).
+pub async fn disable_all_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    let DisableOptions {
+        force,
+        prune_dependencies,
+        dry_run,
+    } = *options;
     let all = installed(ctx).await?;
     if !all.contains_key(name) {
         return Err(Error::Refused(format!(
@@ -56,17 +77,27 @@ pub async fn disable_all(
         check(ctx, &all, &removal).await?;
     }
     let mut reports: Vec<DisableReport> = Vec::new();
-    for addon in &removal {
-        match disable(ctx, addon, true, reporter).await {
+    let each = DisableOptions {
+        force: true,
+        prune_dependencies: false,
+        dry_run,
+    };
+    for (i, addon) in removal.iter().enumerate() {
+        match disable_with(ctx, addon, &each, reporter).await {
             Ok(report) => reports.push(report),
             Err(e) if reports.is_empty() => return Err(e),
             Err(e) => {
-                return Err(Error::Partial {
+                return Err(Error::Unfinished {
                     source: Box::new(e),
-                    applied: reports
+                    done: reports
                         .iter()
                         .map(|r| format!("disabled addon `{}`", r.name))
                         .collect(),
+                    next: removal[i..]
+                        .iter()
+                        .map(|a| format!("addonctl disable {a} --force"))
+                        .collect::<Vec<_>>()
+                        .join("`, then `"),
                 })
             }
         }

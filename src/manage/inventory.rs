@@ -411,6 +411,29 @@ fn installed_provided(
     (groups, apis)
 }
 
+/// Refuses, whatever the flags, a plan whose addons render addonctl's or KubeVela's own state
+/// (see [`super::protect`]), naming every such object, where it comes from and why.
+async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
+    // The joined clusters' names (their Secrets are state); without the right to list them,
+    // the label still gives a cluster Secret away.
+    let clusters: Vec<String> = match super::direct::joined(ctx).await {
+        Ok(joined) => joined.into_iter().map(|(info, _)| info.name).collect(),
+        Err(_) => Vec::new(),
+    };
+    let found: Vec<String> = plan
+        .steps
+        .iter()
+        .flat_map(|s| super::protect::state_objects(&s.rendered, &ctx.namespace, &clusters))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused(format!(
+        "refused: an addon may not write addonctl's or KubeVela's own state (whatever the flags); nothing was applied:\n  {}\nremove these objects from the addon",
+        found.join("\n  ")
+    )))
+}
+
 /// Checks that every API the plan's addons use is provided; see the module documentation.
 pub(super) async fn check(
     ctx: &Context,
@@ -418,6 +441,7 @@ pub(super) async fn check(
     installed: &BTreeMap<String, Installed>,
     readers: Vec<Reader>,
 ) -> Result<()> {
+    refuse_state(ctx, plan).await?;
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
         by_plan.extend(provided(&step.rendered));

@@ -18,18 +18,25 @@
 //! Guarantees: server-side apply only (field manager `addonctl`), so an unchanged re-enable changes
 //! nothing on the server; the record's content is deterministic; a failure midway reports what was
 //! applied, and a process killed midway leaves a record that lists everything it may have applied;
-//! disable deletes exactly what the record (and its pending revision) lists, in reverse order,
-//! without relying on garbage collection, keeping what another addon's record lists too.
+//! nothing is applied when an addon renders addonctl's or KubeVela's state ([`protect`]) or would
+//! adopt an existing object without `--adopt` ([`review`]); disable removes what the record (and
+//! its pending revision) lists, in reverse order, without relying on garbage collection, by the
+//! rules of [`deletion`] (what another addon lists, the system namespace and namespaces holding
+//! anything else are kept; adopted objects are given back); a disable that fails midway says
+//! what was deleted and what to run next, and the record keeps what is left.
 
 pub mod access;
 pub mod catalog;
 pub mod clusters;
+pub mod deletion;
 pub mod direct;
 mod guard;
 mod inventory;
 pub mod lease;
 mod plan;
+pub mod protect;
 pub mod record;
+pub mod review;
 pub mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +54,7 @@ use crate::model::{AddonVersion, Constraint};
 use crate::render::normalize::{self, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
 use crate::render::Renderer;
 pub use catalog::Catalog;
-pub use guard::disable_all;
+pub use guard::{disable_all, disable_all_with};
 use plan::release_definitions;
 pub use plan::{definition_conflicts, plan, Action, EnableRequest, Kept, Plan, Step};
 use record::{
@@ -207,6 +214,21 @@ pub enum Error {
     /// Another command holds the addon's (or registry's) lock.
     #[error(transparent)]
     Busy(#[from] lease::Busy),
+    /// A request failed (the message names the cluster and what failed).
+    #[error("{0}")]
+    Failed(String),
+    /// Deleting failed midway: what was done, and the command that finishes it (the record
+    /// still lists everything left).
+    #[error("{source}\n{}", unfinished_note(.done, .next))]
+    Unfinished {
+        /// The failure.
+        #[source]
+        source: Box<Error>,
+        /// What was deleted before it.
+        done: Vec<String>,
+        /// The command to run next.
+        next: String,
+    },
     /// Applying failed midway; `applied` lists what had been applied.
     #[error("{source}\n{}", applied_note(.applied))]
     Partial {
@@ -241,6 +263,19 @@ fn clusters_note(addon: &str, failed: usize, total: usize) -> String {
     )
 }
 
+fn unfinished_note(done: &[String], next: &str) -> String {
+    let done = if done.is_empty() {
+        "nothing was deleted".to_owned()
+    } else {
+        format!(
+            "deleted before the failure ({}): {}",
+            done.len(),
+            done.join(", ")
+        )
+    };
+    format!("{done}; the record keeps what is left: run `{next}` again to finish")
+}
+
 impl Error {
     /// Whether the user can fix this.
     pub fn is_user_error(&self) -> bool {
@@ -248,10 +283,12 @@ impl Error {
             Error::Refused(_) | Error::Resolve(_) | Error::Denied(_) => true,
             Error::Cluster(e) => e.is_user_error(),
             Error::Addon(e) => e.is_user_error(),
-            Error::Partial { source, .. } => source.is_user_error(),
+            Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
+                source.is_user_error()
+            }
             // Refused by every failed cluster: the credentials' fault, as when refused up front.
             Error::Clusters { failed, .. } => failed.iter().all(|f| cluster::is_forbidden_text(f)),
-            Error::NotReady(_) | Error::Busy(_) => false,
+            Error::NotReady(_) | Error::Busy(_) | Error::Failed(_) => false,
         }
     }
 }
@@ -271,10 +308,6 @@ pub fn application_gvk() -> GroupVersionKind {
 
 fn secret_gvk() -> GroupVersionKind {
     gvk("v1", "Secret")
-}
-
-fn namespace_gvk() -> GroupVersionKind {
-    gvk("v1", "Namespace")
 }
 
 /// An installed addon, as the cluster shows it.
@@ -455,7 +488,12 @@ fn args_hash(args: &Map<String, Value>) -> String {
 }
 
 /// Applies one step of a plan.
-pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> Result<StepReport> {
+pub async fn apply_step(
+    ctx: &Context,
+    step: &Step,
+    adopt: bool,
+    reporter: &dyn Reporter,
+) -> Result<StepReport> {
     let rendered = &step.rendered;
     let mut report = StepReport {
         name: rendered.name.clone(),
@@ -475,7 +513,7 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
         "applying `{}` {}",
         rendered.name, rendered.version
     ));
-    let result = apply_rendered(ctx, step, &mut report, reporter).await;
+    let result = apply_rendered(ctx, step, adopt, &mut report, reporter).await;
     match result {
         Ok(()) => Ok(report),
         Err(e @ Error::Clusters { .. }) => Err(e),
@@ -489,6 +527,7 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
 async fn apply_rendered(
     ctx: &Context,
     step: &Step,
+    adopt: bool,
     report: &mut StepReport,
     reporter: &dyn Reporter,
 ) -> Result<()> {
@@ -571,6 +610,10 @@ async fn apply_rendered(
             .as_ref()
             .map(Record::inventory_or_planned)
             .unwrap_or_default(),
+        adopted: previous
+            .as_ref()
+            .map(|p| p.adopted.clone())
+            .unwrap_or_default(),
     };
     let mut objects: Vec<&Value> = Vec::new();
     objects.extend(rendered.definitions.iter());
@@ -603,6 +646,9 @@ async fn apply_rendered(
             reporter,
         )
         .await?;
+        if !adopt {
+            review::refuse_adoptions(&rendered.name, &prepared.adoptions(&record.dispatched))?;
+        }
         let pending = PendingRevision {
             version: rendered.version.clone(),
             inventory: planned_inventory(cluster, &ordered, ns).await?,
@@ -625,6 +671,22 @@ async fn apply_rendered(
         record.pending = (!covered).then_some(pending);
         Some(prepared)
     };
+    // Auxiliary outputs that exist and that addonctl did not create are adopted only with
+    // `--adopt`, and recorded as adopted (disable gives them back).
+    let adoptions =
+        review::control_plane_adoptions(cluster, &rendered.outputs, &record.inventory, ns).await?;
+    if !adopt {
+        let named: Vec<String> = adoptions
+            .iter()
+            .map(|o| format!("{o} on cluster `local`"))
+            .collect();
+        review::refuse_adoptions(&rendered.name, &named)?;
+    }
+    for adopted in adoptions {
+        if !record.adopted.contains(&adopted) {
+            record.adopted.push(adopted);
+        }
+    }
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
@@ -692,24 +754,53 @@ async fn apply_rendered(
         }
     }
     // Prune what the previous version (or an interrupted enable) applied and this one did not,
-    // unless another addon's record lists it too.
-    for old in record.inventory.iter().rev() {
-        if inventory.iter().any(|o: &ObjectRef| o.same_object(old)) {
-            continue;
+    // by the deletion rules (kept while another addon's record lists it; given back when
+    // adopted).
+    let stale: Vec<record::DispatchedObject> = record
+        .inventory
+        .iter()
+        .rev()
+        .filter(|old| !inventory.iter().any(|o: &ObjectRef| o.same_object(old)))
+        .filter(|old| deletion::state_of(old, ns).is_none())
+        .map(|old| record::DispatchedObject {
+            object: old.clone(),
+            uid: String::new(),
+            created: !record.adopted.iter().any(|a| a.same_object(old)),
+        })
+        .collect();
+    if !stale.is_empty() {
+        if vela {
+            others = OtherRecords::of(&records(ctx).await?, &rendered.name);
         }
-        if let Some(addon) = others.inventory.get(old) {
-            report
-                .notes
-                .push(format!("kept {old}: addon `{addon}` has it too"));
-            continue;
+        let listed = control_plane_listing(&others);
+        let site = deletion::Site {
+            cluster,
+            name: normalize::LOCAL_CLUSTER,
+            system_namespace: ns,
+            others: Some(&listed),
+            dry_run: false,
+            trust_record: true,
+        };
+        let refs: Vec<&record::DispatchedObject> = stale.iter().collect();
+        let removal = deletion::remove(&site, &refs).await;
+        report
+            .deleted
+            .extend(removal.deleted.iter().map(ToString::to_string));
+        for kept in &removal.kept {
+            report.notes.push(format!("kept {kept}"));
         }
-        if cluster
-            .delete(&old.gvk(), old.namespace.as_deref(), &old.name)
-            .await?
-        {
-            report.deleted.push(old.to_string());
+        for given in &removal.given_back {
+            report.notes.push(format!(
+                "gave back {given} (adopted: addonctl's fields removed, the object stays)"
+            ));
+        }
+        if let Some((e, _)) = removal.failure {
+            return Err(Error::Failed(e));
         }
     }
+    record
+        .adopted
+        .retain(|a| inventory.iter().any(|o| o.same_object(a)));
     record.inventory = inventory;
     let Some(prepared) = prepared else {
         record.placements.clear();
@@ -724,10 +815,16 @@ async fn apply_rendered(
         .filter_map(|o| o.error.as_ref().map(|e| format!("{}: {e}", o.cluster)))
         .collect();
     for outcome in &dispatched.outcomes {
-        for shared in &outcome.shared {
-            report
-                .notes
-                .push(format!("kept {shared} on cluster `{}`", outcome.cluster));
+        report
+            .deleted
+            .extend(outcome.deleted_objects.iter().map(ToString::to_string));
+        for kept in &outcome.kept {
+            report.notes.push(format!("kept {kept}"));
+        }
+        for given in &outcome.given_back {
+            report.notes.push(format!(
+                "gave back {given} (adopted: addonctl's fields removed, the object stays)"
+            ));
         }
     }
     record.placements = dispatched.placements;
@@ -809,7 +906,7 @@ async fn planned_inventory(
 }
 
 /// Every record in the system namespace (one labelled list).
-async fn records(ctx: &Context) -> Result<Vec<Record>> {
+pub(super) async fn records(ctx: &Context) -> Result<Vec<Record>> {
     Ok(ctx
         .cluster
         .list(
@@ -881,7 +978,7 @@ async fn execute_locked(
     }
     let mut reports: Vec<StepReport> = Vec::new();
     for step in &plan.steps {
-        let report = apply_step(ctx, step, reporter).await?;
+        let report = apply_step(ctx, step, plan.adopt, reporter).await?;
         // The direct engine deployed it and later layers need it: wait until it is healthy.
         let gate = report.engine == EngineChoice::Direct && !step.needed_by.is_empty();
         reports.push(report);
@@ -909,25 +1006,58 @@ async fn execute_locked(
     Ok(reports)
 }
 
-/// What `disable` did.
+/// What `disable` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DisableReport {
     /// The addon.
     pub name: String,
-    /// Objects deleted, in order.
-    pub deleted: Vec<String>,
-    /// What was kept, and why (objects another addon's record lists too).
+    /// Objects deleted, in order, each with its cluster (`local` = the control plane).
+    pub deleted: Vec<deletion::Entry>,
+    /// Objects addonctl adopted, given back: its fields removed, the object left.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub given_back: Vec<deletion::Entry>,
+    /// Objects kept, each with the reason (another addon lists it, the system namespace, a
+    /// namespace holding other objects…).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<deletion::Entry>,
+    /// Nothing was changed: this is what `disable` would do.
+    pub dry_run: bool,
+}
+
+/// How to disable.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DisableOptions {
+    /// Disable even when other addons, Applications or custom resources still use it.
+    pub force: bool,
+    /// Also disable the dependencies nothing needs any more.
+    pub prune_dependencies: bool,
+    /// Report what would be deleted, given back and kept; change nothing.
+    pub dry_run: bool,
 }
 
 /// Disables an addon: refuses while installed addons depend on it or Applications use its
 /// definitions (unless `force`), then deletes what its record lists in reverse order, its
-/// Application, its argument Secret, its `needNamespace` namespaces, and the record.
+/// Application, its argument Secret, its `needNamespace` namespaces, and the record — every
+/// deletion by the rules of [`deletion`].
 pub async fn disable(
     ctx: &Context,
     name: &str,
     force: bool,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let options = DisableOptions {
+        force,
+        ..DisableOptions::default()
+    };
+    disable_with(ctx, name, &options, reporter).await
+}
+
+/// [`disable`] with every option; see [`DisableOptions`].
+pub async fn disable_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
     reporter: &dyn Reporter,
 ) -> Result<DisableReport> {
     let all = installed(ctx).await?;
@@ -936,78 +1066,148 @@ pub async fn disable(
             "addon `{name}` is not enabled (see `addonctl list`)"
         )));
     };
-    let ns = &ctx.namespace;
-    if !force {
+    if !options.force {
         guard::check(ctx, &all, &[name.to_owned()]).await?;
     }
-    let cluster = &ctx.cluster;
-    let mut deleted = Vec::new();
-    let mut notes = Vec::new();
-    reporter.step(&format!("disabling `{name}`"));
+    let mut report = DisableReport {
+        name: name.to_owned(),
+        deleted: Vec::new(),
+        given_back: Vec::new(),
+        kept: Vec::new(),
+        dry_run: options.dry_run,
+    };
+    reporter.step(&format!(
+        "{} `{name}`",
+        if options.dry_run {
+            "checking what disabling would delete:"
+        } else {
+            "disabling"
+        }
+    ));
     // What other addons list is never deleted with this one.
     let others = OtherRecords::of(all.values().filter_map(|i| i.record.as_ref()), name);
     if let Some(record) = &current.record {
-        remove_dispatched(ctx, record, &others, &mut deleted, &mut notes, reporter).await?;
+        remove_dispatched(ctx, record, &others, options.dry_run, &mut report, reporter).await?;
     }
-    let secret_name = normalize::args_secret_name(name);
-    if cluster
-        .delete(&secret_gvk(), Some(ns), &secret_name)
-        .await?
-    {
-        deleted.push(format!("Secret `{ns}/{secret_name}`"));
+    let result = remove_control_plane(ctx, current, &others, &mut report).await;
+    if let Err(e) = result {
+        return Err(Error::Unfinished {
+            source: Box::new(e),
+            done: report.deleted.iter().map(ToString::to_string).collect(),
+            next: format!("addonctl disable {name}"),
+        });
     }
+    Ok(report)
+}
+
+/// What the other addons' records list on the control plane, as [`deletion::decide`] takes it.
+fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef, (String, bool)> {
+    others
+        .inventory
+        .iter()
+        .map(|(o, addon)| (o.clone(), (addon.clone(), true)))
+        .collect()
+}
+
+/// The control-plane part of `disable`: the argument Secret, the record's objects (reverse
+/// order), the Application, the `needNamespace` namespaces, then the record itself (last, so a
+/// failure leaves it for the next `disable` to finish).
+async fn remove_control_plane(
+    ctx: &Context,
+    current: &Installed,
+    others: &OtherRecords,
+    report: &mut DisableReport,
+) -> Result<()> {
+    let ns = &ctx.namespace;
+    let name = &current.name;
+    let secret = |n: String| ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "Secret".to_owned(),
+        namespace: Some(ns.clone()),
+        name: n,
+    };
+    let mut objects: Vec<record::DispatchedObject> = Vec::new();
+    let mut push = |object: ObjectRef, created: bool| {
+        objects.push(record::DispatchedObject {
+            object,
+            uid: String::new(),
+            created,
+        });
+    };
+    push(secret(normalize::args_secret_name(name)), true);
     if let Some(record) = &current.record {
-        for object in record.inventory_or_planned().iter().rev() {
-            if let Some(addon) = others.inventory.get(object) {
-                notes.push(format!("kept {object}: addon `{addon}` has it too"));
+        for object in record.inventory_or_planned().into_iter().rev() {
+            if let Some(why) = deletion::state_of(&object, ns) {
+                let reason = deletion::Reason::State(why);
+                report.kept.push(deletion::Entry::of(
+                    normalize::LOCAL_CLUSTER,
+                    &object,
+                    Some(&reason),
+                ));
                 continue;
             }
-            if cluster
-                .delete(&object.gvk(), object.namespace.as_deref(), &object.name)
-                .await?
-            {
-                deleted.push(object.to_string());
-            }
+            let adopted = record.adopted.iter().any(|a| a.same_object(&object));
+            push(object, !adopted);
         }
     }
-    let app_name = normalize::application_name(name);
-    if cluster
-        .delete(&application_gvk(), Some(ns), &app_name)
-        .await?
-    {
-        deleted.push(format!("Application `{ns}/{app_name}`"));
-    }
+    push(
+        ObjectRef {
+            api_version: "core.oam.dev/v1beta1".to_owned(),
+            kind: "Application".to_owned(),
+            namespace: Some(ns.clone()),
+            name: normalize::application_name(name),
+        },
+        true,
+    );
     if let Some(record) = &current.record {
-        for namespace in record.need_namespaces.iter().filter(|n| *n != ns) {
-            if cluster.delete(&namespace_gvk(), None, namespace).await? {
-                deleted.push(format!("Namespace `{namespace}`"));
-            }
+        for namespace in &record.need_namespaces {
+            push(
+                ObjectRef {
+                    api_version: "v1".to_owned(),
+                    kind: "Namespace".to_owned(),
+                    namespace: None,
+                    name: namespace.clone(),
+                },
+                true,
+            );
         }
-        let record_name = record::record_name(name);
-        if cluster
-            .delete(&secret_gvk(), Some(ns), &record_name)
-            .await?
-        {
-            deleted.push(format!("Secret `{ns}/{record_name}`"));
-        }
+        push(secret(record::record_name(name)), true);
     }
-    Ok(DisableReport {
-        name: name.to_owned(),
-        deleted,
-        notes,
-    })
+    let mut seen: Vec<ObjectRef> = Vec::new();
+    objects.retain(|o| {
+        let new = !seen.iter().any(|s| s.same_object(&o.object));
+        seen.push(o.object.clone());
+        new
+    });
+    let listed = control_plane_listing(others);
+    let site = deletion::Site {
+        cluster: &ctx.cluster,
+        name: normalize::LOCAL_CLUSTER,
+        system_namespace: ns,
+        others: Some(&listed),
+        dry_run: report.dry_run,
+        trust_record: true,
+    };
+    let refs: Vec<&record::DispatchedObject> = objects.iter().collect();
+    let removal = deletion::remove(&site, &refs).await;
+    report.deleted.extend(removal.deleted);
+    report.given_back.extend(removal.given_back);
+    report.kept.extend(removal.kept);
+    match removal.failure {
+        None => Ok(()),
+        Some((message, _)) => Err(Error::Failed(message)),
+    }
 }
 
 /// Deletes what the direct engine applied to each cluster, and what a pending revision planned
-/// there (reverse order, only what addonctl created and no other addon lists), clusters in
-/// parallel (bounded as enable is). When a cluster fails, the record keeps what is left there
-/// and the error says so.
+/// there, by the rules of [`deletion`] (reverse order), clusters in parallel (bounded as enable
+/// is). When a cluster fails, the record keeps what is left there and the error says so.
 async fn remove_dispatched(
     ctx: &Context,
     record: &Record,
     others: &OtherRecords,
-    deleted: &mut Vec<String>,
-    notes: &mut Vec<String>,
+    dry_run: bool,
+    report: &mut DisableReport,
     reporter: &dyn Reporter,
 ) -> Result<()> {
     let everything = record.dispatched_or_planned();
@@ -1021,64 +1221,89 @@ async fn remove_dispatched(
         async move {
             let removal = match client {
                 Some(Ok(client)) => {
-                    direct::remove_all(client, inventory, others.dispatched.get(name)).await
+                    direct::remove_all(
+                        client,
+                        name,
+                        &ctx.namespace,
+                        inventory,
+                        others.dispatched.get(name),
+                        dry_run,
+                    )
+                    .await
                 }
-                Some(Err(e)) => direct::Removal {
+                Some(Err(e)) => deletion::Removal {
                     failure: Some((e.clone(), inventory.objects.clone())),
-                    ..direct::Removal::default()
+                    ..deletion::Removal::default()
                 },
-                None => direct::Removal {
+                None => deletion::Removal {
                     failure: Some((
                         format!("no client for cluster `{name}`"),
                         inventory.objects.clone(),
                     )),
-                    ..direct::Removal::default()
+                    ..deletion::Removal::default()
                 },
             };
             (name, removal)
         }
     });
-    let removals: Vec<(&String, direct::Removal)> = futures::stream::iter(work)
+    let mut removals: Vec<(&String, deletion::Removal)> = futures::stream::iter(work)
         .buffer_unordered(direct::CLUSTER_CONCURRENCY)
         .collect()
         .await;
+    removals.sort_by(|a, b| a.0.cmp(b.0));
     let mut failed = Vec::new();
     let mut remaining = BTreeMap::new();
-    let mut removals = removals;
-    removals.sort_by(|a, b| a.0.cmp(b.0));
     for (name, removal) in removals {
         reporter.step(&format!(
-            "cluster `{name}`: {} objects deleted",
-            removal.deleted
+            "cluster `{name}`: {} objects {}deleted, {} given back, {} kept",
+            removal.deleted.len(),
+            if dry_run { "would be " } else { "" },
+            removal.given_back.len(),
+            removal.kept.len()
         ));
-        deleted.push(format!("{} objects on cluster `{name}`", removal.deleted));
-        for shared in removal.shared {
-            notes.push(format!("kept {shared} on cluster `{name}`"));
-        }
-        if let Some((e, kept)) = removal.failure {
+        report.deleted.extend(removal.deleted);
+        report.given_back.extend(removal.given_back);
+        report.kept.extend(removal.kept);
+        if let Some((e, left)) = removal.failure {
             failed.push(format!("{name}: {e}"));
             remaining.insert(
                 name.clone(),
                 record::ClusterInventory {
-                    objects: kept,
+                    objects: left,
                     error: Some(e),
                 },
             );
         }
     }
-    if failed.is_empty() {
-        return Ok(());
+    if failed.is_empty() || dry_run {
+        return if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Clusters {
+                addon: record.name.clone(),
+                total: everything.len(),
+                failed,
+            })
+        };
     }
+    // The record keeps what is left on the failed clusters (the others are done), so the next
+    // `disable` finishes.
     let mut kept = record.clone();
     kept.dispatched = remaining;
     kept.pending = None;
     ctx.cluster
         .apply(&kept.to_secret(&ctx.namespace), &ctx.namespace)
         .await?;
-    Err(Error::Clusters {
-        addon: record.name.clone(),
-        total: everything.len(),
-        failed,
+    Err(Error::Unfinished {
+        source: Box::new(Error::Failed(format!(
+            "addon `{}`: {} of {} clusters failed:\n  {}",
+            record.name,
+            failed.len(),
+            everything.len(),
+            failed.join("\n  ")
+        ))),
+        done: report.deleted.iter().map(ToString::to_string).collect(),
+        next: format!("addonctl disable {}", record.name),
     })
 }
 
@@ -1566,6 +1791,8 @@ pub struct UpgradeRequest {
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
     pub override_definitions: bool,
+    /// Adopt existing objects addonctl did not create (otherwise the upgrade is refused).
+    pub adopt: bool,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -1600,6 +1827,7 @@ pub async fn upgrade(
         args: request.args.clone(),
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
+        adopt: request.adopt,
     };
     let plan = plan(ctx, &enable_request, true).await?;
     for note in &plan.notes {

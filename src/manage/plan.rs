@@ -35,6 +35,8 @@ pub struct EnableRequest {
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
     pub override_definitions: bool,
+    /// Adopt existing objects addonctl did not create (otherwise the enable is refused).
+    pub adopt: bool,
 }
 
 /// What happens to one addon of a plan.
@@ -98,6 +100,8 @@ pub struct Plan {
     pub dependency_timeout: Option<std::time::Duration>,
     /// Notes for the user (e.g. definitions that will be skipped).
     pub notes: Vec<String>,
+    /// Adopt existing objects addonctl did not create (`--adopt`).
+    pub adopt: bool,
 }
 
 pub(super) async fn kubernetes_version(ctx: &Context) -> Option<String> {
@@ -371,6 +375,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         kept,
         notes,
         dependency_timeout: Some(super::wait::DEFAULT_DEPENDENCY_TIMEOUT),
+        adopt: request.adopt,
     };
     inventory::check(ctx, &plan, &installed, sources.readers()).await?;
     Ok(plan)

@@ -120,6 +120,10 @@ pub struct Record {
     /// Every other control-plane object applied, in apply order.
     #[serde(default)]
     pub inventory: Vec<ObjectRef>,
+    /// Those of `inventory` that existed before and that addonctl adopted (`--adopt`): disable
+    /// gives them back instead of deleting them. (Dispatched objects say it with `created`.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopted: Vec<ObjectRef>,
     /// Direct engine: where the components go, as the Application's topology says (the
     /// selector, not the list of clusters it matched, so clusters joined later are included).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -213,8 +217,9 @@ pub struct DispatchedObject {
     /// was interrupted).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
-    /// Whether addonctl created it (only those are ever deleted; an object that existed before
-    /// and was not created by addonctl is left alone).
+    /// Whether addonctl created it (only those are ever deleted); `false`: it existed before and
+    /// addonctl adopted it (`--adopt`), so disable gives it back (removes addonctl's fields)
+    /// instead of deleting it.
     pub created: bool,
 }
 

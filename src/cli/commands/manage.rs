@@ -1,6 +1,6 @@
 //! `enable`, `disable`, `status`, `list`, `upgrade`: the commands that talk to the control plane.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -175,6 +175,39 @@ async fn root_schema(
         .map_err(addonctl::Error::from)?)
 }
 
+/// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
+/// (nothing to consent to); declined: an error naming `--adopt`.
+async fn confirm_adoptions(ctx: &Context, plan: &manage::Plan) -> anyhow::Result<bool> {
+    let adoptions: Vec<String> = manage::review::review(ctx, plan)
+        .await?
+        .into_iter()
+        .filter(|f| f.kind == manage::protect::FlagKind::Adopts)
+        .map(|f| format!("addon `{}`: {}", f.addon, f.object))
+        .collect();
+    if adoptions.is_empty() {
+        return Ok(false);
+    }
+    let mut stderr = std::io::stderr().lock();
+    writeln!(
+        stderr,
+        "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):"
+    )?;
+    for adoption in &adoptions {
+        writeln!(stderr, "  {adoption}")?;
+    }
+    write!(stderr, "adopt them? [y/N] ")?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(true)
+    } else {
+        Err(crate::cli::diagnostics::user(
+            "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)",
+        ))
+    }
+}
+
 /// `enable`.
 pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<ExitCode> {
     let mut ctx = context(global, true).await?;
@@ -193,6 +226,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        adopt: args.adopt,
     };
     let mut plan = manage::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
@@ -205,6 +239,17 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     };
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
+    }
+    for flag in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != manage::Action::Keep)
+        .flat_map(|s| manage::review::step_flags(s, &ctx.namespace))
+    {
+        reporter.step(&format!("flagged: {flag}"));
+    }
+    if !args.adopt && std::io::stdin().is_terminal() {
+        plan.adopt = confirm_adoptions(&ctx, &plan).await?;
     }
     for kept in &plan.kept {
         reporter.step(&format!(
@@ -305,11 +350,13 @@ async fn print_plan(
             })
         })
         .collect();
+    let flags = manage::review::review(ctx, plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
         "notes": plan.notes,
         "conflicts": conflicts,
+        "flags": flags,
     });
     if print_structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
@@ -376,6 +423,13 @@ async fn print_plan(
     for conflict in &conflicts {
         writeln!(stdout, "conflict: {conflict}")?;
     }
+    for flag in &flags {
+        let kind = json!(flag.kind)
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        writeln!(stdout, "flagged ({kind}): {flag}")?;
+    }
     for s in &plan.steps {
         let objects = if args.show_secrets {
             s.rendered.objects()
@@ -388,8 +442,6 @@ async fn print_plan(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Waits until `name` reaches `phase`, printing on stderr each cluster's readiness whenever it
-/// changes. On timeout the error names every workload not ready, per cluster.
 /// `disable`.
 pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<ExitCode> {
     let mut ctx = context(global, false).await?;
@@ -398,29 +450,33 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
         quiet: global.quiet,
     };
     let command = format!("`addonctl disable {}`", args.addon);
-    // Control plane first: the addon's state before anything is read (a user without rights
-    // learns what is missing, not merely that a list was refused).
-    check_addon_state(&ctx, &command).await?;
-    let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
-    let locked = if args.prune_dependencies {
-        manage::access::disable_scope(&ctx, &args.addon).await?
-    } else {
-        vec![args.addon.clone()]
+    let options = manage::DisableOptions {
+        force: args.force,
+        prune_dependencies: args.prune_dependencies,
+        dry_run: args.dry_run,
     };
-    let reports = manage::guarded(
-        &ctx,
-        &command,
-        &needs,
-        &locked,
-        manage::disable_all(
+    let reports = if args.dry_run {
+        // A dry run writes nothing: no lock, no write permissions needed.
+        manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?
+    } else {
+        // Control plane first: the addon's state before anything is read (a user without rights
+        // learns what is missing, not merely that a list was refused).
+        check_addon_state(&ctx, &command).await?;
+        let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
+        let locked = if args.prune_dependencies {
+            manage::access::disable_scope(&ctx, &args.addon).await?
+        } else {
+            vec![args.addon.clone()]
+        };
+        manage::guarded(
             &ctx,
-            &args.addon,
-            args.force,
-            args.prune_dependencies,
-            &reporter,
-        ),
-    )
-    .await?;
+            &command,
+            &needs,
+            &locked,
+            manage::disable_all_with(&ctx, &args.addon, &options, &reporter),
+        )
+        .await?
+    };
     if args.wait {
         let started = Instant::now();
         loop {
@@ -450,29 +506,71 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
             serde_json::to_value(reports.get(1..).unwrap_or_default())?,
         );
     }
-    if !print_structured(&document, args.output)? {
-        let mut stdout = std::io::stdout().lock();
-        for (i, report) in reports.iter().enumerate() {
+    if print_structured(&document, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = std::io::stdout().lock();
+    for (i, report) in reports.iter().enumerate() {
+        let what = if i == 0 {
+            ""
+        } else {
+            " (a dependency nothing needs any more)"
+        };
+        if args.dry_run {
             writeln!(
                 stdout,
-                "addon `{}` disabled{}: {} objects deleted",
+                "addon `{}`{what} would be disabled: {} objects would be deleted",
                 report.name,
-                if i == 0 {
-                    ""
-                } else {
-                    " (a dependency nothing needs any more)"
-                },
                 report.deleted.len()
             )?;
-            for deleted in &report.deleted {
-                writeln!(stdout, "  deleted {deleted}")?;
-            }
-            for note in &report.notes {
-                writeln!(stdout, "  note: {note}")?;
-            }
+        } else {
+            writeln!(
+                stdout,
+                "addon `{}` disabled{what}: {} objects deleted",
+                report.name,
+                report.deleted.len()
+            )?;
         }
+        print_removal(
+            &mut stdout,
+            args.dry_run,
+            &report.deleted,
+            &report.given_back,
+            &report.kept,
+        )?;
+    }
+    if args.dry_run {
+        writeln!(stdout, "# dry run: nothing was changed")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines of a removal: every deletion, give-back and kept object (with its reason).
+fn print_removal(
+    out: &mut impl Write,
+    dry_run: bool,
+    deleted: &[manage::deletion::Entry],
+    given_back: &[manage::deletion::Entry],
+    kept: &[manage::deletion::Entry],
+) -> std::io::Result<()> {
+    let (delete, give) = if dry_run {
+        ("would delete", "would give back")
+    } else {
+        ("deleted", "gave back")
+    };
+    for entry in deleted {
+        writeln!(out, "  {delete} {entry}")?;
+    }
+    for entry in given_back {
+        writeln!(
+            out,
+            "  {give} {entry} (adopted: addonctl's fields removed, the object stays)"
+        )?;
+    }
+    for entry in kept {
+        writeln!(out, "  kept {entry}")?;
+    }
+    Ok(())
 }
 
 /// `status`.
@@ -664,6 +762,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        adopt: args.adopt,
     };
     let reporter = StderrReporter {
         quiet: global.quiet,
@@ -766,31 +865,56 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
                 }
             }
         }
-        ClusterCommand::Detach { name, force } => {
-            // Detach rewrites the records of the addons on the cluster: hold their locks.
-            let addons: Vec<String> = manage::installed(&ctx)
+        ClusterCommand::Detach {
+            name,
+            force,
+            dry_run,
+            output,
+        } => {
+            let report = if dry_run {
+                manage::clusters::detach(&ctx, &name, force, true).await?
+            } else {
+                // Detach rewrites the records of the addons on the cluster: hold their locks.
+                let addons: Vec<String> = manage::installed(&ctx)
+                    .await?
+                    .into_values()
+                    .filter(|i| {
+                        i.record
+                            .as_ref()
+                            .is_some_and(|r| r.dispatched_or_planned().contains_key(&name))
+                    })
+                    .map(|i| i.name)
+                    .collect();
+                let mut ctx = ctx;
+                ctx.lock = lock_options(&format!("cluster detach {name}"), false);
+                manage::guarded(
+                    &ctx,
+                    &format!("`addonctl cluster detach {name}`"),
+                    &[],
+                    &addons,
+                    manage::clusters::detach(&ctx, &name, force, false),
+                )
                 .await?
-                .into_values()
-                .filter(|i| {
-                    i.record
-                        .as_ref()
-                        .is_some_and(|r| r.dispatched_or_planned().contains_key(&name))
-                })
-                .map(|i| i.name)
-                .collect();
-            let mut ctx = ctx;
-            ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-            let cleaned = manage::guarded(
-                &ctx,
-                &format!("`addonctl cluster detach {name}`"),
-                &[],
-                &addons,
-                manage::clusters::detach(&ctx, &name, force),
-            )
-            .await?;
-            writeln!(out, "cluster `{name}` detached")?;
-            for line in cleaned {
-                writeln!(out, "  {line}")?;
+            };
+            if !print_structured(&report, output)? {
+                if dry_run {
+                    writeln!(out, "cluster `{name}` would be detached")?;
+                } else {
+                    writeln!(out, "cluster `{name}` detached")?;
+                }
+                for line in &report.addons {
+                    writeln!(out, "  {line}")?;
+                }
+                print_removal(
+                    &mut out,
+                    dry_run,
+                    &report.deleted,
+                    &report.given_back,
+                    &report.kept,
+                )?;
+                if dry_run {
+                    writeln!(out, "# dry run: nothing was changed")?;
+                }
             }
         }
         ClusterCommand::Labels { name, labels } => {
