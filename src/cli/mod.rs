@@ -57,7 +57,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Package(args) => commands::publish::package(&cli.global, args).await,
         Command::Index(args) => commands::publish::index(&args),
         Command::Registry(args) => commands::registry::run(&cli.global, args).await,
-        Command::Cluster(command) => commands::manage::cluster(&cli.global, command).await,
+        Command::Cluster(command) => {
+            Box::pin(commands::manage::cluster(&cli.global, command)).await
+        }
         Command::Rbac(args) => commands::manage::rbac(&args),
     }
 }
