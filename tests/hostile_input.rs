@@ -474,7 +474,8 @@ fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
         total: 2,
     }
     .to_string();
-    assert!(some.contains("the other clusters were applied"), "{some}");
+    assert!(some.contains("the other cluster was applied"), "{some}");
+    assert!(some.contains("run the same command again"), "{some}");
 }
 
 #[test]

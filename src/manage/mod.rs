@@ -256,7 +256,10 @@ fn clusters_note(addon: &str, failed: usize, total: usize) -> String {
     let done = if failed >= total {
         "no cluster has it".to_owned()
     } else {
-        format!("the other {} were applied", total - failed)
+        match total - failed {
+            1 => "the other cluster was applied".to_owned(),
+            n => format!("the other {n} clusters were applied"),
+        }
     };
     format!(
         "{done}; the record lists what each cluster may hold: run the same command again to finish (an enable can also be undone with `addonctl disable {addon}`)"
