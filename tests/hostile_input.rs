@@ -467,7 +467,7 @@ fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
     }
     .to_string();
     assert!(!all.contains("other clusters"), "{all}");
-    assert!(all.contains("run the command again"), "{all}");
+    assert!(all.contains("run the same command again"), "{all}");
     let some = addonctl::manage::Error::Clusters {
         addon: "x".to_owned(),
         failed: vec!["m1: unreachable".to_owned()],
