@@ -85,7 +85,6 @@ pub(crate) enum Decl {
     Let {
         name: String,
         expr: Arc<Expr>,
-        pos: Pos,
     },
     Comprehension(Arc<Comprehension>),
 }
@@ -97,8 +96,6 @@ pub(crate) struct Field {
     pub(crate) marker: Marker,
     pub(crate) value: Arc<Expr>,
     pub(crate) pos: Pos,
-    /// `// +usage=` and other comment lines right above the field.
-    pub(crate) doc: Vec<String>,
 }
 
 /// A field's label.

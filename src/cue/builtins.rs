@@ -856,7 +856,6 @@ pub(crate) fn json_expr(value: &Value, pos: Pos) -> Arc<Expr> {
                         marker: Marker::Regular,
                         value: json_expr(v, pos),
                         pos,
-                        doc: Vec::new(),
                     })
                 })
                 .collect(),

@@ -141,10 +141,6 @@ impl<'a> Parser<'a> {
         )
     }
 
-    fn doc(&self) -> Vec<String> {
-        self.tok(0).map(|t| t.doc.clone()).unwrap_or_default()
-    }
-
     fn bump(&mut self) {
         if self.index < self.tokens.len() {
             self.index += 1;
@@ -365,7 +361,7 @@ impl<'a> Parser<'a> {
                 "let" => {
                     self.bump();
                     let (name, expr) = self.let_clause()?;
-                    return Ok(Decl::Let { name, expr, pos });
+                    return Ok(Decl::Let { name, expr });
                 }
                 "for" | "if" => {
                     return Ok(Decl::Comprehension(self.comprehension()?));
@@ -424,7 +420,6 @@ impl<'a> Parser<'a> {
     /// A field if the next tokens are a label and `:`; otherwise nothing is consumed.
     fn try_field(&mut self) -> PResult<Option<Field>> {
         let pos = self.pos();
-        let doc = self.doc();
         let save = self.index;
         let label = match self.kind() {
             Kind::Ident if self.label_follows(1) => {
@@ -472,7 +467,6 @@ impl<'a> Parser<'a> {
             marker,
             value,
             pos,
-            doc,
         }))
     }
 
