@@ -245,6 +245,7 @@ pub(crate) enum ExprKind {
     List {
         elems: Vec<Elem>,
         /// `...` or `...T` at the end; `Some(None)` is `...` alone (any element).
+        #[allow(clippy::option_option)]
         rest: Option<Option<Arc<Expr>>>,
     },
     Paren(Arc<Expr>),

@@ -387,7 +387,7 @@ impl Evaluator {
     }
 
     /// Concrete JSON of a value (structs and lists through their vertices).
-    pub(crate) fn to_json(&mut self, val: &Val) -> Result<Value, Error> {
+    pub(crate) fn json_of(&mut self, val: &Val) -> Result<Value, Error> {
         match val.default_value() {
             Val::Struct(w) | Val::List(w) => self.export_vertex(w),
             other => self.scalar_json(&other, None),
