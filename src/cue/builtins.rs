@@ -73,8 +73,8 @@ pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
     let short = path.rsplit('/').next().unwrap_or(path);
     if short == "math" {
         match name {
-            "Pi" => return Some(Val::Float(std::f64::consts::PI)),
-            "E" => return Some(Val::Float(std::f64::consts::E)),
+            "Pi" => return Some(Val::Float(std::f64::consts::PI, super::value::SHORTEST)),
+            "E" => return Some(Val::Float(std::f64::consts::E, super::value::SHORTEST)),
             "MaxInt64" => return Some(Val::Int(BigInt::from(i64::MAX))),
             _ => {}
         }
@@ -690,7 +690,7 @@ fn range(ev: &mut Evaluator, start: &Val, limit: &Val, step: &Val, pos: Pos) -> 
         return Err(fail("step must be non zero", pos));
     }
     while (st > 0.0 && x < l) || (st < 0.0 && x > l) {
-        out.push(Val::Float(x));
+        out.push(Val::Float(x, super::value::SHORTEST));
         x += st;
         if out.len() > 100_000 {
             return Err(fail("range too long", pos));
@@ -804,7 +804,12 @@ fn math(name: &str, a: &[Val], pos: Pos) -> R {
         "Exp" => x.exp(),
         _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
     };
-    super::value::float(r).map_err(|m| fail(m, pos))
+    let inexact = matches!(short, "Log" | "Log10" | "Log2" | "Exp");
+    match super::value::float(r).map_err(|m| fail(m, pos))? {
+        // CUE computes logarithms with more digits than they show: never a whole number.
+        Val::Float(f, _) if inexact && f.fract() == 0.0 => Ok(Val::Float(f, 1)),
+        other => Ok(other),
+    }
 }
 
 /// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029.
@@ -837,7 +842,14 @@ fn scalar_from_json(value: &Value) -> Val {
             } else if let Some(u) = n.as_u64() {
                 Val::Int(BigInt::from(u))
             } else {
-                Val::Float(n.as_f64().unwrap_or(0.0))
+                let f = n.as_f64().unwrap_or(0.0);
+                // `1.0` in JSON text stays a float with its point.
+                let scale = if f.fract() == 0.0 {
+                    1
+                } else {
+                    super::value::SHORTEST
+                };
+                Val::Float(f, scale)
             }
         }
         Value::String(t) => s(t.as_str()),

@@ -994,11 +994,18 @@ fn number(raw: &str) -> Option<ExprKind> {
         }
     }
     if digits.contains(['.', 'e', 'E']) {
+        let scale = if digits.contains(['e', 'E']) {
+            crate::cue::value::SHORTEST
+        } else {
+            digits
+                .split_once('.')
+                .map_or(0, |(_, frac)| i16::try_from(frac.len()).unwrap_or(i16::MAX))
+        };
         return digits
             .parse::<f64>()
             .ok()
             .filter(|f| f.is_finite())
-            .map(ExprKind::Float);
+            .map(|f| ExprKind::Float(f, scale));
     }
     if !digits.bytes().all(|b| b.is_ascii_digit()) || digits.is_empty() {
         return None;

@@ -69,7 +69,7 @@ impl Evaluator {
             ExprKind::Null => Val::Null,
             ExprKind::Bool(b) => Val::Bool(*b),
             ExprKind::Int(i) => Val::Int(i.clone()),
-            ExprKind::Float(f) => Val::Float(*f),
+            ExprKind::Float(f, s) => Val::Float(*f, *s),
             ExprKind::Str(s) => Val::Str(Arc::from(s.as_str())),
             ExprKind::Bytes(b) => Val::Bytes(Arc::from(b.as_slice())),
             ExprKind::Top => Val::Top,
@@ -369,7 +369,7 @@ impl Evaluator {
                 Part::Expr(e) => match self.eval(e, env).default_value() {
                     Val::Str(s) => out.push_str(&s),
                     Val::Int(i) => out.push_str(&i.to_string()),
-                    Val::Float(f) => out.push_str(&crate::cue::value::show_float(f)),
+                    Val::Float(f, s) => out.push_str(&crate::cue::value::show_float(f, s)),
                     Val::Bool(b) => out.push_str(if b { "true" } else { "false" }),
                     Val::Bytes(b) => out.push_str(&String::from_utf8_lossy(&b)),
                     Val::Null => return conflict_at("cannot interpolate null", e.pos),
@@ -439,14 +439,14 @@ impl Evaluator {
             },
             UnOp::Neg => match v {
                 Val::Int(i) => Val::Int(-i),
-                Val::Float(f) => Val::Float(-f),
+                Val::Float(f, s) => Val::Float(-f, s),
                 other if !other.is_concrete() => {
                     incomplete(format!("incomplete operand {} of `-`", show(&other)), pos)
                 }
                 other => conflict_at(format!("invalid operand {} to `-`", show(&other)), pos),
             },
             UnOp::Plus => match v {
-                Val::Int(_) | Val::Float(_) => v,
+                Val::Int(_) | Val::Float(..) => v,
                 other => conflict_at(format!("invalid operand {} to `+`", show(&other)), pos),
             },
             UnOp::Not => match v {
