@@ -735,8 +735,7 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
                 let text = serde_json::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
                 Ok(s(html_escape(&text)))
             } else {
-                let text = serde_yaml::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
-                Ok(s(text))
+                Ok(s(super::yaml::marshal(&json)))
             }
         }
         "json.Unmarshal" | "yaml.Unmarshal" => {
