@@ -220,6 +220,16 @@ impl Evaluator {
         match src {
             Val::Struct(w) => {
                 let w = *w;
+                if self.v(w).state == super::State::Expanding && w != super::ROOT {
+                    return Err(bottom(
+                        ErrorKind::Other,
+                        format!(
+                            "cycle error: a comprehension iterates over `{}`, the struct it adds fields to",
+                            self.path(w)
+                        ),
+                        vec![pos],
+                    ));
+                }
                 self.expand(w);
                 let arcs: Vec<(Arc<str>, VId)> = self
                     .v(w)

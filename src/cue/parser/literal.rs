@@ -32,9 +32,37 @@ impl Parser<'_> {
         } else {
             inner.get(1..inner.len().saturating_sub(1)).unwrap_or("")
         };
-        let text = lexer::unescape(body, hashes, self.lex_pos())
-            .map_err(|e| from_lex(&e, self.file, self.base))?;
-        Ok(text.into_bytes())
+        // `\xHH` escapes are bytes of their own; the rest unescapes as in strings.
+        let mut out = Vec::new();
+        let mut segment = String::new();
+        let mut chars = body.chars().peekable();
+        let unescape = |s: &str| {
+            lexer::unescape(s, hashes, self.lex_pos())
+                .map_err(|e| from_lex(&e, self.file, self.base))
+        };
+        while let Some(c) = chars.next() {
+            if c != '\\' || hashes > 0 {
+                segment.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('x') => {
+                    let hex: String = chars.by_ref().take(2).collect();
+                    let byte = u8::from_str_radix(&hex, 16)
+                        .map_err(|_| syntax(self.pos(), format!("invalid escape `\\x{hex}`")))?;
+                    out.extend(unescape(&segment)?.into_bytes());
+                    segment.clear();
+                    out.push(byte);
+                }
+                Some(other) => {
+                    segment.push('\\');
+                    segment.push(other);
+                }
+                None => segment.push('\\'),
+            }
+        }
+        out.extend(unescape(&segment)?.into_bytes());
+        Ok(out)
     }
 
     /// An interpolated string token as an [`ExprKind::Interpolation`].
