@@ -609,7 +609,12 @@ impl<'a> Parser<'a> {
             if prec < min {
                 break;
             }
-            let pos = self.pos();
+            // A conjunction or disjunction stands where its first operand does.
+            let pos = if matches!(op, BinOp::Or | BinOp::And) {
+                left.pos
+            } else {
+                self.pos()
+            };
             self.bump();
             let right = self.deeper(|p| p.binary(prec + 1))?;
             left = Arc::new(Expr {
