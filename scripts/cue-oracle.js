@@ -241,7 +241,7 @@ async function main() {
   }
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write(
-    `cue-oracle: ${cases.length} cases (${counts.json} export, ${counts.err} fail) in ${secs} s on ${opts.jobs} thread(s)` +
+    `cue-oracle: ${cases.length} cases (${counts.json} export, ${counts.err} fail) in ${secs} s on ${Math.max(1, Math.min(opts.jobs, cases.length))} thread(s)` +
       (opts.mode === 'update' ? `, ${counts.changed} goldens changed\n` : '\n'),
   );
   if (problems.length > 0) {

@@ -27,9 +27,21 @@ installed_version() {
   node -e 'process.stdout.write(require(process.argv[1]).version)' "$MODULE/package.json"
 }
 
+# node and npm from Debian when the machine has neither (as scripts/test.sh does for lighttpd).
+ensure_node() {
+  if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+    return 0
+  fi
+  command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] \
+    || die "node and npm are needed (Debian: apt-get install nodejs npm)"
+  log "installing nodejs and npm with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null; } \
+    || die "apt-get could not install nodejs and npm"
+}
+
 install() {
-  command -v node >/dev/null || die "node is needed (Debian: apt-get install nodejs npm)"
-  command -v npm >/dev/null || die "npm is needed (Debian: apt-get install npm)"
+  ensure_node
   if [ "$(installed_version 2>/dev/null || true)" = "$VERSION" ]; then
     return 0
   fi
@@ -47,5 +59,8 @@ case "${1:-}" in
     install
     exec node scripts/cue-oracle.js --module "$MODULE" --cases tests/cue/cases "$@"
     ;;
-  *) die "usage: scripts/cue-oracle.sh --check | --update [case…] | --install" ;;
+  *)
+    printf '[cue-oracle.sh] usage: scripts/cue-oracle.sh --check | --update [case…] | --install\n' >&2
+    exit 2
+    ;;
 esac
