@@ -193,8 +193,8 @@ fn show(text: &str) -> String {
 /// The group of a case for the summary: its name up to the first `_` (`pkg_strings_join` →
 /// `pkg_strings`).
 fn group(name: &str) -> &str {
-    let end = if name.starts_with("pkg_") {
-        name[4..].find('_').map_or(name.len(), |i| i + 4)
+    let end = if let Some(rest) = name.strip_prefix("pkg_") {
+        rest.find('_').map_or(name.len(), |i| i + 4)
     } else {
         name.find('_').unwrap_or(name.len())
     };
@@ -370,7 +370,7 @@ impl std::fmt::Display for Json {
 }
 
 fn floats_equal(a: f64, b: f64) -> bool {
-    a == b || (a - b).abs() <= 1e-15 * a.abs().max(b.abs())
+    (a - b).abs() <= 1e-15 * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
 }
 
 /// The first place where two values differ: (path, expected there, actual there).
