@@ -77,13 +77,14 @@ pub(crate) enum Decl {
     Pattern {
         label: Arc<Expr>,
         value: Arc<Expr>,
+        /// `[Name=…]`: the field's name is bound to `Name` in the value.
+        alias: Option<String>,
     },
     /// An embedded expression.
     Embed(Arc<Expr>),
     Let {
         name: String,
         expr: Arc<Expr>,
-        pos: Pos,
     },
     Comprehension(Arc<Comprehension>),
 }
@@ -95,8 +96,6 @@ pub(crate) struct Field {
     pub(crate) marker: Marker,
     pub(crate) value: Arc<Expr>,
     pub(crate) pos: Pos,
-    /// `// +usage=` and other comment lines right above the field.
-    pub(crate) doc: Vec<String>,
 }
 
 /// A field's label.

@@ -16,12 +16,14 @@ mod eval;
 pub(crate) mod lexer;
 mod parser;
 mod schema;
+mod structural;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
 pub use error::{Error, ErrorKind, Position};
+pub use structural::{config_template_from_cue, definition_from_cue, CueError};
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -133,11 +135,19 @@ pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> 
 fn check_imports(file: &ast::File, name: &str) -> Result<(), Error> {
     for import in &file.imports {
         if !PACKAGES.contains(&import.path.as_str()) {
-            return Err(Error::unsupported(format!(
-                "import of package \"{}\" is not supported (supported: {})",
-                import.path,
-                PACKAGES.join(", ")
-            ))
+            let (kind, what) = if builtins::OTHER_STDLIB.contains(&import.path.as_str()) {
+                (ErrorKind::Unsupported, "is not supported")
+            } else {
+                (ErrorKind::Other, "is not a CUE standard-library package")
+            };
+            return Err(Error::new(
+                kind,
+                format!(
+                    "import of package \"{}\" {what} (addonctl evaluates: {})",
+                    import.path,
+                    PACKAGES.join(", ")
+                ),
+            )
             .at(Position {
                 file: name.to_string(),
                 line: import.pos.line,

@@ -141,10 +141,6 @@ impl<'a> Parser<'a> {
         )
     }
 
-    fn doc(&self) -> Vec<String> {
-        self.tok(0).map(|t| t.doc.clone()).unwrap_or_default()
-    }
-
     fn bump(&mut self) {
         if self.index < self.tokens.len() {
             self.index += 1;
@@ -365,7 +361,7 @@ impl<'a> Parser<'a> {
                 "let" => {
                     self.bump();
                     let (name, expr) = self.let_clause()?;
-                    return Ok(Decl::Let { name, expr, pos });
+                    return Ok(Decl::Let { name, expr });
                 }
                 "for" | "if" => {
                     return Ok(Decl::Comprehension(self.comprehension()?));
@@ -397,12 +393,14 @@ impl<'a> Parser<'a> {
 
     fn try_pattern(&mut self) -> PResult<Option<Decl>> {
         self.bump();
-        if self.kind() == Kind::Ident && self.at_n(1, "=") {
-            return Err(Error::unsupported(
-                "aliases in pattern constraints (`[X=…]`) are not supported",
-            )
-            .at_pos(self.pos()));
-        }
+        let alias = if self.kind() == Kind::Ident && self.at_n(1, "=") {
+            let name = self.text().to_string();
+            self.bump();
+            self.bump();
+            Some(name)
+        } else {
+            None
+        };
         let Ok(label) = self.deeper(Parser::expr) else {
             return Ok(None);
         };
@@ -412,13 +410,16 @@ impl<'a> Parser<'a> {
         self.bump();
         self.bump();
         let value = self.field_value()?;
-        Ok(Some(Decl::Pattern { label, value }))
+        Ok(Some(Decl::Pattern {
+            label,
+            value,
+            alias,
+        }))
     }
 
     /// A field if the next tokens are a label and `:`; otherwise nothing is consumed.
     fn try_field(&mut self) -> PResult<Option<Field>> {
         let pos = self.pos();
-        let doc = self.doc();
         let save = self.index;
         let label = match self.kind() {
             Kind::Ident if self.label_follows(1) => {
@@ -466,7 +467,6 @@ impl<'a> Parser<'a> {
             marker,
             value,
             pos,
-            doc,
         }))
     }
 

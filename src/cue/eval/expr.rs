@@ -210,13 +210,18 @@ impl Evaluator {
         if let ExprKind::Ident(pkg) = &base.kind {
             if let Some(Target::Package(path)) = self.resolve(pkg, env) {
                 return builtins::lookup(&path, name).unwrap_or_else(|| {
-                    bottom(
-                        ErrorKind::Unsupported,
-                        format!(
-                            "`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"
-                        ),
-                        vec![pos],
-                    )
+                    let (kind, message) = if builtins::is_other_builtin(&path, name) {
+                        (
+                            ErrorKind::Unsupported,
+                            format!("`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"),
+                        )
+                    } else {
+                        (
+                            ErrorKind::Other,
+                            format!("undefined: `{pkg}.{name}` (package {path} has no `{name}`)"),
+                        )
+                    };
+                    bottom(kind, message, vec![pos])
                 });
             }
         }

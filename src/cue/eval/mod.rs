@@ -600,14 +600,29 @@ impl Evaluator {
                     let group = self.child_group(closed, &label);
                     self.add(child, Src::Expr(Arc::clone(&field.value)), scope, group);
                 }
-                Decl::Pattern { label, value } => {
+                Decl::Pattern {
+                    label,
+                    value,
+                    alias,
+                } => {
                     let pattern = self.eval(label, scope);
                     if let Some(g) = closed {
                         self.group_fields(v, g).patterns.push(pattern.clone());
                     }
+                    let env = match alias {
+                        // The alias is bound per field when the pattern applies.
+                        Some(name) => self.env(
+                            Some(scope),
+                            EnvKind::Bind {
+                                name: Arc::from(format!("\u{0}alias:{name}")),
+                                value: Val::Top,
+                            },
+                        ),
+                        None => scope,
+                    };
                     let conj = Conjunct {
                         src: Src::Expr(Arc::clone(value)),
-                        env: scope,
+                        env,
                         closed: None,
                     };
                     self.vm(v).patterns.push((pattern.clone(), conj.clone()));
@@ -637,9 +652,26 @@ impl Evaluator {
         }
         let value = Val::Str(Arc::from(name));
         let matched = super::value::meet(pattern, &value);
-        if !matched.is_bottom() {
-            self.add(arc, conj.src, conj.env, conj.closed);
+        if matched.is_bottom() {
+            return;
         }
+        let alias = match self.envs.get(conj.env).map(|e| &e.kind) {
+            Some(EnvKind::Bind { name: n, .. }) => {
+                n.strip_prefix("\u{0}alias:").map(Arc::<str>::from)
+            }
+            _ => None,
+        };
+        let env = match alias {
+            Some(alias) => self.env(
+                Some(conj.env),
+                EnvKind::Bind {
+                    name: alias,
+                    value: Val::Str(Arc::from(name)),
+                },
+            ),
+            None => conj.env,
+        };
+        self.add(arc, conj.src, env, conj.closed);
     }
 
     /// A field label's text; dynamic labels are evaluated (an error is recorded on `v`).
