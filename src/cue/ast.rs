@@ -42,12 +42,10 @@ impl StructLit {
     pub(crate) fn is_struct(&self) -> bool {
         self.open
             || self.decls.is_empty()
-            || self.decls.iter().any(|d| {
-                matches!(
-                    d,
-                    Decl::Field(_) | Decl::Pattern { .. } | Decl::Comprehension(_)
-                )
-            })
+            || self
+                .decls
+                .iter()
+                .any(|d| matches!(d, Decl::Field(_) | Decl::Pattern { .. }))
     }
 
     /// Whether the literal declares the identifier `name` (a field or a `let`).

@@ -84,7 +84,11 @@ impl Evaluator {
                 return self.shape_conflict(v, "a list", "a struct");
             }
             Some((kind::LIST, Val::List(v)))
-        } else if self.v(v).is_struct {
+        } else if self.v(v).is_struct
+            || (self.v(v).maybe_struct
+                && scalar.kinds() & kind::STRUCT != 0
+                && !scalar.is_concrete())
+        {
             Some((kind::STRUCT, Val::Struct(v)))
         } else {
             None
@@ -273,6 +277,7 @@ impl Evaluator {
         vx.done = 0;
         vx.scalars.clear();
         vx.is_struct = false;
+        vx.maybe_struct = false;
         vx.lists.clear();
         vx.lists_done = 0;
         vx.list = None;
