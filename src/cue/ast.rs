@@ -226,7 +226,7 @@ pub(crate) enum ExprKind {
     Null,
     Bool(bool),
     Int(BigInt),
-    Float(f64),
+    Float(f64, i16),
     Str(String),
     Bytes(Vec<u8>),
     Interpolation(Vec<Part>),
@@ -245,6 +245,7 @@ pub(crate) enum ExprKind {
     List {
         elems: Vec<Elem>,
         /// `...` or `...T` at the end; `Some(None)` is `...` alone (any element).
+        #[allow(clippy::option_option)]
         rest: Option<Option<Arc<Expr>>>,
     },
     Paren(Arc<Expr>),

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use base64::Engine as _;
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
 use serde_json::Value;
@@ -72,8 +73,8 @@ pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
     let short = path.rsplit('/').next().unwrap_or(path);
     if short == "math" {
         match name {
-            "Pi" => return Some(Val::Float(std::f64::consts::PI)),
-            "E" => return Some(Val::Float(std::f64::consts::E)),
+            "Pi" => return Some(Val::Float(std::f64::consts::PI, super::value::SHORTEST)),
+            "E" => return Some(Val::Float(std::f64::consts::E, super::value::SHORTEST)),
             "MaxInt64" => return Some(Val::Int(BigInt::from(i64::MAX))),
             _ => {}
         }
@@ -445,7 +446,7 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
         "FormatFloat" => {
             want(4)?;
             let f = number(&at(0), pos)?;
-            let fmt = int(&at(1), pos)?.to_u8().map(char::from).unwrap_or('g');
+            let fmt = int(&at(1), pos)?.to_u8().map_or('g', char::from);
             let prec = int(&at(2), pos)?.to_i64().unwrap_or(-1);
             s(format_float(f, fmt, prec))
         }
@@ -594,9 +595,9 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         "Contains" => {
             want(2)?;
             let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let needle = ev.to_json(&at(1)).map_err(|e| fail(e.message, pos))?;
+            let needle = ev.json_of(&at(1)).map_err(|e| fail(e.message, pos))?;
             for i in items {
-                if ev.to_json(&i).ok().as_ref() == Some(&needle) {
+                if ev.json_of(&i).ok().as_ref() == Some(&needle) {
                     return Ok(Val::Bool(true));
                 }
             }
@@ -642,14 +643,16 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
                     Some(x) => match short {
                         "Sum" => super::value::arith('+', &x, &i).map_err(|m| fail(m, pos))?,
                         "Max" => {
-                            if super::value::compare(&i, &x).is_some_and(|o| o.is_gt()) {
+                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_gt)
+                            {
                                 i
                             } else {
                                 x
                             }
                         }
                         _ => {
-                            if super::value::compare(&i, &x).is_some_and(|o| o.is_lt()) {
+                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_lt)
+                            {
                                 i
                             } else {
                                 x
@@ -687,7 +690,7 @@ fn range(ev: &mut Evaluator, start: &Val, limit: &Val, step: &Val, pos: Pos) -> 
         return Err(fail("step must be non zero", pos));
     }
     while (st > 0.0 && x < l) || (st < 0.0 && x > l) {
-        out.push(Val::Float(x));
+        out.push(Val::Float(x, super::value::SHORTEST));
         x += st;
         if out.len() > 100_000 {
             return Err(fail("range too long", pos));
@@ -720,7 +723,7 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
     match name {
         "json.Marshal" | "yaml.Marshal" => {
             arity(name, a, 1, pos)?;
-            let json = ev.to_json(&at(0)).map_err(|e| {
+            let json = ev.json_of(&at(0)).map_err(|e| {
                 let k = if e.kind == ErrorKind::Incomplete {
                     ErrorKind::Incomplete
                 } else {
@@ -753,7 +756,6 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         }
         "base64.Encode" => {
             arity(name, a, 2, pos)?;
-            use base64::Engine as _;
             let data = match concrete(&at(1), pos)? {
                 Val::Bytes(b) => b.to_vec(),
                 Val::Str(t) => t.as_bytes().to_vec(),
@@ -768,7 +770,6 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         }
         "base64.Decode" => {
             arity(name, a, 2, pos)?;
-            use base64::Engine as _;
             let text = string(&at(1), pos)?;
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(text.as_bytes())
@@ -803,7 +804,12 @@ fn math(name: &str, a: &[Val], pos: Pos) -> R {
         "Exp" => x.exp(),
         _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
     };
-    super::value::float(r).map_err(|m| fail(m, pos))
+    let inexact = matches!(short, "Log" | "Log10" | "Log2" | "Exp");
+    match super::value::float(r).map_err(|m| fail(m, pos))? {
+        // CUE computes logarithms with more digits than they show: never a whole number.
+        Val::Float(f, _) if inexact && f.fract() == 0.0 => Ok(Val::Float(f, 1)),
+        other => Ok(other),
+    }
 }
 
 /// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029.
@@ -836,7 +842,14 @@ fn scalar_from_json(value: &Value) -> Val {
             } else if let Some(u) = n.as_u64() {
                 Val::Int(BigInt::from(u))
             } else {
-                Val::Float(n.as_f64().unwrap_or(0.0))
+                let f = n.as_f64().unwrap_or(0.0);
+                // `1.0` in JSON text stays a float with its point.
+                let scale = if f.fract() == 0.0 {
+                    1
+                } else {
+                    super::value::SHORTEST
+                };
+                Val::Float(f, scale)
             }
         }
         Value::String(t) => s(t.as_str()),

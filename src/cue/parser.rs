@@ -951,6 +951,20 @@ fn find_interpolation(text: &str, hashes: usize) -> Option<usize> {
     None
 }
 
+/// The `K M G T P` (×1000) and `Ki Mi Gi Ti Pi` (×1024) multipliers of number literals.
+const UNITS: [(&str, u64); 10] = [
+    ("Ki", 1 << 10),
+    ("Mi", 1 << 20),
+    ("Gi", 1 << 30),
+    ("Ti", 1 << 40),
+    ("Pi", 1 << 50),
+    ("K", 1_000),
+    ("M", 1_000_000),
+    ("G", 1_000_000_000),
+    ("T", 1_000_000_000_000),
+    ("P", 1_000_000_000_000_000),
+];
+
 /// Decode a number literal into an integer (arbitrary size) or a float.
 fn number(raw: &str) -> Option<ExprKind> {
     let digits: String = raw.chars().filter(|&c| c != '_').collect();
@@ -960,18 +974,6 @@ fn number(raw: &str) -> Option<ExprKind> {
             return BigInt::parse_bytes(rest.as_bytes(), radix).map(ExprKind::Int);
         }
     }
-    const UNITS: [(&str, u64); 10] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("Pi", 1 << 50),
-        ("K", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-        ("P", 1_000_000_000_000_000),
-    ];
     for (suffix, factor) in UNITS {
         if let Some(mantissa) = digits.strip_suffix(suffix) {
             let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -992,11 +994,18 @@ fn number(raw: &str) -> Option<ExprKind> {
         }
     }
     if digits.contains(['.', 'e', 'E']) {
+        let scale = if digits.contains(['e', 'E']) {
+            crate::cue::value::SHORTEST
+        } else {
+            digits
+                .split_once('.')
+                .map_or(0, |(_, frac)| i16::try_from(frac.len()).unwrap_or(i16::MAX))
+        };
         return digits
             .parse::<f64>()
             .ok()
             .filter(|f| f.is_finite())
-            .map(ExprKind::Float);
+            .map(|f| ExprKind::Float(f, scale));
     }
     if !digits.bytes().all(|b| b.is_ascii_digit()) || digits.is_empty() {
         return None;

@@ -1,3 +1,5 @@
+#![allow(clippy::many_single_char_names)]
+
 //! Expressions: references, selectors, operators, interpolation and calls.
 
 use std::sync::Arc;
@@ -67,7 +69,7 @@ impl Evaluator {
             ExprKind::Null => Val::Null,
             ExprKind::Bool(b) => Val::Bool(*b),
             ExprKind::Int(i) => Val::Int(i.clone()),
-            ExprKind::Float(f) => Val::Float(*f),
+            ExprKind::Float(f, s) => Val::Float(*f, *s),
             ExprKind::Str(s) => Val::Str(Arc::from(s.as_str())),
             ExprKind::Bytes(b) => Val::Bytes(Arc::from(b.as_slice())),
             ExprKind::Top => Val::Top,
@@ -367,7 +369,7 @@ impl Evaluator {
                 Part::Expr(e) => match self.eval(e, env).default_value() {
                     Val::Str(s) => out.push_str(&s),
                     Val::Int(i) => out.push_str(&i.to_string()),
-                    Val::Float(f) => out.push_str(&crate::cue::value::show_float(f)),
+                    Val::Float(f, s) => out.push_str(&crate::cue::value::show_float(f, s)),
                     Val::Bool(b) => out.push_str(if b { "true" } else { "false" }),
                     Val::Bytes(b) => out.push_str(&String::from_utf8_lossy(&b)),
                     Val::Null => return conflict_at("cannot interpolate null", e.pos),
@@ -437,14 +439,14 @@ impl Evaluator {
             },
             UnOp::Neg => match v {
                 Val::Int(i) => Val::Int(-i),
-                Val::Float(f) => Val::Float(-f),
+                Val::Float(f, s) => Val::Float(-f, s),
                 other if !other.is_concrete() => {
                     incomplete(format!("incomplete operand {} of `-`", show(&other)), pos)
                 }
                 other => conflict_at(format!("invalid operand {} to `-`", show(&other)), pos),
             },
             UnOp::Plus => match v {
-                Val::Int(_) | Val::Float(_) => v,
+                Val::Int(_) | Val::Float(..) => v,
                 other => conflict_at(format!("invalid operand {} to `+`", show(&other)), pos),
             },
             UnOp::Not => match v {
@@ -636,7 +638,7 @@ impl Evaluator {
                     }
                     self.make_list(xs, pos)
                 }
-                _ => self.arith(op, a, b, pos),
+                _ => arith_op(op, a, b, pos),
             },
             BinOp::Mul => match (a, b) {
                 (Val::Str(s), n @ Val::Int(_)) | (n @ Val::Int(_), Val::Str(s)) => {
@@ -664,31 +666,15 @@ impl Evaluator {
                     }
                     self.make_list(out, pos)
                 }
-                _ => self.arith(op, a, b, pos),
+                _ => arith_op(op, a, b, pos),
             },
-            _ => self.arith(op, a, b, pos),
-        }
-    }
-
-    fn arith(&mut self, op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
-        let c = match op {
-            BinOp::Add => '+',
-            BinOp::Sub => '-',
-            BinOp::Mul => '*',
-            BinOp::Div => '/',
-            _ => {
-                return conflict_at(format!("invalid operator `{}`", op.symbol()), pos);
-            }
-        };
-        match arith(c, a, b) {
-            Ok(v) => v,
-            Err(m) => conflict_at(m, pos),
+            _ => arith_op(op, a, b, pos),
         }
     }
 
     /// Equality of structs and lists by their exported values.
     fn deep_equal(&mut self, a: &Val, b: &Val) -> bool {
-        match (self.to_json(a), self.to_json(b)) {
+        match (self.json_of(a), self.json_of(b)) {
             (Ok(x), Ok(y)) => x == y,
             _ => false,
         }
@@ -810,6 +796,22 @@ impl Evaluator {
             }
             _ => false,
         }
+    }
+}
+
+fn arith_op(op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
+    let c = match op {
+        BinOp::Add => '+',
+        BinOp::Sub => '-',
+        BinOp::Mul => '*',
+        BinOp::Div => '/',
+        _ => {
+            return conflict_at(format!("invalid operator `{}`", op.symbol()), pos);
+        }
+    };
+    match arith(c, a, b) {
+        Ok(v) => v,
+        Err(m) => conflict_at(m, pos),
     }
 }
 

@@ -315,7 +315,7 @@ impl Evaluator {
             ));
             return false;
         }
-        if self.steps % 1024 == 0 && Instant::now() > self.deadline {
+        if self.steps.is_multiple_of(1024) && Instant::now() > self.deadline {
             self.fatal = Some(Error::new(
                 ErrorKind::Limit,
                 format!(
@@ -559,17 +559,16 @@ impl Evaluator {
 
     fn group_fields(&mut self, v: VId, g: GroupId) -> &mut GroupFields {
         let vertex = self.vm(v);
-        let at = match vertex.groups.iter().position(|f| f.group == g) {
-            Some(at) => at,
-            None => {
-                vertex.groups.push(GroupFields {
-                    group: g,
-                    fields: HashSet::new(),
-                    open: false,
-                    patterns: Vec::new(),
-                });
-                vertex.groups.len() - 1
-            }
+        let at = if let Some(at) = vertex.groups.iter().position(|f| f.group == g) {
+            at
+        } else {
+            vertex.groups.push(GroupFields {
+                group: g,
+                fields: HashSet::new(),
+                open: false,
+                patterns: Vec::new(),
+            });
+            vertex.groups.len() - 1
         };
         &mut vertex.groups[at]
     }

@@ -3,7 +3,12 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{
+    beyond_subset, error, expect_str, lit_lookup, lit_to_json, object, short, unify, validate_name,
+    Kind, LitField, Parser, Pos, Result, CONFIG_ALIAS_ANNOTATION, CONFIG_CATALOG_LABEL,
+    CONFIG_CATALOG_VALUE, CONFIG_DEFAULT_CONTEXT, CONFIG_DESCRIPTION_ANNOTATION,
+    CONFIG_SCOPE_LABEL, CONFIG_SENSITIVE_ANNOTATION, CONFIG_TEMPLATE_PREFIX,
+};
 
 // Skimmed values (config template `template` blocks)
 // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{
+    decode_number, decode_string, error, CueError, Kind, Lexer, Pos, Result, Token, MAX_DEPTH,
+};
 
 // Token cursor shared by the parsers
 // ---------------------------------------------------------------------------------------------

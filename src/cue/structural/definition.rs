@@ -3,7 +3,10 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{
+    error, lit_lookup, lit_to_json, short, Lit, LitField, LitKind, Pos, Result, ALIAS_ANNOTATION,
+    DEFINITION_API_VERSION, DESCRIPTION_ANNOTATION, USER_PREFIX,
+};
 
 // Definitions
 // ---------------------------------------------------------------------------------------------

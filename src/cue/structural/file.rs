@@ -3,7 +3,7 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{error, reject_non_literal_label, LitField, Loose, LooseField, Parser, Pos, Result};
 
 // File-level structure
 // ---------------------------------------------------------------------------------------------

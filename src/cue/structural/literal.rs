@@ -3,7 +3,7 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{error, not_literal, Kind, Label, Parser, Pos, Result};
 
 // Literal values (metadata blocks)
 // ---------------------------------------------------------------------------------------------

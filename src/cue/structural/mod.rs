@@ -45,10 +45,14 @@ use crate::cue::lexer::{
     decode_number, decode_string, error, not_literal, strip_bom, Kind, Lexer, Pos, Result, Token,
     MAX_DEPTH,
 };
-use config_template::*;
-use cursor::*;
-use definition::*;
-use literal::*;
+use config_template::{
+    config_map, expanded_writer, find_single_field, ConfigMetadata, Loose, LooseField,
+};
+use cursor::{Label, Marker, Parser};
+use definition::{build_definition, expect_str, object, validate_name};
+use literal::{
+    lit_lookup, lit_to_json, reject_non_literal_label, short, unify, Lit, LitField, LitKind,
+};
 
 pub(super) const DEFINITION_API_VERSION: &str = "core.oam.dev/v1beta1";
 pub(super) const DESCRIPTION_ANNOTATION: &str = "definition.oam.dev/description";

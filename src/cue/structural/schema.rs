@@ -3,7 +3,9 @@
 #[allow(unused_imports)]
 use serde_json::{Map, Number, Value};
 
-use super::*;
+use super::{
+    beyond_subset, decode_string, error, object, short, CueError, Kind, Marker, Parser, Pos, Result,
+};
 
 // JSON Schema of `template.parameter`
 // ---------------------------------------------------------------------------------------------
