@@ -283,3 +283,43 @@ fn parameter_schema_lowers_parameter_cue() {
     let e = super::parameter_schema(&bad, &Limits::default()).expect_err("syntax error");
     assert!(e.to_string().contains("parameter.cue:"), "{e}");
 }
+
+#[test]
+fn self_references_and_runaway_builtins_fail_cleanly() {
+    for (text, kind) in [
+        ("a: {b: a}", ErrorKind::Other),
+        ("#A: {a: #A}\nx: #A", ErrorKind::Other),
+        ("x: {for k, v in x {\"\\(k)x\": v}}", ErrorKind::Incomplete),
+        ("a: a + 1", ErrorKind::Incomplete),
+        (
+            "import \"strings\"\na: strings.Repeat(\"x\", 100000000)",
+            ErrorKind::Builtin,
+        ),
+        (
+            "import \"list\"\na: list.Range(0, 1000000000, 1)",
+            ErrorKind::Builtin,
+        ),
+        ("a: [1] * 100000000", ErrorKind::Conflict),
+    ] {
+        let e = err(text);
+        assert_eq!(e.kind, kind, "{text}: {e}");
+        assert!(e.path.is_some(), "{text}: {e}");
+    }
+}
+
+#[test]
+fn disjunction_conflicts_name_the_whole_disjunction() {
+    let inst = evaluate(
+        &[
+            Source::new("parameter.cue", "parameter: replicas: *1 | int"),
+            Source::new("args.cue", "parameter: replicas: \"two\""),
+        ],
+        &Limits::default(),
+    )
+    .expect("evaluates");
+    let e = inst.export(&["parameter"]).expect_err("conflict");
+    assert_eq!(
+        e.to_string(),
+        "parameter.replicas: conflicting values *1 | int and \"two\" (parameter.cue:1:22, args.cue:1:22)"
+    );
+}

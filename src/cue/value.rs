@@ -435,7 +435,13 @@ fn meet_disj(a: &Val, b: &Val) -> Val {
             out.push((m, default));
         }
     }
-    normalize_disj(out)
+    match normalize_disj(out) {
+        // No disjunct fits: name the whole disjunction, as `*1 | int`.
+        Val::Bottom(e) if e.kind == ErrorKind::Conflict => {
+            conflict(format!("conflicting values {} and {}", show(a), show(b)))
+        }
+        other => other,
+    }
 }
 
 /// Drop failed disjuncts, merge equal ones, and collapse a single one.
