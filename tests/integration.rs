@@ -6,6 +6,7 @@ mod support;
 mod bad_input;
 mod cli;
 mod control_plane;
+mod cue_oracle;
 mod dependencies;
 mod hostile_input;
 mod multi_cluster;
