@@ -11,6 +11,9 @@
 //! agreement), which only a case carrying the comment `// accept: unsupported` accepts (an
 //! unknown package or function, where the oracle fails too).
 //!
+//! A case carrying the comment `// known gap: <why>` is one the evaluator does not yet agree on:
+//! it is listed in the summary and must still disagree (so the comment goes when the gap closes).
+//!
 //! `ADDONCTL_CUE_CASES=substring` runs only the cases whose name contains it.
 
 use std::collections::BTreeMap;
@@ -36,6 +39,15 @@ impl Case {
         self.sources
             .iter()
             .any(|s| s.text.lines().any(|l| l.trim() == "// accept: unsupported"))
+    }
+
+    /// Why the evaluator does not agree yet, when the case says so (`// known gap: …`).
+    fn known_gap(&self) -> Option<&str> {
+        self.sources.iter().find_map(|s| {
+            s.text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("// known gap:").map(str::trim))
+        })
     }
 }
 
@@ -211,6 +223,7 @@ fn every_corpus_case_agrees_with_the_cue_oracle() {
         .collect();
     assert!(!cases.is_empty(), "no case matches {filter:?}");
     let mut failures = Vec::new();
+    let mut gaps = Vec::new();
     let mut groups: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for case in &cases {
         let outcome = match load_golden(&dir, &case.name) {
@@ -219,18 +232,31 @@ fn every_corpus_case_agrees_with_the_cue_oracle() {
         };
         let entry = groups.entry(group(&case.name)).or_default();
         entry.1 += 1;
-        match outcome {
-            None => entry.0 += 1,
-            Some(why) => failures.push(format!("✗ {}: {why}", case.name)),
+        match (outcome, case.known_gap()) {
+            (None, None) => entry.0 += 1,
+            (None, Some(_)) => failures.push(format!(
+                "✗ {}: agrees now: remove its `// known gap:` comment",
+                case.name
+            )),
+            (Some(why), Some(gap)) => gaps.push(format!("  {} ({gap}): {why}", case.name)),
+            (Some(why), None) => failures.push(format!("✗ {}: {why}", case.name)),
         }
     }
-    let passed = cases.len() - failures.len();
+    let passed = cases.len() - failures.len() - gaps.len();
     let mut summary = format!(
         "{passed} of {} CUE oracle cases agree with the oracle",
         cases.len()
     );
     for (name, (ok, total)) in &groups {
         let _ = write!(summary, "\n  {name:<14} {ok:>3}/{total}");
+    }
+    if !gaps.is_empty() {
+        let _ = write!(
+            summary,
+            "\n{} known gaps (`// known gap:`):\n{}",
+            gaps.len(),
+            gaps.join("\n")
+        );
     }
     eprintln!("{summary}");
     if !failures.is_empty() {

@@ -323,3 +323,13 @@ fn disjunction_conflicts_name_the_whole_disjunction() {
         "parameter.replicas: conflicting values *1 | int and \"two\" (parameter.cue:1:22, args.cue:1:22)"
     );
 }
+
+/// KubeVela 1.10 evaluates with CUE v0.9, whose `!=` on lists of different lengths is true; the
+/// oracle's CUE v0.4 answers false (a bug fixed later), so this is checked here, not in the corpus.
+#[test]
+fn lists_of_different_lengths_differ_as_in_cue_0_9() {
+    assert_eq!(
+        ok("a: [1] != [1, 2]\nb: [1] == [1, 2]\nc: [1, 2] == [1, 2]"),
+        json!({"a": true, "b": false, "c": true})
+    );
+}
