@@ -159,6 +159,41 @@ impl Catalog {
         }))
     }
 
+    /// Finds addon `name` in listings already read ([`Catalog::list`]), reading no registry
+    /// again: `version` in the registry `prefer` (searched first), else in any registry; else
+    /// the newest non-prerelease version in the first registry (in search order) that has it.
+    /// Registries whose listing failed are skipped.
+    pub fn find_listed(
+        &self,
+        listings: &[RegistryListing],
+        name: &str,
+        version: Option<&str>,
+        prefer: Option<&str>,
+    ) -> Option<Found> {
+        let mut order: Vec<&Reader> = self.readers.iter().collect();
+        if let Some(prefer) = prefer {
+            order.sort_by_key(|r| r.registry() != prefer);
+        }
+        let versions_in = |reader: &Reader| {
+            let listing = listings.iter().find(|l| l.registry == reader.registry())?;
+            let addons = listing.addons.as_ref().ok()?;
+            addons.iter().find(|a| a.name == name).map(|a| &a.versions)
+        };
+        let pick = |version: Option<&str>| {
+            order.iter().find_map(|reader| {
+                let chosen = pick_version(versions_in(reader)?, version, None)?;
+                Some(Found {
+                    reader: Arc::clone(reader),
+                    addon: AddonRef {
+                        name: name.to_owned(),
+                        version: Some(chosen),
+                    },
+                })
+            })
+        };
+        version.and_then(|v| pick(Some(v))).or_else(|| pick(None))
+    }
+
     /// Loads a found addon.
     pub async fn load(&self, found: &Found) -> crate::Result<AddonPackage> {
         Ok(loader::load(found.reader.as_ref(), &found.addon).await?)

@@ -164,7 +164,7 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         .into_values()
         .filter_map(|installed| installed.record)
         .collect();
-    for mut record in records.clone() {
+    for record in &records {
         let addon = record.name.clone();
         let Some(inventory) = record.dispatched_or_planned().remove(name) else {
             continue;
@@ -222,13 +222,12 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         if dry_run {
             continue;
         }
-        record.dispatched.remove(name);
-        if let Some(pending) = &mut record.pending {
-            pending.dispatched.remove(name);
-        }
-        ctx.cluster
-            .apply(&record.to_secret(&ctx.namespace), &ctx.namespace)
-            .await?;
+        super::record::update(&ctx.cluster, &ctx.namespace, &addon, |stored| {
+            let mut record = stored?;
+            forget_cluster(&mut record, name);
+            Some(record)
+        })
+        .await?;
     }
     if !dry_run {
         ctx.cluster
@@ -236,6 +235,14 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
             .await?;
     }
     Ok(report)
+}
+
+/// Drops a cluster from a record (its inventory and what a pending revision planned there).
+fn forget_cluster(record: &mut Record, cluster: &str) {
+    record.dispatched.remove(cluster);
+    if let Some(pending) = &mut record.pending {
+        pending.dispatched.remove(cluster);
+    }
 }
 
 /// Replaces a joined cluster's labels.
