@@ -1065,8 +1065,29 @@ pub async fn disable(
     disable_with(ctx, name, &options, reporter).await
 }
 
-/// [`disable`] with every option; see [`DisableOptions`].
+/// [`disable`] with every option but `prune_dependencies` (see [`disable_all_with`]); checks
+/// permissions and takes the addon's lock as [`disable_all_with`] does.
 pub async fn disable_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let options = DisableOptions {
+        prune_dependencies: false,
+        ..*options
+    };
+    let mut reports = disable_all_with(ctx, name, &options, reporter).await?;
+    if reports.is_empty() {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    }
+    Ok(reports.swap_remove(0))
+}
+
+/// Disables one addon, without permission checks or locks (the caller holds them).
+async fn disable_one(
     ctx: &Context,
     name: &str,
     options: &DisableOptions,
