@@ -771,10 +771,9 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
     let ctx = context(global, false).await?;
     let writing = match &command {
         ClusterCommand::Join { name, .. } => Some(format!("`addonctl cluster join {name}`")),
-        // Detach checks its own permissions (none for a dry run).
-        ClusterCommand::Detach { .. } => None,
         ClusterCommand::Labels { name, .. } => Some(format!("`addonctl cluster labels {name}`")),
-        ClusterCommand::List { .. } => None,
+        // Detach checks its own permissions in the library (none for a dry run).
+        ClusterCommand::Detach { .. } | ClusterCommand::List { .. } => None,
     };
     if let Some(command) = writing {
         manage::access::check(
