@@ -1891,3 +1891,59 @@ pub async fn upgrade(
     }
     execute(ctx, &plan, request.override_definitions, reporter).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(names: &[&str]) -> record::ClusterInventory {
+        record::ClusterInventory {
+            objects: names
+                .iter()
+                .map(|name| record::DispatchedObject {
+                    object: ObjectRef {
+                        api_version: "v1".to_owned(),
+                        kind: "ConfigMap".to_owned(),
+                        namespace: Some("ns".to_owned()),
+                        name: (*name).to_owned(),
+                    },
+                    uid: String::new(),
+                    created: true,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_disable_keeps_what_is_left_and_what_another_command_recorded_meanwhile() {
+        let mut stored: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        stored.dispatched = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three", "new"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let handled = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let mut failed = inventory(&["two"]);
+        failed.error = Some("unreachable".to_owned());
+        let remaining = BTreeMap::from([("east".to_owned(), failed.clone())]);
+
+        let left = left_after_disable(&stored, &handled, &remaining);
+
+        assert_eq!(
+            left,
+            BTreeMap::from([
+                ("east".to_owned(), failed),
+                ("west".to_owned(), inventory(&["new"])),
+            ])
+        );
+    }
+}
