@@ -665,3 +665,49 @@ async fn a_held_lock_is_renewed_refuses_a_second_holder_and_is_gone_after_releas
         .unwrap();
     again.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_viewer_dry_runs_disable_and_detach_but_the_library_refuses_the_real_ones() {
+    let kept = addon("kept");
+    let sb = sandbox(&[&kept]).await;
+    sb.cli()
+        .args(["enable", "kept", "--clusters", "east"])
+        .assert()
+        .success();
+    bind(&sb, Role::Viewer).await;
+    let before = sb.resource_versions().await;
+
+    sb.cli_as_user()
+        .args(["disable", "kept", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("kept-settings"));
+    sb.cli_as_user()
+        .args(["cluster", "detach", "east", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cluster `east` would be detached"));
+    sb.cli_as_user()
+        .args(["cluster", "detach", "east"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`addonctl cluster detach east` needs permissions",
+        ))
+        .stderr(predicate::str::contains("addonctl-operator"));
+    let user = sb.user_context().await;
+    let refused = addonctl::manage::disable(&user, "kept", false, &addonctl::manage::NoopReporter)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, addonctl::manage::Error::Denied(_)),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("addonctl-operator"),
+        "{refused}"
+    );
+
+    assert_eq!(sb.resource_versions().await, before);
+    assert_eq!(on_east(&sb, "kept").await, ["kept-settings"]);
+}

@@ -364,25 +364,95 @@ pub async fn plan_needs(ctx: &super::Context, plan: &super::Plan) -> super::Resu
     let application = ctx.engine != super::EngineChoice::Direct
         && ctx.cluster.serves(&super::application_gvk()).await?;
     let mut needs = addon_state(&ctx.namespace, application);
+    needs.extend(system_namespace_needs(ctx).await?);
+    // Unreadable records (the caller may not list Secrets): `addon_state` asks for that right,
+    // so the check refuses with it named.
+    let records = match super::records(ctx).await {
+        Ok(records) => records,
+        Err(super::Error::Cluster(crate::cluster::Error::Forbidden { .. })) => Vec::new(),
+        Err(e) => return Err(e),
+    };
     for step in plan
         .steps
         .iter()
         .filter(|s| s.action != super::Action::Keep)
     {
         let rendered = &step.rendered;
-        let objects = rendered
+        let objects: Vec<&Value> = rendered
             .definitions
             .iter()
             .chain(&rendered.config_maps)
             .chain(&rendered.views)
-            .chain(rendered.outputs.iter().map(|(_, o)| o));
-        for object in objects {
+            .chain(rendered.outputs.iter().map(|(_, o)| o))
+            .collect();
+        for object in &objects {
             needs.extend(
                 object_needs(&ctx.cluster, object, &ctx.namespace, &["create", "patch"]).await?,
             );
         }
+        // What the previous version (or an interrupted enable) applied and this one does not
+        // is pruned: `delete` on each.
+        let previous = records.iter().find(|r| r.name == rendered.name);
+        for stale in previous
+            .map(|r| pruned(r, &objects, &ctx.namespace))
+            .unwrap_or_default()
+        {
+            needs.extend(
+                object_needs(
+                    &ctx.cluster,
+                    &reference_value(&stale),
+                    &ctx.namespace,
+                    &["delete"],
+                )
+                .await?,
+            );
+        }
     }
+    needs.sort();
+    needs.dedup();
     Ok(needs)
+}
+
+/// `create` on namespaces when the system namespace is missing (the command creates it).
+pub async fn system_namespace_needs(ctx: &super::Context) -> super::Result<Vec<Need>> {
+    let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
+    Ok(match ctx.cluster.get(&gvk, None, &ctx.namespace).await {
+        Ok(Some(_)) => Vec::new(),
+        Ok(None) => vec![Need::new("create", "", "namespaces", None)],
+        // The caller may not read it: the check names `get` on it.
+        Err(crate::cluster::Error::Forbidden { .. }) => {
+            vec![Need::new("get", "", "namespaces", Some(&ctx.namespace))]
+        }
+        Err(e) => return Err(e.into()),
+    })
+}
+
+/// The control-plane objects of `record` an enable rendering `objects` prunes: listed, not
+/// rendered any more, and not addonctl's or KubeVela's state (never deleted).
+fn pruned(
+    record: &super::record::Record,
+    objects: &[&Value],
+    system_namespace: &str,
+) -> Vec<super::record::ObjectRef> {
+    let rendered: Vec<super::record::ObjectRef> = objects
+        .iter()
+        .filter_map(|o| super::record::ObjectRef::of(o))
+        .collect();
+    record
+        .inventory_or_planned()
+        .into_iter()
+        .filter(|old| !rendered.iter().any(|r| r.same_object(old)))
+        .filter(|old| super::deletion::state_of(old, system_namespace).is_none())
+        .collect()
+}
+
+/// An object reference as the skeleton object [`object_needs`] takes.
+fn reference_value(object: &super::record::ObjectRef) -> Value {
+    json!({
+        "apiVersion": object.api_version,
+        "kind": object.kind,
+        "metadata": {"name": object.name, "namespace": object.namespace},
+    })
 }
 
 /// What disabling `addon` needs on the control plane: its state ([`addon_state`]) and `delete`
@@ -403,12 +473,16 @@ pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<V
         .map(super::record::Record::inventory_or_planned)
         .unwrap_or_default();
     for object in inventory {
-        let value = json!({
-            "apiVersion": object.api_version,
-            "kind": object.kind,
-            "metadata": {"name": object.name, "namespace": object.namespace},
-        });
+        let value = reference_value(&object);
         needs.extend(object_needs(&ctx.cluster, &value, &ctx.namespace, &["delete"]).await?);
+    }
+    // Its `needNamespace` namespaces are deleted (when they hold nothing else).
+    let need_namespaces = current
+        .record
+        .as_ref()
+        .is_some_and(|r| !r.need_namespaces.is_empty());
+    if need_namespaces {
+        needs.push(Need::new("delete", "", "namespaces", None));
     }
     Ok(needs)
 }

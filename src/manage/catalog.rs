@@ -159,6 +159,42 @@ impl Catalog {
         }))
     }
 
+    /// Finds addon `name` in listings already read ([`Catalog::list`]), reading no registry
+    /// again: `version` in the registry `prefer` (searched first), else in any registry; else
+    /// the newest non-prerelease version in the first registry that has it (`prefer` first,
+    /// then search order).
+    /// Registries whose listing failed are skipped.
+    pub fn find_listed(
+        &self,
+        listings: &[RegistryListing],
+        name: &str,
+        version: Option<&str>,
+        prefer: Option<&str>,
+    ) -> Option<Found> {
+        let mut order: Vec<&Reader> = self.readers.iter().collect();
+        if let Some(prefer) = prefer {
+            order.sort_by_key(|r| r.registry() != prefer);
+        }
+        let versions_in = |reader: &Reader| {
+            let listing = listings.iter().find(|l| l.registry == reader.registry())?;
+            let addons = listing.addons.as_ref().ok()?;
+            addons.iter().find(|a| a.name == name).map(|a| &a.versions)
+        };
+        let pick = |version: Option<&str>| {
+            order.iter().find_map(|reader| {
+                let chosen = pick_version(versions_in(reader)?, version, None)?;
+                Some(Found {
+                    reader: Arc::clone(reader),
+                    addon: AddonRef {
+                        name: name.to_owned(),
+                        version: Some(chosen),
+                    },
+                })
+            })
+        };
+        version.and_then(|v| pick(Some(v))).or_else(|| pick(None))
+    }
+
     /// Loads a found addon.
     pub async fn load(&self, found: &Found) -> crate::Result<AddonPackage> {
         Ok(loader::load(found.reader.as_ref(), &found.addon).await?)
@@ -218,6 +254,46 @@ fn pick_version(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_addon_is_found_in_listings_already_read_preferring_its_registry_and_version() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let catalog = Catalog::from_readers(vec![
+            Arc::new(LocalReader::with_registry(dirs[0].path(), "first").unwrap()),
+            Arc::new(LocalReader::with_registry(dirs[1].path(), "second").unwrap()),
+        ]);
+        let listing = |registry: &str, versions: &[&str]| RegistryListing {
+            registry: registry.to_owned(),
+            addons: Ok(vec![AddonSummary {
+                name: "a".to_owned(),
+                versions: versions.iter().map(|v| (*v).to_owned()).collect(),
+                description: None,
+            }]),
+        };
+        let listings = [listing("first", &["2.0.0"]), listing("second", &["1.0.0"])];
+        let found = |version: Option<&str>, prefer: Option<&str>| {
+            catalog
+                .find_listed(&listings, "a", version, prefer)
+                .map(|f| (f.reader.registry().to_owned(), f.addon.version.unwrap()))
+        };
+        let at = |registry: &str, version: &str| Some((registry.to_owned(), version.to_owned()));
+
+        assert_eq!(found(Some("1.0.0"), Some("second")), at("second", "1.0.0"));
+        assert_eq!(found(Some("1.0.0"), None), at("second", "1.0.0"));
+        // The installed version is gone from every registry: the newest in search order.
+        assert_eq!(found(Some("0.9.0"), Some("second")), at("second", "1.0.0"));
+        assert_eq!(found(None, None), at("first", "2.0.0"));
+        assert!(catalog.find_listed(&listings, "b", None, None).is_none());
+        let failed = [RegistryListing {
+            registry: "first".to_owned(),
+            addons: Err(crate::source::Error::Backend {
+                registry: "first".to_owned(),
+                message: "down".to_owned(),
+                source: None,
+            }),
+        }];
+        assert!(catalog.find_listed(&failed, "a", None, None).is_none());
+    }
 
     #[test]
     fn versions_are_picked_as_users_expect() {

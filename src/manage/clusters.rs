@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::deletion::Entry;
 use super::record::{OtherRecords, Record};
-use super::{direct, secret_gvk, Context, Error, Result};
+use super::{access, direct, secret_gvk, Context, Error, Result};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
 
 /// A managed cluster as `cluster list` shows it (never its credentials).
@@ -145,8 +145,51 @@ pub struct DetachReport {
 /// cluster cannot be cleaned, it is not detached unless `force` (its objects are then left
 /// behind and the records forget them). With `dry_run`, reports what it would delete, give back
 /// and keep, and changes nothing.
+///
+/// Control plane first: checks that the caller may write the cluster Secrets, the records and
+/// the locks, then holds the locks of the addons whose records it rewrites while it runs
+/// ([`super::guarded`]). A dry run takes no lock and needs no write permission.
 pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Result<DetachReport> {
     check_name(name)?;
+    if dry_run {
+        return detach_unlocked(ctx, name, force, true).await;
+    }
+    let command = format!("`addonctl cluster detach {name}`");
+    let mut needs = access::cluster_state(&ctx.namespace);
+    needs.extend(access::Need::all(
+        &["get", "create", "update", "delete"],
+        "coordination.k8s.io",
+        "leases",
+        Some(&ctx.namespace),
+    ));
+    access::check(&ctx.cluster, &command, &needs).await?;
+    let addons: Vec<String> = super::installed(ctx)
+        .await?
+        .into_values()
+        .filter(|i| {
+            i.record
+                .as_ref()
+                .is_some_and(|r| r.dispatched_or_planned().contains_key(name))
+        })
+        .map(|i| i.name)
+        .collect();
+    super::guarded(
+        ctx,
+        &command,
+        &[],
+        &addons,
+        Box::pin(detach_unlocked(ctx, name, force, false)),
+    )
+    .await
+}
+
+/// [`detach`] without the permission check and the locks.
+async fn detach_unlocked(
+    ctx: &Context,
+    name: &str,
+    force: bool,
+    dry_run: bool,
+) -> Result<DetachReport> {
     let joined = direct::joined(ctx).await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
         return Err(Error::Refused(format!(
@@ -164,7 +207,7 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         .into_values()
         .filter_map(|installed| installed.record)
         .collect();
-    for mut record in records.clone() {
+    for record in &records {
         let addon = record.name.clone();
         let Some(inventory) = record.dispatched_or_planned().remove(name) else {
             continue;
@@ -222,13 +265,12 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         if dry_run {
             continue;
         }
-        record.dispatched.remove(name);
-        if let Some(pending) = &mut record.pending {
-            pending.dispatched.remove(name);
-        }
-        ctx.cluster
-            .apply(&record.to_secret(&ctx.namespace), &ctx.namespace)
-            .await?;
+        super::record::update(&ctx.cluster, &ctx.namespace, &addon, |stored| {
+            let mut record = stored?;
+            forget_cluster(&mut record, name);
+            Some(record)
+        })
+        .await?;
     }
     if !dry_run {
         ctx.cluster
@@ -236,6 +278,14 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
             .await?;
     }
     Ok(report)
+}
+
+/// Drops a cluster from a record (its inventory and what a pending revision planned there).
+fn forget_cluster(record: &mut Record, cluster: &str) {
+    record.dispatched.remove(cluster);
+    if let Some(pending) = &mut record.pending {
+        pending.dispatched.remove(cluster);
+    }
 }
 
 /// Replaces a joined cluster's labels.

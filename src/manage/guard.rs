@@ -22,7 +22,7 @@ use crate::render::normalize;
 use crate::resolve::{self, Universe};
 
 use super::{
-    applications_using_definitions, clusters_of, direct, disable_with, installed, to_value,
+    access, applications_using_definitions, clusters_of, direct, disable_one, installed, to_value,
     Context, DisableOptions, DisableReport, Error, Installed, Reporter, Result,
 };
 
@@ -47,8 +47,52 @@ pub async fn disable_all(
 }
 
 /// [`disable_all`] with every option (`dry_run`: report what each removal would do, change
-/// nothing).
+/// nothing). Control plane first: checks that the caller may change the addon's state, and
+/// delete what the records of every addon it removes list, then holds their locks while it
+/// runs ([`super::guarded`]). A dry run takes no lock and needs no write permission.
 pub async fn disable_all_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    if options.dry_run {
+        return disable_all_unlocked(ctx, name, options, reporter).await;
+    }
+    let command = format!("`addonctl disable {name}`");
+    // The addon's state first, before anything is read: a user without rights learns what is
+    // missing, not merely that a list was refused.
+    let application = ctx.engine != super::EngineChoice::Direct
+        && ctx.cluster.serves(&super::application_gvk()).await?;
+    access::check(
+        &ctx.cluster,
+        &command,
+        &access::addon_state(&ctx.namespace, application),
+    )
+    .await?;
+    let scope = if options.prune_dependencies {
+        access::disable_scope(ctx, name).await?
+    } else {
+        vec![name.to_owned()]
+    };
+    let mut needs = Vec::new();
+    for addon in &scope {
+        needs.extend(access::disable_needs(ctx, addon).await?);
+    }
+    needs.sort();
+    needs.dedup();
+    super::guarded(
+        ctx,
+        &command,
+        &needs,
+        &scope,
+        Box::pin(disable_all_unlocked(ctx, name, options, reporter)),
+    )
+    .await
+}
+
+/// [`disable_all_with`] without the permission check and the locks.
+async fn disable_all_unlocked(
     ctx: &Context,
     name: &str,
     options: &DisableOptions,
@@ -83,7 +127,7 @@ pub async fn disable_all_with(
         dry_run,
     };
     for (i, addon) in removal.iter().enumerate() {
-        match disable_with(ctx, addon, &each, reporter).await {
+        match disable_one(ctx, addon, &each, reporter).await {
             Ok(report) => reports.push(report),
             Err(e) if reports.is_empty() => return Err(e),
             Err(e) => {

@@ -693,7 +693,7 @@ async fn apply_rendered(
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
-    let stored_record = write_record(cluster, &record, ns, &mut record_version).await?;
+    let stored_record = write_record(cluster, &mut record, ns, &mut record_version).await?;
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
         report
@@ -808,7 +808,7 @@ async fn apply_rendered(
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
-        write_record(cluster, &record, ns, &mut record_version).await?;
+        write_record(cluster, &mut record, ns, &mut record_version).await?;
         return Ok(());
     };
     let dispatched = prepared.apply(reporter).await;
@@ -839,7 +839,7 @@ async fn apply_rendered(
         inventory: Vec::new(),
         dispatched: dispatched.unfinished,
     });
-    write_record(cluster, &record, ns, &mut record_version).await?;
+    write_record(cluster, &mut record, ns, &mut record_version).await?;
     let total = dispatched.outcomes.len();
     report.clusters = dispatched.outcomes;
     if failed.is_empty() {
@@ -854,34 +854,43 @@ async fn apply_rendered(
 }
 
 /// Writes an addon's record only if it is unchanged since `version` was read or written;
-/// `version` becomes the one written. A record changed meanwhile by someone else is an error,
-/// never overwritten. A record that did not exist is applied unconditionally: the addon's lock
-/// (held by the caller) keeps other addonctl commands away, and a create instead would leave
-/// an `Update` entry in its managed fields that the next unchanged enable rewrites.
+/// `version` becomes the one written. A record changed meanwhile by someone else (a command not
+/// taking addonctl's lock) is never overwritten: it is read again, what it lists and `record`
+/// lacks is added to `record` (so nothing anyone recorded is forgotten; see
+/// [`Record::absorb`]), and the write is retried, at most [`record::WRITE_ATTEMPTS`] times. A
+/// record that did not exist is applied unconditionally: the addon's lock (held by the caller)
+/// keeps other addonctl commands away, and a create instead would leave an `Update` entry in
+/// its managed fields that the next unchanged enable rewrites.
 async fn write_record(
     cluster: &Cluster,
-    record: &Record,
+    record: &mut Record,
     ns: &str,
     version: &mut Option<String>,
 ) -> Result<DynamicObject> {
-    let mut secret = record.to_secret(ns);
-    if let Some(known) = version.as_deref() {
-        secret["metadata"]["resourceVersion"] = json!(known);
+    let name = record::record_name(&record.name);
+    for _ in 0..record::WRITE_ATTEMPTS {
+        let mut secret = record.to_secret(ns);
+        if let Some(known) = version.as_deref() {
+            secret["metadata"]["resourceVersion"] = json!(known);
+        }
+        match cluster.apply(&secret, ns).await {
+            Ok(stored) => {
+                version.clone_from(&stored.metadata.resource_version);
+                return Ok(stored);
+            }
+            Err(cluster::Error::Conflict { .. }) => {
+                let stored = cluster.get(&secret_gvk(), Some(ns), &name).await?;
+                *version = stored
+                    .as_ref()
+                    .and_then(|s| s.metadata.resource_version.clone());
+                if let Some(theirs) = stored.and_then(|s| Record::from_secret(&to_value(&s))) {
+                    record.absorb(&theirs);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    let written = cluster.apply(&secret, ns).await;
-    let stored = written.map_err(|e| match e {
-        cluster::Error::Conflict { cluster, .. } => Error::Cluster(cluster::Error::Conflict {
-            cluster,
-            message: format!(
-                "the record `{ns}/{}` was changed by another command while this one ran (one not taking addonctl's lock); it was not overwritten: run `addonctl status {}` and the command again",
-                record::record_name(&record.name),
-                record.name
-            ),
-        }),
-        other => other.into(),
-    })?;
-    version.clone_from(&stored.metadata.resource_version);
-    Ok(stored)
+    Err(record::conflict(ns, &record.name))
 }
 
 /// The control-plane objects an enable will apply, with the namespace each gets (kinds not
@@ -1056,8 +1065,29 @@ pub async fn disable(
     disable_with(ctx, name, &options, reporter).await
 }
 
-/// [`disable`] with every option; see [`DisableOptions`].
+/// [`disable`] with every option but `prune_dependencies` (see [`disable_all_with`]); checks
+/// permissions and takes the addon's lock as [`disable_all_with`] does.
 pub async fn disable_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let options = DisableOptions {
+        prune_dependencies: false,
+        ..*options
+    };
+    let mut reports = disable_all_with(ctx, name, &options, reporter).await?;
+    if reports.is_empty() {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    }
+    Ok(reports.swap_remove(0))
+}
+
+/// Disables one addon, without permission checks or locks (the caller holds them).
+async fn disable_one(
     ctx: &Context,
     name: &str,
     options: &DisableOptions,
@@ -1291,12 +1321,13 @@ async fn remove_dispatched(
     }
     // The record keeps what is left on the failed clusters (the others are done), so the next
     // `disable` finishes.
-    let mut kept = record.clone();
-    kept.dispatched = remaining;
-    kept.pending = None;
-    ctx.cluster
-        .apply(&kept.to_secret(&ctx.namespace), &ctx.namespace)
-        .await?;
+    record::update(&ctx.cluster, &ctx.namespace, &record.name, |stored| {
+        let mut kept = stored?;
+        kept.dispatched = left_after_disable(&kept, &everything, &remaining);
+        kept.pending = None;
+        Some(kept)
+    })
+    .await?;
     Err(Error::Unfinished {
         source: Box::new(Error::Failed(format!(
             "addon `{}`: {} of {} clusters failed:\n  {}",
@@ -1308,6 +1339,30 @@ async fn remove_dispatched(
         done: report.deleted.iter().map(ToString::to_string).collect(),
         next: format!("addonctl disable {}", record.name),
     })
+}
+
+/// What a record keeps per cluster after a disable that failed on some clusters: what is left
+/// on the failed clusters (`remaining`), plus whatever the stored record lists that this
+/// disable did not handle (`handled`: written by another command meanwhile).
+fn left_after_disable(
+    stored: &Record,
+    handled: &BTreeMap<String, record::ClusterInventory>,
+    remaining: &BTreeMap<String, record::ClusterInventory>,
+) -> BTreeMap<String, record::ClusterInventory> {
+    let mut out = remaining.clone();
+    for (cluster, inventory) in stored.dispatched_or_planned() {
+        let known = handled.get(&cluster);
+        for object in inventory.objects {
+            let was_handled =
+                known.is_some_and(|k| k.objects.iter().any(|o| o.object == object.object));
+            let entry = out.entry(cluster.clone()).or_default();
+            if !was_handled && !entry.objects.iter().any(|o| o.object == object.object) {
+                entry.objects.push(object);
+            }
+        }
+    }
+    out.retain(|_, inventory| !inventory.objects.is_empty() || inventory.error.is_some());
+    out
 }
 
 /// Applications (in any namespace, except the addon's own) whose components, traits, policies
@@ -1613,12 +1668,14 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
     if !verbose {
         return Ok(status);
     }
+    // Every registry is read once: the versions and the package both come from this listing.
+    let listings = ctx.catalog.list().await;
     let mut versions = BTreeSet::new();
-    for listing in ctx.catalog.list().await {
-        match listing.addons {
+    for listing in &listings {
+        match &listing.addons {
             Ok(addons) => {
-                for addon in addons.into_iter().filter(|a| a.name == name) {
-                    versions.extend(addon.versions);
+                for addon in addons.iter().filter(|a| a.name == name) {
+                    versions.extend(addon.versions.iter().cloned());
                 }
             }
             Err(e) => status.notes.push(format!(
@@ -1631,17 +1688,13 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
     sorted.sort();
     sorted.reverse();
     status.available_versions = sorted.iter().map(|v| v.raw().to_owned()).collect();
-    let found = ctx
-        .catalog
-        .find(
-            name,
-            status.version.as_deref(),
-            None,
-            status.registry.as_deref(),
-        )
-        .await
-        .or(ctx.catalog.find(name, None, None, None).await);
-    let Ok(found) = found else {
+    let found = ctx.catalog.find_listed(
+        &listings,
+        name,
+        status.version.as_deref(),
+        status.registry.as_deref(),
+    );
+    let Some(found) = found else {
         if current.is_none() {
             return Err(Error::Refused(format!(
                 "no addon `{name}` is installed or in any registry"
@@ -1837,4 +1890,60 @@ pub async fn upgrade(
         reporter.step(&format!("note: {note}"));
     }
     execute(ctx, &plan, request.override_definitions, reporter).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(names: &[&str]) -> record::ClusterInventory {
+        record::ClusterInventory {
+            objects: names
+                .iter()
+                .map(|name| record::DispatchedObject {
+                    object: ObjectRef {
+                        api_version: "v1".to_owned(),
+                        kind: "ConfigMap".to_owned(),
+                        namespace: Some("ns".to_owned()),
+                        name: (*name).to_owned(),
+                    },
+                    uid: String::new(),
+                    created: true,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_disable_keeps_what_is_left_and_what_another_command_recorded_meanwhile() {
+        let mut stored: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        stored.dispatched = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three", "new"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let handled = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let mut failed = inventory(&["two"]);
+        failed.error = Some("unreachable".to_owned());
+        let remaining = BTreeMap::from([("east".to_owned(), failed.clone())]);
+
+        let left = left_after_disable(&stored, &handled, &remaining);
+
+        assert_eq!(
+            left,
+            BTreeMap::from([
+                ("east".to_owned(), failed),
+                ("west".to_owned(), inventory(&["new"])),
+            ])
+        );
+    }
 }

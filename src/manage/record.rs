@@ -317,6 +317,81 @@ impl Record {
     }
 }
 
+/// Attempts at a read-modify-write of a record before giving up on conflicts.
+pub const WRITE_ATTEMPTS: usize = 5;
+
+impl Record {
+    /// Adds what `theirs` (the same addon's record as stored by another writer) lists and this
+    /// record lacks, so that a retried write forgets nothing anyone recorded: its objects on each
+    /// cluster (planned ones included) and its control-plane objects (adopted ones stay adopted).
+    /// What is listed and no longer exists is harmless: deleting it is a no-op.
+    pub fn absorb(&mut self, theirs: &Record) {
+        for (cluster, inventory) in theirs.dispatched_or_planned() {
+            let ours = self.dispatched.entry(cluster).or_default();
+            for object in inventory.objects {
+                if !ours.objects.iter().any(|o| o.object == object.object) {
+                    ours.objects.push(object);
+                }
+            }
+        }
+        for object in theirs.inventory_or_planned() {
+            if self.inventory.iter().any(|o| o.same_object(&object)) {
+                continue;
+            }
+            if theirs.adopted.iter().any(|a| a.same_object(&object))
+                && !self.adopted.iter().any(|a| a.same_object(&object))
+            {
+                self.adopted.push(object.clone());
+            }
+            self.inventory.push(object);
+        }
+    }
+}
+
+/// Read-modify-write of addon `addon`'s record in `ns`: `change` gets the stored record (`None`
+/// when there is none) and returns the one to write (`None`: nothing to write). The write is
+/// conditional on the stored Secret's resourceVersion; on a conflict (someone wrote the record
+/// meanwhile) the whole read-modify-write runs again, at most [`WRITE_ATTEMPTS`] times.
+pub async fn update(
+    cluster: &crate::cluster::Cluster,
+    ns: &str,
+    addon: &str,
+    mut change: impl FnMut(Option<Record>) -> Option<Record>,
+) -> super::Result<()> {
+    let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
+    for _ in 0..WRITE_ATTEMPTS {
+        let stored = cluster.get(&gvk, Some(ns), &record_name(addon)).await?;
+        let version = stored
+            .as_ref()
+            .and_then(|s| s.metadata.resource_version.clone());
+        let current = stored.and_then(|s| Record::from_secret(&serde_json::to_value(s).ok()?));
+        let Some(record) = change(current) else {
+            return Ok(());
+        };
+        let mut secret = record.to_secret(ns);
+        if let Some(version) = version {
+            secret["metadata"]["resourceVersion"] = json!(version);
+        }
+        match cluster.apply(&secret, ns).await {
+            Ok(_) => return Ok(()),
+            Err(crate::cluster::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(conflict(ns, addon))
+}
+
+/// The error of a record that kept changing while it was written.
+pub fn conflict(ns: &str, addon: &str) -> super::Error {
+    super::Error::Cluster(crate::cluster::Error::Conflict {
+        cluster: crate::render::normalize::LOCAL_CLUSTER.to_owned(),
+        message: format!(
+            "the record `{ns}/{}` kept changing while this command wrote it ({WRITE_ATTEMPTS} attempts; another command not taking addonctl's lock is writing it); nothing recorded was lost: run `addonctl status {addon}` and the command again",
+            record_name(addon)
+        ),
+    })
+}
+
 /// What the records of other addons list, so that an object two addons render is deleted only
 /// with the last of them.
 #[derive(Debug, Clone, Default)]

@@ -12,6 +12,7 @@ use crate::support::builders::TestAddon;
 use crate::support::k8s::{apply_as_on, get_on, list_on, ClusterEnv, Env, Kind, Sandbox};
 
 mod adoption;
+mod followups;
 
 /// An addon `name` 1.0.0 whose template (Rhai statements) pushes objects onto `objects`, all in
 /// one `k8s-objects` component sent to `m1`; `outputs` (a Rhai map) are auxiliary outputs. In

@@ -449,34 +449,13 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let command = format!("`addonctl disable {}`", args.addon);
     let options = manage::DisableOptions {
         force: args.force,
         prune_dependencies: args.prune_dependencies,
         dry_run: args.dry_run,
     };
-    let reports = if args.dry_run {
-        // A dry run writes nothing: no lock, no write permissions needed.
-        manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?
-    } else {
-        // Control plane first: the addon's state before anything is read (a user without rights
-        // learns what is missing, not merely that a list was refused).
-        check_addon_state(&ctx, &command).await?;
-        let needs = manage::access::disable_needs(&ctx, &args.addon).await?;
-        let locked = if args.prune_dependencies {
-            manage::access::disable_scope(&ctx, &args.addon).await?
-        } else {
-            vec![args.addon.clone()]
-        };
-        manage::guarded(
-            &ctx,
-            &command,
-            &needs,
-            &locked,
-            manage::disable_all_with(&ctx, &args.addon, &options, &reporter),
-        )
-        .await?
-    };
+    // The library checks permissions and takes the locks (none for a dry run).
+    let reports = manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
     if args.wait {
         let started = Instant::now();
         loop {
@@ -792,9 +771,9 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
     let ctx = context(global, false).await?;
     let writing = match &command {
         ClusterCommand::Join { name, .. } => Some(format!("`addonctl cluster join {name}`")),
-        ClusterCommand::Detach { name, .. } => Some(format!("`addonctl cluster detach {name}`")),
         ClusterCommand::Labels { name, .. } => Some(format!("`addonctl cluster labels {name}`")),
-        ClusterCommand::List { .. } => None,
+        // Detach checks its own permissions in the library (none for a dry run).
+        ClusterCommand::Detach { .. } | ClusterCommand::List { .. } => None,
     };
     if let Some(command) = writing {
         manage::access::check(
@@ -871,31 +850,10 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             dry_run,
             output,
         } => {
-            let report = if dry_run {
-                manage::clusters::detach(&ctx, &name, force, true).await?
-            } else {
-                // Detach rewrites the records of the addons on the cluster: hold their locks.
-                let addons: Vec<String> = manage::installed(&ctx)
-                    .await?
-                    .into_values()
-                    .filter(|i| {
-                        i.record
-                            .as_ref()
-                            .is_some_and(|r| r.dispatched_or_planned().contains_key(&name))
-                    })
-                    .map(|i| i.name)
-                    .collect();
-                let mut ctx = ctx;
-                ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-                manage::guarded(
-                    &ctx,
-                    &format!("`addonctl cluster detach {name}`"),
-                    &[],
-                    &addons,
-                    manage::clusters::detach(&ctx, &name, force, false),
-                )
-                .await?
-            };
+            // The library checks permissions and takes the locks (none for a dry run).
+            let mut ctx = ctx;
+            ctx.lock = lock_options(&format!("cluster detach {name}"), false);
+            let report = manage::clusters::detach(&ctx, &name, force, dry_run).await?;
             if !print_structured(&report, output)? {
                 if dry_run {
                     writeln!(out, "cluster `{name}` would be detached")?;
