@@ -170,6 +170,29 @@ pub fn describe(object: &Value) -> String {
     }
 }
 
+/// Metadata the server sets itself. Registry files often carry them as `null`
+/// (`creationTimestamp: null` from `kubectl --dry-run -o yaml`); applied as such, the field
+/// manager claims them and every apply writes the object again.
+const SERVER_SET_METADATA: &[&str] = &[
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+    "selfLink",
+    "uid",
+];
+
+/// Drops the server-set metadata fields that are `null` (see [`SERVER_SET_METADATA`]).
+pub fn drop_null_server_metadata(metadata: &mut serde_json::Map<String, Value>) {
+    for key in SERVER_SET_METADATA {
+        if metadata.get(*key).is_some_and(Value::is_null) {
+            metadata.remove(*key);
+        }
+    }
+}
+
 /// The group/version/kind of an object.
 pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
     let api_version = object.get("apiVersion")?.as_str()?;
@@ -364,6 +387,26 @@ impl Cluster {
         Ok(self.resource(gvk).await?.is_some())
     }
 
+    /// The versions in which the server serves `kind` of `group` (empty when it serves none).
+    pub async fn served_versions(&self, group: &str, kind: &str) -> Result<Vec<String>> {
+        let found = match kube::discovery::group(&self.client, group).await {
+            Ok(found) => found,
+            Err(kube::Error::Api(r)) if r.code == 404 => return Ok(Vec::new()),
+            Err(kube::Error::Discovery(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(self.map_error(e, &format!("discovery of {group}"))),
+        };
+        Ok(found
+            .versions()
+            .filter(|v| {
+                found
+                    .versioned_resources(v)
+                    .iter()
+                    .any(|(r, _)| r.kind == kind)
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// The server's Kubernetes version (`v1.20.2`).
     pub async fn kubernetes_version(&self) -> Result<String> {
         self.client
@@ -435,6 +478,7 @@ impl Cluster {
         let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
         let mut body = object.clone();
         if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            drop_null_server_metadata(metadata);
             if namespaced {
                 metadata.insert("namespace".into(), json!(namespace));
             } else {

@@ -546,7 +546,7 @@ async fn apply_rendered(
         )
     };
     let mut inventory = Vec::new();
-    let mut skipped_kinds = BTreeSet::new();
+    let mut skipped: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for object in ordered {
         let Some(reference) = ObjectRef::of(object) else {
             continue;
@@ -554,7 +554,10 @@ async fn apply_rendered(
         if !cluster.serves(&reference.gvk()).await? {
             cluster.refresh_discovery();
             if !cluster.serves(&reference.gvk()).await? {
-                skipped_kinds.insert(format!("{} ({})", reference.kind, reference.api_version));
+                skipped
+                    .entry((reference.api_version.clone(), reference.kind.clone()))
+                    .or_default()
+                    .push(reference.name.clone());
                 continue;
             }
         }
@@ -568,10 +571,10 @@ async fn apply_rendered(
         report.applied.push(reference.to_string());
         inventory.push(reference);
     }
-    for kind in skipped_kinds {
-        report.notes.push(format!(
-            "skipped {kind}: the control plane does not serve it (install KubeVela, or its CRD, then run enable again)"
-        ));
+    for ((api_version, kind), names) in skipped {
+        report
+            .notes
+            .push(skipped_note(cluster, &api_version, &kind, &names).await?);
     }
     let secret_name = normalize::args_secret_name(&rendered.name);
     match &rendered.args_secret {
@@ -648,6 +651,45 @@ async fn apply_rendered(
             total,
         })
     }
+}
+
+/// Why objects of a kind the control plane does not serve were skipped: the objects, and the
+/// versions of the kind it does serve (a definition written for `core.oam.dev/v1alpha2` after
+/// KubeVela stopped serving it), or that it serves none.
+async fn skipped_note(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    names: &[String],
+) -> Result<String> {
+    let group = api_version.split_once('/').map_or("", |(group, _)| group);
+    let objects = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let served = cluster.served_versions(group, kind).await?;
+    let prefix = if group.is_empty() {
+        String::new()
+    } else {
+        format!("{group}/")
+    };
+    Ok(if served.is_empty() {
+        format!(
+            "skipped {kind} {objects} (`{api_version}`): the control plane serves no `{kind}` of `{}` (install KubeVela, or its CRD, then run enable again)",
+            if group.is_empty() { "core" } else { group }
+        )
+    } else {
+        let versions = served
+            .iter()
+            .map(|v| format!("`{prefix}{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "skipped {kind} {objects}: written for `{api_version}`, which the control plane does not serve (it serves `{kind}` as {versions}); the addon must move {} to a served version",
+            if names.len() == 1 { "it" } else { "them" }
+        )
+    })
 }
 
 /// The control-plane objects an enable will apply, with the namespace each gets (kinds not
@@ -1403,6 +1445,8 @@ pub struct UpgradeRequest {
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
     pub override_definitions: bool,
+    /// Upgrade even when APIs the addons use are served by nobody yet.
+    pub skip_api_check: bool,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -1437,6 +1481,7 @@ pub async fn upgrade(
         args: request.args.clone(),
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
+        skip_api_check: request.skip_api_check,
     };
     let plan = plan(ctx, &enable_request, true).await?;
     for note in &plan.notes {

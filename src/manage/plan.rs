@@ -33,6 +33,8 @@ pub struct EnableRequest {
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
     pub override_definitions: bool,
+    /// Enable even when APIs the addons use are served by nobody yet (they become notes).
+    pub skip_api_check: bool,
 }
 
 /// What happens to one addon of a plan.
@@ -351,13 +353,21 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     }
     steps.reverse();
     kept.reverse();
-    let plan = Plan {
+    let mut plan = Plan {
         steps,
         kept,
         notes,
         dependency_timeout: Some(super::wait::DEFAULT_DEPENDENCY_TIMEOUT),
     };
-    inventory::check(ctx, &plan, &installed, sources.readers()).await?;
+    let missing = inventory::check(
+        ctx,
+        &plan,
+        &installed,
+        sources.readers(),
+        request.skip_api_check,
+    )
+    .await?;
+    plan.notes.extend(missing);
     Ok(plan)
 }
 

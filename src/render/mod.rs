@@ -978,6 +978,14 @@ impl Renderer {
                 Self::check_object(pkg, &file.path, &object)?;
                 if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     metadata.insert("namespace".into(), json!(namespace));
+                    // KubeVela writes no empty annotation or label maps on definitions.
+                    for key in ["annotations", "labels"] {
+                        if metadata.get(key).is_some_and(|v| {
+                            v.is_null() || v.as_object().is_some_and(Map::is_empty)
+                        }) {
+                            metadata.remove(key);
+                        }
+                    }
                 }
                 let kind = object["kind"].as_str().unwrap_or_default().to_owned();
                 let def_name = object["metadata"]["name"]

@@ -137,6 +137,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        skip_api_check: args.skip_api_check,
     };
     let mut plan = manage::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
@@ -589,6 +590,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
         args: given,
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
+        skip_api_check: args.skip_api_check,
     };
     let reporter = StderrReporter {
         quiet: global.quiet,
