@@ -193,6 +193,22 @@ pub fn drop_null_server_metadata(metadata: &mut serde_json::Map<String, Value>) 
     }
 }
 
+/// Whether a stored object (as an apply returned it) was written after `revision` was read
+/// ([`Cluster::revision`]): a server-side apply that changes nothing keeps the object's
+/// `resourceVersion`. Without a revision, or with a `resourceVersion` that is not a number,
+/// every object counts as written.
+pub fn written_since(stored: &DynamicObject, revision: Option<u64>) -> bool {
+    let version = stored
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok());
+    match (version, revision) {
+        (Some(version), Some(revision)) => version > revision,
+        _ => true,
+    }
+}
+
 /// The group/version/kind of an object.
 pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
     let api_version = object.get("apiVersion")?.as_str()?;
@@ -385,6 +401,23 @@ impl Cluster {
     /// Whether the server serves a kind.
     pub async fn serves(&self, gvk: &GroupVersionKind) -> Result<bool> {
         Ok(self.resource(gvk).await?.is_some())
+    }
+
+    /// The server's current revision, read with a one-item list of Secrets in `namespace`:
+    /// a later write to any object gives it a newer `resourceVersion` (see [`written_since`]).
+    /// `None` when it cannot be read or is not a number (servers other than kube-apiserver's
+    /// etcd storage); callers then count every apply as a write.
+    pub async fn revision(&self, namespace: &str) -> Option<u64> {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), namespace);
+        let list = api.list_metadata(&ListParams::default().limit(1)).await;
+        match list {
+            Ok(list) => list.metadata.resource_version?.parse().ok(),
+            Err(e) => {
+                tracing::debug!(cluster = %self.name, "cannot read the revision: {e}");
+                None
+            }
+        }
     }
 
     /// The versions in which the server serves `kind` of `group` (empty when it serves none).

@@ -216,6 +216,8 @@ pub struct ClusterOutcome {
     pub cluster: String,
     /// Objects applied.
     pub applied: usize,
+    /// Of those, objects the server wrote (an unchanged re-enable writes none).
+    pub changed: usize,
     /// Objects deleted (pruned).
     pub deleted: usize,
     /// API requests made to the cluster (discovery, the survey's lists, applies, CRD waits,
@@ -236,6 +238,7 @@ impl ClusterOutcome {
         ClusterOutcome {
             cluster: cluster.to_owned(),
             applied: 0,
+            changed: 0,
             deleted: 0,
             requests: 0,
             writes: 0,
@@ -577,6 +580,8 @@ async fn apply_to_cluster(
     let cluster = target.cluster;
     let mut applied: Vec<DispatchedObject> = Vec::new();
     let mut outcome = ClusterOutcome::new(cluster.name());
+    let revision = cluster.revision(target.system_namespace).await;
+    let mut changed = 0;
     let result: Result<()> = async {
         if let Some(namespace) = &plan.ensure_namespace {
             let reference = ObjectRef {
@@ -642,6 +647,9 @@ async fn apply_to_cluster(
                         continue;
                     }
                 };
+                if crate::cluster::written_since(&stored, revision) {
+                    changed += 1;
+                }
                 let Some(mut reference) = ObjectRef::of(&object) else {
                     continue;
                 };
@@ -676,6 +684,7 @@ async fn apply_to_cluster(
     }
     .await;
     outcome.applied = applied.len();
+    outcome.changed = changed;
     match result {
         Ok(()) => {
             let removal = prune(cluster, &target.previous.objects, &applied, target.others).await;

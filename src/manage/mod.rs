@@ -263,6 +263,9 @@ pub struct StepReport {
     pub action: Action,
     /// Objects applied.
     pub applied: Vec<String>,
+    /// Of the control-plane objects applied (and the record), those the server wrote: empty
+    /// when an enable changed nothing there.
+    pub changed: Vec<String>,
     /// Objects deleted (no longer rendered, or the argument Secret without arguments).
     pub deleted: Vec<String>,
     /// Notes (skipped definitions, no KubeVela).
@@ -275,6 +278,19 @@ pub struct StepReport {
     /// `NOTES.rhai`, masked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addon_notes: Option<String>,
+}
+
+impl StepReport {
+    /// Whether the enable wrote nothing: no control-plane object (nor the record) changed,
+    /// nothing was deleted, and no cluster of the direct engine had an object changed.
+    pub fn unchanged(&self) -> bool {
+        self.changed.is_empty()
+            && self.deleted.is_empty()
+            && self
+                .clusters
+                .iter()
+                .all(|c| c.changed == 0 && c.deleted == 0 && c.error.is_none())
+    }
 }
 
 /// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
@@ -364,6 +380,7 @@ pub async fn apply_step(ctx: &Context, step: &Step, reporter: &dyn Reporter) -> 
         version: rendered.version.clone(),
         action: step.action,
         applied: Vec::new(),
+        changed: Vec::new(),
         deleted: Vec::new(),
         notes: Vec::new(),
         engine: EngineChoice::Auto,
@@ -397,6 +414,12 @@ async fn apply_rendered(
     let rendered = &step.rendered;
     let ns = &ctx.namespace;
     let cluster = &ctx.cluster;
+    let revision = cluster.revision(ns).await;
+    let wrote = |report: &mut StepReport, stored: &DynamicObject, what: String| {
+        if cluster::written_since(stored, revision) && !report.changed.contains(&what) {
+            report.changed.push(what);
+        }
+    };
     if cluster
         .create_if_missing(
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
@@ -404,6 +427,7 @@ async fn apply_rendered(
         .await?
     {
         report.applied.push(format!("Namespace `{ns}`"));
+        report.changed.push(format!("Namespace `{ns}`"));
     }
     let previous = cluster
         .get(
@@ -525,9 +549,12 @@ async fn apply_rendered(
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
+    let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
     let stored_record = cluster.apply(&record.to_secret(ns), ns).await?;
+    wrote(report, &stored_record, record_name.clone());
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
+        wrote(report, &app, cluster::describe(&rendered.application));
         report
             .applied
             .push(cluster::describe(&rendered.application));
@@ -562,6 +589,7 @@ async fn apply_rendered(
             }
         }
         let stored = cluster.apply(&with_owner(object, &owner), ns).await?;
+        wrote(report, &stored, reference.to_string());
         if reference.kind == "CustomResourceDefinition" {
             // Its custom resources may follow among the outputs.
             direct::wait_established(cluster, &reference.name).await?;
@@ -579,7 +607,8 @@ async fn apply_rendered(
     let secret_name = normalize::args_secret_name(&rendered.name);
     match &rendered.args_secret {
         Some(secret) => {
-            cluster.apply(&with_owner(secret, &owner), ns).await?;
+            let stored = cluster.apply(&with_owner(secret, &owner), ns).await?;
+            wrote(report, &stored, format!("Secret `{ns}/{secret_name}`"));
             report.applied.push(format!("Secret `{ns}/{secret_name}`"));
         }
         None => {
@@ -614,7 +643,8 @@ async fn apply_rendered(
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
-        cluster.apply(&record.to_secret(ns), ns).await?;
+        let stored = cluster.apply(&record.to_secret(ns), ns).await?;
+        wrote(report, &stored, record_name);
         return Ok(());
     };
     let dispatched = prepared.apply(reporter).await;
@@ -639,7 +669,8 @@ async fn apply_rendered(
         inventory: Vec::new(),
         dispatched: dispatched.unfinished,
     });
-    cluster.apply(&record.to_secret(ns), ns).await?;
+    let stored = cluster.apply(&record.to_secret(ns), ns).await?;
+    wrote(report, &stored, record_name);
     let total = dispatched.outcomes.len();
     report.clusters = dispatched.outcomes;
     if failed.is_empty() {

@@ -179,12 +179,18 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         for report in &reports {
             let verb = match report.action {
                 manage::Action::Install => "installed",
+                manage::Action::Upgrade if report.unchanged() => "unchanged",
                 manage::Action::Upgrade => "updated",
                 manage::Action::Keep => "kept (already installed)",
             };
+            let changed = match (report.action, report.changed.len()) {
+                (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
+                (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+                _ => String::new(),
+            };
             writeln!(
                 stdout,
-                "addon `{}` {} {verb}: {} control-plane objects applied",
+                "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
                 report.name,
                 report.version,
                 report.applied.len()
