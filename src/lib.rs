@@ -14,6 +14,7 @@
 //! private to the binary) only parses arguments, prints and calls this library.
 
 pub mod cluster;
+pub mod cue;
 pub mod error;
 pub mod lint;
 pub mod loader;

@@ -1,0 +1,254 @@
+//! The syntax tree of the supported CUE subset.
+
+use std::rc::Rc;
+
+use num_bigint::BigInt;
+
+/// A position in one of the package's files (`file` indexes the sources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Pos {
+    pub(crate) file: u32,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+}
+
+/// One parsed file.
+#[derive(Debug)]
+pub(crate) struct File {
+    pub(crate) package: Option<String>,
+    pub(crate) imports: Vec<Import>,
+    pub(crate) body: Rc<StructLit>,
+}
+
+/// `import alias "path"`.
+#[derive(Debug, Clone)]
+pub(crate) struct Import {
+    pub(crate) alias: String,
+    pub(crate) path: String,
+    pub(crate) pos: Pos,
+}
+
+/// A `{ … }` literal (or a file body).
+#[derive(Debug, Default)]
+pub(crate) struct StructLit {
+    pub(crate) decls: Vec<Decl>,
+    /// `...` written in the struct: it stays open even inside a definition.
+    pub(crate) open: bool,
+    pub(crate) pos: Pos,
+}
+
+impl StructLit {
+    /// Whether this literal makes its value a struct (rather than only embedding a value).
+    pub(crate) fn is_struct(&self) -> bool {
+        self.open
+            || self.decls.is_empty()
+            || self.decls.iter().any(|d| {
+                matches!(
+                    d,
+                    Decl::Field(_) | Decl::Pattern { .. } | Decl::Comprehension(_)
+                )
+            })
+    }
+
+    /// Whether the literal declares the identifier `name` (a field or a `let`).
+    pub(crate) fn declares(&self, name: &str) -> Option<DeclRef<'_>> {
+        self.decls.iter().find_map(|d| match d {
+            Decl::Field(f) => match &f.label {
+                Label::Ident(n) if n == name => Some(DeclRef::Field),
+                _ => None,
+            },
+            Decl::Let { name: n, expr, .. } if n == name => Some(DeclRef::Let(expr)),
+            _ => None,
+        })
+    }
+}
+
+/// What a name declared in a struct literal is.
+pub(crate) enum DeclRef<'a> {
+    Field,
+    Let(&'a Rc<Expr>),
+}
+
+/// One declaration of a struct.
+#[derive(Debug)]
+pub(crate) enum Decl {
+    Field(Field),
+    /// `[string]: T` or `[=~"^a"]: T`.
+    Pattern {
+        label: Rc<Expr>,
+        value: Rc<Expr>,
+    },
+    /// An embedded expression.
+    Embed(Rc<Expr>),
+    Let {
+        name: String,
+        expr: Rc<Expr>,
+        pos: Pos,
+    },
+    Comprehension(Rc<Comprehension>),
+}
+
+/// `label: value`, `label?: value`, `label!: value`.
+#[derive(Debug)]
+pub(crate) struct Field {
+    pub(crate) label: Label,
+    pub(crate) marker: Marker,
+    pub(crate) value: Rc<Expr>,
+    pub(crate) pos: Pos,
+    /// `// +usage=` and other comment lines right above the field.
+    pub(crate) doc: Vec<String>,
+}
+
+/// A field's label.
+#[derive(Debug, Clone)]
+pub(crate) enum Label {
+    /// An identifier: `name`, `_hidden`, `#Definition`.
+    Ident(String),
+    /// A quoted string without interpolation.
+    Str(String),
+    /// An interpolated string `"\(x)-y"` or a parenthesised expression `(x)`.
+    Dynamic(Rc<Expr>),
+}
+
+/// The mark after a label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marker {
+    Regular,
+    Optional,
+    Required,
+}
+
+/// `for …`/`if …`/`let …` clauses followed by a struct.
+#[derive(Debug)]
+pub(crate) struct Comprehension {
+    pub(crate) clauses: Vec<Clause>,
+    pub(crate) body: Rc<Expr>,
+    pub(crate) pos: Pos,
+}
+
+/// One clause of a comprehension.
+#[derive(Debug)]
+pub(crate) enum Clause {
+    For {
+        key: Option<String>,
+        value: String,
+        source: Rc<Expr>,
+    },
+    If(Rc<Expr>),
+    Let {
+        name: String,
+        expr: Rc<Expr>,
+    },
+}
+
+/// An element of a list literal.
+#[derive(Debug)]
+pub(crate) enum Elem {
+    Expr(Rc<Expr>),
+    Comprehension(Rc<Comprehension>),
+}
+
+/// A unary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnOp {
+    Neg,
+    Plus,
+    Not,
+    /// `*x` inside a disjunction.
+    Default,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Ne,
+    Match,
+    NotMatch,
+}
+
+/// A binary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinOp {
+    Or,
+    And,
+    LogicalOr,
+    LogicalAnd,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Match,
+    NotMatch,
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinOp {
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "|",
+            BinOp::And => "&",
+            BinOp::LogicalOr => "||",
+            BinOp::LogicalAnd => "&&",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Match => "=~",
+            BinOp::NotMatch => "!~",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+        }
+    }
+}
+
+/// One part of an interpolated string.
+#[derive(Debug)]
+pub(crate) enum Part {
+    Text(String),
+    Expr(Rc<Expr>),
+}
+
+/// An expression with its position.
+#[derive(Debug)]
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) pos: Pos,
+}
+
+/// What an expression is.
+#[derive(Debug)]
+pub(crate) enum ExprKind {
+    Null,
+    Bool(bool),
+    Int(BigInt),
+    Float(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    Interpolation(Vec<Part>),
+    /// `_`.
+    Top,
+    /// `_|_`.
+    Bottom,
+    Ident(String),
+    Selector(Rc<Expr>, String),
+    Index(Rc<Expr>, Rc<Expr>),
+    Slice(Rc<Expr>, Option<Rc<Expr>>, Option<Rc<Expr>>),
+    Call(Rc<Expr>, Vec<Rc<Expr>>),
+    Unary(UnOp, Rc<Expr>),
+    Binary(BinOp, Rc<Expr>, Rc<Expr>),
+    Struct(Rc<StructLit>),
+    List {
+        elems: Vec<Elem>,
+        /// `...` or `...T` at the end; `Some(None)` is `...` alone (any element).
+        rest: Option<Option<Rc<Expr>>>,
+    },
+    Paren(Rc<Expr>),
+}
