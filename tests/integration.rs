@@ -6,6 +6,7 @@ mod support;
 mod bad_input;
 mod cli;
 mod control_plane;
+mod cue_addons;
 mod definition_apply;
 mod dependencies;
 mod multi_cluster;

@@ -367,6 +367,9 @@ pub struct InitArgs {
     /// Where to create it (default: `./<name>`).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// KubeVela's CUE layout (`parameter.cue`, `template.cue`, `resources/`) instead of Rhai.
+    #[arg(long)]
+    pub cue: bool,
 }
 
 #[derive(Debug, Args)]
