@@ -100,7 +100,9 @@ async fn definitions_get_no_empty_annotation_maps() {
 
     let rendered = sb
         .cli()
-        .args(["render", "plain", "-o", "json"])
+        .arg("render")
+        .arg(addon.path())
+        .args(["-o", "json"])
         .assert()
         .success();
     sb.enable("plain", json!({})).await.unwrap();

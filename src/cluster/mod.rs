@@ -170,29 +170,6 @@ pub fn describe(object: &Value) -> String {
     }
 }
 
-/// Metadata the server sets itself. Registry files often carry them as `null`
-/// (`creationTimestamp: null` from `kubectl --dry-run -o yaml`); applied as such, the field
-/// manager claims them and every apply writes the object again.
-const SERVER_SET_METADATA: &[&str] = &[
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "generation",
-    "managedFields",
-    "resourceVersion",
-    "selfLink",
-    "uid",
-];
-
-/// Drops the server-set metadata fields that are `null` (see [`SERVER_SET_METADATA`]).
-pub fn drop_null_server_metadata(metadata: &mut serde_json::Map<String, Value>) {
-    for key in SERVER_SET_METADATA {
-        if metadata.get(*key).is_some_and(Value::is_null) {
-            metadata.remove(*key);
-        }
-    }
-}
-
 /// Whether a stored object (as an apply returned it) was written after `revision` was read
 /// ([`Cluster::revision`]): a server-side apply that changes nothing keeps the object's
 /// `resourceVersion`. Without a revision, or with a `resourceVersion` that is not a number,
@@ -511,7 +488,7 @@ impl Cluster {
         let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
         let mut body = object.clone();
         if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-            drop_null_server_metadata(metadata);
+            crate::model::drop_null_server_metadata(metadata);
             if namespaced {
                 metadata.insert("namespace".into(), json!(namespace));
             } else {

@@ -1029,6 +1029,7 @@ impl Renderer {
                 Self::check_object(pkg, &file.path, &object)?;
                 if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     metadata.insert("namespace".into(), json!(namespace));
+                    crate::model::drop_null_server_metadata(metadata);
                     // KubeVela writes no empty annotation or label maps on definitions.
                     for key in ["annotations", "labels"] {
                         if metadata.get(key).is_some_and(|v| {
