@@ -1,6 +1,6 @@
 //! The syntax tree of the supported CUE subset.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use num_bigint::BigInt;
 
@@ -17,7 +17,7 @@ pub(crate) struct Pos {
 pub(crate) struct File {
     pub(crate) package: Option<String>,
     pub(crate) imports: Vec<Import>,
-    pub(crate) body: Rc<StructLit>,
+    pub(crate) body: Arc<StructLit>,
 }
 
 /// `import alias "path"`.
@@ -66,7 +66,7 @@ impl StructLit {
 /// What a name declared in a struct literal is.
 pub(crate) enum DeclRef<'a> {
     Field,
-    Let(&'a Rc<Expr>),
+    Let(&'a Arc<Expr>),
 }
 
 /// One declaration of a struct.
@@ -75,17 +75,17 @@ pub(crate) enum Decl {
     Field(Field),
     /// `[string]: T` or `[=~"^a"]: T`.
     Pattern {
-        label: Rc<Expr>,
-        value: Rc<Expr>,
+        label: Arc<Expr>,
+        value: Arc<Expr>,
     },
     /// An embedded expression.
-    Embed(Rc<Expr>),
+    Embed(Arc<Expr>),
     Let {
         name: String,
-        expr: Rc<Expr>,
+        expr: Arc<Expr>,
         pos: Pos,
     },
-    Comprehension(Rc<Comprehension>),
+    Comprehension(Arc<Comprehension>),
 }
 
 /// `label: value`, `label?: value`, `label!: value`.
@@ -93,7 +93,7 @@ pub(crate) enum Decl {
 pub(crate) struct Field {
     pub(crate) label: Label,
     pub(crate) marker: Marker,
-    pub(crate) value: Rc<Expr>,
+    pub(crate) value: Arc<Expr>,
     pub(crate) pos: Pos,
     /// `// +usage=` and other comment lines right above the field.
     pub(crate) doc: Vec<String>,
@@ -107,7 +107,7 @@ pub(crate) enum Label {
     /// A quoted string without interpolation.
     Str(String),
     /// An interpolated string `"\(x)-y"` or a parenthesised expression `(x)`.
-    Dynamic(Rc<Expr>),
+    Dynamic(Arc<Expr>),
 }
 
 /// The mark after a label.
@@ -122,7 +122,7 @@ pub(crate) enum Marker {
 #[derive(Debug)]
 pub(crate) struct Comprehension {
     pub(crate) clauses: Vec<Clause>,
-    pub(crate) body: Rc<Expr>,
+    pub(crate) body: Arc<Expr>,
     pub(crate) pos: Pos,
 }
 
@@ -132,20 +132,20 @@ pub(crate) enum Clause {
     For {
         key: Option<String>,
         value: String,
-        source: Rc<Expr>,
+        source: Arc<Expr>,
     },
-    If(Rc<Expr>),
+    If(Arc<Expr>),
     Let {
         name: String,
-        expr: Rc<Expr>,
+        expr: Arc<Expr>,
     },
 }
 
 /// An element of a list literal.
 #[derive(Debug)]
 pub(crate) enum Elem {
-    Expr(Rc<Expr>),
-    Comprehension(Rc<Comprehension>),
+    Expr(Arc<Expr>),
+    Comprehension(Arc<Comprehension>),
 }
 
 /// A unary operator.
@@ -213,7 +213,7 @@ impl BinOp {
 #[derive(Debug)]
 pub(crate) enum Part {
     Text(String),
-    Expr(Rc<Expr>),
+    Expr(Arc<Expr>),
 }
 
 /// An expression with its position.
@@ -238,17 +238,19 @@ pub(crate) enum ExprKind {
     /// `_|_`.
     Bottom,
     Ident(String),
-    Selector(Rc<Expr>, String),
-    Index(Rc<Expr>, Rc<Expr>),
-    Slice(Rc<Expr>, Option<Rc<Expr>>, Option<Rc<Expr>>),
-    Call(Rc<Expr>, Vec<Rc<Expr>>),
-    Unary(UnOp, Rc<Expr>),
-    Binary(BinOp, Rc<Expr>, Rc<Expr>),
-    Struct(Rc<StructLit>),
+    Selector(Arc<Expr>, String),
+    Index(Arc<Expr>, Arc<Expr>),
+    Slice(Arc<Expr>, Option<Arc<Expr>>, Option<Arc<Expr>>),
+    Call(Arc<Expr>, Vec<Arc<Expr>>),
+    Unary(UnOp, Arc<Expr>),
+    Binary(BinOp, Arc<Expr>, Arc<Expr>),
+    Struct(Arc<StructLit>),
     List {
         elems: Vec<Elem>,
         /// `...` or `...T` at the end; `Some(None)` is `...` alone (any element).
-        rest: Option<Option<Rc<Expr>>>,
+        rest: Option<Option<Arc<Expr>>>,
     },
-    Paren(Rc<Expr>),
+    Paren(Arc<Expr>),
+    /// An evaluated value (results of builtins and list operations).
+    Value(Box<super::value::Val>),
 }

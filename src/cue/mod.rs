@@ -9,15 +9,21 @@
 //! cluster. All input is untrusted: every failure is an [`Error`] naming the path, the values
 //! and the positions involved; nothing panics, and steps, depth, size and time are bounded.
 
-#[allow(dead_code)]
 mod ast;
+mod builtins;
 mod error;
+mod eval;
 pub(crate) mod lexer;
-#[allow(dead_code)]
 mod parser;
+mod schema;
+mod value;
+
+#[cfg(test)]
+mod tests;
 
 pub use error::{Error, ErrorKind, Position};
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// One CUE file of a package.
@@ -65,47 +71,153 @@ impl Default for Limits {
 
 /// The `package x` clause of one file, without evaluating it.
 pub fn package_clause(source: &Source) -> Result<Option<String>, Error> {
-    let _ = source;
-    Err(Error::unsupported(
-        "package clauses are not implemented yet",
-    ))
+    parser::parse_package(&source.text)
+        .map_err(|e| eval::name_positions(e, std::slice::from_ref(&source.name)))
 }
 
+/// The packages an addon's CUE may import.
+const PACKAGES: [&str; 7] = [
+    "strings",
+    "strconv",
+    "list",
+    "math",
+    "encoding/json",
+    "encoding/yaml",
+    "encoding/base64",
+];
+
 /// Evaluate the files of one package, unified at the root.
+///
+/// Syntax errors, unsupported constructs and imports, and sandbox limits are reported here;
+/// conflicts and incomplete values are reported by [`Instance::export`] for the path asked.
 pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> {
-    let _ = (sources, limits);
-    Err(Error::unsupported(
-        "the CUE evaluator is not implemented yet",
-    ))
+    let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    let evaluator = on_big_stack(|| {
+        let mut files = Vec::with_capacity(sources.len());
+        let mut package: Option<(String, usize)> = None;
+        for (i, source) in sources.iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            let file = parser::parse_file(&source.text, index, limits.max_depth)
+                .map_err(|e| eval::name_positions(e, &names))?;
+            check_imports(&file, &source.name)?;
+            if let (Some(name), Some((first, at))) = (&file.package, &package) {
+                if name != first {
+                    return Err(Error::new(
+                        ErrorKind::Other,
+                        format!(
+                            "{} declares package {name} but {} declares package {first}: files of one \
+                             package must agree",
+                            source.name,
+                            names.get(*at).map_or("", String::as_str)
+                        ),
+                    ));
+                }
+            }
+            if package.is_none() {
+                package = file.package.clone().map(|p| (p, i));
+            }
+            files.push(file);
+        }
+        let mut ev = eval::Evaluator::new(&files, names.clone(), limits);
+        ev.expand(eval::ROOT);
+        if let Some(e) = ev.fatal.take() {
+            return Err(e);
+        }
+        Ok(ev)
+    })?;
+    Ok(Instance {
+        evaluator: Mutex::new(evaluator),
+    })
+}
+
+fn check_imports(file: &ast::File, name: &str) -> Result<(), Error> {
+    for import in &file.imports {
+        if !PACKAGES.contains(&import.path.as_str()) {
+            return Err(Error::unsupported(format!(
+                "import of package \"{}\" is not supported (supported: {})",
+                import.path,
+                PACKAGES.join(", ")
+            ))
+            .at(Position {
+                file: name.to_string(),
+                line: import.pos.line,
+                column: import.pos.column,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The stack the evaluator runs on: deep (but bounded) recursion never overflows it.
+const STACK_SIZE: usize = 256 * 1024 * 1024;
+
+/// Run `f` on a thread with a large stack; a panic becomes an error.
+fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("cue-eval".into())
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(scope, f)
+            .map_err(|e| Error::new(ErrorKind::Other, format!("cannot start the CUE evaluator: {e}")))?;
+        handle.join().unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Other,
+                "internal error in the CUE evaluator (please report this input)",
+            ))
+        })
+    })
 }
 
 /// An evaluated package.
-#[derive(Debug)]
 pub struct Instance {
-    _private: (),
+    evaluator: Mutex<eval::Evaluator>,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance").finish_non_exhaustive()
+    }
 }
 
 impl Instance {
+    fn with<T: Send>(&self, f: impl FnOnce(&mut eval::Evaluator) -> Result<T, Error> + Send) -> Result<T, Error> {
+        let mut guard = self
+            .evaluator
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::Other, "the CUE instance is unusable after an earlier failure"))?;
+        let ev: &mut eval::Evaluator = &mut guard;
+        on_big_stack(move || {
+            ev.reset_budget();
+            f(ev)
+        })
+    }
+
     /// Concrete JSON of the value at a path of regular field names (`["output"]`).
     ///
     /// `Ok(None)` when the field is absent; an error when it is not concrete or conflicts (the
     /// message names the path).
     pub fn export(&self, path: &[&str]) -> Result<Option<serde_json::Value>, Error> {
-        let _ = path;
-        Err(Error::unsupported("export is not implemented yet"))
+        self.with(|ev| {
+            let mut at = eval::ROOT;
+            for label in path {
+                ev.expand(at);
+                match ev.v(at).arcs.get(*label).copied() {
+                    Some(a) if ev.v(a).regular => at = a,
+                    _ => return Ok(None),
+                }
+            }
+            ev.export_vertex(at).map(Some)
+        })
     }
 
     /// What `cue export --out json` prints for the whole instance (hidden fields,
     /// definitions and optional fields left out).
     pub fn export_all(&self) -> Result<serde_json::Value, Error> {
-        Err(Error::unsupported("export is not implemented yet"))
+        self.with(|ev| ev.export_vertex(eval::ROOT))
     }
 }
 
 /// JSON Schema (draft 2020-12) of the `parameter` field of a `parameter.cue` file.
 pub fn parameter_schema(source: &Source, limits: &Limits) -> Result<serde_json::Value, Error> {
-    let _ = (source, limits);
-    Err(Error::unsupported(
-        "parameter schemas are not implemented yet",
-    ))
+    schema::parameter_schema(source, limits)
 }

@@ -4,7 +4,7 @@
 //! that errors can name the file. Nesting is bounded by `max_depth`, so deeply nested input
 //! is a clear error instead of a stack overflow.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use num_bigint::BigInt;
 
@@ -239,7 +239,7 @@ impl<'a> Parser<'a> {
         Ok(File {
             package,
             imports,
-            body: Rc::new(body),
+            body: Arc::new(body),
         })
     }
 
@@ -403,7 +403,9 @@ impl<'a> Parser<'a> {
             )
             .at_pos(self.pos()));
         }
-        let label = self.deeper(Parser::expr)?;
+        let Ok(label) = self.deeper(Parser::expr) else {
+            return Ok(None);
+        };
         if !self.at("]") || !self.at_n(1, ":") {
             return Ok(None);
         }
@@ -469,19 +471,34 @@ impl<'a> Parser<'a> {
     }
 
     /// A field's value: an expression or the `b: c` of `a: b: c`.
-    fn field_value(&mut self) -> PResult<Rc<Expr>> {
+    fn field_value(&mut self) -> PResult<Arc<Expr>> {
         let pos = self.pos();
         let nested = match self.kind() {
             Kind::Ident | Kind::Str { .. } => self.label_follows(1),
             _ => false,
         };
+        if !nested && self.at("[") {
+            let save = self.index;
+            let pattern = self.deeper(Parser::try_pattern)?;
+            if let Some(decl) = pattern {
+                return Ok(Arc::new(Expr {
+                    kind: ExprKind::Struct(Arc::new(StructLit {
+                        decls: vec![decl],
+                        open: false,
+                        pos,
+                    })),
+                    pos,
+                }));
+            }
+            self.index = save;
+        }
         if !nested {
             return self.expr();
         }
         self.deeper(|p| {
             let field = p.try_field()?.ok_or_else(|| p.unexpected("a field"))?;
-            Ok(Rc::new(Expr {
-                kind: ExprKind::Struct(Rc::new(StructLit {
+            Ok(Arc::new(Expr {
+                kind: ExprKind::Struct(Arc::new(StructLit {
                     decls: vec![Decl::Field(field)],
                     open: false,
                     pos,
@@ -491,7 +508,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn let_clause(&mut self) -> PResult<(String, Rc<Expr>)> {
+    fn let_clause(&mut self) -> PResult<(String, Arc<Expr>)> {
         if self.kind() != Kind::Ident {
             return Err(self.unexpected("a name after `let`"));
         }
@@ -501,7 +518,7 @@ impl<'a> Parser<'a> {
         Ok((name, self.expr()?))
     }
 
-    fn comprehension(&mut self) -> PResult<Rc<Comprehension>> {
+    fn comprehension(&mut self) -> PResult<Arc<Comprehension>> {
         let pos = self.pos();
         let mut clauses = Vec::new();
         loop {
@@ -541,7 +558,7 @@ impl<'a> Parser<'a> {
             return Err(self.unexpected("`{` starting the body of the comprehension"));
         }
         let body = self.operand()?;
-        Ok(Rc::new(Comprehension { clauses, body, pos }))
+        Ok(Arc::new(Comprehension { clauses, body, pos }))
     }
 
     fn ident(&mut self, wanted: &str) -> PResult<String> {
@@ -555,7 +572,7 @@ impl<'a> Parser<'a> {
 
     // --- expressions ----------------------------------------------------------------------
 
-    pub(crate) fn expr(&mut self) -> PResult<Rc<Expr>> {
+    pub(crate) fn expr(&mut self) -> PResult<Arc<Expr>> {
         self.deeper(|p| p.binary(1))
     }
 
@@ -584,7 +601,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn binary(&mut self, min: u8) -> PResult<Rc<Expr>> {
+    fn binary(&mut self, min: u8) -> PResult<Arc<Expr>> {
         let mut left = self.unary()?;
         while let Some((op, prec)) = self.binary_op() {
             if prec < min {
@@ -593,7 +610,7 @@ impl<'a> Parser<'a> {
             let pos = self.pos();
             self.bump();
             let right = self.deeper(|p| p.binary(prec + 1))?;
-            left = Rc::new(Expr {
+            left = Arc::new(Expr {
                 kind: ExprKind::Binary(op, left, right),
                 pos,
             });
@@ -601,7 +618,7 @@ impl<'a> Parser<'a> {
         Ok(left)
     }
 
-    fn unary(&mut self) -> PResult<Rc<Expr>> {
+    fn unary(&mut self) -> PResult<Arc<Expr>> {
         let pos = self.pos();
         let op = match self.kind() {
             Kind::Punct("-") => UnOp::Neg,
@@ -619,13 +636,13 @@ impl<'a> Parser<'a> {
         };
         self.bump();
         let operand = self.deeper(Parser::unary)?;
-        Ok(Rc::new(Expr {
+        Ok(Arc::new(Expr {
             kind: ExprKind::Unary(op, operand),
             pos,
         }))
     }
 
-    fn postfix(&mut self) -> PResult<Rc<Expr>> {
+    fn postfix(&mut self) -> PResult<Arc<Expr>> {
         let mut expr = self.operand()?;
         loop {
             let pos = self.pos();
@@ -663,11 +680,11 @@ impl<'a> Parser<'a> {
             } else {
                 return Ok(expr);
             };
-            expr = Rc::new(Expr { kind, pos });
+            expr = Arc::new(Expr { kind, pos });
         }
     }
 
-    fn index_or_slice(&mut self, expr: Rc<Expr>) -> PResult<ExprKind> {
+    fn index_or_slice(&mut self, expr: Arc<Expr>) -> PResult<ExprKind> {
         let low = if self.at(":") {
             None
         } else {
@@ -709,7 +726,7 @@ impl<'a> Parser<'a> {
             && bar.end == after.start
     }
 
-    fn operand(&mut self) -> PResult<Rc<Expr>> {
+    fn operand(&mut self) -> PResult<Arc<Expr>> {
         let pos = self.pos();
         let kind = match self.kind() {
             Kind::Ident => return self.ident_operand(pos),
@@ -746,7 +763,7 @@ impl<'a> Parser<'a> {
             Kind::Punct("{") => {
                 self.bump();
                 let body = self.deeper(|p| p.struct_body(pos, false))?;
-                ExprKind::Struct(Rc::new(body))
+                ExprKind::Struct(Arc::new(body))
             }
             Kind::Punct("[") => {
                 self.bump();
@@ -754,16 +771,16 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(self.unexpected("a value")),
         };
-        Ok(Rc::new(Expr { kind, pos }))
+        Ok(Arc::new(Expr { kind, pos }))
     }
 
-    fn ident_operand(&mut self, pos: Pos) -> PResult<Rc<Expr>> {
+    fn ident_operand(&mut self, pos: Pos) -> PResult<Arc<Expr>> {
         let text = self.text();
         if text == "_" && self.bottom_at(1) {
             self.bump();
             self.bump();
             self.bump();
-            return Ok(Rc::new(Expr {
+            return Ok(Arc::new(Expr {
                 kind: ExprKind::Bottom,
                 pos,
             }));
@@ -779,7 +796,7 @@ impl<'a> Parser<'a> {
             _ => ExprKind::Ident(text.to_string()),
         };
         self.bump();
-        Ok(Rc::new(Expr { kind, pos }))
+        Ok(Arc::new(Expr { kind, pos }))
     }
 
     fn list(&mut self) -> PResult<ExprKind> {
@@ -842,7 +859,7 @@ impl<'a> Parser<'a> {
     }
 
     /// An interpolated string token as an [`ExprKind::Interpolation`].
-    fn string_expr(&self) -> PResult<Rc<Expr>> {
+    fn string_expr(&self) -> PResult<Arc<Expr>> {
         let pos = self.pos();
         let raw = self.text();
         let lex_pos = self.lex_pos();
@@ -902,7 +919,7 @@ impl<'a> Parser<'a> {
                 lexer::unescape(&text, hashes, lex_pos).map_err(lex_err)?,
             ));
         }
-        Ok(Rc::new(Expr {
+        Ok(Arc::new(Expr {
             kind: ExprKind::Interpolation(parts),
             pos,
         }))

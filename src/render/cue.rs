@@ -105,6 +105,41 @@ pub fn config_template_from_cue(
     Ok(config_map(&meta, text, namespace, schema, &writer))
 }
 
+/// The JSON Schema of the top-level `parameter` field of a `parameter.cue` file, lowered as
+/// config templates' `template.parameter` is; `None` when the file declares no `parameter`.
+pub(crate) fn parameter_schema_from_cue(text: &str) -> Result<Option<Value>> {
+    let mut parser = Parser::new(strip_bom(text))?;
+    parser.preamble()?;
+    let mut found = None;
+    while !parser.at_eof() {
+        if parser.at_comma() {
+            parser.bump();
+            continue;
+        }
+        if !parser.is_field_start() {
+            parser.skip_expression()?;
+            parser.decl_end()?;
+            continue;
+        }
+        let label = parser.label()?;
+        parser.marker();
+        parser.expect_punct(":", "after the field name")?;
+        if label.name == "parameter" {
+            if found.is_some() {
+                return Err(beyond_subset(
+                    label.pos,
+                    "declaring `parameter` more than once (unification)",
+                ));
+            }
+            let index = parser.index;
+            found = Some(Value::Object(parser.schema_at(index)?));
+        }
+        parser.skip_expression()?;
+        parser.decl_end()?;
+    }
+    Ok(found)
+}
+
 fn beyond_subset(pos: Pos, construct: &str) -> CueError {
     error(
         pos,

@@ -1,0 +1,727 @@
+//! The standard-library functions KubeVela addons use, and the predeclared `len`, `close`,
+//! `and`, `or`, `div`, `mod`, `quo`, `rem`.
+
+use std::sync::Arc;
+
+use num_bigint::BigInt;
+use num_traits::{Signed, ToPrimitive, Zero};
+use serde_json::Value;
+
+use super::ast::{Decl, Elem, Expr, ExprKind, Field, Label, Marker, Pos, StructLit};
+use super::error::ErrorKind;
+use super::eval::{EnvId, Evaluator, Src};
+use super::value::{bottom, kind, normalize_disj, show, small_uint, to_f64, Val};
+
+const FUNCS: &[&str] = &[
+    "len", "close", "and", "or", "div", "mod", "quo", "rem",
+    "strings.Join", "strings.Split", "strings.HasPrefix", "strings.HasSuffix", "strings.Contains",
+    "strings.Replace", "strings.ToLower", "strings.ToUpper", "strings.TrimSpace",
+    "strings.TrimPrefix", "strings.TrimSuffix", "strings.Trim", "strings.Repeat", "strings.Index",
+    "strings.SplitN", "strings.Fields", "strings.Count", "strings.LastIndex",
+    "strconv.FormatInt", "strconv.FormatFloat", "strconv.FormatBool", "strconv.Quote",
+    "strconv.Atoi", "strconv.ParseInt", "strconv.ParseBool", "strconv.ParseFloat", "strconv.Itoa",
+    "list.Concat", "list.Range", "list.Contains", "list.FlattenN", "list.Flatten", "list.Sum",
+    "list.Max", "list.Min", "list.Repeat",
+    "json.Marshal", "json.Unmarshal", "json.Valid", "yaml.Marshal", "yaml.Unmarshal",
+    "base64.Encode", "base64.Decode",
+    "math.Floor", "math.Ceil", "math.Round", "math.Abs", "math.Sqrt", "math.Pow", "math.Trunc",
+    "math.Log", "math.Exp",
+];
+
+/// The function (or constant) `name` of the imported package `path` (`""` for predeclared).
+pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
+    let short = path.rsplit('/').next().unwrap_or(path);
+    if short == "math" {
+        match name {
+            "Pi" => return Some(Val::Float(std::f64::consts::PI)),
+            "E" => return Some(Val::Float(std::f64::consts::E)),
+            "MaxInt64" => return Some(Val::Int(BigInt::from(i64::MAX))),
+            _ => {}
+        }
+    }
+    let key = if short.is_empty() {
+        name.to_string()
+    } else {
+        format!("{short}.{name}")
+    };
+    let known = ["", "strings", "strconv", "list", "json", "yaml", "base64", "math"];
+    let full_ok = matches!(
+        path,
+        "" | "strings" | "strconv" | "list" | "encoding/json" | "encoding/yaml" | "encoding/base64" | "math"
+    );
+    if !known.contains(&short) || !full_ok {
+        return None;
+    }
+    FUNCS.iter().find(|f| **f == key).map(|f| Val::Func(f))
+}
+
+type R = Result<Val, Val>;
+
+fn fail(message: impl Into<String>, pos: Pos) -> Val {
+    bottom(ErrorKind::Builtin, message, vec![pos])
+}
+
+/// Call the builtin `name` with argument expressions evaluated in `env`.
+pub(crate) fn call(ev: &mut Evaluator, name: &'static str, args: &[Arc<Expr>], env: EnvId, pos: Pos) -> Val {
+    let vals: Vec<Val> = args.iter().map(|a| ev.eval(a, env)).collect();
+    match dispatch(ev, name, &vals, pos) {
+        Ok(v) | Err(v) => match v {
+            Val::Bottom(b) if b.kind == ErrorKind::Builtin => {
+                let mut b = (*b).clone();
+                b.message = format!("{name}: {}", b.message);
+                Val::Bottom(Arc::new(b))
+            }
+            other => other,
+        },
+    }
+}
+
+fn arity(name: &str, vals: &[Val], n: usize, pos: Pos) -> Result<(), Val> {
+    if vals.len() == n {
+        Ok(())
+    } else {
+        Err(fail(format!("takes {n} argument(s), got {} (in {name})", vals.len()), pos))
+    }
+}
+
+fn concrete(v: &Val, pos: Pos) -> R {
+    let v = v.default_value();
+    match v {
+        Val::Bottom(_) => Err(v),
+        ref other if !other.is_concrete() => Err(bottom(
+            ErrorKind::Incomplete,
+            format!("incomplete argument {}", show(other)),
+            vec![pos],
+        )),
+        other => Ok(other),
+    }
+}
+
+fn string(v: &Val, pos: Pos) -> Result<String, Val> {
+    match concrete(v, pos)? {
+        Val::Str(s) => Ok(s.to_string()),
+        Val::Bytes(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        other => Err(fail(format!("expected a string, got {}", show(&other)), pos)),
+    }
+}
+
+fn int(v: &Val, pos: Pos) -> Result<BigInt, Val> {
+    match concrete(v, pos)? {
+        Val::Int(i) => Ok(i),
+        other => Err(fail(format!("expected an int, got {}", show(&other)), pos)),
+    }
+}
+
+fn number(v: &Val, pos: Pos) -> Result<f64, Val> {
+    let c = concrete(v, pos)?;
+    to_f64(&c).ok_or_else(|| fail(format!("expected a number, got {}", show(&c)), pos))
+}
+
+fn strs(ev: &mut Evaluator, v: &Val, pos: Pos) -> Result<Vec<String>, Val> {
+    let items = ev.list_items(&concrete(v, pos)?, pos)?;
+    items.iter().map(|i| string(i, pos)).collect()
+}
+
+fn str_list(ev: &mut Evaluator, items: Vec<String>, pos: Pos) -> Val {
+    ev.make_list(items.into_iter().map(|s| Val::Str(Arc::from(s))).collect(), pos)
+}
+
+fn s(v: impl Into<String>) -> Val {
+    Val::Str(Arc::from(v.into()))
+}
+
+fn dispatch(ev: &mut Evaluator, name: &'static str, a: &[Val], pos: Pos) -> R {
+    let n = |k: usize| arity(name, a, k, pos);
+    let arg = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
+    match name {
+        "len" => {
+            n(1)?;
+            length(ev, &arg(0), pos)
+        }
+        "close" => {
+            n(1)?;
+            close(ev, &arg(0), pos)
+        }
+        "and" => {
+            n(1)?;
+            let items = ev.list_items(&concrete(&arg(0), pos)?, pos)?;
+            let anon = ev.new_vertex(Some(super::eval::ROOT), Arc::from("<and>"), false, pos);
+            ev.vm(anon).regular = true;
+            for i in items {
+                ev.add(anon, Src::Val(i, pos), 0, None);
+            }
+            Ok(ev.value_of(anon))
+        }
+        "or" => {
+            n(1)?;
+            let items = ev.list_items(&concrete(&arg(0), pos)?, pos)?;
+            Ok(normalize_disj(items.into_iter().map(|v| (v, false)).collect()))
+        }
+        "div" | "mod" | "quo" | "rem" => {
+            n(2)?;
+            int_division(name, &int(&arg(0), pos)?, &int(&arg(1), pos)?, pos)
+        }
+        _ if name.starts_with("strings.") => strings(ev, name, a, pos),
+        _ if name.starts_with("strconv.") => strconv(name, a, pos),
+        _ if name.starts_with("list.") => list(ev, name, a, pos),
+        _ => encoding(ev, name, a, pos),
+    }
+}
+
+fn length(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
+    let count = match concrete(v, pos)? {
+        Val::Str(s) => s.len(),
+        Val::Bytes(b) => b.len(),
+        l @ Val::List(_) => ev.list_items(&l, pos)?.len(),
+        Val::Struct(w) => {
+            ev.expand(w);
+            ev.v(w)
+                .arcs
+                .iter()
+                .filter(|(k, &a)| !k.starts_with('_') && !k.starts_with('#') && ev.v(a).regular)
+                .count()
+        }
+        other => return Err(fail(format!("invalid argument {} to len", show(&other)), pos)),
+    };
+    Ok(Val::Int(BigInt::from(count)))
+}
+
+fn close(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
+    match v {
+        Val::Struct(_) => {
+            let g = ev.fresh_group(None);
+            if let Some(group) = ev.groups.get_mut(g) {
+                group.active = true;
+            }
+            let parent = super::eval::ROOT;
+            let anon = ev.new_vertex(Some(parent), Arc::from("<close>"), false, pos);
+            ev.vm(anon).regular = true;
+            ev.add(anon, Src::Val(v.clone(), pos), 0, Some(g));
+            Ok(ev.value_of(anon))
+        }
+        Val::Bottom(_) => Err(v.clone()),
+        other => Err(fail(format!("close needs a struct, got {}", show(other)), pos)),
+    }
+}
+
+fn int_division(name: &str, x: &BigInt, y: &BigInt, pos: Pos) -> R {
+    if y.is_zero() {
+        return Err(fail("division by zero", pos));
+    }
+    let q = x / y;
+    let r = x - &q * y;
+    Ok(Val::Int(match name {
+        "quo" => q,
+        "rem" => r,
+        "div" => {
+            if r.is_negative() {
+                if y.is_positive() { q - 1 } else { q + 1 }
+            } else {
+                q
+            }
+        }
+        _ => {
+            if r.is_negative() {
+                r + y.abs()
+            } else {
+                r
+            }
+        }
+    }))
+}
+
+fn strings(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
+    let str_at = |i: usize| string(a.get(i).unwrap_or(&Val::Top), pos);
+    let want = |k: usize| arity(name, a, k, pos);
+    let short = name.trim_start_matches("strings.");
+    Ok(match short {
+        "Join" => {
+            want(2)?;
+            let items = strs(ev, a.first().unwrap_or(&Val::Top), pos)?;
+            s(items.join(&str_at(1)?))
+        }
+        "Split" | "SplitN" => {
+            want(if short == "Split" { 2 } else { 3 })?;
+            let (text, sep) = (str_at(0)?, str_at(1)?);
+            let limit = if short == "SplitN" {
+                int(a.get(2).unwrap_or(&Val::Top), pos)?.to_i64().unwrap_or(-1)
+            } else {
+                -1
+            };
+            let parts: Vec<String> = if limit == 0 {
+                Vec::new()
+            } else if sep.is_empty() {
+                text.chars().map(String::from).collect()
+            } else if limit < 0 {
+                text.split(sep.as_str()).map(String::from).collect()
+            } else {
+                text.splitn(usize::try_from(limit).unwrap_or(usize::MAX), sep.as_str())
+                    .map(String::from)
+                    .collect()
+            };
+            return Ok(str_list(ev, parts, pos));
+        }
+        "Fields" => {
+            want(1)?;
+            let parts = str_at(0)?.split_whitespace().map(String::from).collect();
+            return Ok(str_list(ev, parts, pos));
+        }
+        "HasPrefix" => {
+            want(2)?;
+            Val::Bool(str_at(0)?.starts_with(&str_at(1)?))
+        }
+        "HasSuffix" => {
+            want(2)?;
+            Val::Bool(str_at(0)?.ends_with(&str_at(1)?))
+        }
+        "Contains" => {
+            want(2)?;
+            Val::Bool(str_at(0)?.contains(&str_at(1)?))
+        }
+        "Count" => {
+            want(2)?;
+            let (t, sub) = (str_at(0)?, str_at(1)?);
+            let c = if sub.is_empty() { t.chars().count() + 1 } else { t.matches(sub.as_str()).count() };
+            Val::Int(BigInt::from(c))
+        }
+        "Index" | "LastIndex" => {
+            want(2)?;
+            let (t, sub) = (str_at(0)?, str_at(1)?);
+            let found = if short == "Index" { t.find(&sub) } else { t.rfind(&sub) };
+            Val::Int(found.map_or(BigInt::from(-1), BigInt::from))
+        }
+        "Replace" => {
+            want(4)?;
+            let (t, old, new) = (str_at(0)?, str_at(1)?, str_at(2)?);
+            let count = int(a.get(3).unwrap_or(&Val::Top), pos)?;
+            match count.to_usize() {
+                Some(c) if !count.is_negative() => s(t.replacen(old.as_str(), &new, c)),
+                _ => s(t.replace(old.as_str(), &new)),
+            }
+        }
+        "Repeat" => {
+            want(2)?;
+            let t = str_at(0)?;
+            let c = small_uint(&concrete(a.get(1).unwrap_or(&Val::Top), pos)?)
+                .filter(|c| c.saturating_mul(t.len()) <= ev.limits.max_bytes)
+                .ok_or_else(|| fail("invalid repeat count", pos))?;
+            s(t.repeat(c))
+        }
+        "ToLower" => {
+            want(1)?;
+            s(str_at(0)?.to_lowercase())
+        }
+        "ToUpper" => {
+            want(1)?;
+            s(str_at(0)?.to_uppercase())
+        }
+        "TrimSpace" => {
+            want(1)?;
+            s(str_at(0)?.trim())
+        }
+        "TrimPrefix" => {
+            want(2)?;
+            let (t, p) = (str_at(0)?, str_at(1)?);
+            s(t.strip_prefix(p.as_str()).unwrap_or(&t))
+        }
+        "TrimSuffix" => {
+            want(2)?;
+            let (t, p) = (str_at(0)?, str_at(1)?);
+            s(t.strip_suffix(p.as_str()).unwrap_or(&t))
+        }
+        "Trim" => {
+            want(2)?;
+            let (t, cut) = (str_at(0)?, str_at(1)?);
+            s(t.trim_matches(|c| cut.contains(c)))
+        }
+        _ => return Err(fail("not supported", pos)),
+    })
+}
+
+fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
+    let want = |k: usize| arity(name, a, k, pos);
+    let at = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
+    let short = name.trim_start_matches("strconv.");
+    Ok(match short {
+        "FormatInt" => {
+            want(2)?;
+            let (i, base) = (int(&at(0), pos)?, int(&at(1), pos)?);
+            let base = base.to_u32().filter(|b| (2..=36).contains(b)).ok_or_else(|| fail("invalid base", pos))?;
+            s(i.to_str_radix(base))
+        }
+        "Itoa" => {
+            want(1)?;
+            s(int(&at(0), pos)?.to_string())
+        }
+        "FormatFloat" => {
+            want(4)?;
+            let f = number(&at(0), pos)?;
+            let fmt = int(&at(1), pos)?.to_u8().map(char::from).unwrap_or('g');
+            let prec = int(&at(2), pos)?.to_i64().unwrap_or(-1);
+            s(format_float(f, fmt, prec))
+        }
+        "FormatBool" => {
+            want(1)?;
+            match concrete(&at(0), pos)? {
+                Val::Bool(b) => s(b.to_string()),
+                other => return Err(fail(format!("expected a bool, got {}", show(&other)), pos)),
+            }
+        }
+        "Quote" => {
+            want(1)?;
+            s(serde_json::to_string(&string(&at(0), pos)?).unwrap_or_default())
+        }
+        "Atoi" | "ParseInt" => {
+            let text = string(&at(0), pos)?;
+            let base = if short == "ParseInt" {
+                want(3)?;
+                int(&at(1), pos)?.to_u32().unwrap_or(10)
+            } else {
+                want(1)?;
+                10
+            };
+            let (neg, digits) = match text.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, text.strip_prefix('+').unwrap_or(&text)),
+            };
+            let (base, digits) = match base {
+                0 => radix_prefix(digits),
+                b => (b, digits),
+            };
+            let parsed = (2..=36)
+                .contains(&base)
+                .then(|| BigInt::parse_bytes(digits.as_bytes(), base))
+                .flatten()
+                .ok_or_else(|| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
+            Val::Int(if neg { -parsed } else { parsed })
+        }
+        "ParseBool" => {
+            want(1)?;
+            match string(&at(0), pos)?.as_str() {
+                "1" | "t" | "T" | "true" | "TRUE" | "True" => Val::Bool(true),
+                "0" | "f" | "F" | "false" | "FALSE" | "False" => Val::Bool(false),
+                other => return Err(fail(format!("parsing {other:?}: invalid syntax"), pos)),
+            }
+        }
+        "ParseFloat" => {
+            want(2)?;
+            let text = string(&at(0), pos)?;
+            let f: f64 = text.trim().parse().map_err(|_| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
+            super::value::float(f).map_err(|m| fail(m, pos))?
+        }
+        _ => return Err(fail("not supported", pos)),
+    })
+}
+
+fn radix_prefix(digits: &str) -> (u32, &str) {
+    let lower = digits.to_ascii_lowercase();
+    if lower.starts_with("0x") {
+        (16, digits.get(2..).unwrap_or(""))
+    } else if lower.starts_with("0b") {
+        (2, digits.get(2..).unwrap_or(""))
+    } else if lower.starts_with("0o") {
+        (8, digits.get(2..).unwrap_or(""))
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, digits.get(1..).unwrap_or(""))
+    } else {
+        (10, digits)
+    }
+}
+
+fn format_float(f: f64, fmt: char, prec: i64) -> String {
+    let p = usize::try_from(prec).ok();
+    match (fmt, p) {
+        ('f', Some(p)) => format!("{f:.p$}"),
+        ('f', None) => {
+            let s = format!("{f}");
+            s
+        }
+        ('e', Some(p)) => go_exponent(&format!("{f:.p$e}")),
+        ('e', None) => go_exponent(&format!("{f:e}")),
+        _ => {
+            let s = format!("{f}");
+            if s.len() > 21 { go_exponent(&format!("{f:e}")) } else { s }
+        }
+    }
+}
+
+/// Rust's `1.5e3` as Go's `1.5e+03`.
+fn go_exponent(s: &str) -> String {
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s.to_string(),
+    }
+}
+
+fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
+    let want = |k: usize| arity(name, a, k, pos);
+    let at = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
+    let short = name.trim_start_matches("list.");
+    match short {
+        "Concat" => {
+            want(1)?;
+            let outer = ev.list_items(&concrete(&at(0), pos)?, pos)?;
+            let mut out = Vec::new();
+            for l in outer {
+                out.extend(ev.list_items(&concrete(&l, pos)?, pos)?);
+            }
+            Ok(ev.make_list(out, pos))
+        }
+        "Range" => {
+            want(3)?;
+            let (start, limit, step) = (concrete(&at(0), pos)?, concrete(&at(1), pos)?, concrete(&at(2), pos)?);
+            range(ev, &start, &limit, &step, pos)
+        }
+        "Contains" => {
+            want(2)?;
+            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
+            let needle = ev.to_json(&at(1)).map_err(|e| fail(e.message, pos))?;
+            for i in items {
+                if ev.to_json(&i).ok().as_ref() == Some(&needle) {
+                    return Ok(Val::Bool(true));
+                }
+            }
+            Ok(Val::Bool(false))
+        }
+        "FlattenN" | "Flatten" => {
+            let depth = if short == "FlattenN" {
+                want(2)?;
+                int(&at(1), pos)?.to_i64().unwrap_or(-1)
+            } else {
+                want(1)?;
+                -1
+            };
+            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
+            let mut out = Vec::new();
+            flatten(ev, items, depth, &mut out, pos)?;
+            Ok(ev.make_list(out, pos))
+        }
+        "Repeat" => {
+            want(2)?;
+            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
+            let c = small_uint(&concrete(&at(1), pos)?)
+                .filter(|c| c.saturating_mul(items.len()) <= 100_000)
+                .ok_or_else(|| fail("invalid repeat count", pos))?;
+            let mut out = Vec::new();
+            for _ in 0..c {
+                out.extend(items.iter().cloned());
+            }
+            Ok(ev.make_list(out, pos))
+        }
+        "Sum" | "Max" | "Min" => {
+            want(1)?;
+            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
+            let mut acc: Option<Val> = if short == "Sum" { Some(Val::Int(BigInt::from(0))) } else { None };
+            for i in items {
+                let i = concrete(&i, pos)?;
+                acc = Some(match acc {
+                    None => i,
+                    Some(x) => match short {
+                        "Sum" => super::value::arith('+', &x, &i).map_err(|m| fail(m, pos))?,
+                        "Max" => if super::value::compare(&i, &x).is_some_and(|o| o.is_gt()) { i } else { x },
+                        _ => if super::value::compare(&i, &x).is_some_and(|o| o.is_lt()) { i } else { x },
+                    },
+                });
+            }
+            acc.ok_or_else(|| fail("empty list", pos))
+        }
+        _ => Err(fail("not supported", pos)),
+    }
+}
+
+fn range(ev: &mut Evaluator, start: &Val, limit: &Val, step: &Val, pos: Pos) -> R {
+    let mut out = Vec::new();
+    if let (Val::Int(s0), Val::Int(l), Val::Int(st)) = (start, limit, step) {
+        if st.is_zero() {
+            return Err(fail("step must be non zero", pos));
+        }
+        let mut x = s0.clone();
+        while (st.is_positive() && &x < l) || (st.is_negative() && &x > l) {
+            out.push(Val::Int(x.clone()));
+            x += st;
+            if out.len() > 100_000 {
+                return Err(fail("range too long", pos));
+            }
+        }
+        return Ok(ev.make_list(out, pos));
+    }
+    let (Some(mut x), Some(l), Some(st)) = (to_f64(start), to_f64(limit), to_f64(step)) else {
+        return Err(fail("range needs numbers", pos));
+    };
+    if st == 0.0 {
+        return Err(fail("step must be non zero", pos));
+    }
+    while (st > 0.0 && x < l) || (st < 0.0 && x > l) {
+        out.push(Val::Float(x));
+        x += st;
+        if out.len() > 100_000 {
+            return Err(fail("range too long", pos));
+        }
+    }
+    Ok(ev.make_list(out, pos))
+}
+
+fn flatten(ev: &mut Evaluator, items: Vec<Val>, depth: i64, out: &mut Vec<Val>, pos: Pos) -> Result<(), Val> {
+    for i in items {
+        let d = i.default_value();
+        if matches!(d, Val::List(_)) && depth != 0 {
+            let inner = ev.list_items(&d, pos)?;
+            flatten(ev, inner, depth - 1, out, pos)?;
+        } else {
+            out.push(i);
+        }
+    }
+    Ok(())
+}
+
+fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
+    let at = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
+    match name {
+        "json.Marshal" | "yaml.Marshal" => {
+            arity(name, a, 1, pos)?;
+            let json = ev.to_json(&at(0)).map_err(|e| {
+                let k = if e.kind == ErrorKind::Incomplete { ErrorKind::Incomplete } else { ErrorKind::Builtin };
+                bottom(k, e.to_string(), vec![pos])
+            })?;
+            if name == "json.Marshal" {
+                let text = serde_json::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
+                Ok(s(html_escape(&text)))
+            } else {
+                let text = serde_yaml::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
+                Ok(s(text))
+            }
+        }
+        "json.Unmarshal" | "yaml.Unmarshal" => {
+            arity(name, a, 1, pos)?;
+            let text = string(&at(0), pos)?;
+            let value: Value = if name == "json.Unmarshal" {
+                serde_json::from_str(&text).map_err(|e| fail(format!("invalid JSON: {e}"), pos))?
+            } else {
+                serde_yaml::from_str(&text).map_err(|e| fail(format!("invalid YAML: {e}"), pos))?
+            };
+            Ok(from_json(ev, &value, pos))
+        }
+        "json.Valid" => {
+            arity(name, a, 1, pos)?;
+            let text = string(&at(0), pos)?;
+            Ok(Val::Bool(serde_json::from_str::<Value>(&text).is_ok()))
+        }
+        "base64.Encode" => {
+            arity(name, a, 2, pos)?;
+            use base64::Engine as _;
+            let data = match concrete(&at(1), pos)? {
+                Val::Bytes(b) => b.to_vec(),
+                Val::Str(t) => t.as_bytes().to_vec(),
+                other => return Err(fail(format!("expected bytes or a string, got {}", show(&other)), pos)),
+            };
+            Ok(s(base64::engine::general_purpose::STANDARD.encode(data)))
+        }
+        "base64.Decode" => {
+            arity(name, a, 2, pos)?;
+            use base64::Engine as _;
+            let text = string(&at(1), pos)?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text.as_bytes())
+                .map_err(|e| fail(format!("invalid base64: {e}"), pos))?;
+            Ok(Val::Bytes(Arc::from(bytes)))
+        }
+        _ if name.starts_with("math.") => math(name, a, pos),
+        _ => Err(fail("not supported", pos)),
+    }
+}
+
+fn math(name: &str, a: &[Val], pos: Pos) -> R {
+    let short = name.trim_start_matches("math.");
+    let two = matches!(short, "Pow");
+    arity(name, a, if two { 2 } else { 1 }, pos)?;
+    let x = number(a.first().unwrap_or(&Val::Top), pos)?;
+    let r = match short {
+        "Floor" => x.floor(),
+        "Ceil" => x.ceil(),
+        "Round" => x.round(),
+        "Trunc" => x.trunc(),
+        "Abs" => {
+            if let Ok(Val::Int(i)) = concrete(a.first().unwrap_or(&Val::Top), pos) {
+                return Ok(Val::Int(i.abs()));
+            }
+            x.abs()
+        }
+        "Sqrt" => x.sqrt(),
+        "Log" => x.ln(),
+        "Exp" => x.exp(),
+        _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
+    };
+    super::value::float(r).map_err(|m| fail(m, pos))
+}
+
+/// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029.
+fn html_escape(text: &str) -> String {
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// A JSON value as an evaluator value (structs and lists become vertices).
+pub(crate) fn from_json(ev: &mut Evaluator, value: &Value, pos: Pos) -> Val {
+    match value {
+        Value::Object(_) | Value::Array(_) => {
+            let expr = json_expr(value, pos);
+            ev.anonymous(Src::Expr(expr), 0, pos)
+        }
+        other => scalar_from_json(other),
+    }
+}
+
+fn scalar_from_json(value: &Value) -> Val {
+    match value {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Val::Int(BigInt::from(i))
+            } else if let Some(u) = n.as_u64() {
+                Val::Int(BigInt::from(u))
+            } else {
+                Val::Float(n.as_f64().unwrap_or(0.0))
+            }
+        }
+        Value::String(t) => s(t.as_str()),
+        _ => Val::Kind(kind::STRUCT),
+    }
+}
+
+/// A JSON value as a syntax tree (used for `parameter` and `context` values too).
+pub(crate) fn json_expr(value: &Value, pos: Pos) -> Arc<Expr> {
+    let kind = match value {
+        Value::Object(map) => ExprKind::Struct(Arc::new(StructLit {
+            decls: map
+                .iter()
+                .map(|(k, v)| {
+                    Decl::Field(Field {
+                        label: Label::Str(k.clone()),
+                        marker: Marker::Regular,
+                        value: json_expr(v, pos),
+                        pos,
+                        doc: Vec::new(),
+                    })
+                })
+                .collect(),
+            open: false,
+            pos,
+        })),
+        Value::Array(items) => ExprKind::List {
+            elems: items.iter().map(|v| Elem::Expr(json_expr(v, pos))).collect(),
+            rest: None,
+        },
+        other => ExprKind::Value(Box::new(scalar_from_json(other))),
+    };
+    Arc::new(Expr { kind, pos })
+}

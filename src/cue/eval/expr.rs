@@ -1,0 +1,726 @@
+//! Expressions: references, selectors, operators, interpolation and calls.
+
+use std::sync::Arc;
+
+use num_bigint::BigInt;
+use num_traits::ToPrimitive;
+
+use super::{EnvId, EnvKind, Evaluator, Src, ROOT};
+use crate::cue::ast::{BinOp, Clause, DeclRef, Elem, Expr, ExprKind, Part, Pos, UnOp};
+use crate::cue::builtins;
+use crate::cue::error::ErrorKind;
+use crate::cue::value::{
+    arith, bottom, check_bound, compare, kind, meet, normalize_disj, scalar_eq, show, small_uint,
+    BoundOp, Val, VId,
+};
+
+/// What a name refers to.
+enum Target {
+    Vertex(VId),
+    Value(Val),
+    Let(Arc<Expr>, EnvId),
+    Package(String),
+}
+
+fn incomplete(message: impl Into<String>, pos: Pos) -> Val {
+    bottom(ErrorKind::Incomplete, message, vec![pos])
+}
+
+fn conflict_at(message: impl Into<String>, pos: Pos) -> Val {
+    bottom(ErrorKind::Conflict, message, vec![pos])
+}
+
+/// The value of a predeclared identifier.
+fn predeclared(name: &str) -> Option<Val> {
+    Some(match name {
+        "int" => Val::Kind(kind::INT),
+        "float" => Val::Kind(kind::FLOAT),
+        "number" => Val::Kind(kind::NUMBER),
+        "string" => Val::Kind(kind::STRING),
+        "bool" => Val::Kind(kind::BOOL),
+        "bytes" => Val::Kind(kind::BYTES),
+        "uint" => Val::All(Arc::new(vec![
+            Val::Kind(kind::INT),
+            Val::Bound(BoundOp::Ge, Arc::new(Val::Int(BigInt::from(0)))),
+        ])),
+        "len" | "close" | "and" | "or" | "div" | "mod" | "quo" | "rem" => {
+            return builtins::lookup("", name)
+        }
+        _ => return None,
+    })
+}
+
+impl Evaluator {
+    /// Evaluate an expression in an environment.
+    pub(crate) fn eval(&mut self, expr: &Arc<Expr>, env: EnvId) -> Val {
+        if !self.step() || !self.enter() {
+            return self.limit_bottom();
+        }
+        let val = self.eval_inner(expr, env);
+        self.leave();
+        val
+    }
+
+    fn eval_inner(&mut self, expr: &Arc<Expr>, env: EnvId) -> Val {
+        let pos = expr.pos;
+        match &expr.kind {
+            ExprKind::Null => Val::Null,
+            ExprKind::Bool(b) => Val::Bool(*b),
+            ExprKind::Int(i) => Val::Int(i.clone()),
+            ExprKind::Float(f) => Val::Float(*f),
+            ExprKind::Str(s) => Val::Str(Arc::from(s.as_str())),
+            ExprKind::Bytes(b) => Val::Bytes(Arc::from(b.as_slice())),
+            ExprKind::Top => Val::Top,
+            ExprKind::Bottom => bottom(ErrorKind::Conflict, "explicit error (_|_ literal)", vec![pos]),
+            ExprKind::Value(v) => (**v).clone(),
+            ExprKind::Paren(e) => self.eval(e, env),
+            ExprKind::Interpolation(parts) => self.interpolate(parts, env, pos),
+            ExprKind::Ident(name) => match self.resolve(name, env) {
+                Some(target) => self.target_value(target, name, pos),
+                None => bottom(
+                    ErrorKind::Other,
+                    format!("reference `{name}` not found"),
+                    vec![pos],
+                ),
+            },
+            ExprKind::Selector(base, name) => self.select(base, name, env, pos),
+            ExprKind::Index(base, index) => {
+                let b = self.eval(base, env).default_value();
+                let i = self.eval(index, env).default_value();
+                self.index(&b, &i, pos)
+            }
+            ExprKind::Slice(base, low, high) => self.slice(base, low.as_ref(), high.as_ref(), env, pos),
+            ExprKind::Call(func, args) => {
+                let f = self.eval(func, env);
+                match f {
+                    Val::Func(name) => builtins::call(self, name, args, env, pos),
+                    Val::Bottom(_) => f,
+                    other => conflict_at(format!("cannot call non-function {}", show(&other)), pos),
+                }
+            }
+            ExprKind::Unary(op, operand) => self.unary(*op, operand, env, pos),
+            ExprKind::Binary(op, l, r) => self.binary(*op, l, r, env, pos),
+            ExprKind::Struct(_) | ExprKind::List { .. } => self.anonymous(Src::Expr(Arc::clone(expr)), env, pos),
+        }
+    }
+
+    /// A new vertex (not reachable from the root) holding `src`; its value.
+    pub(crate) fn anonymous(&mut self, src: Src, env: EnvId, pos: Pos) -> Val {
+        let parent = self.scope_vertex(env);
+        let v = self.new_vertex(Some(parent), Arc::from("<value>"), false, pos);
+        self.vm(v).regular = true;
+        self.add(v, src, env, None);
+        self.value_of(v)
+    }
+
+    /// The innermost vertex of an environment (for paths of anonymous values).
+    fn scope_vertex(&self, mut env: EnvId) -> VId {
+        loop {
+            let Some(e) = self.envs.get(env) else {
+                return ROOT;
+            };
+            match &e.kind {
+                EnvKind::Struct { vertex, .. } | EnvKind::Package { vertex, .. } => return *vertex,
+                _ => match e.parent {
+                    Some(p) => env = p,
+                    None => return ROOT,
+                },
+            }
+        }
+    }
+
+    fn resolve(&mut self, name: &str, mut env: EnvId) -> Option<Target> {
+        loop {
+            let e = self.envs.get(env)?;
+            let parent = e.parent;
+            match &e.kind {
+                EnvKind::Struct { vertex, lit } => match lit.declares(name) {
+                    Some(DeclRef::Field) => {
+                        let vertex = *vertex;
+                        return self.v(vertex).arcs.get(name).map(|&a| Target::Vertex(a));
+                    }
+                    Some(DeclRef::Let(expr)) => return Some(Target::Let(Arc::clone(expr), env)),
+                    None => {}
+                },
+                EnvKind::Package { vertex, files } => {
+                    if files.iter().any(|f| f.declares(name).is_some()) {
+                        let vertex = *vertex;
+                        if let Some(&a) = self.v(vertex).arcs.get(name) {
+                            return Some(Target::Vertex(a));
+                        }
+                        // A package-level `let` of another file.
+                        for f in files {
+                            if let Some(DeclRef::Let(expr)) = f.declares(name) {
+                                return Some(Target::Let(Arc::clone(expr), env));
+                            }
+                        }
+                    }
+                }
+                EnvKind::File { imports } => {
+                    if let Some(import) = imports.iter().find(|i| i.alias == name) {
+                        return Some(Target::Package(import.path.clone()));
+                    }
+                }
+                EnvKind::Bind { name: n, value } => {
+                    if &**n == name {
+                        return Some(Target::Value(value.clone()));
+                    }
+                }
+            }
+            match parent {
+                Some(p) => env = p,
+                None => return predeclared(name).map(Target::Value),
+            }
+        }
+    }
+
+    fn target_value(&mut self, target: Target, name: &str, pos: Pos) -> Val {
+        match target {
+            Target::Vertex(v) => self.reference(v, pos),
+            Target::Value(v) => v,
+            Target::Let(expr, env) => self.eval(&expr, env),
+            Target::Package(path) => conflict_at(
+                format!("the package `{path}` (imported as `{name}`) is not a value; use one of its functions"),
+                pos,
+            ),
+        }
+    }
+
+    /// The value of a referenced vertex: absent or optional-only fields are incomplete.
+    fn reference(&mut self, v: VId, pos: Pos) -> Val {
+        if !self.v(v).regular {
+            let label = Arc::clone(&self.v(v).label);
+            return incomplete(
+                format!("cannot reference optional field `{label}` (it is not set)"),
+                pos,
+            );
+        }
+        self.value_of(v)
+    }
+
+    fn select(&mut self, base: &Arc<Expr>, name: &str, env: EnvId, pos: Pos) -> Val {
+        if let ExprKind::Ident(pkg) = &base.kind {
+            if let Some(Target::Package(path)) = self.resolve(pkg, env) {
+                return builtins::lookup(&path, name).unwrap_or_else(|| {
+                    bottom(
+                        ErrorKind::Unsupported,
+                        format!("`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"),
+                        vec![pos],
+                    )
+                });
+            }
+        }
+        let b = self.eval(base, env).default_value();
+        self.field(&b, name, pos)
+    }
+
+    /// `b.name` on an evaluated value.
+    pub(crate) fn field(&mut self, b: &Val, name: &str, pos: Pos) -> Val {
+        match b {
+            Val::Struct(w) => {
+                let w = *w;
+                self.expand(w);
+                match self.v(w).arcs.get(name).copied() {
+                    Some(a) if self.v(a).regular => self.value_of(a),
+                    Some(_) => incomplete(
+                        format!("cannot reference optional field `{name}` (it is not set)"),
+                        pos,
+                    ),
+                    None => incomplete(format!("undefined field: {name}"), pos),
+                }
+            }
+            Val::Bottom(_) => b.clone(),
+            other if !other.is_concrete() => {
+                incomplete(format!("cannot select `{name}` of the incomplete value {}", show(other)), pos)
+            }
+            other => conflict_at(format!("cannot select `{name}` of {} (not a struct)", show(other)), pos),
+        }
+    }
+
+    fn index(&mut self, b: &Val, i: &Val, pos: Pos) -> Val {
+        match (b, i) {
+            (Val::Bottom(_), _) => b.clone(),
+            (_, Val::Bottom(_)) => i.clone(),
+            (Val::Struct(_), Val::Str(s)) => self.field(b, s, pos),
+            (Val::List(w), Val::Int(n)) => {
+                let w = *w;
+                self.expand(w);
+                let len = self.v(w).list.as_ref().map_or(0, |s| s.len);
+                match n.to_usize().filter(|&n| n < len) {
+                    Some(n) => match self.v(w).arcs.get(n.to_string().as_str()).copied() {
+                        Some(a) => self.value_of(a),
+                        None => incomplete(format!("index {n} out of range"), pos),
+                    },
+                    None => bottom(
+                        ErrorKind::Incomplete,
+                        format!("index {n} out of range (the list has {len} elements)"),
+                        vec![pos],
+                    ),
+                }
+            }
+            (Val::Str(s), Val::Int(n)) => match n.to_usize().and_then(|n| s.as_bytes().get(n)) {
+                Some(byte) => Val::Int(BigInt::from(*byte)),
+                None => conflict_at(format!("index {n} out of range"), pos),
+            },
+            _ if !b.is_concrete() || !i.is_concrete() => {
+                incomplete(format!("cannot index the incomplete value {}", show(b)), pos)
+            }
+            _ => conflict_at(format!("invalid index {} of {}", show(i), show(b)), pos),
+        }
+    }
+
+    fn slice(
+        &mut self,
+        base: &Arc<Expr>,
+        low: Option<&Arc<Expr>>,
+        high: Option<&Arc<Expr>>,
+        env: EnvId,
+        pos: Pos,
+    ) -> Val {
+        let b = self.eval(base, env).default_value();
+        let items = match self.list_items(&b, pos) {
+            Ok(items) => items,
+            Err(e) => return e,
+        };
+        let bound = |ev: &mut Self, e: Option<&Arc<Expr>>, default: usize| match e {
+            None => Some(default),
+            Some(e) => small_uint(&ev.eval(e, env).default_value()),
+        };
+        let (Some(lo), Some(hi)) = (bound(self, low, 0), bound(self, high, items.len())) else {
+            return conflict_at("invalid slice bounds", pos);
+        };
+        if lo > hi || hi > items.len() {
+            return conflict_at(format!("slice bounds [{lo}:{hi}] out of range"), pos);
+        }
+        self.make_list(items.get(lo..hi).unwrap_or_default().to_vec(), pos)
+    }
+
+    /// The element values of a list value.
+    pub(crate) fn list_items(&mut self, b: &Val, pos: Pos) -> Result<Vec<Val>, Val> {
+        match b {
+            Val::List(w) => {
+                let w = *w;
+                self.expand(w);
+                let len = self.v(w).list.as_ref().map_or(0, |s| s.len);
+                let mut out = Vec::with_capacity(len);
+                for i in 0..len {
+                    let a = self.v(w).arcs.get(i.to_string().as_str()).copied();
+                    out.push(a.map_or(Val::Top, |a| self.value_of(a)));
+                }
+                Ok(out)
+            }
+            Val::Bottom(_) => Err(b.clone()),
+            other if !other.is_concrete() => Err(incomplete(
+                format!("incomplete value {} where a list is needed", show(other)),
+                pos,
+            )),
+            other => Err(conflict_at(format!("{} is not a list", show(other)), pos)),
+        }
+    }
+
+    /// A new list vertex with these elements.
+    pub(crate) fn make_list(&mut self, items: Vec<Val>, pos: Pos) -> Val {
+        let elems = items
+            .into_iter()
+            .map(|v| {
+                Elem::Expr(Arc::new(Expr {
+                    kind: ExprKind::Value(Box::new(v)),
+                    pos,
+                }))
+            })
+            .collect();
+        let expr = Arc::new(Expr {
+            kind: ExprKind::List { elems, rest: None },
+            pos,
+        });
+        self.anonymous(Src::Expr(expr), 0, pos)
+    }
+
+    fn interpolate(&mut self, parts: &[Part], env: EnvId, pos: Pos) -> Val {
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Expr(e) => match self.eval(e, env).default_value() {
+                    Val::Str(s) => out.push_str(&s),
+                    Val::Int(i) => out.push_str(&i.to_string()),
+                    Val::Float(f) => out.push_str(&crate::cue::value::show_float(f)),
+                    Val::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+                    Val::Bytes(b) => out.push_str(&String::from_utf8_lossy(&b)),
+                    Val::Null => return conflict_at("cannot interpolate null", e.pos),
+                    b @ Val::Bottom(_) => return b,
+                    other if other.is_concrete() => {
+                        return conflict_at(
+                            format!("cannot interpolate {} into a string", show(&other)),
+                            e.pos,
+                        )
+                    }
+                    other => {
+                        return incomplete(
+                            format!("incomplete value {} in interpolation", show(&other)),
+                            e.pos,
+                        )
+                    }
+                },
+            }
+            if out.len() > self.limits.max_bytes {
+                return bottom(ErrorKind::Limit, "string grows beyond the size limit", vec![pos]);
+            }
+        }
+        Val::Str(Arc::from(out))
+    }
+
+    fn unary(&mut self, op: UnOp, operand: &Arc<Expr>, env: EnvId, pos: Pos) -> Val {
+        let raw = self.eval(operand, env);
+        if op == UnOp::Default {
+            return raw;
+        }
+        let v = raw.default_value();
+        if v.is_bottom() {
+            return v;
+        }
+        let bound = |b: BoundOp| Val::Bound(b, Arc::new(v.clone()));
+        match op {
+            UnOp::Lt | UnOp::Le | UnOp::Gt | UnOp::Ge | UnOp::Ne | UnOp::Match | UnOp::NotMatch
+                if !v.is_concrete() =>
+            {
+                incomplete(format!("the operand of a bound must be concrete, not {}", show(&v)), pos)
+            }
+            UnOp::Lt => bound(BoundOp::Lt),
+            UnOp::Le => bound(BoundOp::Le),
+            UnOp::Gt => bound(BoundOp::Gt),
+            UnOp::Ge => bound(BoundOp::Ge),
+            UnOp::Ne => bound(BoundOp::Ne),
+            UnOp::Match | UnOp::NotMatch => match &v {
+                Val::Str(re) => match crate::cue::value::regex_match(re, "") {
+                    Err(m) => conflict_at(m, pos),
+                    Ok(_) => bound(if op == UnOp::Match { BoundOp::Match } else { BoundOp::NotMatch }),
+                },
+                _ => conflict_at(format!("a regular expression must be a string, not {}", show(&v)), pos),
+            },
+            UnOp::Neg => match v {
+                Val::Int(i) => Val::Int(-i),
+                Val::Float(f) => Val::Float(-f),
+                other if !other.is_concrete() => incomplete(format!("incomplete operand {} of `-`", show(&other)), pos),
+                other => conflict_at(format!("invalid operand {} to `-`", show(&other)), pos),
+            },
+            UnOp::Plus => match v {
+                Val::Int(_) | Val::Float(_) => v,
+                other => conflict_at(format!("invalid operand {} to `+`", show(&other)), pos),
+            },
+            UnOp::Not => match v {
+                Val::Bool(b) => Val::Bool(!b),
+                other if !other.is_concrete() => incomplete(format!("incomplete operand {} of `!`", show(&other)), pos),
+                other => conflict_at(format!("invalid operand {} to `!`", show(&other)), pos),
+            },
+            UnOp::Default => raw,
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, l: &Arc<Expr>, r: &Arc<Expr>, env: EnvId, pos: Pos) -> Val {
+        match op {
+            BinOp::Or => {
+                let mut ds = Vec::new();
+                self.disjuncts(l, env, false, &mut ds);
+                self.disjuncts(r, env, false, &mut ds);
+                let any_default = ds.iter().any(|(_, d)| *d);
+                let ds = ds.into_iter().map(|(v, d)| (v, d && any_default)).collect();
+                return normalize_disj(ds);
+            }
+            BinOp::And => {
+                let a = self.eval(l, env);
+                let b = self.eval(r, env);
+                if matches!(a, Val::Struct(_) | Val::List(_)) || matches!(b, Val::Struct(_) | Val::List(_)) {
+                    let expr = Arc::new(Expr {
+                        kind: ExprKind::Binary(
+                            BinOp::And,
+                            Arc::new(Expr { kind: ExprKind::Value(Box::new(a)), pos: l.pos }),
+                            Arc::new(Expr { kind: ExprKind::Value(Box::new(b)), pos: r.pos }),
+                        ),
+                        pos,
+                    });
+                    return self.anonymous(Src::Expr(expr), env, pos);
+                }
+                let m = meet(&a, &b);
+                return with_positions(m, &[l.pos, r.pos]);
+            }
+            BinOp::Eq | BinOp::Ne if is_bottom_literal(r) || is_bottom_literal(l) => {
+                let other = if is_bottom_literal(r) { l } else { r };
+                let v = self.eval(other, env);
+                if matches!(&v, Val::Bottom(b) if b.kind == ErrorKind::Limit) {
+                    return v;
+                }
+                let is_bottom = v.is_bottom();
+                return Val::Bool(if op == BinOp::Eq { is_bottom } else { !is_bottom });
+            }
+            BinOp::LogicalAnd | BinOp::LogicalOr => {
+                let a = self.eval(l, env).default_value();
+                let Val::Bool(x) = a else {
+                    return not_bool(&a, op, l.pos);
+                };
+                let b = self.eval(r, env).default_value();
+                let Val::Bool(y) = b else {
+                    return not_bool(&b, op, r.pos);
+                };
+                return Val::Bool(if op == BinOp::LogicalAnd { x && y } else { x || y });
+            }
+            _ => {}
+        }
+        let a = self.eval(l, env).default_value();
+        let b = self.eval(r, env).default_value();
+        for v in [&a, &b] {
+            if v.is_bottom() {
+                return v.clone();
+            }
+        }
+        if !a.is_concrete() || !b.is_concrete() {
+            let which = if a.is_concrete() { &b } else { &a };
+            return incomplete(
+                format!("incomplete value {} in an operand of `{}`", show(which), op.symbol()),
+                pos,
+            );
+        }
+        self.concrete_binary(op, &a, &b, pos)
+    }
+
+    fn disjuncts(&mut self, e: &Arc<Expr>, env: EnvId, default: bool, out: &mut Vec<(Val, bool)>) {
+        match &e.kind {
+            ExprKind::Binary(BinOp::Or, l, r) => {
+                self.disjuncts(l, env, default, out);
+                self.disjuncts(r, env, default, out);
+            }
+            ExprKind::Unary(UnOp::Default, inner) => self.disjuncts(inner, env, true, out),
+            _ => {
+                let v = self.eval(e, env);
+                out.push((v, default));
+            }
+        }
+    }
+
+    fn concrete_binary(&mut self, op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
+        match op {
+            BinOp::Eq | BinOp::Ne => {
+                let eq = match scalar_eq(a, b) {
+                    Some(eq) => eq,
+                    None => self.deep_equal(a, b),
+                };
+                Val::Bool(if op == BinOp::Eq { eq } else { !eq })
+            }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                let bop = match op {
+                    BinOp::Lt => BoundOp::Lt,
+                    BinOp::Le => BoundOp::Le,
+                    BinOp::Gt => BoundOp::Gt,
+                    _ => BoundOp::Ge,
+                };
+                if compare(a, b).is_none() {
+                    return conflict_at(
+                        format!("invalid operands {} and {} to `{}`", show(a), show(b), op.symbol()),
+                        pos,
+                    );
+                }
+                match check_bound(bop, b, a) {
+                    Ok(r) => Val::Bool(r),
+                    Err(m) => conflict_at(m, pos),
+                }
+            }
+            BinOp::Match | BinOp::NotMatch => match (a, b) {
+                (Val::Str(s), Val::Str(re)) => match crate::cue::value::regex_match(re, s) {
+                    Ok(m) => Val::Bool(m == (op == BinOp::Match)),
+                    Err(m) => conflict_at(m, pos),
+                },
+                _ => conflict_at(
+                    format!("invalid operands {} and {} to `{}`", show(a), show(b), op.symbol()),
+                    pos,
+                ),
+            },
+            BinOp::Add => match (a, b) {
+                (Val::Str(x), Val::Str(y)) => Val::Str(Arc::from(format!("{x}{y}"))),
+                (Val::Bytes(x), Val::Bytes(y)) => Val::Bytes(Arc::from([&x[..], &y[..]].concat())),
+                (Val::List(_), Val::List(_)) => {
+                    let mut xs = match self.list_items(a, pos) {
+                        Ok(x) => x,
+                        Err(e) => return e,
+                    };
+                    match self.list_items(b, pos) {
+                        Ok(ys) => xs.extend(ys),
+                        Err(e) => return e,
+                    }
+                    self.make_list(xs, pos)
+                }
+                _ => self.arith(op, a, b, pos),
+            },
+            BinOp::Mul => match (a, b) {
+                (Val::Str(s), n @ Val::Int(_)) | (n @ Val::Int(_), Val::Str(s)) => {
+                    match small_uint(n).filter(|n| n.saturating_mul(s.len()) <= self.limits.max_bytes) {
+                        Some(n) => Val::Str(Arc::from(s.repeat(n))),
+                        None => conflict_at("invalid string repetition count", pos),
+                    }
+                }
+                (Val::List(_), n @ Val::Int(_)) | (n @ Val::Int(_), Val::List(_)) => {
+                    let list = if matches!(a, Val::List(_)) { a } else { b };
+                    let items = match self.list_items(list, pos) {
+                        Ok(x) => x,
+                        Err(e) => return e,
+                    };
+                    let Some(n) = small_uint(n).filter(|n| n.saturating_mul(items.len()) <= 100_000) else {
+                        return conflict_at("invalid list repetition count", pos);
+                    };
+                    let mut out = Vec::with_capacity(n * items.len());
+                    for _ in 0..n {
+                        out.extend(items.iter().cloned());
+                    }
+                    self.make_list(out, pos)
+                }
+                _ => self.arith(op, a, b, pos),
+            },
+            _ => self.arith(op, a, b, pos),
+        }
+    }
+
+    fn arith(&mut self, op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
+        let c = match op {
+            BinOp::Add => '+',
+            BinOp::Sub => '-',
+            BinOp::Mul => '*',
+            BinOp::Div => '/',
+            _ => {
+                return conflict_at(format!("invalid operator `{}`", op.symbol()), pos);
+            }
+        };
+        match arith(c, a, b) {
+            Ok(v) => v,
+            Err(m) => conflict_at(m, pos),
+        }
+    }
+
+    /// Equality of structs and lists by their exported values.
+    fn deep_equal(&mut self, a: &Val, b: &Val) -> bool {
+        match (self.to_json(a), self.to_json(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
+
+    /// The environments a comprehension clause yields.
+    pub(crate) fn clause_envs(&mut self, clause: &Clause, env: EnvId, pos: Pos) -> Result<Vec<EnvId>, Val> {
+        match clause {
+            Clause::If(cond) => match self.eval(cond, env).default_value() {
+                Val::Bool(true) => Ok(vec![env]),
+                Val::Bool(false) => Ok(Vec::new()),
+                b @ Val::Bottom(_) => Err(b),
+                other if !other.is_concrete() => Err(incomplete(
+                    format!("incomplete condition {} of `if`", show(&other)),
+                    cond.pos,
+                )),
+                other => Err(conflict_at(
+                    format!("the condition of `if` must be a bool, not {}", show(&other)),
+                    cond.pos,
+                )),
+            },
+            Clause::Let { name, expr } => {
+                let value = self.eval(expr, env);
+                Ok(vec![self.env(
+                    Some(env),
+                    EnvKind::Bind {
+                        name: Arc::from(name.as_str()),
+                        value,
+                    },
+                )])
+            }
+            Clause::For { key, value, source } => {
+                let src = self.eval(source, env).default_value();
+                let pairs = self.iterate(&src, pos)?;
+                let mut out = Vec::with_capacity(pairs.len());
+                for (k, v) in pairs {
+                    let mut e = env;
+                    if let Some(key) = key {
+                        e = self.env(Some(e), EnvKind::Bind { name: Arc::from(key.as_str()), value: k });
+                    }
+                    e = self.env(Some(e), EnvKind::Bind { name: Arc::from(value.as_str()), value: v });
+                    out.push(e);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// `(key, value)` pairs of a struct's regular fields or a list's elements.
+    fn iterate(&mut self, src: &Val, pos: Pos) -> Result<Vec<(Val, Val)>, Val> {
+        match src {
+            Val::Struct(w) => {
+                let w = *w;
+                self.expand(w);
+                let arcs: Vec<(Arc<str>, VId)> =
+                    self.v(w).arcs.iter().map(|(k, &a)| (Arc::clone(k), a)).collect();
+                let mut out = Vec::new();
+                for (k, a) in arcs {
+                    if k.starts_with('_') || k.starts_with('#') || !self.v(a).regular {
+                        continue;
+                    }
+                    let v = self.value_of(a);
+                    out.push((Val::Str(k), v));
+                }
+                Ok(out)
+            }
+            Val::List(_) => Ok(self
+                .list_items(src, pos)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Val::Int(BigInt::from(i)), v))
+                .collect()),
+            Val::Bottom(_) => Err(src.clone()),
+            other if !other.is_concrete() => Err(incomplete(
+                format!("cannot range over the incomplete value {}", show(other)),
+                pos,
+            )),
+            other => Err(conflict_at(format!("cannot range over {}", show(other)), pos)),
+        }
+    }
+
+    /// Whether a disjunction has struct or list disjuncts (resolved by trial).
+    pub(crate) fn struct_disjunction(&mut self, expr: &Arc<Expr>, env: EnvId) -> bool {
+        match &expr.kind {
+            ExprKind::Binary(BinOp::Or, l, r) => {
+                self.struct_disjunction(l, env) || self.struct_disjunction(r, env)
+            }
+            ExprKind::Unary(UnOp::Default, e) | ExprKind::Paren(e) => self.struct_disjunction(e, env),
+            ExprKind::Struct(_) | ExprKind::List { .. } => true,
+            ExprKind::Ident(_) | ExprKind::Selector(..) => {
+                let v = self.eval(expr, env);
+                matches!(v, Val::Struct(_) | Val::List(_))
+            }
+            _ => false,
+        }
+    }
+}
+
+fn is_bottom_literal(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Bottom)
+}
+
+fn not_bool(v: &Val, op: BinOp, pos: Pos) -> Val {
+    match v {
+        Val::Bottom(_) => v.clone(),
+        other if !other.is_concrete() => incomplete(
+            format!("incomplete operand {} of `{}`", show(other), op.symbol()),
+            pos,
+        ),
+        other => conflict_at(
+            format!("invalid operand {} to `{}` (a bool is needed)", show(other), op.symbol()),
+            pos,
+        ),
+    }
+}
+
+/// Attach positions to a fresh conflict that has none.
+pub(crate) fn with_positions(v: Val, positions: &[Pos]) -> Val {
+    match v {
+        Val::Bottom(b) if b.positions.is_empty() => {
+            let mut b = (*b).clone();
+            b.positions = positions.to_vec();
+            Val::Bottom(Arc::new(b))
+        }
+        other => other,
+    }
+}

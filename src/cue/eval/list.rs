@@ -1,0 +1,148 @@
+//! Lists: list literals (with comprehensions and `...T`) combined into one vertex whose arcs
+//! are the elements.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::{Conjunct, EnvId, Evaluator, GroupId, ListConj, Src};
+use crate::cue::ast::{Comprehension, Elem, ExprKind, Pos};
+use crate::cue::error::ErrorKind;
+use crate::cue::value::{bottom, VId};
+
+/// The combined shape of a list vertex.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListState {
+    /// The number of elements.
+    pub(crate) len: usize,
+    /// The length a closed list literal fixed.
+    pub(crate) fixed: Option<usize>,
+    /// `...T` element types with the index they start at.
+    pub(crate) types: Vec<(usize, Conjunct)>,
+    pub(crate) applied: HashSet<(usize, usize)>,
+}
+
+impl Evaluator {
+    /// Combine the list literals of `v` collected so far.
+    pub(crate) fn finish_lists(&mut self, v: VId) {
+        while self.v(v).lists_done < self.v(v).lists.len() {
+            let index = self.v(v).lists_done;
+            self.vm(v).lists_done += 1;
+            let Some(lc) = self.v(v).lists.get(index).cloned() else {
+                break;
+            };
+            self.list_literal(v, &lc);
+        }
+        let Some(state) = self.v(v).list.clone() else {
+            return;
+        };
+        for (t, (start, conj)) in state.types.iter().enumerate() {
+            for i in *start..state.len {
+                if !self.v(v).list.as_ref().is_some_and(|s| !s.applied.contains(&(t, i))) {
+                    continue;
+                }
+                if let Some(s) = self.vm(v).list.as_mut() {
+                    s.applied.insert((t, i));
+                }
+                let label: Arc<str> = Arc::from(i.to_string());
+                let arc = self.arc(v, &label, true, self.v(v).pos);
+                self.vm(arc).regular = true;
+                self.add(arc, conj.src.clone(), conj.env, conj.closed);
+            }
+        }
+    }
+
+    fn list_literal(&mut self, v: VId, lc: &ListConj) {
+        let ExprKind::List { elems, rest } = &lc.expr.kind else {
+            return;
+        };
+        let pos = lc.expr.pos;
+        let mut items: Vec<(Src, EnvId)> = Vec::new();
+        for elem in elems {
+            match elem {
+                Elem::Expr(e) => items.push((Src::Expr(Arc::clone(e)), lc.env)),
+                Elem::Comprehension(c) => {
+                    let mut envs = Vec::new();
+                    if let Err(b) = self.comp_envs(c, 0, lc.env, &mut envs) {
+                        self.vm(v).scalars.push((b, c.pos));
+                    }
+                    for env in envs {
+                        items.push((Src::Expr(Arc::clone(&c.body)), env));
+                    }
+                }
+            }
+        }
+        let count = items.len();
+        for (i, (src, env)) in items.into_iter().enumerate() {
+            let label: Arc<str> = Arc::from(i.to_string());
+            let arc = self.arc(v, &label, true, pos);
+            self.vm(arc).regular = true;
+            let group = self.list_group(lc.closed);
+            self.add(arc, src, env, group);
+        }
+        let closed = rest.is_none();
+        self.set_list_len(v, count, closed, pos);
+        if let Some(Some(t)) = rest {
+            let conj = Conjunct {
+                src: Src::Expr(Arc::clone(t)),
+                env: lc.env,
+                closed: self.list_group(lc.closed),
+            };
+            if let Some(s) = self.vm(v).list.as_mut() {
+                s.types.push((count, conj));
+            }
+        }
+    }
+
+    fn list_group(&mut self, closed: Option<GroupId>) -> Option<GroupId> {
+        closed.map(|g| self.fresh_group(Some(g)))
+    }
+
+    /// Record a list literal of `count` elements (closed or open) on `v`.
+    pub(crate) fn set_list_len(&mut self, v: VId, count: usize, closed: bool, pos: Pos) {
+        let state = self.vm(v).list.get_or_insert_with(ListState::default);
+        let mut conflict = None;
+        if closed {
+            match state.fixed {
+                Some(n) if n != count => conflict = Some((n, count)),
+                _ => state.fixed = Some(count),
+            }
+        }
+        if let Some(n) = state.fixed {
+            if state.len > n {
+                conflict = Some((n, state.len));
+            }
+        }
+        state.len = state.len.max(count);
+        if let Some((a, b)) = conflict {
+            self.vm(v).scalars.push((
+                bottom(
+                    ErrorKind::Conflict,
+                    format!("incompatible list lengths ({a} and {b})"),
+                    vec![pos],
+                ),
+                pos,
+            ));
+        }
+    }
+
+    /// The environments a comprehension's clauses produce, from clause `at`.
+    pub(crate) fn comp_envs(
+        &mut self,
+        comp: &Arc<Comprehension>,
+        at: usize,
+        env: EnvId,
+        out: &mut Vec<EnvId>,
+    ) -> Result<(), crate::cue::value::Val> {
+        if !self.step() {
+            return Err(self.limit_bottom());
+        }
+        let Some(clause) = comp.clauses.get(at) else {
+            out.push(env);
+            return Ok(());
+        };
+        for e in self.clause_envs(clause, env, comp.pos)? {
+            self.comp_envs(comp, at + 1, e, out)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,30 @@
+//! `parameter.cue` → JSON Schema, with the lowering config templates use for
+//! `template.parameter` (types, defaults, enums, bounds, patterns, `// +usage=` descriptions).
+
+use super::{Error, ErrorKind, Limits, Position, Source};
+
+/// The JSON Schema of the `parameter` field of a `parameter.cue` file.
+///
+/// The file must also be valid for the evaluator (checked first, so a syntax error is reported
+/// the same way for schema and rendering). A file without `parameter` has an empty object schema.
+pub(crate) fn parameter_schema(source: &Source, limits: &Limits) -> Result<serde_json::Value, Error> {
+    super::evaluate(std::slice::from_ref(source), limits)?;
+    match crate::render::cue::parameter_schema_from_cue(&source.text) {
+        Ok(Some(schema)) => Ok(schema),
+        Ok(None) => Ok(serde_json::json!({"type": "object", "properties": {}})),
+        Err(e) => Err(Error {
+            kind: if e.message.contains("beyond the supported") {
+                ErrorKind::Unsupported
+            } else {
+                ErrorKind::Syntax
+            },
+            path: Some("parameter".into()),
+            message: e.message.replace("`template.parameter`", "`parameter`"),
+            positions: vec![Position {
+                file: source.name.clone(),
+                line: u32::try_from(e.line).unwrap_or(u32::MAX),
+                column: u32::try_from(e.column).unwrap_or(u32::MAX),
+            }],
+        }),
+    }
+}

@@ -1,0 +1,188 @@
+//! Unit tests of the evaluator, one per construct.
+
+use serde_json::json;
+
+use super::{evaluate, ErrorKind, Limits, Source};
+
+fn eval_all(text: &str) -> Result<serde_json::Value, super::Error> {
+    let inst = evaluate(&[Source::new("test.cue", text)], &Limits::default())?;
+    inst.export_all()
+}
+
+fn ok(text: &str) -> serde_json::Value {
+    match eval_all(text) {
+        Ok(v) => v,
+        Err(e) => panic!("{text}\n=> error: {e}"),
+    }
+}
+
+fn err(text: &str) -> super::Error {
+    match eval_all(text) {
+        Ok(v) => panic!("{text}\n=> expected an error, got {v}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn scalars_and_structs() {
+    assert_eq!(
+        ok("a: 1\nb: \"x\"\nc: {d: true, e: null}\nf: 1.0\ng: [1, 2]"),
+        json!({"a": 1, "b": "x", "c": {"d": true, "e": null}, "f": 1.0, "g": [1, 2]})
+    );
+}
+
+#[test]
+fn unification_is_order_independent() {
+    assert_eq!(ok("a: b + 1\nb: 2"), json!({"a": 3, "b": 2}));
+    assert_eq!(ok("a: b: c: 1\na: b: d: 2"), json!({"a": {"b": {"c": 1, "d": 2}}}));
+    assert_eq!(ok("x: {a: int, b: a + 1}\nx: a: 4"), json!({"x": {"a": 4, "b": 5}}));
+}
+
+#[test]
+fn references_rebind_in_copies() {
+    assert_eq!(
+        ok("#A: {x: int, y: x * 2}\nb: #A & {x: 3}"),
+        json!({"b": {"x": 3, "y": 6}})
+    );
+}
+
+#[test]
+fn defaults() {
+    assert_eq!(ok("a: *1 | int\nb: *\"x\" | string\nb: \"y\""), json!({"a": 1, "b": "y"}));
+    assert_eq!(ok("a: *1 | 2\nc: a + 1"), json!({"a": 1, "c": 2}));
+}
+
+#[test]
+fn conflicts_name_path_values_and_positions() {
+    let e = err("out: spec: replicas: 2\nout: spec: replicas: \"two\"");
+    assert_eq!(e.kind, ErrorKind::Conflict);
+    let text = e.to_string();
+    assert!(text.starts_with("out.spec.replicas: conflicting values 2 and \"two\""), "{text}");
+    assert!(text.contains("test.cue:1:22") && text.contains("test.cue:2:22"), "{text}");
+}
+
+#[test]
+fn incomplete_values_name_the_path() {
+    let e = err("out: image: string");
+    assert_eq!(e.kind, ErrorKind::Incomplete);
+    assert!(e.to_string().starts_with("out.image: incomplete value string"), "{e}");
+}
+
+#[test]
+fn optional_fields_and_bottom_tests() {
+    assert_eq!(
+        ok("p: {a?: string, b: 1}\nx: {if p.a != _|_ {a: p.a}, if p.b != _|_ {b: p.b}}\ny: p.a == _|_"),
+        json!({"p": {"b": 1}, "x": {"b": 1}, "y": true})
+    );
+}
+
+#[test]
+fn comprehensions_and_interpolated_labels() {
+    assert_eq!(
+        ok("l: [1, 2]\nm: {for i, v in l {\"k\\(i)\": v * 10}}\nn: [for v in l if v > 1 {v}]"),
+        json!({"l": [1, 2], "m": {"k0": 10, "k1": 20}, "n": [2]})
+    );
+    assert_eq!(
+        ok("s: {a: 1, b: 2}\nt: [for k, v in s {\"\\(k)=\\(v)\"}]"),
+        json!({"s": {"a": 1, "b": 2}, "t": ["a=1", "b=2"]})
+    );
+}
+
+#[test]
+fn lists_with_types_and_ellipsis() {
+    assert_eq!(ok("a: [...int]\na: [1, 2]\nb: [...string]"), json!({"a": [1, 2], "b": []}));
+    assert!(err("a: [...int]\na: [\"x\"]").to_string().contains("conflicting"));
+    assert_eq!(ok("a: [1] + [2, 3]\nb: [0] * 2"), json!({"a": [1, 2, 3], "b": [0, 0]}));
+}
+
+#[test]
+fn hidden_fields_definitions_and_closedness() {
+    assert_eq!(ok("_h: 1\n#D: {a: int}\nx: #D & {a: _h}"), json!({"x": {"a": 1}}));
+    let e = err("#D: {a: int}\nx: #D & {b: 1}");
+    assert!(e.to_string().contains("not allowed"), "{e}");
+    assert_eq!(ok("#D: {a: int, ...}\nx: #D & {a: 1, b: 1}"), json!({"x": {"a": 1, "b": 1}}));
+    assert_eq!(ok("#A: {a: int}\n#B: {#A, b: int}\nx: #B & {a: 1, b: 2}"), json!({"x": {"a": 1, "b": 2}}));
+}
+
+#[test]
+fn patterns_and_bounds() {
+    assert_eq!(
+        ok("m: [string]: {n: int | *3}\nm: a: {}\nm: b: n: 4"),
+        json!({"m": {"a": {"n": 3}, "b": {"n": 4}}})
+    );
+    assert_eq!(ok("a: >=1 & <=10\na: 5\nb: int & >0 | *1"), json!({"a": 5, "b": 1}));
+    assert!(err("a: >=1 & <=10\na: 11").to_string().contains("out of bound"));
+    assert_eq!(ok("a: string & =~\"^x\"\na: \"xy\""), json!({"a": "xy"}));
+    assert!(err("a: =~\"^x\"\na: \"y\"").kind == ErrorKind::Conflict);
+}
+
+#[test]
+fn struct_disjunctions() {
+    assert_eq!(
+        ok("a: *null | {x: int}\nb: *null | {x: int}\nb: x: 1"),
+        json!({"a": null, "b": {"x": 1}})
+    );
+    assert_eq!(
+        ok("#A: {kind: \"a\", x: int}\n#B: {kind: \"b\", y: int}\nv: #A | #B\nv: {kind: \"b\", y: 2}"),
+        json!({"v": {"kind": "b", "y": 2}})
+    );
+}
+
+#[test]
+fn builtins() {
+    assert_eq!(
+        ok("import (\n\t\"strings\"\n\tb64 \"encoding/base64\"\n\t\"encoding/json\"\n)\n\
+            a: strings.Join([\"a\", \"b\"], \"-\")\nb: b64.Encode(null, \"hi\")\n\
+            c: json.Marshal({x: 1, y: \"<\"})\nd: len([1, 2, 3])\ne: strings.ToUpper(\"q\")"),
+        json!({"a": "a-b", "b": "aGk=", "c": "{\"x\":1,\"y\":\"\\u003c\"}", "d": 3, "e": "Q"})
+    );
+}
+
+#[test]
+fn let_and_interpolation() {
+    assert_eq!(
+        ok("let n = \"web\"\nout: {name: \"\\(n)-svc\", port: 80, url: \"http://\\(name):\\(port)\"}"),
+        json!({"out": {"name": "web-svc", "port": 80, "url": "http://web-svc:80"}})
+    );
+}
+
+#[test]
+fn limits_stop_runaway_input() {
+    let deep = format!("a: {}1{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(err(&deep).kind, ErrorKind::Limit);
+    let chain = format!("{}1", "a: ".repeat(100_000));
+    assert_eq!(err(&chain).kind, ErrorKind::Limit);
+    let e = err("a: {b: a}");
+    assert!(matches!(e.kind, ErrorKind::Other | ErrorKind::Limit), "{e}");
+    let limits = Limits {
+        max_steps: 10_000,
+        ..Limits::default()
+    };
+    let r = evaluate(
+        &[Source::new("x.cue", "import \"list\"\nr: [for i in list.Range(0, 100000, 1) {i}]")],
+        &limits,
+    )
+    .and_then(|i| i.export_all());
+    assert_eq!(r.map_err(|e| e.kind).err(), Some(ErrorKind::Limit));
+}
+
+#[test]
+fn unsupported_constructs_are_named() {
+    let e = err("import \"net\"\na: 1");
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    assert!(e.to_string().contains("test.cue:1:"), "{e}");
+}
+
+#[test]
+fn several_files_share_the_package_scope() {
+    let inst = evaluate(
+        &[
+            Source::new("a.cue", "package main\nout: x: parameter.n"),
+            Source::new("b.cue", "package main\nparameter: n: *3 | int"),
+        ],
+        &Limits::default(),
+    )
+    .expect("evaluates");
+    assert_eq!(inst.export(&["out"]).expect("exports"), Some(json!({"x": 3})));
+    assert_eq!(inst.export(&["missing"]).expect("absent"), None);
+}
