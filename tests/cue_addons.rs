@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use addonctl::loader;
-use addonctl::manage::{self, EnableRequest, NoopReporter};
 use addonctl::render::{RenderOptions, Rendered, Renderer};
 use addonctl::source::local::LocalReader;
 use addonctl::source::AddonRef;
@@ -62,7 +61,7 @@ async fn render(addon: &str, args: &Map<String, Value>, upgrade: bool) -> Render
 /// The Application `vela` makes of a golden: the template's `output` (or an empty one), its
 /// components, one `raw` component per needed namespace, `<addon>-resources`, the legacy CUE
 /// components; named, namespaced and labelled as KubeVela does.
-fn expected_application(case: &Case, golden: &Value, rendered: &Rendered) -> Value {
+fn expected_application(case: &Case, golden: &Value, rendered: &Value) -> Value {
     let mut app = if golden["output"].is_null() {
         json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "Application", "spec": {}})
     } else {
@@ -83,7 +82,7 @@ fn expected_application(case: &Case, golden: &Value, rendered: &Rendered) -> Val
     }
     // `<addon>-resources` is not CUE: taken from the render, checked by the other render tests.
     components.extend(
-        rendered.application["spec"]["components"]
+        rendered["spec"]["components"]
             .as_array()
             .unwrap()
             .iter()
@@ -108,9 +107,99 @@ fn expected_application(case: &Case, golden: &Value, rendered: &Rendered) -> Val
             "addons.oam.dev/version": metadata["version"],
             "addons.oam.dev/registry": "local",
         },
-        "annotations": rendered.application["metadata"]["annotations"],
+        "annotations": rendered["metadata"]["annotations"],
     });
     app
+}
+
+/// What `addonctl render <dir> -f <args> -o json` prints: the Application, the auxiliary outputs
+/// (key, object) and the notes (stderr). In a process of its own, so that an evaluator that
+/// crashes fails one case, not the test binary.
+fn render_cli(case: &Case) -> Result<(Value, Vec<(String, Value)>, String), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    fs_err::write(&values, serde_json::to_string(&case.args).unwrap()).unwrap();
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("addonctl"))
+        .arg("render")
+        .arg(fixture(&case.addon))
+        .arg("-f")
+        .arg(&values)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        return Err(format!("render failed ({}): {stderr}", output.status));
+    }
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let application = items
+        .iter()
+        .find(|o| o["kind"] == "Application")
+        .cloned()
+        .unwrap();
+    let outputs = items
+        .iter()
+        .filter_map(|o| {
+            let key = o["metadata"]["labels"]["addons.oam.dev/auxiliary-name"].as_str()?;
+            Some((key.to_owned(), o.clone()))
+        })
+        .collect();
+    Ok((application, outputs, stderr))
+}
+
+/// How one case differs from its golden; empty when it matches.
+async fn differences(case: &Case) -> Vec<String> {
+    let golden_file = fixtures()
+        .join("goldens")
+        .join(format!("{}.{}.json", case.addon, case.name));
+    let golden: Value =
+        serde_json::from_str(&fs_err::read_to_string(&golden_file).unwrap()).unwrap();
+    let what = format!("{} ({})", case.addon, case.name);
+    let (application, outputs, notes) = if case.upgrade {
+        let rendered = render(&case.addon, &case.args, true).await;
+        let notes = rendered.notes.clone().unwrap_or_default();
+        (rendered.application, rendered.outputs, notes)
+    } else {
+        match render_cli(case) {
+            Ok(found) => found,
+            Err(e) => return vec![format!("{what}: {e}")],
+        }
+    };
+    let mut out = Vec::new();
+    let expected = expected_application(case, &golden, &application);
+    if application != expected {
+        out.push(format!(
+            "{what}: the Application differs\n  rendered: {application}\n  expected: {expected}"
+        ));
+    }
+    let expected_outputs: Vec<(String, Value)> = golden["outputs"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, mut object)| {
+            object["metadata"]["labels"]["addons.oam.dev/auxiliary-name"] = json!(key);
+            (key, object)
+        })
+        .collect();
+    let mut sorted = outputs.clone();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected_sorted = expected_outputs;
+    expected_sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    if sorted != expected_sorted {
+        out.push(format!(
+            "{what}: the outputs differ\n  rendered: {sorted:?}\n  expected: {expected_sorted:?}"
+        ));
+    }
+    if let Some(text) = golden["notes"].as_str() {
+        if !notes.contains(text) {
+            out.push(format!(
+                "{what}: the notes differ: `{notes}`, expected `{text}`"
+            ));
+        }
+    }
+    out
 }
 
 #[tokio::test]
@@ -118,36 +207,11 @@ async fn every_fixture_addon_renders_to_what_the_real_cue_evaluator_gives() {
     let cases = cases();
     let addons: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.addon.as_str()).collect();
     assert!(addons.len() >= 8, "{addons:?}");
+    let mut failures = Vec::new();
     for case in &cases {
-        let golden_file = fixtures()
-            .join("goldens")
-            .join(format!("{}.{}.json", case.addon, case.name));
-        let golden: Value =
-            serde_json::from_str(&fs_err::read_to_string(&golden_file).unwrap()).unwrap();
-        let rendered = render(&case.addon, &case.args, case.upgrade).await;
-        let what = format!("{} ({})", case.addon, case.name);
-
-        assert_eq!(
-            rendered.application,
-            expected_application(case, &golden, &rendered),
-            "{what}"
-        );
-        let outputs: Map<String, Value> =
-            golden["outputs"].as_object().cloned().unwrap_or_default();
-        let expected_outputs: Vec<(String, Value)> = outputs
-            .into_iter()
-            .map(|(key, mut object)| {
-                object["metadata"]["labels"]["addons.oam.dev/auxiliary-name"] = json!(key);
-                (key, object)
-            })
-            .collect();
-        assert_eq!(rendered.outputs, expected_outputs, "{what}");
-        assert_eq!(
-            rendered.notes.as_deref(),
-            golden["notes"].as_str(),
-            "{what}"
-        );
+        failures.extend(differences(case).await);
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -303,16 +367,26 @@ fn lint_evaluates_cue_addons_and_init_cue_scaffolds_one_that_lints_clean() {
     assert!(stdout.contains("template.cue"), "{stdout}");
 }
 
-/// Enables a fixture addon (a directory) with the library.
-async fn enable(sb: &Sandbox, addon: &str, given: Value) -> Vec<manage::StepReport> {
-    let request = EnableRequest {
-        reference: fixture(addon).display().to_string(),
-        args: args(given),
-        ..EnableRequest::default()
-    };
-    manage::enable(&sb.ctx, &request, &NoopReporter)
-        .await
-        .unwrap_or_else(|e| panic!("enabling `{addon}`: {e}"))
+/// Enables a fixture addon (a directory) on the command line, arguments from a values file (in
+/// a process of its own, like [`render_cli`]).
+fn enable(sb: &Sandbox, addon: &str, given: &Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    fs_err::write(&values, given.to_string()).unwrap();
+    let out = sb
+        .cli()
+        .arg("enable")
+        .arg(fixture(addon))
+        .arg("-f")
+        .arg(&values)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "enabling `{addon}`: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -329,14 +403,20 @@ async fn every_fixture_addon_enables_and_the_server_stores_its_application() {
         ("cue-version", json!({})),
         ("cue-legacy-params", json!({"greeting": "hi"})),
     ] {
-        enable(&sb, addon, given.clone()).await;
+        enable(&sb, addon, &given);
 
-        let rendered = render(addon, &args(given), false).await;
+        let case = Case {
+            addon: addon.to_owned(),
+            name: "enable".to_owned(),
+            args: args(given),
+            upgrade: false,
+        };
+        let (application, _, _) = render_cli(&case).unwrap();
         let stored = sb
             .get(Kind::APPLICATION, &format!("addon-{addon}"))
             .await
             .unwrap_or_else(|| panic!("no Application of `{addon}`"));
-        assert_eq!(stored["spec"], rendered.application["spec"], "{addon}");
+        assert_eq!(stored["spec"], application["spec"], "{addon}");
         assert_eq!(
             stored["metadata"]["labels"]["addons.oam.dev/name"], addon,
             "{addon}"
@@ -359,7 +439,7 @@ async fn every_fixture_addon_enables_and_the_server_stores_its_application() {
 async fn cue_outputs_are_applied_as_auxiliary_objects_of_the_application() {
     let sb = Sandbox::with_kubevela().await;
 
-    enable(&sb, "cue-outputs", json!({"names": ["one", "two"]})).await;
+    enable(&sb, "cue-outputs", &json!({"names": ["one", "two"]}));
 
     let app = sb
         .get(Kind::APPLICATION, "addon-cue-outputs")

@@ -13,19 +13,66 @@ use super::eval::{EnvId, Evaluator, Src};
 use super::value::{bottom, kind, normalize_disj, show, small_uint, to_f64, Val};
 
 const FUNCS: &[&str] = &[
-    "len", "close", "and", "or", "div", "mod", "quo", "rem",
-    "strings.Join", "strings.Split", "strings.HasPrefix", "strings.HasSuffix", "strings.Contains",
-    "strings.Replace", "strings.ToLower", "strings.ToUpper", "strings.TrimSpace",
-    "strings.TrimPrefix", "strings.TrimSuffix", "strings.Trim", "strings.Repeat", "strings.Index",
-    "strings.SplitN", "strings.Fields", "strings.Count", "strings.LastIndex",
-    "strconv.FormatInt", "strconv.FormatFloat", "strconv.FormatBool", "strconv.Quote",
-    "strconv.Atoi", "strconv.ParseInt", "strconv.ParseBool", "strconv.ParseFloat", "strconv.Itoa",
-    "list.Concat", "list.Range", "list.Contains", "list.FlattenN", "list.Flatten", "list.Sum",
-    "list.Max", "list.Min", "list.Repeat",
-    "json.Marshal", "json.Unmarshal", "json.Valid", "yaml.Marshal", "yaml.Unmarshal",
-    "base64.Encode", "base64.Decode",
-    "math.Floor", "math.Ceil", "math.Round", "math.Abs", "math.Sqrt", "math.Pow", "math.Trunc",
-    "math.Log", "math.Exp",
+    "len",
+    "close",
+    "and",
+    "or",
+    "div",
+    "mod",
+    "quo",
+    "rem",
+    "strings.Join",
+    "strings.Split",
+    "strings.HasPrefix",
+    "strings.HasSuffix",
+    "strings.Contains",
+    "strings.Replace",
+    "strings.ToLower",
+    "strings.ToUpper",
+    "strings.TrimSpace",
+    "strings.TrimPrefix",
+    "strings.TrimSuffix",
+    "strings.Trim",
+    "strings.Repeat",
+    "strings.Index",
+    "strings.SplitN",
+    "strings.Fields",
+    "strings.Count",
+    "strings.LastIndex",
+    "strconv.FormatInt",
+    "strconv.FormatFloat",
+    "strconv.FormatBool",
+    "strconv.Quote",
+    "strconv.Atoi",
+    "strconv.ParseInt",
+    "strconv.ParseBool",
+    "strconv.ParseFloat",
+    "strconv.Itoa",
+    "list.Concat",
+    "list.Range",
+    "list.Contains",
+    "list.FlattenN",
+    "list.Flatten",
+    "list.Sum",
+    "list.Max",
+    "list.Min",
+    "list.Repeat",
+    "json.Marshal",
+    "json.Unmarshal",
+    "json.Valid",
+    "yaml.Marshal",
+    "yaml.Unmarshal",
+    "base64.Encode",
+    "base64.Decode",
+    "math.Floor",
+    "math.Ceil",
+    "math.Round",
+    "math.Abs",
+    "math.Sqrt",
+    "math.Pow",
+    "math.Trunc",
+    "math.Log",
+    "math.Exp",
 ];
 
 /// The function (or constant) `name` of the imported package `path` (`""` for predeclared).
@@ -44,10 +91,18 @@ pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
     } else {
         format!("{short}.{name}")
     };
-    let known = ["", "strings", "strconv", "list", "json", "yaml", "base64", "math"];
+    let known = [
+        "", "strings", "strconv", "list", "json", "yaml", "base64", "math",
+    ];
     let full_ok = matches!(
         path,
-        "" | "strings" | "strconv" | "list" | "encoding/json" | "encoding/yaml" | "encoding/base64" | "math"
+        "" | "strings"
+            | "strconv"
+            | "list"
+            | "encoding/json"
+            | "encoding/yaml"
+            | "encoding/base64"
+            | "math"
     );
     if !known.contains(&short) || !full_ok {
         return None;
@@ -62,7 +117,13 @@ fn fail(message: impl Into<String>, pos: Pos) -> Val {
 }
 
 /// Call the builtin `name` with argument expressions evaluated in `env`.
-pub(crate) fn call(ev: &mut Evaluator, name: &'static str, args: &[Arc<Expr>], env: EnvId, pos: Pos) -> Val {
+pub(crate) fn call(
+    ev: &mut Evaluator,
+    name: &'static str,
+    args: &[Arc<Expr>],
+    env: EnvId,
+    pos: Pos,
+) -> Val {
     let vals: Vec<Val> = args.iter().map(|a| ev.eval(a, env)).collect();
     match dispatch(ev, name, &vals, pos) {
         Ok(v) | Err(v) => match v {
@@ -80,7 +141,10 @@ fn arity(name: &str, vals: &[Val], n: usize, pos: Pos) -> Result<(), Val> {
     if vals.len() == n {
         Ok(())
     } else {
-        Err(fail(format!("takes {n} argument(s), got {} (in {name})", vals.len()), pos))
+        Err(fail(
+            format!("takes {n} argument(s), got {} (in {name})", vals.len()),
+            pos,
+        ))
     }
 }
 
@@ -101,7 +165,10 @@ fn string(v: &Val, pos: Pos) -> Result<String, Val> {
     match concrete(v, pos)? {
         Val::Str(s) => Ok(s.to_string()),
         Val::Bytes(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
-        other => Err(fail(format!("expected a string, got {}", show(&other)), pos)),
+        other => Err(fail(
+            format!("expected a string, got {}", show(&other)),
+            pos,
+        )),
     }
 }
 
@@ -123,7 +190,10 @@ fn strs(ev: &mut Evaluator, v: &Val, pos: Pos) -> Result<Vec<String>, Val> {
 }
 
 fn str_list(ev: &mut Evaluator, items: Vec<String>, pos: Pos) -> Val {
-    ev.make_list(items.into_iter().map(|s| Val::Str(Arc::from(s))).collect(), pos)
+    ev.make_list(
+        items.into_iter().map(|s| Val::Str(Arc::from(s))).collect(),
+        pos,
+    )
 }
 
 fn s(v: impl Into<String>) -> Val {
@@ -155,7 +225,9 @@ fn dispatch(ev: &mut Evaluator, name: &'static str, a: &[Val], pos: Pos) -> R {
         "or" => {
             n(1)?;
             let items = ev.list_items(&concrete(&arg(0), pos)?, pos)?;
-            Ok(normalize_disj(items.into_iter().map(|v| (v, false)).collect()))
+            Ok(normalize_disj(
+                items.into_iter().map(|v| (v, false)).collect(),
+            ))
         }
         "div" | "mod" | "quo" | "rem" => {
             n(2)?;
@@ -181,7 +253,12 @@ fn length(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
                 .filter(|(k, &a)| !k.starts_with('_') && !k.starts_with('#') && ev.v(a).regular)
                 .count()
         }
-        other => return Err(fail(format!("invalid argument {} to len", show(&other)), pos)),
+        other => {
+            return Err(fail(
+                format!("invalid argument {} to len", show(&other)),
+                pos,
+            ))
+        }
     };
     Ok(Val::Int(BigInt::from(count)))
 }
@@ -200,7 +277,10 @@ fn close(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
             Ok(ev.value_of(anon))
         }
         Val::Bottom(_) => Err(v.clone()),
-        other => Err(fail(format!("close needs a struct, got {}", show(other)), pos)),
+        other => Err(fail(
+            format!("close needs a struct, got {}", show(other)),
+            pos,
+        )),
     }
 }
 
@@ -215,7 +295,11 @@ fn int_division(name: &str, x: &BigInt, y: &BigInt, pos: Pos) -> R {
         "rem" => r,
         "div" => {
             if r.is_negative() {
-                if y.is_positive() { q - 1 } else { q + 1 }
+                if y.is_positive() {
+                    q - 1
+                } else {
+                    q + 1
+                }
             } else {
                 q
             }
@@ -244,7 +328,9 @@ fn strings(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
             want(if short == "Split" { 2 } else { 3 })?;
             let (text, sep) = (str_at(0)?, str_at(1)?);
             let limit = if short == "SplitN" {
-                int(a.get(2).unwrap_or(&Val::Top), pos)?.to_i64().unwrap_or(-1)
+                int(a.get(2).unwrap_or(&Val::Top), pos)?
+                    .to_i64()
+                    .unwrap_or(-1)
             } else {
                 -1
             };
@@ -281,13 +367,21 @@ fn strings(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         "Count" => {
             want(2)?;
             let (t, sub) = (str_at(0)?, str_at(1)?);
-            let c = if sub.is_empty() { t.chars().count() + 1 } else { t.matches(sub.as_str()).count() };
+            let c = if sub.is_empty() {
+                t.chars().count() + 1
+            } else {
+                t.matches(sub.as_str()).count()
+            };
             Val::Int(BigInt::from(c))
         }
         "Index" | "LastIndex" => {
             want(2)?;
             let (t, sub) = (str_at(0)?, str_at(1)?);
-            let found = if short == "Index" { t.find(&sub) } else { t.rfind(&sub) };
+            let found = if short == "Index" {
+                t.find(&sub)
+            } else {
+                t.rfind(&sub)
+            };
             Val::Int(found.map_or(BigInt::from(-1), BigInt::from))
         }
         "Replace" => {
@@ -346,7 +440,10 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
         "FormatInt" => {
             want(2)?;
             let (i, base) = (int(&at(0), pos)?, int(&at(1), pos)?);
-            let base = base.to_u32().filter(|b| (2..=36).contains(b)).ok_or_else(|| fail("invalid base", pos))?;
+            let base = base
+                .to_u32()
+                .filter(|b| (2..=36).contains(b))
+                .ok_or_else(|| fail("invalid base", pos))?;
             s(i.to_str_radix(base))
         }
         "Itoa" => {
@@ -406,7 +503,10 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
         "ParseFloat" => {
             want(2)?;
             let text = string(&at(0), pos)?;
-            let f: f64 = text.trim().parse().map_err(|_| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
+            let f: f64 = text
+                .trim()
+                .parse()
+                .map_err(|_| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
             super::value::float(f).map_err(|m| fail(m, pos))?
         }
         _ => return Err(fail("not supported", pos)),
@@ -440,7 +540,11 @@ fn format_float(f: f64, fmt: char, prec: i64) -> String {
         ('e', None) => go_exponent(&format!("{f:e}")),
         _ => {
             let s = format!("{f}");
-            if s.len() > 21 { go_exponent(&format!("{f:e}")) } else { s }
+            if s.len() > 21 {
+                go_exponent(&format!("{f:e}"))
+            } else {
+                s
+            }
         }
     }
 }
@@ -475,7 +579,11 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         }
         "Range" => {
             want(3)?;
-            let (start, limit, step) = (concrete(&at(0), pos)?, concrete(&at(1), pos)?, concrete(&at(2), pos)?);
+            let (start, limit, step) = (
+                concrete(&at(0), pos)?,
+                concrete(&at(1), pos)?,
+                concrete(&at(2), pos)?,
+            );
             range(ev, &start, &limit, &step, pos)
         }
         "Contains" => {
@@ -517,15 +625,31 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         "Sum" | "Max" | "Min" => {
             want(1)?;
             let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let mut acc: Option<Val> = if short == "Sum" { Some(Val::Int(BigInt::from(0))) } else { None };
+            let mut acc: Option<Val> = if short == "Sum" {
+                Some(Val::Int(BigInt::from(0)))
+            } else {
+                None
+            };
             for i in items {
                 let i = concrete(&i, pos)?;
                 acc = Some(match acc {
                     None => i,
                     Some(x) => match short {
                         "Sum" => super::value::arith('+', &x, &i).map_err(|m| fail(m, pos))?,
-                        "Max" => if super::value::compare(&i, &x).is_some_and(|o| o.is_gt()) { i } else { x },
-                        _ => if super::value::compare(&i, &x).is_some_and(|o| o.is_lt()) { i } else { x },
+                        "Max" => {
+                            if super::value::compare(&i, &x).is_some_and(|o| o.is_gt()) {
+                                i
+                            } else {
+                                x
+                            }
+                        }
+                        _ => {
+                            if super::value::compare(&i, &x).is_some_and(|o| o.is_lt()) {
+                                i
+                            } else {
+                                x
+                            }
+                        }
                     },
                 });
             }
@@ -567,7 +691,13 @@ fn range(ev: &mut Evaluator, start: &Val, limit: &Val, step: &Val, pos: Pos) -> 
     Ok(ev.make_list(out, pos))
 }
 
-fn flatten(ev: &mut Evaluator, items: Vec<Val>, depth: i64, out: &mut Vec<Val>, pos: Pos) -> Result<(), Val> {
+fn flatten(
+    ev: &mut Evaluator,
+    items: Vec<Val>,
+    depth: i64,
+    out: &mut Vec<Val>,
+    pos: Pos,
+) -> Result<(), Val> {
     for i in items {
         let d = i.default_value();
         if matches!(d, Val::List(_)) && depth != 0 {
@@ -586,7 +716,11 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         "json.Marshal" | "yaml.Marshal" => {
             arity(name, a, 1, pos)?;
             let json = ev.to_json(&at(0)).map_err(|e| {
-                let k = if e.kind == ErrorKind::Incomplete { ErrorKind::Incomplete } else { ErrorKind::Builtin };
+                let k = if e.kind == ErrorKind::Incomplete {
+                    ErrorKind::Incomplete
+                } else {
+                    ErrorKind::Builtin
+                };
                 bottom(k, e.to_string(), vec![pos])
             })?;
             if name == "json.Marshal" {
@@ -618,7 +752,12 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
             let data = match concrete(&at(1), pos)? {
                 Val::Bytes(b) => b.to_vec(),
                 Val::Str(t) => t.as_bytes().to_vec(),
-                other => return Err(fail(format!("expected bytes or a string, got {}", show(&other)), pos)),
+                other => {
+                    return Err(fail(
+                        format!("expected bytes or a string, got {}", show(&other)),
+                        pos,
+                    ))
+                }
             };
             Ok(s(base64::engine::general_purpose::STANDARD.encode(data)))
         }
@@ -718,7 +857,10 @@ pub(crate) fn json_expr(value: &Value, pos: Pos) -> Arc<Expr> {
             pos,
         })),
         Value::Array(items) => ExprKind::List {
-            elems: items.iter().map(|v| Elem::Expr(json_expr(v, pos))).collect(),
+            elems: items
+                .iter()
+                .map(|v| Elem::Expr(json_expr(v, pos)))
+                .collect(),
             rest: None,
         },
         other => ExprKind::Value(Box::new(scalar_from_json(other))),

@@ -158,7 +158,12 @@ fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<
             .name("cue-eval".into())
             .stack_size(STACK_SIZE)
             .spawn_scoped(scope, f)
-            .map_err(|e| Error::new(ErrorKind::Other, format!("cannot start the CUE evaluator: {e}")))?;
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Other,
+                    format!("cannot start the CUE evaluator: {e}"),
+                )
+            })?;
         handle.join().unwrap_or_else(|_| {
             Err(Error::new(
                 ErrorKind::Other,
@@ -180,11 +185,16 @@ impl std::fmt::Debug for Instance {
 }
 
 impl Instance {
-    fn with<T: Send>(&self, f: impl FnOnce(&mut eval::Evaluator) -> Result<T, Error> + Send) -> Result<T, Error> {
-        let mut guard = self
-            .evaluator
-            .lock()
-            .map_err(|_| Error::new(ErrorKind::Other, "the CUE instance is unusable after an earlier failure"))?;
+    fn with<T: Send>(
+        &self,
+        f: impl FnOnce(&mut eval::Evaluator) -> Result<T, Error> + Send,
+    ) -> Result<T, Error> {
+        let mut guard = self.evaluator.lock().map_err(|_| {
+            Error::new(
+                ErrorKind::Other,
+                "the CUE instance is unusable after an earlier failure",
+            )
+        })?;
         let ev: &mut eval::Evaluator = &mut guard;
         on_big_stack(move || {
             ev.reset_budget();

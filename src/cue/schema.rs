@@ -7,7 +7,10 @@ use super::{Error, ErrorKind, Limits, Position, Source};
 ///
 /// The file must also be valid for the evaluator (checked first, so a syntax error is reported
 /// the same way for schema and rendering). A file without `parameter` has an empty object schema.
-pub(crate) fn parameter_schema(source: &Source, limits: &Limits) -> Result<serde_json::Value, Error> {
+pub(crate) fn parameter_schema(
+    source: &Source,
+    limits: &Limits,
+) -> Result<serde_json::Value, Error> {
     super::evaluate(std::slice::from_ref(source), limits)?;
     match crate::render::cue::parameter_schema_from_cue(&source.text) {
         Ok(Some(schema)) => Ok(schema),

@@ -34,8 +34,14 @@ fn scalars_and_structs() {
 #[test]
 fn unification_is_order_independent() {
     assert_eq!(ok("a: b + 1\nb: 2"), json!({"a": 3, "b": 2}));
-    assert_eq!(ok("a: b: c: 1\na: b: d: 2"), json!({"a": {"b": {"c": 1, "d": 2}}}));
-    assert_eq!(ok("x: {a: int, b: a + 1}\nx: a: 4"), json!({"x": {"a": 4, "b": 5}}));
+    assert_eq!(
+        ok("a: b: c: 1\na: b: d: 2"),
+        json!({"a": {"b": {"c": 1, "d": 2}}})
+    );
+    assert_eq!(
+        ok("x: {a: int, b: a + 1}\nx: a: 4"),
+        json!({"x": {"a": 4, "b": 5}})
+    );
 }
 
 #[test]
@@ -48,7 +54,10 @@ fn references_rebind_in_copies() {
 
 #[test]
 fn defaults() {
-    assert_eq!(ok("a: *1 | int\nb: *\"x\" | string\nb: \"y\""), json!({"a": 1, "b": "y"}));
+    assert_eq!(
+        ok("a: *1 | int\nb: *\"x\" | string\nb: \"y\""),
+        json!({"a": 1, "b": "y"})
+    );
     assert_eq!(ok("a: *1 | 2\nc: a + 1"), json!({"a": 1, "c": 2}));
 }
 
@@ -57,15 +66,25 @@ fn conflicts_name_path_values_and_positions() {
     let e = err("out: spec: replicas: 2\nout: spec: replicas: \"two\"");
     assert_eq!(e.kind, ErrorKind::Conflict);
     let text = e.to_string();
-    assert!(text.starts_with("out.spec.replicas: conflicting values 2 and \"two\""), "{text}");
-    assert!(text.contains("test.cue:1:22") && text.contains("test.cue:2:22"), "{text}");
+    assert!(
+        text.starts_with("out.spec.replicas: conflicting values 2 and \"two\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("test.cue:1:22") && text.contains("test.cue:2:22"),
+        "{text}"
+    );
 }
 
 #[test]
 fn incomplete_values_name_the_path() {
     let e = err("out: image: string");
     assert_eq!(e.kind, ErrorKind::Incomplete);
-    assert!(e.to_string().starts_with("out.image: incomplete value string"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("out.image: incomplete value string"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -90,18 +109,35 @@ fn comprehensions_and_interpolated_labels() {
 
 #[test]
 fn lists_with_types_and_ellipsis() {
-    assert_eq!(ok("a: [...int]\na: [1, 2]\nb: [...string]"), json!({"a": [1, 2], "b": []}));
-    assert!(err("a: [...int]\na: [\"x\"]").to_string().contains("conflicting"));
-    assert_eq!(ok("a: [1] + [2, 3]\nb: [0] * 2"), json!({"a": [1, 2, 3], "b": [0, 0]}));
+    assert_eq!(
+        ok("a: [...int]\na: [1, 2]\nb: [...string]"),
+        json!({"a": [1, 2], "b": []})
+    );
+    assert!(err("a: [...int]\na: [\"x\"]")
+        .to_string()
+        .contains("conflicting"));
+    assert_eq!(
+        ok("a: [1] + [2, 3]\nb: [0] * 2"),
+        json!({"a": [1, 2, 3], "b": [0, 0]})
+    );
 }
 
 #[test]
 fn hidden_fields_definitions_and_closedness() {
-    assert_eq!(ok("_h: 1\n#D: {a: int}\nx: #D & {a: _h}"), json!({"x": {"a": 1}}));
+    assert_eq!(
+        ok("_h: 1\n#D: {a: int}\nx: #D & {a: _h}"),
+        json!({"x": {"a": 1}})
+    );
     let e = err("#D: {a: int}\nx: #D & {b: 1}");
     assert!(e.to_string().contains("not allowed"), "{e}");
-    assert_eq!(ok("#D: {a: int, ...}\nx: #D & {a: 1, b: 1}"), json!({"x": {"a": 1, "b": 1}}));
-    assert_eq!(ok("#A: {a: int}\n#B: {#A, b: int}\nx: #B & {a: 1, b: 2}"), json!({"x": {"a": 1, "b": 2}}));
+    assert_eq!(
+        ok("#D: {a: int, ...}\nx: #D & {a: 1, b: 1}"),
+        json!({"x": {"a": 1, "b": 1}})
+    );
+    assert_eq!(
+        ok("#A: {a: int}\n#B: {#A, b: int}\nx: #B & {a: 1, b: 2}"),
+        json!({"x": {"a": 1, "b": 2}})
+    );
 }
 
 #[test]
@@ -110,8 +146,13 @@ fn patterns_and_bounds() {
         ok("m: [string]: {n: int | *3}\nm: a: {}\nm: b: n: 4"),
         json!({"m": {"a": {"n": 3}, "b": {"n": 4}}})
     );
-    assert_eq!(ok("a: >=1 & <=10\na: 5\nb: int & >0 | *1"), json!({"a": 5, "b": 1}));
-    assert!(err("a: >=1 & <=10\na: 11").to_string().contains("out of bound"));
+    assert_eq!(
+        ok("a: >=1 & <=10\na: 5\nb: int & >0 | *1"),
+        json!({"a": 5, "b": 1})
+    );
+    assert!(err("a: >=1 & <=10\na: 11")
+        .to_string()
+        .contains("out of bound"));
     assert_eq!(ok("a: string & =~\"^x\"\na: \"xy\""), json!({"a": "xy"}));
     assert!(err("a: =~\"^x\"\na: \"y\"").kind == ErrorKind::Conflict);
 }
@@ -131,9 +172,11 @@ fn struct_disjunctions() {
 #[test]
 fn builtins() {
     assert_eq!(
-        ok("import (\n\t\"strings\"\n\tb64 \"encoding/base64\"\n\t\"encoding/json\"\n)\n\
+        ok(
+            "import (\n\t\"strings\"\n\tb64 \"encoding/base64\"\n\t\"encoding/json\"\n)\n\
             a: strings.Join([\"a\", \"b\"], \"-\")\nb: b64.Encode(null, \"hi\")\n\
-            c: json.Marshal({x: 1, y: \"<\"})\nd: len([1, 2, 3])\ne: strings.ToUpper(\"q\")"),
+            c: json.Marshal({x: 1, y: \"<\"})\nd: len([1, 2, 3])\ne: strings.ToUpper(\"q\")"
+        ),
         json!({"a": "a-b", "b": "aGk=", "c": "{\"x\":1,\"y\":\"\\u003c\"}", "d": 3, "e": "Q"})
     );
 }
@@ -159,7 +202,10 @@ fn limits_stop_runaway_input() {
         ..Limits::default()
     };
     let r = evaluate(
-        &[Source::new("x.cue", "import \"list\"\nr: [for i in list.Range(0, 100000, 1) {i}]")],
+        &[Source::new(
+            "x.cue",
+            "import \"list\"\nr: [for i in list.Range(0, 100000, 1) {i}]",
+        )],
         &limits,
     )
     .and_then(|i| i.export_all());
@@ -183,6 +229,9 @@ fn several_files_share_the_package_scope() {
         &Limits::default(),
     )
     .expect("evaluates");
-    assert_eq!(inst.export(&["out"]).expect("exports"), Some(json!({"x": 3})));
+    assert_eq!(
+        inst.export(&["out"]).expect("exports"),
+        Some(json!({"x": 3}))
+    );
     assert_eq!(inst.export(&["missing"]).expect("absent"), None);
 }

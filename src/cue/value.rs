@@ -136,7 +136,14 @@ impl Val {
             Val::Bound(op, v) => match op {
                 BoundOp::Match | BoundOp::NotMatch => kind::STRING,
                 BoundOp::Ne => kind::ALL,
-                _ => v.kinds() | if v.kinds() & kind::NUMBER != 0 { kind::NUMBER } else { 0 },
+                _ => {
+                    v.kinds()
+                        | if v.kinds() & kind::NUMBER != 0 {
+                            kind::NUMBER
+                        } else {
+                            0
+                        }
+                }
             },
             Val::All(vs) => vs.iter().fold(kind::ALL, |k, v| k & v.kinds()),
             Val::Disj(ds) => ds.iter().fold(0, |k, (v, _)| k | v.kinds()),

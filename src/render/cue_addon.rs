@@ -222,9 +222,50 @@ pub(crate) fn component_name(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).replace('.', "-")
 }
 
-/// The JSON Schema of `parameter.cue`'s `parameter` field.
+/// The JSON Schema of `parameter.cue`'s `parameter` field. A struct whose fields all have
+/// defaults (or are optional) is concrete without arguments, so it is not required, as in CUE.
 pub(crate) fn parameter_schema(file: &SourceFile, limits: &cue::Limits) -> Result<Value, Failure> {
-    cue::parameter_schema(&CueInput::source(file), limits).map_err(|e| Failure::of(&file.path, &e))
+    let mut schema = cue::parameter_schema(&CueInput::source(file), limits)
+        .map_err(|e| Failure::of(&file.path, &e))?;
+    relax_required(&mut schema, 0);
+    Ok(schema)
+}
+
+/// Keeps in `required` only the properties that need an argument (see [`parameter_schema`]);
+/// returns whether `schema` itself needs one: it has no default and is not a struct that is
+/// concrete without arguments.
+fn relax_required(schema: &mut Value, depth: usize) -> bool {
+    // Schemas come from parameter.cue, nested as deep as the evaluator allows; stay bounded.
+    if depth > 64 {
+        return true;
+    }
+    let Some(object) = schema.as_object_mut() else {
+        return false;
+    };
+    if object.contains_key("default") {
+        return false;
+    }
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return true;
+    }
+    let mut needed = Vec::new();
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if relax_required(property, depth + 1) {
+                needed.push(name.clone());
+            }
+        }
+    }
+    let Some(Value::Array(required)) = object.get_mut("required") else {
+        return false;
+    };
+    required.retain(|r| r.as_str().is_some_and(|r| needed.iter().any(|n| n == r)));
+    if required.is_empty() {
+        object.remove("required");
+        false
+    } else {
+        true
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -241,6 +282,33 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn structs_whose_fields_all_have_defaults_are_not_required() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "ingress": {
+                    "type": "object",
+                    "properties": {"enabled": {"type": "boolean", "default": false}},
+                    "required": ["enabled"],
+                },
+                "auth": {
+                    "type": "object",
+                    "properties": {"user": {"type": "string"}},
+                    "required": ["user"],
+                },
+                "owner": {"type": "string"},
+            },
+            "required": ["ingress", "auth", "owner"],
+        });
+
+        relax_required(&mut schema, 0);
+
+        assert_eq!(schema["required"], json!(["auth", "owner"]));
+        assert!(schema["properties"]["ingress"].get("required").is_none());
+        assert_eq!(schema["properties"]["auth"]["required"], json!(["user"]));
+    }
 
     #[test]
     fn legacy_components_are_named_after_their_file_with_dots_as_dashes() {

@@ -8,7 +8,7 @@ use serde_json::{Map, Number, Value};
 use super::{Conjunct, Evaluator, Src, State};
 use crate::cue::ast::{BinOp, ExprKind, Pos, UnOp};
 use crate::cue::error::{Error, ErrorKind};
-use crate::cue::value::{bottom, kind, meet, show, Bottom, Val, VId};
+use crate::cue::value::{bottom, kind, meet, show, Bottom, VId, Val};
 
 impl Evaluator {
     /// The value of vertex `v`: `Val::Struct(v)`, `Val::List(v)` or its scalar value.
@@ -129,7 +129,9 @@ impl Evaluator {
                 }
                 let b = Bottom {
                     kind: ErrorKind::Conflict,
-                    message: format!("field not allowed: `{label}` is not declared in the closed definition"),
+                    message: format!(
+                        "field not allowed: `{label}` is not declared in the closed definition"
+                    ),
                     positions: vec![self.v(a).pos],
                     path: Some(self.path(a)),
                 };
@@ -178,7 +180,10 @@ impl Evaluator {
             self.vm(t).regular = true;
             self.vm(t).in_def = self.v(v).in_def;
             let mut conj = others.clone();
-            conj.push(Conjunct { src, ..disj.clone() });
+            conj.push(Conjunct {
+                src,
+                ..disj.clone()
+            });
             self.vm(t).conjuncts = conj;
             match self.check(t) {
                 Ok(()) => survivors.push((t, default)),
@@ -200,7 +205,11 @@ impl Evaluator {
         let Some(chosen) = chosen else {
             let b = if survivors.is_empty() {
                 let detail = first_error.map_or_else(String::new, |b| format!(": {}", b.message));
-                bottom(ErrorKind::Conflict, format!("no disjunct matches{detail}"), vec![disj_pos(&disj)])
+                bottom(
+                    ErrorKind::Conflict,
+                    format!("no disjunct matches{detail}"),
+                    vec![disj_pos(&disj)],
+                )
             } else {
                 bottom(
                     ErrorKind::Incomplete,
@@ -285,8 +294,12 @@ impl Evaluator {
         }
         match val {
             Val::Struct(w) if w == v => {
-                let arcs: Vec<(Arc<str>, VId)> =
-                    self.v(v).arcs.iter().map(|(k, &a)| (Arc::clone(k), a)).collect();
+                let arcs: Vec<(Arc<str>, VId)> = self
+                    .v(v)
+                    .arcs
+                    .iter()
+                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .collect();
                 let mut map = Map::new();
                 for (label, a) in arcs {
                     if label.starts_with('_') || label.starts_with('#') || !self.v(a).regular {
@@ -352,9 +365,14 @@ impl Evaluator {
             other => {
                 let what = match other {
                     Val::Disj(_) => format!("incomplete value {} (no default)", show(other)),
-                    _ => format!("incomplete value {} (the value is not concrete)", show(other)),
+                    _ => format!(
+                        "incomplete value {} (the value is not concrete)",
+                        show(other)
+                    ),
                 };
-                let positions = at.map(|v| self.v(v).scalars.iter().map(|(_, p)| *p).take(1).collect()).unwrap_or_default();
+                let positions = at
+                    .map(|v| self.v(v).scalars.iter().map(|(_, p)| *p).take(1).collect())
+                    .unwrap_or_default();
                 let b = Bottom {
                     kind: ErrorKind::Incomplete,
                     message: what,

@@ -11,7 +11,7 @@ use crate::cue::builtins;
 use crate::cue::error::ErrorKind;
 use crate::cue::value::{
     arith, bottom, check_bound, compare, kind, meet, normalize_disj, scalar_eq, show, small_uint,
-    BoundOp, Val, VId,
+    BoundOp, VId, Val,
 };
 
 /// What a name refers to.
@@ -71,7 +71,11 @@ impl Evaluator {
             ExprKind::Str(s) => Val::Str(Arc::from(s.as_str())),
             ExprKind::Bytes(b) => Val::Bytes(Arc::from(b.as_slice())),
             ExprKind::Top => Val::Top,
-            ExprKind::Bottom => bottom(ErrorKind::Conflict, "explicit error (_|_ literal)", vec![pos]),
+            ExprKind::Bottom => bottom(
+                ErrorKind::Conflict,
+                "explicit error (_|_ literal)",
+                vec![pos],
+            ),
             ExprKind::Value(v) => (**v).clone(),
             ExprKind::Paren(e) => self.eval(e, env),
             ExprKind::Interpolation(parts) => self.interpolate(parts, env, pos),
@@ -89,7 +93,9 @@ impl Evaluator {
                 let i = self.eval(index, env).default_value();
                 self.index(&b, &i, pos)
             }
-            ExprKind::Slice(base, low, high) => self.slice(base, low.as_ref(), high.as_ref(), env, pos),
+            ExprKind::Slice(base, low, high) => {
+                self.slice(base, low.as_ref(), high.as_ref(), env, pos)
+            }
             ExprKind::Call(func, args) => {
                 let f = self.eval(func, env);
                 match f {
@@ -100,7 +106,9 @@ impl Evaluator {
             }
             ExprKind::Unary(op, operand) => self.unary(*op, operand, env, pos),
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r, env, pos),
-            ExprKind::Struct(_) | ExprKind::List { .. } => self.anonymous(Src::Expr(Arc::clone(expr)), env, pos),
+            ExprKind::Struct(_) | ExprKind::List { .. } => {
+                self.anonymous(Src::Expr(Arc::clone(expr)), env, pos)
+            }
         }
     }
 
@@ -204,7 +212,9 @@ impl Evaluator {
                 return builtins::lookup(&path, name).unwrap_or_else(|| {
                     bottom(
                         ErrorKind::Unsupported,
-                        format!("`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"),
+                        format!(
+                            "`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"
+                        ),
                         vec![pos],
                     )
                 });
@@ -230,10 +240,17 @@ impl Evaluator {
                 }
             }
             Val::Bottom(_) => b.clone(),
-            other if !other.is_concrete() => {
-                incomplete(format!("cannot select `{name}` of the incomplete value {}", show(other)), pos)
-            }
-            other => conflict_at(format!("cannot select `{name}` of {} (not a struct)", show(other)), pos),
+            other if !other.is_concrete() => incomplete(
+                format!(
+                    "cannot select `{name}` of the incomplete value {}",
+                    show(other)
+                ),
+                pos,
+            ),
+            other => conflict_at(
+                format!("cannot select `{name}` of {} (not a struct)", show(other)),
+                pos,
+            ),
         }
     }
 
@@ -262,9 +279,10 @@ impl Evaluator {
                 Some(byte) => Val::Int(BigInt::from(*byte)),
                 None => conflict_at(format!("index {n} out of range"), pos),
             },
-            _ if !b.is_concrete() || !i.is_concrete() => {
-                incomplete(format!("cannot index the incomplete value {}", show(b)), pos)
-            }
+            _ if !b.is_concrete() || !i.is_concrete() => incomplete(
+                format!("cannot index the incomplete value {}", show(b)),
+                pos,
+            ),
             _ => conflict_at(format!("invalid index {} of {}", show(i), show(b)), pos),
         }
     }
@@ -364,7 +382,11 @@ impl Evaluator {
                 },
             }
             if out.len() > self.limits.max_bytes {
-                return bottom(ErrorKind::Limit, "string grows beyond the size limit", vec![pos]);
+                return bottom(
+                    ErrorKind::Limit,
+                    "string grows beyond the size limit",
+                    vec![pos],
+                );
             }
         }
         Val::Str(Arc::from(out))
@@ -384,7 +406,10 @@ impl Evaluator {
             UnOp::Lt | UnOp::Le | UnOp::Gt | UnOp::Ge | UnOp::Ne | UnOp::Match | UnOp::NotMatch
                 if !v.is_concrete() =>
             {
-                incomplete(format!("the operand of a bound must be concrete, not {}", show(&v)), pos)
+                incomplete(
+                    format!("the operand of a bound must be concrete, not {}", show(&v)),
+                    pos,
+                )
             }
             UnOp::Lt => bound(BoundOp::Lt),
             UnOp::Le => bound(BoundOp::Le),
@@ -394,14 +419,23 @@ impl Evaluator {
             UnOp::Match | UnOp::NotMatch => match &v {
                 Val::Str(re) => match crate::cue::value::regex_match(re, "") {
                     Err(m) => conflict_at(m, pos),
-                    Ok(_) => bound(if op == UnOp::Match { BoundOp::Match } else { BoundOp::NotMatch }),
+                    Ok(_) => bound(if op == UnOp::Match {
+                        BoundOp::Match
+                    } else {
+                        BoundOp::NotMatch
+                    }),
                 },
-                _ => conflict_at(format!("a regular expression must be a string, not {}", show(&v)), pos),
+                _ => conflict_at(
+                    format!("a regular expression must be a string, not {}", show(&v)),
+                    pos,
+                ),
             },
             UnOp::Neg => match v {
                 Val::Int(i) => Val::Int(-i),
                 Val::Float(f) => Val::Float(-f),
-                other if !other.is_concrete() => incomplete(format!("incomplete operand {} of `-`", show(&other)), pos),
+                other if !other.is_concrete() => {
+                    incomplete(format!("incomplete operand {} of `-`", show(&other)), pos)
+                }
                 other => conflict_at(format!("invalid operand {} to `-`", show(&other)), pos),
             },
             UnOp::Plus => match v {
@@ -410,7 +444,9 @@ impl Evaluator {
             },
             UnOp::Not => match v {
                 Val::Bool(b) => Val::Bool(!b),
-                other if !other.is_concrete() => incomplete(format!("incomplete operand {} of `!`", show(&other)), pos),
+                other if !other.is_concrete() => {
+                    incomplete(format!("incomplete operand {} of `!`", show(&other)), pos)
+                }
                 other => conflict_at(format!("invalid operand {} to `!`", show(&other)), pos),
             },
             UnOp::Default => raw,
@@ -430,12 +466,20 @@ impl Evaluator {
             BinOp::And => {
                 let a = self.eval(l, env);
                 let b = self.eval(r, env);
-                if matches!(a, Val::Struct(_) | Val::List(_)) || matches!(b, Val::Struct(_) | Val::List(_)) {
+                if matches!(a, Val::Struct(_) | Val::List(_))
+                    || matches!(b, Val::Struct(_) | Val::List(_))
+                {
                     let expr = Arc::new(Expr {
                         kind: ExprKind::Binary(
                             BinOp::And,
-                            Arc::new(Expr { kind: ExprKind::Value(Box::new(a)), pos: l.pos }),
-                            Arc::new(Expr { kind: ExprKind::Value(Box::new(b)), pos: r.pos }),
+                            Arc::new(Expr {
+                                kind: ExprKind::Value(Box::new(a)),
+                                pos: l.pos,
+                            }),
+                            Arc::new(Expr {
+                                kind: ExprKind::Value(Box::new(b)),
+                                pos: r.pos,
+                            }),
                         ),
                         pos,
                     });
@@ -451,7 +495,11 @@ impl Evaluator {
                     return v;
                 }
                 let is_bottom = v.is_bottom();
-                return Val::Bool(if op == BinOp::Eq { is_bottom } else { !is_bottom });
+                return Val::Bool(if op == BinOp::Eq {
+                    is_bottom
+                } else {
+                    !is_bottom
+                });
             }
             BinOp::LogicalAnd | BinOp::LogicalOr => {
                 let a = self.eval(l, env).default_value();
@@ -462,7 +510,11 @@ impl Evaluator {
                 let Val::Bool(y) = b else {
                     return not_bool(&b, op, r.pos);
                 };
-                return Val::Bool(if op == BinOp::LogicalAnd { x && y } else { x || y });
+                return Val::Bool(if op == BinOp::LogicalAnd {
+                    x && y
+                } else {
+                    x || y
+                });
             }
             _ => {}
         }
@@ -476,7 +528,11 @@ impl Evaluator {
         if !a.is_concrete() || !b.is_concrete() {
             let which = if a.is_concrete() { &b } else { &a };
             return incomplete(
-                format!("incomplete value {} in an operand of `{}`", show(which), op.symbol()),
+                format!(
+                    "incomplete value {} in an operand of `{}`",
+                    show(which),
+                    op.symbol()
+                ),
                 pos,
             );
         }
@@ -515,7 +571,12 @@ impl Evaluator {
                 };
                 if compare(a, b).is_none() {
                     return conflict_at(
-                        format!("invalid operands {} and {} to `{}`", show(a), show(b), op.symbol()),
+                        format!(
+                            "invalid operands {} and {} to `{}`",
+                            show(a),
+                            show(b),
+                            op.symbol()
+                        ),
                         pos,
                     );
                 }
@@ -530,7 +591,12 @@ impl Evaluator {
                     Err(m) => conflict_at(m, pos),
                 },
                 _ => conflict_at(
-                    format!("invalid operands {} and {} to `{}`", show(a), show(b), op.symbol()),
+                    format!(
+                        "invalid operands {} and {} to `{}`",
+                        show(a),
+                        show(b),
+                        op.symbol()
+                    ),
                     pos,
                 ),
             },
@@ -552,7 +618,9 @@ impl Evaluator {
             },
             BinOp::Mul => match (a, b) {
                 (Val::Str(s), n @ Val::Int(_)) | (n @ Val::Int(_), Val::Str(s)) => {
-                    match small_uint(n).filter(|n| n.saturating_mul(s.len()) <= self.limits.max_bytes) {
+                    match small_uint(n)
+                        .filter(|n| n.saturating_mul(s.len()) <= self.limits.max_bytes)
+                    {
                         Some(n) => Val::Str(Arc::from(s.repeat(n))),
                         None => conflict_at("invalid string repetition count", pos),
                     }
@@ -563,7 +631,9 @@ impl Evaluator {
                         Ok(x) => x,
                         Err(e) => return e,
                     };
-                    let Some(n) = small_uint(n).filter(|n| n.saturating_mul(items.len()) <= 100_000) else {
+                    let Some(n) =
+                        small_uint(n).filter(|n| n.saturating_mul(items.len()) <= 100_000)
+                    else {
                         return conflict_at("invalid list repetition count", pos);
                     };
                     let mut out = Vec::with_capacity(n * items.len());
@@ -603,7 +673,12 @@ impl Evaluator {
     }
 
     /// The environments a comprehension clause yields.
-    pub(crate) fn clause_envs(&mut self, clause: &Clause, env: EnvId, pos: Pos) -> Result<Vec<EnvId>, Val> {
+    pub(crate) fn clause_envs(
+        &mut self,
+        clause: &Clause,
+        env: EnvId,
+        pos: Pos,
+    ) -> Result<Vec<EnvId>, Val> {
         match clause {
             Clause::If(cond) => match self.eval(cond, env).default_value() {
                 Val::Bool(true) => Ok(vec![env]),
@@ -635,9 +710,21 @@ impl Evaluator {
                 for (k, v) in pairs {
                     let mut e = env;
                     if let Some(key) = key {
-                        e = self.env(Some(e), EnvKind::Bind { name: Arc::from(key.as_str()), value: k });
+                        e = self.env(
+                            Some(e),
+                            EnvKind::Bind {
+                                name: Arc::from(key.as_str()),
+                                value: k,
+                            },
+                        );
                     }
-                    e = self.env(Some(e), EnvKind::Bind { name: Arc::from(value.as_str()), value: v });
+                    e = self.env(
+                        Some(e),
+                        EnvKind::Bind {
+                            name: Arc::from(value.as_str()),
+                            value: v,
+                        },
+                    );
                     out.push(e);
                 }
                 Ok(out)
@@ -651,8 +738,12 @@ impl Evaluator {
             Val::Struct(w) => {
                 let w = *w;
                 self.expand(w);
-                let arcs: Vec<(Arc<str>, VId)> =
-                    self.v(w).arcs.iter().map(|(k, &a)| (Arc::clone(k), a)).collect();
+                let arcs: Vec<(Arc<str>, VId)> = self
+                    .v(w)
+                    .arcs
+                    .iter()
+                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .collect();
                 let mut out = Vec::new();
                 for (k, a) in arcs {
                     if k.starts_with('_') || k.starts_with('#') || !self.v(a).regular {
@@ -674,7 +765,10 @@ impl Evaluator {
                 format!("cannot range over the incomplete value {}", show(other)),
                 pos,
             )),
-            other => Err(conflict_at(format!("cannot range over {}", show(other)), pos)),
+            other => Err(conflict_at(
+                format!("cannot range over {}", show(other)),
+                pos,
+            )),
         }
     }
 
@@ -684,7 +778,9 @@ impl Evaluator {
             ExprKind::Binary(BinOp::Or, l, r) => {
                 self.struct_disjunction(l, env) || self.struct_disjunction(r, env)
             }
-            ExprKind::Unary(UnOp::Default, e) | ExprKind::Paren(e) => self.struct_disjunction(e, env),
+            ExprKind::Unary(UnOp::Default, e) | ExprKind::Paren(e) => {
+                self.struct_disjunction(e, env)
+            }
             ExprKind::Struct(_) | ExprKind::List { .. } => true,
             ExprKind::Ident(_) | ExprKind::Selector(..) => {
                 let v = self.eval(expr, env);
@@ -707,7 +803,11 @@ fn not_bool(v: &Val, op: BinOp, pos: Pos) -> Val {
             pos,
         ),
         other => conflict_at(
-            format!("invalid operand {} to `{}` (a bool is needed)", show(other), op.symbol()),
+            format!(
+                "invalid operand {} to `{}` (a bool is needed)",
+                show(other),
+                op.symbol()
+            ),
             pos,
         ),
     }

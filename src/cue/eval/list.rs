@@ -37,7 +37,12 @@ impl Evaluator {
         };
         for (t, (start, conj)) in state.types.iter().enumerate() {
             for i in *start..state.len {
-                if !self.v(v).list.as_ref().is_some_and(|s| !s.applied.contains(&(t, i))) {
+                if !self
+                    .v(v)
+                    .list
+                    .as_ref()
+                    .is_some_and(|s| !s.applied.contains(&(t, i)))
+                {
                     continue;
                 }
                 if let Some(s) = self.vm(v).list.as_mut() {

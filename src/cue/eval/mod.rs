@@ -5,8 +5,8 @@
 //! pattern constraints apply to every matching field, disjunctions of structs are resolved by
 //! trying each disjunct, and definitions are closed.
 
-mod expr;
 mod export;
+mod expr;
 mod list;
 
 use std::collections::{HashMap, HashSet};
@@ -15,9 +15,11 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 
-use super::ast::{Comprehension, Decl, Expr, ExprKind, File, Import, Label, Marker, Pos, StructLit};
+use super::ast::{
+    Comprehension, Decl, Expr, ExprKind, File, Import, Label, Marker, Pos, StructLit,
+};
 use super::error::{Error, ErrorKind, Position};
-use super::value::{bottom, push_label, Bottom, Val, VId};
+use super::value::{bottom, push_label, Bottom, VId, Val};
 use super::Limits;
 
 /// An environment id.
@@ -50,7 +52,10 @@ pub(crate) struct Env {
 #[derive(Debug)]
 pub(crate) enum EnvKind {
     /// The package: every file's top-level declarations.
-    Package { vertex: VId, files: Vec<Arc<StructLit>> },
+    Package {
+        vertex: VId,
+        files: Vec<Arc<StructLit>>,
+    },
     /// A file's imports.
     File { imports: Arc<Vec<Import>> },
     /// A struct literal evaluated for `vertex`.
@@ -220,7 +225,9 @@ impl Evaluator {
     }
 
     pub(crate) fn v(&self, id: VId) -> &Vertex {
-        self.vertices.get(id).unwrap_or_else(|| &self.vertices[ROOT])
+        self.vertices
+            .get(id)
+            .unwrap_or_else(|| &self.vertices[ROOT])
     }
 
     pub(crate) fn vm(&mut self, id: VId) -> &mut Vertex {
@@ -228,7 +235,13 @@ impl Evaluator {
         &mut self.vertices[id]
     }
 
-    pub(crate) fn new_vertex(&mut self, parent: Option<VId>, label: Arc<str>, index: bool, pos: Pos) -> VId {
+    pub(crate) fn new_vertex(
+        &mut self,
+        parent: Option<VId>,
+        label: Arc<str>,
+        index: bool,
+        pos: Pos,
+    ) -> VId {
         let in_def = parent.is_some_and(|p| self.v(p).in_def) || label.starts_with('#');
         let mut vertex = Vertex::new(parent, label, index, pos);
         vertex.in_def = in_def;
@@ -379,7 +392,9 @@ impl Evaluator {
         };
         match &expr.kind {
             ExprKind::Struct(lit) => self.process_struct(v, lit, conj.env, conj.closed),
-            ExprKind::Paren(inner) => self.add(v, Src::Expr(Arc::clone(inner)), conj.env, conj.closed),
+            ExprKind::Paren(inner) => {
+                self.add(v, Src::Expr(Arc::clone(inner)), conj.env, conj.closed)
+            }
             ExprKind::Binary(super::ast::BinOp::And, l, r) => {
                 self.add(v, Src::Expr(Arc::clone(l)), conj.env, conj.closed);
                 self.add(v, Src::Expr(Arc::clone(r)), conj.env, conj.closed);
@@ -392,7 +407,9 @@ impl Evaluator {
                     closed: conj.closed,
                 });
             }
-            ExprKind::Binary(super::ast::BinOp::Or, ..) if self.struct_disjunction(&expr, conj.env) => {
+            ExprKind::Binary(super::ast::BinOp::Or, ..)
+                if self.struct_disjunction(&expr, conj.env) =>
+            {
                 self.vm(v).disjs.push(index);
             }
             _ => {
@@ -406,7 +423,11 @@ impl Evaluator {
     pub(crate) fn add_value(&mut self, v: VId, val: Val, pos: Pos, closed: Option<GroupId>) {
         match val {
             Val::Struct(w) | Val::List(w) => self.copy_from(v, w, pos, closed),
-            Val::Disj(ref ds) if ds.iter().any(|(d, _)| matches!(d, Val::Struct(_) | Val::List(_))) => {
+            Val::Disj(ref ds)
+                if ds
+                    .iter()
+                    .any(|(d, _)| matches!(d, Val::Struct(_) | Val::List(_))) =>
+            {
                 let index = self.v(v).conjuncts.len();
                 self.vm(v).conjuncts.push(Conjunct {
                     src: Src::Val(val.clone(), pos),
@@ -519,7 +540,13 @@ impl Evaluator {
         &mut vertex.groups[at]
     }
 
-    fn process_struct(&mut self, v: VId, lit: &Arc<StructLit>, env: EnvId, closed: Option<GroupId>) {
+    fn process_struct(
+        &mut self,
+        v: VId,
+        lit: &Arc<StructLit>,
+        env: EnvId,
+        closed: Option<GroupId>,
+    ) {
         if lit.is_struct() {
             self.vm(v).is_struct = true;
         }
@@ -566,8 +593,12 @@ impl Evaluator {
                         closed: None,
                     };
                     self.vm(v).patterns.push((pattern.clone(), conj.clone()));
-                    let arcs: Vec<(Arc<str>, VId)> =
-                        self.v(v).arcs.iter().map(|(k, &a)| (Arc::clone(k), a)).collect();
+                    let arcs: Vec<(Arc<str>, VId)> = self
+                        .v(v)
+                        .arcs
+                        .iter()
+                        .map(|(k, &a)| (Arc::clone(k), a))
+                        .collect();
                     for (name, a) in arcs {
                         self.apply_pattern(a, &name, &pattern, conj.clone());
                     }
@@ -615,7 +646,9 @@ impl Evaluator {
                         } else {
                             ErrorKind::Incomplete
                         };
-                        self.vm(v).scalars.push((bottom(kind, message, vec![pos]), pos));
+                        self.vm(v)
+                            .scalars
+                            .push((bottom(kind, message, vec![pos]), pos));
                         None
                     }
                 }
