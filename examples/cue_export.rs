@@ -37,7 +37,7 @@ fn main() {
             serde_json::to_string_pretty(&value).unwrap_or_default()
         ),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error ({:?}): {e}", e.kind);
             std::process::exit(1);
         }
     }

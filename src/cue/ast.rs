@@ -77,6 +77,8 @@ pub(crate) enum Decl {
     Pattern {
         label: Arc<Expr>,
         value: Arc<Expr>,
+        /// `[Name=…]`: the field's name is bound to `Name` in the value.
+        alias: Option<String>,
     },
     /// An embedded expression.
     Embed(Arc<Expr>),

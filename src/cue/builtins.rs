@@ -12,68 +12,60 @@ use super::error::ErrorKind;
 use super::eval::{EnvId, Evaluator, Src};
 use super::value::{bottom, kind, normalize_disj, show, small_uint, to_f64, Val};
 
+#[rustfmt::skip]
 const FUNCS: &[&str] = &[
-    "len",
-    "close",
-    "and",
-    "or",
-    "div",
-    "mod",
-    "quo",
-    "rem",
-    "strings.Join",
-    "strings.Split",
-    "strings.HasPrefix",
-    "strings.HasSuffix",
-    "strings.Contains",
-    "strings.Replace",
-    "strings.ToLower",
-    "strings.ToUpper",
-    "strings.TrimSpace",
-    "strings.TrimPrefix",
-    "strings.TrimSuffix",
-    "strings.Trim",
-    "strings.Repeat",
-    "strings.Index",
-    "strings.SplitN",
-    "strings.Fields",
-    "strings.Count",
-    "strings.LastIndex",
-    "strconv.FormatInt",
-    "strconv.FormatFloat",
-    "strconv.FormatBool",
-    "strconv.Quote",
-    "strconv.Atoi",
-    "strconv.ParseInt",
-    "strconv.ParseBool",
-    "strconv.ParseFloat",
-    "strconv.Itoa",
-    "list.Concat",
-    "list.Range",
-    "list.Contains",
-    "list.FlattenN",
-    "list.Flatten",
-    "list.Sum",
-    "list.Max",
-    "list.Min",
-    "list.Repeat",
-    "json.Marshal",
-    "json.Unmarshal",
-    "json.Valid",
-    "yaml.Marshal",
-    "yaml.Unmarshal",
-    "base64.Encode",
-    "base64.Decode",
-    "math.Floor",
-    "math.Ceil",
-    "math.Round",
-    "math.Abs",
-    "math.Sqrt",
-    "math.Pow",
-    "math.Trunc",
-    "math.Log",
-    "math.Exp",
+    "len", "close", "and", "or", "div", "mod", "quo", "rem", "strings.Join", "strings.Split",
+    "strings.HasPrefix", "strings.HasSuffix", "strings.Contains", "strings.Replace",
+    "strings.ToLower", "strings.ToUpper", "strings.TrimSpace", "strings.TrimPrefix",
+    "strings.TrimSuffix", "strings.Trim", "strings.Repeat", "strings.Index", "strings.SplitN",
+    "strings.Fields", "strings.Count", "strings.LastIndex", "strconv.FormatInt",
+    "strconv.FormatFloat", "strconv.FormatBool", "strconv.Quote", "strconv.Atoi",
+    "strconv.ParseInt", "strconv.ParseBool", "strconv.ParseFloat", "strconv.Itoa", "list.Concat",
+    "list.Range", "list.Contains", "list.FlattenN", "list.Flatten", "list.Sum", "list.Max",
+    "list.Min", "list.Repeat", "json.Marshal", "json.Unmarshal", "json.Valid", "yaml.Marshal",
+    "yaml.Unmarshal", "base64.Encode", "base64.Decode", "math.Floor", "math.Ceil", "math.Round",
+    "math.Abs", "math.Sqrt", "math.Pow", "math.Trunc", "math.Log", "math.Exp", "math.Log10",
+    "math.Log2",
 ];
+
+/// Packages of CUE's standard library that addonctl does not evaluate (an import of another
+/// path is not CUE at all).
+#[rustfmt::skip]
+pub(crate) const OTHER_STDLIB: &[&str] = &[
+    "crypto/ed25519", "crypto/hmac", "crypto/md5", "crypto/sha1", "crypto/sha256", "crypto/sha512",
+    "encoding/csv", "encoding/hex", "encoding/toml", "html", "math/bits", "net", "path", "regexp",
+    "struct", "text/tabwriter", "text/template", "time", "tool", "tool/cli", "tool/exec",
+    "tool/file", "tool/http", "tool/os", "uuid",
+];
+
+/// Functions of the supported packages that CUE has but addonctl does not evaluate.
+#[rustfmt::skip]
+const OTHER_FUNCS: &[&str] = &[
+    "strings.ByteAt", "strings.ByteSlice", "strings.Compare", "strings.ContainsAny",
+    "strings.IndexAny", "strings.LastIndexAny", "strings.MaxRunes", "strings.MinRunes",
+    "strings.Runes", "strings.SplitAfter", "strings.SplitAfterN", "strings.Title",
+    "strings.ToCamel", "strings.ToTitle", "strings.TrimLeft", "strings.TrimRight",
+    "strings.IndexByte", "strings.IndexRune", "strings.EqualFold", "strings.Map",
+    "strconv.FormatUint", "strconv.ParseUint", "strconv.QuoteToASCII", "strconv.Unquote",
+    "strconv.QuoteRune", "strconv.CanBackquote", "strconv.IsPrint", "list.Avg", "list.Drop",
+    "list.Take", "list.Slice", "list.Sort", "list.SortStable", "list.SortStrings", "list.IsSorted",
+    "list.IsSortedStrings", "list.MinItems", "list.MaxItems", "list.UniqueItems", "list.Product",
+    "list.Median", "list.Variance", "json.Indent", "json.Compact", "json.HTMLEscape",
+    "json.MarshalStream", "json.Validate", "yaml.MarshalStream", "yaml.Validate",
+    "yaml.ValidatePartial", "yaml.UnmarshalStream", "base64.EncodedLen", "base64.DecodedLen",
+    "math.Cbrt", "math.Dim", "math.Erf", "math.Expm1", "math.Frexp", "math.Hypot", "math.Inf",
+    "math.Ldexp", "math.Log1p", "math.Logb", "math.Mod", "math.Modf", "math.NaN", "math.Nextafter",
+    "math.Remainder", "math.Signbit", "math.Sin", "math.Cos", "math.Tan", "math.Asin", "math.Acos",
+    "math.Atan", "math.Atan2", "math.Sinh", "math.Cosh", "math.Tanh", "math.Gamma",
+    "math.Copysign", "math.IsInf", "math.IsNaN", "math.MultipleOf", "math.Exp2", "math.Ilogb",
+    "math.RoundToEven", "math.Max", "math.Min",
+];
+
+/// Whether `path.name` is a CUE builtin that addonctl does not evaluate.
+pub(crate) fn is_other_builtin(path: &str, name: &str) -> bool {
+    let short = path.rsplit('/').next().unwrap_or(path);
+    OTHER_FUNCS.contains(&format!("{short}.{name}").as_str())
+}
 
 /// The function (or constant) `name` of the imported package `path` (`""` for predeclared).
 pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
@@ -490,7 +482,20 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
                 .then(|| BigInt::parse_bytes(digits.as_bytes(), base))
                 .flatten()
                 .ok_or_else(|| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
-            Val::Int(if neg { -parsed } else { parsed })
+            let value = if neg { -parsed } else { parsed };
+            if short == "ParseInt" {
+                let bits = int(&at(2), pos)?
+                    .to_u32()
+                    .filter(|b| *b <= 64)
+                    .unwrap_or(64);
+                let bits = if bits == 0 { 64 } else { bits };
+                let max = (BigInt::from(1) << (bits - 1)) - 1;
+                let min = -(BigInt::from(1) << (bits - 1));
+                if value > max || value < min {
+                    return Err(fail(format!("parsing {text:?}: value out of range"), pos));
+                }
+            }
+            Val::Int(value)
         }
         "ParseBool" => {
             want(1)?;
@@ -793,6 +798,8 @@ fn math(name: &str, a: &[Val], pos: Pos) -> R {
         }
         "Sqrt" => x.sqrt(),
         "Log" => x.ln(),
+        "Log10" => x.log10(),
+        "Log2" => x.log2(),
         "Exp" => x.exp(),
         _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
     };

@@ -305,7 +305,13 @@ impl<'a> Lexer<'a> {
     }
 
     fn ident(&mut self) {
+        let hidden_definition = self.peek() == Some('_')
+            && self.peek_nth(1) == Some('#')
+            && self.peek_nth(2).is_some_and(is_ident_start);
         self.bump();
+        if hidden_definition {
+            self.bump();
+        }
         while self.peek().is_some_and(is_ident_continue) {
             self.bump();
         }

@@ -133,11 +133,19 @@ pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> 
 fn check_imports(file: &ast::File, name: &str) -> Result<(), Error> {
     for import in &file.imports {
         if !PACKAGES.contains(&import.path.as_str()) {
-            return Err(Error::unsupported(format!(
-                "import of package \"{}\" is not supported (supported: {})",
-                import.path,
-                PACKAGES.join(", ")
-            ))
+            let (kind, what) = if builtins::OTHER_STDLIB.contains(&import.path.as_str()) {
+                (ErrorKind::Unsupported, "is not supported")
+            } else {
+                (ErrorKind::Other, "is not a CUE standard-library package")
+            };
+            return Err(Error::new(
+                kind,
+                format!(
+                    "import of package \"{}\" {what} (addonctl evaluates: {})",
+                    import.path,
+                    PACKAGES.join(", ")
+                ),
+            )
             .at(Position {
                 file: name.to_string(),
                 line: import.pos.line,

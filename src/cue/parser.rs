@@ -397,12 +397,14 @@ impl<'a> Parser<'a> {
 
     fn try_pattern(&mut self) -> PResult<Option<Decl>> {
         self.bump();
-        if self.kind() == Kind::Ident && self.at_n(1, "=") {
-            return Err(Error::unsupported(
-                "aliases in pattern constraints (`[X=…]`) are not supported",
-            )
-            .at_pos(self.pos()));
-        }
+        let alias = if self.kind() == Kind::Ident && self.at_n(1, "=") {
+            let name = self.text().to_string();
+            self.bump();
+            self.bump();
+            Some(name)
+        } else {
+            None
+        };
         let Ok(label) = self.deeper(Parser::expr) else {
             return Ok(None);
         };
@@ -412,7 +414,11 @@ impl<'a> Parser<'a> {
         self.bump();
         self.bump();
         let value = self.field_value()?;
-        Ok(Some(Decl::Pattern { label, value }))
+        Ok(Some(Decl::Pattern {
+            label,
+            value,
+            alias,
+        }))
     }
 
     /// A field if the next tokens are a label and `:`; otherwise nothing is consumed.

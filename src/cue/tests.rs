@@ -214,7 +214,7 @@ fn limits_stop_runaway_input() {
 
 #[test]
 fn unsupported_constructs_are_named() {
-    let e = err("import \"net\"\na: 1");
+    let e = err("import \"time\"\na: 1");
     assert_eq!(e.kind, ErrorKind::Unsupported);
     assert!(e.to_string().contains("test.cue:1:"), "{e}");
 }

@@ -252,6 +252,7 @@ pub(crate) fn scalar_eq(a: &Val, b: &Val) -> Option<bool> {
         (Val::Str(x), Val::Str(y)) => x == y,
         (Val::Bytes(x), Val::Bytes(y)) => x == y,
         (Val::Kind(x), Val::Kind(y)) => x == y,
+        (Val::Struct(_) | Val::List(_), _) | (_, Val::Struct(_) | Val::List(_)) => return None,
         _ if a.is_concrete() && b.is_concrete() => false,
         _ => return None,
     })
@@ -266,14 +267,7 @@ pub(crate) fn meet(a: &Val, b: &Val) -> Val {
         (Val::Top, _) => b.clone(),
         (_, Val::Top) => a.clone(),
         (Val::Disj(_), _) | (_, Val::Disj(_)) => meet_disj(a, b),
-        (Val::All(xs), _) => {
-            let mut acc = b.clone();
-            for x in xs.iter() {
-                acc = meet(&acc, x);
-            }
-            acc
-        }
-        (_, Val::All(_)) => meet(b, a),
+        (Val::All(_), _) | (_, Val::All(_)) => meet_all(a, b),
         (Val::Kind(x), Val::Kind(y)) => {
             let k = x & y;
             if k == 0 {
@@ -320,6 +314,64 @@ pub(crate) fn meet(a: &Val, b: &Val) -> Val {
             )),
             _ => conflict(format!("conflicting values {} and {}", show(a), show(b))),
         },
+    }
+}
+
+/// Unify conjunctions of constraints without recursion: a concrete value is checked against
+/// every constraint; otherwise the constraints are collected (kinds intersected).
+fn meet_all(a: &Val, b: &Val) -> Val {
+    let mut parts: Vec<Val> = Vec::new();
+    for v in [a, b] {
+        match v {
+            Val::All(xs) => parts.extend(xs.iter().cloned()),
+            other => parts.push(other.clone()),
+        }
+    }
+    if let Some(c) = parts.iter().find(|p| p.is_concrete()).cloned() {
+        let mut acc = c;
+        for p in &parts {
+            if matches!(p, Val::All(_)) {
+                continue;
+            }
+            acc = meet(&acc, p);
+            if acc.is_bottom() {
+                return acc;
+            }
+        }
+        return acc;
+    }
+    let mut k = kind::ALL;
+    let mut rest: Vec<Val> = Vec::new();
+    for p in parts {
+        k &= p.kinds();
+        match p {
+            Val::Kind(_) | Val::Top => {}
+            other => {
+                if !rest.iter().any(|r| same_constraint(r, &other)) {
+                    rest.push(other);
+                }
+            }
+        }
+    }
+    if k == 0 {
+        return conflict(format!("conflicting values {} and {}", show(a), show(b)));
+    }
+    let implied = rest.iter().fold(kind::ALL, |acc, r| acc & r.kinds());
+    let mut out = Vec::new();
+    if implied & !k != 0 || rest.is_empty() {
+        out.push(Val::Kind(k));
+    }
+    out.extend(rest);
+    if out.len() == 1 {
+        return out.pop().unwrap_or(Val::Top);
+    }
+    Val::All(Arc::new(out))
+}
+
+fn same_constraint(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Bound(x, l), Val::Bound(y, m)) => x == y && scalar_eq(l, m) == Some(true),
+        _ => false,
     }
 }
 

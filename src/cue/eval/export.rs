@@ -18,21 +18,62 @@ impl Evaluator {
                 return val.clone();
             }
         }
+        if self.v(v).computing || self.v(v).state == State::Expanding {
+            if self.v(v).is_struct {
+                return Val::Struct(v);
+            }
+            if self.v(v).list.is_some() {
+                return Val::List(v);
+            }
+            self.cycles += 1;
+            return Val::Top;
+        }
         if !self.enter() {
             return self.limit_bottom();
         }
+        let cycles = self.cycles;
         self.expand(v);
-        let val = self.compute_value(v);
-        if self.v(v).state == State::Expanded {
+        self.vm(v).computing = true;
+        let extra = self.resolve_deferred(v);
+        let val = self.compute_value(v, &extra);
+        self.vm(v).computing = false;
+        if self.v(v).state == State::Expanded && self.cycles == cycles {
             self.vm(v).value = Some(val.clone());
         }
         self.leave();
         val
     }
 
-    fn compute_value(&mut self, v: VId) -> Val {
-        let scalar = self.scalar(v);
+    /// Evaluate again the conjuncts that met a cycle; those that still do count for this
+    /// computation only (returned), the others are kept.
+    fn resolve_deferred(&mut self, v: VId) -> Vec<(Val, Pos)> {
+        let deferred = std::mem::take(&mut self.vm(v).deferred);
+        let mut still = Vec::new();
+        let mut extra = Vec::new();
+        for (expr, env, closed) in deferred {
+            let cycles = self.cycles;
+            let val = self.eval(&expr, env);
+            if self.cycles == cycles {
+                self.add_value(v, val, expr.pos, closed);
+            } else {
+                extra.push((val, expr.pos));
+                still.push((expr, env, closed));
+            }
+        }
+        self.vm(v).deferred = still;
+        extra
+    }
+
+    fn compute_value(&mut self, v: VId, extra: &[(Val, Pos)]) -> Val {
+        let scalar = self.scalar(v, extra);
         if let Val::Bottom(b) = &scalar {
+            let incomplete = b.kind == ErrorKind::Incomplete;
+            if incomplete && self.v(v).is_struct && self.v(v).list.is_none() {
+                return Val::Struct(v);
+            }
+            if incomplete && self.v(v).list.is_some() && !self.v(v).is_struct {
+                return Val::List(v);
+            }
             return self.with_path(b, v);
         }
         if let Some(err) = self.closedness(v) {
@@ -81,10 +122,10 @@ impl Evaluator {
     }
 
     /// The meet of the scalar conjuncts of `v`; a new conflict names both positions.
-    fn scalar(&self, v: VId) -> Val {
+    fn scalar(&self, v: VId, extra: &[(Val, Pos)]) -> Val {
         let mut acc = Val::Top;
         let mut acc_pos: Option<Pos> = None;
-        for (val, pos) in &self.v(v).scalars {
+        for (val, pos) in self.v(v).scalars.iter().chain(extra) {
             if let Val::Bottom(b) = val {
                 if b.positions.is_empty() {
                     let mut b = (**b).clone();
@@ -294,6 +335,9 @@ impl Evaluator {
         }
         match val {
             Val::Struct(w) if w == v => {
+                if let Val::Bottom(b) = self.scalar(v, &[]) {
+                    return Err(self.error_of(&b, Some(v)));
+                }
                 let arcs: Vec<(Arc<str>, VId)> = self
                     .v(v)
                     .arcs
@@ -302,7 +346,15 @@ impl Evaluator {
                     .collect();
                 let mut map = Map::new();
                 for (label, a) in arcs {
-                    if label.starts_with('_') || label.starts_with('#') || !self.v(a).regular {
+                    if !self.v(a).regular {
+                        continue;
+                    }
+                    if label.starts_with('_') || label.starts_with('#') {
+                        if let Err(e) = self.check(a) {
+                            if e.kind != ErrorKind::Limit {
+                                return Err(self.error_of(&e, Some(a)));
+                            }
+                        }
                         continue;
                     }
                     let value = self.export_vertex(a)?;
@@ -312,6 +364,9 @@ impl Evaluator {
                 Ok(Value::Object(map))
             }
             Val::List(w) if w == v => {
+                if let Val::Bottom(b) = self.scalar(v, &[]) {
+                    return Err(self.error_of(&b, Some(v)));
+                }
                 let len = self.v(v).list.as_ref().map_or(0, |s| s.len);
                 let mut out = Vec::with_capacity(len);
                 for i in 0..len {

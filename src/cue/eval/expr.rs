@@ -210,13 +210,18 @@ impl Evaluator {
         if let ExprKind::Ident(pkg) = &base.kind {
             if let Some(Target::Package(path)) = self.resolve(pkg, env) {
                 return builtins::lookup(&path, name).unwrap_or_else(|| {
-                    bottom(
-                        ErrorKind::Unsupported,
-                        format!(
-                            "`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"
-                        ),
-                        vec![pos],
-                    )
+                    let (kind, message) = if builtins::is_other_builtin(&path, name) {
+                        (
+                            ErrorKind::Unsupported,
+                            format!("`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"),
+                        )
+                    } else {
+                        (
+                            ErrorKind::Other,
+                            format!("undefined: `{pkg}.{name}` (package {path} has no `{name}`)"),
+                        )
+                    };
+                    bottom(kind, message, vec![pos])
                 });
             }
         }
@@ -494,7 +499,11 @@ impl Evaluator {
                 if matches!(&v, Val::Bottom(b) if b.kind == ErrorKind::Limit) {
                     return v;
                 }
-                let is_bottom = v.is_bottom();
+                let is_bottom = match v.default_value() {
+                    Val::Bottom(_) => true,
+                    Val::Struct(_) | Val::List(_) => false,
+                    other => !other.is_concrete(),
+                };
                 return Val::Bool(if op == BinOp::Eq {
                     is_bottom
                 } else {
@@ -556,6 +565,19 @@ impl Evaluator {
     fn concrete_binary(&mut self, op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
         match op {
             BinOp::Eq | BinOp::Ne => {
+                let (ka, kb) = (a.kinds(), b.kinds());
+                let numbers = ka & kind::NUMBER != 0 && kb & kind::NUMBER != 0;
+                if ka != kb && !numbers && ka != kind::NULL && kb != kind::NULL {
+                    return conflict_at(
+                        format!(
+                            "invalid operands {} and {} to `{}` (mismatched types)",
+                            show(a),
+                            show(b),
+                            op.symbol()
+                        ),
+                        pos,
+                    );
+                }
                 let eq = match scalar_eq(a, b) {
                     Some(eq) => eq,
                     None => self.deep_equal(a, b),

@@ -119,6 +119,10 @@ pub(crate) struct Vertex {
     pub(crate) state: State,
     pub(crate) value: Option<Val>,
     pub(crate) pos: Pos,
+    /// Conjuncts whose evaluation met a reference cycle: evaluated again for the value.
+    pub(crate) deferred: Vec<(Arc<Expr>, EnvId, Option<GroupId>)>,
+    /// The value is being computed (a reference back to it is a cycle).
+    pub(crate) computing: bool,
 }
 
 impl Vertex {
@@ -145,6 +149,8 @@ impl Vertex {
             state: State::Fresh,
             value: None,
             pos,
+            deferred: Vec::new(),
+            computing: false,
         }
     }
 }
@@ -162,6 +168,8 @@ pub(crate) struct Evaluator {
     pub(crate) deadline: Instant,
     pub(crate) fatal: Option<Error>,
     pub(crate) bytes: usize,
+    /// How many reference cycles were met (values computed meanwhile are not cached).
+    pub(crate) cycles: u64,
 }
 
 /// The root vertex id.
@@ -182,6 +190,7 @@ impl Evaluator {
             deadline: Instant::now() + limits.timeout,
             fatal: None,
             bytes: 0,
+            cycles: 0,
         };
         let package = ev.env(
             None,
@@ -242,7 +251,9 @@ impl Evaluator {
         index: bool,
         pos: Pos,
     ) -> VId {
-        let in_def = parent.is_some_and(|p| self.v(p).in_def) || label.starts_with('#');
+        let in_def = parent.is_some_and(|p| self.v(p).in_def)
+            || label.starts_with('#')
+            || label.starts_with("_#");
         let mut vertex = Vertex::new(parent, label, index, pos);
         vertex.in_def = in_def;
         self.vertices.push(vertex);
@@ -413,8 +424,15 @@ impl Evaluator {
                 self.vm(v).disjs.push(index);
             }
             _ => {
+                let cycles = self.cycles;
                 let val = self.eval(&expr, conj.env);
-                self.add_value(v, val, expr.pos, conj.closed);
+                if self.cycles != cycles && !matches!(val, Val::Struct(_) | Val::List(_)) {
+                    self.vm(v)
+                        .deferred
+                        .push((Arc::clone(&expr), conj.env, conj.closed));
+                } else {
+                    self.add_value(v, val, expr.pos, conj.closed);
+                }
             }
         }
     }
@@ -582,14 +600,29 @@ impl Evaluator {
                     let group = self.child_group(closed, &label);
                     self.add(child, Src::Expr(Arc::clone(&field.value)), scope, group);
                 }
-                Decl::Pattern { label, value } => {
+                Decl::Pattern {
+                    label,
+                    value,
+                    alias,
+                } => {
                     let pattern = self.eval(label, scope);
                     if let Some(g) = closed {
                         self.group_fields(v, g).patterns.push(pattern.clone());
                     }
+                    let env = match alias {
+                        // The alias is bound per field when the pattern applies.
+                        Some(name) => self.env(
+                            Some(scope),
+                            EnvKind::Bind {
+                                name: Arc::from(format!("\u{0}alias:{name}")),
+                                value: Val::Top,
+                            },
+                        ),
+                        None => scope,
+                    };
                     let conj = Conjunct {
                         src: Src::Expr(Arc::clone(value)),
-                        env: scope,
+                        env,
                         closed: None,
                     };
                     self.vm(v).patterns.push((pattern.clone(), conj.clone()));
@@ -619,9 +652,26 @@ impl Evaluator {
         }
         let value = Val::Str(Arc::from(name));
         let matched = super::value::meet(pattern, &value);
-        if !matched.is_bottom() {
-            self.add(arc, conj.src, conj.env, conj.closed);
+        if matched.is_bottom() {
+            return;
         }
+        let alias = match self.envs.get(conj.env).map(|e| &e.kind) {
+            Some(EnvKind::Bind { name: n, .. }) => {
+                n.strip_prefix("\u{0}alias:").map(Arc::<str>::from)
+            }
+            _ => None,
+        };
+        let env = match alias {
+            Some(alias) => self.env(
+                Some(conj.env),
+                EnvKind::Bind {
+                    name: alias,
+                    value: Val::Str(Arc::from(name)),
+                },
+            ),
+            None => conj.env,
+        };
+        self.add(arc, conj.src, env, conj.closed);
     }
 
     /// A field label's text; dynamic labels are evaluated (an error is recorded on `v`).
