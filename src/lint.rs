@@ -200,10 +200,11 @@ async fn lint_one(
     };
     let declared_in = if package.parameter.is_some() {
         Some(("parameter.rhai", ".usage(\"…\")"))
-    } else if let Some(file) = &package.parameter_cue {
-        Some((file.path.as_str(), "`// +usage=…` comment"))
     } else {
-        None
+        package
+            .parameter_cue
+            .as_ref()
+            .map(|file| (file.path.as_str(), "`// +usage=…` comment"))
     };
     if let Some((file, how)) = declared_in {
         let mut missing = Vec::new();

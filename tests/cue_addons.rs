@@ -115,7 +115,10 @@ fn expected_application(case: &Case, golden: &Value, rendered: &Value) -> Value 
 /// What `addonctl render <dir> -f <args> -o json` prints: the Application, the auxiliary outputs
 /// (key, object) and the notes (stderr). In a process of its own, so that an evaluator that
 /// crashes fails one case, not the test binary.
-fn render_cli(case: &Case) -> Result<(Value, Vec<(String, Value)>, String), String> {
+/// What a render gives: the Application, the auxiliary outputs (key, object), the notes.
+type RenderResult = (Value, Vec<(String, Value)>, String);
+
+fn render_cli(case: &Case) -> Result<RenderResult, String> {
     let dir = tempfile::tempdir().unwrap();
     let values = dir.path().join("values.yaml");
     fs_err::write(&values, serde_json::to_string(&case.args).unwrap()).unwrap();

@@ -187,19 +187,13 @@ pub fn from_files(
                 }
             }
             FileKind::ResourceCue => package.resource_cues.push(file),
-            FileKind::NotesCue => {
-                if package.notes.is_some() {
-                    return Err(Error::TwoNotes { addon: name });
-                }
-                package.notes = Some(file);
-            }
             FileKind::ResourceYaml => package.resource_yamls.push(file),
             FileKind::ResourceScript => package.resource_scripts.push(file),
             FileKind::Definition => package.definitions.push(file),
             FileKind::Schema => package.schemas.push(file),
             FileKind::View => package.views.push(file),
             FileKind::ConfigTemplate => package.config_templates.push(file),
-            FileKind::Notes => {
+            FileKind::Notes | FileKind::NotesCue => {
                 if package.notes.is_some() {
                     return Err(Error::TwoNotes { addon: name });
                 }
