@@ -199,7 +199,7 @@ async fn lint_one(
         Err(e) => return push(Severity::Error, &name, e.to_string()),
     };
     let declared_in = if package.parameter.is_some() {
-        Some(("parameter.rhai", ".usage(\"…\")"))
+        Some(("parameter.rhai", "`.usage(\"…\")`"))
     } else {
         package
             .parameter_cue
