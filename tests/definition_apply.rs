@@ -207,3 +207,109 @@ async fn taking_definitions_over_is_complete_in_one_run() {
         );
     }
 }
+
+/// An addon whose Application uses two KubeVela 1.10 built-ins: the component `webservice` and
+/// the workflow step `apply-remaining`.
+fn builtin_user() -> TestAddon {
+    TestAddon::new("builtin-user").file(
+        "template.yaml",
+        "apiVersion: core.oam.dev/v1beta1\nkind: Application\nspec:\n  components:\n    - name: web\n      type: webservice\n      properties:\n        image: nginx:1.25\n  workflow:\n    steps:\n      - name: rest\n        type: apply-remaining\n",
+    )
+}
+
+/// KubeVela's own Deployment in the system namespace: KubeVela is running.
+async fn run_kubevela(sb: &Sandbox) {
+    sb.apply_as("kubectl", Kind::NAMESPACE.object(json!({"name": sb.ns()})))
+        .await;
+    let mut deployment = Kind::DEPLOYMENT.object(json!({
+        "name": "kubevela-vela-core",
+        "labels": {"app.kubernetes.io/name": "vela-core"},
+    }));
+    deployment["spec"] = json!({
+        "selector": {"matchLabels": {"app": "vela-core"}},
+        "template": {
+            "metadata": {"labels": {"app": "vela-core"}},
+            "spec": {"containers": [{"name": "kubevela", "image": "oamdev/vela-core:v1.10.3"}]},
+        },
+    });
+    sb.apply_as("helm", deployment).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_kubevela_running_its_1_10_built_ins_count_as_provided() {
+    let addon = builtin_user();
+    let sb = Sandbox::with_kubevela().await.registries(&[&addon]);
+
+    sb.enable("builtin-user", json!({})).await.unwrap();
+
+    sb.assert_present(&[(Kind::APPLICATION, "addon-builtin-user")])
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_kubevela_running_the_definitions_the_control_plane_has_decide() {
+    let addon = builtin_user();
+    let sb = Sandbox::with_kubevela().await.registries(&[&addon]);
+    run_kubevela(&sb).await;
+
+    let error = sb
+        .enable("builtin-user", json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
+
+    assert!(
+        error.contains("`builtin-user` uses ComponentDefinition `webservice`"),
+        "{error}"
+    );
+    assert!(
+        error.contains("`builtin-user` uses WorkflowStepDefinition `apply-remaining`"),
+        "{error}"
+    );
+    assert!(error.contains("--skip-api-check"), "{error}");
+    sb.assert_absent(&[(Kind::APPLICATION, "addon-builtin-user")])
+        .await;
+
+    for (kind, name) in [
+        (Kind::COMPONENT_DEFINITION, "webservice"),
+        (Kind::WORKFLOW_STEP_DEFINITION, "apply-remaining"),
+    ] {
+        sb.apply_as(
+            "kubevela",
+            json!({
+                "apiVersion": "core.oam.dev/v1beta1", "kind": kind.1,
+                "metadata": {"name": name},
+                "spec": {"schematic": {"cue": {"template": "parameter: {}\n"}}},
+            }),
+        )
+        .await;
+    }
+    sb.enable("builtin-user", json!({})).await.unwrap();
+    sb.assert_present(&[(Kind::APPLICATION, "addon-builtin-user")])
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn skip_api_check_enables_with_what_is_missing_as_notes() {
+    let addon = TestAddon::new("env-needing").file(
+        "template.yaml",
+        "apiVersion: core.oam.dev/v1beta1\nkind: Application\nspec:\n  components:\n    - name: db\n      type: cloud-database\n",
+    );
+    let sb = Sandbox::with_kubevela().await.registries(&[&addon]);
+
+    sb.cli().args(["enable", "env-needing"]).assert().code(2);
+    let out = sb
+        .cli()
+        .args(["enable", "env-needing", "--skip-api-check"])
+        .assert()
+        .success();
+
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("`env-needing` uses ComponentDefinition `cloud-database`")
+            && stderr.contains("enabling anyway: `--skip-api-check`"),
+        "{stderr}"
+    );
+    sb.assert_present(&[(Kind::APPLICATION, "addon-env-needing")])
+        .await;
+}
