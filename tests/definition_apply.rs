@@ -313,3 +313,44 @@ async fn skip_api_check_enables_with_what_is_missing_as_notes() {
     sb.assert_present(&[(Kind::APPLICATION, "addon-env-needing")])
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_re_enable_with_the_direct_engine_says_unchanged() {
+    let addon = TestAddon::new("direct-stamped").file(
+        "resources/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: direct-stamped\n  creationTimestamp: null\ndata:\n  a: \"1\"\n",
+    );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    let report = |args: &[&str]| -> Value {
+        let out = sb
+            .cli()
+            .args(["enable", "direct-stamped", "-o", "json"])
+            .args(args)
+            .assert()
+            .success();
+        serde_json::from_slice(&out.get_output().stdout).unwrap()
+    };
+
+    let first = report(&[]);
+    let second = report(&[]);
+    let text = sb
+        .cli()
+        .args(["enable", "direct-stamped"])
+        .assert()
+        .success();
+
+    assert!(
+        first[0]["clusters"][0]["changed"].as_u64().unwrap() >= 1,
+        "{first:#}"
+    );
+    assert_eq!(second[0]["clusters"][0]["changed"], 0, "{second:#}");
+    assert_eq!(second[0]["changed"], json!([]), "{second:#}");
+    let stdout = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(
+        stdout.starts_with("addon `direct-stamped` 1.0.0 unchanged"),
+        "{stdout}"
+    );
+}
