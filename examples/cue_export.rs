@@ -14,7 +14,7 @@ fn main() {
             path = args.next();
             continue;
         }
-        match std::fs::read_to_string(&arg) {
+        match fs_err::read_to_string(&arg) {
             Ok(text) => sources.push(Source::new(arg, text)),
             Err(e) => {
                 eprintln!("{arg}: {e}");

@@ -125,7 +125,7 @@ fn mutate(rng: &mut Rng, input: &str, corpus: &[String]) -> String {
 }
 
 fn collect(dir: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
@@ -133,7 +133,7 @@ fn collect(dir: &Path, out: &mut Vec<String>) {
         if path.is_dir() {
             collect(&path, out);
         } else if path.extension().is_some_and(|e| e == "cue") {
-            if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(text) = fs_err::read_to_string(&path) {
                 out.push(text);
             }
         }
@@ -176,9 +176,9 @@ fn main() {
         if internal || took > Duration::from_secs(3) {
             failures += 1;
             let dir = Path::new("target/fuzz-cue");
-            let _ = std::fs::create_dir_all(dir);
+            let _ = fs_err::create_dir_all(dir);
             let file = dir.join(format!("crash-{runs}.cue"));
-            let _ = std::fs::write(&file, &input);
+            let _ = fs_err::write(&file, &input);
             eprintln!("FAILURE ({took:?}, {result:?}): {}", file.display());
         }
     }

@@ -42,12 +42,10 @@ impl StructLit {
     pub(crate) fn is_struct(&self) -> bool {
         self.open
             || self.decls.is_empty()
-            || self.decls.iter().any(|d| {
-                matches!(
-                    d,
-                    Decl::Field(_) | Decl::Pattern { .. } | Decl::Comprehension(_)
-                )
-            })
+            || self
+                .decls
+                .iter()
+                .any(|d| matches!(d, Decl::Field(_) | Decl::Pattern { .. }))
     }
 
     /// Whether the literal declares the identifier `name` (a field or a `let`).
@@ -85,7 +83,6 @@ pub(crate) enum Decl {
     Let {
         name: String,
         expr: Arc<Expr>,
-        pos: Pos,
     },
     Comprehension(Arc<Comprehension>),
 }
@@ -97,8 +94,6 @@ pub(crate) struct Field {
     pub(crate) marker: Marker,
     pub(crate) value: Arc<Expr>,
     pub(crate) pos: Pos,
-    /// `// +usage=` and other comment lines right above the field.
-    pub(crate) doc: Vec<String>,
 }
 
 /// A field's label.
@@ -250,6 +245,7 @@ pub(crate) enum ExprKind {
     List {
         elems: Vec<Elem>,
         /// `...` or `...T` at the end; `Some(None)` is `...` alone (any element).
+        #[allow(clippy::option_option)]
         rest: Option<Option<Arc<Expr>>>,
     },
     Paren(Arc<Expr>),

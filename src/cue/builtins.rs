@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use base64::Engine as _;
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
 use serde_json::Value;
@@ -445,7 +446,7 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
         "FormatFloat" => {
             want(4)?;
             let f = number(&at(0), pos)?;
-            let fmt = int(&at(1), pos)?.to_u8().map(char::from).unwrap_or('g');
+            let fmt = int(&at(1), pos)?.to_u8().map_or('g', char::from);
             let prec = int(&at(2), pos)?.to_i64().unwrap_or(-1);
             s(format_float(f, fmt, prec))
         }
@@ -594,9 +595,9 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         "Contains" => {
             want(2)?;
             let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let needle = ev.to_json(&at(1)).map_err(|e| fail(e.message, pos))?;
+            let needle = ev.json_of(&at(1)).map_err(|e| fail(e.message, pos))?;
             for i in items {
-                if ev.to_json(&i).ok().as_ref() == Some(&needle) {
+                if ev.json_of(&i).ok().as_ref() == Some(&needle) {
                     return Ok(Val::Bool(true));
                 }
             }
@@ -642,14 +643,16 @@ fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
                     Some(x) => match short {
                         "Sum" => super::value::arith('+', &x, &i).map_err(|m| fail(m, pos))?,
                         "Max" => {
-                            if super::value::compare(&i, &x).is_some_and(|o| o.is_gt()) {
+                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_gt)
+                            {
                                 i
                             } else {
                                 x
                             }
                         }
                         _ => {
-                            if super::value::compare(&i, &x).is_some_and(|o| o.is_lt()) {
+                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_lt)
+                            {
                                 i
                             } else {
                                 x
@@ -720,7 +723,7 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
     match name {
         "json.Marshal" | "yaml.Marshal" => {
             arity(name, a, 1, pos)?;
-            let json = ev.to_json(&at(0)).map_err(|e| {
+            let json = ev.json_of(&at(0)).map_err(|e| {
                 let k = if e.kind == ErrorKind::Incomplete {
                     ErrorKind::Incomplete
                 } else {
@@ -753,7 +756,6 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         }
         "base64.Encode" => {
             arity(name, a, 2, pos)?;
-            use base64::Engine as _;
             let data = match concrete(&at(1), pos)? {
                 Val::Bytes(b) => b.to_vec(),
                 Val::Str(t) => t.as_bytes().to_vec(),
@@ -768,7 +770,6 @@ fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
         }
         "base64.Decode" => {
             arity(name, a, 2, pos)?;
-            use base64::Engine as _;
             let text = string(&at(1), pos)?;
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(text.as_bytes())
@@ -856,7 +857,6 @@ pub(crate) fn json_expr(value: &Value, pos: Pos) -> Arc<Expr> {
                         marker: Marker::Regular,
                         value: json_expr(v, pos),
                         pos,
-                        doc: Vec::new(),
                     })
                 })
                 .collect(),

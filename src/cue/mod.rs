@@ -16,12 +16,14 @@ mod eval;
 pub(crate) mod lexer;
 mod parser;
 mod schema;
+mod structural;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
 pub use error::{Error, ErrorKind, Position};
+pub use structural::{config_template_from_cue, definition_from_cue, CueError};
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -141,10 +141,6 @@ impl<'a> Parser<'a> {
         )
     }
 
-    fn doc(&self) -> Vec<String> {
-        self.tok(0).map(|t| t.doc.clone()).unwrap_or_default()
-    }
-
     fn bump(&mut self) {
         if self.index < self.tokens.len() {
             self.index += 1;
@@ -365,7 +361,7 @@ impl<'a> Parser<'a> {
                 "let" => {
                     self.bump();
                     let (name, expr) = self.let_clause()?;
-                    return Ok(Decl::Let { name, expr, pos });
+                    return Ok(Decl::Let { name, expr });
                 }
                 "for" | "if" => {
                     return Ok(Decl::Comprehension(self.comprehension()?));
@@ -424,7 +420,6 @@ impl<'a> Parser<'a> {
     /// A field if the next tokens are a label and `:`; otherwise nothing is consumed.
     fn try_field(&mut self) -> PResult<Option<Field>> {
         let pos = self.pos();
-        let doc = self.doc();
         let save = self.index;
         let label = match self.kind() {
             Kind::Ident if self.label_follows(1) => {
@@ -472,7 +467,6 @@ impl<'a> Parser<'a> {
             marker,
             value,
             pos,
-            doc,
         }))
     }
 
@@ -957,6 +951,20 @@ fn find_interpolation(text: &str, hashes: usize) -> Option<usize> {
     None
 }
 
+/// The `K M G T P` (×1000) and `Ki Mi Gi Ti Pi` (×1024) multipliers of number literals.
+const UNITS: [(&str, u64); 10] = [
+    ("Ki", 1 << 10),
+    ("Mi", 1 << 20),
+    ("Gi", 1 << 30),
+    ("Ti", 1 << 40),
+    ("Pi", 1 << 50),
+    ("K", 1_000),
+    ("M", 1_000_000),
+    ("G", 1_000_000_000),
+    ("T", 1_000_000_000_000),
+    ("P", 1_000_000_000_000_000),
+];
+
 /// Decode a number literal into an integer (arbitrary size) or a float.
 fn number(raw: &str) -> Option<ExprKind> {
     let digits: String = raw.chars().filter(|&c| c != '_').collect();
@@ -966,18 +974,6 @@ fn number(raw: &str) -> Option<ExprKind> {
             return BigInt::parse_bytes(rest.as_bytes(), radix).map(ExprKind::Int);
         }
     }
-    const UNITS: [(&str, u64); 10] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("Pi", 1 << 50),
-        ("K", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-        ("P", 1_000_000_000_000_000),
-    ];
     for (suffix, factor) in UNITS {
         if let Some(mantissa) = digits.strip_suffix(suffix) {
             let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));

@@ -12,7 +12,7 @@ pub(crate) fn parameter_schema(
     limits: &Limits,
 ) -> Result<serde_json::Value, Error> {
     super::evaluate(std::slice::from_ref(source), limits)?;
-    match crate::render::cue::parameter_schema_from_cue(&source.text) {
+    match super::structural::parameter_schema_from_cue(&source.text) {
         Ok(Some(schema)) => Ok(schema),
         Ok(None) => Ok(serde_json::json!({"type": "object", "properties": {}})),
         Err(e) => Err(Error {

@@ -1,3 +1,5 @@
+#![allow(clippy::many_single_char_names)]
+
 //! Scalar values and constraints, and their unification (meet).
 //!
 //! Structs and lists are vertices of the evaluator ([`Val::Struct`], [`Val::List`] hold their
@@ -262,10 +264,8 @@ pub(crate) fn scalar_eq(a: &Val, b: &Val) -> Option<bool> {
 /// only meet kinds and `_`.
 pub(crate) fn meet(a: &Val, b: &Val) -> Val {
     match (a, b) {
-        (Val::Bottom(_), _) => a.clone(),
-        (_, Val::Bottom(_)) => b.clone(),
-        (Val::Top, _) => b.clone(),
-        (_, Val::Top) => a.clone(),
+        (Val::Bottom(_), _) | (_, Val::Top) => a.clone(),
+        (_, Val::Bottom(_)) | (Val::Top, _) => b.clone(),
         (Val::Disj(_), _) | (_, Val::Disj(_)) => meet_disj(a, b),
         (Val::All(_), _) | (_, Val::All(_)) => meet_all(a, b),
         (Val::Kind(x), Val::Kind(y)) => {
@@ -441,7 +441,7 @@ pub(crate) fn normalize_disj(ds: Vec<(Val, bool)>) -> Val {
     }
     match out.len() {
         0 => first_error.unwrap_or_else(|| conflict("empty disjunction")),
-        1 => out.pop().map(|(v, _)| v).unwrap_or(Val::Top),
+        1 => out.pop().map_or(Val::Top, |(v, _)| v),
         _ => Val::Disj(Arc::new(out)),
     }
 }
@@ -511,8 +511,8 @@ pub(crate) fn to_f64(v: &Val) -> Option<f64> {
 
 /// Arithmetic on concrete numbers (`/` always yields a float, as in CUE).
 pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
-    match (a, b) {
-        (Val::Int(x), Val::Int(y)) => match op {
+    if let (Val::Int(x), Val::Int(y)) = (a, b) {
+        return match op {
             '+' => Ok(Val::Int(x + y)),
             '-' => Ok(Val::Int(x - y)),
             '*' => Ok(Val::Int(x * y)),
@@ -522,26 +522,24 @@ pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
                 }
                 float(x.to_f64().unwrap_or(f64::NAN) / y.to_f64().unwrap_or(f64::NAN))
             }
-        },
-        _ => {
-            let (Some(x), Some(y)) = (to_f64(a), to_f64(b)) else {
-                return Err(format!(
-                    "invalid operands {} and {} to `{op}`",
-                    show(a),
-                    show(b)
-                ));
-            };
-            if op == '/' && y == 0.0 {
-                return Err("division by zero".into());
-            }
-            float(match op {
-                '+' => x + y,
-                '-' => x - y,
-                '*' => x * y,
-                _ => x / y,
-            })
-        }
+        };
     }
+    let (Some(x), Some(y)) = (to_f64(a), to_f64(b)) else {
+        return Err(format!(
+            "invalid operands {} and {} to `{op}`",
+            show(a),
+            show(b)
+        ));
+    };
+    if op == '/' && y == 0.0 {
+        return Err("division by zero".into());
+    }
+    float(match op {
+        '+' => x + y,
+        '-' => x - y,
+        '*' => x * y,
+        _ => x / y,
+    })
 }
 
 pub(crate) fn float(f: f64) -> Result<Val, String> {

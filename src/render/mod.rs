@@ -15,7 +15,6 @@
 //! Guarantees: one shared sandboxed engine ([`engine`]), every script compiled once per text and
 //! cached, every error names the addon, the file and (for scripts) the line and column.
 
-pub mod cue;
 mod cue_addon;
 pub mod engine;
 mod functions;
@@ -767,16 +766,15 @@ impl Renderer {
         normalize::annotate_definitions(&mut application, &definitions);
         let mut config_maps = Self::schema_config_maps(&pkg, &options.namespace)?;
         for file in &package.config_templates {
-            let cm =
-                cue::config_template_from_cue(&file.text, &options.namespace).map_err(|e| {
-                    Error::Script {
-                        addon: name.clone(),
-                        file: file.path.clone(),
-                        line: e.line,
-                        column: e.column,
-                        message: e.message,
-                    }
-                })?;
+            let cm = crate::cue::config_template_from_cue(&file.text, &options.namespace).map_err(
+                |e| Error::Script {
+                    addon: name.clone(),
+                    file: file.path.clone(),
+                    line: e.line,
+                    column: e.column,
+                    message: e.message,
+                },
+            )?;
             config_maps.push(cm);
         }
         let mut views = Vec::new();
@@ -1004,12 +1002,14 @@ impl Renderer {
         for file in &pkg.package.definitions {
             let objects = if file.path.ends_with(".cue") {
                 vec![
-                    cue::definition_from_cue(&file.text, namespace).map_err(|e| Error::Script {
-                        addon: pkg.package.name().to_owned(),
-                        file: file.path.clone(),
-                        line: e.line,
-                        column: e.column,
-                        message: e.message,
+                    crate::cue::definition_from_cue(&file.text, namespace).map_err(|e| {
+                        Error::Script {
+                            addon: pkg.package.name().to_owned(),
+                            file: file.path.clone(),
+                            line: e.line,
+                            column: e.column,
+                            message: e.message,
+                        }
                     })?,
                 ]
             } else if file.path.ends_with(".rhai") {

@@ -84,7 +84,11 @@ impl Evaluator {
                 return self.shape_conflict(v, "a list", "a struct");
             }
             Some((kind::LIST, Val::List(v)))
-        } else if self.v(v).is_struct {
+        } else if self.v(v).is_struct
+            || (self.v(v).maybe_struct
+                && scalar.kinds() & kind::STRUCT != 0
+                && !scalar.is_concrete())
+        {
             Some((kind::STRUCT, Val::Struct(v)))
         } else {
             None
@@ -273,6 +277,7 @@ impl Evaluator {
         vx.done = 0;
         vx.scalars.clear();
         vx.is_struct = false;
+        vx.maybe_struct = false;
         vx.lists.clear();
         vx.lists_done = 0;
         vx.list = None;
@@ -382,7 +387,7 @@ impl Evaluator {
     }
 
     /// Concrete JSON of a value (structs and lists through their vertices).
-    pub(crate) fn to_json(&mut self, val: &Val) -> Result<Value, Error> {
+    pub(crate) fn json_of(&mut self, val: &Val) -> Result<Value, Error> {
         match val.default_value() {
             Val::Struct(w) | Val::List(w) => self.export_vertex(w),
             other => self.scalar_json(&other, None),

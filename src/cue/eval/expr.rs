@@ -1,3 +1,5 @@
+#![allow(clippy::many_single_char_names)]
+
 //! Expressions: references, selectors, operators, interpolation and calls.
 
 use std::sync::Arc;
@@ -636,7 +638,7 @@ impl Evaluator {
                     }
                     self.make_list(xs, pos)
                 }
-                _ => self.arith(op, a, b, pos),
+                _ => arith_op(op, a, b, pos),
             },
             BinOp::Mul => match (a, b) {
                 (Val::Str(s), n @ Val::Int(_)) | (n @ Val::Int(_), Val::Str(s)) => {
@@ -664,31 +666,15 @@ impl Evaluator {
                     }
                     self.make_list(out, pos)
                 }
-                _ => self.arith(op, a, b, pos),
+                _ => arith_op(op, a, b, pos),
             },
-            _ => self.arith(op, a, b, pos),
-        }
-    }
-
-    fn arith(&mut self, op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
-        let c = match op {
-            BinOp::Add => '+',
-            BinOp::Sub => '-',
-            BinOp::Mul => '*',
-            BinOp::Div => '/',
-            _ => {
-                return conflict_at(format!("invalid operator `{}`", op.symbol()), pos);
-            }
-        };
-        match arith(c, a, b) {
-            Ok(v) => v,
-            Err(m) => conflict_at(m, pos),
+            _ => arith_op(op, a, b, pos),
         }
     }
 
     /// Equality of structs and lists by their exported values.
     fn deep_equal(&mut self, a: &Val, b: &Val) -> bool {
-        match (self.to_json(a), self.to_json(b)) {
+        match (self.json_of(a), self.json_of(b)) {
             (Ok(x), Ok(y)) => x == y,
             _ => false,
         }
@@ -810,6 +796,22 @@ impl Evaluator {
             }
             _ => false,
         }
+    }
+}
+
+fn arith_op(op: BinOp, a: &Val, b: &Val, pos: Pos) -> Val {
+    let c = match op {
+        BinOp::Add => '+',
+        BinOp::Sub => '-',
+        BinOp::Mul => '*',
+        BinOp::Div => '/',
+        _ => {
+            return conflict_at(format!("invalid operator `{}`", op.symbol()), pos);
+        }
+    };
+    match arith(c, a, b) {
+        Ok(v) => v,
+        Err(m) => conflict_at(m, pos),
     }
 }
 

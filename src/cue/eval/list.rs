@@ -37,11 +37,11 @@ impl Evaluator {
         };
         for (t, (start, conj)) in state.types.iter().enumerate() {
             for i in *start..state.len {
-                if !self
+                if self
                     .v(v)
                     .list
                     .as_ref()
-                    .is_some_and(|s| !s.applied.contains(&(t, i)))
+                    .is_none_or(|s| s.applied.contains(&(t, i)))
                 {
                     continue;
                 }

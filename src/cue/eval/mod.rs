@@ -123,6 +123,10 @@ pub(crate) struct Vertex {
     pub(crate) deferred: Vec<(Arc<Expr>, EnvId, Option<GroupId>)>,
     /// The value is being computed (a reference back to it is a cycle).
     pub(crate) computing: bool,
+    /// Where conjuncts derived from the one being processed go (so fields keep their order).
+    pub(crate) insert_at: usize,
+    /// A struct literal with only comprehensions: a struct unless they embed a scalar.
+    pub(crate) maybe_struct: bool,
 }
 
 impl Vertex {
@@ -151,6 +155,8 @@ impl Vertex {
             pos,
             deferred: Vec::new(),
             computing: false,
+            insert_at: 0,
+            maybe_struct: false,
         }
     }
 }
@@ -265,6 +271,18 @@ impl Evaluator {
         self.vm(v).value = None;
     }
 
+    /// Add a conjunct derived from the one being processed, right after it.
+    fn insert_next(&mut self, v: VId, src: Src, env: EnvId, closed: Option<GroupId>) {
+        let vertex = self.vm(v);
+        let at = vertex
+            .insert_at
+            .max(vertex.done)
+            .min(vertex.conjuncts.len());
+        vertex.conjuncts.insert(at, Conjunct { src, env, closed });
+        vertex.insert_at = at + 1;
+        vertex.value = None;
+    }
+
     /// The arc `label` of `v`, created (with the matching pattern constraints) if missing.
     pub(crate) fn arc(&mut self, v: VId, label: &Arc<str>, index: bool, pos: Pos) -> VId {
         if let Some(&id) = self.v(v).arcs.get(label) {
@@ -297,7 +315,7 @@ impl Evaluator {
             ));
             return false;
         }
-        if self.steps % 1024 == 0 && Instant::now() > self.deadline {
+        if self.steps.is_multiple_of(1024) && Instant::now() > self.deadline {
             self.fatal = Some(Error::new(
                 ErrorKind::Limit,
                 format!(
@@ -370,6 +388,7 @@ impl Evaluator {
                     break;
                 };
                 self.vm(v).done += 1;
+                self.vm(v).insert_at = index + 1;
                 self.process(v, index, conj);
             }
             if self.fatal.is_some() {
@@ -404,11 +423,11 @@ impl Evaluator {
         match &expr.kind {
             ExprKind::Struct(lit) => self.process_struct(v, lit, conj.env, conj.closed),
             ExprKind::Paren(inner) => {
-                self.add(v, Src::Expr(Arc::clone(inner)), conj.env, conj.closed)
+                self.insert_next(v, Src::Expr(Arc::clone(inner)), conj.env, conj.closed);
             }
             ExprKind::Binary(super::ast::BinOp::And, l, r) => {
-                self.add(v, Src::Expr(Arc::clone(l)), conj.env, conj.closed);
-                self.add(v, Src::Expr(Arc::clone(r)), conj.env, conj.closed);
+                self.insert_next(v, Src::Expr(Arc::clone(l)), conj.env, conj.closed);
+                self.insert_next(v, Src::Expr(Arc::clone(r)), conj.env, conj.closed);
             }
             ExprKind::Value(val) => self.add_value(v, (**val).clone(), expr.pos, conj.closed),
             ExprKind::List { .. } => {
@@ -489,11 +508,8 @@ impl Evaluator {
         self.expand(w);
         let conjuncts = self.v(w).conjuncts.clone();
         for conj in conjuncts {
-            let c = Conjunct {
-                closed: closed.or(conj.closed),
-                ..conj
-            };
-            self.vm(v).conjuncts.push(c);
+            let closed = closed.or(conj.closed);
+            self.insert_next(v, conj.src, conj.env, closed);
         }
         self.vm(v).value = None;
     }
@@ -543,17 +559,16 @@ impl Evaluator {
 
     fn group_fields(&mut self, v: VId, g: GroupId) -> &mut GroupFields {
         let vertex = self.vm(v);
-        let at = match vertex.groups.iter().position(|f| f.group == g) {
-            Some(at) => at,
-            None => {
-                vertex.groups.push(GroupFields {
-                    group: g,
-                    fields: HashSet::new(),
-                    open: false,
-                    patterns: Vec::new(),
-                });
-                vertex.groups.len() - 1
-            }
+        let at = if let Some(at) = vertex.groups.iter().position(|f| f.group == g) {
+            at
+        } else {
+            vertex.groups.push(GroupFields {
+                group: g,
+                fields: HashSet::new(),
+                open: false,
+                patterns: Vec::new(),
+            });
+            vertex.groups.len() - 1
         };
         &mut vertex.groups[at]
     }
@@ -639,7 +654,7 @@ impl Evaluator {
                 Decl::Embed(expr) => self.add(v, Src::Expr(Arc::clone(expr)), scope, closed),
                 Decl::Let { .. } => {}
                 Decl::Comprehension(comp) => {
-                    self.vm(v).is_struct = true;
+                    self.vm(v).maybe_struct = true;
                     self.vm(v).pending.push((Arc::clone(comp), scope, closed));
                 }
             }
