@@ -259,6 +259,48 @@ mod tests {
     }
 
     #[test]
+    fn cue_files_are_sorted_and_the_root_parameter_cue_wins() {
+        let package = from_files(
+            "local",
+            "cuey",
+            vec![
+                file("metadata.yaml", "name: cuey\nversion: 1.0.0\n"),
+                file("resources/parameter.cue", "parameter: {a: *1 | int}"),
+                file("parameter.cue", "parameter: {b: *2 | int}"),
+                file("resources/b.cue", "output: {}"),
+                file("resources/a.cue", "package main"),
+                file("NOTES.cue", "notes: \"hi\""),
+            ],
+        )
+        .unwrap();
+        let parameter = package.parameter_cue.as_ref().map(|f| f.path.as_str());
+        assert_eq!(parameter, Some("parameter.cue"));
+        let resources: Vec<_> = package
+            .resource_cues
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(resources, ["resources/a.cue", "resources/b.cue"]);
+        assert_eq!(
+            package.notes.as_ref().map(|f| f.path.as_str()),
+            Some("NOTES.cue")
+        );
+        assert!(
+            package
+                .warnings
+                .iter()
+                .any(|w| w.contains("`resources/parameter.cue`")),
+            "{:?}",
+            package.warnings
+        );
+        assert!(package.uses_cue());
+        assert!(
+            package.scripts().is_empty(),
+            "CUE files are not Rhai scripts"
+        );
+    }
+
+    #[test]
     fn bad_packages_are_clear_errors() {
         let err = from_files("local", "x", vec![file("README.md", "hi")]).unwrap_err();
         assert!(err.to_string().contains("has no `metadata.yaml`"), "{err}");
