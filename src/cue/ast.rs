@@ -226,7 +226,7 @@ pub(crate) enum ExprKind {
     Null,
     Bool(bool),
     Int(BigInt),
-    Float(f64),
+    Float(f64, i16),
     Str(String),
     Bytes(Vec<u8>),
     Interpolation(Vec<Part>),

@@ -18,6 +18,7 @@ mod parser;
 mod schema;
 mod structural;
 mod value;
+mod yaml;
 
 #[cfg(test)]
 mod tests;

@@ -235,3 +235,51 @@ fn several_files_share_the_package_scope() {
     );
     assert_eq!(inst.export(&["missing"]).expect("absent"), None);
 }
+
+#[test]
+fn decimals_keep_their_digits() {
+    let v = ok("a: 0.1 + 0.2\nb: 2 * 1.0\nc: 4 / 2\nd: \"\\(3.0)\"\ne: 1.5");
+    assert_eq!(
+        v.to_string(),
+        r#"{"a":0.3,"b":2.0,"c":2,"d":"3.0","e":1.5}"#
+    );
+}
+
+#[test]
+fn reference_cycles_resolve_to_the_concrete_value() {
+    assert_eq!(ok("a: b\nb: a\na: 5"), json!({"a": 5, "b": 5}));
+}
+
+#[test]
+fn pattern_aliases_bind_the_label() {
+    assert_eq!(
+        ok("objects: [Name=_]: {metadata: name: Name}\nobjects: {a: {}}"),
+        json!({"objects": {"a": {"metadata": {"name": "a"}}}})
+    );
+}
+
+#[test]
+fn notes_struct_of_comprehensions_embeds_a_string() {
+    assert_eq!(
+        ok("up: true\nnotes: {\n\tif up {\"upgraded\"}\n\tif !up {\"installed\"}\n}"),
+        json!({"up": true, "notes": "upgraded"})
+    );
+}
+
+#[test]
+fn parameter_schema_lowers_parameter_cue() {
+    let source = Source::new(
+        "parameter.cue",
+        "parameter: {\n\t// +usage=The image\n\timage: *\"nginx\" | string\n\treplicas?: int & >=1\n}",
+    );
+    let schema = super::parameter_schema(&source, &Limits::default()).expect("schema");
+    assert_eq!(schema["properties"]["image"]["default"], json!("nginx"));
+    assert_eq!(
+        schema["properties"]["image"]["description"],
+        json!("The image")
+    );
+    assert_eq!(schema["properties"]["replicas"]["minimum"], json!(1));
+    let bad = Source::new("parameter.cue", "parameter: {\n\ta: \n");
+    let e = super::parameter_schema(&bad, &Limits::default()).expect_err("syntax error");
+    assert!(e.to_string().contains("parameter.cue:"), "{e}");
+}

@@ -75,7 +75,9 @@ pub(crate) enum Val {
     Null,
     Bool(bool),
     Int(BigInt),
-    Float(f64),
+    /// A decimal number: its value and the digits after the point it keeps (as CUE's
+    /// decimals do: `2 * 1.0` is `2.0`, `0.1 + 0.2` is `0.3`); `SHORTEST` when unknown.
+    Float(f64, i16),
     Str(Arc<str>),
     Bytes(Arc<[u8]>),
     /// A basic type (or a union of them): `int`, `string`, `number`, …
@@ -115,7 +117,7 @@ impl Val {
             Val::Null
                 | Val::Bool(_)
                 | Val::Int(_)
-                | Val::Float(_)
+                | Val::Float(..)
                 | Val::Str(_)
                 | Val::Bytes(_)
                 | Val::Struct(_)
@@ -131,7 +133,7 @@ impl Val {
             Val::Null => kind::NULL,
             Val::Bool(_) => kind::BOOL,
             Val::Int(_) => kind::INT,
-            Val::Float(_) => kind::FLOAT,
+            Val::Float(..) => kind::FLOAT,
             Val::Str(_) => kind::STRING,
             Val::Bytes(_) => kind::BYTES,
             Val::Kind(k) => *k,
@@ -179,7 +181,7 @@ pub(crate) fn show(v: &Val) -> String {
         Val::Null => "null".into(),
         Val::Bool(b) => b.to_string(),
         Val::Int(i) => i.to_string(),
-        Val::Float(f) => show_float(*f),
+        Val::Float(f, s) => show_float(*f, *s),
         Val::Str(s) => {
             let mut out = serde_json::to_string(&**s).unwrap_or_default();
             if out.len() > 60 {
@@ -204,12 +206,29 @@ pub(crate) fn show(v: &Val) -> String {
     }
 }
 
-pub(crate) fn show_float(f: f64) -> String {
-    let mut s = format!("{f:?}");
-    if s.ends_with(".0") && f.abs() >= 1e16 {
-        s = format!("{f:e}");
+/// The scale of a float whose digits are unknown (printed in the shortest form).
+pub(crate) const SHORTEST: i16 = -1;
+
+/// A float as CUE prints it: with its scale, or in the shortest form (`2`, `3.5`).
+pub(crate) fn show_float(f: f64, scale: i16) -> String {
+    match usize::try_from(scale) {
+        Ok(s) if s <= 17 && f.abs() < 1e15 => format!("{f:.s$}"),
+        _ => {
+            if f.abs() >= 1e21 || (f != 0.0 && f.abs() < 1e-6) {
+                format!("{f:e}")
+            } else {
+                format!("{f}")
+            }
+        }
     }
-    s
+}
+
+/// Round `f` to `scale` digits after the point (the decimal result CUE computes).
+pub(crate) fn round_to(f: f64, scale: i16) -> f64 {
+    match usize::try_from(scale) {
+        Ok(s) if s <= 17 && f.abs() < 1e15 => format!("{f:.s$}").parse().unwrap_or(f),
+        _ => f,
+    }
 }
 
 pub(crate) fn kind_name(k: u8) -> String {
@@ -249,8 +268,8 @@ pub(crate) fn scalar_eq(a: &Val, b: &Val) -> Option<bool> {
         (Val::Null, Val::Null) => true,
         (Val::Bool(x), Val::Bool(y)) => x == y,
         (Val::Int(x), Val::Int(y)) => x == y,
-        (Val::Float(x), Val::Float(y)) => x == y,
-        (Val::Int(x), Val::Float(y)) | (Val::Float(y), Val::Int(x)) => x.to_f64() == Some(*y),
+        (Val::Float(x, _), Val::Float(y, _)) => x == y,
+        (Val::Int(x), Val::Float(y, _)) | (Val::Float(y, _), Val::Int(x)) => x.to_f64() == Some(*y),
         (Val::Str(x), Val::Str(y)) => x == y,
         (Val::Bytes(x), Val::Bytes(y)) => x == y,
         (Val::Kind(x), Val::Kind(y)) => x == y,
@@ -416,7 +435,13 @@ fn meet_disj(a: &Val, b: &Val) -> Val {
             out.push((m, default));
         }
     }
-    normalize_disj(out)
+    match normalize_disj(out) {
+        // No disjunct fits: name the whole disjunction, as `*1 | int`.
+        Val::Bottom(e) if e.kind == ErrorKind::Conflict => {
+            conflict(format!("conflicting values {} and {}", show(a), show(b)))
+        }
+        other => other,
+    }
 }
 
 /// Drop failed disjuncts, merge equal ones, and collapse a single one.
@@ -504,7 +529,7 @@ pub(crate) fn compare(a: &Val, b: &Val) -> Option<std::cmp::Ordering> {
 pub(crate) fn to_f64(v: &Val) -> Option<f64> {
     match v {
         Val::Int(i) => i.to_f64(),
-        Val::Float(f) => Some(*f),
+        Val::Float(f, _) => Some(*f),
         _ => None,
     }
 }
@@ -524,6 +549,20 @@ pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
             }
         };
     }
+    let scale = |v: &Val| match v {
+        Val::Float(_, s) => *s,
+        _ => 0,
+    };
+    let (sa, sb) = (scale(a), scale(b));
+    let result_scale = if sa < 0 || sb < 0 {
+        SHORTEST
+    } else {
+        match op {
+            '+' | '-' => sa.max(sb),
+            '*' => sa.saturating_add(sb),
+            _ => SHORTEST,
+        }
+    };
     let (Some(x), Some(y)) = (to_f64(a), to_f64(b)) else {
         return Err(format!(
             "invalid operands {} and {} to `{op}`",
@@ -534,17 +573,21 @@ pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
     if op == '/' && y == 0.0 {
         return Err("division by zero".into());
     }
-    float(match op {
+    let f = match op {
         '+' => x + y,
         '-' => x - y,
         '*' => x * y,
         _ => x / y,
+    };
+    float(round_to(f, result_scale)).map(|v| match v {
+        Val::Float(f, _) => Val::Float(f, result_scale),
+        other => other,
     })
 }
 
 pub(crate) fn float(f: f64) -> Result<Val, String> {
     if f.is_finite() {
-        Ok(Val::Float(f))
+        Ok(Val::Float(f, SHORTEST))
     } else {
         Err("the result is not a finite number".into())
     }

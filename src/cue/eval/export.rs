@@ -414,7 +414,15 @@ impl Evaluator {
                     return Err(e);
                 }
             }
-            Val::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Val::Float(f, s) => {
+                let integral = f.fract() == 0.0 && f.abs() < 9.0e15;
+                if integral && (*s == 0 || *s == crate::cue::value::SHORTEST) {
+                    #[allow(clippy::cast_possible_truncation)]
+                    Value::from(*f as i64)
+                } else {
+                    Number::from_f64(*f).map_or(Value::Null, Value::Number)
+                }
+            }
             Val::Str(s) => Value::String(s.to_string()),
             Val::Bytes(b) => {
                 use base64::Engine as _;

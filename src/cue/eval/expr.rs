@@ -8,7 +8,7 @@ use num_bigint::BigInt;
 use num_traits::ToPrimitive;
 
 use super::{EnvId, EnvKind, Evaluator, Src, ROOT};
-use crate::cue::ast::{BinOp, Clause, DeclRef, Elem, Expr, ExprKind, Part, Pos, UnOp};
+use crate::cue::ast::{BinOp, DeclRef, Elem, Expr, ExprKind, Part, Pos, UnOp};
 use crate::cue::builtins;
 use crate::cue::error::ErrorKind;
 use crate::cue::value::{
@@ -24,11 +24,11 @@ enum Target {
     Package(String),
 }
 
-fn incomplete(message: impl Into<String>, pos: Pos) -> Val {
+pub(super) fn incomplete(message: impl Into<String>, pos: Pos) -> Val {
     bottom(ErrorKind::Incomplete, message, vec![pos])
 }
 
-fn conflict_at(message: impl Into<String>, pos: Pos) -> Val {
+pub(super) fn conflict_at(message: impl Into<String>, pos: Pos) -> Val {
     bottom(ErrorKind::Conflict, message, vec![pos])
 }
 
@@ -69,7 +69,7 @@ impl Evaluator {
             ExprKind::Null => Val::Null,
             ExprKind::Bool(b) => Val::Bool(*b),
             ExprKind::Int(i) => Val::Int(i.clone()),
-            ExprKind::Float(f) => Val::Float(*f),
+            ExprKind::Float(f, s) => Val::Float(*f, *s),
             ExprKind::Str(s) => Val::Str(Arc::from(s.as_str())),
             ExprKind::Bytes(b) => Val::Bytes(Arc::from(b.as_slice())),
             ExprKind::Top => Val::Top,
@@ -369,7 +369,7 @@ impl Evaluator {
                 Part::Expr(e) => match self.eval(e, env).default_value() {
                     Val::Str(s) => out.push_str(&s),
                     Val::Int(i) => out.push_str(&i.to_string()),
-                    Val::Float(f) => out.push_str(&crate::cue::value::show_float(f)),
+                    Val::Float(f, s) => out.push_str(&crate::cue::value::show_float(f, s)),
                     Val::Bool(b) => out.push_str(if b { "true" } else { "false" }),
                     Val::Bytes(b) => out.push_str(&String::from_utf8_lossy(&b)),
                     Val::Null => return conflict_at("cannot interpolate null", e.pos),
@@ -439,14 +439,14 @@ impl Evaluator {
             },
             UnOp::Neg => match v {
                 Val::Int(i) => Val::Int(-i),
-                Val::Float(f) => Val::Float(-f),
+                Val::Float(f, s) => Val::Float(-f, s),
                 other if !other.is_concrete() => {
                     incomplete(format!("incomplete operand {} of `-`", show(&other)), pos)
                 }
                 other => conflict_at(format!("invalid operand {} to `-`", show(&other)), pos),
             },
             UnOp::Plus => match v {
-                Val::Int(_) | Val::Float(_) => v,
+                Val::Int(_) | Val::Float(..) => v,
                 other => conflict_at(format!("invalid operand {} to `+`", show(&other)), pos),
             },
             UnOp::Not => match v {
@@ -677,106 +677,6 @@ impl Evaluator {
         match (self.json_of(a), self.json_of(b)) {
             (Ok(x), Ok(y)) => x == y,
             _ => false,
-        }
-    }
-
-    /// The environments a comprehension clause yields.
-    pub(crate) fn clause_envs(
-        &mut self,
-        clause: &Clause,
-        env: EnvId,
-        pos: Pos,
-    ) -> Result<Vec<EnvId>, Val> {
-        match clause {
-            Clause::If(cond) => match self.eval(cond, env).default_value() {
-                Val::Bool(true) => Ok(vec![env]),
-                Val::Bool(false) => Ok(Vec::new()),
-                b @ Val::Bottom(_) => Err(b),
-                other if !other.is_concrete() => Err(incomplete(
-                    format!("incomplete condition {} of `if`", show(&other)),
-                    cond.pos,
-                )),
-                other => Err(conflict_at(
-                    format!("the condition of `if` must be a bool, not {}", show(&other)),
-                    cond.pos,
-                )),
-            },
-            Clause::Let { name, expr } => {
-                let value = self.eval(expr, env);
-                Ok(vec![self.env(
-                    Some(env),
-                    EnvKind::Bind {
-                        name: Arc::from(name.as_str()),
-                        value,
-                    },
-                )])
-            }
-            Clause::For { key, value, source } => {
-                let src = self.eval(source, env).default_value();
-                let pairs = self.iterate(&src, pos)?;
-                let mut out = Vec::with_capacity(pairs.len());
-                for (k, v) in pairs {
-                    let mut e = env;
-                    if let Some(key) = key {
-                        e = self.env(
-                            Some(e),
-                            EnvKind::Bind {
-                                name: Arc::from(key.as_str()),
-                                value: k,
-                            },
-                        );
-                    }
-                    e = self.env(
-                        Some(e),
-                        EnvKind::Bind {
-                            name: Arc::from(value.as_str()),
-                            value: v,
-                        },
-                    );
-                    out.push(e);
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    /// `(key, value)` pairs of a struct's regular fields or a list's elements.
-    fn iterate(&mut self, src: &Val, pos: Pos) -> Result<Vec<(Val, Val)>, Val> {
-        match src {
-            Val::Struct(w) => {
-                let w = *w;
-                self.expand(w);
-                let arcs: Vec<(Arc<str>, VId)> = self
-                    .v(w)
-                    .arcs
-                    .iter()
-                    .map(|(k, &a)| (Arc::clone(k), a))
-                    .collect();
-                let mut out = Vec::new();
-                for (k, a) in arcs {
-                    if k.starts_with('_') || k.starts_with('#') || !self.v(a).regular {
-                        continue;
-                    }
-                    let v = self.value_of(a);
-                    out.push((Val::Str(k), v));
-                }
-                Ok(out)
-            }
-            Val::List(_) => Ok(self
-                .list_items(src, pos)?
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (Val::Int(BigInt::from(i)), v))
-                .collect()),
-            Val::Bottom(_) => Err(src.clone()),
-            other if !other.is_concrete() => Err(incomplete(
-                format!("cannot range over the incomplete value {}", show(other)),
-                pos,
-            )),
-            other => Err(conflict_at(
-                format!("cannot range over {}", show(other)),
-                pos,
-            )),
         }
     }
 

@@ -1,13 +1,17 @@
-//! Lists: list literals (with comprehensions and `...T`) combined into one vertex whose arcs
-//! are the elements.
+//! Lists (list literals with comprehensions and `...T`, combined into one vertex whose arcs
+//! are the elements) and the clauses of comprehensions.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Conjunct, EnvId, Evaluator, GroupId, ListConj, Src};
-use crate::cue::ast::{Comprehension, Elem, ExprKind, Pos};
+use num_bigint::BigInt;
+
+use super::expr::{conflict_at, incomplete};
+
+use super::{Conjunct, EnvId, EnvKind, Evaluator, GroupId, ListConj, Src};
+use crate::cue::ast::{Clause, Comprehension, Elem, ExprKind, Pos};
 use crate::cue::error::ErrorKind;
-use crate::cue::value::{bottom, VId};
+use crate::cue::value::{bottom, show, VId, Val};
 
 /// The combined shape of a list vertex.
 #[derive(Debug, Clone, Default)]
@@ -149,5 +153,115 @@ impl Evaluator {
             self.comp_envs(comp, at + 1, e, out)?;
         }
         Ok(())
+    }
+
+    /// The environments a comprehension clause yields.
+    pub(crate) fn clause_envs(
+        &mut self,
+        clause: &Clause,
+        env: EnvId,
+        pos: Pos,
+    ) -> Result<Vec<EnvId>, Val> {
+        match clause {
+            Clause::If(cond) => match self.eval(cond, env).default_value() {
+                Val::Bool(true) => Ok(vec![env]),
+                Val::Bool(false) => Ok(Vec::new()),
+                b @ Val::Bottom(_) => Err(b),
+                other if !other.is_concrete() => Err(incomplete(
+                    format!("incomplete condition {} of `if`", show(&other)),
+                    cond.pos,
+                )),
+                other => Err(conflict_at(
+                    format!("the condition of `if` must be a bool, not {}", show(&other)),
+                    cond.pos,
+                )),
+            },
+            Clause::Let { name, expr } => {
+                let value = self.eval(expr, env);
+                Ok(vec![self.env(
+                    Some(env),
+                    EnvKind::Bind {
+                        name: Arc::from(name.as_str()),
+                        value,
+                    },
+                )])
+            }
+            Clause::For { key, value, source } => {
+                let src = self.eval(source, env).default_value();
+                let pairs = self.iterate(&src, pos)?;
+                let mut out = Vec::with_capacity(pairs.len());
+                for (k, v) in pairs {
+                    let mut e = env;
+                    if let Some(key) = key {
+                        e = self.env(
+                            Some(e),
+                            EnvKind::Bind {
+                                name: Arc::from(key.as_str()),
+                                value: k,
+                            },
+                        );
+                    }
+                    e = self.env(
+                        Some(e),
+                        EnvKind::Bind {
+                            name: Arc::from(value.as_str()),
+                            value: v,
+                        },
+                    );
+                    out.push(e);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// `(key, value)` pairs of a struct's regular fields or a list's elements.
+    fn iterate(&mut self, src: &Val, pos: Pos) -> Result<Vec<(Val, Val)>, Val> {
+        match src {
+            Val::Struct(w) => {
+                let w = *w;
+                if self.v(w).state == super::State::Expanding && w != super::ROOT {
+                    return Err(bottom(
+                        ErrorKind::Other,
+                        format!(
+                            "cycle error: a comprehension iterates over `{}`, the struct it adds fields to",
+                            self.path(w)
+                        ),
+                        vec![pos],
+                    ));
+                }
+                self.expand(w);
+                let arcs: Vec<(Arc<str>, VId)> = self
+                    .v(w)
+                    .arcs
+                    .iter()
+                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .collect();
+                let mut out = Vec::new();
+                for (k, a) in arcs {
+                    if k.starts_with('_') || k.starts_with('#') || !self.v(a).regular {
+                        continue;
+                    }
+                    let v = self.value_of(a);
+                    out.push((Val::Str(k), v));
+                }
+                Ok(out)
+            }
+            Val::List(_) => Ok(self
+                .list_items(src, pos)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Val::Int(BigInt::from(i)), v))
+                .collect()),
+            Val::Bottom(_) => Err(src.clone()),
+            other if !other.is_concrete() => Err(incomplete(
+                format!("cannot range over the incomplete value {}", show(other)),
+                pos,
+            )),
+            other => Err(conflict_at(
+                format!("cannot range over {}", show(other)),
+                pos,
+            )),
+        }
     }
 }

@@ -3,29 +3,83 @@
 
 use std::sync::Arc;
 
-use base64::Engine as _;
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
-use serde_json::Value;
 
-use super::ast::{Decl, Elem, Expr, ExprKind, Field, Label, Marker, Pos, StructLit};
+use super::ast::{Expr, Pos};
 use super::error::ErrorKind;
 use super::eval::{EnvId, Evaluator, Src};
-use super::value::{bottom, kind, normalize_disj, show, small_uint, to_f64, Val};
+use crate::cue::value::{bottom, normalize_disj, show, small_uint, to_f64, Val};
 
 #[rustfmt::skip]
+mod encoding;
+mod list;
+
+use encoding::encoding;
+use list::list;
+
 const FUNCS: &[&str] = &[
-    "len", "close", "and", "or", "div", "mod", "quo", "rem", "strings.Join", "strings.Split",
-    "strings.HasPrefix", "strings.HasSuffix", "strings.Contains", "strings.Replace",
-    "strings.ToLower", "strings.ToUpper", "strings.TrimSpace", "strings.TrimPrefix",
-    "strings.TrimSuffix", "strings.Trim", "strings.Repeat", "strings.Index", "strings.SplitN",
-    "strings.Fields", "strings.Count", "strings.LastIndex", "strconv.FormatInt",
-    "strconv.FormatFloat", "strconv.FormatBool", "strconv.Quote", "strconv.Atoi",
-    "strconv.ParseInt", "strconv.ParseBool", "strconv.ParseFloat", "strconv.Itoa", "list.Concat",
-    "list.Range", "list.Contains", "list.FlattenN", "list.Flatten", "list.Sum", "list.Max",
-    "list.Min", "list.Repeat", "json.Marshal", "json.Unmarshal", "json.Valid", "yaml.Marshal",
-    "yaml.Unmarshal", "base64.Encode", "base64.Decode", "math.Floor", "math.Ceil", "math.Round",
-    "math.Abs", "math.Sqrt", "math.Pow", "math.Trunc", "math.Log", "math.Exp", "math.Log10",
+    "len",
+    "close",
+    "and",
+    "or",
+    "div",
+    "mod",
+    "quo",
+    "rem",
+    "strings.Join",
+    "strings.Split",
+    "strings.HasPrefix",
+    "strings.HasSuffix",
+    "strings.Contains",
+    "strings.Replace",
+    "strings.ToLower",
+    "strings.ToUpper",
+    "strings.TrimSpace",
+    "strings.TrimPrefix",
+    "strings.TrimSuffix",
+    "strings.Trim",
+    "strings.Repeat",
+    "strings.Index",
+    "strings.SplitN",
+    "strings.Fields",
+    "strings.Count",
+    "strings.LastIndex",
+    "strconv.FormatInt",
+    "strconv.FormatFloat",
+    "strconv.FormatBool",
+    "strconv.Quote",
+    "strconv.Atoi",
+    "strconv.ParseInt",
+    "strconv.ParseBool",
+    "strconv.ParseFloat",
+    "strconv.Itoa",
+    "list.Concat",
+    "list.Range",
+    "list.Contains",
+    "list.FlattenN",
+    "list.Flatten",
+    "list.Sum",
+    "list.Max",
+    "list.Min",
+    "list.Repeat",
+    "json.Marshal",
+    "json.Unmarshal",
+    "json.Valid",
+    "yaml.Marshal",
+    "yaml.Unmarshal",
+    "base64.Encode",
+    "base64.Decode",
+    "math.Floor",
+    "math.Ceil",
+    "math.Round",
+    "math.Abs",
+    "math.Sqrt",
+    "math.Pow",
+    "math.Trunc",
+    "math.Log",
+    "math.Exp",
+    "math.Log10",
     "math.Log2",
 ];
 
@@ -73,8 +127,13 @@ pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {
     let short = path.rsplit('/').next().unwrap_or(path);
     if short == "math" {
         match name {
-            "Pi" => return Some(Val::Float(std::f64::consts::PI)),
-            "E" => return Some(Val::Float(std::f64::consts::E)),
+            "Pi" => {
+                return Some(Val::Float(
+                    std::f64::consts::PI,
+                    crate::cue::value::SHORTEST,
+                ))
+            }
+            "E" => return Some(Val::Float(std::f64::consts::E, crate::cue::value::SHORTEST)),
             "MaxInt64" => return Some(Val::Int(BigInt::from(i64::MAX))),
             _ => {}
         }
@@ -208,7 +267,7 @@ fn dispatch(ev: &mut Evaluator, name: &'static str, a: &[Val], pos: Pos) -> R {
         "and" => {
             n(1)?;
             let items = ev.list_items(&concrete(&arg(0), pos)?, pos)?;
-            let anon = ev.new_vertex(Some(super::eval::ROOT), Arc::from("<and>"), false, pos);
+            let anon = ev.new_vertex(Some(crate::cue::eval::ROOT), Arc::from("<and>"), false, pos);
             ev.vm(anon).regular = true;
             for i in items {
                 ev.add(anon, Src::Val(i, pos), 0, None);
@@ -263,7 +322,7 @@ fn close(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
             if let Some(group) = ev.groups.get_mut(g) {
                 group.active = true;
             }
-            let parent = super::eval::ROOT;
+            let parent = crate::cue::eval::ROOT;
             let anon = ev.new_vertex(Some(parent), Arc::from("<close>"), false, pos);
             ev.vm(anon).regular = true;
             ev.add(anon, Src::Val(v.clone(), pos), 0, Some(g));
@@ -513,7 +572,7 @@ fn strconv(name: &str, a: &[Val], pos: Pos) -> R {
                 .trim()
                 .parse()
                 .map_err(|_| fail(format!("parsing {text:?}: invalid syntax"), pos))?;
-            super::value::float(f).map_err(|m| fail(m, pos))?
+            crate::cue::value::float(f).map_err(|m| fail(m, pos))?
         }
         _ => return Err(fail("not supported", pos)),
     })
@@ -567,310 +626,4 @@ fn go_exponent(s: &str) -> String {
         }
         None => s.to_string(),
     }
-}
-
-fn list(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
-    let want = |k: usize| arity(name, a, k, pos);
-    let at = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
-    let short = name.trim_start_matches("list.");
-    match short {
-        "Concat" => {
-            want(1)?;
-            let outer = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let mut out = Vec::new();
-            for l in outer {
-                out.extend(ev.list_items(&concrete(&l, pos)?, pos)?);
-            }
-            Ok(ev.make_list(out, pos))
-        }
-        "Range" => {
-            want(3)?;
-            let (start, limit, step) = (
-                concrete(&at(0), pos)?,
-                concrete(&at(1), pos)?,
-                concrete(&at(2), pos)?,
-            );
-            range(ev, &start, &limit, &step, pos)
-        }
-        "Contains" => {
-            want(2)?;
-            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let needle = ev.json_of(&at(1)).map_err(|e| fail(e.message, pos))?;
-            for i in items {
-                if ev.json_of(&i).ok().as_ref() == Some(&needle) {
-                    return Ok(Val::Bool(true));
-                }
-            }
-            Ok(Val::Bool(false))
-        }
-        "FlattenN" | "Flatten" => {
-            let depth = if short == "FlattenN" {
-                want(2)?;
-                int(&at(1), pos)?.to_i64().unwrap_or(-1)
-            } else {
-                want(1)?;
-                -1
-            };
-            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let mut out = Vec::new();
-            flatten(ev, items, depth, &mut out, pos)?;
-            Ok(ev.make_list(out, pos))
-        }
-        "Repeat" => {
-            want(2)?;
-            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let c = small_uint(&concrete(&at(1), pos)?)
-                .filter(|c| c.saturating_mul(items.len()) <= 100_000)
-                .ok_or_else(|| fail("invalid repeat count", pos))?;
-            let mut out = Vec::new();
-            for _ in 0..c {
-                out.extend(items.iter().cloned());
-            }
-            Ok(ev.make_list(out, pos))
-        }
-        "Sum" | "Max" | "Min" => {
-            want(1)?;
-            let items = ev.list_items(&concrete(&at(0), pos)?, pos)?;
-            let mut acc: Option<Val> = if short == "Sum" {
-                Some(Val::Int(BigInt::from(0)))
-            } else {
-                None
-            };
-            for i in items {
-                let i = concrete(&i, pos)?;
-                acc = Some(match acc {
-                    None => i,
-                    Some(x) => match short {
-                        "Sum" => super::value::arith('+', &x, &i).map_err(|m| fail(m, pos))?,
-                        "Max" => {
-                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_gt)
-                            {
-                                i
-                            } else {
-                                x
-                            }
-                        }
-                        _ => {
-                            if super::value::compare(&i, &x).is_some_and(std::cmp::Ordering::is_lt)
-                            {
-                                i
-                            } else {
-                                x
-                            }
-                        }
-                    },
-                });
-            }
-            acc.ok_or_else(|| fail("empty list", pos))
-        }
-        _ => Err(fail("not supported", pos)),
-    }
-}
-
-fn range(ev: &mut Evaluator, start: &Val, limit: &Val, step: &Val, pos: Pos) -> R {
-    let mut out = Vec::new();
-    if let (Val::Int(s0), Val::Int(l), Val::Int(st)) = (start, limit, step) {
-        if st.is_zero() {
-            return Err(fail("step must be non zero", pos));
-        }
-        let mut x = s0.clone();
-        while (st.is_positive() && &x < l) || (st.is_negative() && &x > l) {
-            out.push(Val::Int(x.clone()));
-            x += st;
-            if out.len() > 100_000 {
-                return Err(fail("range too long", pos));
-            }
-        }
-        return Ok(ev.make_list(out, pos));
-    }
-    let (Some(mut x), Some(l), Some(st)) = (to_f64(start), to_f64(limit), to_f64(step)) else {
-        return Err(fail("range needs numbers", pos));
-    };
-    if st == 0.0 {
-        return Err(fail("step must be non zero", pos));
-    }
-    while (st > 0.0 && x < l) || (st < 0.0 && x > l) {
-        out.push(Val::Float(x));
-        x += st;
-        if out.len() > 100_000 {
-            return Err(fail("range too long", pos));
-        }
-    }
-    Ok(ev.make_list(out, pos))
-}
-
-fn flatten(
-    ev: &mut Evaluator,
-    items: Vec<Val>,
-    depth: i64,
-    out: &mut Vec<Val>,
-    pos: Pos,
-) -> Result<(), Val> {
-    for i in items {
-        let d = i.default_value();
-        if matches!(d, Val::List(_)) && depth != 0 {
-            let inner = ev.list_items(&d, pos)?;
-            flatten(ev, inner, depth - 1, out, pos)?;
-        } else {
-            out.push(i);
-        }
-    }
-    Ok(())
-}
-
-fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R {
-    let at = |i: usize| a.get(i).cloned().unwrap_or(Val::Top);
-    match name {
-        "json.Marshal" | "yaml.Marshal" => {
-            arity(name, a, 1, pos)?;
-            let json = ev.json_of(&at(0)).map_err(|e| {
-                let k = if e.kind == ErrorKind::Incomplete {
-                    ErrorKind::Incomplete
-                } else {
-                    ErrorKind::Builtin
-                };
-                bottom(k, e.to_string(), vec![pos])
-            })?;
-            if name == "json.Marshal" {
-                let text = serde_json::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
-                Ok(s(html_escape(&text)))
-            } else {
-                let text = serde_yaml::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
-                Ok(s(text))
-            }
-        }
-        "json.Unmarshal" | "yaml.Unmarshal" => {
-            arity(name, a, 1, pos)?;
-            let text = string(&at(0), pos)?;
-            let value: Value = if name == "json.Unmarshal" {
-                serde_json::from_str(&text).map_err(|e| fail(format!("invalid JSON: {e}"), pos))?
-            } else {
-                serde_yaml::from_str(&text).map_err(|e| fail(format!("invalid YAML: {e}"), pos))?
-            };
-            Ok(from_json(ev, &value, pos))
-        }
-        "json.Valid" => {
-            arity(name, a, 1, pos)?;
-            let text = string(&at(0), pos)?;
-            Ok(Val::Bool(serde_json::from_str::<Value>(&text).is_ok()))
-        }
-        "base64.Encode" => {
-            arity(name, a, 2, pos)?;
-            let data = match concrete(&at(1), pos)? {
-                Val::Bytes(b) => b.to_vec(),
-                Val::Str(t) => t.as_bytes().to_vec(),
-                other => {
-                    return Err(fail(
-                        format!("expected bytes or a string, got {}", show(&other)),
-                        pos,
-                    ))
-                }
-            };
-            Ok(s(base64::engine::general_purpose::STANDARD.encode(data)))
-        }
-        "base64.Decode" => {
-            arity(name, a, 2, pos)?;
-            let text = string(&at(1), pos)?;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(text.as_bytes())
-                .map_err(|e| fail(format!("invalid base64: {e}"), pos))?;
-            Ok(Val::Bytes(Arc::from(bytes)))
-        }
-        _ if name.starts_with("math.") => math(name, a, pos),
-        _ => Err(fail("not supported", pos)),
-    }
-}
-
-fn math(name: &str, a: &[Val], pos: Pos) -> R {
-    let short = name.trim_start_matches("math.");
-    let two = matches!(short, "Pow");
-    arity(name, a, if two { 2 } else { 1 }, pos)?;
-    let x = number(a.first().unwrap_or(&Val::Top), pos)?;
-    let r = match short {
-        "Floor" => x.floor(),
-        "Ceil" => x.ceil(),
-        "Round" => x.round(),
-        "Trunc" => x.trunc(),
-        "Abs" => {
-            if let Ok(Val::Int(i)) = concrete(a.first().unwrap_or(&Val::Top), pos) {
-                return Ok(Val::Int(i.abs()));
-            }
-            x.abs()
-        }
-        "Sqrt" => x.sqrt(),
-        "Log" => x.ln(),
-        "Log10" => x.log10(),
-        "Log2" => x.log2(),
-        "Exp" => x.exp(),
-        _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
-    };
-    super::value::float(r).map_err(|m| fail(m, pos))
-}
-
-/// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029.
-fn html_escape(text: &str) -> String {
-    text.replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
-
-/// A JSON value as an evaluator value (structs and lists become vertices).
-pub(crate) fn from_json(ev: &mut Evaluator, value: &Value, pos: Pos) -> Val {
-    match value {
-        Value::Object(_) | Value::Array(_) => {
-            let expr = json_expr(value, pos);
-            ev.anonymous(Src::Expr(expr), 0, pos)
-        }
-        other => scalar_from_json(other),
-    }
-}
-
-fn scalar_from_json(value: &Value) -> Val {
-    match value {
-        Value::Null => Val::Null,
-        Value::Bool(b) => Val::Bool(*b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Val::Int(BigInt::from(i))
-            } else if let Some(u) = n.as_u64() {
-                Val::Int(BigInt::from(u))
-            } else {
-                Val::Float(n.as_f64().unwrap_or(0.0))
-            }
-        }
-        Value::String(t) => s(t.as_str()),
-        _ => Val::Kind(kind::STRUCT),
-    }
-}
-
-/// A JSON value as a syntax tree (used for `parameter` and `context` values too).
-pub(crate) fn json_expr(value: &Value, pos: Pos) -> Arc<Expr> {
-    let kind = match value {
-        Value::Object(map) => ExprKind::Struct(Arc::new(StructLit {
-            decls: map
-                .iter()
-                .map(|(k, v)| {
-                    Decl::Field(Field {
-                        label: Label::Str(k.clone()),
-                        marker: Marker::Regular,
-                        value: json_expr(v, pos),
-                        pos,
-                    })
-                })
-                .collect(),
-            open: false,
-            pos,
-        })),
-        Value::Array(items) => ExprKind::List {
-            elems: items
-                .iter()
-                .map(|v| Elem::Expr(json_expr(v, pos)))
-                .collect(),
-            rest: None,
-        },
-        other => ExprKind::Value(Box::new(scalar_from_json(other))),
-    };
-    Arc::new(Expr { kind, pos })
 }
