@@ -36,8 +36,9 @@ if ! command -v lighttpd >/dev/null 2>&1; then
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null; }
 fi
 
-echo "== CUE oracle: the corpus' goldens still what the real CUE evaluator gives =="
+echo "== CUE oracle: the goldens of the corpus and of the CUE fixture addons still what the real CUE evaluator gives =="
 bash scripts/cue-oracle.sh --check
+bash scripts/cue-addon-goldens.sh --check
 
 echo "== tests =="
 cargo test --locked --lib --bins --tests "$@"

@@ -1,10 +1,10 @@
 //! `lint`: checks an addon (or a directory of addons) the way `enable` would use it.
 //!
-//! Errors: metadata invalid, a file not UTF-8 or too large, a script that does not compile, CUE
-//! files that cannot be evaluated, a render with default values (required parameters get example
-//! values) that fails, a definition name used twice (in one addon or across the addons checked).
-//! Warnings: what loading reports (duplicated keys, …), parameters without `.usage(…)`, parameter
-//! names that are Rhai keywords.
+//! Errors: metadata invalid, a file not UTF-8 or too large, a script that does not compile, a
+//! render with default values (required parameters get example values; CUE addons are evaluated
+//! too) that fails, a definition name used twice (in one addon or across the addons checked).
+//! Warnings: what loading reports (duplicated keys, …), parameters without `.usage(…)` (or, in
+//! `parameter.cue`, a `// +usage=` comment), parameter names that are Rhai keywords.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -206,18 +206,28 @@ async fn lint_one(
         Ok(s) => s,
         Err(e) => return push(Severity::Error, &name, e.to_string()),
     };
-    if package.parameter.is_some() {
+    let declared_in = if package.parameter.is_some() {
+        Some(("parameter.rhai", "`.usage(\"…\")`"))
+    } else {
+        package
+            .parameter_cue
+            .as_ref()
+            .map(|file| (file.path.as_str(), "`// +usage=…` comment"))
+    };
+    if let Some((file, how)) = declared_in {
         let mut missing = Vec::new();
         undocumented(schema.schema(), "", &mut missing);
         for path in missing {
             push(
                 Severity::Warning,
                 &name,
-                format!("`parameter.rhai`: parameter `{path}` has no `.usage(\"…\")`; users see no description"),
+                format!("`{file}`: parameter `{path}` has no {how}; users see no description"),
             );
         }
     }
-    for key in schema.known() {
+    // Rhai scripts read parameters by name; CUE templates do not care.
+    let rhai_reads_parameters = package.parameter.is_some() || !package.uses_cue();
+    for key in schema.known().iter().filter(|_| rhai_reads_parameters) {
         if RHAI_RESERVED.contains(&key.as_str()) {
             push(
                 Severity::Warning,
@@ -225,17 +235,6 @@ async fn lint_one(
                 format!("parameter `{key}` is a Rhai keyword: scripts must read it as `parameter[\"{key}\"]`"),
             );
         }
-    }
-    if !package.unsupported_cue.is_empty() {
-        push(
-            Severity::Error,
-            &name,
-            format!(
-                "{} cannot be evaluated; write the Rhai equivalents (`template.rhai`, `parameter.rhai`, `resources/*.rhai`, `NOTES.rhai`)",
-                package.unsupported_cue.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
-            ),
-        );
-        return;
     }
     let options = RenderOptions {
         args: example_args(schema.schema()),

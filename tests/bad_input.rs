@@ -240,17 +240,13 @@ async fn two_templates_are_an_error() {
 }
 
 #[tokio::test]
-async fn cue_templates_are_named_with_the_rhai_equivalents() {
-    let addon = TestAddon::new("cuey")
-        .file("template.cue", "output: {}")
-        .file("resources/a.cue", "x: 1")
-        .file("parameter.cue", "parameter: {}");
-    let err = render_err(&addon).await;
+async fn a_cue_template_next_to_a_rhai_one_is_an_error() {
+    let addon = template("#{ output: application() }").file("template.cue", "output: {}\n");
+    let err = load(&addon).await.unwrap_err();
     assert!(
-        err.contains("`parameter.cue`, `resources/a.cue`, `template.cue` cannot be evaluated"),
+        err.contains("both `template.cue` and `template.rhai`"),
         "{err}"
     );
-    assert!(err.contains("`template.rhai`"), "{err}");
 }
 
 #[tokio::test]

@@ -164,15 +164,13 @@ fn init_scaffolds_an_addon_that_lints_clean_and_renders() {
 fn lint_reports_errors_and_exits_2() {
     let addon = TestAddon::new("broken")
         .file("template.rhai", "let x = ;")
-        .file("parameter.rhai", "#{ a: int(1) }")
-        .file("template.cue", "x: 1");
+        .file("parameter.rhai", "#{ a: int(1) }");
     addonctl()
         .arg("lint")
         .arg(addon.path())
         .assert()
         .code(2)
         .stdout(predicate::str::contains("`template.rhai` line 1"))
-        .stdout(predicate::str::contains("`template.cue`"))
         .stdout(predicate::str::contains("parameter `a` has no `.usage"));
     let out = addonctl()
         .args(["lint", "-o", "json"])

@@ -274,8 +274,8 @@ async fn enabling_without_kubevela_skips_definitions_with_a_note_and_the_record_
     let out = stdout_of(sb.cli().args(["enable", "widgets"]));
 
     assert!(
-        out.contains("note: skipped ComponentDefinition (core.oam.dev/v1beta1)")
-            && out.contains("note: skipped TraitDefinition (core.oam.dev/v1beta1)")
+        out.contains("note: skipped ComponentDefinition `widget` (`core.oam.dev/v1beta1`): the control plane serves no `ComponentDefinition` of `core.oam.dev`")
+            && out.contains("note: skipped TraitDefinition `widget-scaler` (`core.oam.dev/v1beta1`)")
             && out.contains("deployed by addonctl (direct engine) to 1 cluster: `local`"),
         "{out}"
     );

@@ -265,6 +265,9 @@ pub struct EnableArgs {
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,
+    /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
     /// Wait until the addon is enabled.
     #[arg(long)]
     pub wait: bool,
@@ -357,6 +360,9 @@ pub struct UpgradeArgs {
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,
+    /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
@@ -423,6 +429,9 @@ pub struct InitArgs {
     /// Where to create it (default: `./<name>`).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// KubeVela's CUE layout (`parameter.cue`, `template.cue`, `resources/`) instead of Rhai.
+    #[arg(long)]
+    pub cue: bool,
 }
 
 #[derive(Debug, Args)]

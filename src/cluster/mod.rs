@@ -197,6 +197,22 @@ pub fn describe(object: &Value) -> String {
     }
 }
 
+/// Whether a stored object (as an apply returned it) was written after `revision` was read
+/// ([`Cluster::revision`]): a server-side apply that changes nothing keeps the object's
+/// `resourceVersion`. Without a revision, or with a `resourceVersion` that is not a number,
+/// every object counts as written.
+pub fn written_since(stored: &DynamicObject, revision: Option<u64>) -> bool {
+    let version = stored
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok());
+    match (version, revision) {
+        (Some(version), Some(revision)) => version > revision,
+        _ => true,
+    }
+}
+
 /// The group/version/kind of an object.
 pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
     let api_version = object.get("apiVersion")?.as_str()?;
@@ -441,6 +457,43 @@ impl Cluster {
         Ok(self.resource(gvk).await?.is_some())
     }
 
+    /// The server's current revision, read with a one-item list of Secrets in `namespace`:
+    /// a later write to any object gives it a newer `resourceVersion` (see [`written_since`]).
+    /// `None` when it cannot be read or is not a number (servers other than kube-apiserver's
+    /// etcd storage); callers then count every apply as a write.
+    pub async fn revision(&self, namespace: &str) -> Option<u64> {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), namespace);
+        let list = api.list_metadata(&ListParams::default().limit(1)).await;
+        match list {
+            Ok(list) => list.metadata.resource_version?.parse().ok(),
+            Err(e) => {
+                tracing::debug!(cluster = %self.name, "cannot read the revision: {e}");
+                None
+            }
+        }
+    }
+
+    /// The versions in which the server serves `kind` of `group` (empty when it serves none).
+    pub async fn served_versions(&self, group: &str, kind: &str) -> Result<Vec<String>> {
+        let found = match kube::discovery::group(&self.client, group).await {
+            Ok(found) => found,
+            Err(kube::Error::Api(r)) if r.code == 404 => return Ok(Vec::new()),
+            Err(kube::Error::Discovery(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(self.map_error(e, &format!("discovery of {group}"))),
+        };
+        Ok(found
+            .versions()
+            .filter(|v| {
+                found
+                    .versioned_resources(v)
+                    .iter()
+                    .any(|(r, _)| r.kind == kind)
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// The server's Kubernetes version (`v1.20.2`).
     pub async fn kubernetes_version(&self) -> Result<String> {
         self.client
@@ -512,6 +565,7 @@ impl Cluster {
         let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
         let mut body = object.clone();
         if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            crate::model::drop_null_server_metadata(metadata);
             if namespaced {
                 metadata.insert("namespace".into(), json!(namespace));
             } else {

@@ -32,9 +32,16 @@ pub enum FileKind {
     Notes,
     /// `lib/**.rhai`.
     Lib,
-    /// A CUE file that would need CUE evaluation (`template.cue`, `parameter.cue`,
-    /// `resources/**.cue`, `NOTES.cue`).
-    UnsupportedCue,
+    /// `template.cue`.
+    TemplateCue,
+    /// `parameter.cue`.
+    ParameterCue,
+    /// `resources/parameter.cue` (KubeVela's legacy place for `parameter.cue`).
+    LegacyParameterCue,
+    /// `resources/**.cue` but `resources/parameter.cue`.
+    ResourceCue,
+    /// `NOTES.cue`.
+    NotesCue,
     /// Anything else.
     Ignored,
 }
@@ -52,10 +59,13 @@ pub fn classify(path: &str) -> FileKind {
         ("", "template.rhai") => FileKind::TemplateRhai,
         ("", "template.yaml" | "template.yml") => FileKind::TemplateYaml,
         ("", "NOTES.rhai") => FileKind::Notes,
-        ("", "template.cue" | "parameter.cue" | "NOTES.cue") => FileKind::UnsupportedCue,
+        ("", "template.cue") => FileKind::TemplateCue,
+        ("", "parameter.cue") => FileKind::ParameterCue,
+        ("", "NOTES.cue") => FileKind::NotesCue,
+        ("resources", "parameter.cue") => FileKind::LegacyParameterCue,
         ("resources", _) if yaml => FileKind::ResourceYaml,
         ("resources", _) if ext == "rhai" => FileKind::ResourceScript,
-        ("resources", _) if ext == "cue" => FileKind::UnsupportedCue,
+        ("resources", _) if ext == "cue" => FileKind::ResourceCue,
         ("definitions", _) if yaml || matches!(ext, "rhai" | "cue") => FileKind::Definition,
         ("schemas", _) if yaml => FileKind::Schema,
         ("views", _) if yaml => FileKind::View,
@@ -83,14 +93,15 @@ mod tests {
             ("readme_cn.md", FileKind::Ignored),
             ("parameter.rhai", FileKind::Parameter),
             ("parameter.schema.json", FileKind::ParameterSchema),
-            ("parameter.cue", FileKind::UnsupportedCue),
+            ("parameter.cue", FileKind::ParameterCue),
+            ("resources/parameter.cue", FileKind::LegacyParameterCue),
             ("template.rhai", FileKind::TemplateRhai),
             ("template.yaml", FileKind::TemplateYaml),
-            ("template.cue", FileKind::UnsupportedCue),
+            ("template.cue", FileKind::TemplateCue),
             ("resources/a.yaml", FileKind::ResourceYaml),
             ("resources/deep/b.yml", FileKind::ResourceYaml),
             ("resources/c.rhai", FileKind::ResourceScript),
-            ("resources/d.cue", FileKind::UnsupportedCue),
+            ("resources/d.cue", FileKind::ResourceCue),
             ("resources/notes.txt", FileKind::Ignored),
             ("definitions/t.yaml", FileKind::Definition),
             ("definitions/t.cue", FileKind::Definition),
@@ -99,7 +110,7 @@ mod tests {
             ("views/v.yaml", FileKind::View),
             ("config-templates/c.cue", FileKind::ConfigTemplate),
             ("NOTES.rhai", FileKind::Notes),
-            ("NOTES.cue", FileKind::UnsupportedCue),
+            ("NOTES.cue", FileKind::NotesCue),
             ("lib/labels.rhai", FileKind::Lib),
             ("lib/k8s/labels.rhai", FileKind::Lib),
             ("images/logo.png", FileKind::Ignored),

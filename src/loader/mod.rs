@@ -49,9 +49,19 @@ pub enum Error {
         /// The file.
         path: String,
     },
-    /// Both `template.rhai` and `template.yaml` exist.
-    #[error("addon `{addon}` has both `template.rhai` and `template.yaml`; keep one of them")]
+    /// More than one of `template.cue`, `template.rhai` and `template.yaml` exist.
+    #[error("addon `{addon}` has both `{first}` and `{second}`; keep one of them")]
     TwoTemplates {
+        /// The addon.
+        addon: String,
+        /// The first template file.
+        first: String,
+        /// The other one.
+        second: String,
+    },
+    /// Both `NOTES.cue` and `NOTES.rhai` exist.
+    #[error("addon `{addon}` has both `NOTES.cue` and `NOTES.rhai`; keep one of them")]
+    TwoNotes {
         /// The addon.
         addon: String,
     },
@@ -119,16 +129,17 @@ pub fn from_files(
         readme: None,
         parameter: None,
         parameter_schema: None,
+        parameter_cue: None,
         template: None,
         resource_yamls: Vec::new(),
         resource_scripts: Vec::new(),
+        resource_cues: Vec::new(),
         definitions: Vec::new(),
         schemas: Vec::new(),
         views: Vec::new(),
         config_templates: Vec::new(),
         notes: None,
         lib: std::collections::BTreeMap::new(),
-        unsupported_cue: Vec::new(),
         warnings: warnings
             .into_iter()
             .map(|w| format!("`metadata.yaml`: {w}"))
@@ -147,30 +158,59 @@ pub fn from_files(
             }
             FileKind::Parameter => package.parameter = Some(file),
             FileKind::ParameterSchema => package.parameter_schema = Some(file),
-            FileKind::TemplateRhai | FileKind::TemplateYaml => {
-                if package.template.is_some() {
-                    return Err(Error::TwoTemplates { addon: name });
+            FileKind::TemplateRhai | FileKind::TemplateYaml | FileKind::TemplateCue => {
+                if let Some(Template::Rhai(first) | Template::Yaml(first) | Template::Cue(first)) =
+                    &package.template
+                {
+                    return Err(Error::TwoTemplates {
+                        addon: name,
+                        first: first.path.clone(),
+                        second: path,
+                    });
                 }
-                package.template = Some(if kind == FileKind::TemplateRhai {
-                    Template::Rhai(file)
-                } else {
-                    Template::Yaml(file)
+                package.template = Some(match kind {
+                    FileKind::TemplateRhai => Template::Rhai(file),
+                    FileKind::TemplateCue => Template::Cue(file),
+                    _ => Template::Yaml(file),
                 });
             }
+            // `parameter.cue` is sorted before `resources/parameter.cue`: the root one wins.
+            FileKind::ParameterCue => package.parameter_cue = Some(file),
+            FileKind::LegacyParameterCue => {
+                if package.parameter_cue.is_some() {
+                    package.warnings.push(
+                        "both `parameter.cue` and `resources/parameter.cue` exist; `parameter.cue` is used"
+                            .to_owned(),
+                    );
+                } else {
+                    package.parameter_cue = Some(file);
+                }
+            }
+            FileKind::ResourceCue => package.resource_cues.push(file),
             FileKind::ResourceYaml => package.resource_yamls.push(file),
             FileKind::ResourceScript => package.resource_scripts.push(file),
             FileKind::Definition => package.definitions.push(file),
             FileKind::Schema => package.schemas.push(file),
             FileKind::View => package.views.push(file),
             FileKind::ConfigTemplate => package.config_templates.push(file),
-            FileKind::Notes => package.notes = Some(file),
+            FileKind::Notes | FileKind::NotesCue => {
+                if package.notes.is_some() {
+                    return Err(Error::TwoNotes { addon: name });
+                }
+                package.notes = Some(file);
+            }
             FileKind::Lib => {
                 if let Some(module) = module_name(&path) {
                     package.lib.insert(module.to_owned(), file);
                 }
             }
-            FileKind::UnsupportedCue => package.unsupported_cue.push(path),
         }
+    }
+    if package.parameter.is_some() && package.parameter_cue.is_some() {
+        package.warnings.push(
+            "both `parameter.rhai` and `parameter.cue` exist; `parameter.rhai` declares the parameters"
+                .to_owned(),
+        );
     }
     if package.parameter.is_some() && package.parameter_schema.is_some() {
         package.warnings.push(
@@ -214,7 +254,50 @@ mod tests {
         assert_eq!(yamls, ["resources/a.yaml", "resources/b.yaml"]);
         assert_eq!(package.resource_scripts.len(), 1);
         assert!(package.lib.contains_key("x"));
-        assert_eq!(package.unsupported_cue, ["template.cue"]);
+        assert!(matches!(&package.template, Some(Template::Cue(f)) if f.path == "template.cue"));
+        assert!(package.uses_cue());
+    }
+
+    #[test]
+    fn cue_files_are_sorted_and_the_root_parameter_cue_wins() {
+        let package = from_files(
+            "local",
+            "cuey",
+            vec![
+                file("metadata.yaml", "name: cuey\nversion: 1.0.0\n"),
+                file("resources/parameter.cue", "parameter: {a: *1 | int}"),
+                file("parameter.cue", "parameter: {b: *2 | int}"),
+                file("resources/b.cue", "output: {}"),
+                file("resources/a.cue", "package main"),
+                file("NOTES.cue", "notes: \"hi\""),
+            ],
+        )
+        .unwrap();
+        let parameter = package.parameter_cue.as_ref().map(|f| f.path.as_str());
+        assert_eq!(parameter, Some("parameter.cue"));
+        let resources: Vec<_> = package
+            .resource_cues
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(resources, ["resources/a.cue", "resources/b.cue"]);
+        assert_eq!(
+            package.notes.as_ref().map(|f| f.path.as_str()),
+            Some("NOTES.cue")
+        );
+        assert!(
+            package
+                .warnings
+                .iter()
+                .any(|w| w.contains("`resources/parameter.cue`")),
+            "{:?}",
+            package.warnings
+        );
+        assert!(package.uses_cue());
+        assert!(
+            package.scripts().is_empty(),
+            "CUE files are not Rhai scripts"
+        );
     }
 
     #[test]

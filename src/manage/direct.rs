@@ -221,6 +221,8 @@ pub struct ClusterOutcome {
     pub cluster: String,
     /// Objects applied.
     pub applied: usize,
+    /// Of those, objects the server wrote (an unchanged re-enable writes none).
+    pub changed: usize,
     /// Objects deleted (pruned).
     pub deleted: usize,
     /// API requests made to the cluster (discovery, the survey's lists, applies, CRD waits,
@@ -248,6 +250,7 @@ impl ClusterOutcome {
         ClusterOutcome {
             cluster: cluster.to_owned(),
             applied: 0,
+            changed: 0,
             deleted: 0,
             requests: 0,
             writes: 0,
@@ -597,6 +600,8 @@ async fn apply_to_cluster(
     let cluster = target.cluster;
     let mut applied: Vec<DispatchedObject> = Vec::new();
     let mut outcome = ClusterOutcome::new(cluster.name());
+    let revision = cluster.revision(target.system_namespace).await;
+    let mut changed = 0;
     let result: Result<()> = async {
         for namespace in &plan.ensure_namespaces {
             let reference = ObjectRef {
@@ -662,6 +667,9 @@ async fn apply_to_cluster(
                         continue;
                     }
                 };
+                if crate::cluster::written_since(&stored, revision) {
+                    changed += 1;
+                }
                 let Some(mut reference) = ObjectRef::of(&object) else {
                     continue;
                 };
@@ -696,6 +704,7 @@ async fn apply_to_cluster(
     }
     .await;
     outcome.applied = applied.len();
+    outcome.changed = changed;
     match result {
         Ok(()) => {
             let removal = prune(target, &applied, false).await;

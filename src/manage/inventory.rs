@@ -35,21 +35,23 @@ const SEARCH_CONCURRENCY: usize = 8;
 /// The most addons looked at when looking for providers.
 const SEARCH_LIMIT: usize = 500;
 
-/// KubeVela's built-in definitions (installed with KubeVela itself), by kind.
+/// KubeVela's built-in definitions (installed with KubeVela 1.10 itself), by kind. Used only when
+/// KubeVela is not installed (planning against a control plane that serves its CRDs without
+/// running it); with KubeVela installed, the definitions the control plane has decide.
 const BUILTIN_COMPONENTS: &[&str] = &[
-    "webservice",
-    "worker",
-    "task",
     "cron-task",
     "daemon",
+    "helmchart",
     "k8s-objects",
     "raw",
     "ref-objects",
+    "task",
+    "webservice",
+    "worker",
 ];
 const BUILTIN_TRAITS: &[&str] = &[
     "affinity",
     "annotations",
-    "apply-once",
     "command",
     "container-image",
     "container-ports",
@@ -64,6 +66,7 @@ const BUILTIN_TRAITS: &[&str] = &[
     "json-patch",
     "k8s-update-strategy",
     "labels",
+    "lifecycle",
     "nodeaffinity",
     "podsecuritycontext",
     "resource",
@@ -93,9 +96,12 @@ const BUILTIN_POLICIES: &[&str] = &[
 const BUILTIN_STEPS: &[&str] = &[
     "addon-operation",
     "apply-app",
+    "apply-application",
+    "apply-application-in-parallel",
     "apply-component",
     "apply-deployment",
     "apply-object",
+    "apply-remaining",
     "apply-terraform-config",
     "apply-terraform-provider",
     "build-push-image",
@@ -125,6 +131,18 @@ const BUILTIN_STEPS: &[&str] = &[
     "vela-cli",
     "webhook",
 ];
+
+/// Whether `name` is one of KubeVela's built-in definitions of `kind`.
+fn builtin(kind: &str, name: &str) -> bool {
+    let list = match kind {
+        "ComponentDefinition" => BUILTIN_COMPONENTS,
+        "TraitDefinition" => BUILTIN_TRAITS,
+        "PolicyDefinition" => BUILTIN_POLICIES,
+        "WorkflowStepDefinition" => BUILTIN_STEPS,
+        _ => return false,
+    };
+    list.contains(&name)
+}
 
 /// One API an addon uses or provides.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -314,11 +332,11 @@ fn provided(rendered: &Rendered) -> BTreeSet<Api> {
     out
 }
 
-/// The definitions an Application uses that KubeVela does not ship.
+/// The definitions an Application uses (component, trait, policy and workflow-step types).
 fn used_definitions(application: &Value) -> Vec<Api> {
     let mut out = Vec::new();
-    let mut push = |kind: &'static str, builtins: &[&str], name: Option<&str>| {
-        if let Some(name) = name.filter(|n| !builtins.contains(n)) {
+    let mut push = |kind: &'static str, name: Option<&str>| {
+        if let Some(name) = name {
             out.push(Api::Definition {
                 kind,
                 name: name.to_owned(),
@@ -332,49 +350,30 @@ fn used_definitions(application: &Value) -> Vec<Api> {
             .cloned()
             .unwrap_or_default()
     };
+    let type_of = |v: &Value| v.get("type").and_then(Value::as_str).map(str::to_owned);
     for component in items("/spec/components") {
-        push(
-            "ComponentDefinition",
-            BUILTIN_COMPONENTS,
-            component.get("type").and_then(Value::as_str),
-        );
+        push("ComponentDefinition", type_of(&component).as_deref());
         for t in component
             .get("traits")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            push(
-                "TraitDefinition",
-                BUILTIN_TRAITS,
-                t.get("type").and_then(Value::as_str),
-            );
+            push("TraitDefinition", type_of(t).as_deref());
         }
     }
     for policy in items("/spec/policies") {
-        push(
-            "PolicyDefinition",
-            BUILTIN_POLICIES,
-            policy.get("type").and_then(Value::as_str),
-        );
+        push("PolicyDefinition", type_of(&policy).as_deref());
     }
     for step in items("/spec/workflow/steps") {
-        push(
-            "WorkflowStepDefinition",
-            BUILTIN_STEPS,
-            step.get("type").and_then(Value::as_str),
-        );
+        push("WorkflowStepDefinition", type_of(&step).as_deref());
         for sub in step
             .get("subSteps")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            push(
-                "WorkflowStepDefinition",
-                BUILTIN_STEPS,
-                sub.get("type").and_then(Value::as_str),
-            );
+            push("WorkflowStepDefinition", type_of(sub).as_deref());
         }
     }
     out
@@ -434,13 +433,41 @@ async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
     )))
 }
 
+/// The definitions a control plane running KubeVela has, by kind (one list per kind, made
+/// when first needed).
+#[derive(Default)]
+struct DefinitionsOnCluster(BTreeMap<&'static str, BTreeSet<String>>);
+
+impl DefinitionsOnCluster {
+    async fn has(&mut self, ctx: &Context, kind: &'static str, name: &str) -> Result<bool> {
+        if !self.0.contains_key(kind) {
+            let names = ctx
+                .cluster
+                .list(
+                    &GroupVersionKind::gvk("core.oam.dev", "v1beta1", kind),
+                    Some(&ctx.namespace),
+                    "",
+                )
+                .await?
+                .into_iter()
+                .filter_map(|d| d.metadata.name)
+                .collect();
+            self.0.insert(kind, names);
+        }
+        Ok(self.0.get(kind).is_some_and(|names| names.contains(name)))
+    }
+}
+
 /// Checks that every API the plan's addons use is provided; see the module documentation.
+/// With `skip`, what is missing is returned as notes instead (KubeVela's workflow retries
+/// until the environment serves it).
 pub(super) async fn check(
     ctx: &Context,
     plan: &Plan,
     installed: &BTreeMap<String, Installed>,
     readers: Vec<Reader>,
-) -> Result<()> {
+    skip: bool,
+) -> Result<Vec<String>> {
     refuse_state(ctx, plan).await?;
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
@@ -455,6 +482,10 @@ pub(super) async fn check(
             "ComponentDefinition",
         ))
         .await?;
+    // With KubeVela running, its built-ins are definitions in the system namespace like any
+    // other; without it, the complete list of 1.10's built-ins stands in for them.
+    let kubevela_running = definitions_served && super::plan::vela_version(ctx).await.is_some();
+    let mut on_cluster = DefinitionsOnCluster::default();
 
     // Every addon's missing APIs, with an example object of each.
     let mut missing: BTreeMap<String, BTreeMap<Api, String>> = BTreeMap::new();
@@ -469,6 +500,10 @@ pub(super) async fn check(
             uses.extend(
                 used_definitions(&step.rendered.application)
                     .into_iter()
+                    .filter(|api| match api {
+                        Api::Definition { kind, name } => kubevela_running || !builtin(kind, name),
+                        Api::Kind { .. } => true,
+                    })
                     .map(|api| (api, format!("Application `addon-{name}`"))),
             );
         }
@@ -486,6 +521,9 @@ pub(super) async fn check(
                 let served = match (&api, api.gvk()) {
                     (Api::Kind { group, .. }, Some(gvk)) => {
                         installed_groups.contains(group) || ctx.cluster.serves(&gvk).await?
+                    }
+                    (Api::Definition { kind, name }, _) if kubevela_running => {
+                        on_cluster.has(ctx, kind, name).await?
                     }
                     (Api::Definition { kind, name }, _) => ctx
                         .cluster
@@ -511,7 +549,7 @@ pub(super) async fn check(
         }
     }
     if missing.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let wanted: BTreeSet<Api> = missing.values().flat_map(|m| m.keys().cloned()).collect();
     let in_plan: BTreeSet<&str> = plan
@@ -544,8 +582,14 @@ pub(super) async fn check(
             lines.push(format!("`{addon}` uses {api} ({example}); {hint}"));
         }
     }
+    if skip {
+        return Ok(lines
+            .into_iter()
+            .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
+            .collect());
+    }
     Err(Error::Refused(format!(
-        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}",
+        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
         lines.join("\n  ")
     )))
 }
@@ -640,7 +684,7 @@ mod tests {
     }
 
     #[test]
-    fn only_non_builtin_definitions_are_used() {
+    fn every_used_definition_is_listed_and_builtins_are_known() {
         let app = json!({"spec": {
             "components": [
                 {"name": "a", "type": "k8s-objects", "traits": [{"type": "scaler"}, {"type": "my-trait"}]},
@@ -656,11 +700,44 @@ mod tests {
         assert_eq!(
             used,
             [
+                "ComponentDefinition `k8s-objects`",
+                "TraitDefinition `scaler`",
                 "TraitDefinition `my-trait`",
                 "ComponentDefinition `helm`",
+                "PolicyDefinition `topology`",
                 "PolicyDefinition `my-policy`",
+                "WorkflowStepDefinition `deploy`",
+                "WorkflowStepDefinition `step-group`",
                 "WorkflowStepDefinition `my-step`"
             ]
         );
+        let all = used_definitions(&app);
+        let builtins: Vec<&str> = all
+            .iter()
+            .filter_map(|api| match api {
+                Api::Definition { kind, name } if builtin(kind, name) => Some(name.as_str()),
+                Api::Definition { .. } | Api::Kind { .. } => None,
+            })
+            .collect();
+        assert_eq!(
+            builtins,
+            ["k8s-objects", "scaler", "topology", "deploy", "step-group"]
+        );
+    }
+
+    #[test]
+    fn the_builtin_list_has_kubevela_1_10_definitions() {
+        for (kind, name) in [
+            ("WorkflowStepDefinition", "apply-remaining"),
+            ("WorkflowStepDefinition", "apply-application"),
+            ("WorkflowStepDefinition", "deploy"),
+            ("PolicyDefinition", "take-over"),
+            ("PolicyDefinition", "read-only"),
+            ("PolicyDefinition", "resource-update"),
+            ("ComponentDefinition", "helmchart"),
+        ] {
+            assert!(builtin(kind, name), "{kind} `{name}`");
+        }
+        assert!(!builtin("ComponentDefinition", "helm"));
     }
 }

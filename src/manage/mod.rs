@@ -397,6 +397,9 @@ pub struct StepReport {
     pub action: Action,
     /// Objects applied.
     pub applied: Vec<String>,
+    /// Of the control-plane objects applied (and the record), those the server wrote: empty
+    /// when an enable changed nothing there.
+    pub changed: Vec<String>,
     /// Objects deleted (no longer rendered, or the argument Secret without arguments).
     pub deleted: Vec<String>,
     /// Notes (skipped definitions, no KubeVela).
@@ -409,6 +412,19 @@ pub struct StepReport {
     /// `NOTES.rhai`, masked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addon_notes: Option<String>,
+}
+
+impl StepReport {
+    /// Whether the enable wrote nothing: no control-plane object (nor the record) changed,
+    /// nothing was deleted, and no cluster of the direct engine had an object changed.
+    pub fn unchanged(&self) -> bool {
+        self.changed.is_empty()
+            && self.deleted.is_empty()
+            && self
+                .clusters
+                .iter()
+                .all(|c| c.changed == 0 && c.deleted == 0 && c.error.is_none())
+    }
 }
 
 /// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
@@ -503,6 +519,7 @@ pub async fn apply_step(
         version: rendered.version.clone(),
         action: step.action,
         applied: Vec::new(),
+        changed: Vec::new(),
         deleted: Vec::new(),
         notes: Vec::new(),
         engine: EngineChoice::Auto,
@@ -537,6 +554,12 @@ async fn apply_rendered(
     let rendered = &step.rendered;
     let ns = &ctx.namespace;
     let cluster = &ctx.cluster;
+    let revision = cluster.revision(ns).await;
+    let wrote = |report: &mut StepReport, stored: &DynamicObject, what: String| {
+        if cluster::written_since(stored, revision) && !report.changed.contains(&what) {
+            report.changed.push(what);
+        }
+    };
     if cluster
         .create_if_missing(
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
@@ -544,6 +567,7 @@ async fn apply_rendered(
         .await?
     {
         report.applied.push(format!("Namespace `{ns}`"));
+        report.changed.push(format!("Namespace `{ns}`"));
     }
     let stored_previous = cluster
         .get(
@@ -693,9 +717,12 @@ async fn apply_rendered(
     // Write the record first: the last good inventories (so an interrupted enable can still be
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
+    let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
     let stored_record = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    wrote(report, &stored_record, record_name.clone());
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
+        wrote(report, &app, cluster::describe(&rendered.application));
         report
             .applied
             .push(cluster::describe(&rendered.application));
@@ -714,7 +741,7 @@ async fn apply_rendered(
         )
     };
     let mut inventory = Vec::new();
-    let mut skipped_kinds = BTreeSet::new();
+    let mut skipped: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for object in ordered {
         let Some(reference) = ObjectRef::of(object) else {
             continue;
@@ -722,11 +749,15 @@ async fn apply_rendered(
         if !cluster.serves(&reference.gvk()).await? {
             cluster.refresh_discovery();
             if !cluster.serves(&reference.gvk()).await? {
-                skipped_kinds.insert(format!("{} ({})", reference.kind, reference.api_version));
+                skipped
+                    .entry((reference.api_version.clone(), reference.kind.clone()))
+                    .or_default()
+                    .push(reference.name.clone());
                 continue;
             }
         }
         let stored = cluster.apply(&with_owner(object, &owner), ns).await?;
+        wrote(report, &stored, reference.to_string());
         if reference.kind == "CustomResourceDefinition" {
             // Its custom resources may follow among the outputs.
             direct::wait_established(cluster, &reference.name).await?;
@@ -736,15 +767,16 @@ async fn apply_rendered(
         report.applied.push(reference.to_string());
         inventory.push(reference);
     }
-    for kind in skipped_kinds {
-        report.notes.push(format!(
-            "skipped {kind}: the control plane does not serve it (install KubeVela, or its CRD, then run enable again)"
-        ));
+    for ((api_version, kind), names) in skipped {
+        report
+            .notes
+            .push(skipped_note(cluster, &api_version, &kind, &names).await?);
     }
     let secret_name = normalize::args_secret_name(&rendered.name);
     match &rendered.args_secret {
         Some(secret) => {
-            cluster.apply(&with_owner(secret, &owner), ns).await?;
+            let stored = cluster.apply(&with_owner(secret, &owner), ns).await?;
+            wrote(report, &stored, format!("Secret `{ns}/{secret_name}`"));
             report.applied.push(format!("Secret `{ns}/{secret_name}`"));
         }
         None => {
@@ -808,7 +840,8 @@ async fn apply_rendered(
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
-        write_record(cluster, &mut record, ns, &mut record_version).await?;
+        let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+        wrote(report, &stored, record_name);
         return Ok(());
     };
     let dispatched = prepared.apply(reporter).await;
@@ -839,7 +872,8 @@ async fn apply_rendered(
         inventory: Vec::new(),
         dispatched: dispatched.unfinished,
     });
-    write_record(cluster, &mut record, ns, &mut record_version).await?;
+    let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    wrote(report, &stored, record_name);
     let total = dispatched.outcomes.len();
     report.clusters = dispatched.outcomes;
     if failed.is_empty() {
@@ -891,6 +925,45 @@ async fn write_record(
         }
     }
     Err(record::conflict(ns, &record.name))
+}
+
+/// Why objects of a kind the control plane does not serve were skipped: the objects, and the
+/// versions of the kind it does serve (a definition written for `core.oam.dev/v1alpha2` after
+/// KubeVela stopped serving it), or that it serves none.
+async fn skipped_note(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    names: &[String],
+) -> Result<String> {
+    let group = api_version.split_once('/').map_or("", |(group, _)| group);
+    let objects = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let served = cluster.served_versions(group, kind).await?;
+    let prefix = if group.is_empty() {
+        String::new()
+    } else {
+        format!("{group}/")
+    };
+    Ok(if served.is_empty() {
+        format!(
+            "skipped {kind} {objects} (`{api_version}`): the control plane serves no `{kind}` of `{}` (install KubeVela, or its CRD, then run enable again)",
+            if group.is_empty() { "core" } else { group }
+        )
+    } else {
+        let versions = served
+            .iter()
+            .map(|v| format!("`{prefix}{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "skipped {kind} {objects}: written for `{api_version}`, which the control plane does not serve (it serves `{kind}` as {versions}); the addon must move {} to a served version",
+            if names.len() == 1 { "it" } else { "them" }
+        )
+    })
 }
 
 /// The control-plane objects an enable will apply, with the namespace each gets (kinds not
@@ -1849,6 +1922,8 @@ pub struct UpgradeRequest {
     pub override_definitions: bool,
     /// Adopt existing objects addonctl did not create (otherwise the upgrade is refused).
     pub adopt: bool,
+    /// Upgrade even when APIs the addons use are served by nobody yet.
+    pub skip_api_check: bool,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -1884,6 +1959,7 @@ pub async fn upgrade(
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
         adopt: request.adopt,
+        skip_api_check: request.skip_api_check,
     };
     let plan = plan(ctx, &enable_request, true).await?;
     for note in &plan.notes {

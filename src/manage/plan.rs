@@ -37,6 +37,8 @@ pub struct EnableRequest {
     pub override_definitions: bool,
     /// Adopt existing objects addonctl did not create (otherwise the enable is refused).
     pub adopt: bool,
+    /// Enable even when APIs the addons use are served by nobody yet (they become notes).
+    pub skip_api_check: bool,
 }
 
 /// What happens to one addon of a plan.
@@ -370,14 +372,22 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     if uses_vela(ctx).await {
         notes.extend(steps.iter().filter_map(secrets_note));
     }
-    let plan = Plan {
+    let mut plan = Plan {
         steps,
         kept,
         notes,
         dependency_timeout: Some(super::wait::DEFAULT_DEPENDENCY_TIMEOUT),
         adopt: request.adopt,
     };
-    inventory::check(ctx, &plan, &installed, sources.readers()).await?;
+    let missing = inventory::check(
+        ctx,
+        &plan,
+        &installed,
+        sources.readers(),
+        request.skip_api_check,
+    )
+    .await?;
+    plan.notes.extend(missing);
     Ok(plan)
 }
 

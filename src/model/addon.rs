@@ -31,6 +31,9 @@ pub enum Template {
     Rhai(SourceFile),
     /// `template.yaml`: a static Application (KubeVela's legacy form).
     Yaml(SourceFile),
+    /// `template.cue`: KubeVela's CUE template (`output`, `outputs`), built with the
+    /// `package main` files of `resources/`.
+    Cue(SourceFile),
 }
 
 /// An addon read from a registry, its files sorted into their roles. Every list is in path order.
@@ -46,12 +49,17 @@ pub struct AddonPackage {
     pub parameter: Option<SourceFile>,
     /// `parameter.schema.json` (used when there is no `parameter.rhai`).
     pub parameter_schema: Option<SourceFile>,
-    /// `template.rhai` or `template.yaml`.
+    /// `parameter.cue` (or the legacy `resources/parameter.cue`): KubeVela's CUE parameters.
+    pub parameter_cue: Option<SourceFile>,
+    /// `template.rhai`, `template.yaml` or `template.cue`.
     pub template: Option<Template>,
     /// `resources/**.yaml|yml` (become one `<addon>-resources` component).
     pub resource_yamls: Vec<SourceFile>,
     /// `resources/**.rhai` (each a component or a list of components).
     pub resource_scripts: Vec<SourceFile>,
+    /// `resources/**.cue` but `resources/parameter.cue`: `package main` fragments of the CUE
+    /// template, or legacy components (no package clause).
+    pub resource_cues: Vec<SourceFile>,
     /// `definitions/**.yaml|yml|rhai|cue`.
     pub definitions: Vec<SourceFile>,
     /// `schemas/**.yaml|yml`.
@@ -60,12 +68,10 @@ pub struct AddonPackage {
     pub views: Vec<SourceFile>,
     /// `config-templates/**.cue`.
     pub config_templates: Vec<SourceFile>,
-    /// `NOTES.rhai`.
+    /// `NOTES.rhai` or `NOTES.cue`.
     pub notes: Option<SourceFile>,
     /// `lib/**.rhai`, keyed by module name (`lib/k8s/labels.rhai` → `k8s/labels`).
     pub lib: BTreeMap<String, SourceFile>,
-    /// CUE files that cannot be evaluated (`template.cue`, `parameter.cue`, `resources/*.cue`, `NOTES.cue`).
-    pub unsupported_cue: Vec<String>,
     /// Problems that do not stop loading (duplicated metadata keys, skipped files).
     pub warnings: Vec<String>,
 }
@@ -74,6 +80,18 @@ impl AddonPackage {
     /// The addon's name.
     pub fn name(&self) -> &str {
         &self.metadata.name
+    }
+
+    /// Whether the addon is written in KubeVela's CUE (`template.cue`, `parameter.cue`,
+    /// `resources/*.cue` or `NOTES.cue`).
+    pub fn uses_cue(&self) -> bool {
+        matches!(self.template, Some(Template::Cue(_)))
+            || self.parameter_cue.is_some()
+            || !self.resource_cues.is_empty()
+            || self
+                .notes
+                .as_ref()
+                .is_some_and(|f| f.path.ends_with(".cue"))
     }
 
     /// Every script of the package (paths and texts), in a stable order.
@@ -89,7 +107,7 @@ impl AddonPackage {
                 .iter()
                 .filter(|f| f.path.ends_with(".rhai")),
         );
-        out.extend(self.notes.as_ref());
+        out.extend(self.notes.as_ref().filter(|f| f.path.ends_with(".rhai")));
         out.extend(self.lib.values());
         out
     }

@@ -1,18 +1,21 @@
 //! Rendering: an [`AddonPackage`] and its arguments → [`Rendered`], every object `enable` applies.
 //!
 //! Expected flow of [`Renderer::render`]:
-//! 1. refuse CUE files that need evaluation, naming them;
-//! 2. parameters: `parameter.rhai` (or `parameter.schema.json`) → [`ParameterSchema`];
+//! 1. (KubeVela's CUE addons: see [`cue_addon`] for what is evaluated with what);
+//! 2. parameters: `parameter.rhai` (or `parameter.cue`, or `parameter.schema.json`) →
+//!    [`ParameterSchema`];
 //!    values = defaults ← stored arguments ← given arguments, validated;
-//! 3. `template.rhai` / `template.yaml` → the Application and auxiliary outputs;
+//! 3. `template.rhai` / `template.yaml` / `template.cue` → the Application and auxiliary outputs;
 //! 4. components appended in KubeVela's order: `needNamespace` namespaces, `<addon>-resources`
-//!    (every `resources/*.yaml`), then `resources/*.rhai` in path order; normalisation;
+//!    (every `resources/*.yaml`), then `resources/*.rhai` in path order, then the legacy
+//!    `resources/*.cue` components; normalisation;
 //! 5. definitions (YAML, Rhai, CUE), UI-schema and config-template ConfigMaps, views, the
 //!    argument Secret, and the notes.
 //!
 //! Guarantees: one shared sandboxed engine ([`engine`]), every script compiled once per text and
 //! cached, every error names the addon, the file and (for scripts) the line and column.
 
+mod cue_addon;
 pub mod engine;
 mod functions;
 pub mod normalize;
@@ -637,6 +640,7 @@ impl Renderer {
         let Some(file) = package
             .parameter
             .as_ref()
+            .or(package.parameter_cue.as_ref())
             .or(package.parameter_schema.as_ref())
         else {
             return Ok(ParameterSchema::empty());
@@ -655,6 +659,10 @@ impl Renderer {
             scope.push_constant_dynamic("context", context);
             let value = self.eval(pkg, file, &mut scope)?;
             ParameterSchema::from_rhai(value).map_err(params_error)?
+        } else if file.path.ends_with(".cue") {
+            let json = cue_addon::parameter_schema(file, &self.cue_limits())
+                .map_err(|f| Self::cue_error(pkg, f))?;
+            ParameterSchema::from_json_schema(json).map_err(params_error)?
         } else {
             let json: Value = serde_json::from_str(&file.text)
                 .map_err(|e| Self::file_error(pkg, &file.path, format!("invalid JSON: {e}")))?;
@@ -685,23 +693,6 @@ impl Renderer {
     ) -> Result<Rendered, Error> {
         let pkg = self.pkg(package);
         let name = package.name().to_owned();
-        if !package.unsupported_cue.is_empty() {
-            return Err(Error::Addon {
-                addon: name,
-                message: format!(
-                    "{} cannot be evaluated: addonctl renders addons with Rhai, not CUE; write the Rhai \
-                     equivalents (`template.rhai`, `parameter.rhai`, `resources/*.rhai`, `NOTES.rhai`; see \
-                     `addonctl init`)",
-                    package
-                        .unsupported_cue
-                        .iter()
-                        .map(|f| format!("`{f}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-
         // Parameters.
         let mut args = options.stored_args.clone();
         for (k, v) in &options.args {
@@ -809,6 +800,15 @@ impl Renderer {
                 }
                 (documents.pop().unwrap_or(Value::Null), Vec::new(), false)
             }
+            Some(Template::Cue(file)) => {
+                let result = self
+                    .cue_input(package, &args)
+                    .template(file)
+                    .map_err(|f| Self::cue_error(&pkg, f))?;
+                let outputs = Self::labelled_outputs(&pkg, file, result.outputs)?;
+                // Like a Rhai template, a CUE template places the Application itself.
+                (result.application, outputs, true)
+            }
             None => (Value::Null, Vec::new(), false),
         };
 
@@ -854,6 +854,11 @@ impl Renderer {
                 extra.push(component);
             }
         }
+        extra.extend(
+            self.cue_input(package, &args)
+                .legacy_components(&mut warnings)
+                .map_err(|f| Self::cue_error(&pkg, f))?,
+        );
         normalize::normalise(
             &mut application,
             Normalisation {
@@ -866,7 +871,9 @@ impl Renderer {
             },
         )
         .map_err(|message| match &package.template {
-            Some(Template::Rhai(f) | Template::Yaml(f)) => Self::file_error(pkg, &f.path, message),
+            Some(Template::Rhai(f) | Template::Yaml(f) | Template::Cue(f)) => {
+                Self::file_error(pkg, &f.path, message)
+            }
             None => Error::Addon {
                 addon: name.clone(),
                 message,
@@ -914,6 +921,10 @@ impl Renderer {
             }))
         };
         let notes = match &package.notes {
+            Some(file) if file.path.ends_with(".cue") => self
+                .cue_input(package, &args)
+                .notes(file, options.upgrade)
+                .map_err(|f| Self::cue_error(&pkg, f))?,
             Some(file) => {
                 let result = self.eval(pkg, file, &mut scope.clone())?;
                 if result.is_unit() {
@@ -968,23 +979,10 @@ impl Renderer {
         let application = map.remove("output").ok_or_else(|| {
             Self::file_error(pkg, &file.path, "the result has no `output` (the Application); return `#{ output: application(…) }`")
         })?;
-        let mut outputs = Vec::new();
-        match map.remove("outputs") {
-            None | Some(Value::Null) => {}
+        let outputs = match map.remove("outputs") {
+            None | Some(Value::Null) => Vec::new(),
             Some(Value::Object(items)) => {
-                for (key, mut object) in items {
-                    Self::check_object(pkg, &file.path, &object).map_err(|e| {
-                        Self::file_error(
-                            pkg,
-                            &file.path,
-                            format!("`outputs.{key}`: {}", inner_message(&e)),
-                        )
-                    })?;
-                    normalize::add_label(&mut object, LABEL_AUXILIARY, &key).map_err(|m| {
-                        Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {m}"))
-                    })?;
-                    outputs.push((key, object));
-                }
+                Self::labelled_outputs(pkg, file, items.into_iter().collect())?
             }
             Some(_) => {
                 return Err(Self::file_error(
@@ -993,7 +991,7 @@ impl Renderer {
                     "`outputs` must be a map of key → object",
                 ))
             }
-        }
+        };
         if let Some(unknown) = map.keys().next() {
             return Err(Self::file_error(
                 pkg,
@@ -1002,6 +1000,59 @@ impl Renderer {
             ));
         }
         Ok((application, outputs))
+    }
+
+    /// Auxiliary outputs, checked and labelled with their key.
+    fn labelled_outputs(
+        pkg: &Pkg<'_>,
+        file: &SourceFile,
+        items: Vec<(String, Value)>,
+    ) -> Result<Vec<(String, Value)>, Error> {
+        let mut outputs = Vec::new();
+        for (key, mut object) in items {
+            Self::check_object(pkg, &file.path, &object).map_err(|e| {
+                Self::file_error(
+                    pkg,
+                    &file.path,
+                    format!("`outputs.{key}`: {}", inner_message(&e)),
+                )
+            })?;
+            normalize::add_label(&mut object, LABEL_AUXILIARY, &key)
+                .map_err(|m| Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {m}")))?;
+            outputs.push((key, object));
+        }
+        Ok(outputs)
+    }
+
+    /// The CUE evaluator's limits: `--script-max-operations` steps and `--script-timeout`.
+    fn cue_limits(&self) -> crate::cue::Limits {
+        crate::cue::Limits {
+            max_steps: self.limits.max_operations,
+            timeout: self.limits.deadline,
+            ..crate::cue::Limits::default()
+        }
+    }
+
+    fn cue_input<'a>(
+        &self,
+        package: &'a AddonPackage,
+        args: &'a Map<String, Value>,
+    ) -> cue_addon::CueInput<'a> {
+        cue_addon::CueInput {
+            package,
+            args,
+            limits: self.cue_limits(),
+        }
+    }
+
+    fn cue_error(pkg: &Pkg<'_>, failure: cue_addon::Failure) -> Error {
+        Error::Script {
+            addon: pkg.package.name().to_owned(),
+            file: failure.file,
+            line: failure.line,
+            column: failure.column,
+            message: failure.message,
+        }
     }
 
     /// A Kubernetes object must be a mapping with `apiVersion`, `kind` and `metadata.name`.
@@ -1096,6 +1147,15 @@ impl Renderer {
                 Self::check_object(pkg, &file.path, &object)?;
                 if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     metadata.insert("namespace".into(), json!(namespace));
+                    crate::model::drop_null_server_metadata(metadata);
+                    // KubeVela writes no empty annotation or label maps on definitions.
+                    for key in ["annotations", "labels"] {
+                        if metadata.get(key).is_some_and(|v| {
+                            v.is_null() || v.as_object().is_some_and(Map::is_empty)
+                        }) {
+                            metadata.remove(key);
+                        }
+                    }
                 }
                 let kind = object["kind"].as_str().unwrap_or_default().to_owned();
                 let def_name = object["metadata"]["name"]

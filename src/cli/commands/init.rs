@@ -8,7 +8,12 @@ use crate::cli::args::{GlobalArgs, InitArgs};
 /// Runs the command.
 pub fn run(_global: &GlobalArgs, args: &InitArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir.clone().unwrap_or_else(|| args.name.clone().into());
-    let written = addonctl::scaffold::scaffold(&dir, &args.name)?;
+    let flavour = if args.cue {
+        addonctl::scaffold::Flavour::Cue
+    } else {
+        addonctl::scaffold::Flavour::Rhai
+    };
+    let written = addonctl::scaffold::scaffold(&dir, &args.name, flavour)?;
     let mut stdout = std::io::stdout().lock();
     for path in written {
         writeln!(stdout, "created {}", path.display())?;

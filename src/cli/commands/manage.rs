@@ -227,6 +227,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
         adopt: args.adopt,
+        skip_api_check: args.skip_api_check,
     };
     let mut plan = manage::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
@@ -279,12 +280,18 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         for report in &reports {
             let verb = match report.action {
                 manage::Action::Install => "installed",
+                manage::Action::Upgrade if report.unchanged() => "unchanged",
                 manage::Action::Upgrade => "updated",
                 manage::Action::Keep => "kept (already installed)",
             };
+            let changed = match (report.action, report.changed.len()) {
+                (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
+                (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+                _ => String::new(),
+            };
             writeln!(
                 stdout,
-                "addon `{}` {} {verb}: {} control-plane objects applied",
+                "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
                 report.name,
                 report.version,
                 report.applied.len()
@@ -742,6 +749,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
         skip_version_check: args.skip_version_check,
         override_definitions: args.override_definitions,
         adopt: args.adopt,
+        skip_api_check: args.skip_api_check,
     };
     let reporter = StderrReporter {
         quiet: global.quiet,
