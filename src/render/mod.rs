@@ -804,8 +804,8 @@ impl Renderer {
                 let result = self
                     .cue_input(package, &args)
                     .template(file)
-                    .map_err(|f| Self::cue_error(&pkg, f))?;
-                let outputs = Self::labelled_outputs(&pkg, file, result.outputs)?;
+                    .map_err(|f| Self::cue_error(pkg, f))?;
+                let outputs = Self::labelled_outputs(pkg, file, result.outputs)?;
                 // Like a Rhai template, a CUE template places the Application itself.
                 (result.application, outputs, true)
             }
@@ -857,7 +857,7 @@ impl Renderer {
         extra.extend(
             self.cue_input(package, &args)
                 .legacy_components(&mut warnings)
-                .map_err(|f| Self::cue_error(&pkg, f))?,
+                .map_err(|f| Self::cue_error(pkg, f))?,
         );
         normalize::normalise(
             &mut application,
@@ -924,7 +924,7 @@ impl Renderer {
             Some(file) if file.path.ends_with(".cue") => self
                 .cue_input(package, &args)
                 .notes(file, options.upgrade)
-                .map_err(|f| Self::cue_error(&pkg, f))?,
+                .map_err(|f| Self::cue_error(pkg, f))?,
             Some(file) => {
                 let result = self.eval(pkg, file, &mut scope.clone())?;
                 if result.is_unit() {
