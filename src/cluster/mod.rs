@@ -5,6 +5,7 @@
 //! many calls and writes an operation made, and through the cluster's rate limit ([`rate`];
 //! default [`rate::DEFAULT_QPS`] requests per second, bursts of [`rate::DEFAULT_BURST`]).
 
+mod connect;
 pub mod rate;
 pub mod set;
 pub mod watchdog;
@@ -254,7 +255,7 @@ impl Cluster {
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
         let limits = rate::Limits::new(RateLimit::default());
-        let client = kube::client::ClientBuilder::try_from(config)
+        let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
