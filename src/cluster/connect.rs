@@ -4,7 +4,8 @@
 //! (~40 ms per request on Linux).
 //!
 //! The stack is kube's own (base URI, authentication, extra headers, rustls, connect/read/write
-//! timeouts) without its tracing spans. A configuration with a proxy keeps kube's builder (the
+//! timeouts) without its tracing spans, plus the retry of requests the server answers 429
+//! ([`super::retry`]). A configuration with a proxy keeps kube's builder (the
 //! proxy connectors are kube's), and so does one whose credentials come from an `exec` plugin
 //! (kube bounds such a client by the plugin certificate's expiry); both keep Nagle's algorithm.
 
@@ -48,6 +49,7 @@ pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Erro
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(BoxError::from)
+        .layer(super::retry::Retry429Layer)
         .service(client)
         .map_response(|response: Response<hyper::body::Incoming>| {
             response.map(|body| Box::new(body.map_err(BoxError::from)) as Box<DynBody>)

@@ -7,7 +7,9 @@
 
 mod connect;
 pub mod rate;
+pub mod retry;
 pub mod set;
+mod watch;
 pub mod watchdog;
 
 pub use rate::RateLimit;
