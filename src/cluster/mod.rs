@@ -166,10 +166,16 @@ pub struct Cluster {
     server: String,
     client: Client,
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
+    /// The resources of each group version read so far (`None`: not served), so that each
+    /// group version is read once, whatever number of its kinds are looked up.
+    versions: Arc<Mutex<HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>>>,
     counters: Arc<Counters>,
     limits: rate::Limits,
     timeout: Duration,
     notice: watchdog::NoticeSlot,
+    /// The managed clusters reached through this one, by name: one client (connection pool,
+    /// discovery cache, rate bucket) per cluster per process.
+    managed: Arc<Mutex<HashMap<String, ([u8; 32], Cluster)>>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -283,10 +289,12 @@ impl Cluster {
             server: server.trim_end_matches('/').to_owned(),
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
+            versions: Arc::default(),
             counters,
             limits,
             timeout,
             notice,
+            managed: Arc::default(),
         })
     }
 
@@ -301,14 +309,35 @@ impl Cluster {
     }
 
     /// A client for a managed cluster that behaves as this one: the same request timeout, rate
-    /// limit and notice hook (each cluster has its own rate bucket).
+    /// limit and notice hook (each cluster has its own rate bucket). Made once per cluster and
+    /// credentials: later calls return the same client (its connections and discovery shared).
     pub async fn managed(
         &self,
         name: &str,
         credentials: &set::ClusterCredentials,
     ) -> Result<Cluster> {
-        let client = credentials.connect(name, self.timeout).await?;
-        client.set_rate_limit(self.rate_limit());
+        let fingerprint = credentials.fingerprint();
+        let known = self
+            .managed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .filter(|(f, _)| *f == fingerprint)
+            .map(|(_, c)| c.clone());
+        let client = match known {
+            Some(client) => client,
+            None => {
+                let client = credentials.connect(name, self.timeout).await?;
+                self.managed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(name.to_owned(), (fingerprint, client.clone()));
+                client
+            }
+        };
+        if client.rate_limit() != self.rate_limit() {
+            client.set_rate_limit(self.rate_limit());
+        }
         if let Some(notice) = self.notice.get() {
             client.set_notice(notice);
         }
@@ -413,8 +442,35 @@ impl Cluster {
         {
             return Ok(found.clone());
         }
-        let found = match kube::discovery::pinned_kind(&self.client, gvk).await {
-            Ok(found) => Some(found),
+        let found = self.group_version(gvk).await?.and_then(|resources| {
+            resources
+                .into_iter()
+                .find(|(resource, _)| resource.kind == gvk.kind)
+        });
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// The resources of a kind's group version (read once; `None` when not served).
+    async fn group_version(
+        &self,
+        gvk: &GroupVersionKind,
+    ) -> Result<Option<Vec<(ApiResource, ApiCapabilities)>>> {
+        let key = (gvk.group.clone(), gvk.version.clone());
+        if let Some(known) = self
+            .versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(known.clone());
+        }
+        let gv = kube::core::GroupVersion::gv(&gvk.group, &gvk.version);
+        let found = match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(group) => Some(group.versioned_resources(&gvk.version)),
             Err(kube::Error::Api(r)) if r.code == 404 => None,
             Err(kube::Error::Discovery(_)) => None,
             Err(e) => {
@@ -424,19 +480,31 @@ impl Cluster {
                 ))
             }
         };
-        self.discovery
+        self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(gvk.clone(), found.clone());
+            .insert(key, found.clone());
         Ok(found)
     }
 
-    /// Forgets kinds found not served (call after installing CRDs).
+    /// Forgets kinds found not served, and the group versions they were looked up in (call
+    /// after installing CRDs).
     pub fn refresh_discovery(&self) {
-        self.discovery
+        let mut discovery = self
+            .discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let missing: Vec<(String, String)> = discovery
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| (k.group.clone(), k.version.clone()))
+            .collect();
+        discovery.retain(|_, v| v.is_some());
+        drop(discovery);
+        self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|_, v| v.is_some());
+            .retain(|k, v| v.is_some() && !missing.contains(k));
     }
 
     /// Whether the server serves a kind.
