@@ -158,6 +158,10 @@ impl Counters {
 }
 
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
+/// The resources of one group version (`None`: not served), by group and version.
+type Versions = HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>;
+/// Managed clusters by name, with the fingerprint of the credentials they were made with.
+type Managed = HashMap<String, ([u8; 32], Cluster)>;
 
 /// One API server.
 #[derive(Clone)]
@@ -168,14 +172,14 @@ pub struct Cluster {
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
     /// The resources of each group version read so far (`None`: not served), so that each
     /// group version is read once, whatever number of its kinds are looked up.
-    versions: Arc<Mutex<HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>>>,
+    versions: Arc<Mutex<Versions>>,
     counters: Arc<Counters>,
     limits: rate::Limits,
     timeout: Duration,
     notice: watchdog::NoticeSlot,
     /// The managed clusters reached through this one, by name: one client (connection pool,
     /// discovery cache, rate bucket) per cluster per process.
-    managed: Arc<Mutex<HashMap<String, ([u8; 32], Cluster)>>>,
+    managed: Arc<Mutex<Managed>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -324,16 +328,15 @@ impl Cluster {
             .get(name)
             .filter(|(f, _)| *f == fingerprint)
             .map(|(_, c)| c.clone());
-        let client = match known {
-            Some(client) => client,
-            None => {
-                let client = credentials.connect(name, self.timeout).await?;
-                self.managed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(name.to_owned(), (fingerprint, client.clone()));
-                client
-            }
+        let client = if let Some(client) = known {
+            client
+        } else {
+            let client = credentials.connect(name, self.timeout).await?;
+            self.managed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name.to_owned(), (fingerprint, client.clone()));
+            client
         };
         if client.rate_limit() != self.rate_limit() {
             client.set_rate_limit(self.rate_limit());

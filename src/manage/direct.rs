@@ -554,7 +554,7 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
                     return Ok(());
                 }
             } else {
-                version = crd.metadata.resource_version.clone();
+                version.clone_from(&crd.metadata.resource_version);
             }
         }
         let Some(left) = CRD_WAIT.checked_sub(started.elapsed()) else {
@@ -564,14 +564,11 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
                 CRD_WAIT.as_secs()
             )));
         };
-        match version {
-            Some(version) => {
-                cluster.changed_since(&gvk, name, &version, left).await?;
-            }
-            None => {
-                tokio::time::sleep(pause.min(left)).await;
-                pause = (pause * 2).min(Duration::from_millis(200));
-            }
+        if let Some(version) = version {
+            cluster.changed_since(&gvk, name, &version, left).await?;
+        } else {
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
         }
     }
 }
