@@ -25,7 +25,11 @@ impl Cluster {
         resource_version: &str,
         limit: Duration,
     ) -> Result<bool> {
-        let limit = limit.min(MAX_WATCH).min(self.timeout / 2);
+        // Within the request timeout (the connection's read timeout) with a second to spare.
+        let limit = limit
+            .min(MAX_WATCH)
+            .min(self.timeout.saturating_sub(Duration::from_secs(2)))
+            .max(Duration::from_secs(1));
         let what = format!("watch of {} `{name}`", gvk.kind);
         let (api, _) = self.api_for(gvk, None, &what).await?;
         let seconds = u32::try_from(limit.as_secs()).unwrap_or(u32::MAX).max(1);

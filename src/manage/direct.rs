@@ -564,9 +564,15 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
                 CRD_WAIT.as_secs()
             )));
         };
-        if let Some(version) = version {
-            cluster.changed_since(&gvk, name, &version, left).await?;
-        } else {
+        // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
+        let watched = match version {
+            Some(version) => cluster
+                .changed_since(&gvk, name, &version, left)
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !watched {
             tokio::time::sleep(pause.min(left)).await;
             pause = (pause * 2).min(Duration::from_millis(200));
         }
