@@ -855,3 +855,37 @@ async fn named_clusters_must_be_joined_and_are_recorded() {
     assert!(record.dispatched["local"].error.is_none());
     assert!(record.dispatched["east"].error.is_some());
 }
+
+/// Discovery reads a group version once per cluster, whatever number of its kinds are looked
+/// up, and a kind not served is looked up again (one read) after `refresh_discovery`.
+#[tokio::test]
+async fn discovery_reads_each_group_version_once() {
+    let env = Env::get();
+    let api = cluster::Cluster::connect(&cluster::ConnectOptions {
+        kubeconfig: Some(env.control_plane().kubeconfig.clone()),
+        ..cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    let kind = |v: &str, k: &str| kube::core::GroupVersionKind::gvk("", v, k);
+    let before = api.counters().requests();
+    for k in [
+        "ConfigMap",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+        "Namespace",
+    ] {
+        assert!(api.serves(&kind("v1", k)).await.unwrap(), "{k}");
+    }
+    assert!(!api.serves(&kind("v1", "NoSuchKind")).await.unwrap());
+    assert_eq!(api.counters().requests() - before, 1, "one read of /api/v1");
+    api.refresh_discovery();
+    assert!(api.serves(&kind("v1", "ConfigMap")).await.unwrap());
+    assert!(!api.serves(&kind("v1", "NoSuchKind")).await.unwrap());
+    assert_eq!(
+        api.counters().requests() - before,
+        2,
+        "/api/v1 read again once"
+    );
+}

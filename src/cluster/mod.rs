@@ -5,8 +5,11 @@
 //! many calls and writes an operation made, and through the cluster's rate limit ([`rate`];
 //! default [`rate::DEFAULT_QPS`] requests per second, bursts of [`rate::DEFAULT_BURST`]).
 
+mod connect;
 pub mod rate;
+pub mod retry;
 pub mod set;
+mod watch;
 pub mod watchdog;
 
 pub use rate::RateLimit;
@@ -155,6 +158,10 @@ impl Counters {
 }
 
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
+/// The resources of one group version (`None`: not served), by group and version.
+type Versions = HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>;
+/// Managed clusters by name, with the fingerprint of the credentials they were made with.
+type Managed = HashMap<String, ([u8; 32], Cluster)>;
 
 /// One API server.
 #[derive(Clone)]
@@ -163,10 +170,16 @@ pub struct Cluster {
     server: String,
     client: Client,
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
+    /// The resources of each group version read so far (`None`: not served), so that each
+    /// group version is read once, whatever number of its kinds are looked up.
+    versions: Arc<Mutex<Versions>>,
     counters: Arc<Counters>,
     limits: rate::Limits,
     timeout: Duration,
     notice: watchdog::NoticeSlot,
+    /// The managed clusters reached through this one, by name: one client (connection pool,
+    /// discovery cache, rate bucket) per cluster per process.
+    managed: Arc<Mutex<Managed>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -270,7 +283,7 @@ impl Cluster {
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
         let limits = rate::Limits::new(RateLimit::default());
-        let client = kube::client::ClientBuilder::try_from(config)
+        let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
@@ -296,10 +309,12 @@ impl Cluster {
             server: server.trim_end_matches('/').to_owned(),
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
+            versions: Arc::default(),
             counters,
             limits,
             timeout,
             notice,
+            managed: Arc::default(),
         })
     }
 
@@ -314,14 +329,34 @@ impl Cluster {
     }
 
     /// A client for a managed cluster that behaves as this one: the same request timeout, rate
-    /// limit and notice hook (each cluster has its own rate bucket).
+    /// limit and notice hook (each cluster has its own rate bucket). Made once per cluster and
+    /// credentials: later calls return the same client (its connections and discovery shared).
     pub async fn managed(
         &self,
         name: &str,
         credentials: &set::ClusterCredentials,
     ) -> Result<Cluster> {
-        let client = credentials.connect(name, self.timeout).await?;
-        client.set_rate_limit(self.rate_limit());
+        let fingerprint = credentials.fingerprint();
+        let known = self
+            .managed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .filter(|(f, _)| *f == fingerprint)
+            .map(|(_, c)| c.clone());
+        let client = if let Some(client) = known {
+            client
+        } else {
+            let client = credentials.connect(name, self.timeout).await?;
+            self.managed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name.to_owned(), (fingerprint, client.clone()));
+            client
+        };
+        if client.rate_limit() != self.rate_limit() {
+            client.set_rate_limit(self.rate_limit());
+        }
         if let Some(notice) = self.notice.get() {
             client.set_notice(notice);
         }
@@ -426,8 +461,35 @@ impl Cluster {
         {
             return Ok(found.clone());
         }
-        let found = match kube::discovery::pinned_kind(&self.client, gvk).await {
-            Ok(found) => Some(found),
+        let found = self.group_version(gvk).await?.and_then(|resources| {
+            resources
+                .into_iter()
+                .find(|(resource, _)| resource.kind == gvk.kind)
+        });
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// The resources of a kind's group version (read once; `None` when not served).
+    async fn group_version(
+        &self,
+        gvk: &GroupVersionKind,
+    ) -> Result<Option<Vec<(ApiResource, ApiCapabilities)>>> {
+        let key = (gvk.group.clone(), gvk.version.clone());
+        if let Some(known) = self
+            .versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(known.clone());
+        }
+        let gv = kube::core::GroupVersion::gv(&gvk.group, &gvk.version);
+        let found = match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(group) => Some(group.versioned_resources(&gvk.version)),
             Err(kube::Error::Api(r)) if r.code == 404 => None,
             Err(kube::Error::Discovery(_)) => None,
             Err(e) => {
@@ -437,19 +499,31 @@ impl Cluster {
                 ))
             }
         };
-        self.discovery
+        self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(gvk.clone(), found.clone());
+            .insert(key, found.clone());
         Ok(found)
     }
 
-    /// Forgets kinds found not served (call after installing CRDs).
+    /// Forgets kinds found not served, and the group versions they were looked up in (call
+    /// after installing CRDs).
     pub fn refresh_discovery(&self) {
-        self.discovery
+        let mut discovery = self
+            .discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let missing: Vec<(String, String)> = discovery
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| (k.group.clone(), k.version.clone()))
+            .collect();
+        discovery.retain(|_, v| v.is_some());
+        drop(discovery);
+        self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|_, v| v.is_some());
+            .retain(|k, v| v.is_some() && !missing.contains(k));
     }
 
     /// Whether the server serves a kind.

@@ -36,10 +36,11 @@ pub struct RateLimit {
     pub burst: NonZeroU32,
 }
 
-/// Default requests per second per cluster.
-pub const DEFAULT_QPS: u32 = 50;
+/// Default requests per second per cluster: a safety net against a runaway loop, not the
+/// server's protection (API Priority and Fairness answers 429, which [`super::retry`] honours).
+pub const DEFAULT_QPS: u32 = 500;
 /// Default burst per cluster.
-pub const DEFAULT_BURST: u32 = 100;
+pub const DEFAULT_BURST: u32 = 1000;
 
 impl Default for RateLimit {
     fn default() -> Self {

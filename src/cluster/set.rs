@@ -87,6 +87,24 @@ fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
 }
 
 impl ClusterCredentials {
+    /// A digest of everything the connection uses, to tell whether a client made earlier in
+    /// this process still fits (the credentials themselves are not kept a second time).
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        let mut digest = sha2::Sha256::new();
+        let mut part = |bytes: Option<&[u8]>| {
+            let bytes = bytes.unwrap_or_default();
+            digest.update((bytes.len() as u64).to_le_bytes());
+            digest.update(bytes);
+        };
+        part(Some(self.endpoint.as_bytes()));
+        part(self.ca.as_deref());
+        part(self.token.as_ref().map(String::as_bytes));
+        part(self.client_certificate.as_deref());
+        part(self.client_key.as_deref());
+        digest.finalize().into()
+    }
+
     /// Reads the server, CA and credentials of a kubeconfig context (the current one by default).
     pub fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<Self> {
         let config = Kubeconfig::read_from(path)

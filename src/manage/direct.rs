@@ -532,26 +532,22 @@ async fn ensure_namespaces(
     Ok(())
 }
 
-/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]).
+/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]):
+/// read, and while not established, watch the CRD for its next change and read again; once
+/// established, wait for discovery with short growing pauses (discovery cannot be watched).
 pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
     let gvk =
         kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
     let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
     loop {
-        if let Some(crd) = cluster.get(&gvk, None, name).await? {
+        let crd = cluster.get(&gvk, None, name).await?;
+        let mut version = None;
+        if let Some(crd) = crd {
             let value = super::to_value(&crd);
-            let established = value
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.get("type").and_then(Value::as_str) == Some("Established")
-                            && c.get("status").and_then(Value::as_str) == Some("True")
-                    })
-                });
             // Established comes a moment before the API server's discovery lists the new kind:
             // wait for that too, so the objects of the kind that follow find it.
-            if established {
+            if is_established(&value) {
                 cluster.refresh_discovery();
                 let served = match served_kind(&value) {
                     Some(kind) => cluster.resource(&kind).await?.is_some(),
@@ -560,17 +556,42 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
                 if served {
                     return Ok(());
                 }
+            } else {
+                version.clone_from(&crd.metadata.resource_version);
             }
         }
-        if started.elapsed() > CRD_WAIT {
+        let Some(left) = CRD_WAIT.checked_sub(started.elapsed()) else {
             return Err(Error::Refused(format!(
                 "CustomResourceDefinition `{name}` on cluster `{}` did not become Established within {}s",
                 cluster.name(),
                 CRD_WAIT.as_secs()
             )));
+        };
+        // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
+        let watched = match version {
+            Some(version) => cluster
+                .changed_since(&gvk, name, &version, left)
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !watched {
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Whether a CRD's `Established` condition is `True`.
+fn is_established(crd: &Value) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Established")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
 }
 
 /// One kind a CRD serves (its storage version, else its first served one).

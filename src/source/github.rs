@@ -179,6 +179,8 @@ impl GithubReader {
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GithubOptions, registry: impl Into<String>) -> Result<Self> {
         let registry = registry.into();
+        // Octocrab's default client builds its own connector and leaves Nagle's algorithm on;
+        // a registry on GitHub makes few requests per run, so this is left as it is for now.
         let mut builder = Octocrab::builder()
             .set_connect_timeout(Some(options.connect_timeout))
             .set_read_timeout(Some(options.request_timeout));

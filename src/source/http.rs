@@ -232,6 +232,8 @@ impl HttpClient {
             .timeout(options.timeout)
             .connect_timeout(options.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
+            // Nagle's algorithm off (reqwest's default too, said here so that it stays so).
+            .tcp_nodelay(true)
             .user_agent(concat!("addonctl/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &options.ca_bundle {
             let certificates =

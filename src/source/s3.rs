@@ -94,6 +94,8 @@ impl S3Options {
 
     /// The SDK configuration for these options, with the default HTTPS client (rustls).
     pub fn sdk_config(&self) -> aws_sdk_s3::Config {
+        // The smithy connector sets TCP_NODELAY on every connection by default
+        // (`ConnectorBuilder::enable_tcp_nodelay`, true unless turned off).
         let http = aws_smithy_http_client::Builder::new()
             .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
                 aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,

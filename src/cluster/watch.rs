@@ -1,0 +1,53 @@
+//! Waiting for one object to change, with a watch rather than a poll: the caller reads the
+//! object, finds it not ready, and calls [`Cluster::changed_since`] with the resource version it
+//! read; that returns at the object's next event (or when the watch ends), and the caller reads
+//! again. Every watch is bounded (the server's `timeoutSeconds` and a client-side timer).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::WatchParams;
+use kube::core::GroupVersionKind;
+
+use super::{Cluster, Result};
+
+/// The longest one watch lasts before the caller reads again.
+const MAX_WATCH: Duration = Duration::from_secs(10);
+
+impl Cluster {
+    /// Waits until the object `name` of `gvk` changes after `resource_version`, the watch ends,
+    /// or `limit` passes (whichever comes first; at most [`MAX_WATCH`]). Returns whether an event
+    /// came. A kind the server does not serve returns at once.
+    pub async fn changed_since(
+        &self,
+        gvk: &GroupVersionKind,
+        name: &str,
+        resource_version: &str,
+        limit: Duration,
+    ) -> Result<bool> {
+        // Within the request timeout (the connection's read timeout) with a second to spare.
+        let limit = limit
+            .min(MAX_WATCH)
+            .min(self.timeout.saturating_sub(Duration::from_secs(2)))
+            .max(Duration::from_secs(1));
+        let what = format!("watch of {} `{name}`", gvk.kind);
+        let (api, _) = self.api_for(gvk, None, &what).await?;
+        let seconds = u32::try_from(limit.as_secs()).unwrap_or(u32::MAX).max(1);
+        let params = WatchParams::default()
+            .fields(&format!("metadata.name={name}"))
+            .timeout(seconds);
+        let watch = async {
+            let stream = api
+                .watch(&params, resource_version)
+                .await
+                .map_err(|e| self.map_error(e, &what))?;
+            let mut stream = Box::pin(stream);
+            // Any event, an error event (the version expired) included, means "read again".
+            Ok(stream.next().await.is_some())
+        };
+        match tokio::time::timeout(limit + Duration::from_secs(1), watch).await {
+            Ok(result) => result,
+            Err(_) => Ok(false),
+        }
+    }
+}
