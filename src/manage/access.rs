@@ -272,19 +272,8 @@ pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> super::R
 /// the system namespace; the cluster Secrets; the Application when KubeVela serves it.
 pub fn addon_state(namespace: &str, application: bool) -> Vec<Need> {
     let ns = Some(namespace);
-    let mut needs = Need::all(
-        &["get", "list", "create", "update", "patch", "delete"],
-        "",
-        "secrets",
-        ns,
-    );
-    needs.extend(Need::all(
-        &["get", "create", "update", "delete"],
-        "coordination.k8s.io",
-        "leases",
-        ns,
-    ));
-    needs.push(Need::new("get", "", "namespaces", ns));
+    let mut needs = cluster_state(namespace);
+    needs.extend(lease_needs(ns));
     if application {
         needs.extend(Need::all(
             &["get", "list", "create", "patch", "delete"],
@@ -309,6 +298,16 @@ pub fn cluster_state(namespace: &str) -> Vec<Need> {
     needs
 }
 
+/// Taking, renewing and releasing addonctl's locks (Leases) in `ns`.
+fn lease_needs(ns: Option<&str>) -> Vec<Need> {
+    Need::all(
+        &["get", "create", "update", "delete"],
+        "coordination.k8s.io",
+        "leases",
+        ns,
+    )
+}
+
 /// What `registry add|update|remove` needs: the registry ConfigMap and its Secrets.
 pub fn registry_state(namespace: &str) -> Vec<Need> {
     let ns = Some(namespace);
@@ -319,12 +318,7 @@ pub fn registry_state(namespace: &str) -> Vec<Need> {
         "secrets",
         ns,
     ));
-    needs.extend(Need::all(
-        &["get", "create", "update", "delete"],
-        "coordination.k8s.io",
-        "leases",
-        ns,
-    ));
+    needs.extend(lease_needs(ns));
     needs.push(Need::new("get", "", "namespaces", ns));
     needs
 }
