@@ -81,6 +81,15 @@ impl Fixture {
         self
     }
 
+    /// An auxiliary output: a ConfigMap `name` whose data are the Rhai map entries `data`
+    /// (e.g. `` cpu: `${parameter.resources.cpu}` ``).
+    fn config_map_with(mut self, key: &str, name: &str, data: &str) -> Self {
+        let config_map = rhai_object("ConfigMap", name, &format!("data: #{{ {data} }}"));
+        self.outputs
+            .push(format!(r#"outputs["{key}"] = {config_map};"#));
+        self
+    }
+
     /// An X-Definition in `definitions/`.
     fn definition(mut self, kind: Kind, name: &str) -> Self {
         self.definitions.push((kind, name.to_owned()));
@@ -624,6 +633,49 @@ async fn list_shows_installed_status_with_calls_that_do_not_grow_with_the_addons
         assert_eq!(status(&format!("tiny-{i}")), "enabling (1.0.0)");
     }
     assert_eq!(status("strongbox-operator"), "disabled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partial_nested_override_on_upgrade_keeps_the_stored_siblings() {
+    let fixture = addon("sized")
+        .parameter(r#"resources: object(#{ cpu: string("100m"), memory: string("128Mi") })"#)
+        .config_map_with(
+            "sizes",
+            "sized-sizes",
+            "cpu: `${parameter.resources.cpu}`, memory: `${parameter.resources.memory}`",
+        )
+        .write();
+    let sb = Sandbox::with_kubevela().await.registries(&[&fixture]);
+    let sizes = || async {
+        let config_map = sb.get(Kind::CONFIG_MAP, "sized-sizes").await.unwrap();
+        config_map["data"].clone()
+    };
+    sb.cli()
+        .args([
+            "enable",
+            "sized",
+            "resources.cpu=500m",
+            "resources.memory=1Gi",
+        ])
+        .assert()
+        .success();
+    let stored = json!({"resources": {"cpu": "500m", "memory": "1Gi"}});
+    assert_eq!(sb.stored_args("sized").await, Some(stored));
+
+    sb.cli()
+        .args(["upgrade", "sized", "resources.cpu=750m"])
+        .assert()
+        .success();
+
+    let merged = json!({"resources": {"cpu": "750m", "memory": "1Gi"}});
+    assert_eq!(sb.stored_args("sized").await, Some(merged.clone()));
+    assert_eq!(sizes().await, json!({"cpu": "750m", "memory": "1Gi"}));
+
+    // What was stored is what the next upgrade starts from.
+    sb.cli().args(["upgrade", "sized"]).assert().success();
+
+    assert_eq!(sb.stored_args("sized").await, Some(merged));
+    assert_eq!(sizes().await, json!({"cpu": "750m", "memory": "1Gi"}));
 }
 
 #[tokio::test(flavor = "multi_thread")]
