@@ -705,7 +705,7 @@ async fn upgrade_merges_arguments_keeps_the_version_and_prunes_what_is_no_longer
 
     let request = UpgradeRequest {
         name: "evolving".to_owned(),
-        args: args(json!({"mode": "slow"})),
+        args: args(json!({"mode": "slow"})).into(),
         ..UpgradeRequest::default()
     };
     manage::upgrade(&sb.ctx, &request, &NoopReporter)

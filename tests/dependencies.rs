@@ -615,7 +615,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         &sb.ctx,
         &EnableRequest {
             reference: "west-app".into(),
-            args: crate::support::k8s::args(json!({"clusters": ["west"]})),
+            args: crate::support::k8s::args(json!({"clusters": ["west"]})).into(),
             ..EnableRequest::default()
         },
         false,

@@ -359,7 +359,7 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
     let mut sandbox = Sandbox::with_kubevela().await.registries(&[&addon]);
     let request = |name: &str| EnableRequest {
         reference: name.to_owned(),
-        args: args(json!({"token": SECRET})),
+        args: args(json!({"token": SECRET})).into(),
         ..EnableRequest::default()
     };
     let plan = addonctl::manage::plan(&sandbox.ctx, &request("leaky-app"), false)

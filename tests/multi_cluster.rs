@@ -588,7 +588,7 @@ async fn an_upgrade_that_drops_a_cluster_deletes_the_objects_there() {
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
-            args: args(json!({"clusters": ["m1"]})),
+            args: args(json!({"clusters": ["m1"]})).into(),
             ..UpgradeRequest::default()
         },
         &NoopReporter,
@@ -731,7 +731,7 @@ async fn upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
-            args: args(json!({"count": 1})),
+            args: args(json!({"count": 1})).into(),
             ..UpgradeRequest::default()
         },
         &NoopReporter,

@@ -99,44 +99,6 @@ pub struct GlobalArgs {
     pub script_max_operations: u64,
 }
 
-impl GlobalArgs {
-    /// The per-cluster request rate limit these flags ask for.
-    pub fn rate_limit(&self) -> anyhow::Result<addonctl::cluster::RateLimit> {
-        addonctl::cluster::RateLimit::new(self.qps, self.burst).ok_or_else(|| {
-            crate::cli::diagnostics::user("`--qps` and `--burst` must be at least 1")
-        })
-    }
-
-    /// The request timeout these flags ask for.
-    pub fn request_timeout(&self) -> anyhow::Result<std::time::Duration> {
-        std::time::Duration::try_from_secs_f64(self.request_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                crate::cli::diagnostics::user(
-                    "`--request-timeout` (`ADDONCTL_CLUSTER_TIMEOUT`) must be a positive number of seconds",
-                )
-            })
-    }
-
-    /// The sandbox limits these flags ask for.
-    pub fn limits(&self) -> anyhow::Result<addonctl::render::Limits> {
-        let deadline = std::time::Duration::try_from_secs_f64(self.script_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                crate::cli::diagnostics::user(
-                    "`--script-timeout` must be a positive number of seconds",
-                )
-            })?;
-        Ok(addonctl::render::Limits {
-            deadline,
-            max_operations: self.script_max_operations,
-            ..addonctl::render::Limits::default()
-        })
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print every object `enable` would apply, without a cluster.

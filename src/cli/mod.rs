@@ -1,14 +1,25 @@
-//! The command line: argument parsing, printing and exit codes. The only place that prints.
+//! The command line: argument parsing, settings, printing and exit codes. The only place that
+//! prints.
+//!
+//! Flow: clap parses [`Cli`]; [`settings`] resolves the global flags and the environment into
+//! settings values; each command (one file under `commands/`) takes the settings, a
+//! [`printer::Printer`] and its own arguments, starts the library through
+//! [`settings::connect`], and prints through the printer; [`diagnostics`] turns an error into
+//! its message and exit code.
 
 mod args;
 mod commands;
 mod diagnostics;
+mod printer;
+mod settings;
 
 use std::process::ExitCode;
 
 pub use args::Cli;
 use args::{Command, GlobalArgs};
 pub use diagnostics::report;
+use printer::Printer;
+use settings::{ClusterSettings, GlobalSettings};
 
 /// Routes logs to stderr: addonctl's warnings by default, more with `-v`, only errors with `-q`.
 /// Other crates' logs (kube, hyper, rustls, the AWS SDK, …) stay silent at the default verbosity:
@@ -43,23 +54,61 @@ pub fn init_logging(global: &GlobalArgs) {
         .try_init();
 }
 
+/// The settings of a command that talks to the control plane (the cluster's first, as they are
+/// used first).
+fn cluster_settings(global: &GlobalArgs) -> anyhow::Result<(GlobalSettings, ClusterSettings)> {
+    let cluster = ClusterSettings::resolve(global)?;
+    Ok((GlobalSettings::resolve(global)?, cluster))
+}
+
 /// Runs one command.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let printer = Printer::new(cli.global.quiet);
+    let global = &cli.global;
     match cli.command {
-        Command::Render(args) => commands::render::run(&cli.global, args).await,
-        Command::Lint(args) => commands::lint::run(&cli.global, args).await,
-        Command::Init(args) => commands::init::run(&cli.global, &args),
-        Command::Enable(args) => commands::manage::enable(&cli.global, args).await,
-        Command::Disable(args) => commands::manage::disable(&cli.global, args).await,
-        Command::Status(args) => commands::manage::status(&cli.global, args).await,
-        Command::List(args) => commands::manage::list(&cli.global, args).await,
-        Command::Upgrade(args) => commands::manage::upgrade(&cli.global, args).await,
-        Command::Package(args) => commands::publish::package(&cli.global, args).await,
-        Command::Index(args) => commands::publish::index(&args),
-        Command::Registry(args) => commands::registry::run(&cli.global, args).await,
-        Command::Cluster(command) => {
-            Box::pin(commands::manage::cluster(&cli.global, command)).await
+        Command::Render(args) => {
+            commands::render::run(&GlobalSettings::resolve(global)?, printer, args).await
         }
-        Command::Rbac(args) => commands::manage::rbac(&args),
+        Command::Lint(args) => {
+            commands::lint::run(&GlobalSettings::resolve(global)?, printer, args).await
+        }
+        Command::Init(args) => commands::init::run(printer, &args),
+        Command::Enable(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::enable::run(&global, &cluster, printer, args).await
+        }
+        Command::Disable(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::disable::run(&global, &cluster, printer, args).await
+        }
+        Command::Status(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::status::run(&global, &cluster, printer, args).await
+        }
+        Command::List(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::list::run(&global, &cluster, printer, args).await
+        }
+        Command::Upgrade(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::upgrade::run(&global, &cluster, printer, args).await
+        }
+        Command::Package(args) => {
+            commands::publish::package(&GlobalSettings::resolve(global)?, printer, args).await
+        }
+        Command::Index(args) => commands::publish::index(printer, &args),
+        Command::Registry(args) => {
+            // Only a command that reaches the control plane needs its settings to be right.
+            let cluster = (!args.local && args.registry_file.is_none())
+                .then(|| ClusterSettings::resolve(global))
+                .transpose()?;
+            let global = GlobalSettings::resolve(global)?;
+            commands::registry::run(&global, cluster.as_ref(), printer, args).await
+        }
+        Command::Cluster(command) => {
+            let (global, cluster) = cluster_settings(global)?;
+            Box::pin(commands::cluster::run(&global, &cluster, printer, command)).await
+        }
+        Command::Rbac(args) => commands::rbac::run(printer, &args),
     }
 }

@@ -1914,8 +1914,9 @@ pub struct UpgradeRequest {
     pub version: Option<String>,
     /// Move to the newest version.
     pub latest: bool,
-    /// Arguments merged over the stored ones.
-    pub args: Map<String, Value>,
+    /// Arguments merged over the stored ones, as the user gave them (parsed once against the
+    /// schema of the version upgraded to; a typed map converts with `.into()`).
+    pub args: crate::params::Input,
     /// Skip the `system` requirement checks.
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.

@@ -29,8 +29,9 @@ pub struct EnableRequest {
     pub reference: String,
     /// A version; `None` = the newest.
     pub version: Option<String>,
-    /// Arguments given now.
-    pub args: Map<String, Value>,
+    /// Arguments given now, as the user gave them: parsed once, against the schema of the
+    /// package the plan loads (a typed map converts with `.into()`).
+    pub args: crate::params::Input,
     /// Skip the `system` requirement checks.
     pub skip_version_check: bool,
     /// Take over definitions owned by another addon or by nobody.
@@ -110,15 +111,14 @@ pub(super) async fn kubernetes_version(ctx: &Context) -> Option<String> {
     ctx.cluster.kubernetes_version().await.ok()
 }
 
-async fn check_clusters(ctx: &Context, args: &Map<String, Value>) -> Result<()> {
-    let Some(Value::Array(wanted)) = args.get("clusters") else {
+async fn check_clusters(ctx: &Context, wanted: Option<&[String]>) -> Result<()> {
+    let Some(wanted) = wanted else {
         return Ok(());
     };
     let known = known_clusters(ctx).await?;
     let unknown: Vec<String> = wanted
         .iter()
-        .filter_map(Value::as_str)
-        .filter(|c| !known.iter().any(|k| k == c))
+        .filter(|c| !known.iter().any(|k| k == *c))
         .map(|c| format!("`{c}`"))
         .collect();
     if unknown.is_empty() {
@@ -147,7 +147,7 @@ const READ_CONCURRENCY: usize = 8;
 /// then loaded and rendered, a dependency's clusters are widened to those of the addons that
 /// need it, and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
-    check_clusters(ctx, &request.args).await?;
+    check_clusters(ctx, request.args.clusters()).await?;
     let installed = installed(ctx).await?;
     let k8s_version = kubernetes_version(ctx).await;
     let vela_version = vela_version(ctx).await;
@@ -277,10 +277,23 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         } else {
             Map::new()
         };
-        let mut args = if is_root {
-            request.args.clone()
-        } else {
-            Map::new()
+        // The addon asked for is loaded first: its arguments are parsed against its schema.
+        let root_package = match &directory {
+            Some((_, package)) if is_root => Some(package.clone()),
+            _ if is_root => Some(sources.load(planned).await?),
+            _ => None,
+        };
+        let mut args = match &root_package {
+            Some(package) => {
+                let upgrading = current.is_some();
+                let given = given_args(ctx, package, request, &stored, upgrading, &k8s_version)?;
+                // `--clusters` was checked before planning; clusters from the other input now.
+                if given.clusters() != request.args.clusters() {
+                    check_clusters(ctx, given.clusters()).await?;
+                }
+                given.to_map()
+            }
+            None => Map::new(),
         };
         let own_clusters = if is_root {
             cluster_list(args.get("clusters").or_else(|| stored.get("clusters")))
@@ -332,9 +345,9 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
             });
             continue;
         }
-        let package = match &directory {
-            Some((_, package)) if is_root => package.clone(),
-            _ => sources.load(planned).await?,
+        let package = match root_package {
+            Some(package) => package,
+            None => sources.load(planned).await?,
         };
         // A new dependency goes to the clusters of the addons that need it when it deploys to
         // managed clusters at all.
@@ -389,6 +402,31 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     .await?;
     plan.notes.extend(missing);
     Ok(plan)
+}
+
+/// The arguments given for the addon asked for, parsed once against its schema (in the context
+/// its render gives `parameter.rhai`).
+fn given_args(
+    ctx: &Context,
+    package: &AddonPackage,
+    request: &EnableRequest,
+    stored: &Map<String, Value>,
+    upgrade: bool,
+    kubernetes_version: &Option<String>,
+) -> Result<crate::params::Arguments> {
+    let options = RenderOptions {
+        namespace: ctx.namespace.clone(),
+        args: Map::new(),
+        stored_args: stored.clone(),
+        upgrade,
+        kubernetes_version: kubernetes_version.clone(),
+        clusters: request.args.clusters().map(<[String]>::to_vec),
+    };
+    let schema = ctx
+        .renderer
+        .parameter_schema_in(package, &options)
+        .map_err(crate::Error::from)?;
+    Ok(request.args.parse(&schema).map_err(crate::Error::from)?)
 }
 
 /// Whether the plan will be applied through KubeVela (the Application is stored and deployed by

@@ -58,6 +58,28 @@ pub enum Error {
         message: String,
     },
 
+    /// A values file (`-f`) is not YAML, or not a mapping.
+    #[error("values file `{path}` {message}")]
+    ValuesFile {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// A `--set-file key=path` is malformed.
+    #[error("`--set-file {spec}`: {message}")]
+    SetFile {
+        /// The argument as given.
+        spec: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The `clusters` argument is not a list of cluster names.
+    #[error("the `clusters` argument must be a list of cluster names")]
+    Clusters,
+
     /// The effective values break the declarations; every violation found is listed.
     #[error("{}", display_lines(.0, "invalid parameter", "invalid parameters"))]
     Invalid(Vec<Violation>),

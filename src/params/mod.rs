@@ -40,6 +40,7 @@
 //! - Nothing here panics on untrusted input; types nest at most 32 levels deep.
 
 mod args;
+mod arguments;
 mod compile;
 mod error;
 pub mod input;
@@ -50,6 +51,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+pub use arguments::{Arguments, Input, RawInput};
 pub use error::{Error, InvalidArgument, Result, UnknownParameter, Violation, MASK};
 pub use types::ParameterType;
 

@@ -606,11 +606,12 @@ impl Renderer {
         })
     }
 
+    /// The scripts' `context`: as JSON (what the schema cache key includes) and as a Rhai value.
     fn context(
         package: &AddonPackage,
         options: &RenderOptions,
         clusters: &[String],
-    ) -> Result<Dynamic, Error> {
+    ) -> Result<(Value, Dynamic), Error> {
         let context = json!({
             "metadata": package.metadata.raw,
             "installer": {"name": "addonctl", "version": crate::VERSION, "upgrade": options.upgrade},
@@ -618,20 +619,57 @@ impl Renderer {
             "clusters": clusters,
             "kubernetes": options.kubernetes_version.as_ref().map(|v| json!({"version": v})),
         });
-        functions::from_json_value(&context).map_err(|e| Error::Addon {
+        let dynamic = functions::from_json_value(&context).map_err(|e| Error::Addon {
             addon: package.name().to_owned(),
             message: format!("cannot build the script context: {e}"),
-        })
+        })?;
+        Ok((context, dynamic))
     }
 
-    /// The parameter schema of a package (cached per parameter file text).
+    /// The parameter schema of a package, as `parameter.rhai` declares it without a cluster or an
+    /// installed addon in view (cached per parameter file and script context).
     pub fn parameter_schema(&self, package: &AddonPackage) -> Result<ParameterSchema, Error> {
-        let pkg = self.pkg(package);
-        let context = Self::context(package, &RenderOptions::default(), &[])?;
-        self.schema_for(&pkg, context)
+        self.parameter_schema_in(package, &RenderOptions::default())
     }
 
-    fn schema_for(&self, pkg: &Pkg<'_>, context: Dynamic) -> Result<ParameterSchema, Error> {
+    /// The parameter schema of a package in the context a render with `options` gives
+    /// `parameter.rhai` (namespace, upgrade, Kubernetes version, the clusters of
+    /// `options.clusters` or of the arguments).
+    pub fn parameter_schema_in(
+        &self,
+        package: &AddonPackage,
+        options: &RenderOptions,
+    ) -> Result<ParameterSchema, Error> {
+        let pkg = self.pkg(package);
+        let arguments = Self::arguments(package, options)?;
+        let clusters = options
+            .clusters
+            .as_deref()
+            .or(arguments.clusters())
+            .unwrap_or_default();
+        let context = Self::context(package, options, clusters)?;
+        self.schema_for(&pkg, &context)
+    }
+
+    /// The given arguments over the stored ones: the one merge ([`params::Arguments::over`]).
+    fn arguments(
+        package: &AddonPackage,
+        options: &RenderOptions,
+    ) -> Result<params::Arguments, Error> {
+        let typed = |map: &Map<String, Value>| {
+            params::Arguments::from_map(map.clone()).map_err(|e| Error::Addon {
+                addon: package.name().to_owned(),
+                message: e.to_string(),
+            })
+        };
+        Ok(typed(&options.args)?.over(&typed(&options.stored_args)?))
+    }
+
+    fn schema_for(
+        &self,
+        pkg: &Pkg<'_>,
+        (context_json, context): &(Value, Dynamic),
+    ) -> Result<ParameterSchema, Error> {
         let package = pkg.package;
         let params_error = |error| Error::Parameters {
             addon: package.name().to_owned(),
@@ -645,7 +683,14 @@ impl Renderer {
         else {
             return Ok(ParameterSchema::empty());
         };
-        let key = content_hash(&[&file.path, &file.text]);
+        // `parameter.rhai` can read `context`: the same text in another context may declare
+        // other parameters.
+        let context_text = if file.path.ends_with(".rhai") {
+            context_json.to_string()
+        } else {
+            String::new()
+        };
+        let key = content_hash(&[&file.path, &file.text, &context_text]);
         if let Some(schema) = self
             .schemas
             .lock()
@@ -656,7 +701,7 @@ impl Renderer {
         }
         let schema = if file.path.ends_with(".rhai") {
             let mut scope = Scope::new();
-            scope.push_constant_dynamic("context", context);
+            scope.push_constant_dynamic("context", context.clone());
             let value = self.eval(pkg, file, &mut scope)?;
             ParameterSchema::from_rhai(value).map_err(params_error)?
         } else if file.path.ends_with(".cue") {
@@ -693,40 +738,21 @@ impl Renderer {
     ) -> Result<Rendered, Error> {
         let pkg = self.pkg(package);
         let name = package.name().to_owned();
-        // Parameters.
-        let mut args = options.stored_args.clone();
-        for (k, v) in &options.args {
-            args.insert(k.clone(), v.clone());
-        }
-        let given_clusters = match args.get("clusters") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|c| c.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| Error::Addon {
-                        addon: name.clone(),
-                        message: "the `clusters` argument must be a list of cluster names"
-                            .to_owned(),
-                    })?,
-            ),
-            Some(_) => {
-                return Err(Error::Addon {
-                    addon: name,
-                    message: "the `clusters` argument must be a list of cluster names".to_owned(),
-                })
-            }
-        };
+        // Parameters: the given arguments over the stored ones, one merge for the Secret and
+        // the values.
+        let arguments = Self::arguments(package, options)?;
+        let given_clusters = arguments.clusters().map(<[String]>::to_vec);
+        let args = arguments.to_map();
         let clusters = options
             .clusters
             .clone()
             .or_else(|| given_clusters.clone())
             .unwrap_or_default();
         let context = Self::context(package, options, &clusters)?;
-        let schema = self.schema_for(&pkg, context.clone())?;
+        let schema = self.schema_for(&pkg, &context)?;
+        let context = context.1;
         let values = schema
-            .resolve(&[&options.stored_args, &options.args])
+            .resolve(&[&args])
             .map_err(|error| Error::Parameters {
                 addon: name.clone(),
                 error,

@@ -492,7 +492,7 @@ impl Sandbox {
     pub async fn enable(&self, reference: &str, given: Value) -> manage::Result<Vec<StepReport>> {
         let request = EnableRequest {
             reference: reference.to_owned(),
-            args: args(given),
+            args: args(given).into(),
             ..EnableRequest::default()
         };
         manage::enable(&self.ctx, &request, &NoopReporter).await

@@ -3,10 +3,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::cli::args::{GlobalArgs, InitArgs};
+use crate::cli::args::InitArgs;
+use crate::cli::printer::Printer;
 
 /// Runs the command.
-pub fn run(_global: &GlobalArgs, args: &InitArgs) -> anyhow::Result<ExitCode> {
+pub fn run(printer: Printer, args: &InitArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir.clone().unwrap_or_else(|| args.name.clone().into());
     let flavour = if args.cue {
         addonctl::scaffold::Flavour::Cue
@@ -14,7 +15,7 @@ pub fn run(_global: &GlobalArgs, args: &InitArgs) -> anyhow::Result<ExitCode> {
         addonctl::scaffold::Flavour::Rhai
     };
     let written = addonctl::scaffold::scaffold(&dir, &args.name, flavour)?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = printer.stdout();
     for path in written {
         writeln!(stdout, "created {}", path.display())?;
     }

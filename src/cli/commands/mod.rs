@@ -1,8 +1,60 @@
-//! One module per command.
+//! One module per command; what several commands share is here.
 
+pub mod cluster;
+pub mod disable;
+pub mod enable;
 pub mod init;
 pub mod lint;
-pub mod manage;
+pub mod list;
 pub mod publish;
+pub mod rbac;
 pub mod registry;
 pub mod render;
+pub mod status;
+pub mod upgrade;
+
+use addonctl::manage::{self, Context};
+use addonctl::params::{Input, RawInput};
+
+use crate::cli::args::ParameterArgs;
+
+/// The parameters given on the command line, files read (their warnings logged), nothing typed
+/// yet: the library parses them against the schema of the package it loads.
+pub(crate) fn parameter_input(
+    parameters: &ParameterArgs,
+    clusters: Option<&[String]>,
+) -> anyhow::Result<Input> {
+    let (input, warnings) = Input::read(&RawInput {
+        values_files: &parameters.values,
+        pairs: &parameters.args,
+        set_files: &parameters.set_file,
+        clusters,
+    })
+    .map_err(addonctl::Error::from)?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(input)
+}
+
+/// Control plane first: refuses, naming every missing permission, before a writing command reads
+/// or plans anything (the full check, with every object of the plan, runs before the first write).
+pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
+    let served = ctx.engine != manage::EngineChoice::Direct
+        && ctx.cluster.serves(&manage::application_gvk()).await?;
+    manage::access::check(
+        &ctx.cluster,
+        command,
+        &manage::access::addon_state(&ctx.namespace, served),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The lock options of a writing command.
+pub(crate) fn lock_options(command: &str, force: bool) -> manage::LockOptions {
+    manage::LockOptions {
+        holder: manage::lease::holder_identity(command),
+        force,
+    }
+}

@@ -3,15 +3,19 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::render::Renderer;
-
-use crate::cli::args::{GlobalArgs, IndexArgs, PackageArgs};
+use crate::cli::args::{IndexArgs, PackageArgs};
+use crate::cli::printer::Printer;
+use crate::cli::settings::GlobalSettings;
 
 /// Lints, then writes one `<name>-<version>.tgz` per addon.
-pub async fn package(global: &GlobalArgs, args: PackageArgs) -> anyhow::Result<ExitCode> {
-    let renderer = Renderer::with_limits(global.limits()?);
-    let written = addonctl::publish::package(&args.dir, &args.output_dir, &renderer).await?;
-    let mut stdout = std::io::stdout().lock();
+pub async fn package(
+    global: &GlobalSettings,
+    printer: Printer,
+    args: PackageArgs,
+) -> anyhow::Result<ExitCode> {
+    let written =
+        addonctl::publish::package(&args.dir, &args.output_dir, &global.renderer()).await?;
+    let mut stdout = printer.stdout();
     for package in &written {
         writeln!(
             stdout,
@@ -26,9 +30,9 @@ pub async fn package(global: &GlobalArgs, args: PackageArgs) -> anyhow::Result<E
 }
 
 /// Writes `index.yaml` for the packages in a directory.
-pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
+pub fn index(printer: Printer, args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let indexed = addonctl::publish::index(&args.dir, &args.url, args.merge.as_deref())?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = printer.stdout();
     for (name, version) in &indexed.added {
         writeln!(stdout, "added `{name}` {version}")?;
     }

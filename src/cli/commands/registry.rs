@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::cluster::{Cluster, ConnectOptions};
+use addonctl::cluster::Cluster;
 use addonctl::manage::{access, lease};
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
@@ -13,14 +13,20 @@ use addonctl::source::builtin::BUILTIN_REGISTRY;
 use addonctl::source::cache::CacheOptions;
 use serde_json::json;
 
-use crate::cli::args::{
-    GlobalArgs, RegistryArgs, RegistryCommand, RegistrySettingsArgs, ReportFormat,
-};
+use crate::cli::args::{RegistryArgs, RegistryCommand, RegistrySettingsArgs, ReportFormat};
 use crate::cli::diagnostics::user;
+use crate::cli::printer::Printer;
+use crate::cli::settings::{ClusterSettings, GlobalSettings};
 
-/// Runs one `registry` subcommand.
-pub async fn run(global: &GlobalArgs, args: RegistryArgs) -> anyhow::Result<ExitCode> {
-    let store = store(global, &args).await?;
+/// Runs one `registry` subcommand; `cluster`: how to reach the control plane (`None` when the
+/// command keeps to a local registry file, `--local` or `--registry-file`).
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: Option<&ClusterSettings>,
+    printer: Printer,
+    args: RegistryArgs,
+) -> anyhow::Result<ExitCode> {
+    let store = store(global, cluster, printer, &args).await?;
     let writing = match &args.command {
         RegistryCommand::Add(_) => Some("add"),
         RegistryCommand::Update(_) => Some("update"),
@@ -94,29 +100,24 @@ impl Locks<'_> {
 }
 
 /// The cluster's store, or the local file (asked for, or when there is no kubeconfig).
-async fn store(global: &GlobalArgs, args: &RegistryArgs) -> anyhow::Result<Store> {
+async fn store(
+    global: &GlobalSettings,
+    cluster: Option<&ClusterSettings>,
+    printer: Printer,
+    args: &RegistryArgs,
+) -> anyhow::Result<Store> {
     if let Some(file) = &args.registry_file {
         return Ok(Store::File(file.clone()));
     }
-    if args.local {
+    let (false, Some(settings)) = (args.local, cluster) else {
         return Ok(Store::File(registry::default_file()));
-    }
-    match Cluster::connect(&ConnectOptions {
-        kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
-        timeout: Some(global.request_timeout()?),
-    })
-    .await
-    {
+    };
+    match Cluster::connect(&settings.connect_options()).await {
         Ok(cluster) => {
-            if !global.quiet {
-                cluster.set_notice(std::sync::Arc::new(|line: &str| {
-                    let _ = writeln!(std::io::stderr(), "  {line}");
-                }));
-            }
+            printer.watch(&cluster);
             Ok(Store::Cluster {
                 cluster,
-                namespace: global.system_namespace.clone(),
+                namespace: global.namespace.clone(),
             })
         }
         Err(addonctl::cluster::Error::Config(message)) => {

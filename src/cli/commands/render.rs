@@ -4,21 +4,27 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use addonctl::render::output::{format_objects, Format};
-use addonctl::render::{RenderOptions, Renderer};
+use addonctl::render::RenderOptions;
 
-use crate::cli::args::{GlobalArgs, ObjectFormat, ParameterArgs, RenderArgs};
-use crate::cli::diagnostics::user;
+use crate::cli::args::{ObjectFormat, RenderArgs};
+use crate::cli::commands::parameter_input;
+use crate::cli::printer::Printer;
+use crate::cli::settings::GlobalSettings;
 
 /// Runs the command.
-pub async fn run(global: &GlobalArgs, args: RenderArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    global: &GlobalSettings,
+    printer: Printer,
+    args: RenderArgs,
+) -> anyhow::Result<ExitCode> {
     let located = addonctl::loader::locate(&args.addon, None).await?;
     let package = addonctl::loader::load(located.reader.as_ref(), &located.addon)
         .await
         .map_err(addonctl::Error::from)?;
-    let renderer = Renderer::with_limits(global.limits()?);
+    let renderer = global.renderer();
     let schema = renderer
         .parameter_schema(&package)
         .map_err(addonctl::Error::from)?;
@@ -26,16 +32,18 @@ pub async fn run(global: &GlobalArgs, args: RenderArgs) -> anyhow::Result<ExitCo
         ObjectFormat::Yaml => Format::Yaml,
         ObjectFormat::Json => Format::Json,
     };
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = printer.stdout();
     if args.schema {
         let text = format_schema(schema.schema(), format)?;
         stdout.write_all(text.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let given = collect_args(&schema, &args.parameters)?;
+    let given = parameter_input(&args.parameters, None)?
+        .parse(&schema)
+        .map_err(addonctl::Error::from)?;
     let options = RenderOptions {
-        namespace: global.system_namespace.clone(),
-        args: given,
+        namespace: global.namespace.clone(),
+        args: given.to_map(),
         ..RenderOptions::default()
     };
     let rendered = renderer
@@ -69,65 +77,4 @@ fn format_schema(schema: &Value, format: Format) -> anyhow::Result<String> {
         Format::Json => serde_json::to_string_pretty(schema)? + "\n",
         Format::Yaml => addonctl::yaml::to_string(schema)?,
     })
-}
-
-/// Values files, then `key=value` arguments, then `--set-file`: later wins.
-pub fn collect_args(
-    schema: &addonctl::params::ParameterSchema,
-    args: &ParameterArgs,
-) -> anyhow::Result<Map<String, Value>> {
-    let mut merged = Value::Object(Map::new());
-    for file in &args.values {
-        let text = addonctl::params::input::read_text(file, "values file")
-            .map_err(addonctl::Error::from)?;
-        let (value, warnings) = addonctl::yaml::parse_single(&text).map_err(|e| {
-            user(format!(
-                "values file `{}` is not valid YAML: {e}",
-                file.display()
-            ))
-        })?;
-        for w in warnings {
-            tracing::warn!("`{}`: {w}", file.display());
-        }
-        match value {
-            Value::Null => {}
-            Value::Object(_) => addonctl::params::merge_values(&mut merged, &value),
-            _ => {
-                return Err(user(format!(
-                    "values file `{}` must hold a mapping of parameter names to values",
-                    file.display()
-                )))
-            }
-        }
-    }
-    let given = schema
-        .parse_args(&args.args)
-        .map_err(addonctl::Error::from)?;
-    addonctl::params::merge_values(&mut merged, &Value::Object(given));
-    for spec in &args.set_file {
-        let Some((key, path)) = spec.split_once('=') else {
-            return Err(user(format!("`--set-file {spec}`: expected `key=path`")));
-        };
-        let text = addonctl::params::input::read_text(
-            std::path::Path::new(path),
-            &format!("`--set-file {key}`"),
-        )
-        .map_err(addonctl::Error::from)?;
-        let mut value = Value::String(text);
-        for segment in key.rsplit('.') {
-            if segment.is_empty() {
-                return Err(user(format!(
-                    "`--set-file {spec}`: the key has an empty segment"
-                )));
-            }
-            let mut map = Map::new();
-            map.insert(segment.to_owned(), value);
-            value = Value::Object(map);
-        }
-        addonctl::params::merge_values(&mut merged, &value);
-    }
-    match merged {
-        Value::Object(map) => Ok(map),
-        _ => Ok(Map::new()),
-    }
 }

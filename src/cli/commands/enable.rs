@@ -1,0 +1,286 @@
+//! `addonctl enable`: plan, show or confirm, apply, report.
+
+use std::io::{IsTerminal as _, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use addonctl::manage::{self, Context};
+use addonctl::render::output::{format_objects, Format};
+
+use crate::cli::args::EnableArgs;
+use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `enable`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: EnableArgs,
+) -> anyhow::Result<ExitCode> {
+    let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
+    let mut ctx = connect(global, cluster, printer, true).await?;
+    ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
+    if !args.dry_run {
+        check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
+    }
+    let request = manage::EnableRequest {
+        reference: args.addon.clone(),
+        version: args.version.clone(),
+        args: given,
+        skip_version_check: args.skip_version_check,
+        override_definitions: args.override_definitions,
+        adopt: args.adopt,
+        skip_api_check: args.skip_api_check,
+    };
+    let mut plan = manage::plan(&ctx, &request, false).await?;
+    plan.dependency_timeout =
+        (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
+    if args.dry_run {
+        return print_plan(&ctx, printer, &plan, &args).await;
+    }
+    let reporter = printer;
+    for note in &plan.notes {
+        reporter.step(&format!("note: {note}"));
+    }
+    for flag in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != manage::Action::Keep)
+        .flat_map(|s| manage::review::step_flags(s, &ctx.namespace))
+    {
+        reporter.step(&format!("flagged: {flag}"));
+    }
+    if !args.adopt && std::io::stdin().is_terminal() {
+        plan.adopt = confirm_adoptions(&ctx, printer, &plan).await?;
+    }
+    for kept in &plan.kept {
+        reporter.step(&format!(
+            "keeping `{}` {} (installed; needed by {})",
+            kept.name,
+            kept.version,
+            kept.needed_by.join(", ")
+        ));
+    }
+    let reports = manage::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+    tracing::info!(
+        requests = ctx.cluster.counters().requests(),
+        writes = ctx.cluster.counters().writes(),
+        "API calls made by enable"
+    );
+    let root = plan
+        .steps
+        .last()
+        .map(|s| s.rendered.name.clone())
+        .unwrap_or_default();
+    if args.wait {
+        manage::wait::until_enabled(&ctx, &root, Duration::from_secs(args.timeout), &reporter)
+            .await?;
+    }
+    if !printer.structured(&reports, args.output)? {
+        let mut stdout = printer.stdout();
+        for report in &reports {
+            let verb = match report.action {
+                manage::Action::Install => "installed",
+                manage::Action::Upgrade if report.unchanged() => "unchanged",
+                manage::Action::Upgrade => "updated",
+                manage::Action::Keep => "kept (already installed)",
+            };
+            let changed = match (report.action, report.changed.len()) {
+                (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
+                (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+                _ => String::new(),
+            };
+            writeln!(
+                stdout,
+                "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
+                report.name,
+                report.version,
+                report.applied.len()
+            )?;
+            for deleted in &report.deleted {
+                writeln!(stdout, "  deleted {deleted}")?;
+            }
+            for note in &report.notes {
+                writeln!(stdout, "  note: {note}")?;
+            }
+            if report.engine == manage::EngineChoice::Direct {
+                let names: Vec<String> = report
+                    .clusters
+                    .iter()
+                    .map(|c| format!("`{}`", c.cluster))
+                    .collect();
+                writeln!(
+                    stdout,
+                    "  deployed by addonctl (direct engine) to {} cluster{}: {}",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", ")
+                )?;
+            }
+        }
+        if let Some(notes) = reports.last().and_then(|r| r.addon_notes.as_ref()) {
+            writeln!(stdout, "\n{}", notes.trim_end())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
+/// (nothing to consent to); declined: an error naming `--adopt`.
+async fn confirm_adoptions(
+    ctx: &Context,
+    printer: Printer,
+    plan: &manage::Plan,
+) -> anyhow::Result<bool> {
+    let adoptions: Vec<String> = manage::review::review(ctx, plan)
+        .await?
+        .into_iter()
+        .filter(|f| f.kind == manage::protect::FlagKind::Adopts)
+        .map(|f| format!("addon `{}`: {}", f.addon, f.object))
+        .collect();
+    if adoptions.is_empty() {
+        return Ok(false);
+    }
+    let mut lines = vec![
+        "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):".to_owned(),
+    ];
+    lines.extend(adoptions.iter().map(|adoption| format!("  {adoption}")));
+    let answer = printer.ask(&lines, "adopt them? [y/N] ")?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(true)
+    } else {
+        Err(crate::cli::diagnostics::user(
+            "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)",
+        ))
+    }
+}
+
+async fn print_plan(
+    ctx: &Context,
+    printer: Printer,
+    plan: &manage::Plan,
+    args: &EnableArgs,
+) -> anyhow::Result<ExitCode> {
+    let conflicts = if args.override_definitions {
+        Vec::new()
+    } else {
+        manage::definition_conflicts(ctx, plan).await?
+    };
+    let steps: Vec<Value> = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let objects = if args.show_secrets {
+                s.rendered.objects()
+            } else {
+                s.rendered.masked_objects()
+            };
+            json!({
+                "name": s.rendered.name,
+                "version": s.rendered.version,
+                "registry": s.rendered.registry,
+                "action": s.action,
+                "installedBy": s.installed_by,
+                "layer": s.layer,
+                "clusters": s.clusters,
+                "dependsOn": s.depends_on,
+                "neededBy": s.needed_by,
+                "objects": objects,
+            })
+        })
+        .collect();
+    let flags = manage::review::review(ctx, plan).await?;
+    let document = json!({
+        "plan": steps,
+        "kept": plan.kept,
+        "notes": plan.notes,
+        "conflicts": conflicts,
+        "flags": flags,
+    });
+    if printer.structured(&document, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = printer.stdout();
+    writeln!(
+        stdout,
+        "{:<4} {:<5} {:<24} {:<12} {:<10} {:<9} {:<10} {:<20} NEEDED BY",
+        "STEP", "LAYER", "ADDON", "VERSION", "REGISTRY", "ACTION", "REASON", "CLUSTERS"
+    )?;
+    let rows = plan.steps.iter().map(|s| {
+        (
+            Some(s.layer),
+            s.rendered.name.as_str(),
+            s.rendered.version.as_str(),
+            s.rendered.registry.as_str(),
+            json!(s.action)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            json!(s.installed_by)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            s.clusters
+                .as_ref()
+                .map_or_else(|| "(topology)".to_owned(), |c| c.join(",")),
+            &s.needed_by,
+        )
+    });
+    let kept = plan.kept.iter().map(|k| {
+        (
+            None,
+            k.name.as_str(),
+            k.version.as_str(),
+            k.registry.as_str(),
+            "keep".to_owned(),
+            json!(k.installed_by)
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            "-".to_owned(),
+            &k.needed_by,
+        )
+    });
+    for (i, (layer, name, version, registry, action, reason, clusters, needed_by)) in
+        kept.chain(rows).enumerate()
+    {
+        writeln!(
+            stdout,
+            "{:<4} {:<5} {name:<24} {version:<12} {registry:<10} {action:<9} {reason:<10} {clusters:<20} {}",
+            i + 1,
+            layer.map_or_else(|| "-".to_owned(), |l| l.to_string()),
+            if needed_by.is_empty() {
+                "-".to_owned()
+            } else {
+                needed_by.join(",")
+            }
+        )?;
+    }
+    for note in &plan.notes {
+        writeln!(stdout, "note: {note}")?;
+    }
+    for conflict in &conflicts {
+        writeln!(stdout, "conflict: {conflict}")?;
+    }
+    for flag in &flags {
+        let kind = json!(flag.kind)
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        writeln!(stdout, "flagged ({kind}): {flag}")?;
+    }
+    for s in &plan.steps {
+        let objects = if args.show_secrets {
+            s.rendered.objects()
+        } else {
+            s.rendered.masked_objects()
+        };
+        write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
+    }
+    writeln!(stdout, "# dry run: nothing was changed")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,148 @@
+//! `addonctl status`: an addon's phase, version, clusters and, with `-v`, its objects.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+
+use addonctl::manage;
+
+use crate::cli::args::StatusArgs;
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `status`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: StatusArgs,
+) -> anyhow::Result<ExitCode> {
+    let ctx = connect(global, cluster, printer, args.detail).await?;
+    let status = manage::status(&ctx, &args.addon, args.detail).await?;
+    if printer.structured(&status, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = printer.stdout();
+    writeln!(out, "addon:     {}", status.name)?;
+    writeln!(out, "phase:     {}", status.phase)?;
+    if let Some(v) = &status.version {
+        writeln!(out, "version:   {v}")?;
+    }
+    if let Some(r) = &status.registry {
+        writeln!(out, "registry:  {r}")?;
+    }
+    if !status.clusters.is_empty() {
+        let clusters = if status.clusters == ["*"] {
+            "all clusters".to_owned()
+        } else {
+            status.clusters.join(", ")
+        };
+        writeln!(out, "clusters:  {clusters}")?;
+    }
+    if let Some(by) = status.installed_by {
+        writeln!(
+            out,
+            "installed: by {}",
+            json!(by).as_str().unwrap_or_default()
+        )?;
+    }
+    if let Some(reason) = &status.reason {
+        writeln!(out, "reason:    {reason}")?;
+    }
+    for note in &status.notes {
+        writeln!(out, "note:      {note}")?;
+    }
+    if let (Some(total), Some(ready)) = (status.workload_count, status.ready_workload_count) {
+        writeln!(out, "workloads: {ready}/{total} ready")?;
+    }
+    for cluster in &status.resources {
+        let (ready, total, missing) = cluster.readiness();
+        writeln!(
+            out,
+            "  cluster {:<16} {} objects{}, {ready}/{total} workloads ready{}",
+            cluster.cluster,
+            cluster.resources.len(),
+            if missing > 0 {
+                format!(" ({missing} missing)")
+            } else {
+                String::new()
+            },
+            cluster
+                .error
+                .as_ref()
+                .map(|e| format!(", error: {e}"))
+                .unwrap_or_default()
+        )?;
+        if args.detail {
+            for r in &cluster.resources {
+                let replicas = match (r.ready_replicas, r.replicas) {
+                    (Some(ready), Some(desired)) => format!(" {ready}/{desired} ready"),
+                    _ => String::new(),
+                };
+                writeln!(
+                    out,
+                    "    {} {}{}{}{}",
+                    if r.exists { "✔" } else { "✘" },
+                    r.kind,
+                    r.namespace
+                        .as_ref()
+                        .map_or_else(|| " ".to_owned(), |n| format!(" {n}/")),
+                    r.name,
+                    replicas
+                )?;
+            }
+        }
+    }
+    if args.detail {
+        if let Some(d) = &status.description {
+            writeln!(out, "description: {d}")?;
+        }
+        if !status.available_versions.is_empty() {
+            writeln!(
+                out,
+                "available versions: {}",
+                status.available_versions.join(", ")
+            )?;
+        }
+        if !status.dependencies.is_empty() {
+            writeln!(out, "dependencies:")?;
+            for d in &status.dependencies {
+                writeln!(
+                    out,
+                    "  {} {} {}{}",
+                    if d.satisfied { "✔" } else { "✘" },
+                    d.name,
+                    d.constraint.as_deref().unwrap_or("*"),
+                    d.installed.as_ref().map_or_else(
+                        || " (not installed)".to_owned(),
+                        |v| format!(" (installed {v})")
+                    )
+                )?;
+            }
+        }
+        if !status.parameters.is_empty() {
+            writeln!(out, "parameters:")?;
+            writeln!(
+                out,
+                "  {:<24} {:<24} {:<24} DESCRIPTION",
+                "NAME", "VALUE", "DEFAULT"
+            )?;
+            for p in &status.parameters {
+                let show = |v: &Option<Value>| {
+                    v.as_ref()
+                        .map_or_else(|| "-".to_owned(), ToString::to_string)
+                };
+                writeln!(
+                    out,
+                    "  {:<24} {:<24} {:<24} {}",
+                    p.name,
+                    show(&p.value),
+                    show(&p.default),
+                    p.description.as_deref().unwrap_or("")
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

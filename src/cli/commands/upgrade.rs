@@ -1,0 +1,53 @@
+//! `addonctl upgrade`: new arguments over the stored ones, the version kept unless asked.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use addonctl::manage;
+
+use crate::cli::args::UpgradeArgs;
+use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `upgrade`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: UpgradeArgs,
+) -> anyhow::Result<ExitCode> {
+    let given = parameter_input(&args.parameters, None)?;
+    let mut ctx = connect(global, cluster, printer, true).await?;
+    ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
+    check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
+    let request = manage::UpgradeRequest {
+        name: args.addon.clone(),
+        version: args.version.clone(),
+        latest: args.latest,
+        args: given,
+        skip_version_check: args.skip_version_check,
+        override_definitions: args.override_definitions,
+        adopt: args.adopt,
+        skip_api_check: args.skip_api_check,
+    };
+    let reporter = printer;
+    let reports = manage::upgrade(&ctx, &request, &reporter).await?;
+    if !printer.structured(&reports, args.output)? {
+        let mut stdout = printer.stdout();
+        for report in &reports {
+            writeln!(
+                stdout,
+                "addon `{}` {}: {} objects applied, {} deleted",
+                report.name,
+                report.version,
+                report.applied.len(),
+                report.deleted.len()
+            )?;
+            for deleted in &report.deleted {
+                writeln!(stdout, "  deleted {deleted}")?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

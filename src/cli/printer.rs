@@ -1,0 +1,83 @@
+//! Everything addonctl writes for people and programs: stdout (results, in text, JSON or YAML;
+//! one place decides the format), stderr (progress steps, hidden with `-q`; questions). Commands
+//! call it; they never pick a stream or a format themselves. Logs go through `tracing`, errors
+//! through [`crate::cli::diagnostics`].
+
+use std::io::{StdoutLock, Write};
+
+use serde::Serialize;
+
+use addonctl::cluster::Cluster;
+use addonctl::manage::Reporter;
+
+use crate::cli::args::ReportFormat;
+
+/// Where and how output goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    quiet: bool,
+}
+
+impl Printer {
+    /// A printer; `quiet` hides progress (`-q`).
+    pub fn new(quiet: bool) -> Self {
+        Printer { quiet }
+    }
+
+    /// stdout, for text results.
+    pub fn stdout(self) -> StdoutLock<'static> {
+        std::io::stdout().lock()
+    }
+
+    /// Prints `value` as JSON or YAML when `format` asks for one and returns `true`; `false` for
+    /// text (the command then writes its own lines).
+    pub fn structured<T: Serialize>(self, value: &T, format: ReportFormat) -> anyhow::Result<bool> {
+        let mut stdout = self.stdout();
+        match format {
+            ReportFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(value)?)?,
+            ReportFormat::Yaml => write!(
+                stdout,
+                "{}",
+                addonctl::yaml::to_string(&serde_json::to_value(value)?)?
+            )?,
+            ReportFormat::Text => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// A progress line on stderr (hidden with `-q`).
+    pub fn step(self, message: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "  {message}");
+        }
+    }
+
+    /// A question on stderr (shown even with `-q`: an answer is needed).
+    pub fn ask(self, lines: &[String], question: &str) -> anyhow::Result<String> {
+        let mut stderr = std::io::stderr().lock();
+        for line in lines {
+            writeln!(stderr, "{line}")?;
+        }
+        write!(stderr, "{question}")?;
+        stderr.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        Ok(answer)
+    }
+
+    /// Announces a cluster's slow requests on stderr (unless `-q`).
+    pub fn watch(self, cluster: &Cluster) {
+        if !self.quiet {
+            cluster.set_notice(std::sync::Arc::new(|line: &str| {
+                let _ = writeln!(std::io::stderr(), "  {line}");
+            }));
+        }
+    }
+}
+
+/// Progress of library work, as [`Printer::step`] lines.
+impl Reporter for Printer {
+    fn step(&self, message: &str) {
+        Printer::step(*self, message);
+    }
+}

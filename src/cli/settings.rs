@@ -1,0 +1,196 @@
+//! Global flags and the environment, resolved once into the values the library takes
+//! (`--system-namespace` or `KUBEVELA_SYSTEM_NAMESPACE`, `--kubeconfig` or `KUBECONFIG`,
+//! `ADDONCTL_*`, …; clap reads the environment variables named on [`GlobalArgs`]). Commands
+//! never read flags or the environment themselves: they take these settings, and start the
+//! library through [`connect`], the one place a [`Context`] is made.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use addonctl::cluster::{Cluster, ConnectOptions, RateLimit};
+use addonctl::manage::{self, Catalog, Context};
+use addonctl::render::{Limits, Renderer};
+
+use crate::cli::args::{Engine, GlobalArgs};
+use crate::cli::diagnostics::user;
+use crate::cli::printer::Printer;
+
+/// What every command may need that does not touch a cluster.
+#[derive(Debug, Clone)]
+pub struct GlobalSettings {
+    /// The namespace KubeVela and addonctl keep their state in.
+    pub namespace: String,
+    /// `--registry-dir` directories, searched before the stored and built-in registries.
+    pub registry_dirs: Vec<PathBuf>,
+    /// `--refresh`: read registries again instead of using cached listings.
+    pub refresh: bool,
+    /// The sandbox limits of addon scripts.
+    pub limits: Limits,
+    /// The engine that deploys addons' components.
+    pub engine: manage::EngineChoice,
+}
+
+impl GlobalSettings {
+    /// Resolves the flags and environment (clap has read both into `args`).
+    ///
+    /// # Errors
+    ///
+    /// A user error when `--script-timeout` is not a positive number of seconds.
+    pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Self> {
+        let deadline = Duration::try_from_secs_f64(args.script_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| user("`--script-timeout` must be a positive number of seconds"))?;
+        Ok(GlobalSettings {
+            namespace: args.system_namespace.clone(),
+            registry_dirs: args.registry_dirs.clone(),
+            refresh: args.refresh,
+            limits: Limits {
+                deadline,
+                max_operations: args.script_max_operations,
+                ..Limits::default()
+            },
+            engine: match args.engine {
+                Engine::Auto => manage::EngineChoice::Auto,
+                Engine::Vela => manage::EngineChoice::Vela,
+                Engine::Direct => manage::EngineChoice::Direct,
+            },
+        })
+    }
+
+    /// The renderer these settings ask for.
+    pub fn renderer(&self) -> Renderer {
+        Renderer::with_limits(self.limits.clone())
+    }
+}
+
+/// How to reach the control plane.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// The kubeconfig file (`--kubeconfig` or `KUBECONFIG`); `None` = the default places.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context; `None` = its current context.
+    pub context: Option<String>,
+    /// The limit of each request to a cluster.
+    pub request_timeout: Duration,
+    /// Requests per second (and burst) to each cluster.
+    pub rate_limit: RateLimit,
+}
+
+impl ClusterSettings {
+    /// Resolves the flags and environment (clap has read both into `args`).
+    ///
+    /// # Errors
+    ///
+    /// A user error when `--request-timeout` is not a positive number of seconds, or `--qps` or
+    /// `--burst` is 0.
+    pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Self> {
+        let request_timeout = Duration::try_from_secs_f64(args.request_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                user(
+                    "`--request-timeout` (`ADDONCTL_CLUSTER_TIMEOUT`) must be a positive number of seconds",
+                )
+            })?;
+        let rate_limit = RateLimit::new(args.qps, args.burst)
+            .ok_or_else(|| user("`--qps` and `--burst` must be at least 1"))?;
+        Ok(ClusterSettings {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            request_timeout,
+            rate_limit,
+        })
+    }
+
+    /// The options of a connection.
+    pub fn connect_options(&self) -> ConnectOptions {
+        ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            timeout: Some(self.request_timeout),
+        }
+    }
+}
+
+/// Connects to the control plane with the request timeout and rate limit, and "still waiting"
+/// lines on stderr unless `-q`.
+pub async fn control_plane(cluster: &ClusterSettings, printer: Printer) -> anyhow::Result<Cluster> {
+    let connected = Cluster::connect(&cluster.connect_options())
+        .await
+        .map_err(addonctl::Error::from)?;
+    // Managed clusters' clients take the same limit and hook (see `Cluster::managed`).
+    connected.set_rate_limit(cluster.rate_limit);
+    printer.watch(&connected);
+    Ok(connected)
+}
+
+/// The one way a command starts the library: the control plane, the registries (`registries`:
+/// whether the command reads any; commands that need none never read the stored ones, so they
+/// neither wait for nor warn about them), the renderer and the engine.
+pub async fn connect(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    registries: bool,
+) -> anyhow::Result<Context> {
+    let connected = control_plane(cluster, printer).await?;
+    let catalog = if registries {
+        catalog(global, &connected).await?
+    } else {
+        Catalog::new(&global.registry_dirs)?
+    };
+    Ok(Context {
+        cluster: connected,
+        namespace: global.namespace.clone(),
+        catalog,
+        renderer: global.renderer(),
+        engine: global.engine,
+        lock: manage::LockOptions::default(),
+    })
+}
+
+/// The registries in search order: `--registry-dir` directories, the stored registries
+/// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
+/// A stored registry that cannot be opened is a warning, not a silent omission.
+async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
+    let mut readers = Catalog::new(&global.registry_dirs)?.readers().to_vec();
+    readers.pop(); // the built-in registry; `registry::readers` puts it last again
+    let store = addonctl::registry::Store::Cluster {
+        cluster: cluster.clone(),
+        namespace: global.namespace.clone(),
+    };
+    let stored = match store.load().await {
+        Ok(stored) => stored,
+        // The control plane itself does not answer: every later request would wait as long.
+        Err(e @ addonctl::Error::Cluster(addonctl::cluster::Error::Unreachable { .. })) => {
+            return Err(e.into());
+        }
+        Err(e) => {
+            let hint = match &e {
+                addonctl::Error::Cluster(addonctl::cluster::Error::Forbidden { .. }) => {
+                    " (reading them needs `get` on ConfigMap `vela-addon-registry` and its Secrets in the system namespace: ClusterRole `addonctl-viewer`, see `addonctl rbac`)"
+                }
+                _ => "",
+            };
+            tracing::warn!(
+                "the stored registries cannot be read ({e}){hint}; using the built-in registry only"
+            );
+            Vec::new()
+        }
+    };
+    let options = addonctl::registry::OpenOptions {
+        cache: addonctl::source::cache::CacheOptions {
+            refresh: global.refresh,
+            ..addonctl::source::cache::CacheOptions::default()
+        },
+        http: addonctl::source::http::HttpOptions::from_env(),
+    };
+    for reader in addonctl::registry::readers(&stored, &options) {
+        match reader {
+            Ok(reader) => readers.push(reader),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+    Ok(Catalog::from_readers(readers))
+}
