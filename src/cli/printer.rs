@@ -25,6 +25,10 @@ impl Printer {
     }
 
     /// stdout, for text results.
+    #[expect(
+        clippy::unused_self,
+        reason = "commands reach stdout only through the printer"
+    )]
     pub fn stdout(self) -> StdoutLock<'static> {
         std::io::stdout().lock()
     }
@@ -53,6 +57,10 @@ impl Printer {
     }
 
     /// A question on stderr (shown even with `-q`: an answer is needed).
+    #[expect(
+        clippy::unused_self,
+        reason = "commands reach the terminal only through the printer"
+    )]
     pub fn ask(self, lines: &[String], question: &str) -> anyhow::Result<String> {
         let mut stderr = std::io::stderr().lock();
         for line in lines {

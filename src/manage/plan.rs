@@ -286,7 +286,14 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         let mut args = match &root_package {
             Some(package) => {
                 let upgrading = current.is_some();
-                let given = given_args(ctx, package, request, &stored, upgrading, &k8s_version)?;
+                let given = given_args(
+                    ctx,
+                    package,
+                    request,
+                    &stored,
+                    upgrading,
+                    k8s_version.as_ref(),
+                )?;
                 // `--clusters` was checked before planning; clusters from the other input now.
                 if given.clusters() != request.args.clusters() {
                     check_clusters(ctx, given.clusters()).await?;
@@ -412,14 +419,14 @@ fn given_args(
     request: &EnableRequest,
     stored: &Map<String, Value>,
     upgrade: bool,
-    kubernetes_version: &Option<String>,
+    kubernetes_version: Option<&String>,
 ) -> Result<crate::params::Arguments> {
     let options = RenderOptions {
         namespace: ctx.namespace.clone(),
         args: Map::new(),
         stored_args: stored.clone(),
         upgrade,
-        kubernetes_version: kubernetes_version.clone(),
+        kubernetes_version: kubernetes_version.cloned(),
         clusters: request.args.clusters().map(<[String]>::to_vec),
     };
     let schema = ctx

@@ -355,7 +355,7 @@ mod tests {
         let list = dir.path().join("list.yaml");
         fs_err::write(&list, "- a\n").unwrap();
         let err = Input::read(&RawInput {
-            values_files: &[list.clone()],
+            values_files: std::slice::from_ref(&list),
             ..RawInput::default()
         })
         .unwrap_err();
