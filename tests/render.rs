@@ -236,6 +236,39 @@ async fn rendering_is_deterministic_and_cached() {
     assert_eq!(a.objects(), b.objects());
 }
 
+#[test]
+fn the_parameter_schema_cache_tells_apart_the_contexts_parameter_rhai_reads() {
+    let files = vec![
+        (
+            "metadata.yaml".to_owned(),
+            b"name: placed\nversion: 1.0.0\n".to_vec(),
+        ),
+        (
+            "parameter.rhai".to_owned(),
+            b"if context.clusters.len() > 0 { #{ region: string(\"eu\") } } else { #{ zone: string(\"a\") } }\n"
+                .to_vec(),
+        ),
+    ];
+    let package = loader::from_files("test", "placed", files).unwrap();
+    let renderer = Renderer::new();
+    let nowhere = renderer.parameter_schema(&package).unwrap();
+    assert_eq!(nowhere.known(), ["zone", "clusters"]);
+    let somewhere = RenderOptions {
+        clusters: Some(vec!["edge-1".to_owned()]),
+        ..RenderOptions::default()
+    };
+    let placed = renderer.parameter_schema_in(&package, &somewhere).unwrap();
+    assert_eq!(placed.known(), ["region", "clusters"]);
+
+    // The same file text in the other context: the render sees the schema of its own context.
+    let mut args = Map::new();
+    args.insert("region".to_owned(), json!("us"));
+    let rendered = renderer
+        .render(&package, &RenderOptions { args, ..somewhere })
+        .unwrap();
+    assert_eq!(rendered.values["region"], "us");
+}
+
 #[tokio::test]
 async fn another_system_namespace_is_used_everywhere() {
     let reader = LocalReader::new(fixture_registry()).unwrap();
