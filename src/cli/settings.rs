@@ -194,3 +194,62 @@ async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<C
     }
     Ok(Catalog::from_readers(readers))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::args::Cli;
+
+    fn global(flags: &[&str]) -> GlobalArgs {
+        let mut argv = vec!["addonctl"];
+        argv.extend_from_slice(flags);
+        argv.push("rbac");
+        Cli::try_parse_from(argv).unwrap().global
+    }
+
+    #[test]
+    fn flags_resolve_into_settings() {
+        let args = global(&[
+            "--system-namespace",
+            "ops",
+            "--engine",
+            "direct",
+            "--script-timeout",
+            "0.5",
+            "--request-timeout",
+            "7",
+            "--kubeconfig",
+            "/tmp/kc",
+            "--context",
+            "blue",
+        ]);
+        let settings = GlobalSettings::resolve(&args).unwrap();
+        assert_eq!(settings.namespace, "ops");
+        assert_eq!(settings.engine, manage::EngineChoice::Direct);
+        assert_eq!(settings.limits.deadline, Duration::from_millis(500));
+        let cluster = ClusterSettings::resolve(&args).unwrap();
+        assert_eq!(cluster.request_timeout, Duration::from_secs(7));
+        let options = cluster.connect_options();
+        assert_eq!(options.kubeconfig, Some(PathBuf::from("/tmp/kc")));
+        assert_eq!(options.context.as_deref(), Some("blue"));
+        assert_eq!(options.timeout, Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn bad_limits_are_the_users_errors_naming_the_flag() {
+        for (flags, flag) in [
+            (&["--script-timeout", "0"][..], "`--script-timeout`"),
+            (&["--script-timeout=-1"][..], "`--script-timeout`"),
+        ] {
+            let err = GlobalSettings::resolve(&global(flags)).unwrap_err();
+            assert!(err.to_string().contains(flag), "{err}");
+            assert!(err
+                .downcast_ref::<crate::cli::diagnostics::UserError>()
+                .is_some());
+        }
+        let err = ClusterSettings::resolve(&global(&["--request-timeout", "0"])).unwrap_err();
+        assert!(err.to_string().contains("`--request-timeout`"), "{err}");
+    }
+}
