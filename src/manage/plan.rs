@@ -283,7 +283,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
             _ if is_root => Some(sources.load(planned).await?),
             _ => None,
         };
-        let mut args = match &root_package {
+        let (mut args, given_clusters) = match &root_package {
             Some(package) => {
                 let upgrading = current.is_some();
                 let given = given_args(
@@ -298,14 +298,14 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
                 if given.clusters() != request.args.clusters() {
                     check_clusters(ctx, given.clusters()).await?;
                 }
-                given.to_map()
+                (given.to_map(), given.clusters().map(<[String]>::to_vec))
             }
-            None => Map::new(),
+            None => (Map::new(), None),
         };
         let own_clusters = if is_root {
-            cluster_list(args.get("clusters").or_else(|| stored.get("clusters")))
+            given_clusters.or_else(|| stored_clusters(&stored))
         } else {
-            let existing = cluster_list(stored.get("clusters"));
+            let existing = stored_clusters(&stored);
             match (needs.get(name), current, existing) {
                 (Some(Some(needed)), Some(_), Some(existing)) => {
                     let mut all: BTreeSet<String> = existing.iter().cloned().collect();
@@ -379,7 +379,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         steps.push(Step {
             action,
             installed_by: planned.installed_by,
-            clusters: cluster_list(rendered.args.get("clusters")),
+            clusters: rendered.clusters.clone(),
             depends_on: planned.depends_on.clone(),
             needed_by: planned.needed_by.clone(),
             layer: layers.get(name).copied().unwrap_or_default(),
@@ -529,16 +529,13 @@ fn data_bytes(object: &Value) -> usize {
     total
 }
 
-/// An explicit list of cluster names (the `clusters` argument), if any.
-fn cluster_list(value: Option<&Value>) -> Option<Vec<String>> {
-    let items = value?.as_array()?;
-    Some(
-        items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-    )
+/// The explicit list of cluster names among stored arguments, if any (stored arguments that do
+/// not type are left to the render of the addon to refuse).
+fn stored_clusters(stored: &Map<String, Value>) -> Option<Vec<String>> {
+    crate::params::Arguments::from_map(stored.clone())
+        .ok()?
+        .clusters()
+        .map(<[String]>::to_vec)
 }
 
 /// What the solver knows of an installed addon: its record, or for an addon installed by

@@ -138,8 +138,10 @@ pub struct Rendered {
     pub args_secret: Option<Value>,
     /// The text of `NOTES.rhai`.
     pub notes: Option<String>,
-    /// The arguments to store (stored ← given), without defaults.
+    /// The arguments to store (stored ← given, merged at every depth), without defaults.
     pub args: Map<String, Value>,
+    /// The clusters of its `clusters` argument, typed; `None` = where its topology says.
+    pub clusters: Option<Vec<String>>,
     /// The effective parameter values (defaults applied).
     pub values: Value,
     /// The parameter schema.
@@ -893,7 +895,7 @@ impl Renderer {
                 namespace: &options.namespace,
                 extra_components: extra,
                 scripted_template: scripted,
-                clusters: given_clusters,
+                clusters: given_clusters.clone(),
             },
         )
         .map_err(|message| match &package.template {
@@ -980,6 +982,7 @@ impl Renderer {
             args_secret,
             notes,
             args,
+            clusters: given_clusters,
             values,
             schema,
             warnings,
