@@ -47,10 +47,7 @@ pub fn init_logging(global: &GlobalArgs) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
-        .with_ansi(
-            std::env::var_os("NO_COLOR").is_none()
-                && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        )
+        .with_ansi(settings::stderr_color())
         .try_init();
 }
 

@@ -64,6 +64,11 @@ impl GlobalSettings {
     }
 }
 
+/// Whether stderr gets colour: a terminal, and no `NO_COLOR` in the environment.
+pub fn stderr_color() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
 /// How to reach the control plane.
 #[derive(Debug, Clone)]
 pub struct ClusterSettings {
