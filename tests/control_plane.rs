@@ -676,6 +676,21 @@ async fn a_partial_nested_override_on_upgrade_keeps_the_stored_siblings() {
 
     assert_eq!(sb.stored_args("sized").await, Some(merged));
     assert_eq!(sizes().await, json!({"cpu": "750m", "memory": "1Gi"}));
+
+    // A values file, then `key=value`: layered, then laid over the stored arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    fs_err::write(&values, "resources:\n  memory: 2Gi\n  cpu: 1\n").unwrap();
+    sb.cli()
+        .args(["upgrade", "sized", "-f"])
+        .arg(&values)
+        .arg("resources.cpu=900m")
+        .assert()
+        .success();
+
+    let layered = json!({"resources": {"cpu": "900m", "memory": "2Gi"}});
+    assert_eq!(sb.stored_args("sized").await, Some(layered));
+    assert_eq!(sizes().await, json!({"cpu": "900m", "memory": "2Gi"}));
 }
 
 #[tokio::test(flavor = "multi_thread")]
