@@ -49,14 +49,14 @@ pub async fn run(
     match args.command {
         RegistryCommand::Add(settings) => add(&store, &locks, *settings).await,
         RegistryCommand::Update(settings) => update(&store, &locks, *settings).await,
-        RegistryCommand::List { output } => list(&store, output).await,
-        RegistryCommand::Get { name, output } => get(&store, &name, output).await,
+        RegistryCommand::List { output } => list(&store, printer, output).await,
+        RegistryCommand::Get { name, output } => get(&store, printer, &name, output).await,
         RegistryCommand::Remove { name } => {
             let lock = locks.take(&name, "remove").await?;
             let removed = store.remove(&name).await;
             Locks::release(lock).await;
             if removed? {
-                writeln!(std::io::stdout().lock(), "removed registry `{name}`")?;
+                writeln!(printer.stdout(), "removed registry `{name}`")?;
                 Ok(ExitCode::SUCCESS)
             } else {
                 Err(user(format!("registry `{name}` does not exist")))
@@ -394,53 +394,53 @@ fn row(spec: &RegistrySpec) -> [String; 6] {
     ]
 }
 
-async fn list(store: &Store, output: ReportFormat) -> anyhow::Result<ExitCode> {
+async fn list(store: &Store, printer: Printer, output: ReportFormat) -> anyhow::Result<ExitCode> {
     let specs = store.list().await?;
-    let mut stdout = std::io::stdout().lock();
-    match output {
-        ReportFormat::Json | ReportFormat::Yaml => {
-            let mut values: Vec<serde_json::Value> = specs
+    let mut values: Vec<serde_json::Value> = specs
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    values.push(json!({"name": BUILTIN_REGISTRY, "type": "builtin", "endpoint": ""}));
+    if !printer.structured(&values, output)? {
+        let mut stdout = printer.stdout();
+        let mut rows = vec![[
+            "NAME".to_owned(),
+            "TYPE".to_owned(),
+            "ENDPOINT".to_owned(),
+            "PATH".to_owned(),
+            "REF".to_owned(),
+            "PRIORITY".to_owned(),
+        ]];
+        rows.extend(specs.iter().map(row));
+        rows.push([
+            BUILTIN_REGISTRY.to_owned(),
+            "builtin".to_owned(),
+            "(embedded in addonctl)".to_owned(),
+            String::new(),
+            String::new(),
+            "last".to_owned(),
+        ]);
+        let widths: Vec<usize> = (0..6)
+            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in rows {
+            let line: Vec<String> = row
                 .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<_, _>>()?;
-            values.push(json!({"name": BUILTIN_REGISTRY, "type": "builtin", "endpoint": ""}));
-            print_value(&mut stdout, &json!(values), output)?;
-        }
-        ReportFormat::Text => {
-            let mut rows = vec![[
-                "NAME".to_owned(),
-                "TYPE".to_owned(),
-                "ENDPOINT".to_owned(),
-                "PATH".to_owned(),
-                "REF".to_owned(),
-                "PRIORITY".to_owned(),
-            ]];
-            rows.extend(specs.iter().map(row));
-            rows.push([
-                BUILTIN_REGISTRY.to_owned(),
-                "builtin".to_owned(),
-                "(embedded in addonctl)".to_owned(),
-                String::new(),
-                String::new(),
-                "last".to_owned(),
-            ]);
-            let widths: Vec<usize> = (0..6)
-                .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
                 .collect();
-            for row in rows {
-                let line: Vec<String> = row
-                    .iter()
-                    .zip(&widths)
-                    .map(|(cell, width)| format!("{cell:<width$}"))
-                    .collect();
-                writeln!(stdout, "{}", line.join("  ").trim_end())?;
-            }
+            writeln!(stdout, "{}", line.join("  ").trim_end())?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn get(store: &Store, name: &str, output: ReportFormat) -> anyhow::Result<ExitCode> {
+async fn get(
+    store: &Store,
+    printer: Printer,
+    name: &str,
+    output: ReportFormat,
+) -> anyhow::Result<ExitCode> {
     let registry = store
         .get(name)
         .await?
@@ -452,25 +452,11 @@ async fn get(store: &Store, name: &str, output: ReportFormat) -> anyhow::Result<
         }
         object.insert("credentials".into(), json!(registry.credentials.keys()));
     }
-    let mut stdout = std::io::stdout().lock();
-    if output == ReportFormat::Text {
-        print_value(&mut stdout, &value, ReportFormat::Yaml)?;
-    } else {
-        print_value(&mut stdout, &value, output)?;
-    }
+    // One registry reads best as YAML.
+    let format = match output {
+        ReportFormat::Text => ReportFormat::Yaml,
+        other => other,
+    };
+    printer.structured(&value, format)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_value(
-    out: &mut impl Write,
-    value: &serde_json::Value,
-    format: ReportFormat,
-) -> anyhow::Result<()> {
-    match format {
-        ReportFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
-        ReportFormat::Yaml | ReportFormat::Text => {
-            write!(out, "{}", addonctl::yaml::to_string(value)?)?;
-        }
-    }
-    Ok(())
 }
