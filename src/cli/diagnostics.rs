@@ -25,11 +25,21 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
     if let Some(hint) = forbidden_hint(error) {
         let _ = writeln!(stderr, "  hint: {hint}");
     }
-    if is_user_error(error) {
-        ExitCode::from(2)
+    exit_code(error)
+}
+
+/// The exit code of the user's errors.
+pub const USER_ERROR: u8 = 2;
+/// The exit code of every other failure.
+pub const FAILURE: u8 = 1;
+
+/// The exit code for an error: [`USER_ERROR`] when the user can fix it, else [`FAILURE`].
+fn exit_code(error: &anyhow::Error) -> ExitCode {
+    ExitCode::from(if is_user_error(error) {
+        USER_ERROR
     } else {
-        ExitCode::from(1)
-    }
+        FAILURE
+    })
 }
 
 /// For a control plane's refusal: the shipped role that would allow the request.
@@ -81,4 +91,30 @@ pub struct UserError(pub String);
 /// Shorthand for a user error.
 pub fn user(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UserError(message.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_errors_and_the_others_are_told_apart() {
+        let cases: [(anyhow::Error, bool); 5] = [
+            (user("bad flag"), true),
+            (
+                addonctl::Error::from(addonctl::params::Error::Clusters).into(),
+                true,
+            ),
+            (
+                anyhow::Error::from(addonctl::Error::from(addonctl::params::Error::Clusters))
+                    .context("while planning"),
+                true,
+            ),
+            (anyhow::anyhow!("the server hung up"), false),
+            (std::io::Error::other("disk full").into(), false),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(is_user_error(&error), expected, "{error:#}");
+        }
+    }
 }

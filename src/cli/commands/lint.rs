@@ -38,7 +38,7 @@ pub async fn run(
     let failed =
         report.count(Severity::Error) > 0 || (args.strict && report.count(Severity::Warning) > 0);
     Ok(if failed {
-        ExitCode::from(2)
+        ExitCode::from(crate::cli::diagnostics::USER_ERROR)
     } else {
         ExitCode::SUCCESS
     })
