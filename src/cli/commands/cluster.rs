@@ -62,36 +62,7 @@ pub async fn run(
         ClusterCommand::List { output } => {
             let rows = manage::clusters::list(&ctx).await?;
             if !printer.structured(&rows, output)? {
-                writeln!(
-                    out,
-                    "{:<16} {:<32} {:<20} {:<10} {:<10} LABELS",
-                    "NAME", "ENDPOINT", "CREDENTIAL", "REACHABLE", "VERSION"
-                )?;
-                for row in rows {
-                    let labels: Vec<String> =
-                        row.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let credential = row
-                        .credential_type
-                        .map_or_else(|| "-".to_owned(), |c| format!("{c:?}"));
-                    let version = if row.reachable {
-                        row.version.clone()
-                    } else {
-                        "-".to_owned()
-                    };
-                    writeln!(
-                        out,
-                        "{:<16} {:<32} {:<20} {:<10} {:<10} {}",
-                        row.name,
-                        row.endpoint,
-                        credential,
-                        if row.reachable { "yes" } else { "no" },
-                        version,
-                        labels.join(",")
-                    )?;
-                    if !row.reachable {
-                        writeln!(out, "  unreachable: {}", row.version)?;
-                    }
-                }
+                print_clusters(&mut out, rows)?;
             }
         }
         ClusterCommand::Detach {
@@ -132,4 +103,41 @@ pub async fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cluster list` as a table.
+fn print_clusters(
+    out: &mut impl Write,
+    rows: Vec<manage::clusters::ClusterRow>,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:<16} {:<32} {:<20} {:<10} {:<10} LABELS",
+        "NAME", "ENDPOINT", "CREDENTIAL", "REACHABLE", "VERSION"
+    )?;
+    for row in rows {
+        let labels: Vec<String> = row.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let credential = row
+            .credential_type
+            .map_or_else(|| "-".to_owned(), |c| format!("{c:?}"));
+        let version = if row.reachable {
+            row.version.clone()
+        } else {
+            "-".to_owned()
+        };
+        writeln!(
+            out,
+            "{:<16} {:<32} {:<20} {:<10} {:<10} {}",
+            row.name,
+            row.endpoint,
+            credential,
+            if row.reachable { "yes" } else { "no" },
+            version,
+            labels.join(",")
+        )?;
+        if !row.reachable {
+            writeln!(out, "  unreachable: {}", row.version)?;
+        }
+    }
+    Ok(())
 }

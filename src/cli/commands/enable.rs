@@ -81,52 +81,59 @@ pub async fn run(
             .await?;
     }
     if !printer.structured(&reports, args.output)? {
-        let mut stdout = printer.stdout();
-        for report in &reports {
-            let verb = match report.action {
-                manage::Action::Install => "installed",
-                manage::Action::Upgrade if report.unchanged() => "unchanged",
-                manage::Action::Upgrade => "updated",
-                manage::Action::Keep => "kept (already installed)",
-            };
-            let changed = match (report.action, report.changed.len()) {
-                (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
-                (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
-                _ => String::new(),
-            };
-            writeln!(
-                stdout,
-                "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
-                report.name,
-                report.version,
-                report.applied.len()
-            )?;
-            for deleted in &report.deleted {
-                writeln!(stdout, "  deleted {deleted}")?;
-            }
-            for note in &report.notes {
-                writeln!(stdout, "  note: {note}")?;
-            }
-            if report.engine == manage::EngineChoice::Direct {
-                let names: Vec<String> = report
-                    .clusters
-                    .iter()
-                    .map(|c| format!("`{}`", c.cluster))
-                    .collect();
-                writeln!(
-                    stdout,
-                    "  deployed by addonctl (direct engine) to {} cluster{}: {}",
-                    names.len(),
-                    if names.len() == 1 { "" } else { "s" },
-                    names.join(", ")
-                )?;
-            }
-        }
-        if let Some(notes) = reports.last().and_then(|r| r.addon_notes.as_ref()) {
-            writeln!(stdout, "\n{}", notes.trim_end())?;
-        }
+        print_reports(printer, &reports)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per addon applied (with what was deleted, notes and the clusters the direct engine
+/// deployed to), then the addon's notes.
+fn print_reports(printer: Printer, reports: &[manage::StepReport]) -> anyhow::Result<()> {
+    let mut stdout = printer.stdout();
+    for report in reports {
+        let verb = match report.action {
+            manage::Action::Install => "installed",
+            manage::Action::Upgrade if report.unchanged() => "unchanged",
+            manage::Action::Upgrade => "updated",
+            manage::Action::Keep => "kept (already installed)",
+        };
+        let changed = match (report.action, report.changed.len()) {
+            (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
+            (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+            _ => String::new(),
+        };
+        writeln!(
+            stdout,
+            "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
+            report.name,
+            report.version,
+            report.applied.len()
+        )?;
+        for deleted in &report.deleted {
+            writeln!(stdout, "  deleted {deleted}")?;
+        }
+        for note in &report.notes {
+            writeln!(stdout, "  note: {note}")?;
+        }
+        if report.engine == manage::EngineChoice::Direct {
+            let names: Vec<String> = report
+                .clusters
+                .iter()
+                .map(|c| format!("`{}`", c.cluster))
+                .collect();
+            writeln!(
+                stdout,
+                "  deployed by addonctl (direct engine) to {} cluster{}: {}",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            )?;
+        }
+    }
+    if let Some(notes) = reports.last().and_then(|r| r.addon_notes.as_ref()) {
+        writeln!(stdout, "\n{}", notes.trim_end())?;
+    }
+    Ok(())
 }
 
 /// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
@@ -205,6 +212,34 @@ async fn print_plan(
         return Ok(ExitCode::SUCCESS);
     }
     let mut stdout = printer.stdout();
+    print_plan_table(&mut stdout, plan)?;
+    for note in &plan.notes {
+        writeln!(stdout, "note: {note}")?;
+    }
+    for conflict in &conflicts {
+        writeln!(stdout, "conflict: {conflict}")?;
+    }
+    for flag in &flags {
+        let kind = json!(flag.kind)
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        writeln!(stdout, "flagged ({kind}): {flag}")?;
+    }
+    for s in &plan.steps {
+        let objects = if args.show_secrets {
+            s.rendered.objects()
+        } else {
+            s.rendered.masked_objects()
+        };
+        write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
+    }
+    writeln!(stdout, "# dry run: nothing was changed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The plan as a table: one row per kept addon, then per step.
+fn print_plan_table(stdout: &mut impl Write, plan: &manage::Plan) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:<4} {:<5} {:<24} {:<12} {:<10} {:<9} {:<10} {:<20} NEEDED BY",
@@ -260,27 +295,5 @@ async fn print_plan(
             }
         )?;
     }
-    for note in &plan.notes {
-        writeln!(stdout, "note: {note}")?;
-    }
-    for conflict in &conflicts {
-        writeln!(stdout, "conflict: {conflict}")?;
-    }
-    for flag in &flags {
-        let kind = json!(flag.kind)
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_default();
-        writeln!(stdout, "flagged ({kind}): {flag}")?;
-    }
-    for s in &plan.steps {
-        let objects = if args.show_secrets {
-            s.rendered.objects()
-        } else {
-            s.rendered.masked_objects()
-        };
-        write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
-    }
-    writeln!(stdout, "# dry run: nothing was changed")?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -95,54 +95,60 @@ pub async fn run(
         }
     }
     if args.detail {
-        if let Some(d) = &status.description {
-            writeln!(out, "description: {d}")?;
-        }
-        if !status.available_versions.is_empty() {
-            writeln!(
-                out,
-                "available versions: {}",
-                status.available_versions.join(", ")
-            )?;
-        }
-        if !status.dependencies.is_empty() {
-            writeln!(out, "dependencies:")?;
-            for d in &status.dependencies {
-                writeln!(
-                    out,
-                    "  {} {} {}{}",
-                    if d.satisfied { "✔" } else { "✘" },
-                    d.name,
-                    d.constraint.as_deref().unwrap_or("*"),
-                    d.installed.as_ref().map_or_else(
-                        || " (not installed)".to_owned(),
-                        |v| format!(" (installed {v})")
-                    )
-                )?;
-            }
-        }
-        if !status.parameters.is_empty() {
-            writeln!(out, "parameters:")?;
-            writeln!(
-                out,
-                "  {:<24} {:<24} {:<24} DESCRIPTION",
-                "NAME", "VALUE", "DEFAULT"
-            )?;
-            for p in &status.parameters {
-                let show = |v: &Option<Value>| {
-                    v.as_ref()
-                        .map_or_else(|| "-".to_owned(), ToString::to_string)
-                };
-                writeln!(
-                    out,
-                    "  {:<24} {:<24} {:<24} {}",
-                    p.name,
-                    show(&p.value),
-                    show(&p.default),
-                    p.description.as_deref().unwrap_or("")
-                )?;
-            }
-        }
+        print_detail(&mut out, &status)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `status -v`'s sections: description, versions, dependencies and parameters.
+fn print_detail(out: &mut impl Write, status: &manage::Status) -> anyhow::Result<()> {
+    if let Some(d) = &status.description {
+        writeln!(out, "description: {d}")?;
+    }
+    if !status.available_versions.is_empty() {
+        writeln!(
+            out,
+            "available versions: {}",
+            status.available_versions.join(", ")
+        )?;
+    }
+    if !status.dependencies.is_empty() {
+        writeln!(out, "dependencies:")?;
+        for d in &status.dependencies {
+            writeln!(
+                out,
+                "  {} {} {}{}",
+                if d.satisfied { "✔" } else { "✘" },
+                d.name,
+                d.constraint.as_deref().unwrap_or("*"),
+                d.installed.as_ref().map_or_else(
+                    || " (not installed)".to_owned(),
+                    |v| format!(" (installed {v})")
+                )
+            )?;
+        }
+    }
+    if !status.parameters.is_empty() {
+        writeln!(out, "parameters:")?;
+        writeln!(
+            out,
+            "  {:<24} {:<24} {:<24} DESCRIPTION",
+            "NAME", "VALUE", "DEFAULT"
+        )?;
+        for p in &status.parameters {
+            let show = |v: &Option<Value>| {
+                v.as_ref()
+                    .map_or_else(|| "-".to_owned(), ToString::to_string)
+            };
+            writeln!(
+                out,
+                "  {:<24} {:<24} {:<24} {}",
+                p.name,
+                show(&p.value),
+                show(&p.default),
+                p.description.as_deref().unwrap_or("")
+            )?;
+        }
+    }
+    Ok(())
 }
