@@ -5,6 +5,8 @@ mod support;
 
 mod bad_input;
 mod cli;
+mod cli_kubeconfig;
+mod cli_lint;
 mod control_plane;
 mod cue_addons;
 mod cue_oracle;

@@ -204,14 +204,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
         let bad = write(dir.path(), "bad", "clusters: [unclosed\n");
-        let flag = load_from(Some(&missing), None, None).unwrap_err().to_string();
-        assert!(flag.contains("--kubeconfig") && flag.contains("does not exist"), "{flag}");
+        let flag = load_from(Some(&missing), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            flag.contains("--kubeconfig") && flag.contains("does not exist"),
+            "{flag}"
+        );
         let env = joined(&[&missing]);
         let none = load_from(None, Some(&env), None).unwrap_err().to_string();
-        assert!(none.contains("`KUBECONFIG`") && !none.contains("--kubeconfig "), "{none}");
+        assert!(
+            none.contains("`KUBECONFIG`") && !none.contains("--kubeconfig "),
+            "{none}"
+        );
         let env = joined(&[&bad]);
         let parse = load_from(None, Some(&env), None).unwrap_err().to_string();
-        assert!(parse.contains("bad") && parse.contains("KUBECONFIG"), "{parse}");
+        assert!(
+            parse.contains("bad") && parse.contains("KUBECONFIG"),
+            "{parse}"
+        );
         assert!(!parse.contains("given to `--kubeconfig`"), "{parse}");
     }
 }
