@@ -17,6 +17,7 @@
 
 pub mod objects;
 pub mod params;
+mod rendered;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,7 +27,7 @@ use serde_json::{Map, Value};
 
 use crate::loader::{self, classify};
 use crate::model::{metadata, AddonPackage, SourceFile, Template};
-use crate::render::{RenderOptions, Renderer};
+use crate::render::Renderer;
 use crate::source::local::{LocalReader, LOCAL_REGISTRY};
 
 /// How bad a finding is.
@@ -70,14 +71,14 @@ pub struct Location {
 }
 
 impl Location {
-    fn file(file: &str) -> Self {
+    pub(crate) fn file(file: &str) -> Self {
         Self {
             file: Some(file.to_owned()),
             ..Self::default()
         }
     }
 
-    fn at(file: &str, line: usize, column: usize) -> Self {
+    pub(crate) fn at(file: &str, line: usize, column: usize) -> Self {
         Self {
             file: Some(file.to_owned()),
             line: Some(line),
@@ -208,17 +209,23 @@ pub async fn lint_path(path: &Path, renderer: &Renderer) -> crate::Result<Report
 }
 
 /// Collects the findings of one addon.
-struct Sink<'r> {
+pub(crate) struct Sink<'r> {
     report: &'r mut Report,
     addon: String,
 }
 
 impl Sink<'_> {
-    fn push(&mut self, severity: Severity, code: &'static str, message: String) {
+    pub(crate) fn push(&mut self, severity: Severity, code: &'static str, message: String) {
         self.at(severity, code, Location::default(), message);
     }
 
-    fn at(&mut self, severity: Severity, code: &'static str, location: Location, message: String) {
+    pub(crate) fn at(
+        &mut self,
+        severity: Severity,
+        code: &'static str,
+        location: Location,
+        message: String,
+    ) {
         self.report.findings.push(Finding {
             severity,
             code,
@@ -245,7 +252,7 @@ async fn lint_one(
     let Some((package, metadata_text)) = load(dir, label, &mut sink).await else {
         return;
     };
-    sink.addon = package.name().to_owned();
+    package.name().clone_into(&mut sink.addon);
     for warning in &package.warnings {
         sink.push(Severity::Warning, "load-warning", warning.clone());
     }
@@ -259,7 +266,7 @@ async fn lint_one(
     }
     check_metadata_keys(&package, &metadata_text, &mut sink);
     check_dependencies(&package, &metadata_text, &mut sink);
-    check_yaml_resources(&package, &mut sink);
+    rendered::check_yaml_resources(&package, &mut sink);
     let schema = match renderer.parameter_schema(&package) {
         Ok(s) => s,
         Err(e) => {
@@ -273,7 +280,7 @@ async fn lint_one(
     };
     check_parameter_docs(&package, &schema, &mut sink);
     check_references(&package, schema.schema(), &mut sink);
-    render_and_check(&package, &schema, renderer, definitions, &mut sink);
+    rendered::render_and_check(&package, &schema, renderer, definitions, &mut sink);
 }
 
 /// Reads and loads the addon; `None` (with a finding) when it cannot be loaded.
@@ -321,7 +328,7 @@ async fn load(dir: &Path, label: &str, sink: &mut Sink<'_>) -> Option<(AddonPack
 }
 
 /// The file, line and column a render error names.
-fn location_of(error: &crate::render::Error) -> Location {
+pub(crate) fn location_of(error: &crate::render::Error) -> Location {
     match error {
         crate::render::Error::Script {
             file, line, column, ..
@@ -421,7 +428,7 @@ fn check_references(package: &AddonPackage, schema: &Value, sink: &mut Sink<'_>)
     } else if package.parameter_cue.is_some() {
         "`parameter.cue`"
     } else {
-        "no parameter file"
+        "a parameter file (the addon has none)"
     };
     for (file, language) in files {
         for found in params::undeclared(&file.text, language, schema) {
@@ -463,56 +470,6 @@ fn check_metadata_keys(package: &AddonPackage, text: &str, sink: &mut Sink<'_>) 
     }
 }
 
-/// Objects of `resources/*.yaml` without `apiVersion` or `kind`, at the line of their document.
-fn check_yaml_resources(package: &AddonPackage, sink: &mut Sink<'_>) {
-    for file in &package.resource_yamls {
-        for (line, chunk) in yaml_documents(&file.text) {
-            let Ok(docs) = crate::yaml::parse_documents(&chunk) else {
-                continue;
-            };
-            for doc in docs.documents.iter().filter(|d| d.is_object()) {
-                for problem in objects::check(doc)
-                    .into_iter()
-                    .filter(|p| p.code.starts_with("missing-"))
-                {
-                    sink.at(
-                        Severity::Error,
-                        problem.code,
-                        Location::at(&file.path, line, 1),
-                        format!("`{}`: {}", file.path, problem.message),
-                    );
-                }
-            }
-        }
-    }
-}
-
-/// The documents of a YAML stream with the line of their first content line.
-fn yaml_documents(text: &str) -> Vec<(usize, String)> {
-    let mut out: Vec<(usize, String)> = Vec::new();
-    let mut current = String::new();
-    let mut start = None;
-    for (index, line) in text.lines().enumerate() {
-        if line.starts_with("---") {
-            if let Some(first) = start.take() {
-                out.push((first, std::mem::take(&mut current)));
-            }
-            current.clear();
-            continue;
-        }
-        let trimmed = line.trim();
-        if start.is_none() && !trimmed.is_empty() && !trimmed.starts_with('#') {
-            start = Some(index + 1);
-        }
-        current.push_str(line);
-        current.push('\n');
-    }
-    if let Some(first) = start {
-        out.push((first, current));
-    }
-    out
-}
-
 /// The position of the first line whose content starts with `key:` (or `"key":`), at the key.
 fn key_position(text: &str, key: &str) -> Option<(usize, usize)> {
     let forms = [
@@ -531,138 +488,6 @@ fn key_position(text: &str, key: &str) -> Option<(usize, usize)> {
                     line.chars().count() - trimmed.chars().count() + 1,
                 )
             })
-    })
-}
-
-/// Renders with default values and checks what the API server would reject.
-fn render_and_check(
-    package: &AddonPackage,
-    schema: &crate::params::ParameterSchema,
-    renderer: &Renderer,
-    definitions: &mut BTreeMap<(String, String), String>,
-    sink: &mut Sink<'_>,
-) {
-    let name = package.name().to_owned();
-    let options = RenderOptions {
-        args: example_args(schema.schema()),
-        ..RenderOptions::default()
-    };
-    let rendered = match renderer.render(package, &options) {
-        Ok(rendered) => rendered,
-        Err(e) => {
-            return sink.at(
-                Severity::Error,
-                "render-failed",
-                location_of(&e),
-                format!("rendering with default values failed: {e}"),
-            )
-        }
-    };
-    for warning in rendered.warnings.iter().skip(package.warnings.len()) {
-        sink.push(Severity::Warning, "render-warning", warning.clone());
-    }
-    for def in &rendered.definitions {
-        let kind = def["kind"].as_str().unwrap_or_default().to_owned();
-        let def_name = def["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if let Some(other) = definitions.insert((kind.clone(), def_name.clone()), name.clone()) {
-            if other != name {
-                sink.push(
-                    Severity::Error,
-                    "definition-conflict",
-                    format!("{kind} `{def_name}` is also defined by addon `{other}`; enabling both would conflict"),
-                );
-            }
-        }
-    }
-    let sources = sources(package);
-    let mut seen = std::collections::BTreeSet::new();
-    for object in all_objects(&rendered.objects()) {
-        for problem in objects::check(object) {
-            if !seen.insert(problem.message.clone()) {
-                continue;
-            }
-            let location = problem
-                .needle
-                .as_deref()
-                .and_then(|needle| locate(&sources, needle))
-                .unwrap_or_default();
-            let place = match (&location.file, location.line, location.column) {
-                (Some(file), Some(line), Some(column)) => {
-                    format!(" (written in `{file}` line {line}, column {column})")
-                }
-                _ => String::new(),
-            };
-            sink.at(
-                Severity::Error,
-                problem.code,
-                location,
-                format!("rendered {}{place}", problem.message),
-            );
-        }
-    }
-}
-
-/// The rendered objects and the objects inside the Application's components.
-fn all_objects(rendered: &[Value]) -> Vec<&Value> {
-    let mut out = Vec::new();
-    for object in rendered {
-        out.push(object);
-        let components = object
-            .pointer("/spec/components")
-            .and_then(Value::as_array)
-            .filter(|_| object.get("kind").and_then(Value::as_str) == Some("Application"));
-        for component in components.into_iter().flatten() {
-            if let Some(inner) = component
-                .pointer("/properties/objects")
-                .and_then(Value::as_array)
-            {
-                out.extend(inner.iter().filter(|o| o.is_object()));
-            }
-        }
-    }
-    out
-}
-
-/// The files a rendered object's text can come from, in the order they are searched.
-fn sources(package: &AddonPackage) -> Vec<&SourceFile> {
-    let mut out: Vec<&SourceFile> = package.resource_yamls.iter().collect();
-    match &package.template {
-        Some(Template::Rhai(f) | Template::Yaml(f) | Template::Cue(f)) => out.push(f),
-        None => {}
-    }
-    out.extend(package.resource_scripts.iter());
-    out.extend(package.resource_cues.iter());
-    out.extend(package.definitions.iter());
-    out.extend(package.views.iter());
-    out.extend(package.lib.values());
-    out.extend(package.parameter.iter());
-    out.extend(package.parameter_cue.iter());
-    out
-}
-
-/// Where `needle` is written: quoted first, then as a YAML key, then anywhere.
-fn locate(files: &[&SourceFile], needle: &str) -> Option<Location> {
-    if needle.is_empty() {
-        return None;
-    }
-    let forms = [
-        (format!("\"{needle}\""), 1),
-        (format!("'{needle}'"), 1),
-        (format!("`{needle}`"), 1),
-        (format!("{needle}:"), 0),
-        (needle.to_owned(), 0),
-    ];
-    forms.iter().find_map(|(form, offset)| {
-        files.iter().find_map(|file| {
-            let at = file.text.find(form.as_str())? + offset;
-            let before = &file.text[..at];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-            Some(Location::at(&file.path, line, column))
-        })
     })
 }
 
