@@ -29,7 +29,7 @@ pub struct Problem {
     pub needle: Option<String>,
 }
 
-/// The problems of `object`; `what` names it in messages (`Deployment \`web\``).
+/// The problems of `object`; messages name it by kind and name (`Deployment \`web\``).
 pub fn check(object: &Value) -> Vec<Problem> {
     let mut out = Vec::new();
     let text = |key: &str| {

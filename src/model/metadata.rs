@@ -1,8 +1,8 @@
 //! `metadata.yaml`: an addon's name, version, dependencies and placement (DESIGN §2.2).
 //!
-//! Reading is lenient where real registries are untidy (unknown keys ignored, a duplicated key
-//! keeps its last value with a warning, numbers accepted where strings are expected) and strict
-//! where a wrong value would mislead (`name` and `version` are required, `name` must be a DNS
+//! Reading is lenient where real registries are untidy (unknown keys ignored, though `lint`
+//! reports them through [`unknown_keys`]; a duplicated key keeps its last value with a warning;
+//! numbers accepted where strings are expected) and strict where a wrong value would mislead (`name` and `version` are required, `name` must be a DNS
 //! label-like identifier, list fields must be lists).
 
 use std::collections::BTreeMap;
@@ -336,6 +336,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "system",
     "deployTo",
     "annotations",
+    // KubeVela's VelaUX plugins; addonctl does not use them.
+    "uxPlugins",
 ];
 
 /// The keys of the nested mappings of `metadata.yaml` (`annotations` is free).
@@ -343,7 +345,14 @@ const NESTED_KEYS: &[(&str, &[&str])] = &[
     ("system", &["vela", "kubernetes", "addonctl"]),
     (
         "deployTo",
-        &["runtimeCluster", "runtime_cluster", "disableControlPlane"],
+        // `controlPlane`/`control_plane`: older KubeVela releases.
+        &[
+            "runtimeCluster",
+            "runtime_cluster",
+            "disableControlPlane",
+            "controlPlane",
+            "control_plane",
+        ],
     ),
     ("dependencies", &["name", "version"]),
 ];
