@@ -164,3 +164,24 @@ fn cli_lint_checks_cue_templates_against_parameter_cue() {
         "{findings:#?}"
     );
 }
+
+#[test]
+fn cli_lint_places_a_link_leaving_the_addon_at_the_link() {
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        outside.path(),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let addon = TestAddon::new("linked");
+    std::fs::create_dir_all(addon.path().join("resources")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), addon.path().join("resources/x.yaml")).unwrap();
+    let findings = lint_json(addon.path());
+    let skipped = findings
+        .iter()
+        .find(|f| f["code"] == "skipped-file")
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    assert_eq!(skipped["file"], "resources/x.yaml");
+    assert_eq!(skipped["severity"], "error");
+    assert_eq!(skipped["line"], Value::Null);
+}

@@ -291,9 +291,16 @@ async fn load(dir: &Path, label: &str, sink: &mut Sink<'_>) -> Option<(AddonPack
             .await
             .map(|(files, skipped)| {
                 for why in skipped {
-                    sink.push(
+                    // The reason starts with the path in back-ticks.
+                    let location = why
+                        .strip_prefix('`')
+                        .and_then(|rest| rest.split_once('`'))
+                        .map(|(path, _)| Location::file(path))
+                        .unwrap_or_default();
+                    sink.at(
                         Severity::Error,
                         "skipped-file",
+                        location,
                         format!("{why}: addonctl does not read it, so the addon would be incomplete; copy the file into the addon or remove the link"),
                     );
                 }
