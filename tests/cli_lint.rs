@@ -185,3 +185,33 @@ fn cli_lint_places_a_link_leaving_the_addon_at_the_link() {
     assert_eq!(skipped["severity"], "error");
     assert_eq!(skipped["line"], Value::Null);
 }
+
+#[test]
+fn cli_lint_never_shows_a_secret_value_it_finds_invalid() {
+    let addon = TestAddon::new("leaky")
+        .file(
+            "parameter.rhai",
+            "#{ token: string(\"Hunter2+Secret\").secret().usage(\"Token\") }\n",
+        )
+        .file(
+            "resources/leak.rhai",
+            "k8s_objects(\"leak\", [#{ apiVersion: \"v1\", kind: \"ConfigMap\", metadata: #{ name: \"leak\", labels: #{ token: parameter.token } } }])\n",
+        );
+    let out = addonctl()
+        .args(["lint", "-o", "json"])
+        .arg(addon.path())
+        .assert()
+        .code(2);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let finding = findings
+        .iter()
+        .find(|f| f["code"] == "invalid-label-value")
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    assert!(
+        finding["message"].as_str().unwrap().contains("******"),
+        "{finding}"
+    );
+    assert!(!stdout.contains("Hunter2"), "{stdout}");
+}
