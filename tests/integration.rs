@@ -13,6 +13,7 @@ mod cue_oracle;
 mod definition_apply;
 mod dependencies;
 mod hostile_input;
+mod lint_oracle;
 mod multi_cluster;
 mod publish;
 mod registry;
