@@ -90,7 +90,10 @@ fn check(schema: &Value, segments: &[Segment]) -> Option<Undeclared> {
 /// Every parameter reference of `text`, as its segments.
 pub fn references(text: &str, language: Language) -> Vec<Vec<Segment>> {
     let chars: Vec<char> = text.chars().collect();
-    let code = code_mask(&chars, language);
+    let mut code = code_mask(&chars, language);
+    if language == Language::Rhai {
+        hide_functions_with_a_parameter_argument(&chars, &mut code);
+    }
     let positions = positions(&chars);
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
@@ -181,6 +184,58 @@ fn next_segment(
                 .then(|| ((start, chars[start..end].iter().collect()), close + 1))
         }
         _ => None,
+    }
+}
+
+/// Rhai functions do not see the script's `parameter`: in `fn f(parameter) { … }` the name is
+/// the function's own argument, so its body is not checked.
+fn hide_functions_with_a_parameter_argument(chars: &[char], code: &mut [bool]) {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i + 2 < chars.len() {
+        let is_fn = code[i]
+            && chars[i] == 'f'
+            && chars[i + 1] == 'n'
+            && (i == 0 || !is_ident(chars[i - 1]))
+            && !is_ident(chars[i + 2]);
+        if !is_fn {
+            i += 1;
+            continue;
+        }
+        let Some(open) = (i..chars.len()).find(|&k| code[k] && chars[k] == '(') else {
+            return;
+        };
+        let Some(close) = (open..chars.len()).find(|&k| code[k] && chars[k] == ')') else {
+            return;
+        };
+        let arguments: String = chars[open + 1..close].iter().collect();
+        let takes_parameter = arguments
+            .split(|c: char| !is_ident(c))
+            .any(|word| word == "parameter");
+        let Some(body) = (close..chars.len()).find(|&k| code[k] && chars[k] == '{') else {
+            return;
+        };
+        let mut depth = 0usize;
+        let mut end = body;
+        for (k, c) in chars.iter().enumerate().skip(body) {
+            if !code[k] {
+                continue;
+            }
+            if *c == '{' {
+                depth += 1;
+            } else if *c == '}' {
+                depth -= 1;
+                if depth == 0 {
+                    end = k;
+                    break;
+                }
+            }
+            end = k;
+        }
+        if takes_parameter {
+            code[body..=end].iter_mut().for_each(|c| *c = false);
+        }
+        i = close + 1;
     }
 }
 
@@ -325,7 +380,8 @@ mod tests {
     fn undeclared_rhai_references_are_found_with_their_position() {
         let text =
             "let a = parameter.imagee;\nlet b = parameter[\"default\"] + parameter[\"nope\"];\n\
-                    let c = parameter?.resources.cpuu;\nlet d = `${parameter.missing} ok`;\n";
+                    let c = parameter?.resources.cpuu;\nlet d = `${parameter.missing} ok`;\n\
+                    fn f(x) { parameter.in_fn }\n";
         assert_eq!(
             paths(text, Language::Rhai),
             vec![
@@ -333,6 +389,7 @@ mod tests {
                 ("nope".to_owned(), 2, 43),
                 ("resources.cpuu".to_owned(), 3, 30),
                 ("missing".to_owned(), 4, 22),
+                ("in_fn".to_owned(), 5, 21),
             ]
         );
     }
@@ -343,7 +400,8 @@ mod tests {
                     let s = \"parameter.in_string\";\nlet t = `text parameter.plain ${ #{a: 1}.a } parameter.more`;\n\
                     let l = parameter.labels.anything;\nlet e = parameter.extra.deep.path;\n\
                     let k = parameter.keys();\nlet c = parameter.clusters;\nlet r = parameter.resources.cpu;\n\
-                    let o = context.parameter.whatever;\nlet my_parameter = 1; my_parameter.x;\n";
+                    let o = context.parameter.whatever;\nlet my_parameter = 1; my_parameter.x;\n\
+                    fn own(a, parameter) { if true { parameter.mine } else { parameter.also } }\n";
         assert_eq!(paths(text, Language::Rhai), Vec::new());
     }
 
