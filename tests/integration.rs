@@ -5,12 +5,15 @@ mod support;
 
 mod bad_input;
 mod cli;
+mod cli_kubeconfig;
+mod cli_lint;
 mod control_plane;
 mod cue_addons;
 mod cue_oracle;
 mod definition_apply;
 mod dependencies;
 mod hostile_input;
+mod lint_oracle;
 mod multi_cluster;
 mod publish;
 mod registry;

@@ -32,8 +32,8 @@ pub struct GlobalArgs {
         default_value = "vela-system"
     )]
     pub system_namespace: String,
-    /// The kubeconfig file (default: `KUBECONFIG`, `~/.kube/config`, or in-cluster).
-    #[arg(long, global = true, env = "KUBECONFIG", value_name = "FILE")]
+    /// The kubeconfig file (default: the `KUBECONFIG` list, merged as kubectl does; `~/.kube/config`; in-cluster).
+    #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: its current context).
     #[arg(long, global = true)]

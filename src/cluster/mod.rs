@@ -6,6 +6,7 @@
 //! default [`rate::DEFAULT_QPS`] requests per second, bursts of [`rate::DEFAULT_BURST`]).
 
 mod connect;
+pub mod kubeconfig;
 pub mod rate;
 pub mod retry;
 pub mod set;
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{ApiCapabilities, Scope};
 use kube::Client;
@@ -116,7 +117,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// How to reach a cluster.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
-    /// A kubeconfig file; `None` = `KUBECONFIG`, `~/.kube/config`, or in-cluster.
+    /// A kubeconfig file; `None` = the `KUBECONFIG` list (merged), `~/.kube/config`, or in-cluster.
     pub kubeconfig: Option<PathBuf>,
     /// A context of the kubeconfig; `None` = its current context.
     pub context: Option<String>,
@@ -242,21 +243,15 @@ impl Cluster {
             context: options.context.clone(),
             ..KubeConfigOptions::default()
         };
-        let mut config = if let Some(path) = &options.kubeconfig {
-            let kubeconfig = Kubeconfig::read_from(path)
-                .map_err(|e| Error::Config(format!("cannot read `{}`: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &opts)
+        let mut config = match kubeconfig::load(options.kubeconfig.as_deref())? {
+            Some(loaded) => kube::Config::from_custom_kubeconfig(loaded.config, &opts)
                 .await
-                .map_err(|e| Error::Config(format!("`{}`: {e}", path.display())))?
-        } else {
-            match kube::Config::from_kubeconfig(&opts).await {
-                Ok(c) => c,
-                Err(kubeconfig_error) => kube::Config::incluster().map_err(|_| {
-                    Error::Config(format!(
-                        "no usable kubeconfig ({kubeconfig_error}); pass `--kubeconfig` or set `KUBECONFIG`"
-                    ))
-                })?,
-            }
+                .map_err(|e| Error::Config(format!("{}: {e}", loaded.origin)))?,
+            None => kube::Config::incluster().map_err(|_| {
+                Error::Config(
+                    "no kubeconfig: `KUBECONFIG` is unset or empty, `~/.kube/config` does not exist and this is not a pod; pass `--kubeconfig` or set `KUBECONFIG`".to_owned(),
+                )
+            })?,
         };
         let timeout = options.timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
         bound(&mut config, timeout);

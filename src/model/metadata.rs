@@ -1,8 +1,8 @@
 //! `metadata.yaml`: an addon's name, version, dependencies and placement (DESIGN §2.2).
 //!
-//! Reading is lenient where real registries are untidy (unknown keys ignored, a duplicated key
-//! keeps its last value with a warning, numbers accepted where strings are expected) and strict
-//! where a wrong value would mislead (`name` and `version` are required, `name` must be a DNS
+//! Reading is lenient where real registries are untidy (unknown keys ignored, though `lint`
+//! reports them through [`unknown_keys`]; a duplicated key keeps its last value with a warning;
+//! numbers accepted where strings are expected) and strict where a wrong value would mislead (`name` and `version` are required, `name` must be a DNS
 //! label-like identifier, list fields must be lists).
 
 use std::collections::BTreeMap;
@@ -311,6 +311,109 @@ fn dependency(index: usize, item: &Value) -> Result<Dependency, MetadataError> {
     Ok(Dependency { name, version })
 }
 
+/// A key of `metadata.yaml` that neither addonctl nor KubeVela reads: its value is ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// Where it is: `dependancies`, `system.velaa`, `dependencies[0].versoin`.
+    pub path: String,
+    /// The key itself.
+    pub key: String,
+    /// The known key it most likely means (`dependencies` for `dependancies`).
+    pub suggestion: Option<&'static str>,
+}
+
+/// The keys `metadata.yaml` may hold at the top level.
+pub const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "version",
+    "description",
+    "icon",
+    "url",
+    "tags",
+    "invisible",
+    "needNamespace",
+    "dependencies",
+    "system",
+    "deployTo",
+    "annotations",
+    // KubeVela's VelaUX plugins; addonctl does not use them.
+    "uxPlugins",
+];
+
+/// The keys of the nested mappings of `metadata.yaml` (`annotations` is free).
+const NESTED_KEYS: &[(&str, &[&str])] = &[
+    ("system", &["vela", "kubernetes", "addonctl"]),
+    (
+        "deployTo",
+        // `controlPlane`/`control_plane`: older KubeVela releases.
+        &[
+            "runtimeCluster",
+            "runtime_cluster",
+            "disableControlPlane",
+            "controlPlane",
+            "control_plane",
+        ],
+    ),
+    ("dependencies", &["name", "version"]),
+];
+
+/// The keys of a parsed `metadata.yaml` (its `raw` document) that nothing reads, in document
+/// order, each with the known key it most likely misspells.
+pub fn unknown_keys(raw: &Value) -> Vec<UnknownKey> {
+    let mut out = Vec::new();
+    let Value::Object(map) = raw else {
+        return out;
+    };
+    let mut check = |path: String, key: &str, known: &[&'static str]| {
+        if !known.contains(&key) {
+            out.push(UnknownKey {
+                path,
+                key: key.to_owned(),
+                suggestion: closest(key, known),
+            });
+        }
+    };
+    for (key, value) in map {
+        check(key.clone(), key, KNOWN_KEYS);
+        let Some((_, nested)) = NESTED_KEYS.iter().find(|(parent, _)| parent == key) else {
+            continue;
+        };
+        let items: Vec<(String, &Map<String, Value>)> = match value {
+            Value::Object(m) => vec![(key.clone(), m)],
+            Value::Array(list) => list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.as_object().map(|m| (format!("{key}[{i}]"), m)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (prefix, m) in items {
+            for inner in m.keys() {
+                check(format!("{prefix}.{inner}"), inner, nested);
+            }
+        }
+    }
+    out
+}
+
+/// The known key closest to `key` when it is close enough to be a typo: equal but for case, or
+/// at most two edits away (one for short keys).
+pub fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    let lower = key.to_ascii_lowercase();
+    let limit = if key.chars().count() <= 4 { 1 } else { 2 };
+    known
+        .iter()
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&lower, &k.to_ascii_lowercase()),
+                *k,
+            )
+        })
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
 /// Who asked for an installed addon: recorded with it, so `disable --prune-dependencies` knows
 /// what came in only as a dependency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -393,5 +496,29 @@ mod tests {
         for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a.b"] {
             assert!(!is_valid_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn unknown_keys_are_found_with_a_suggestion_when_they_look_like_a_typo() {
+        let text = "name: a\nversion: 1.0.0\ndependancies: []\nappVersion: 2.0\nsystem:\n  velaa: '>=1'\n\
+                    deployTo:\n  runtimeCluster: true\ndependencies:\n  - name: b\n    versoin: '1'\n\
+                    annotations:\n  anything: goes\nNeedNamespace: [x]\n";
+        let (meta, _) = AddonMeta::parse(text).unwrap();
+        let found: Vec<(String, Option<&str>)> = unknown_keys(&meta.raw)
+            .into_iter()
+            .map(|u| (u.path, u.suggestion))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("dependancies".to_owned(), Some("dependencies")),
+                ("appVersion".to_owned(), None),
+                ("system.velaa".to_owned(), Some("vela")),
+                ("dependencies[0].versoin".to_owned(), Some("version")),
+                ("NeedNamespace".to_owned(), Some("needNamespace")),
+            ]
+        );
+        let (clean, _) = AddonMeta::parse("name: a\nversion: 1.0.0\ntags: [x]\n").unwrap();
+        assert!(unknown_keys(&clean.raw).is_empty());
     }
 }
