@@ -14,13 +14,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::{self, Catalog, Context, EnableRequest, NoopReporter};
+use addonctl::context::Context;
+use addonctl::context::NoopReporter;
+use addonctl::plan::Catalog;
+use addonctl::plan::EnableRequest;
 use addonctl::render::{RenderOptions, Renderer};
 use addonctl::source::builtin::BuiltinReader;
 use addonctl::source::{AddonRef, AsyncReader};
 
 async fn resource_versions(ctx: &Context, name: &str) -> BTreeMap<String, String> {
-    let installed = manage::installed(ctx).await.unwrap();
+    let installed = addonctl::state::installed(ctx).await.unwrap();
     let record = installed[name].record.clone().unwrap();
     let mut out = BTreeMap::new();
     for object in &record.inventory {
@@ -38,7 +41,7 @@ async fn resource_versions(ctx: &Context, name: &str) -> BTreeMap<String, String
     for (kind, gvk, obj) in [
         (
             "Application",
-            manage::application_gvk(),
+            addonctl::model::wire::application_gvk(),
             format!("addon-{name}"),
         ),
         (
@@ -110,8 +113,8 @@ async fn main() {
             namespace: namespace.clone(),
             catalog: Catalog::new(&[]).unwrap(),
             renderer: Renderer::new(),
-            engine: manage::EngineChoice::Auto,
-            lock: manage::LockOptions::default(),
+            engine: addonctl::context::EngineChoice::Auto,
+            lock: addonctl::context::LockOptions::default(),
         }
     };
     let request = EnableRequest {
@@ -122,7 +125,9 @@ async fn main() {
 
     let ctx = connect().await;
     let started = Instant::now();
-    let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+    let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     let first = started.elapsed();
     let applied: usize = reports.iter().map(|r| r.applied.len()).sum();
     println!(
@@ -138,7 +143,9 @@ async fn main() {
 
     let ctx = connect().await;
     let started = Instant::now();
-    manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+    addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     let second = started.elapsed();
     let (calls, writes) = (
         ctx.cluster.counters().requests(),
@@ -154,7 +161,7 @@ async fn main() {
         second.as_secs_f64() * 1e3,
         before.len()
     );
-    manage::disable(&ctx, &largest.0, true, &NoopReporter)
+    addonctl::apply::disable(&ctx, &largest.0, true, &NoopReporter)
         .await
         .unwrap();
     let _ = ctx

@@ -19,9 +19,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use addonctl::apply::direct::ClusterOutcome;
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::direct::ClusterOutcome;
-use addonctl::manage::{self, Catalog, Context, EnableRequest, EngineChoice, NoopReporter};
+use addonctl::context::Context;
+use addonctl::context::EngineChoice;
+use addonctl::context::NoopReporter;
+use addonctl::plan::Catalog;
+use addonctl::plan::EnableRequest;
 use addonctl::render::Renderer;
 use kube::core::GroupVersionKind;
 use serde::Deserialize;
@@ -100,7 +104,7 @@ async fn resource_versions(
     ctx: &Context,
     clusters: &BTreeMap<String, Cluster>,
 ) -> BTreeMap<String, String> {
-    let installed = manage::installed(ctx).await.unwrap();
+    let installed = addonctl::state::installed(ctx).await.unwrap();
     let record = installed["fleet"].record.clone().unwrap();
     let reads = record.dispatched.iter().flat_map(|(name, inventory)| {
         inventory.objects.iter().map(move |o| async move {
@@ -207,12 +211,12 @@ async fn main() {
                 catalog: Catalog::new(&[]).unwrap(),
                 renderer: Renderer::new(),
                 engine: EngineChoice::Direct,
-                lock: addonctl::manage::LockOptions::default(),
+                lock: addonctl::context::LockOptions::default(),
             }
         };
         let setup = context().await;
         for cluster in &managed {
-            manage::clusters::join(
+            addonctl::apply::clusters::join(
                 &setup,
                 &cluster.name,
                 &cluster.kubeconfig,
@@ -229,7 +233,9 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+        let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+            .await
+            .unwrap();
         let first = figures(started.elapsed(), &reports[0].clusters, &ctx);
         let applied: usize = reports[0].clusters.iter().map(|c| c.applied).sum();
         println!(
@@ -251,7 +257,9 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+        let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+            .await
+            .unwrap();
         let again = figures(started.elapsed(), &reports[0].clusters, &ctx);
         let after = resource_versions(&ctx, &readers).await;
         let changed = before
@@ -272,7 +280,7 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        manage::disable(&ctx, "fleet", true, &NoopReporter)
+        addonctl::apply::disable(&ctx, "fleet", true, &NoopReporter)
             .await
             .unwrap();
         println!(

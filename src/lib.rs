@@ -13,20 +13,24 @@
 //! Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI (`cli`,
 //! private to the binary) only parses arguments, prints and calls this library.
 
+pub mod apply;
 pub mod cluster;
+pub mod context;
 pub mod cue;
 pub mod error;
 pub mod lint;
 pub mod loader;
-pub mod manage;
 pub mod model;
 pub mod params;
+pub mod plan;
 pub mod publish;
 pub mod registry;
 pub mod render;
 pub mod resolve;
 pub mod scaffold;
 pub mod source;
+pub mod state;
+pub mod status;
 pub mod yaml;
 
 pub use error::{Error, Result};

@@ -48,59 +48,20 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::deletion::{self, Entry, Removal};
-use super::record::{ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement};
-use super::{Context, Error, Result};
-use crate::cluster::set::{ClusterCredentials, ClusterInfo, LABEL_CREDENTIAL_TYPE, LOCAL};
-use crate::cluster::{self, Cluster};
-use crate::render::normalize::LABEL_NAME;
+use crate::cluster::set::{ClusterInfo, LOCAL};
+use crate::cluster::Cluster;
+use crate::context::{Context, Error, Reporter, Result};
+use crate::model::wire::LABEL_NAME;
+use crate::state::clusters::{clients, joined};
+use crate::state::record::{
+    ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
+};
+use crate::state::to_value;
 
-/// Clusters worked on at once.
-pub const CLUSTER_CONCURRENCY: usize = 16;
-/// Requests in flight per cluster.
-pub const OBJECT_CONCURRENCY: usize = 8;
+pub use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+
 /// How long a CRD may take to become `Established`.
 const CRD_WAIT: Duration = Duration::from_secs(30);
-
-/// The request timeout for managed clusters (`ADDONCTL_CLUSTER_TIMEOUT` seconds, default 30).
-pub fn cluster_timeout() -> Duration {
-    std::env::var("ADDONCTL_CLUSTER_TIMEOUT")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .filter(|d| !d.is_zero())
-        .unwrap_or(Duration::from_secs(30))
-}
-
-/// A client for a joined cluster, with the request timeout, rate limit and notice hook of the
-/// control plane's client (each cluster has its own bucket).
-pub async fn connect(
-    ctx: &Context,
-    name: &str,
-    credentials: &ClusterCredentials,
-) -> cluster::Result<Cluster> {
-    ctx.cluster.managed(name, credentials).await
-}
-
-/// The joined clusters (from their Secrets), without credentials.
-pub async fn joined(ctx: &Context) -> Result<Vec<(ClusterInfo, ClusterCredentials)>> {
-    let secrets = ctx
-        .cluster
-        .list(
-            &super::secret_gvk(),
-            Some(&ctx.namespace),
-            LABEL_CREDENTIAL_TYPE,
-        )
-        .await?;
-    let mut out = Vec::new();
-    for secret in secrets {
-        let value = super::to_value(&secret);
-        match ClusterCredentials::from_secret(&value) {
-            Ok(pair) => out.push(pair),
-            Err(e) => tracing::warn!("{e}"),
-        }
-    }
-    Ok(out)
-}
 
 /// The topology policies of an Application as placements (none = `local`).
 pub fn placements(application: &Value) -> Vec<Placement> {
@@ -211,7 +172,7 @@ pub fn component_objects(application: &Value) -> Result<Vec<Value>> {
             )));
         }
     }
-    Ok(super::inventory::component_objects(application))
+    Ok(crate::plan::inventory::component_objects(application))
 }
 
 /// The outcome on one cluster.
@@ -260,29 +221,6 @@ impl ClusterOutcome {
             error: None,
         }
     }
-}
-
-/// Clients for `local` (the control plane) and the joined clusters named.
-pub async fn clients(
-    ctx: &Context,
-    names: &BTreeSet<String>,
-) -> Result<BTreeMap<String, std::result::Result<Cluster, String>>> {
-    let mut out = BTreeMap::new();
-    let joined = joined(ctx).await?;
-    for name in names {
-        if name == LOCAL {
-            out.insert(name.clone(), Ok(ctx.cluster.clone()));
-            continue;
-        }
-        let client = match joined.iter().find(|(info, _)| &info.name == name) {
-            Some((_, credentials)) => connect(ctx, name, credentials)
-                .await
-                .map_err(|e| e.to_string()),
-            None => Err(format!("cluster `{name}` is no longer joined")),
-        };
-        out.insert(name.clone(), client);
-    }
-    Ok(out)
 }
 
 fn rank(object: &Value) -> u8 {
@@ -544,7 +482,7 @@ pub(super) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
         let crd = cluster.get(&gvk, None, name).await?;
         let mut version = None;
         if let Some(crd) = crd {
-            let value = super::to_value(&crd);
+            let value = to_value(&crd);
             // Established comes a moment before the API server's discovery lists the new kind:
             // wait for that too, so the objects of the kind that follow find it.
             if is_established(&value) {
@@ -853,7 +791,7 @@ pub async fn prepare(
     application: &Value,
     previous: &BTreeMap<String, ClusterInventory>,
     others: OtherRecords,
-    reporter: &dyn super::Reporter,
+    reporter: &dyn Reporter,
 ) -> Result<Prepared> {
     let placements = placements(application);
     let mut objects: Vec<Value> = component_objects(application)?
@@ -977,7 +915,7 @@ impl Prepared {
     }
 
     /// Applies to every cluster (in parallel, bounded) and prunes.
-    pub async fn apply(self, reporter: &dyn super::Reporter) -> Dispatched {
+    pub async fn apply(self, reporter: &dyn Reporter) -> Dispatched {
         let empty = ClusterInventory::default();
         let work = self.plans.iter().map(|(name, plan)| {
             let client = self.clients.get(name);
@@ -1075,168 +1013,4 @@ fn unreachable_cluster(
         },
         outcome,
     )
-}
-
-/// One object on one cluster, as `status` shows it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceStatus {
-    /// Kind.
-    pub kind: String,
-    /// Namespace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
-    /// Whether it exists.
-    pub exists: bool,
-    /// Desired replicas (workloads: `spec.replicas`, DaemonSets: `desiredNumberScheduled`, unknown
-    /// until the DaemonSet's controller has observed it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i64>,
-    /// Ready replicas (DaemonSets: `numberReady`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ready_replicas: Option<i64>,
-    /// When it was created.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub creation_timestamp: Option<String>,
-}
-
-impl ClusterStatus {
-    /// Workloads ready, workloads, and objects missing on this cluster.
-    pub fn readiness(&self) -> (usize, usize, usize) {
-        let workloads = self.resources.iter().filter(|r| r.is_workload());
-        let total = workloads.clone().count();
-        let ready = workloads.filter(|r| r.is_ready()).count();
-        let missing = self.resources.iter().filter(|r| !r.exists).count();
-        (ready, total, missing)
-    }
-}
-
-impl ResourceStatus {
-    /// Whether this is a workload (Deployment, DaemonSet, StatefulSet).
-    pub fn is_workload(&self) -> bool {
-        matches!(
-            self.kind.as_str(),
-            "Deployment" | "DaemonSet" | "StatefulSet"
-        )
-    }
-
-    /// A workload is ready when it exists and ready ≥ desired.
-    pub fn is_ready(&self) -> bool {
-        self.exists && self.ready_replicas.unwrap_or(0) >= self.replicas.unwrap_or(1)
-    }
-}
-
-/// One cluster's part of `status`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterStatus {
-    /// The cluster.
-    pub cluster: String,
-    /// Why the last apply or this status read failed there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Every object addonctl applied there.
-    pub resources: Vec<ResourceStatus>,
-}
-
-fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
-    let int = |p: &str| object.pointer(p).and_then(Value::as_i64);
-    match kind {
-        "Deployment" | "StatefulSet" => (
-            Some(int("/spec/replicas").unwrap_or(1)),
-            Some(int("/status/readyReplicas").unwrap_or(0)),
-        ),
-        // Until its controller has observed it, a DaemonSet's status says nothing (0 of 0
-        // scheduled): the desired count is unknown and it is not ready.
-        "DaemonSet" => (
-            object
-                .pointer("/status/observedGeneration")
-                .and_then(Value::as_i64)
-                .map(|_| int("/status/desiredNumberScheduled").unwrap_or(0)),
-            Some(int("/status/numberReady").unwrap_or(0)),
-        ),
-        _ => (None, None),
-    }
-}
-
-/// Reads every dispatched object back from its cluster (bounded concurrency per cluster).
-pub async fn health(
-    ctx: &Context,
-    dispatched: &BTreeMap<String, ClusterInventory>,
-) -> Result<Vec<ClusterStatus>> {
-    let names = dispatched.keys().cloned().collect();
-    let clients = clients(ctx, &names).await?;
-    let work = dispatched.iter().map(|(name, inventory)| {
-        let client = clients.get(name).cloned();
-        async move {
-            let client = match client {
-                Some(Ok(c)) => c,
-                Some(Err(e)) => {
-                    return ClusterStatus {
-                        cluster: name.clone(),
-                        error: Some(e),
-                        resources: Vec::new(),
-                    }
-                }
-                None => {
-                    return ClusterStatus {
-                        cluster: name.clone(),
-                        error: Some(format!("cluster `{name}` is no longer joined")),
-                        resources: Vec::new(),
-                    }
-                }
-            };
-            let reads: Vec<std::result::Result<ResourceStatus, String>> =
-                stream::iter(&inventory.objects)
-                    .map(|o| {
-                        let client = &client;
-                        async move {
-                            let stored = client
-                                .get(
-                                    &o.object.gvk(),
-                                    o.object.namespace.as_deref(),
-                                    &o.object.name,
-                                )
-                                .await
-                                .map_err(|e| e.to_string())?;
-                            let value = stored.as_ref().map_or(Value::Null, super::to_value);
-                            let (replicas, ready_replicas) = replicas_of(&o.object.kind, &value);
-                            Ok(ResourceStatus {
-                                kind: o.object.kind.clone(),
-                                namespace: o.object.namespace.clone(),
-                                name: o.object.name.clone(),
-                                exists: stored.is_some(),
-                                replicas: stored.as_ref().and(replicas),
-                                ready_replicas: stored.as_ref().and(ready_replicas),
-                                creation_timestamp: value
-                                    .pointer("/metadata/creationTimestamp")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_owned),
-                            })
-                        }
-                    })
-                    .buffered(OBJECT_CONCURRENCY)
-                    .collect()
-                    .await;
-            let mut resources = Vec::new();
-            let mut error = inventory.error.clone();
-            for read in reads {
-                match read {
-                    Ok(r) => resources.push(r),
-                    Err(e) => error = Some(e),
-                }
-            }
-            ClusterStatus {
-                cluster: name.clone(),
-                error,
-                resources,
-            }
-        }
-    });
-    Ok(stream::iter(work)
-        .buffered(CLUSTER_CONCURRENCY)
-        .collect()
-        .await)
 }

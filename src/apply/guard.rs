@@ -17,14 +17,14 @@ use kube::api::{DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
+use super::disable::{disable_one, DisableOptions, DisableReport};
+use super::{access, direct};
 use crate::cluster::Cluster;
-use crate::render::normalize;
+use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
 use crate::resolve::{self, Universe};
-
-use super::{
-    access, applications_using_definitions, clusters_of, direct, disable_one, installed, to_value,
-    Context, DisableOptions, DisableReport, Error, Installed, Reporter, Result,
-};
+use crate::state::clusters::{clients, joined};
+use crate::state::{clusters_of, installed, to_value, Installed};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
@@ -62,8 +62,8 @@ pub async fn disable_all_with(
     let command = format!("`addonctl disable {name}`");
     // The addon's state first, before anything is read: a user without rights learns what is
     // missing, not merely that a list was refused.
-    let application = ctx.engine != super::EngineChoice::Direct
-        && ctx.cluster.serves(&super::application_gvk()).await?;
+    let application =
+        ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
     access::check(
         &ctx.cluster,
         &command,
@@ -113,7 +113,7 @@ async fn disable_all_unlocked(
     if prune_dependencies {
         let mut universe = Universe::new(Vec::new());
         for addon in all.values() {
-            universe.install(super::plan::installed_addon(addon));
+            universe.install(crate::plan::installed_addon(addon));
         }
         removal.extend(resolve::prunable_after_removing(&universe, name));
     }
@@ -213,7 +213,7 @@ pub(super) async fn check(
 /// its Application's components on the clusters the Application targets.
 fn crds_by_cluster(addon: &Installed, joined: &[String]) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let local = normalize::LOCAL_CLUSTER.to_owned();
+    let local = LOCAL_CLUSTER.to_owned();
     if let Some(record) = &addon.record {
         for object in &record.inventory {
             if object.kind == "CustomResourceDefinition" {
@@ -233,7 +233,7 @@ fn crds_by_cluster(addon: &Installed, joined: &[String]) -> BTreeMap<String, BTr
         }
     }
     if let Some(app) = &addon.application {
-        let crds: Vec<String> = super::inventory::component_objects(app)
+        let crds: Vec<String> = crate::plan::inventory::component_objects(app)
             .iter()
             .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
             .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
@@ -278,7 +278,7 @@ fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, S
 /// as `Kind ns/name on cluster `c``.
 async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
     let joined: Vec<String> = if addon.application.is_some() {
-        direct::joined(ctx)
+        joined(ctx)
             .await?
             .into_iter()
             .map(|(info, _)| info.name)
@@ -292,7 +292,7 @@ async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String
     }
     let own = own_objects(addon);
     let names: BTreeSet<String> = wanted.keys().cloned().collect();
-    let clients = direct::clients(ctx, &names).await?;
+    let clients = clients(ctx, &names).await?;
     let mut found = Vec::new();
     for (cluster_name, crds) in &wanted {
         let Some(Ok(cluster)) = clients.get(cluster_name) else {
@@ -372,4 +372,60 @@ async fn resources_of(
             )
         })
         .collect())
+}
+
+/// Applications (in any namespace, except the addon's own) whose components, traits, policies
+/// or workflow steps use a definition of the addon.
+async fn applications_using_definitions(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+    let Some(record) = &addon.record else {
+        return Ok(Vec::new());
+    };
+    let definitions: BTreeMap<&str, &str> = record
+        .inventory
+        .iter()
+        .filter(|o| o.kind.ends_with("Definition") && o.api_version.starts_with("core.oam.dev/"))
+        .map(|o| (o.name.as_str(), o.kind.as_str()))
+        .collect();
+    if definitions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let own = application_name(&addon.name);
+    let apps = ctx.cluster.list(&application_gvk(), None, "").await?;
+    let mut users = Vec::new();
+    for app in apps {
+        let value = to_value(&app);
+        let app_name = app.metadata.name.clone().unwrap_or_default();
+        let app_ns = app.metadata.namespace.clone().unwrap_or_default();
+        if app_name == own && app_ns == ctx.namespace {
+            continue;
+        }
+        let mut types = BTreeSet::new();
+        for pointer in ["/spec/components", "/spec/policies", "/spec/workflow/steps"] {
+            for item in value
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                types.extend(item.get("type").and_then(Value::as_str));
+                for t in item
+                    .get("traits")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    types.extend(t.get("type").and_then(Value::as_str));
+                }
+            }
+        }
+        let used: Vec<&str> = types
+            .iter()
+            .filter(|t| definitions.contains_key(*t))
+            .copied()
+            .collect();
+        if !used.is_empty() {
+            users.push(format!("`{app_ns}/{app_name}` (uses {})", used.join(", ")));
+        }
+    }
+    Ok(users)
 }

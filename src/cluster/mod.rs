@@ -27,8 +27,7 @@ use kube::discovery::{ApiCapabilities, Scope};
 use kube::Client;
 use serde_json::{json, Value};
 
-/// The field manager of every server-side apply.
-pub const FIELD_MANAGER: &str = "addonctl";
+pub use crate::model::wire::FIELD_MANAGER;
 
 /// A request to the API server failed.
 #[derive(Debug, thiserror::Error)]

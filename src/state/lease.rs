@@ -271,7 +271,7 @@ pub async fn acquire(
     subject: &str,
     holder: &str,
     force: bool,
-) -> super::Result<Lock> {
+) -> crate::context::Result<Lock> {
     for _ in 0..ATTEMPTS {
         let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
         let state = stored
@@ -285,7 +285,7 @@ pub async fn acquire(
                 expires,
             } => {
                 let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
-                return Err(super::Error::Busy(Busy {
+                return Err(crate::context::Error::Busy(Busy {
                     subject: subject.to_owned(),
                     lease: name.to_owned(),
                     holder,
@@ -335,7 +335,7 @@ pub async fn acquire(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(super::Error::Refused(format!(
+    Err(crate::context::Error::Refused(format!(
         "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
     )))
 }
@@ -371,9 +371,9 @@ impl Lock {
 
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
-    pub fn ensure_held(&self) -> super::Result<()> {
+    pub fn ensure_held(&self) -> crate::context::Result<()> {
         if self.lost.load(Ordering::Relaxed) {
-            return Err(super::Error::Refused(format!(
+            return Err(crate::context::Error::Refused(format!(
                 "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
                 self.namespace,
                 self.name,
@@ -384,7 +384,7 @@ impl Lock {
     }
 
     /// Stops renewing and deletes the Lease if it is still this holder's.
-    pub async fn release(self) -> super::Result<()> {
+    pub async fn release(self) -> crate::context::Result<()> {
         self.renewal.abort();
         let Some(stored) = self
             .cluster

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::{self, Catalog, Context, Reporter};
+use addonctl::cluster::Cluster;
+use addonctl::context::Context;
+use addonctl::context::Reporter;
+use addonctl::plan::Catalog;
 use addonctl::render::output::{format_objects, Format};
-use addonctl::render::Renderer;
 
 use crate::cli::args::{
     ClusterCommand, DisableArgs, EnableArgs, Engine, GlobalArgs, ListArgs, ObjectFormat, RbacArgs,
@@ -31,67 +32,64 @@ impl Reporter for StderrReporter {
     }
 }
 
-/// Connects to the control plane (with the request timeout, and "still waiting" lines on stderr
-/// unless `-q`).
-pub async fn control_plane(global: &GlobalArgs) -> anyhow::Result<Cluster> {
-    let cluster = Cluster::connect(&ConnectOptions {
-        kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
-        timeout: Some(global.request_timeout()?),
-    })
-    .await
-    .map_err(addonctl::Error::from)?;
-    // Managed clusters' clients take the same limit and hook (see `Cluster::managed`).
-    cluster.set_rate_limit(global.rate_limit()?);
-    if !global.quiet {
-        cluster.set_notice(std::sync::Arc::new(|line: &str| {
+/// The library settings these flags ask for.
+fn settings(global: &GlobalArgs) -> anyhow::Result<addonctl::context::Settings> {
+    let notice: Option<addonctl::cluster::watchdog::Notice> = if global.quiet {
+        None
+    } else {
+        Some(std::sync::Arc::new(|line: &str| {
             let _ = writeln!(std::io::stderr(), "  {line}");
-        }));
-    }
-    Ok(cluster)
+        }))
+    };
+    Ok(addonctl::context::Settings {
+        namespace: global.system_namespace.clone(),
+        kubeconfig: global.kubeconfig.clone(),
+        kube_context: global.context.clone(),
+        engine: match global.engine {
+            Engine::Auto => addonctl::context::EngineChoice::Auto,
+            Engine::Vela => addonctl::context::EngineChoice::Vela,
+            Engine::Direct => addonctl::context::EngineChoice::Direct,
+        },
+        request_timeout: Some(global.request_timeout()?),
+        rate_limit: Some(global.rate_limit()?),
+        limits: global.limits()?,
+        registry_dirs: global.registry_dirs.clone(),
+        lock: addonctl::context::LockOptions::default(),
+        notice,
+    })
 }
 
 /// The context of a command; `registries`: whether it reads registries at all (commands that
 /// need none never read the stored ones, so they neither wait for nor warn about them).
 async fn context(global: &GlobalArgs, registries: bool) -> anyhow::Result<Context> {
-    let cluster = control_plane(global).await?;
-    let catalog = if registries {
-        catalog(global, &cluster).await?
-    } else {
-        Catalog::new(&global.registry_dirs)?
-    };
-    Ok(Context {
-        cluster,
-        namespace: global.system_namespace.clone(),
-        catalog,
-        renderer: Renderer::with_limits(global.limits()?),
-        engine: match global.engine {
-            Engine::Auto => manage::EngineChoice::Auto,
-            Engine::Vela => manage::EngineChoice::Vela,
-            Engine::Direct => manage::EngineChoice::Direct,
-        },
-        lock: manage::LockOptions::default(),
-    })
+    let mut ctx = Context::connect(&settings(global)?).await?;
+    if registries {
+        ctx.catalog = catalog(global, &ctx.cluster).await?;
+    }
+    Ok(ctx)
 }
 
 /// Control plane first: refuses, naming every missing permission, before a writing command reads
 /// or plans anything (the full check, with every object of the plan, runs before the first write).
 async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
-    let served = ctx.engine != manage::EngineChoice::Direct
-        && ctx.cluster.serves(&manage::application_gvk()).await?;
-    manage::access::check(
+    let served = ctx.engine != addonctl::context::EngineChoice::Direct
+        && ctx
+            .cluster
+            .serves(&addonctl::model::wire::application_gvk())
+            .await?;
+    addonctl::apply::access::check(
         &ctx.cluster,
         command,
-        &manage::access::addon_state(&ctx.namespace, served),
+        &addonctl::apply::access::addon_state(&ctx.namespace, served),
     )
     .await?;
     Ok(())
 }
 
 /// The lock options of a writing command.
-fn lock_options(command: &str, force: bool) -> manage::LockOptions {
-    manage::LockOptions {
-        holder: manage::lease::holder_identity(command),
+fn lock_options(command: &str, force: bool) -> addonctl::context::LockOptions {
+    addonctl::context::LockOptions {
+        holder: addonctl::state::lease::holder_identity(command),
         force,
     }
 }
@@ -177,11 +175,11 @@ async fn root_schema(
 
 /// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
 /// (nothing to consent to); declined: an error naming `--adopt`.
-async fn confirm_adoptions(ctx: &Context, plan: &manage::Plan) -> anyhow::Result<bool> {
-    let adoptions: Vec<String> = manage::review::review(ctx, plan)
+async fn confirm_adoptions(ctx: &Context, plan: &addonctl::plan::Plan) -> anyhow::Result<bool> {
+    let adoptions: Vec<String> = addonctl::apply::review::review(ctx, plan)
         .await?
         .into_iter()
-        .filter(|f| f.kind == manage::protect::FlagKind::Adopts)
+        .filter(|f| f.kind == addonctl::plan::protect::FlagKind::Adopts)
         .map(|f| format!("addon `{}`: {}", f.addon, f.object))
         .collect();
     if adoptions.is_empty() {
@@ -220,7 +218,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     if let Some(clusters) = &args.clusters {
         given.insert("clusters".into(), json!(clusters));
     }
-    let request = manage::EnableRequest {
+    let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),
         args: given,
@@ -229,7 +227,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
     };
-    let mut plan = manage::plan(&ctx, &request, false).await?;
+    let mut plan = addonctl::plan::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     if args.dry_run {
@@ -244,8 +242,8 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
     for flag in plan
         .steps
         .iter()
-        .filter(|s| s.action != manage::Action::Keep)
-        .flat_map(|s| manage::review::step_flags(s, &ctx.namespace))
+        .filter(|s| s.action != addonctl::plan::Action::Keep)
+        .flat_map(|s| addonctl::apply::review::step_flags(s, &ctx.namespace))
     {
         reporter.step(&format!("flagged: {flag}"));
     }
@@ -260,7 +258,8 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
             kept.needed_by.join(", ")
         ));
     }
-    let reports = manage::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+    let reports =
+        addonctl::apply::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
         writes = ctx.cluster.counters().writes(),
@@ -272,21 +271,26 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
         .map(|s| s.rendered.name.clone())
         .unwrap_or_default();
     if args.wait {
-        manage::wait::until_enabled(&ctx, &root, Duration::from_secs(args.timeout), &reporter)
-            .await?;
+        addonctl::status::wait::until_enabled(
+            &ctx,
+            &root,
+            Duration::from_secs(args.timeout),
+            &reporter,
+        )
+        .await?;
     }
     if !print_structured(&reports, args.output)? {
         let mut stdout = std::io::stdout().lock();
         for report in &reports {
             let verb = match report.action {
-                manage::Action::Install => "installed",
-                manage::Action::Upgrade if report.unchanged() => "unchanged",
-                manage::Action::Upgrade => "updated",
-                manage::Action::Keep => "kept (already installed)",
+                addonctl::plan::Action::Install => "installed",
+                addonctl::plan::Action::Upgrade if report.unchanged() => "unchanged",
+                addonctl::plan::Action::Upgrade => "updated",
+                addonctl::plan::Action::Keep => "kept (already installed)",
             };
             let changed = match (report.action, report.changed.len()) {
-                (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
-                (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+                (addonctl::plan::Action::Upgrade, 0) => ", none changed".to_owned(),
+                (addonctl::plan::Action::Upgrade, n) => format!(" ({n} changed)"),
                 _ => String::new(),
             };
             writeln!(
@@ -302,7 +306,7 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
             for note in &report.notes {
                 writeln!(stdout, "  note: {note}")?;
             }
-            if report.engine == manage::EngineChoice::Direct {
+            if report.engine == addonctl::context::EngineChoice::Direct {
                 let names: Vec<String> = report
                     .clusters
                     .iter()
@@ -326,13 +330,13 @@ pub async fn enable(global: &GlobalArgs, args: EnableArgs) -> anyhow::Result<Exi
 
 async fn print_plan(
     ctx: &Context,
-    plan: &manage::Plan,
+    plan: &addonctl::plan::Plan,
     args: &EnableArgs,
 ) -> anyhow::Result<ExitCode> {
     let conflicts = if args.override_definitions {
         Vec::new()
     } else {
-        manage::definition_conflicts(ctx, plan).await?
+        addonctl::plan::definition_conflicts(ctx, plan).await?
     };
     let steps: Vec<Value> = plan
         .steps
@@ -357,7 +361,7 @@ async fn print_plan(
             })
         })
         .collect();
-    let flags = manage::review::review(ctx, plan).await?;
+    let flags = addonctl::apply::review::review(ctx, plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
@@ -456,17 +460,17 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let options = manage::DisableOptions {
+    let options = addonctl::apply::DisableOptions {
         force: args.force,
         prune_dependencies: args.prune_dependencies,
         dry_run: args.dry_run,
     };
     // The library checks permissions and takes the locks (none for a dry run).
-    let reports = manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
+    let reports = addonctl::apply::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
     if args.wait {
         let started = Instant::now();
         loop {
-            let left = manage::installed(&ctx).await?;
+            let left = addonctl::state::installed(&ctx).await?;
             if !reports.iter().any(|r| left.contains_key(&r.name)) {
                 break;
             }
@@ -535,9 +539,9 @@ pub async fn disable(global: &GlobalArgs, args: DisableArgs) -> anyhow::Result<E
 fn print_removal(
     out: &mut impl Write,
     dry_run: bool,
-    deleted: &[manage::deletion::Entry],
-    given_back: &[manage::deletion::Entry],
-    kept: &[manage::deletion::Entry],
+    deleted: &[addonctl::apply::deletion::Entry],
+    given_back: &[addonctl::apply::deletion::Entry],
+    kept: &[addonctl::apply::deletion::Entry],
 ) -> std::io::Result<()> {
     let (delete, give) = if dry_run {
         ("would delete", "would give back")
@@ -562,7 +566,7 @@ fn print_removal(
 /// `status`.
 pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let ctx = context(global, args.detail).await?;
-    let status = manage::status(&ctx, &args.addon, args.detail).await?;
+    let status = addonctl::status::status(&ctx, &args.addon, args.detail).await?;
     if print_structured(&status, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
@@ -693,7 +697,7 @@ pub async fn status(global: &GlobalArgs, args: StatusArgs) -> anyhow::Result<Exi
 /// `list`.
 pub async fn list(global: &GlobalArgs, args: ListArgs) -> anyhow::Result<ExitCode> {
     let ctx = context(global, true).await?;
-    let (rows, warnings) = manage::list(&ctx, args.registry.as_deref()).await?;
+    let (rows, warnings) = addonctl::status::list(&ctx, args.registry.as_deref()).await?;
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
@@ -728,7 +732,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
     let mut ctx = context(global, true).await?;
     ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
     check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
-    let installed = manage::installed(&ctx).await?;
+    let installed = addonctl::state::installed(&ctx).await?;
     let Some(current) = installed.get(&args.addon) else {
         return Err(crate::cli::diagnostics::user(format!(
             "addon `{}` is not enabled; use `addonctl enable {}`",
@@ -741,7 +745,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
         .or_else(|| (!args.latest).then(|| current.version.clone()));
     let schema = root_schema(&ctx, &args.addon, version.as_deref()).await?;
     let given = collect_args(&schema, &args.parameters)?;
-    let request = manage::UpgradeRequest {
+    let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),
         version: args.version.clone(),
         latest: args.latest,
@@ -754,7 +758,7 @@ pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> anyhow::Result<E
     let reporter = StderrReporter {
         quiet: global.quiet,
     };
-    let reports = manage::upgrade(&ctx, &request, &reporter).await?;
+    let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;
     if !print_structured(&reports, args.output)? {
         let mut stdout = std::io::stdout().lock();
         for report in &reports {
@@ -784,10 +788,10 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
         ClusterCommand::Detach { .. } | ClusterCommand::List { .. } => None,
     };
     if let Some(command) = writing {
-        manage::access::check(
+        addonctl::apply::access::check(
             &ctx.cluster,
             &command,
-            &manage::access::cluster_state(&ctx.namespace),
+            &addonctl::apply::access::cluster_state(&ctx.namespace),
         )
         .await?;
     }
@@ -800,8 +804,8 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             labels,
             output,
         } => {
-            let labels = manage::clusters::parse_labels(&labels)?;
-            let row = manage::clusters::join(
+            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            let row = addonctl::apply::clusters::join(
                 &ctx,
                 &name,
                 &from_kubeconfig,
@@ -818,7 +822,7 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             }
         }
         ClusterCommand::List { output } => {
-            let rows = manage::clusters::list(&ctx).await?;
+            let rows = addonctl::apply::clusters::list(&ctx).await?;
             if !print_structured(&rows, output)? {
                 writeln!(
                     out,
@@ -861,7 +865,7 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             // The library checks permissions and takes the locks (none for a dry run).
             let mut ctx = ctx;
             ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-            let report = manage::clusters::detach(&ctx, &name, force, dry_run).await?;
+            let report = addonctl::apply::clusters::detach(&ctx, &name, force, dry_run).await?;
             if !print_structured(&report, output)? {
                 if dry_run {
                     writeln!(out, "cluster `{name}` would be detached")?;
@@ -884,8 +888,8 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
             }
         }
         ClusterCommand::Labels { name, labels } => {
-            let labels = manage::clusters::parse_labels(&labels)?;
-            manage::clusters::set_labels(&ctx, &name, &labels).await?;
+            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            addonctl::apply::clusters::set_labels(&ctx, &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
     }
@@ -894,7 +898,7 @@ pub async fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Re
 
 /// `rbac`: the shipped ClusterRoles.
 pub fn rbac(args: &RbacArgs) -> anyhow::Result<ExitCode> {
-    let roles = manage::access::roles();
+    let roles = addonctl::apply::access::roles();
     let mut stdout = std::io::stdout().lock();
     match args.output {
         ObjectFormat::Yaml => write!(stdout, "{}", format_objects(&roles, Format::Yaml)?)?,
