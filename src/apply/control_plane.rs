@@ -111,18 +111,17 @@ pub(super) async fn apply_rendered(
     let prepared = if vela {
         None
     } else {
-        others = OtherRecords::of(&records(ctx).await?, &rendered.name);
-        let prepared = prepare_direct(
+        let (prepared, listed) = prepare_direct(
             ctx,
             step,
             adopt,
             &mut record,
             previous.as_ref(),
             &ordered,
-            &others,
             reporter,
         )
         .await?;
+        others = listed;
         Some(prepared)
     };
     adopt_outputs(cluster, step, adopt, &mut record, ns).await?;
@@ -260,8 +259,8 @@ fn ordered_objects(step: &Step) -> Vec<&Value> {
 
 /// With the direct engine, before anything is written: fails early on components the engine
 /// cannot deploy, surveys every target cluster (changing nothing), refuses adoptions without
-/// `adopt`, and sets the record's pending revision unless the record already covers it.
-#[allow(clippy::too_many_arguments)]
+/// `adopt`, and sets the record's pending revision unless the record already covers it. Returns
+/// what it prepared and what the other addons' records list.
 async fn prepare_direct(
     ctx: &Context,
     step: &Step,
@@ -269,10 +268,11 @@ async fn prepare_direct(
     record: &mut Record,
     previous: Option<&Record>,
     ordered: &[&Value],
-    others: &OtherRecords,
     reporter: &dyn Reporter,
-) -> Result<Prepared> {
+) -> Result<(Prepared, OtherRecords)> {
     let rendered = &step.rendered;
+    // Fails early, before anything is written, on components the direct engine cannot deploy.
+    let others = OtherRecords::of(&records(ctx).await?, &rendered.name);
     let prepared = direct::prepare(
         ctx,
         &rendered.name,
@@ -294,7 +294,7 @@ async fn prepare_direct(
     // entry: an interrupted run loses nothing, and an unchanged re-enable writes nothing.
     let covered = previous.is_some_and(|p| covers(p, &pending));
     record.pending = (!covered).then_some(pending);
-    Ok(prepared)
+    Ok((prepared, others))
 }
 
 /// Whether a settled record already lists everything a pending revision would.
