@@ -13,10 +13,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::context::Context;
 use addonctl::context::NoopReporter;
-use addonctl::plan::Catalog;
+use addonctl::context::{Context, Settings};
 use addonctl::plan::EnableRequest;
 use addonctl::render::{RenderOptions, Renderer};
 use addonctl::source::builtin::BuiltinReader;
@@ -102,20 +100,12 @@ async fn main() {
     }
     let namespace = format!("bench-enable-{}", std::process::id());
     let connect = || async {
-        Context {
-            cluster: Cluster::connect(&ConnectOptions {
-                kubeconfig: Some(kubeconfig.clone()),
-                context: None,
-                ..ConnectOptions::default()
-            })
-            .await
-            .unwrap(),
-            namespace: namespace.clone(),
-            catalog: Catalog::new(&[]).unwrap(),
-            renderer: Renderer::new(),
-            engine: addonctl::context::EngineChoice::Auto,
-            lock: addonctl::context::LockOptions::default(),
-        }
+        Context::connect(&Settings {
+            kubeconfig: Some(kubeconfig.clone()),
+            ..Settings::new(&namespace)
+        })
+        .await
+        .unwrap()
     };
     let request = EnableRequest {
         reference: largest.0.clone(),

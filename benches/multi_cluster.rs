@@ -21,12 +21,10 @@ use std::time::{Duration, Instant};
 
 use addonctl::apply::direct::ClusterOutcome;
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::context::Context;
 use addonctl::context::EngineChoice;
 use addonctl::context::NoopReporter;
-use addonctl::plan::Catalog;
+use addonctl::context::{Context, Settings};
 use addonctl::plan::EnableRequest;
-use addonctl::render::Renderer;
 use kube::core::GroupVersionKind;
 use serde::Deserialize;
 
@@ -205,14 +203,11 @@ async fn main() {
     for round in 0..ROUNDS {
         let namespace = format!("bench-mc-{}-{round}", std::process::id());
         let context = || async {
-            Context {
-                cluster: connect(&control_plane.kubeconfig).await,
-                namespace: namespace.clone(),
-                catalog: Catalog::new(&[]).unwrap(),
-                renderer: Renderer::new(),
+            let settings = Settings {
                 engine: EngineChoice::Direct,
-                lock: addonctl::context::LockOptions::default(),
-            }
+                ..Settings::new(&namespace)
+            };
+            Context::with_cluster(&settings, connect(&control_plane.kubeconfig).await).unwrap()
         };
         let setup = context().await;
         for cluster in &managed {

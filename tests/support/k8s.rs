@@ -25,11 +25,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use addonctl::apply::StepReport;
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::context::Context;
 use addonctl::context::NoopReporter;
+use addonctl::context::{Context, Settings};
 use addonctl::plan::Catalog;
 use addonctl::plan::EnableRequest;
-use addonctl::render::Renderer;
 use addonctl::state::record::{self, Record};
 use assert_cmd::Command;
 use base64::Engine as _;
@@ -799,14 +798,11 @@ impl Drop for Stopped {
 }
 
 async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> Context {
-    Context {
-        cluster: connect(kubeconfig).await,
-        namespace: namespace.to_owned(),
-        catalog: Catalog::new(registries).unwrap(),
-        renderer: Renderer::new(),
-        engine: addonctl::context::EngineChoice::Auto,
-        lock: addonctl::context::LockOptions::default(),
-    }
+    let settings = Settings {
+        registry_dirs: registries.to_vec(),
+        ..Settings::new(namespace)
+    };
+    Context::with_cluster(&settings, connect(kubeconfig).await).unwrap()
 }
 
 impl Drop for Sandbox {
