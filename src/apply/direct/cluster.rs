@@ -2,10 +2,7 @@
 //! (Namespaces and CRDs first, each CRD waited for), then the prune of what the cluster no
 //! longer needs.
 
-#[expect(
-    clippy::wildcard_imports,
-    reason = "the engine's parts share its imports"
-)]
+// The engine's parts share its imports.
 use super::*;
 
 /// One cluster's part of a dispatch, found before anything is applied: the namespace to create

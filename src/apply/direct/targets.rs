@@ -1,10 +1,7 @@
 //! Where and what the direct engine deploys: an Application's topology policies resolved
 //! against the known clusters, its components' objects, labelled and ranked for staged apply.
 
-#[expect(
-    clippy::wildcard_imports,
-    reason = "the engine's parts share its imports"
-)]
+// The engine's parts share its imports.
 use super::*;
 
 /// The topology policies of an Application as placements (none = `local`).
