@@ -2,8 +2,19 @@
 //! (Namespaces and CRDs first, each CRD waited for), then the prune of what the cluster no
 //! longer needs.
 
-// The engine's parts share its imports.
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+
+use super::targets::rank;
+use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
+use crate::cluster::Cluster;
+use crate::context::{Error, Result};
+use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
+use crate::state::to_value;
 
 /// One cluster's part of a dispatch, found before anything is applied: the namespace to create
 /// when it is missing, and every object in apply order with whether addonctl creates it.

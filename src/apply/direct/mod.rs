@@ -40,23 +40,19 @@
 //! of clusters (1,000 clusters take 1,000 / 16 rounds, each holding 16 clients).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::deletion::{self, Entry, Removal};
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::cluster::Cluster;
-use crate::context::{Context, Error, Reporter, Result};
-use crate::model::wire::LABEL_NAME;
+use crate::context::{Context, Reporter, Result};
 use crate::state::clusters::{clients, joined};
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
 };
-use crate::state::to_value;
 
 pub use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
 

@@ -1,8 +1,14 @@
 //! Where and what the direct engine deploys: an Application's topology policies resolved
 //! against the known clusters, its components' objects, labelled and ranked for staged apply.
 
-// The engine's parts share its imports.
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::cluster::set::{ClusterInfo, LOCAL};
+use crate::context::{Error, Result};
+use crate::model::wire::LABEL_NAME;
+use crate::state::record::Placement;
 
 /// The topology policies of an Application as placements (none = `local`).
 pub fn placements(application: &Value) -> Vec<Placement> {
