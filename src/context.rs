@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use error::{Error, Result};
+pub use error::{Busy, Error, Result};
 
 use crate::cluster::{watchdog::Notice, Cluster, ConnectOptions, RateLimit};
 use crate::plan::Catalog;
@@ -20,7 +20,7 @@ use crate::state::lease;
 
 /// What a front end decides before any work starts (the CLI builds it from flags and the
 /// environment; tests and benchmarks build it directly).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Settings {
     /// The system namespace (KubeVela's and addonctl's state).
     pub namespace: String,
@@ -60,6 +60,25 @@ impl std::fmt::Debug for Settings {
             .field("lock", &self.lock)
             .field("notice", &self.notice.is_some())
             .finish()
+    }
+}
+
+impl Default for Settings {
+    /// The system namespace [`crate::DEFAULT_SYSTEM_NAMESPACE`]; everything else as the CLI's
+    /// defaults (the kubeconfig of the environment, engine `auto`, default limits and rate).
+    fn default() -> Self {
+        Settings {
+            namespace: crate::DEFAULT_SYSTEM_NAMESPACE.to_owned(),
+            kubeconfig: None,
+            kube_context: None,
+            engine: EngineChoice::default(),
+            request_timeout: None,
+            rate_limit: None,
+            limits: Limits::default(),
+            registry_dirs: Vec::new(),
+            lock: LockOptions::default(),
+            notice: None,
+        }
     }
 }
 

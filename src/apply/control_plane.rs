@@ -616,3 +616,96 @@ async fn planned_inventory(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::record::ClusterInventory;
+
+    fn reference(kind: &str, name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: kind.to_owned(),
+            namespace: Some("ns".to_owned()),
+            name: name.to_owned(),
+        }
+    }
+
+    fn dispatched(names: &[&str]) -> ClusterInventory {
+        ClusterInventory {
+            objects: names
+                .iter()
+                .map(|n| DispatchedObject {
+                    object: reference("ConfigMap", n),
+                    uid: "uid".to_owned(),
+                    created: true,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    fn record(inventory: &[&str], on_m1: &[&str]) -> Record {
+        let mut record: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        record.inventory = inventory.iter().map(|n| reference("Secret", n)).collect();
+        record.dispatched = BTreeMap::from([("m1".to_owned(), dispatched(on_m1))]);
+        record
+    }
+
+    fn pending(version: &str, inventory: &[&str], on_m1: &[&str]) -> PendingRevision {
+        let planned = record(inventory, on_m1);
+        PendingRevision {
+            version: version.to_owned(),
+            inventory: planned.inventory,
+            dispatched: planned
+                .dispatched
+                .into_iter()
+                .map(|(cluster, inventory)| (cluster, inventory.objects))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_settled_record_listing_everything_needs_no_pending_revision() {
+        let previous = record(&["s1", "s2"], &["c1", "c2"]);
+        assert!(covers(&previous, &pending("1.0.0", &["s1"], &["c2"])));
+    }
+
+    #[test]
+    fn a_new_object_a_new_version_or_an_unfinished_record_needs_a_pending_revision() {
+        let previous = record(&["s1"], &["c1"]);
+        assert!(!covers(
+            &previous,
+            &pending("1.0.0", &["s1", "s2"], &["c1"])
+        ));
+        assert!(!covers(
+            &previous,
+            &pending("1.0.0", &["s1"], &["c1", "c2"])
+        ));
+        assert!(!covers(&previous, &pending("1.1.0", &["s1"], &["c1"])));
+        let mut unfinished = previous.clone();
+        unfinished.pending = Some(pending("1.0.0", &[], &[]));
+        assert!(!covers(&unfinished, &pending("1.0.0", &["s1"], &["c1"])));
+    }
+
+    #[test]
+    fn stale_objects_are_the_recorded_ones_no_longer_applied_latest_first_adopted_not_created() {
+        let mut previous = record(&["s1", "s2", "s3"], &[]);
+        previous.adopted = vec![reference("Secret", "s3")];
+        let applied = vec![reference("Secret", "s1")];
+
+        let stale = stale(&previous, &applied, "vela-system");
+
+        let names: Vec<(&str, bool)> = stale
+            .iter()
+            .map(|o| (o.object.name.as_str(), o.created))
+            .collect();
+        assert_eq!(names, vec![("s3", false), ("s2", true)]);
+    }
+}

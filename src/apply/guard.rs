@@ -429,3 +429,113 @@ async fn applications_using_definitions(ctx: &Context, addon: &Installed) -> Res
     }
     Ok(users)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::fake::FakeApi;
+    use crate::context::Settings;
+    use crate::state::record::Record;
+
+    fn installed(name: &str, record: serde_json::Value) -> (String, Installed) {
+        let mut record = record;
+        record["name"] = json!(name);
+        for (key, value) in [
+            ("version", json!("1.0.0")),
+            ("registry", json!("local")),
+            ("installedBy", json!("user")),
+            ("argsHash", json!("")),
+            ("application", json!(false)),
+        ] {
+            record[key] = value;
+        }
+        let record: Record = serde_json::from_value(record).unwrap();
+        let addon = Installed {
+            name: name.to_owned(),
+            version: "1.0.0".to_owned(),
+            registry: "local".to_owned(),
+            application: None,
+            record: Some(record),
+        };
+        (name.to_owned(), addon)
+    }
+
+    /// `base` provides the component type `worker`; `top` depends on `base`.
+    fn addons() -> BTreeMap<String, Installed> {
+        BTreeMap::from([
+            installed(
+                "base",
+                json!({"inventory": [{"apiVersion": "core.oam.dev/v1beta1",
+                    "kind": "ComponentDefinition", "namespace": "vela-system", "name": "worker"}]}),
+            ),
+            installed(
+                "top",
+                json!({"dependencies": [{"name": "base", "version": ">=1.0.0"}]}),
+            ),
+        ])
+    }
+
+    fn api(applications: Vec<serde_json::Value>) -> FakeApi {
+        FakeApi::default()
+            .serves("core.oam.dev/v1beta1", "applications", "Application")
+            .on(
+                "GET",
+                "/apis/core.oam.dev/v1beta1/applications",
+                200,
+                json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "ApplicationList",
+                       "metadata": {}, "items": applications}),
+            )
+    }
+
+    fn context(api: &FakeApi) -> Context {
+        Context::with_cluster(&Settings::new("vela-system"), api.cluster("local")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn disable_is_refused_while_a_dependent_is_installed_and_an_application_uses_a_definition(
+    ) {
+        let api = api(vec![json!({
+            "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"components": [{"name": "w", "type": "worker"}]},
+        })]);
+        let ctx = context(&api);
+
+        let error = check(&ctx, &addons(), &["base".to_owned()])
+            .await
+            .unwrap_err();
+
+        let message = error.to_string();
+        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(
+            message.contains("addon `base` is needed by `top` (needs `base >=1.0.0`)"),
+            "{message}"
+        );
+        assert!(message.contains("`team/web` (uses worker)"), "{message}");
+        assert!(message.contains("pass `--force`"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn disabling_an_addon_with_what_depends_on_it_and_no_users_is_allowed() {
+        let api = api(vec![json!({
+            "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+            "metadata": {"name": "other", "namespace": "team"},
+            "spec": {"components": [{"name": "w", "type": "webservice"}]},
+        })]);
+        let ctx = context(&api);
+
+        check(&ctx, &addons(), &["base".to_owned(), "top".to_owned()])
+            .await
+            .unwrap();
+
+        // The Applications were read (once, for the one addon with definitions).
+        let lists = api
+            .requests()
+            .iter()
+            .filter(|r| *r == "GET /apis/core.oam.dev/v1beta1/applications")
+            .count();
+        assert_eq!(lists, 1, "{:?}", api.requests());
+    }
+}

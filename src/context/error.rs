@@ -2,7 +2,6 @@
 
 use crate::apply::access;
 use crate::cluster;
-use crate::state::lease;
 
 /// An operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +37,7 @@ pub enum Error {
     Denied(#[from] access::Denied),
     /// Another command holds the addon's (or registry's) lock.
     #[error(transparent)]
-    Busy(#[from] lease::Busy),
+    Busy(#[from] Busy),
     /// A request failed (the message names the cluster and what failed).
     #[error("{0}")]
     Failed(String),
@@ -123,3 +122,19 @@ impl Error {
 
 /// `Result` with the manage [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Someone else holds the lock.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{subject}` is being changed by {holder} since {since}; retry when it is done, or pass `--force-unlock` if that command is gone (its Lease `{lease}` expires {expires})")]
+pub struct Busy {
+    /// What is locked (an addon or a registry).
+    pub subject: String,
+    /// The Lease's name.
+    pub lease: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// When it expires without renewal (RFC 3339).
+    pub expires: String,
+}

@@ -45,21 +45,7 @@ fn lease_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
 }
 
-/// Someone else holds the lock.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("`{subject}` is being changed by {holder} since {since}; retry when it is done, or pass `--force-unlock` if that command is gone (its Lease `{lease}` expires {expires})")]
-pub struct Busy {
-    /// What is locked (an addon or a registry).
-    pub subject: String,
-    /// The Lease's name.
-    pub lease: String,
-    /// Who holds it.
-    pub holder: String,
-    /// Since when (RFC 3339).
-    pub since: String,
-    /// When it expires without renewal (RFC 3339).
-    pub expires: String,
-}
+pub use crate::context::Busy;
 
 /// A Lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
