@@ -559,8 +559,26 @@ pub async fn check(
         .map(|s| s.rendered.name.as_str())
         .collect();
     let providers = find_providers(ctx, &readers, &wanted, &in_plan).await;
+    let lines = missing_lines(&missing, &providers);
+    if skip {
+        return Ok(lines
+            .into_iter()
+            .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
+            .collect());
+    }
+    Err(Error::Refused(format!(
+        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
+        lines.join("\n  ")
+    )))
+}
+
+/// One line per missing API: the addon, the API, an object that uses it, and who provides it.
+fn missing_lines(
+    missing: &BTreeMap<String, BTreeMap<Api, String>>,
+    providers: &[(Api, Vec<(String, String)>)],
+) -> Vec<String> {
     let mut lines = Vec::new();
-    for (addon, apis) in &missing {
+    for (addon, apis) in missing {
         for (api, example) in apis {
             let who: Vec<&(String, String)> = providers
                 .iter()
@@ -583,16 +601,7 @@ pub async fn check(
             lines.push(format!("`{addon}` uses {api} ({example}); {hint}"));
         }
     }
-    if skip {
-        return Ok(lines
-            .into_iter()
-            .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
-            .collect());
-    }
-    Err(Error::Refused(format!(
-        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
-        lines.join("\n  ")
-    )))
+    lines
 }
 
 /// The addons of the registries (newest versions, rendered with default parameters) that
