@@ -165,3 +165,97 @@ pub(super) fn crd_scopes(objects: &[Value]) -> BTreeMap<(String, String), bool> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::set::CredentialType;
+
+    fn joined(name: &str, region: &str) -> ClusterInfo {
+        ClusterInfo {
+            name: name.to_owned(),
+            endpoint: format!("https://{name}.invalid"),
+            credential_type: CredentialType::X509Certificate,
+            labels: BTreeMap::from([("region".to_owned(), region.to_owned())]),
+        }
+    }
+
+    fn application(policies: &Value) -> Value {
+        json!({"spec": {"components": [], "policies": policies}})
+    }
+
+    #[test]
+    fn an_application_without_topology_goes_to_local_only() {
+        let targets = resolve_targets(&placements(&application(&json!([]))), &[]).unwrap();
+        assert_eq!(targets, BTreeMap::from([(LOCAL.to_owned(), None)]));
+    }
+
+    #[test]
+    fn named_clusters_and_a_selector_are_united_the_first_namespace_winning() {
+        let app = application(&json!([
+            {"type": "topology", "name": "a",
+             "properties": {"clusters": ["m1"], "namespace": "first"}},
+            {"type": "topology", "name": "b",
+             "properties": {"clusterLabelSelector": {"region": "east"}, "namespace": "second"}},
+        ]));
+        let clusters = [
+            joined("m1", "east"),
+            joined("m2", "east"),
+            joined("m3", "west"),
+        ];
+
+        let targets = resolve_targets(&placements(&app), &clusters).unwrap();
+
+        assert_eq!(
+            targets,
+            BTreeMap::from([
+                ("m1".to_owned(), Some("first".to_owned())),
+                ("m2".to_owned(), Some("second".to_owned())),
+            ])
+        );
+    }
+
+    #[test]
+    fn an_empty_selector_widens_to_local_and_every_joined_cluster() {
+        let app = application(&json!([
+            {"type": "topology", "name": "all", "properties": {"clusterLabelSelector": {}}},
+        ]));
+        let clusters = [joined("m1", "east"), joined("m2", "west")];
+
+        let targets = resolve_targets(&placements(&app), &clusters).unwrap();
+
+        let names: Vec<&str> = targets.keys().map(String::as_str).collect();
+        assert_eq!(names, vec!["local", "m1", "m2"]);
+    }
+
+    #[test]
+    fn a_named_cluster_that_is_not_joined_is_refused_naming_the_known_ones() {
+        let app = application(&json!([
+            {"type": "topology", "name": "a", "properties": {"clusters": ["gone"]}},
+        ]));
+
+        let error = resolve_targets(&placements(&app), &[joined("m1", "east")]).unwrap_err();
+
+        let message = error.to_string();
+        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(message.contains("`gone`"), "{message}");
+        assert!(message.contains("known: `local`, `m1`"), "{message}");
+    }
+
+    #[test]
+    fn namespaces_and_crds_rank_before_everything_else() {
+        let mut objects = [
+            json!({"kind": "Deployment"}),
+            json!({"kind": "CustomResourceDefinition"}),
+            json!({"kind": "Namespace"}),
+        ];
+        objects.sort_by_key(rank);
+        let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            vec!["Namespace", "CustomResourceDefinition", "Deployment"]
+        );
+    }
+}
