@@ -1,7 +1,7 @@
 //! Applying a plan: `enable` and `upgrade` ([`execute`]), `disable` ([`disable`]), cluster
 //! membership ([`clusters`]); the pending revision and control-plane objects
-//! ([`control_plane`]), the direct engine ([`direct`]), pruning and deletion rules
-//! ([`deletion`]), the disable guard ([`guard`]), permissions ([`access`]) and review of what a
+//! (`control_plane`), the direct engine ([`direct`]), pruning and deletion rules
+//! ([`deletion`]), the disable guard (`guard`), permissions ([`access`]) and review of what a
 //! plan would adopt ([`review`]).
 //!
 //! Expected flow of `enable`:

@@ -3,7 +3,7 @@
 //! Writes nothing (releasing definitions for `--override-definitions` aside, which `apply`
 //! calls under the addons' locks).
 //!
-//! Parts: the registries in search order ([`catalog`]), the solver's input ([`sources`]), the
+//! Parts: the registries in search order ([`catalog`]), the solver's input (`sources`), the
 //! APIs the plan uses and provides ([`inventory`]), and what an addon must not render
 //! ([`protect`]).
 

@@ -1,5 +1,5 @@
 //! What an addon's state is: its phase, per-cluster health ([`health`]), the `list` of every
-//! addon ([`list`]), and waiting until an addon is enabled ([`wait`]). Reads only.
+//! addon ([`list()`]), and waiting until an addon is enabled ([`wait`]). Reads only.
 
 pub mod health;
 pub mod list;

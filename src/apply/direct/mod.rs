@@ -112,7 +112,7 @@ impl ClusterOutcome {
     }
 }
 
-/// Removes everything an inventory holds by the rules of [`deletion`] (see [`prune`]), in
+/// Removes everything an inventory holds by the rules of [`deletion`] (as the prune of an enable does), in
 /// reverse order: for `disable` and `cluster detach`.
 pub async fn remove_all(
     cluster: &Cluster,
