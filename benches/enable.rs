@@ -13,14 +13,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::{self, Catalog, Context, EnableRequest, NoopReporter};
+use addonctl::context::NoopReporter;
+use addonctl::context::{Context, Settings};
+use addonctl::plan::EnableRequest;
 use addonctl::render::{RenderOptions, Renderer};
 use addonctl::source::builtin::BuiltinReader;
 use addonctl::source::{AddonRef, AsyncReader};
 
 async fn resource_versions(ctx: &Context, name: &str) -> BTreeMap<String, String> {
-    let installed = manage::installed(ctx).await.unwrap();
+    let installed = addonctl::state::installed(ctx).await.unwrap();
     let record = installed[name].record.clone().unwrap();
     let mut out = BTreeMap::new();
     for object in &record.inventory {
@@ -38,7 +39,7 @@ async fn resource_versions(ctx: &Context, name: &str) -> BTreeMap<String, String
     for (kind, gvk, obj) in [
         (
             "Application",
-            manage::application_gvk(),
+            addonctl::model::wire::application_gvk(),
             format!("addon-{name}"),
         ),
         (
@@ -99,20 +100,12 @@ async fn main() {
     }
     let namespace = format!("bench-enable-{}", std::process::id());
     let connect = || async {
-        Context {
-            cluster: Cluster::connect(&ConnectOptions {
-                kubeconfig: Some(kubeconfig.clone()),
-                context: None,
-                ..ConnectOptions::default()
-            })
-            .await
-            .unwrap(),
-            namespace: namespace.clone(),
-            catalog: Catalog::new(&[]).unwrap(),
-            renderer: Renderer::new(),
-            engine: manage::EngineChoice::Auto,
-            lock: manage::LockOptions::default(),
-        }
+        Context::connect(&Settings {
+            kubeconfig: Some(kubeconfig.clone()),
+            ..Settings::new(&namespace)
+        })
+        .await
+        .unwrap()
     };
     let request = EnableRequest {
         reference: largest.0.clone(),
@@ -122,7 +115,9 @@ async fn main() {
 
     let ctx = connect().await;
     let started = Instant::now();
-    let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+    let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     let first = started.elapsed();
     let applied: usize = reports.iter().map(|r| r.applied.len()).sum();
     println!(
@@ -138,7 +133,9 @@ async fn main() {
 
     let ctx = connect().await;
     let started = Instant::now();
-    manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+    addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     let second = started.elapsed();
     let (calls, writes) = (
         ctx.cluster.counters().requests(),
@@ -154,7 +151,7 @@ async fn main() {
         second.as_secs_f64() * 1e3,
         before.len()
     );
-    manage::disable(&ctx, &largest.0, true, &NoopReporter)
+    addonctl::apply::disable(&ctx, &largest.0, true, &NoopReporter)
         .await
         .unwrap();
     let _ = ctx

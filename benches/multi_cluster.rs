@@ -19,10 +19,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use addonctl::apply::direct::ClusterOutcome;
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::direct::ClusterOutcome;
-use addonctl::manage::{self, Catalog, Context, EnableRequest, EngineChoice, NoopReporter};
-use addonctl::render::Renderer;
+use addonctl::context::EngineChoice;
+use addonctl::context::NoopReporter;
+use addonctl::context::{Context, Settings};
+use addonctl::plan::EnableRequest;
 use kube::core::GroupVersionKind;
 use serde::Deserialize;
 
@@ -100,7 +102,7 @@ async fn resource_versions(
     ctx: &Context,
     clusters: &BTreeMap<String, Cluster>,
 ) -> BTreeMap<String, String> {
-    let installed = manage::installed(ctx).await.unwrap();
+    let installed = addonctl::state::installed(ctx).await.unwrap();
     let record = installed["fleet"].record.clone().unwrap();
     let reads = record.dispatched.iter().flat_map(|(name, inventory)| {
         inventory.objects.iter().map(move |o| async move {
@@ -201,18 +203,15 @@ async fn main() {
     for round in 0..ROUNDS {
         let namespace = format!("bench-mc-{}-{round}", std::process::id());
         let context = || async {
-            Context {
-                cluster: connect(&control_plane.kubeconfig).await,
-                namespace: namespace.clone(),
-                catalog: Catalog::new(&[]).unwrap(),
-                renderer: Renderer::new(),
+            let settings = Settings {
                 engine: EngineChoice::Direct,
-                lock: addonctl::manage::LockOptions::default(),
-            }
+                ..Settings::new(&namespace)
+            };
+            Context::with_cluster(&settings, connect(&control_plane.kubeconfig).await).unwrap()
         };
         let setup = context().await;
         for cluster in &managed {
-            manage::clusters::join(
+            addonctl::apply::clusters::join(
                 &setup,
                 &cluster.name,
                 &cluster.kubeconfig,
@@ -229,7 +228,9 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+        let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+            .await
+            .unwrap();
         let first = figures(started.elapsed(), &reports[0].clusters, &ctx);
         let applied: usize = reports[0].clusters.iter().map(|c| c.applied).sum();
         println!(
@@ -251,7 +252,9 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        let reports = manage::enable(&ctx, &request, &NoopReporter).await.unwrap();
+        let reports = addonctl::apply::enable(&ctx, &request, &NoopReporter)
+            .await
+            .unwrap();
         let again = figures(started.elapsed(), &reports[0].clusters, &ctx);
         let after = resource_versions(&ctx, &readers).await;
         let changed = before
@@ -272,7 +275,7 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        manage::disable(&ctx, "fleet", true, &NoopReporter)
+        addonctl::apply::disable(&ctx, "fleet", true, &NoopReporter)
             .await
             .unwrap();
         println!(

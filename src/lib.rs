@@ -6,27 +6,47 @@
 //!   (a local directory, the built-in registry embedded in the binary, …);
 //! - [`loader`]: classifies an addon's files into an [`model::AddonPackage`];
 //! - [`params`]: CUE-style parameter declarations → JSON Schema → validated values;
-//! - [`render`]: the one sandboxed Rhai engine that turns a package and its values into
-//!   [`render::Rendered`], everything `enable` applies;
+//! - [`render`]: the one sandboxed Rhai engine (and [`cue`] for KubeVela's CUE addons) that
+//!   turns a package and its values into [`render::Rendered`], everything `enable` applies;
 //! - [`lint`] and [`scaffold`]: checks and templates for registry authors.
 //!
-//! Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI (`cli`,
-//! private to the binary) only parses arguments, prints and calls this library.
+//! Commands that talk to clusters start with [`context::Settings`] →
+//! [`context::Context::connect`] (the one way in) and go through four stages, each one idea,
+//! a lower stage never importing a higher one:
+//!
+//! ```text
+//! state   what is installed: records, stored arguments, known clusters, leases   (reads)
+//!   ↑
+//! plan    catalogue → solver → Plan { steps: rendered addons, layers, clusters }  (writes nothing)
+//!   ↑
+//! status  phase, per-cluster health, list, wait                                   (reads)
+//!   ↑
+//! apply   pending revision → control-plane objects → direct dispatch → prune; disable, upgrade
+//! ```
+//!
+//! [`cluster`] is the kube-rs access every stage uses; [`model::wire`] holds the names (labels,
+//! object names, `local`) rendering writes and the stages read, so applying never imports the
+//! renderer. Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI
+//! (`cli`, private to the binary) only parses arguments, prints and calls this library.
 
+pub mod apply;
 pub mod cluster;
+pub mod context;
 pub mod cue;
 pub mod error;
 pub mod lint;
 pub mod loader;
-pub mod manage;
 pub mod model;
 pub mod params;
+pub mod plan;
 pub mod publish;
 pub mod registry;
 pub mod render;
 pub mod resolve;
 pub mod scaffold;
 pub mod source;
+pub mod state;
+pub mod status;
 pub mod yaml;
 
 pub use error::{Error, Result};

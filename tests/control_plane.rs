@@ -2,9 +2,12 @@
 //! (see `support::k8s`): `control-plane` serves KubeVela's CRDs, `managed-1` does not. Every test
 //! works in a system namespace of its own and checks what the server stores.
 
+use addonctl::apply::UpgradeRequest;
 use addonctl::cluster;
-use addonctl::manage::record::InstalledBy;
-use addonctl::manage::{self, EnableRequest, NoopReporter, Phase, UpgradeRequest};
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
+use addonctl::state::record::InstalledBy;
+use addonctl::status::Phase;
 use base64::Engine as _;
 use predicates::prelude::*;
 use serde_json::{json, Value};
@@ -327,7 +330,7 @@ async fn enabling_an_addon_installs_its_dependency_first_and_records_who_asked()
         assert_eq!(labels["addons.oam.dev/version"], version);
         assert_eq!(labels["addons.oam.dev/registry"], "builtin");
     }
-    let status = manage::status(&sb.ctx, "strongbox-dashboard", true)
+    let status = addonctl::status::status(&sb.ctx, "strongbox-dashboard", true)
         .await
         .unwrap();
     assert!(
@@ -345,7 +348,10 @@ async fn a_dependency_cycle_is_refused_naming_the_cycle() {
 
     let error = sb.enable("ouroboros-head", json!({})).await.unwrap_err();
 
-    assert!(matches!(error, manage::Error::Resolve(_)), "{error:?}");
+    assert!(
+        matches!(error, addonctl::context::Error::Resolve(_)),
+        "{error:?}"
+    );
     assert!(error.is_user_error());
     assert_eq!(
         error.to_string(),
@@ -468,7 +474,7 @@ async fn definition_conflicts_are_all_listed_and_overriding_takes_them_over() {
         override_definitions: true,
         ..EnableRequest::default()
     };
-    manage::enable(&sb.ctx, &request, &NoopReporter)
+    addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
         .await
         .unwrap();
 
@@ -550,7 +556,10 @@ async fn disable_refuses_while_needed_and_then_deletes_everything_enable_created
 }
 
 async fn phase(sb: &Sandbox, addon: &str) -> Phase {
-    manage::status(&sb.ctx, addon, false).await.unwrap().phase
+    addonctl::status::status(&sb.ctx, addon, false)
+        .await
+        .unwrap()
+        .phase
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -561,7 +570,9 @@ async fn status_phases_follow_the_application_status_as_kubevela_writes_it() {
 
     sb.enable("widgets", json!({})).await.unwrap();
 
-    let status = manage::status(&sb.ctx, "widgets", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "widgets", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(status.version.as_deref(), Some("1.0.0"));
     assert_eq!(status.registry.as_deref(), Some("local"));
@@ -594,7 +605,7 @@ async fn status_phases_follow_the_application_status_as_kubevela_writes_it() {
     let released = Kind::APPLICATION.object(json!({"name": "addon-widgets"}));
     sb.apply_as("test-finalizer", released).await;
 
-    manage::disable(&sb.ctx, "widgets", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "widgets", false, &NoopReporter)
         .await
         .unwrap();
     assert_eq!(phase(&sb, "widgets").await, Phase::Disabled);
@@ -610,7 +621,7 @@ async fn list_shows_installed_status_with_calls_that_do_not_grow_with_the_addons
         .registries(&tiny.iter().collect::<Vec<_>>());
     let calls_of_list = || async {
         let before = sb.api().counters().requests();
-        let (rows, warnings) = manage::list(&sb.ctx, None).await.unwrap();
+        let (rows, warnings) = addonctl::status::list(&sb.ctx, None).await.unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         (sb.api().counters().requests() - before, rows)
     };
@@ -723,7 +734,7 @@ async fn upgrade_merges_arguments_keeps_the_version_and_prunes_what_is_no_longer
         args: args(json!({"mode": "slow"})).into(),
         ..UpgradeRequest::default()
     };
-    manage::upgrade(&sb.ctx, &request, &NoopReporter)
+    addonctl::apply::upgrade(&sb.ctx, &request, &NoopReporter)
         .await
         .unwrap();
 
@@ -763,14 +774,14 @@ async fn a_user_without_rights_gets_a_forbidden_error_naming_user_verb_and_resou
         sb.cluster.user_name
     );
 
-    let error = manage::list(&sb.user_context().await, None)
+    let error = addonctl::status::list(&sb.user_context().await, None)
         .await
         .unwrap_err();
 
     assert!(
         matches!(
             error,
-            manage::Error::Cluster(cluster::Error::Forbidden { .. })
+            addonctl::context::Error::Cluster(cluster::Error::Forbidden { .. })
         ),
         "{error:?}"
     );
@@ -906,7 +917,10 @@ async fn named_clusters_must_be_joined_and_are_recorded() {
         .enable("node-pulse", json!({"clusters": ["east"]}))
         .await
         .unwrap_err();
-    assert!(matches!(error, manage::Error::Clusters { .. }), "{error:?}");
+    assert!(
+        matches!(error, addonctl::context::Error::Clusters { .. }),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains(
             "1 of 2 clusters failed:\n  east: cannot reach cluster `east` at https://127.0.0.1:1"

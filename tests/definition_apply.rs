@@ -3,7 +3,8 @@
 //! the control plane does not serve, taking definitions over, empty annotation maps, and which
 //! definition types count as provided.
 
-use addonctl::manage::{self, EnableRequest, NoopReporter};
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
@@ -184,11 +185,11 @@ async fn taking_definitions_over_is_complete_in_one_run() {
     )
     .await;
 
-    manage::enable(&sb.ctx, &enable_request("second", true), &NoopReporter)
+    addonctl::apply::enable(&sb.ctx, &enable_request("second", true), &NoopReporter)
         .await
         .unwrap();
     let after_takeover = sb.resource_versions().await;
-    manage::enable(&sb.ctx, &enable_request("second", false), &NoopReporter)
+    addonctl::apply::enable(&sb.ctx, &enable_request("second", false), &NoopReporter)
         .await
         .unwrap();
 

@@ -3,8 +3,9 @@
 //! directories all carry the registry name `local`, so the solver sees every version of an
 //! addon in one registry.
 
-use addonctl::manage::record::InstalledBy;
-use addonctl::manage::{self, EnableRequest, NoopReporter};
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
+use addonctl::state::record::InstalledBy;
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
@@ -122,8 +123,11 @@ fn request(reference: &str) -> EnableRequest {
     }
 }
 
-async fn enable(sb: &Sandbox, reference: &str) -> manage::Result<Vec<manage::StepReport>> {
-    manage::enable(&sb.ctx, &request(reference), &NoopReporter).await
+async fn enable(
+    sb: &Sandbox,
+    reference: &str,
+) -> addonctl::context::Result<Vec<addonctl::apply::StepReport>> {
+    addonctl::apply::enable(&sb.ctx, &request(reference), &NoopReporter).await
 }
 
 fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
@@ -150,7 +154,7 @@ async fn record_version(sb: &Sandbox, name: &str) -> Option<(String, InstalledBy
     let secret = sb
         .get(Kind::SECRET, &format!("addon-record-{name}"))
         .await?;
-    let record = manage::record::Record::from_secret(&secret)?;
+    let record = addonctl::state::record::Record::from_secret(&secret)?;
     Some((record.version, record.installed_by))
 }
 
@@ -216,7 +220,9 @@ async fn a_chain_of_three_is_planned_in_layers_and_enabled_dependencies_first() 
     assert_eq!(app["metadata"]["labels"]["addons.oam.dev/version"], "1.4.0");
 
     // Enabling again keeps what is installed and applies only the addon asked for.
-    let plan = manage::plan(&sb.ctx, &request("top"), false).await.unwrap();
+    let plan = addonctl::plan::plan(&sb.ctx, &request("top"), false)
+        .await
+        .unwrap();
     let kept: Vec<&str> = plan.kept.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(kept, ["base", "middle"]);
     let steps: Vec<&str> = plan
@@ -321,7 +327,7 @@ async fn an_addon_the_user_asked_for_is_never_pruned() {
         "asked for first, so it stays the user's"
     );
 
-    let reports = manage::disable_all(&sb.ctx, "app", false, true, &NoopReporter)
+    let reports = addonctl::apply::disable_all(&sb.ctx, "app", false, true, &NoopReporter)
         .await
         .unwrap();
 
@@ -429,7 +435,7 @@ async fn objects_of_an_api_nobody_provides_are_refused_naming_the_addon_that_pro
     );
 
     // Declaring the dependency makes the plan provide the API.
-    let plan = manage::plan(&sb.ctx, &request("gadget-fan"), false)
+    let plan = addonctl::plan::plan(&sb.ctx, &request("gadget-fan"), false)
         .await
         .unwrap();
     let names: Vec<&str> = plan
@@ -611,7 +617,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         Some(json!({"clusters": ["east"]}))
     );
 
-    let plan = manage::plan(
+    let plan = addonctl::plan::plan(
         &sb.ctx,
         &EnableRequest {
             reference: "west-app".into(),
@@ -627,7 +633,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         .iter()
         .find(|s| s.rendered.name == "agent")
         .expect("the agent is applied again, wider");
-    assert_eq!(agent.action, manage::Action::Upgrade);
+    assert_eq!(agent.action, addonctl::plan::Action::Upgrade);
     assert_eq!(
         agent.clusters.as_deref(),
         Some(&["east".to_owned(), "west".to_owned()][..])
@@ -638,7 +644,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         plan.notes
     );
 
-    manage::execute(&sb.ctx, &plan, false, &NoopReporter)
+    addonctl::apply::execute(&sb.ctx, &plan, false, &NoopReporter)
         .await
         .unwrap();
     assert_eq!(
@@ -698,7 +704,7 @@ async fn with_the_direct_engine_a_dependency_is_ready_before_what_needs_it_is_ap
     assert!(record_version(&sb, "web").await.is_none());
 
     // Again from scratch, and the Deployment becomes ready as a kubelet would make it.
-    manage::disable_all(&sb.ctx, "db", false, false, &NoopReporter)
+    addonctl::apply::disable_all(&sb.ctx, "db", false, false, &NoopReporter)
         .await
         .unwrap();
     let child = sb

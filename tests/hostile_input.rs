@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use addonctl::manage::{Catalog, EnableRequest};
+use addonctl::plan::Catalog;
+use addonctl::plan::EnableRequest;
 use addonctl::render::{Limits, RenderOptions, Renderer};
 use addonctl::source::cache::CacheOptions;
 use addonctl::source::helm::HelmReader;
@@ -198,7 +199,7 @@ async fn enable_reads_only_the_registries_it_needs() {
             reference: reference.to_owned(),
             ..EnableRequest::default()
         };
-        let plan = addonctl::manage::plan(&sandbox.ctx, &request, false)
+        let plan = addonctl::plan::plan(&sandbox.ctx, &request, false)
             .await
             .unwrap();
         assert_eq!(plan.steps.len(), 1);
@@ -209,7 +210,7 @@ async fn enable_reads_only_the_registries_it_needs() {
         );
     }
     // `list --registry mine` does not read the others either.
-    let (rows, warnings) = addonctl::manage::list(&sandbox.ctx, Some("mine"))
+    let (rows, warnings) = addonctl::status::list(&sandbox.ctx, Some("mine"))
         .await
         .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -231,13 +232,13 @@ async fn enable_of_an_addon_in_a_failing_registry_exits_1_naming_it() {
         reference: "flaky/minimal".to_owned(),
         ..EnableRequest::default()
     };
-    let err = addonctl::manage::plan(&sandbox.ctx, &request, false)
+    let err = addonctl::plan::plan(&sandbox.ctx, &request, false)
         .await
         .unwrap_err();
     let text = err.to_string();
     assert!(!err.is_user_error(), "{text}");
     assert!(text.contains("registry `flaky`"), "{text}");
-    let err = addonctl::manage::list(&sandbox.ctx, Some("flaky"))
+    let err = addonctl::status::list(&sandbox.ctx, Some("flaky"))
         .await
         .unwrap_err();
     assert!(!err.is_user_error(), "{err}");
@@ -362,7 +363,7 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
         args: args(json!({"token": SECRET})).into(),
         ..EnableRequest::default()
     };
-    let plan = addonctl::manage::plan(&sandbox.ctx, &request("leaky-app"), false)
+    let plan = addonctl::plan::plan(&sandbox.ctx, &request("leaky-app"), false)
         .await
         .unwrap();
     let warning = plan
@@ -375,8 +376,8 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
     assert!(warning.contains("secretKeyRef"), "{warning}");
     assert!(!warning.contains(SECRET), "{warning}");
     // The direct engine keeps the Application to itself: no warning.
-    sandbox.ctx.engine = addonctl::manage::EngineChoice::Direct;
-    let plan = addonctl::manage::plan(&sandbox.ctx, &request("leaky-app"), false)
+    sandbox.ctx.engine = addonctl::context::EngineChoice::Direct;
+    let plan = addonctl::plan::plan(&sandbox.ctx, &request("leaky-app"), false)
         .await
         .unwrap();
     assert!(
@@ -460,7 +461,7 @@ fn an_invalid_metadata_yaml_is_named_with_its_parse_error() {
 
 #[test]
 fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
-    let all = addonctl::manage::Error::Clusters {
+    let all = addonctl::context::Error::Clusters {
         addon: "x".to_owned(),
         failed: vec!["m1: unreachable".to_owned()],
         total: 1,
@@ -468,7 +469,7 @@ fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
     .to_string();
     assert!(!all.contains("other clusters"), "{all}");
     assert!(all.contains("run the same command again"), "{all}");
-    let some = addonctl::manage::Error::Clusters {
+    let some = addonctl::context::Error::Clusters {
         addon: "x".to_owned(),
         failed: vec!["m1: unreachable".to_owned()],
         total: 2,

@@ -8,10 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use addonctl::apply::UpgradeRequest;
 use addonctl::cluster::set::ClusterCredentials;
 use addonctl::cluster::Cluster;
-use addonctl::manage::record::{ClusterInventory, Placement, Record};
-use addonctl::manage::{self, EnableRequest, NoopReporter, Phase, UpgradeRequest};
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
+use addonctl::state::record::{ClusterInventory, Placement, Record};
+use addonctl::status::Phase;
 use base64::Engine as _;
 use predicates::prelude::*;
 use serde_json::{json, Value};
@@ -584,7 +587,7 @@ async fn an_upgrade_that_drops_a_cluster_deletes_the_objects_there() {
     let m2 = managed(2).admin().await;
     let uids_on_m1 = sb.record("spread").await.dispatched["m1"].clone();
 
-    let reports = manage::upgrade(
+    let reports = addonctl::apply::upgrade(
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
@@ -682,7 +685,7 @@ async fn a_crd_and_its_custom_resource_are_applied_in_one_enable() {
     }
 
     // Disable deletes in reverse order: the custom resource, then its CRD.
-    manage::disable(&sb.ctx, "gadgets", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "gadgets", false, &NoopReporter)
         .await
         .unwrap();
     for n in [1, 2] {
@@ -727,7 +730,7 @@ async fn upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing
         );
     }
 
-    let reports = manage::upgrade(
+    let reports = addonctl::apply::upgrade(
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
@@ -806,7 +809,7 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
         adopt: true,
         ..EnableRequest::default()
     };
-    manage::enable(&sb.ctx, &request, &NoopReporter)
+    addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
         .await
         .unwrap();
 
@@ -852,7 +855,7 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
     );
     assert_eq!(taken_over["metadata"]["uid"], theirs["metadata"]["uid"]);
 
-    let report = manage::disable(&sb.ctx, "spread", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx, "spread", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -967,7 +970,9 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
         .await
         .unwrap();
 
-    let status = manage::status(&sb.ctx, "workloads", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "workloads", false)
+        .await
+        .unwrap();
 
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(
@@ -1024,7 +1029,9 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
         ready_deployment_status(2, 1),
     )
     .await;
-    let status = manage::status(&sb.ctx, "workloads", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "workloads", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(
         (status.workload_count, status.ready_workload_count),
@@ -1037,7 +1044,9 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
     );
 
     make_ready(&m2, sb.ns()).await;
-    let status = manage::status(&sb.ctx, "workloads", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "workloads", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Enabled);
     assert_eq!(
         (status.workload_count, status.ready_workload_count),
@@ -1155,7 +1164,7 @@ async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise
         );
     }
     assert_eq!(
-        manage::status(&sb.ctx, "workloads", false)
+        addonctl::status::status(&sb.ctx, "workloads", false)
             .await
             .unwrap()
             .phase,
@@ -1247,7 +1256,9 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
     let m2_error = record.dispatched["m2"].error.as_deref().unwrap();
     assert!(m2_error.contains("cannot reach cluster `m2`"), "{m2_error}");
     assert!(record.dispatched["m2"].objects.is_empty());
-    let status = manage::status(&sb.ctx, "spread", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "spread", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Failed);
     let reason = status.reason.unwrap();
     assert!(
@@ -1287,7 +1298,9 @@ async fn an_unreachable_cluster_fails_alone_and_a_rerun_after_fixing_it_converge
         );
     }
     assert_recorded_objects_exist(&m2, &fixed.dispatched["m2"]).await;
-    let status = manage::status(&sb.ctx, "spread", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "spread", false)
+        .await
+        .unwrap();
     assert_eq!((status.phase, status.reason), (Phase::Enabled, None));
 }
 
@@ -1391,7 +1404,9 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
     assert!(config_maps(&m3, sb.ns(), "bulk")
         .await
         .is_subset(&numbered("bulk", COUNT)));
-    let status = manage::status(&sb.ctx, "bulk", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "bulk", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Failed);
     assert!(status.reason.unwrap().contains("m3: "));
 
@@ -1424,11 +1439,14 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
     }
     assert_recorded_objects_exist(&m3, m3_inventory).await;
     assert_eq!(
-        manage::status(&sb.ctx, "bulk", false).await.unwrap().phase,
+        addonctl::status::status(&sb.ctx, "bulk", false)
+            .await
+            .unwrap()
+            .phase,
         Phase::Enabled
     );
 
-    manage::disable(&sb.ctx, "bulk", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "bulk", false, &NoopReporter)
         .await
         .unwrap();
     for cluster in [&m1, &m3] {
@@ -1797,7 +1815,9 @@ async fn an_enable_killed_midway_is_not_enabled_and_disable_deletes_what_it_crea
         pending.dispatched["m3"][COUNT].object.to_string(),
         format!("ConfigMap `{ns}/bulk-{}`", COUNT - 1)
     );
-    let status = manage::status(&sb.ctx, "bulk", false).await.unwrap();
+    let status = addonctl::status::status(&sb.ctx, "bulk", false)
+        .await
+        .unwrap();
     assert_eq!(status.phase, Phase::Enabling);
     assert!(
         status
@@ -1904,7 +1924,10 @@ async fn the_next_enable_finishes_an_interrupted_one_and_prunes_what_it_no_longe
     );
     assert!(interrupted.dispatched.is_empty());
     assert_eq!(
-        manage::status(&sb.ctx, "bulk", false).await.unwrap().phase,
+        addonctl::status::status(&sb.ctx, "bulk", false)
+            .await
+            .unwrap()
+            .phase,
         Phase::Enabled
     );
 }
@@ -1972,7 +1995,7 @@ async fn a_namespace_the_engine_creates_is_recorded_and_deleted_and_one_that_exi
         "and changes nothing"
     );
 
-    manage::disable(&sb.ctx, "loose", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "loose", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -2062,7 +2085,7 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
     let namespace = get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
     assert!(namespace["metadata"]["deletionTimestamp"].is_null());
 
-    manage::disable(&sb.ctx, "beta", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "beta", false, &NoopReporter)
         .await
         .unwrap();
 

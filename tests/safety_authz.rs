@@ -7,8 +7,8 @@ use std::net::TcpListener;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use addonctl::apply::access::{self, Role};
 use addonctl::cluster::Cluster;
-use addonctl::manage::access::{self, Role};
 use base64::Engine as _;
 use predicates::prelude::*;
 use serde_json::{json, Value};
@@ -565,7 +565,7 @@ async fn a_cluster_refusing_during_apply_is_a_user_error_like_a_refusal_up_front
         .direct();
     // `west` is joined with the credentials of the user without rights there.
     sb.track(east());
-    addonctl::manage::clusters::join(
+    addonctl::apply::clusters::join(
         &sb.ctx,
         "west",
         &east().user_kubeconfig,
@@ -618,7 +618,7 @@ fn rbac_prints_the_three_roles_as_yaml_and_json() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_lock_is_renewed_refuses_a_second_holder_and_is_gone_after_release() {
-    use addonctl::manage::lease;
+    use addonctl::state::lease;
     let sb = Sandbox::with_kubevela().await;
     sb.api()
         .create_if_missing(&Kind::NAMESPACE.object(json!({"name": sb.ns()})))
@@ -696,11 +696,11 @@ async fn a_viewer_dry_runs_disable_and_detach_but_the_library_refuses_the_real_o
         ))
         .stderr(predicate::str::contains("addonctl-operator"));
     let user = sb.user_context().await;
-    let refused = addonctl::manage::disable(&user, "kept", false, &addonctl::manage::NoopReporter)
+    let refused = addonctl::apply::disable(&user, "kept", false, &addonctl::context::NoopReporter)
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, addonctl::manage::Error::Denied(_)),
+        matches!(refused, addonctl::context::Error::Denied(_)),
         "{refused}"
     );
     assert!(

@@ -47,15 +47,15 @@ fn forbidden_hint(error: &anyhow::Error) -> Option<String> {
     error.chain().find_map(|cause| {
         let forbidden = cause
             .downcast_ref::<addonctl::cluster::Error>()
-            .or_else(|| match cause.downcast_ref::<addonctl::manage::Error>() {
-                Some(addonctl::manage::Error::Cluster(e)) => Some(e),
+            .or_else(|| match cause.downcast_ref::<addonctl::context::Error>() {
+                Some(addonctl::context::Error::Cluster(e)) => Some(e),
                 _ => None,
             });
         match forbidden {
             Some(addonctl::cluster::Error::Forbidden { cluster, message })
                 if cluster == addonctl::cluster::set::LOCAL =>
             {
-                addonctl::manage::access::hint(message)
+                addonctl::apply::access::hint(message)
             }
             _ => None,
         }
@@ -70,7 +70,7 @@ fn is_user_error(error: &anyhow::Error) -> bool {
         .find_map(|cause| {
             if cause.downcast_ref::<UserError>().is_some() {
                 Some(true)
-            } else if let Some(e) = cause.downcast_ref::<addonctl::manage::Error>() {
+            } else if let Some(e) = cause.downcast_ref::<addonctl::context::Error>() {
                 Some(e.is_user_error())
             } else if let Some(e) = cause.downcast_ref::<addonctl::Error>() {
                 Some(e.is_user_error())

@@ -7,8 +7,8 @@ use std::io::{StdoutLock, Write};
 
 use serde::Serialize;
 
-use addonctl::cluster::Cluster;
-use addonctl::manage::Reporter;
+use addonctl::cluster::watchdog::Notice;
+use addonctl::context::Reporter;
 
 use crate::cli::args::ReportFormat;
 
@@ -74,12 +74,13 @@ impl Printer {
     }
 
     /// Announces a cluster's slow requests on stderr (unless `-q`).
-    pub fn watch(self, cluster: &Cluster) {
-        if !self.quiet {
-            cluster.set_notice(std::sync::Arc::new(|line: &str| {
-                let _ = writeln!(std::io::stderr(), "  {line}");
-            }));
+    pub fn notice(self) -> Option<Notice> {
+        if self.quiet {
+            return None;
         }
+        Some(std::sync::Arc::new(|line: &str| {
+            let _ = writeln!(std::io::stderr(), "  {line}");
+        }))
     }
 }
 

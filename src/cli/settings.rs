@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use addonctl::cluster::{Cluster, ConnectOptions, RateLimit};
-use addonctl::manage::{self, Catalog, Context};
+use addonctl::context::{Context, LockOptions, Settings};
+use addonctl::plan::Catalog;
 use addonctl::render::{Limits, Renderer};
 
 use crate::cli::args::{Engine, GlobalArgs};
@@ -27,7 +28,7 @@ pub struct GlobalSettings {
     /// The sandbox limits of addon scripts.
     pub limits: Limits,
     /// The engine that deploys addons' components.
-    pub engine: manage::EngineChoice,
+    pub engine: addonctl::context::EngineChoice,
 }
 
 impl GlobalSettings {
@@ -51,9 +52,9 @@ impl GlobalSettings {
                 ..Limits::default()
             },
             engine: match args.engine {
-                Engine::Auto => manage::EngineChoice::Auto,
-                Engine::Vela => manage::EngineChoice::Vela,
-                Engine::Direct => manage::EngineChoice::Direct,
+                Engine::Auto => addonctl::context::EngineChoice::Auto,
+                Engine::Vela => addonctl::context::EngineChoice::Vela,
+                Engine::Direct => addonctl::context::EngineChoice::Direct,
             },
         })
     }
@@ -118,41 +119,36 @@ impl ClusterSettings {
     }
 }
 
-/// Connects to the control plane with the request timeout and rate limit, and "still waiting"
-/// lines on stderr unless `-q`.
-pub async fn control_plane(cluster: &ClusterSettings, printer: Printer) -> anyhow::Result<Cluster> {
-    let connected = Cluster::connect(&cluster.connect_options())
-        .await
-        .map_err(addonctl::Error::from)?;
-    // Managed clusters' clients take the same limit and hook (see `Cluster::managed`).
-    connected.set_rate_limit(cluster.rate_limit);
-    printer.watch(&connected);
-    Ok(connected)
+/// The library settings these flags ask for ("still waiting" lines on stderr unless `-q`).
+pub fn library(global: &GlobalSettings, cluster: &ClusterSettings, printer: Printer) -> Settings {
+    Settings {
+        namespace: global.namespace.clone(),
+        kubeconfig: cluster.kubeconfig.clone(),
+        kube_context: cluster.context.clone(),
+        engine: global.engine,
+        request_timeout: Some(cluster.request_timeout),
+        rate_limit: Some(cluster.rate_limit),
+        limits: global.limits.clone(),
+        registry_dirs: global.registry_dirs.clone(),
+        lock: LockOptions::default(),
+        notice: printer.notice(),
+    }
 }
 
-/// The one way a command starts the library: the control plane, the registries (`registries`:
-/// whether the command reads any; commands that need none never read the stored ones, so they
-/// neither wait for nor warn about them), the renderer and the engine.
+/// The one way a command starts the library ([`Context::connect`]): the control plane, the
+/// registries (`registries`: whether the command reads any; commands that need none never read
+/// the stored ones, so they neither wait for nor warn about them), the renderer and the engine.
 pub async fn connect(
     global: &GlobalSettings,
     cluster: &ClusterSettings,
     printer: Printer,
     registries: bool,
 ) -> anyhow::Result<Context> {
-    let connected = control_plane(cluster, printer).await?;
-    let catalog = if registries {
-        catalog(global, &connected).await?
-    } else {
-        Catalog::new(&global.registry_dirs)?
-    };
-    Ok(Context {
-        cluster: connected,
-        namespace: global.namespace.clone(),
-        catalog,
-        renderer: global.renderer(),
-        engine: global.engine,
-        lock: manage::LockOptions::default(),
-    })
+    let mut ctx = Context::connect(&library(global, cluster, printer)).await?;
+    if registries {
+        ctx.catalog = catalog(global, &ctx.cluster).await?;
+    }
+    Ok(ctx)
 }
 
 /// The registries in search order: `--registry-dir` directories, the stored registries
@@ -232,7 +228,7 @@ mod tests {
         ]);
         let settings = GlobalSettings::resolve(&args).unwrap();
         assert_eq!(settings.namespace, "ops");
-        assert_eq!(settings.engine, manage::EngineChoice::Direct);
+        assert_eq!(settings.engine, addonctl::context::EngineChoice::Direct);
         assert_eq!(settings.limits.deadline, Duration::from_millis(500));
         let cluster = ClusterSettings::resolve(&args).unwrap();
         assert_eq!(cluster.request_timeout, Duration::from_secs(7));

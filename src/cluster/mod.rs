@@ -6,6 +6,8 @@
 //! default [`rate::DEFAULT_QPS`] requests per second, bursts of [`rate::DEFAULT_BURST`]).
 
 mod connect;
+#[cfg(test)]
+pub(crate) mod fake;
 pub mod kubeconfig;
 pub mod rate;
 pub mod retry;
@@ -28,8 +30,7 @@ use kube::discovery::{ApiCapabilities, Scope};
 use kube::Client;
 use serde_json::{json, Value};
 
-/// The field manager of every server-side apply.
-pub const FIELD_MANAGER: &str = "addonctl";
+pub use crate::model::wire::FIELD_MANAGER;
 
 /// A request to the API server failed.
 #[derive(Debug, thiserror::Error)]
@@ -311,6 +312,25 @@ impl Cluster {
             notice,
             managed: Arc::default(),
         })
+    }
+
+    /// A cluster over a client made elsewhere, such as an in-process fake API in tests
+    /// (`kube::Client::new(service, default_namespace)`, as kube-rs's own tests do). Its
+    /// requests are neither counted, rate limited nor watched for slow answers (the client's own
+    /// layers decide), and [`Cluster::request_timeout`] is [`DEFAULT_REQUEST_TIMEOUT`].
+    pub fn from_client(name: &str, client: Client) -> Self {
+        Cluster {
+            name: name.to_owned(),
+            server: format!("in-process client `{name}`"),
+            client,
+            discovery: Arc::new(Mutex::new(HashMap::new())),
+            versions: Arc::default(),
+            counters: Arc::new(Counters::default()),
+            limits: rate::Limits::new(RateLimit::default()),
+            timeout: DEFAULT_REQUEST_TIMEOUT,
+            notice: watchdog::NoticeSlot::default(),
+            managed: Arc::default(),
+        }
     }
 
     /// The limit of each request to this cluster.

@@ -21,7 +21,7 @@ use super::{Cluster, Error, Result};
 /// The label holding a cluster Secret's credential type.
 pub const LABEL_CREDENTIAL_TYPE: &str = "cluster.core.oam.dev/cluster-credential-type";
 /// The control plane's cluster name.
-pub const LOCAL: &str = "local";
+pub use crate::model::wire::LOCAL_CLUSTER as LOCAL;
 
 /// How a managed cluster authenticates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

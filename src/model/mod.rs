@@ -3,6 +3,7 @@
 pub mod addon;
 pub mod metadata;
 pub mod version;
+pub mod wire;
 
 pub use addon::{AddonPackage, SourceFile, Template};
 pub use metadata::{

@@ -4,30 +4,15 @@ use serde_json::{json, Map, Value};
 
 use crate::model::AddonMeta;
 
-/// Label: the addon's name.
-pub const LABEL_NAME: &str = "addons.oam.dev/name";
-/// Label: the addon's version, exactly as `metadata.yaml` writes it.
-pub const LABEL_VERSION: &str = "addons.oam.dev/version";
-/// Label: the registry the addon came from.
-pub const LABEL_REGISTRY: &str = "addons.oam.dev/registry";
-/// Label on auxiliary outputs: their key in `outputs`.
-pub const LABEL_AUXILIARY: &str = "addons.oam.dev/auxiliary-name";
+pub use crate::model::wire::{
+    application_name, args_secret_name, LABEL_AUXILIARY, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION,
+    LOCAL_CLUSTER,
+};
+
 /// Policy appended for `deployTo.runtimeCluster` without given clusters.
 pub const POLICY_ALL_CLUSTERS: &str = "deploy-addon-to-all-clusters";
 /// Policy appended for `deployTo.runtimeCluster` with given clusters.
 pub const POLICY_SPECIFIED_CLUSTERS: &str = "deploy-addon-to-specified-clusters";
-/// The name of the control-plane cluster.
-pub const LOCAL_CLUSTER: &str = "local";
-
-/// The name of an addon's Application.
-pub fn application_name(addon: &str) -> String {
-    format!("addon-{addon}")
-}
-
-/// The name of an addon's argument Secret.
-pub fn args_secret_name(addon: &str) -> String {
-    format!("addon-secret-{addon}")
-}
 
 /// The `raw` component that creates a namespace the addon needs.
 pub fn namespace_component(namespace: &str) -> Value {

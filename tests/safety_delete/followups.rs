@@ -3,9 +3,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use addonctl::manage::access::{self, Need};
-use addonctl::manage::record::{self, ClusterInventory, DispatchedObject, ObjectRef};
-use addonctl::manage::{self, lease, EnableRequest, NoopReporter};
+use addonctl::apply::access::{self, Need};
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
+use addonctl::state::lease;
+use addonctl::state::record::{self, ClusterInventory, DispatchedObject, ObjectRef};
 use serde_json::json;
 
 use super::{addon, sandbox, CONFIG_MAPS};
@@ -120,15 +122,15 @@ async fn the_library_disable_takes_the_addons_lock_and_a_dry_run_does_not() {
     .await
     .unwrap();
 
-    let refused = manage::disable(&sb.ctx, "first", false, &NoopReporter).await;
-    let options = manage::DisableOptions {
+    let refused = addonctl::apply::disable(&sb.ctx, "first", false, &NoopReporter).await;
+    let options = addonctl::apply::DisableOptions {
         dry_run: true,
-        ..manage::DisableOptions::default()
+        ..addonctl::apply::DisableOptions::default()
     };
-    let dry = manage::disable_all_with(&sb.ctx, "first", &options, &NoopReporter).await;
+    let dry = addonctl::apply::disable_all_with(&sb.ctx, "first", &options, &NoopReporter).await;
 
     assert!(
-        matches!(refused, Err(manage::Error::Busy(_))),
+        matches!(refused, Err(addonctl::context::Error::Busy(_))),
         "{refused:?}"
     );
     assert!(refused.unwrap_err().to_string().contains("another command"));
@@ -136,7 +138,7 @@ async fn the_library_disable_takes_the_addons_lock_and_a_dry_run_does_not() {
     let dry = dry.unwrap();
     assert!(dry[0].dry_run && !dry[0].deleted.is_empty());
     held.release().await.unwrap();
-    manage::disable(&sb.ctx, "first", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx, "first", false, &NoopReporter)
         .await
         .unwrap();
     assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
@@ -172,7 +174,9 @@ async fn a_re_enable_needs_delete_on_what_it_prunes_and_disable_on_need_namespac
         reference: "first".to_owned(),
         ..EnableRequest::default()
     };
-    let plan = manage::plan(&sb.ctx, &request, false).await.unwrap();
+    let plan = addonctl::plan::plan(&sb.ctx, &request, false)
+        .await
+        .unwrap();
 
     let enable = access::plan_needs(&sb.ctx, &plan).await.unwrap();
     let disable = access::disable_needs(&sb.ctx, "first").await.unwrap();

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use addonctl::cluster::Cluster;
-use addonctl::manage::{self, NoopReporter};
+use addonctl::context::NoopReporter;
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
@@ -199,7 +199,7 @@ async fn a_namespace_objects_name_is_created_on_a_managed_cluster_and_removed_on
     );
     assert!(created.created, "recorded as created by addonctl");
 
-    let report = manage::disable(&sb.ctx, "named", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx, "named", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -340,7 +340,7 @@ async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_
         .await
         .unwrap();
 
-    let report = manage::disable(&sb.ctx, "alpha", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx, "alpha", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -363,7 +363,7 @@ async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_
         .await
         .is_some());
 
-    let report = manage::disable(&sb.ctx, "beta", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx, "beta", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -453,7 +453,7 @@ async fn state_an_older_record_lists_survives_disable() {
         )
         .await;
     let mut record = sb.record("first").await;
-    record.inventory.push(addonctl::manage::record::ObjectRef {
+    record.inventory.push(addonctl::state::record::ObjectRef {
         api_version: "v1".to_owned(),
         kind: "ConfigMap".to_owned(),
         namespace: Some(sb.ns().to_owned()),

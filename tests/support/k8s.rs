@@ -23,10 +23,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use addonctl::apply::StepReport;
 use addonctl::cluster::{Cluster, ConnectOptions};
-use addonctl::manage::record::{self, Record};
-use addonctl::manage::{self, Catalog, Context, EnableRequest, NoopReporter, StepReport};
-use addonctl::render::Renderer;
+use addonctl::context::NoopReporter;
+use addonctl::context::{Context, Settings};
+use addonctl::plan::Catalog;
+use addonctl::plan::EnableRequest;
+use addonctl::state::record::{self, Record};
 use assert_cmd::Command;
 use base64::Engine as _;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -372,7 +375,7 @@ impl Sandbox {
     /// Deploys components with the direct engine, even where KubeVela's CRDs are served (the
     /// library's context and the command line, `--engine direct`).
     pub fn direct(mut self) -> Sandbox {
-        self.ctx.engine = addonctl::manage::EngineChoice::Direct;
+        self.ctx.engine = addonctl::context::EngineChoice::Direct;
         self
     }
 
@@ -383,13 +386,13 @@ impl Sandbox {
         name: &str,
         cluster: &ClusterEnv,
         labels: &[(&str, &str)],
-    ) -> addonctl::manage::clusters::ClusterRow {
+    ) -> addonctl::apply::clusters::ClusterRow {
         self.track(cluster);
         let labels = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        manage::clusters::join(&self.ctx, name, &cluster.kubeconfig, None, &labels)
+        addonctl::apply::clusters::join(&self.ctx, name, &cluster.kubeconfig, None, &labels)
             .await
             .unwrap_or_else(|e| panic!("joining `{name}`: {e}"))
     }
@@ -461,7 +464,7 @@ impl Sandbox {
         for dir in &self.registries {
             args.extend(["--registry-dir".into(), dir.into()]);
         }
-        if self.ctx.engine == addonctl::manage::EngineChoice::Direct {
+        if self.ctx.engine == addonctl::context::EngineChoice::Direct {
             args.extend(["--engine".into(), "direct".into()]);
         }
         args
@@ -489,13 +492,17 @@ impl Sandbox {
     }
 
     /// Enables an addon with the library.
-    pub async fn enable(&self, reference: &str, given: Value) -> manage::Result<Vec<StepReport>> {
+    pub async fn enable(
+        &self,
+        reference: &str,
+        given: Value,
+    ) -> addonctl::context::Result<Vec<StepReport>> {
         let request = EnableRequest {
             reference: reference.to_owned(),
             args: args(given).into(),
             ..EnableRequest::default()
         };
-        manage::enable(&self.ctx, &request, &NoopReporter).await
+        addonctl::apply::enable(&self.ctx, &request, &NoopReporter).await
     }
 
     /// Creates another namespace `<system namespace>-<suffix>`, deleted with the sandbox.
@@ -791,14 +798,11 @@ impl Drop for Stopped {
 }
 
 async fn context(kubeconfig: &Path, namespace: &str, registries: &[PathBuf]) -> Context {
-    Context {
-        cluster: connect(kubeconfig).await,
-        namespace: namespace.to_owned(),
-        catalog: Catalog::new(registries).unwrap(),
-        renderer: Renderer::new(),
-        engine: addonctl::manage::EngineChoice::Auto,
-        lock: addonctl::manage::LockOptions::default(),
-    }
+    let settings = Settings {
+        registry_dirs: registries.to_vec(),
+        ..Settings::new(namespace)
+    };
+    Context::with_cluster(&settings, connect(kubeconfig).await).unwrap()
 }
 
 impl Drop for Sandbox {

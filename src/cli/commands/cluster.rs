@@ -3,8 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::manage;
-
 use crate::cli::args::ClusterCommand;
 use crate::cli::commands::disable::print_removal;
 use crate::cli::commands::lock_options;
@@ -26,10 +24,10 @@ pub async fn run(
         ClusterCommand::Detach { .. } | ClusterCommand::List { .. } => None,
     };
     if let Some(command) = writing {
-        manage::access::check(
+        addonctl::apply::access::check(
             &ctx.cluster,
             &command,
-            &manage::access::cluster_state(&ctx.namespace),
+            &addonctl::apply::access::cluster_state(&ctx.namespace),
         )
         .await?;
     }
@@ -42,8 +40,8 @@ pub async fn run(
             labels,
             output,
         } => {
-            let labels = manage::clusters::parse_labels(&labels)?;
-            let row = manage::clusters::join(
+            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            let row = addonctl::apply::clusters::join(
                 &ctx,
                 &name,
                 &from_kubeconfig,
@@ -60,7 +58,7 @@ pub async fn run(
             }
         }
         ClusterCommand::List { output } => {
-            let rows = manage::clusters::list(&ctx).await?;
+            let rows = addonctl::apply::clusters::list(&ctx).await?;
             if !printer.structured(&rows, output)? {
                 print_clusters(&mut out, rows)?;
             }
@@ -74,7 +72,7 @@ pub async fn run(
             // The library checks permissions and takes the locks (none for a dry run).
             let mut ctx = ctx;
             ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-            let report = manage::clusters::detach(&ctx, &name, force, dry_run).await?;
+            let report = addonctl::apply::clusters::detach(&ctx, &name, force, dry_run).await?;
             if !printer.structured(&report, output)? {
                 if dry_run {
                     writeln!(out, "cluster `{name}` would be detached")?;
@@ -97,8 +95,8 @@ pub async fn run(
             }
         }
         ClusterCommand::Labels { name, labels } => {
-            let labels = manage::clusters::parse_labels(&labels)?;
-            manage::clusters::set_labels(&ctx, &name, &labels).await?;
+            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            addonctl::apply::clusters::set_labels(&ctx, &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
     }
@@ -108,7 +106,7 @@ pub async fn run(
 /// `cluster list` as a table.
 fn print_clusters(
     out: &mut impl Write,
-    rows: Vec<manage::clusters::ClusterRow>,
+    rows: Vec<addonctl::apply::clusters::ClusterRow>,
 ) -> anyhow::Result<()> {
     writeln!(
         out,

@@ -6,8 +6,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use addonctl::manage;
-
 use crate::cli::args::DisableArgs;
 use crate::cli::commands::lock_options;
 use crate::cli::printer::Printer;
@@ -23,17 +21,17 @@ pub async fn run(
     let mut ctx = connect(global, cluster, printer, false).await?;
     ctx.lock = lock_options(&format!("disable {}", args.addon), args.lock.force_unlock);
     let reporter = printer;
-    let options = manage::DisableOptions {
+    let options = addonctl::apply::DisableOptions {
         force: args.force,
         prune_dependencies: args.prune_dependencies,
         dry_run: args.dry_run,
     };
     // The library checks permissions and takes the locks (none for a dry run).
-    let reports = manage::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
+    let reports = addonctl::apply::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
     if args.wait {
         let started = Instant::now();
         loop {
-            let left = manage::installed(&ctx).await?;
+            let left = addonctl::state::installed(&ctx).await?;
             if !reports.iter().any(|r| left.contains_key(&r.name)) {
                 break;
             }
@@ -102,9 +100,9 @@ pub async fn run(
 pub(crate) fn print_removal(
     out: &mut impl Write,
     dry_run: bool,
-    deleted: &[manage::deletion::Entry],
-    given_back: &[manage::deletion::Entry],
-    kept: &[manage::deletion::Entry],
+    deleted: &[addonctl::apply::deletion::Entry],
+    given_back: &[addonctl::apply::deletion::Entry],
+    kept: &[addonctl::apply::deletion::Entry],
 ) -> std::io::Result<()> {
     let (delete, give) = if dry_run {
         ("would delete", "would give back")

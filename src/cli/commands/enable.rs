@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use addonctl::manage::{self, Context};
+use addonctl::context::Context;
 use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::EnableArgs;
@@ -27,7 +27,7 @@ pub async fn run(
     if !args.dry_run {
         check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
     }
-    let request = manage::EnableRequest {
+    let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),
         args: given,
@@ -36,7 +36,7 @@ pub async fn run(
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
     };
-    let mut plan = manage::plan(&ctx, &request, false).await?;
+    let mut plan = addonctl::plan::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     if args.dry_run {
@@ -49,8 +49,8 @@ pub async fn run(
     for flag in plan
         .steps
         .iter()
-        .filter(|s| s.action != manage::Action::Keep)
-        .flat_map(|s| manage::review::step_flags(s, &ctx.namespace))
+        .filter(|s| s.action != addonctl::plan::Action::Keep)
+        .flat_map(|s| addonctl::apply::review::step_flags(s, &ctx.namespace))
     {
         reporter.step(&format!("flagged: {flag}"));
     }
@@ -65,7 +65,8 @@ pub async fn run(
             kept.needed_by.join(", ")
         ));
     }
-    let reports = manage::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+    let reports =
+        addonctl::apply::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
         writes = ctx.cluster.counters().writes(),
@@ -77,8 +78,13 @@ pub async fn run(
         .map(|s| s.rendered.name.clone())
         .unwrap_or_default();
     if args.wait {
-        manage::wait::until_enabled(&ctx, &root, Duration::from_secs(args.timeout), &reporter)
-            .await?;
+        addonctl::status::wait::until_enabled(
+            &ctx,
+            &root,
+            Duration::from_secs(args.timeout),
+            &reporter,
+        )
+        .await?;
     }
     if !printer.structured(&reports, args.output)? {
         print_reports(printer, &reports)?;
@@ -88,18 +94,18 @@ pub async fn run(
 
 /// One line per addon applied (with what was deleted, notes and the clusters the direct engine
 /// deployed to), then the addon's notes.
-fn print_reports(printer: Printer, reports: &[manage::StepReport]) -> anyhow::Result<()> {
+fn print_reports(printer: Printer, reports: &[addonctl::apply::StepReport]) -> anyhow::Result<()> {
     let mut stdout = printer.stdout();
     for report in reports {
         let verb = match report.action {
-            manage::Action::Install => "installed",
-            manage::Action::Upgrade if report.unchanged() => "unchanged",
-            manage::Action::Upgrade => "updated",
-            manage::Action::Keep => "kept (already installed)",
+            addonctl::plan::Action::Install => "installed",
+            addonctl::plan::Action::Upgrade if report.unchanged() => "unchanged",
+            addonctl::plan::Action::Upgrade => "updated",
+            addonctl::plan::Action::Keep => "kept (already installed)",
         };
         let changed = match (report.action, report.changed.len()) {
-            (manage::Action::Upgrade, 0) => ", none changed".to_owned(),
-            (manage::Action::Upgrade, n) => format!(" ({n} changed)"),
+            (addonctl::plan::Action::Upgrade, 0) => ", none changed".to_owned(),
+            (addonctl::plan::Action::Upgrade, n) => format!(" ({n} changed)"),
             _ => String::new(),
         };
         writeln!(
@@ -115,7 +121,7 @@ fn print_reports(printer: Printer, reports: &[manage::StepReport]) -> anyhow::Re
         for note in &report.notes {
             writeln!(stdout, "  note: {note}")?;
         }
-        if report.engine == manage::EngineChoice::Direct {
+        if report.engine == addonctl::context::EngineChoice::Direct {
             let names: Vec<String> = report
                 .clusters
                 .iter()
@@ -141,12 +147,12 @@ fn print_reports(printer: Printer, reports: &[manage::StepReport]) -> anyhow::Re
 async fn confirm_adoptions(
     ctx: &Context,
     printer: Printer,
-    plan: &manage::Plan,
+    plan: &addonctl::plan::Plan,
 ) -> anyhow::Result<bool> {
-    let adoptions: Vec<String> = manage::review::review(ctx, plan)
+    let adoptions: Vec<String> = addonctl::apply::review::review(ctx, plan)
         .await?
         .into_iter()
-        .filter(|f| f.kind == manage::protect::FlagKind::Adopts)
+        .filter(|f| f.kind == addonctl::plan::protect::FlagKind::Adopts)
         .map(|f| format!("addon `{}`: {}", f.addon, f.object))
         .collect();
     if adoptions.is_empty() {
@@ -169,13 +175,13 @@ async fn confirm_adoptions(
 async fn print_plan(
     ctx: &Context,
     printer: Printer,
-    plan: &manage::Plan,
+    plan: &addonctl::plan::Plan,
     args: &EnableArgs,
 ) -> anyhow::Result<ExitCode> {
     let conflicts = if args.override_definitions {
         Vec::new()
     } else {
-        manage::definition_conflicts(ctx, plan).await?
+        addonctl::plan::definition_conflicts(ctx, plan).await?
     };
     let steps: Vec<Value> = plan
         .steps
@@ -200,7 +206,7 @@ async fn print_plan(
             })
         })
         .collect();
-    let flags = manage::review::review(ctx, plan).await?;
+    let flags = addonctl::apply::review::review(ctx, plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
@@ -239,7 +245,7 @@ async fn print_plan(
 }
 
 /// The plan as a table: one row per kept addon, then per step.
-fn print_plan_table(stdout: &mut impl Write, plan: &manage::Plan) -> anyhow::Result<()> {
+fn print_plan_table(stdout: &mut impl Write, plan: &addonctl::plan::Plan) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:<4} {:<5} {:<24} {:<12} {:<10} {:<9} {:<10} {:<20} NEEDED BY",

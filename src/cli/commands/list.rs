@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use addonctl::manage;
-
 use crate::cli::args::ListArgs;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -19,7 +17,7 @@ pub async fn run(
     args: ListArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, true).await?;
-    let (rows, warnings) = manage::list(&ctx, args.registry.as_deref()).await?;
+    let (rows, warnings) = addonctl::status::list(&ctx, args.registry.as_deref()).await?;
     for warning in &warnings {
         tracing::warn!("{warning}");
     }

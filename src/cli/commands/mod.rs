@@ -13,7 +13,7 @@ pub mod render;
 pub mod status;
 pub mod upgrade;
 
-use addonctl::manage::{self, Context};
+use addonctl::context::Context;
 use addonctl::params::{Input, RawInput};
 
 use crate::cli::args::ParameterArgs;
@@ -40,21 +40,24 @@ pub(crate) fn parameter_input(
 /// Control plane first: refuses, naming every missing permission, before a writing command reads
 /// or plans anything (the full check, with every object of the plan, runs before the first write).
 pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
-    let served = ctx.engine != manage::EngineChoice::Direct
-        && ctx.cluster.serves(&manage::application_gvk()).await?;
-    manage::access::check(
+    let served = ctx.engine != addonctl::context::EngineChoice::Direct
+        && ctx
+            .cluster
+            .serves(&addonctl::model::wire::application_gvk())
+            .await?;
+    addonctl::apply::access::check(
         &ctx.cluster,
         command,
-        &manage::access::addon_state(&ctx.namespace, served),
+        &addonctl::apply::access::addon_state(&ctx.namespace, served),
     )
     .await?;
     Ok(())
 }
 
 /// The lock options of a writing command.
-pub(crate) fn lock_options(command: &str, force: bool) -> manage::LockOptions {
-    manage::LockOptions {
-        holder: manage::lease::holder_identity(command),
+pub(crate) fn lock_options(command: &str, force: bool) -> addonctl::context::LockOptions {
+    addonctl::context::LockOptions {
+        holder: addonctl::state::lease::holder_identity(command),
         force,
     }
 }

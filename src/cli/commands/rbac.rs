@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use addonctl::manage;
 use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{ObjectFormat, RbacArgs};
@@ -13,7 +12,7 @@ use crate::cli::printer::Printer;
 
 /// `rbac`: the shipped ClusterRoles.
 pub fn run(printer: Printer, args: &RbacArgs) -> anyhow::Result<ExitCode> {
-    let roles = manage::access::roles();
+    let roles = addonctl::apply::access::roles();
     let mut stdout = printer.stdout();
     match args.output {
         ObjectFormat::Yaml => write!(stdout, "{}", format_objects(&roles, Format::Yaml)?)?,

@@ -3,14 +3,15 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use addonctl::apply::access;
 use addonctl::cluster::Cluster;
-use addonctl::manage::{access, lease};
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
     RegistryType, Store,
 };
 use addonctl::source::builtin::BUILTIN_REGISTRY;
 use addonctl::source::cache::CacheOptions;
+use addonctl::state::lease;
 use serde_json::json;
 
 use crate::cli::args::{RegistryArgs, RegistryCommand, RegistrySettingsArgs, ReportFormat};
@@ -114,7 +115,9 @@ async fn store(
     };
     match Cluster::connect(&settings.connect_options()).await {
         Ok(cluster) => {
-            printer.watch(&cluster);
+            if let Some(notice) = printer.notice() {
+                cluster.set_notice(notice);
+            }
             Ok(Store::Cluster {
                 cluster,
                 namespace: global.namespace.clone(),

@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 
-use addonctl::manage;
-
 use crate::cli::args::StatusArgs;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -19,7 +17,7 @@ pub async fn run(
     args: StatusArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, args.detail).await?;
-    let status = manage::status(&ctx, &args.addon, args.detail).await?;
+    let status = addonctl::status::status(&ctx, &args.addon, args.detail).await?;
     if printer.structured(&status, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
@@ -101,7 +99,7 @@ pub async fn run(
 }
 
 /// `status -v`'s sections: description, versions, dependencies and parameters.
-fn print_detail(out: &mut impl Write, status: &manage::Status) -> anyhow::Result<()> {
+fn print_detail(out: &mut impl Write, status: &addonctl::status::Status) -> anyhow::Result<()> {
     if let Some(d) = &status.description {
         writeln!(out, "description: {d}")?;
     }

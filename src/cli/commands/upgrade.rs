@@ -3,8 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::manage;
-
 use crate::cli::args::UpgradeArgs;
 use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
 use crate::cli::printer::Printer;
@@ -21,7 +19,7 @@ pub async fn run(
     let mut ctx = connect(global, cluster, printer, true).await?;
     ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
     check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
-    let request = manage::UpgradeRequest {
+    let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),
         version: args.version.clone(),
         latest: args.latest,
@@ -32,7 +30,7 @@ pub async fn run(
         skip_api_check: args.skip_api_check,
     };
     let reporter = printer;
-    let reports = manage::upgrade(&ctx, &request, &reporter).await?;
+    let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;
     if !printer.structured(&reports, args.output)? {
         let mut stdout = printer.stdout();
         for report in &reports {

@@ -17,14 +17,14 @@ use kube::api::{DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
+use super::disable::{disable_one, DisableOptions, DisableReport};
+use super::{access, direct};
 use crate::cluster::Cluster;
-use crate::render::normalize;
+use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
 use crate::resolve::{self, Universe};
-
-use super::{
-    access, applications_using_definitions, clusters_of, direct, disable_one, installed, to_value,
-    Context, DisableOptions, DisableReport, Error, Installed, Reporter, Result,
-};
+use crate::state::clusters::{clients, joined};
+use crate::state::{clusters_of, installed, to_value, Installed};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
@@ -62,8 +62,8 @@ pub async fn disable_all_with(
     let command = format!("`addonctl disable {name}`");
     // The addon's state first, before anything is read: a user without rights learns what is
     // missing, not merely that a list was refused.
-    let application = ctx.engine != super::EngineChoice::Direct
-        && ctx.cluster.serves(&super::application_gvk()).await?;
+    let application =
+        ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
     access::check(
         &ctx.cluster,
         &command,
@@ -113,7 +113,7 @@ async fn disable_all_unlocked(
     if prune_dependencies {
         let mut universe = Universe::new(Vec::new());
         for addon in all.values() {
-            universe.install(super::plan::installed_addon(addon));
+            universe.install(crate::plan::installed_addon(addon));
         }
         removal.extend(resolve::prunable_after_removing(&universe, name));
     }
@@ -213,7 +213,7 @@ pub(super) async fn check(
 /// its Application's components on the clusters the Application targets.
 fn crds_by_cluster(addon: &Installed, joined: &[String]) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let local = normalize::LOCAL_CLUSTER.to_owned();
+    let local = LOCAL_CLUSTER.to_owned();
     if let Some(record) = &addon.record {
         for object in &record.inventory {
             if object.kind == "CustomResourceDefinition" {
@@ -233,7 +233,7 @@ fn crds_by_cluster(addon: &Installed, joined: &[String]) -> BTreeMap<String, BTr
         }
     }
     if let Some(app) = &addon.application {
-        let crds: Vec<String> = super::inventory::component_objects(app)
+        let crds: Vec<String> = crate::plan::inventory::component_objects(app)
             .iter()
             .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
             .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
@@ -278,7 +278,7 @@ fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, S
 /// as `Kind ns/name on cluster `c``.
 async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
     let joined: Vec<String> = if addon.application.is_some() {
-        direct::joined(ctx)
+        joined(ctx)
             .await?
             .into_iter()
             .map(|(info, _)| info.name)
@@ -292,7 +292,7 @@ async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String
     }
     let own = own_objects(addon);
     let names: BTreeSet<String> = wanted.keys().cloned().collect();
-    let clients = direct::clients(ctx, &names).await?;
+    let clients = clients(ctx, &names).await?;
     let mut found = Vec::new();
     for (cluster_name, crds) in &wanted {
         let Some(Ok(cluster)) = clients.get(cluster_name) else {
@@ -372,4 +372,170 @@ async fn resources_of(
             )
         })
         .collect())
+}
+
+/// Applications (in any namespace, except the addon's own) whose components, traits, policies
+/// or workflow steps use a definition of the addon.
+async fn applications_using_definitions(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+    let Some(record) = &addon.record else {
+        return Ok(Vec::new());
+    };
+    let definitions: BTreeMap<&str, &str> = record
+        .inventory
+        .iter()
+        .filter(|o| o.kind.ends_with("Definition") && o.api_version.starts_with("core.oam.dev/"))
+        .map(|o| (o.name.as_str(), o.kind.as_str()))
+        .collect();
+    if definitions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let own = application_name(&addon.name);
+    let apps = ctx.cluster.list(&application_gvk(), None, "").await?;
+    let mut users = Vec::new();
+    for app in apps {
+        let value = to_value(&app);
+        let app_name = app.metadata.name.clone().unwrap_or_default();
+        let app_ns = app.metadata.namespace.clone().unwrap_or_default();
+        if app_name == own && app_ns == ctx.namespace {
+            continue;
+        }
+        let mut types = BTreeSet::new();
+        for pointer in ["/spec/components", "/spec/policies", "/spec/workflow/steps"] {
+            for item in value
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                types.extend(item.get("type").and_then(Value::as_str));
+                for t in item
+                    .get("traits")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    types.extend(t.get("type").and_then(Value::as_str));
+                }
+            }
+        }
+        let used: Vec<&str> = types
+            .iter()
+            .filter(|t| definitions.contains_key(*t))
+            .copied()
+            .collect();
+        if !used.is_empty() {
+            users.push(format!("`{app_ns}/{app_name}` (uses {})", used.join(", ")));
+        }
+    }
+    Ok(users)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::fake::FakeApi;
+    use crate::context::Settings;
+    use crate::state::record::Record;
+
+    fn installed(name: &str, record: serde_json::Value) -> (String, Installed) {
+        let mut record = record;
+        record["name"] = json!(name);
+        for (key, value) in [
+            ("version", json!("1.0.0")),
+            ("registry", json!("local")),
+            ("installedBy", json!("user")),
+            ("argsHash", json!("")),
+            ("application", json!(false)),
+        ] {
+            record[key] = value;
+        }
+        let record: Record = serde_json::from_value(record).unwrap();
+        let addon = Installed {
+            name: name.to_owned(),
+            version: "1.0.0".to_owned(),
+            registry: "local".to_owned(),
+            application: None,
+            record: Some(record),
+        };
+        (name.to_owned(), addon)
+    }
+
+    /// `base` provides the component type `worker`; `top` depends on `base`.
+    fn addons() -> BTreeMap<String, Installed> {
+        BTreeMap::from([
+            installed(
+                "base",
+                json!({"inventory": [{"apiVersion": "core.oam.dev/v1beta1",
+                    "kind": "ComponentDefinition", "namespace": "vela-system", "name": "worker"}]}),
+            ),
+            installed(
+                "top",
+                json!({"dependencies": [{"name": "base", "version": ">=1.0.0"}]}),
+            ),
+        ])
+    }
+
+    fn api(applications: Vec<serde_json::Value>) -> FakeApi {
+        FakeApi::default()
+            .serves("core.oam.dev/v1beta1", "applications", "Application")
+            .on(
+                "GET",
+                "/apis/core.oam.dev/v1beta1/applications",
+                200,
+                json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "ApplicationList",
+                       "metadata": {}, "items": applications}),
+            )
+    }
+
+    fn context(api: &FakeApi) -> Context {
+        Context::with_cluster(&Settings::new("vela-system"), api.cluster("local")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn disable_is_refused_while_a_dependent_is_installed_and_an_application_uses_a_definition(
+    ) {
+        let api = api(vec![json!({
+            "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"components": [{"name": "w", "type": "worker"}]},
+        })]);
+        let ctx = context(&api);
+
+        let error = check(&ctx, &addons(), &["base".to_owned()])
+            .await
+            .unwrap_err();
+
+        let message = error.to_string();
+        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(
+            message.contains("addon `base` is needed by `top` (needs `base >=1.0.0`)"),
+            "{message}"
+        );
+        assert!(message.contains("`team/web` (uses worker)"), "{message}");
+        assert!(message.contains("pass `--force`"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn disabling_an_addon_with_what_depends_on_it_and_no_users_is_allowed() {
+        let api = api(vec![json!({
+            "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+            "metadata": {"name": "other", "namespace": "team"},
+            "spec": {"components": [{"name": "w", "type": "webservice"}]},
+        })]);
+        let ctx = context(&api);
+
+        check(&ctx, &addons(), &["base".to_owned(), "top".to_owned()])
+            .await
+            .unwrap();
+
+        // The Applications were read (once, for the one addon with definitions).
+        let lists = api
+            .requests()
+            .iter()
+            .filter(|r| *r == "GET /apis/core.oam.dev/v1beta1/applications")
+            .count();
+        assert_eq!(lists, 1, "{:?}", api.requests());
+    }
 }

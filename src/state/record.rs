@@ -17,18 +17,12 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub use crate::model::wire::{record_name, LABEL_RECORD};
+use crate::model::wire::{LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
 use crate::model::Dependency;
-use crate::render::normalize::{LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
 
-/// Label marking record Secrets (for one labelled list call).
-pub const LABEL_RECORD: &str = "addonctl.io/record";
 /// The key of the record's JSON in the Secret.
 pub const RECORD_KEY: &str = "record";
-
-/// The name of an addon's record Secret.
-pub fn record_name(addon: &str) -> String {
-    format!("addon-record-{addon}")
-}
 
 pub use crate::model::InstalledBy;
 
@@ -357,7 +351,7 @@ pub async fn update(
     ns: &str,
     addon: &str,
     mut change: impl FnMut(Option<Record>) -> Option<Record>,
-) -> super::Result<()> {
+) -> crate::context::Result<()> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
     for _ in 0..WRITE_ATTEMPTS {
         let stored = cluster.get(&gvk, Some(ns), &record_name(addon)).await?;
@@ -382,9 +376,9 @@ pub async fn update(
 }
 
 /// The error of a record that kept changing while it was written.
-pub fn conflict(ns: &str, addon: &str) -> super::Error {
-    super::Error::Cluster(crate::cluster::Error::Conflict {
-        cluster: crate::render::normalize::LOCAL_CLUSTER.to_owned(),
+pub fn conflict(ns: &str, addon: &str) -> crate::context::Error {
+    crate::context::Error::Cluster(crate::cluster::Error::Conflict {
+        cluster: crate::model::wire::LOCAL_CLUSTER.to_owned(),
         message: format!(
             "the record `{ns}/{}` kept changing while this command wrote it ({WRITE_ATTEMPTS} attempts; another command not taking addonctl's lock is writing it); nothing recorded was lost: run `addonctl status {addon}` and the command again",
             record_name(addon)

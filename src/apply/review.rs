@@ -1,5 +1,5 @@
 //! The review of a plan before it is applied (and for `enable --dry-run`): what the addons
-//! would do that a person should look at ([`super::protect::flags`]), plus what only the
+//! would do that a person should look at ([`crate::plan::protect::flags`]), plus what only the
 //! clusters can tell — existing objects the addons would adopt (they exist and addonctl did not
 //! create them) and CustomResourceDefinitions they would replace.
 //!
@@ -10,11 +10,13 @@ use std::collections::BTreeSet;
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use super::plan::{Action, Plan, Step};
-use super::protect::{self, Flag, FlagKind};
-use super::record::{ObjectRef, OtherRecords, Record};
-use super::{application_gvk, direct, Context, EngineChoice, Error, NoopReporter, Result};
+use super::direct;
 use crate::cluster::Cluster;
+use crate::context::{Context, EngineChoice, Error, NoopReporter, Result};
+use crate::model::wire::application_gvk;
+use crate::plan::protect::{self, Flag, FlagKind};
+use crate::plan::{Action, Plan, Step};
+use crate::state::record::{ObjectRef, OtherRecords, Record};
 
 /// Refuses an enable that would adopt `adoptions` (see [`direct::Prepared::adoptions`]).
 pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {
@@ -64,7 +66,7 @@ pub fn step_flags(step: &Step, system_namespace: &str) -> Vec<Flag> {
 
 /// Every flag of a plan: see the module documentation. Reads the clusters, changes nothing.
 pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
-    let records = super::records(ctx).await?;
+    let records = crate::state::records(ctx).await?;
     let direct_engine = match ctx.engine {
         EngineChoice::Direct => true,
         EngineChoice::Vela => false,

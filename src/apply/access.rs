@@ -235,7 +235,7 @@ fn denied_message(command: &str, missing: &[(Need, Role)]) -> String {
 }
 
 /// Reviews every need (concurrently, each once) and refuses with every missing one.
-pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> super::Result<()> {
+pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> crate::context::Result<()> {
     let unique: BTreeSet<&Need> = needs.iter().collect();
     let answers: Vec<(&Need, crate::cluster::Result<bool>)> = futures::stream::iter(unique)
         .map(|need| async move {
@@ -262,7 +262,7 @@ pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> super::R
         return Ok(());
     }
     missing.sort();
-    Err(super::Error::Denied(Denied {
+    Err(crate::context::Error::Denied(Denied {
         command: command.to_owned(),
         missing,
     }))
@@ -331,7 +331,7 @@ async fn object_needs(
     object: &Value,
     default_namespace: &str,
     verbs: &[&str],
-) -> super::Result<Vec<Need>> {
+) -> crate::context::Result<Vec<Need>> {
     let Some(gvk) = crate::cluster::gvk_of(object) else {
         return Ok(Vec::new());
     };
@@ -354,22 +354,28 @@ async fn object_needs(
 
 /// What applying a plan needs on the control plane: each addon's state
 /// ([`addon_state`]) and `create`/`patch` on every control-plane object it renders.
-pub async fn plan_needs(ctx: &super::Context, plan: &super::Plan) -> super::Result<Vec<Need>> {
-    let application = ctx.engine != super::EngineChoice::Direct
-        && ctx.cluster.serves(&super::application_gvk()).await?;
+pub async fn plan_needs(
+    ctx: &crate::context::Context,
+    plan: &crate::plan::Plan,
+) -> crate::context::Result<Vec<Need>> {
+    let application = ctx.engine != crate::context::EngineChoice::Direct
+        && ctx
+            .cluster
+            .serves(&crate::model::wire::application_gvk())
+            .await?;
     let mut needs = addon_state(&ctx.namespace, application);
     needs.extend(system_namespace_needs(ctx).await?);
     // Unreadable records (the caller may not list Secrets): `addon_state` asks for that right,
     // so the check refuses with it named.
-    let records = match super::records(ctx).await {
+    let records = match crate::state::records(ctx).await {
         Ok(records) => records,
-        Err(super::Error::Cluster(crate::cluster::Error::Forbidden { .. })) => Vec::new(),
+        Err(crate::context::Error::Cluster(crate::cluster::Error::Forbidden { .. })) => Vec::new(),
         Err(e) => return Err(e),
     };
     for step in plan
         .steps
         .iter()
-        .filter(|s| s.action != super::Action::Keep)
+        .filter(|s| s.action != crate::plan::Action::Keep)
     {
         let rendered = &step.rendered;
         let objects: Vec<&Value> = rendered
@@ -408,7 +414,9 @@ pub async fn plan_needs(ctx: &super::Context, plan: &super::Plan) -> super::Resu
 }
 
 /// `create` on namespaces when the system namespace is missing (the command creates it).
-pub async fn system_namespace_needs(ctx: &super::Context) -> super::Result<Vec<Need>> {
+pub async fn system_namespace_needs(
+    ctx: &crate::context::Context,
+) -> crate::context::Result<Vec<Need>> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
     Ok(match ctx.cluster.get(&gvk, None, &ctx.namespace).await {
         Ok(Some(_)) => Vec::new(),
@@ -424,13 +432,13 @@ pub async fn system_namespace_needs(ctx: &super::Context) -> super::Result<Vec<N
 /// The control-plane objects of `record` an enable rendering `objects` prunes: listed, not
 /// rendered any more, and not addonctl's or KubeVela's state (never deleted).
 fn pruned(
-    record: &super::record::Record,
+    record: &crate::state::record::Record,
     objects: &[&Value],
     system_namespace: &str,
-) -> Vec<super::record::ObjectRef> {
-    let rendered: Vec<super::record::ObjectRef> = objects
+) -> Vec<crate::state::record::ObjectRef> {
+    let rendered: Vec<crate::state::record::ObjectRef> = objects
         .iter()
-        .filter_map(|o| super::record::ObjectRef::of(o))
+        .filter_map(|o| crate::state::record::ObjectRef::of(o))
         .collect();
     record
         .inventory_or_planned()
@@ -441,7 +449,7 @@ fn pruned(
 }
 
 /// An object reference as the skeleton object [`object_needs`] takes.
-fn reference_value(object: &super::record::ObjectRef) -> Value {
+fn reference_value(object: &crate::state::record::ObjectRef) -> Value {
     json!({
         "apiVersion": object.api_version,
         "kind": object.kind,
@@ -451,20 +459,26 @@ fn reference_value(object: &super::record::ObjectRef) -> Value {
 
 /// What disabling `addon` needs on the control plane: its state ([`addon_state`]) and `delete`
 /// on every control-plane object its record lists. Refuses when `addon` is not enabled.
-pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<Vec<Need>> {
-    let application = ctx.cluster.serves(&super::application_gvk()).await?;
+pub async fn disable_needs(
+    ctx: &crate::context::Context,
+    addon: &str,
+) -> crate::context::Result<Vec<Need>> {
+    let application = ctx
+        .cluster
+        .serves(&crate::model::wire::application_gvk())
+        .await?;
     let mut needs = addon_state(&ctx.namespace, application);
-    let installed = super::installed(ctx).await?;
+    let installed = crate::state::installed(ctx).await?;
     // Refused here already, so that nothing (not even the lock) is written for it.
     let Some(current) = installed.get(addon) else {
-        return Err(super::Error::Refused(format!(
+        return Err(crate::context::Error::Refused(format!(
             "addon `{addon}` is not enabled (see `addonctl list`)"
         )));
     };
     let inventory = current
         .record
         .as_ref()
-        .map(super::record::Record::inventory_or_planned)
+        .map(crate::state::record::Record::inventory_or_planned)
         .unwrap_or_default();
     for object in inventory {
         let value = reference_value(&object);
@@ -483,8 +497,11 @@ pub async fn disable_needs(ctx: &super::Context, addon: &str) -> super::Result<V
 
 /// The addons `disable --prune-dependencies` of `addon` may remove: `addon` and, transitively,
 /// the installed addons its record (and theirs) depend on (each is locked while it runs).
-pub async fn disable_scope(ctx: &super::Context, addon: &str) -> super::Result<Vec<String>> {
-    let installed = super::installed(ctx).await?;
+pub async fn disable_scope(
+    ctx: &crate::context::Context,
+    addon: &str,
+) -> crate::context::Result<Vec<String>> {
+    let installed = crate::state::installed(ctx).await?;
     let mut scope = vec![addon.to_owned()];
     let mut next = 0;
     while let Some(name) = scope.get(next).cloned() {

@@ -1,5 +1,11 @@
 //! Planning an `enable` or `upgrade`: the addons to apply, in order, rendered, with their
 //! system requirements checked and definition conflicts found before anything is applied.
+//! Writes nothing (releasing definitions for `--override-definitions` aside, which `apply`
+//! calls under the addons' locks).
+//!
+//! Parts: the registries in search order ([`catalog`]), the solver's input (`sources`), the
+//! APIs the plan uses and provides ([`inventory`]), and what an addon must not render
+//! ([`protect`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -9,18 +15,25 @@ use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::context::{Context, EngineChoice, Error, Result};
+use crate::model::wire::application_gvk;
 use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
 use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
+use crate::state::record::{self, InstalledBy, ObjectRef};
+use crate::state::{installed, known_clusters, stored_args, to_value, Installed};
 
+pub mod catalog;
+pub mod inventory;
+pub mod protect;
 mod sources;
 
+pub use catalog::Catalog;
 use sources::Sources;
 
-use super::inventory;
-use super::record::{self, InstalledBy, ObjectRef};
-use super::{installed, known_clusters, stored_args, to_value, Context, Error, Installed, Result};
+/// How long the layers of a plan wait for a dependency by default.
+pub const DEFAULT_DEPENDENCY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// What to enable.
 #[derive(Debug, Clone, Default)]
@@ -98,7 +111,7 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Installed dependencies left as they are.
     pub kept: Vec<Kept>,
-    /// With the direct engine, how long [`execute`](super::execute) waits for an addon's
+    /// With the direct engine, how long [`execute`](crate::apply::execute) waits for an addon's
     /// workloads to be ready before applying the addons that need it; `None` = no wait.
     pub dependency_timeout: Option<std::time::Duration>,
     /// Notes for the user (e.g. definitions that will be skipped).
@@ -107,7 +120,8 @@ pub struct Plan {
     pub adopt: bool,
 }
 
-pub(super) async fn kubernetes_version(ctx: &Context) -> Option<String> {
+/// The control plane's Kubernetes version, when it answers.
+pub async fn kubernetes_version(ctx: &Context) -> Option<String> {
     ctx.cluster.kubernetes_version().await.ok()
 }
 
@@ -396,7 +410,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
         steps,
         kept,
         notes,
-        dependency_timeout: Some(super::wait::DEFAULT_DEPENDENCY_TIMEOUT),
+        dependency_timeout: Some(DEFAULT_DEPENDENCY_TIMEOUT),
         adopt: request.adopt,
     };
     let missing = inventory::check(
@@ -440,11 +454,11 @@ fn given_args(
 /// KubeVela), as `enable` decides it.
 async fn uses_vela(ctx: &Context) -> bool {
     match ctx.engine {
-        super::EngineChoice::Direct => false,
-        super::EngineChoice::Vela => true,
-        super::EngineChoice::Auto => ctx
+        EngineChoice::Direct => false,
+        EngineChoice::Vela => true,
+        EngineChoice::Auto => ctx
             .cluster
-            .serves(&super::application_gvk())
+            .serves(&application_gvk())
             .await
             .unwrap_or(false),
     }
@@ -540,7 +554,7 @@ fn stored_clusters(stored: &Map<String, Value>) -> Option<Vec<String>> {
 
 /// What the solver knows of an installed addon: its record, or for an addon installed by
 /// KubeVela (no record) its labels, with no known dependencies, as if the user had asked for it.
-pub(super) fn installed_addon(addon: &Installed) -> InstalledAddon {
+pub fn installed_addon(addon: &Installed) -> InstalledAddon {
     InstalledAddon {
         name: addon.name.clone(),
         version: AddonVersion::parse(&addon.version),
@@ -567,7 +581,7 @@ pub(super) fn installed_addon(addon: &Installed) -> InstalledAddon {
 
 /// KubeVela's version: the image tag of the vela-core Deployment in the system namespace;
 /// `None` when KubeVela is not installed or the Deployment cannot be read.
-pub(super) async fn vela_version(ctx: &Context) -> Option<String> {
+pub async fn vela_version(ctx: &Context) -> Option<String> {
     let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
     let listed = ctx
         .cluster
@@ -695,7 +709,7 @@ pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<Stri
 /// Takes over the definitions of the plan that other addons own: their owner references are
 /// removed first, since the server refuses an object with two controller references (and
 /// server-side apply keeps the references another field manager wrote).
-pub(super) async fn release_definitions(ctx: &Context, plan: &Plan) -> Result<()> {
+pub async fn release_definitions(ctx: &Context, plan: &Plan) -> Result<()> {
     for clash in clashes(ctx, plan).await? {
         if clash.owner.is_some() {
             ctx.cluster

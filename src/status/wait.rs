@@ -9,11 +9,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::direct::{ClusterStatus, ResourceStatus};
-use super::{status, Context, Error, Phase, Reporter, Result};
-
-/// How long the layers of a plan wait for a dependency by default.
-pub const DEFAULT_DEPENDENCY_TIMEOUT: Duration = Duration::from_secs(300);
+use super::health::{ClusterStatus, ResourceStatus};
+use super::{status, Phase};
+use crate::context::{Context, Error, Reporter, Result};
 
 /// Waits until `name` is `enabled`; see the module documentation.
 pub async fn until_enabled(

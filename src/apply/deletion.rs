@@ -25,8 +25,8 @@ use kube::discovery::{verbs, Discovery, Scope};
 use serde::Serialize;
 use serde_json::json;
 
-use super::record::{DispatchedObject, ObjectRef};
 use crate::cluster::{self, Cluster};
+use crate::state::record::{DispatchedObject, ObjectRef};
 
 /// How many foreign objects a kept namespace's reason names.
 const SHOWN: usize = 3;
@@ -48,7 +48,7 @@ pub enum Reason {
     NamespaceUnchecked(String),
     /// It was re-created (another uid) or is no longer addonctl's alone.
     NotOurs,
-    /// It is addonctl's or KubeVela's own state (see [`super::protect`]).
+    /// It is addonctl's or KubeVela's own state (see [`crate::plan::protect`]).
     State(String),
 }
 
@@ -120,7 +120,7 @@ pub fn state_of(object: &ObjectRef, system_namespace: &str) -> Option<String> {
     if let Some(namespace) = &object.namespace {
         value["metadata"]["namespace"] = json!(namespace);
     }
-    super::protect::state_reason(&value, system_namespace, &[])
+    crate::plan::protect::state_reason(&value, system_namespace, &[])
 }
 
 fn shared_with<'a>(

@@ -45,21 +45,7 @@ fn lease_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
 }
 
-/// Someone else holds the lock.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("`{subject}` is being changed by {holder} since {since}; retry when it is done, or pass `--force-unlock` if that command is gone (its Lease `{lease}` expires {expires})")]
-pub struct Busy {
-    /// What is locked (an addon or a registry).
-    pub subject: String,
-    /// The Lease's name.
-    pub lease: String,
-    /// Who holds it.
-    pub holder: String,
-    /// Since when (RFC 3339).
-    pub since: String,
-    /// When it expires without renewal (RFC 3339).
-    pub expires: String,
-}
+pub use crate::context::Busy;
 
 /// A Lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,7 +257,7 @@ pub async fn acquire(
     subject: &str,
     holder: &str,
     force: bool,
-) -> super::Result<Lock> {
+) -> crate::context::Result<Lock> {
     for _ in 0..ATTEMPTS {
         let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
         let state = stored
@@ -285,7 +271,7 @@ pub async fn acquire(
                 expires,
             } => {
                 let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
-                return Err(super::Error::Busy(Busy {
+                return Err(crate::context::Error::Busy(Busy {
                     subject: subject.to_owned(),
                     lease: name.to_owned(),
                     holder,
@@ -335,7 +321,7 @@ pub async fn acquire(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(super::Error::Refused(format!(
+    Err(crate::context::Error::Refused(format!(
         "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
     )))
 }
@@ -371,9 +357,9 @@ impl Lock {
 
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
-    pub fn ensure_held(&self) -> super::Result<()> {
+    pub fn ensure_held(&self) -> crate::context::Result<()> {
         if self.lost.load(Ordering::Relaxed) {
-            return Err(super::Error::Refused(format!(
+            return Err(crate::context::Error::Refused(format!(
                 "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
                 self.namespace,
                 self.name,
@@ -384,7 +370,7 @@ impl Lock {
     }
 
     /// Stops renewing and deletes the Lease if it is still this holder's.
-    pub async fn release(self) -> super::Result<()> {
+    pub async fn release(self) -> crate::context::Result<()> {
         self.renewal.abort();
         let Some(stored) = self
             .cluster

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 
-use crate::manage::catalog::registry_failure;
+use super::catalog::registry_failure;
 use crate::model::{AddonMeta, AddonPackage, AddonVersion, Constraint};
 use crate::resolve::{Candidate, PlannedAddon, Universe};
 use crate::source::{AddonRef, AddonSummary, Reader};
 
-use super::{Context, Error, Result, MAX_VERSIONS, READ_CONCURRENCY};
+use super::{MAX_VERSIONS, READ_CONCURRENCY};
+use crate::context::{Context, Error, Result};
 
 /// The registries of a plan with their listings, read once, and the versions read so far.
 pub(super) struct Sources {

@@ -12,7 +12,7 @@
 //! powerful roles or to everyone, wildcard rules), objects in namespaces other than the addon's
 //! own, admission webhooks — for the plan and `enable --dry-run`.
 //! Which existing objects the addon would adopt or replace is found on the clusters (see
-//! [`super::review`]).
+//! [`crate::apply::review`]).
 
 use std::collections::BTreeSet;
 
@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
 use crate::render::Rendered;
 
-use super::record::LABEL_RECORD;
+use crate::model::wire::LABEL_RECORD;
 
 /// Roles that grant (nearly) everything.
 const POWERFUL_ROLES: &[&str] = &["cluster-admin", "admin", "edit"];

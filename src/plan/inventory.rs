@@ -27,8 +27,9 @@ use serde_json::Value;
 use crate::render::{RenderOptions, Rendered};
 use crate::source::{AddonRef, Reader};
 
-use super::plan::Plan;
-use super::{Context, Error, Installed, Result};
+use super::Plan;
+use crate::context::{Context, Error, Result};
+use crate::state::Installed;
 
 /// How many addons of the registries are rendered at once when looking for providers.
 const SEARCH_CONCURRENCY: usize = 8;
@@ -229,7 +230,7 @@ fn used_objects(rendered: &Rendered) -> Vec<Value> {
 }
 
 /// The objects of an Application's `k8s-objects` and `raw` components.
-pub(super) fn component_objects(application: &Value) -> Vec<Value> {
+pub fn component_objects(application: &Value) -> Vec<Value> {
     let mut out = Vec::new();
     for component in application
         .pointer("/spec/components")
@@ -415,7 +416,7 @@ fn installed_provided(
 async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
     // The joined clusters' names (their Secrets are state); without the right to list them,
     // the label still gives a cluster Secret away.
-    let clusters: Vec<String> = match super::direct::joined(ctx).await {
+    let clusters: Vec<String> = match crate::state::clusters::joined(ctx).await {
         Ok(joined) => joined.into_iter().map(|(info, _)| info.name).collect(),
         Err(_) => Vec::new(),
     };
@@ -461,7 +462,7 @@ impl DefinitionsOnCluster {
 /// Checks that every API the plan's addons use is provided; see the module documentation.
 /// With `skip`, what is missing is returned as notes instead (KubeVela's workflow retries
 /// until the environment serves it).
-pub(super) async fn check(
+pub async fn check(
     ctx: &Context,
     plan: &Plan,
     installed: &BTreeMap<String, Installed>,
@@ -484,7 +485,7 @@ pub(super) async fn check(
         .await?;
     // With KubeVela running, its built-ins are definitions in the system namespace like any
     // other; without it, the complete list of 1.10's built-ins stands in for them.
-    let kubevela_running = definitions_served && super::plan::vela_version(ctx).await.is_some();
+    let kubevela_running = definitions_served && super::vela_version(ctx).await.is_some();
     let mut on_cluster = DefinitionsOnCluster::default();
 
     // Every addon's missing APIs, with an example object of each.
@@ -558,8 +559,26 @@ pub(super) async fn check(
         .map(|s| s.rendered.name.as_str())
         .collect();
     let providers = find_providers(ctx, &readers, &wanted, &in_plan).await;
+    let lines = missing_lines(&missing, &providers);
+    if skip {
+        return Ok(lines
+            .into_iter()
+            .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
+            .collect());
+    }
+    Err(Error::Refused(format!(
+        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
+        lines.join("\n  ")
+    )))
+}
+
+/// One line per missing API: the addon, the API, an object that uses it, and who provides it.
+fn missing_lines(
+    missing: &BTreeMap<String, BTreeMap<Api, String>>,
+    providers: &[(Api, Vec<(String, String)>)],
+) -> Vec<String> {
     let mut lines = Vec::new();
-    for (addon, apis) in &missing {
+    for (addon, apis) in missing {
         for (api, example) in apis {
             let who: Vec<&(String, String)> = providers
                 .iter()
@@ -582,16 +601,7 @@ pub(super) async fn check(
             lines.push(format!("`{addon}` uses {api} ({example}); {hint}"));
         }
     }
-    if skip {
-        return Ok(lines
-            .into_iter()
-            .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
-            .collect());
-    }
-    Err(Error::Refused(format!(
-        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
-        lines.join("\n  ")
-    )))
+    lines
 }
 
 /// The addons of the registries (newest versions, rendered with default parameters) that

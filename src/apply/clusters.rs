@@ -6,9 +6,12 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::deletion::Entry;
-use super::record::{OtherRecords, Record};
-use super::{access, direct, secret_gvk, Context, Error, Result};
+use super::{access, direct};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
+use crate::context::{Context, Error, Result};
+use crate::model::wire::secret_gvk;
+use crate::state::clusters::{connect, joined};
+use crate::state::record::{OtherRecords, Record};
 
 /// A managed cluster as `cluster list` shows it (never its credentials).
 #[derive(Debug, Clone, Serialize)]
@@ -67,7 +70,7 @@ pub async fn join(
 ) -> Result<ClusterRow> {
     check_name(name)?;
     let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
-    let client = direct::connect(ctx, name, &credentials).await?;
+    let client = connect(ctx, name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
         .create_if_missing(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}))
@@ -88,7 +91,7 @@ pub async fn join(
 
 /// Lists `local` and every joined cluster, asking each for its version (concurrently).
 pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
-    let joined = direct::joined(ctx).await?;
+    let joined = joined(ctx).await?;
     let local = async {
         let version = ctx.cluster.kubernetes_version().await;
         ClusterRow {
@@ -101,7 +104,7 @@ pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
         }
     };
     let others = joined.into_iter().map(|(info, credentials)| async move {
-        let version = match direct::connect(ctx, &info.name, &credentials).await {
+        let version = match connect(ctx, &info.name, &credentials).await {
             Ok(client) => client.kubernetes_version().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -163,7 +166,7 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         Some(&ctx.namespace),
     ));
     access::check(&ctx.cluster, &command, &needs).await?;
-    let addons: Vec<String> = super::installed(ctx)
+    let addons: Vec<String> = crate::state::installed(ctx)
         .await?
         .into_values()
         .filter(|i| {
@@ -190,7 +193,7 @@ async fn detach_unlocked(
     force: bool,
     dry_run: bool,
 ) -> Result<DetachReport> {
-    let joined = direct::joined(ctx).await?;
+    let joined = joined(ctx).await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
         return Err(Error::Refused(format!(
             "cluster `{name}` is not joined (see `addonctl cluster list`)"
@@ -201,8 +204,8 @@ async fn detach_unlocked(
         dry_run,
         ..DetachReport::default()
     };
-    let client = direct::connect(ctx, name, &credentials).await;
-    let records: Vec<Record> = super::installed(ctx)
+    let client = connect(ctx, name, &credentials).await;
+    let records: Vec<Record> = crate::state::installed(ctx)
         .await?
         .into_values()
         .filter_map(|installed| installed.record)
@@ -265,7 +268,7 @@ async fn detach_unlocked(
         if dry_run {
             continue;
         }
-        super::record::update(&ctx.cluster, &ctx.namespace, &addon, |stored| {
+        crate::state::record::update(&ctx.cluster, &ctx.namespace, &addon, |stored| {
             let mut record = stored?;
             forget_cluster(&mut record, name);
             Some(record)
@@ -321,7 +324,7 @@ async fn write_cluster_secret(
     let ns = &ctx.namespace;
     for _ in 0..WRITE_ATTEMPTS {
         let stored = ctx.cluster.get(&secret_gvk(), Some(ns), name).await?;
-        let stored_value = stored.as_ref().map(super::to_value);
+        let stored_value = stored.as_ref().map(crate::state::to_value);
         let mut secret = change(stored_value.as_ref())?;
         // Server-side applied, so that fields dropped later (labels) are removed; a Secret that
         // did not exist is applied unconditionally (a create would own its fields as an update,

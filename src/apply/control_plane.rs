@@ -1,0 +1,711 @@
+//! The control-plane half of applying one step: the record written first (with the direct
+//! engine, a pending revision listing everything about to be applied), the Application,
+//! definitions, ConfigMaps, views and auxiliary outputs, the argument Secret, the prune of what
+//! the previous revision applied and this one does not; then the direct engine's dispatch and
+//! the final record.
+
+use std::collections::BTreeMap;
+
+use kube::api::DynamicObject;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::direct::{self, Prepared};
+use super::{deletion, review, StepReport};
+use crate::cluster::{self, Cluster};
+use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::model::wire::{
+    application_gvk, application_name, args_secret_name, secret_gvk, LOCAL_CLUSTER,
+};
+use crate::plan::Step;
+use crate::state::record::{
+    self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
+};
+use crate::state::{clusters_of, records, to_value};
+
+fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
+    json!([{
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }])
+}
+
+fn with_owner(object: &Value, owner: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert("ownerReferences".into(), owner.clone());
+    }
+    object
+}
+
+fn args_hash(args: &Map<String, Value>) -> String {
+    let text = serde_json::to_string(args).unwrap_or_default();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            use std::fmt::Write as _;
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// Notes in the report which objects the server wrote since `revision` (read before the first
+/// write).
+struct Writes(Option<u64>);
+
+impl Writes {
+    fn note(&self, report: &mut StepReport, stored: &DynamicObject, what: String) {
+        if cluster::written_since(stored, self.0) && !report.changed.contains(&what) {
+            report.changed.push(what);
+        }
+    }
+}
+
+/// Applies one step's rendered objects: see the module documentation.
+pub(super) async fn apply_rendered(
+    ctx: &Context,
+    step: &Step,
+    adopt: bool,
+    report: &mut StepReport,
+    reporter: &dyn Reporter,
+) -> Result<()> {
+    let rendered = &step.rendered;
+    let ns = &ctx.namespace;
+    let cluster = &ctx.cluster;
+    let writes = Writes(cluster.revision(ns).await);
+    if cluster
+        .create_if_missing(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await?
+    {
+        report.applied.push(format!("Namespace `{ns}`"));
+        report.changed.push(format!("Namespace `{ns}`"));
+    }
+    let stored_previous = cluster
+        .get(
+            &secret_gvk(),
+            Some(ns),
+            &record::record_name(&rendered.name),
+        )
+        .await?;
+    // Every write of the record is conditional on the version read here (then on the one
+    // written): a record changed by anyone else meanwhile is never overwritten.
+    let mut record_version = stored_previous
+        .as_ref()
+        .and_then(|s| s.metadata.resource_version.clone());
+    let previous = stored_previous.and_then(|s| Record::from_secret(&to_value(&s)));
+    let vela = uses_vela(ctx).await?;
+    report.engine = if vela {
+        EngineChoice::Vela
+    } else {
+        EngineChoice::Direct
+    };
+    let mut record = new_record(step, ns, previous.as_ref(), vela);
+    let ordered = ordered_objects(step);
+    let mut others = OtherRecords::default();
+    let prepared = if vela {
+        None
+    } else {
+        let (prepared, listed) = prepare_direct(
+            ctx,
+            step,
+            adopt,
+            &mut record,
+            previous.as_ref(),
+            &ordered,
+            reporter,
+        )
+        .await?;
+        others = listed;
+        Some(prepared)
+    };
+    adopt_outputs(cluster, step, adopt, &mut record, ns).await?;
+    // Write the record first: the last good inventories (so an interrupted enable can still be
+    // disabled or finished) and, with the direct engine, the pending revision listing
+    // everything about to be applied; then everything it owns.
+    let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
+    let stored_record = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    writes.note(report, &stored_record, record_name.clone());
+    let owner = if vela {
+        let app = cluster.apply(&rendered.application, ns).await?;
+        writes.note(report, &app, cluster::describe(&rendered.application));
+        report
+            .applied
+            .push(cluster::describe(&rendered.application));
+        owner_reference(
+            "Application",
+            "core.oam.dev/v1beta1",
+            &application_name(&rendered.name),
+            app.metadata.uid.as_deref().unwrap_or_default(),
+        )
+    } else {
+        owner_reference(
+            "Secret",
+            "v1",
+            &record::record_name(&rendered.name),
+            stored_record.metadata.uid.as_deref().unwrap_or_default(),
+        )
+    };
+    let inventory = apply_objects(cluster, ns, &ordered, &owner, &writes, report).await?;
+    apply_args_secret(cluster, step, ns, &owner, &writes, report).await?;
+    if vela && has_stale(&record, &inventory, ns) {
+        others = OtherRecords::of(&records(ctx).await?, &rendered.name);
+    }
+    prune_control_plane(cluster, &record, &inventory, &others, ns, report).await?;
+    record
+        .adopted
+        .retain(|a| inventory.iter().any(|o| o.same_object(a)));
+    record.inventory = inventory;
+    let Some(prepared) = prepared else {
+        record.placements.clear();
+        record.dispatched.clear();
+        let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+        writes.note(report, &stored, record_name);
+        return Ok(());
+    };
+    let failed = dispatch(prepared, step, &mut record, report, reporter).await;
+    let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    writes.note(report, &stored, record_name);
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Clusters {
+            addon: rendered.name.clone(),
+            failed,
+            total: report.clusters.len(),
+        })
+    }
+}
+
+/// Whether the addon goes through KubeVela (`--engine`, or whether the control plane serves
+/// KubeVela's Application).
+async fn uses_vela(ctx: &Context) -> Result<bool> {
+    let served = ctx.cluster.serves(&application_gvk()).await?;
+    match ctx.engine {
+        EngineChoice::Auto => Ok(served),
+        EngineChoice::Direct => Ok(false),
+        EngineChoice::Vela if served => Ok(true),
+        EngineChoice::Vela => Err(Error::Refused(
+            "`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`"
+                .to_owned(),
+        )),
+    }
+}
+
+/// The record of this step before anything is applied: what the previous one held (the last
+/// good inventories plus what an interrupted enable planned), under the new version.
+fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> Record {
+    let rendered = &step.rendered;
+    Record {
+        name: rendered.name.clone(),
+        version: rendered.version.clone(),
+        registry: rendered.registry.clone(),
+        installed_by: step.installed_by,
+        dependencies: step
+            .package
+            .metadata
+            .dependencies
+            .iter()
+            .map(RecordDependency::from)
+            .collect(),
+        args_hash: args_hash(&rendered.args),
+        need_namespaces: step
+            .package
+            .metadata
+            .need_namespace
+            .iter()
+            .filter(|n| *n != ns)
+            .cloned()
+            .collect(),
+        application: vela,
+        clusters: clusters_of(Some(&rendered.application), &rendered.args),
+        placements: previous.map(|p| p.placements.clone()).unwrap_or_default(),
+        // Everything the addon may hold: the last good inventories plus what an interrupted
+        // enable planned (its pending revision is replaced by this one).
+        dispatched: previous
+            .map(Record::dispatched_or_planned)
+            .unwrap_or_default(),
+        pending: None,
+        inventory: previous
+            .map(Record::inventory_or_planned)
+            .unwrap_or_default(),
+        adopted: previous.map(|p| p.adopted.clone()).unwrap_or_default(),
+    }
+}
+
+/// The control-plane objects in apply order: Namespaces and CRDs among the outputs first, then
+/// definitions, ConfigMaps and views, then the other outputs.
+fn ordered_objects(step: &Step) -> Vec<&Value> {
+    let rendered = &step.rendered;
+    let rank = |o: &Value| match o.get("kind").and_then(Value::as_str) {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    };
+    let mut outputs: Vec<&Value> = rendered.outputs.iter().map(|(_, o)| o).collect();
+    outputs.sort_by_key(|o| rank(o));
+    let mut ordered: Vec<&Value> = outputs.iter().filter(|o| rank(o) < 2).copied().collect();
+    ordered.extend(rendered.definitions.iter());
+    ordered.extend(rendered.config_maps.iter());
+    ordered.extend(rendered.views.iter());
+    ordered.extend(outputs.iter().filter(|o| rank(o) == 2).copied());
+    ordered
+}
+
+/// With the direct engine, before anything is written: fails early on components the engine
+/// cannot deploy, surveys every target cluster (changing nothing), refuses adoptions without
+/// `adopt`, and sets the record's pending revision unless the record already covers it. Returns
+/// what it prepared and what the other addons' records list.
+async fn prepare_direct(
+    ctx: &Context,
+    step: &Step,
+    adopt: bool,
+    record: &mut Record,
+    previous: Option<&Record>,
+    ordered: &[&Value],
+    reporter: &dyn Reporter,
+) -> Result<(Prepared, OtherRecords)> {
+    let rendered = &step.rendered;
+    // Fails early, before anything is written, on components the direct engine cannot deploy.
+    let others = OtherRecords::of(&records(ctx).await?, &rendered.name);
+    let prepared = direct::prepare(
+        ctx,
+        &rendered.name,
+        &rendered.application,
+        &record.dispatched,
+        others.clone(),
+        reporter,
+    )
+    .await?;
+    if !adopt {
+        review::refuse_adoptions(&rendered.name, &prepared.adoptions(&record.dispatched))?;
+    }
+    let pending = PendingRevision {
+        version: rendered.version.clone(),
+        inventory: planned_inventory(&ctx.cluster, ordered, &ctx.namespace).await?,
+        dispatched: prepared.planned(),
+    };
+    // A revision that applies nothing the record does not list already needs no pending
+    // entry: an interrupted run loses nothing, and an unchanged re-enable writes nothing.
+    let covered = previous.is_some_and(|p| covers(p, &pending));
+    record.pending = (!covered).then_some(pending);
+    Ok((prepared, others))
+}
+
+/// Whether a settled record already lists everything a pending revision would.
+fn covers(previous: &Record, pending: &PendingRevision) -> bool {
+    previous.pending.is_none()
+        && previous.version == pending.version
+        && pending
+            .inventory
+            .iter()
+            .all(|o| previous.inventory.contains(o))
+        && pending.dispatched.iter().all(|(name, planned)| {
+            previous.dispatched.get(name).is_some_and(|have| {
+                planned
+                    .iter()
+                    .all(|o| have.objects.iter().any(|h| h.object == o.object))
+            })
+        })
+}
+
+/// Auxiliary outputs that exist and that addonctl did not create are adopted only with
+/// `--adopt`, and recorded as adopted (disable gives them back).
+async fn adopt_outputs(
+    cluster: &Cluster,
+    step: &Step,
+    adopt: bool,
+    record: &mut Record,
+    ns: &str,
+) -> Result<()> {
+    let rendered = &step.rendered;
+    let adoptions =
+        review::control_plane_adoptions(cluster, &rendered.outputs, &record.inventory, ns).await?;
+    if !adopt {
+        let named: Vec<String> = adoptions
+            .iter()
+            .map(|o| format!("{o} on cluster `local`"))
+            .collect();
+        review::refuse_adoptions(&rendered.name, &named)?;
+    }
+    for adopted in adoptions {
+        if !record.adopted.contains(&adopted) {
+            record.adopted.push(adopted);
+        }
+    }
+    Ok(())
+}
+
+/// Applies the control-plane objects in order, each owned by `owner`; objects of kinds the
+/// control plane does not serve are skipped with a note. Returns what was applied.
+async fn apply_objects(
+    cluster: &Cluster,
+    ns: &str,
+    ordered: &[&Value],
+    owner: &Value,
+    writes: &Writes,
+    report: &mut StepReport,
+) -> Result<Vec<ObjectRef>> {
+    let mut inventory = Vec::new();
+    let mut skipped: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for object in ordered {
+        let Some(reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        if !cluster.serves(&reference.gvk()).await? {
+            cluster.refresh_discovery();
+            if !cluster.serves(&reference.gvk()).await? {
+                skipped
+                    .entry((reference.api_version.clone(), reference.kind.clone()))
+                    .or_default()
+                    .push(reference.name.clone());
+                continue;
+            }
+        }
+        let stored = cluster.apply(&with_owner(object, owner), ns).await?;
+        writes.note(report, &stored, reference.to_string());
+        if reference.kind == "CustomResourceDefinition" {
+            // Its custom resources may follow among the outputs.
+            direct::wait_established(cluster, &reference.name).await?;
+        }
+        let mut reference = reference;
+        reference.namespace.clone_from(&stored.metadata.namespace);
+        report.applied.push(reference.to_string());
+        inventory.push(reference);
+    }
+    for ((api_version, kind), names) in skipped {
+        report
+            .notes
+            .push(skipped_note(cluster, &api_version, &kind, &names).await?);
+    }
+    Ok(inventory)
+}
+
+/// Applies the argument Secret, or deletes it when the addon has no arguments to store.
+async fn apply_args_secret(
+    cluster: &Cluster,
+    step: &Step,
+    ns: &str,
+    owner: &Value,
+    writes: &Writes,
+    report: &mut StepReport,
+) -> Result<()> {
+    let secret_name = args_secret_name(&step.rendered.name);
+    match &step.rendered.args_secret {
+        Some(secret) => {
+            let stored = cluster.apply(&with_owner(secret, owner), ns).await?;
+            writes.note(report, &stored, format!("Secret `{ns}/{secret_name}`"));
+            report.applied.push(format!("Secret `{ns}/{secret_name}`"));
+        }
+        None => {
+            if cluster
+                .delete(&secret_gvk(), Some(ns), &secret_name)
+                .await?
+            {
+                report.deleted.push(format!("Secret `{ns}/{secret_name}`"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the previous version (or an interrupted enable) applied to the control plane and this
+/// one did not, latest first (addonctl's and KubeVela's own state never).
+fn stale(record: &Record, inventory: &[ObjectRef], ns: &str) -> Vec<DispatchedObject> {
+    record
+        .inventory
+        .iter()
+        .rev()
+        .filter(|old| !inventory.iter().any(|o| o.same_object(old)))
+        .filter(|old| deletion::state_of(old, ns).is_none())
+        .map(|old| DispatchedObject {
+            object: old.clone(),
+            uid: String::new(),
+            created: !record.adopted.iter().any(|a| a.same_object(old)),
+        })
+        .collect()
+}
+
+fn has_stale(record: &Record, inventory: &[ObjectRef], ns: &str) -> bool {
+    !stale(record, inventory, ns).is_empty()
+}
+
+/// Prunes the stale control-plane objects by the deletion rules (kept while another addon's
+/// record lists it; given back when adopted).
+async fn prune_control_plane(
+    cluster: &Cluster,
+    record: &Record,
+    inventory: &[ObjectRef],
+    others: &OtherRecords,
+    ns: &str,
+    report: &mut StepReport,
+) -> Result<()> {
+    let stale = stale(record, inventory, ns);
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let listed = super::disable::control_plane_listing(others);
+    let site = deletion::Site {
+        cluster,
+        name: LOCAL_CLUSTER,
+        system_namespace: ns,
+        others: Some(&listed),
+        dry_run: false,
+        trust_record: true,
+    };
+    let refs: Vec<&DispatchedObject> = stale.iter().collect();
+    let removal = deletion::remove(&site, &refs).await;
+    report
+        .deleted
+        .extend(removal.deleted.iter().map(ToString::to_string));
+    note_kept(report, &removal.kept, &removal.given_back);
+    match removal.failure {
+        Some((e, _)) => Err(Error::Failed(e)),
+        None => Ok(()),
+    }
+}
+
+fn note_kept(report: &mut StepReport, kept: &[deletion::Entry], given_back: &[deletion::Entry]) {
+    for kept in kept {
+        report.notes.push(format!("kept {kept}"));
+    }
+    for given in given_back {
+        report.notes.push(format!(
+            "gave back {given} (adopted: addonctl's fields removed, the object stays)"
+        ));
+    }
+}
+
+/// Dispatches to the target clusters and records the outcome: the pending revision promoted
+/// when every cluster has it, otherwise kept with what the failed clusters may hold beyond
+/// their inventories. Returns the failed clusters (`cluster: reason`).
+async fn dispatch(
+    prepared: Prepared,
+    step: &Step,
+    record: &mut Record,
+    report: &mut StepReport,
+    reporter: &dyn Reporter,
+) -> Vec<String> {
+    let dispatched = prepared.apply(reporter).await;
+    let failed: Vec<String> = dispatched
+        .outcomes
+        .iter()
+        .filter_map(|o| o.error.as_ref().map(|e| format!("{}: {e}", o.cluster)))
+        .collect();
+    for outcome in &dispatched.outcomes {
+        report
+            .deleted
+            .extend(outcome.deleted_objects.iter().map(ToString::to_string));
+        note_kept(report, &outcome.kept, &outcome.given_back);
+    }
+    record.placements = dispatched.placements;
+    record.dispatched = dispatched.inventories;
+    record.pending = (!failed.is_empty()).then(|| PendingRevision {
+        version: step.rendered.version.clone(),
+        inventory: Vec::new(),
+        dispatched: dispatched.unfinished,
+    });
+    report.clusters = dispatched.outcomes;
+    failed
+}
+
+/// Writes an addon's record only if it is unchanged since `version` was read or written;
+/// `version` becomes the one written. A record changed meanwhile by someone else (a command not
+/// taking addonctl's lock) is never overwritten: it is read again, what it lists and `record`
+/// lacks is added to `record` (so nothing anyone recorded is forgotten; see
+/// [`Record::absorb`]), and the write is retried, at most [`record::WRITE_ATTEMPTS`] times. A
+/// record that did not exist is applied unconditionally: the addon's lock (held by the caller)
+/// keeps other addonctl commands away, and a create instead would leave an `Update` entry in
+/// its managed fields that the next unchanged enable rewrites.
+async fn write_record(
+    cluster: &Cluster,
+    record: &mut Record,
+    ns: &str,
+    version: &mut Option<String>,
+) -> Result<DynamicObject> {
+    let name = record::record_name(&record.name);
+    for _ in 0..record::WRITE_ATTEMPTS {
+        let mut secret = record.to_secret(ns);
+        if let Some(known) = version.as_deref() {
+            secret["metadata"]["resourceVersion"] = json!(known);
+        }
+        match cluster.apply(&secret, ns).await {
+            Ok(stored) => {
+                version.clone_from(&stored.metadata.resource_version);
+                return Ok(stored);
+            }
+            Err(cluster::Error::Conflict { .. }) => {
+                let stored = cluster.get(&secret_gvk(), Some(ns), &name).await?;
+                *version = stored
+                    .as_ref()
+                    .and_then(|s| s.metadata.resource_version.clone());
+                if let Some(theirs) = stored.and_then(|s| Record::from_secret(&to_value(&s))) {
+                    record.absorb(&theirs);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(record::conflict(ns, &record.name))
+}
+
+/// Why objects of a kind the control plane does not serve were skipped: the objects, and the
+/// versions of the kind it does serve (a definition written for `core.oam.dev/v1alpha2` after
+/// KubeVela stopped serving it), or that it serves none.
+async fn skipped_note(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    names: &[String],
+) -> Result<String> {
+    let group = api_version.split_once('/').map_or("", |(group, _)| group);
+    let objects = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let served = cluster.served_versions(group, kind).await?;
+    let prefix = if group.is_empty() {
+        String::new()
+    } else {
+        format!("{group}/")
+    };
+    Ok(if served.is_empty() {
+        format!(
+            "skipped {kind} {objects} (`{api_version}`): the control plane serves no `{kind}` of `{}` (install KubeVela, or its CRD, then run enable again)",
+            if group.is_empty() { "core" } else { group }
+        )
+    } else {
+        let versions = served
+            .iter()
+            .map(|v| format!("`{prefix}{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "skipped {kind} {objects}: written for `{api_version}`, which the control plane does not serve (it serves `{kind}` as {versions}); the addon must move {} to a served version",
+            if names.len() == 1 { "it" } else { "them" }
+        )
+    })
+}
+
+/// The control-plane objects an enable will apply, with the namespace each gets (kinds not
+/// served are planned as namespaced; a reference compares equal either way, see
+/// [`ObjectRef::same_object`]).
+async fn planned_inventory(
+    cluster: &Cluster,
+    objects: &[&Value],
+    ns: &str,
+) -> Result<Vec<ObjectRef>> {
+    let mut out = Vec::new();
+    for object in objects {
+        let Some(mut reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        let namespaced = cluster
+            .resource(&reference.gvk())
+            .await?
+            .is_none_or(|(_, caps)| caps.scope == kube::discovery::Scope::Namespaced);
+        reference.namespace =
+            namespaced.then(|| reference.namespace.clone().unwrap_or_else(|| ns.to_owned()));
+        out.push(reference);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::record::ClusterInventory;
+
+    fn reference(kind: &str, name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: kind.to_owned(),
+            namespace: Some("ns".to_owned()),
+            name: name.to_owned(),
+        }
+    }
+
+    fn dispatched(names: &[&str]) -> ClusterInventory {
+        ClusterInventory {
+            objects: names
+                .iter()
+                .map(|n| DispatchedObject {
+                    object: reference("ConfigMap", n),
+                    uid: "uid".to_owned(),
+                    created: true,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    fn record(inventory: &[&str], on_m1: &[&str]) -> Record {
+        let mut record: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        record.inventory = inventory.iter().map(|n| reference("Secret", n)).collect();
+        record.dispatched = BTreeMap::from([("m1".to_owned(), dispatched(on_m1))]);
+        record
+    }
+
+    fn pending(version: &str, inventory: &[&str], on_m1: &[&str]) -> PendingRevision {
+        let planned = record(inventory, on_m1);
+        PendingRevision {
+            version: version.to_owned(),
+            inventory: planned.inventory,
+            dispatched: planned
+                .dispatched
+                .into_iter()
+                .map(|(cluster, inventory)| (cluster, inventory.objects))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_settled_record_listing_everything_needs_no_pending_revision() {
+        let previous = record(&["s1", "s2"], &["c1", "c2"]);
+        assert!(covers(&previous, &pending("1.0.0", &["s1"], &["c2"])));
+    }
+
+    #[test]
+    fn a_new_object_a_new_version_or_an_unfinished_record_needs_a_pending_revision() {
+        let previous = record(&["s1"], &["c1"]);
+        assert!(!covers(
+            &previous,
+            &pending("1.0.0", &["s1", "s2"], &["c1"])
+        ));
+        assert!(!covers(
+            &previous,
+            &pending("1.0.0", &["s1"], &["c1", "c2"])
+        ));
+        assert!(!covers(&previous, &pending("1.1.0", &["s1"], &["c1"])));
+        let mut unfinished = previous.clone();
+        unfinished.pending = Some(pending("1.0.0", &[], &[]));
+        assert!(!covers(&unfinished, &pending("1.0.0", &["s1"], &["c1"])));
+    }
+
+    #[test]
+    fn stale_objects_are_the_recorded_ones_no_longer_applied_latest_first_adopted_not_created() {
+        let mut previous = record(&["s1", "s2", "s3"], &[]);
+        previous.adopted = vec![reference("Secret", "s3")];
+        let applied = vec![reference("Secret", "s1")];
+
+        let stale = stale(&previous, &applied, "vela-system");
+
+        let names: Vec<(&str, bool)> = stale
+            .iter()
+            .map(|o| (o.object.name.as_str(), o.created))
+            .collect();
+        assert_eq!(names, vec![("s3", false), ("s2", true)]);
+    }
+}

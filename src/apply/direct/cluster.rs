@@ -1,0 +1,509 @@
+//! The direct engine on one cluster: the survey (changing nothing), then the staged apply
+//! (Namespaces and CRDs first, each CRD waited for), then the prune of what the cluster no
+//! longer needs.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+
+use super::targets::rank;
+use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
+use crate::cluster::Cluster;
+use crate::context::{Error, Result};
+use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
+use crate::state::to_value;
+
+/// One cluster's part of a dispatch, found before anything is applied: the namespace to create
+/// when it is missing, and every object in apply order with whether addonctl creates it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ClusterPlan {
+    pub(super) ensure_namespaces: Vec<String>,
+    pub(super) objects: Vec<DispatchedObject>,
+}
+
+impl ClusterPlan {
+    pub(super) fn created(&self, object: &ObjectRef) -> Option<bool> {
+        self.objects
+            .iter()
+            .find(|o| o.object.same_object(object))
+            .map(|o| o.created)
+    }
+}
+
+/// One cluster of a dispatch: where objects go there and what the addon (and the others)
+/// already hold there.
+pub(super) struct Target<'a> {
+    pub(super) cluster: &'a Cluster,
+    pub(super) name: &'a str,
+    pub(super) namespace_override: Option<&'a str>,
+    pub(super) system_namespace: &'a str,
+    pub(super) previous: &'a ClusterInventory,
+    pub(super) others: Option<&'a BTreeMap<ObjectRef, (String, bool)>>,
+}
+
+impl Target<'_> {
+    pub(super) fn previously_created(&self, object: &ObjectRef) -> Option<bool> {
+        self.previous
+            .objects
+            .iter()
+            .find(|o| o.object.same_object(object))
+            .map(|o| o.created)
+    }
+}
+
+/// Plans the apply on one cluster without changing anything: resolves each object's namespace
+/// (cached discovery), and finds whether addonctl creates it. That is known for objects the
+/// previous inventory (or another addon's record) lists, and for kinds not served yet (their
+/// CRD comes with the addon); the others are looked up with one list per kind and namespace, so
+/// that an object that existed before is recorded as not created by addonctl even when the
+/// forced apply takes over every field of its other managers (which leaves addonctl as the only
+/// manager, indistinguishable afterwards from an object it created).
+pub(super) async fn survey(
+    target: &Target<'_>,
+    objects: &[Value],
+    scopes: &BTreeMap<(String, String), bool>,
+) -> Result<ClusterPlan> {
+    let cluster = target.cluster;
+    let mut plan = ClusterPlan::default();
+    // The namespaces the namespaced objects go to (the topology's, the one they name, else the
+    // system namespace), which a managed cluster may not have yet.
+    let mut needed: Vec<String> = Vec::new();
+    let mut unknown: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
+    for object in objects {
+        let Some(mut reference) = ObjectRef::of(object) else {
+            continue;
+        };
+        let gvk = reference.gvk();
+        let (namespaced, served) = match cluster.resource(&gvk).await? {
+            Some((_, caps)) => (caps.scope == kube::discovery::Scope::Namespaced, true),
+            None => (
+                scopes
+                    .get(&(gvk.group.clone(), gvk.kind.clone()))
+                    .copied()
+                    .unwrap_or(true),
+                false,
+            ),
+        };
+        reference.namespace = namespaced.then(|| {
+            target
+                .namespace_override
+                .or(reference.namespace.as_deref())
+                .unwrap_or(target.system_namespace)
+                .to_owned()
+        });
+        if let Some(namespace) = &reference.namespace {
+            if !needed.contains(namespace) {
+                needed.push(namespace.clone());
+            }
+        }
+        if plan.objects.iter().any(|o| o.object == reference) {
+            continue;
+        }
+        let known = target
+            .previously_created(&reference)
+            .or_else(|| {
+                target
+                    .others
+                    .and_then(|others| others.get(&reference))
+                    .map(|(_, created)| *created)
+            })
+            .or((!served).then_some(true));
+        if known.is_none() {
+            unknown
+                .entry((
+                    reference.api_version.clone(),
+                    reference.kind.clone(),
+                    reference.namespace.clone(),
+                ))
+                .or_default()
+                .push(plan.objects.len());
+        }
+        plan.objects.push(DispatchedObject {
+            object: reference,
+            uid: String::new(),
+            created: known.unwrap_or(true),
+        });
+    }
+    // After the first failure no further list is started (each could cost a timeout).
+    let failed = AtomicBool::new(false);
+    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(unknown.keys())
+        .map(|(api_version, kind, namespace)| {
+            let failed = &failed;
+            async move {
+                if failed.load(Ordering::Relaxed) {
+                    return Ok(BTreeMap::new());
+                }
+                let gvk = ObjectRef {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: None,
+                    name: String::new(),
+                }
+                .gvk();
+                match cluster.list(&gvk, namespace.as_deref(), "").await {
+                    Ok(items) => Ok(items
+                        .iter()
+                        .filter_map(|i| {
+                            Some((i.metadata.name.clone()?, deletion::created_by_us(i)))
+                        })
+                        .collect()),
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        Err(Error::from(e))
+                    }
+                }
+            }
+        })
+        .buffered(OBJECT_CONCURRENCY)
+        .collect()
+        .await;
+    for (indexes, listing) in unknown.values().zip(listings) {
+        let found = listing?;
+        for &i in indexes {
+            if let Some(ours) = found.get(&plan.objects[i].object.name) {
+                plan.objects[i].created = *ours;
+            }
+        }
+    }
+    ensure_namespaces(target, objects, &needed, &mut plan).await?;
+    Ok(plan)
+}
+
+/// Plans the namespaces the objects need (the default one, and every one they name) that the
+/// addon does not declare itself: each is created when the cluster lacks it, and recorded as
+/// created by addonctl for this addon (first, so deleted last — and only when nothing else
+/// lives in it, see [`deletion`]); one that existed before is not recorded, so never deleted.
+pub(super) async fn ensure_namespaces(
+    target: &Target<'_>,
+    objects: &[Value],
+    needed: &[String],
+    plan: &mut ClusterPlan,
+) -> Result<()> {
+    let declared = |name: &str| {
+        objects.iter().any(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("Namespace")
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+    };
+    let mut entries = Vec::new();
+    for name in needed.iter().filter(|n| !declared(n)) {
+        let reference = ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: name.clone(),
+        };
+        let exists = target
+            .cluster
+            .get(&reference.gvk(), None, name)
+            .await?
+            .is_some();
+        plan.ensure_namespaces.push(name.clone());
+        // Recorded when addonctl creates it (and kept while an earlier run recorded it).
+        if let Some(created) = target
+            .previously_created(&reference)
+            .or((!exists).then_some(true))
+        {
+            entries.push(DispatchedObject {
+                object: reference,
+                uid: String::new(),
+                created,
+            });
+        }
+    }
+    entries.append(&mut plan.objects);
+    plan.objects = entries;
+    Ok(())
+}
+
+/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]):
+/// read, and while not established, watch the CRD for its next change and read again; once
+/// established, wait for discovery with short growing pauses (discovery cannot be watched).
+pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
+    let gvk =
+        kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let crd = cluster.get(&gvk, None, name).await?;
+        let mut version = None;
+        if let Some(crd) = crd {
+            let value = to_value(&crd);
+            // Established comes a moment before the API server's discovery lists the new kind:
+            // wait for that too, so the objects of the kind that follow find it.
+            if is_established(&value) {
+                cluster.refresh_discovery();
+                let served = match served_kind(&value) {
+                    Some(kind) => cluster.resource(&kind).await?.is_some(),
+                    None => true,
+                };
+                if served {
+                    return Ok(());
+                }
+            } else {
+                version.clone_from(&crd.metadata.resource_version);
+            }
+        }
+        let Some(left) = CRD_WAIT.checked_sub(started.elapsed()) else {
+            return Err(Error::Refused(format!(
+                "CustomResourceDefinition `{name}` on cluster `{}` did not become Established within {}s",
+                cluster.name(),
+                CRD_WAIT.as_secs()
+            )));
+        };
+        // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
+        let watched = match version {
+            Some(version) => cluster
+                .changed_since(&gvk, name, &version, left)
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !watched {
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Whether a CRD's `Established` condition is `True`.
+pub(super) fn is_established(crd: &Value) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Established")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// One kind a CRD serves (its storage version, else its first served one).
+pub(crate) fn served_kind(crd: &Value) -> Option<kube::core::GroupVersionKind> {
+    let group = crd.pointer("/spec/group")?.as_str()?;
+    let kind = crd.pointer("/spec/names/kind")?.as_str()?;
+    let versions = crd.pointer("/spec/versions")?.as_array()?;
+    let served = |v: &&Value| v.get("served").and_then(Value::as_bool) != Some(false);
+    let version = versions
+        .iter()
+        .filter(served)
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.iter().find(served))?
+        .get("name")?
+        .as_str()?;
+    Some(kube::core::GroupVersionKind::gvk(group, version, kind))
+}
+
+/// Applies the planned objects to one cluster, staged, and prunes what the previous inventory
+/// had and this one does not. Returns the new inventory (on failure: the old one plus what was
+/// applied).
+pub(super) async fn apply_to_cluster(
+    target: &Target<'_>,
+    objects: &[Value],
+    plan: &ClusterPlan,
+) -> (ClusterInventory, ClusterOutcome) {
+    let cluster = target.cluster;
+    let mut applied: Vec<DispatchedObject> = Vec::new();
+    let mut outcome = ClusterOutcome::new(cluster.name());
+    let revision = cluster.revision(target.system_namespace).await;
+    let mut changed = 0;
+    let result: Result<()> = async {
+        ensure_planned_namespaces(cluster, plan, &mut applied).await?;
+        for stage in [0u8, 1, 2] {
+            let batch: Vec<&Value> = objects.iter().filter(|o| rank(o) == stage).collect();
+            if batch.is_empty() {
+                continue;
+            }
+            let crds =
+                apply_stage(target, plan, &batch, revision, &mut applied, &mut changed).await?;
+            for crd in crds {
+                wait_established(cluster, &crd).await?;
+            }
+            if stage == 0 {
+                cluster.refresh_discovery();
+            }
+        }
+        Ok(())
+    }
+    .await;
+    outcome.applied = applied.len();
+    outcome.changed = changed;
+    match result {
+        Ok(()) => settle(target, applied, outcome).await,
+        Err(e) => {
+            let message = e.to_string();
+            outcome.error = Some(message.clone());
+            // Keep everything: what was there, plus what was applied before the failure.
+            let mut objects = target.previous.objects.clone();
+            for object in applied {
+                match objects.iter_mut().find(|o| o.object == object.object) {
+                    Some(known) if known.uid.is_empty() => *known = object,
+                    Some(_) => {}
+                    None => objects.push(object),
+                }
+            }
+            (
+                ClusterInventory {
+                    objects,
+                    error: Some(message),
+                },
+                outcome,
+            )
+        }
+    }
+}
+
+/// Creates the namespaces the plan needs and the cluster lacks, recording those addonctl
+/// creates for the addon.
+async fn ensure_planned_namespaces(
+    cluster: &Cluster,
+    plan: &ClusterPlan,
+    applied: &mut Vec<DispatchedObject>,
+) -> Result<()> {
+    for namespace in &plan.ensure_namespaces {
+        let reference = ObjectRef {
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: namespace.clone(),
+        };
+        let stored = cluster
+            .get_or_create(&serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
+            }))
+            .await?;
+        if let Some(created) = plan.created(&reference) {
+            applied.push(DispatchedObject {
+                object: reference,
+                uid: stored.metadata.uid.clone().unwrap_or_default(),
+                created,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Applies one stage's objects with bounded concurrency, recording each applied object in
+/// `applied` and counting in `changed` those the server wrote since `revision`. Returns the
+/// names of the CRDs applied (to wait for).
+async fn apply_stage(
+    target: &Target<'_>,
+    plan: &ClusterPlan,
+    batch: &[&Value],
+    revision: Option<u64>,
+    applied: &mut Vec<DispatchedObject>,
+    changed: &mut usize,
+) -> Result<Vec<String>> {
+    let cluster = target.cluster;
+    // After the first failure no further apply is started (a stopped server would otherwise
+    // cost one timeout per object), but every apply that succeeded is recorded, so nothing
+    // that reached the cluster is forgotten.
+    let failed = AtomicBool::new(false);
+    let results: Vec<Option<Result<(Value, kube::api::DynamicObject)>>> =
+        stream::iter(batch.iter().copied())
+            .map(|object| {
+                let failed = &failed;
+                async move {
+                    if failed.load(Ordering::Relaxed) {
+                        return None;
+                    }
+                    let stored = cluster
+                        .apply_placed(object, target.system_namespace, target.namespace_override)
+                        .await;
+                    if stored.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    Some(stored.map(|s| (object.clone(), s)).map_err(Error::from))
+                }
+            })
+            .buffered(OBJECT_CONCURRENCY)
+            .collect()
+            .await;
+    let mut first_error = None;
+    let mut crds = Vec::new();
+    for result in results.into_iter().flatten() {
+        let (object, stored) = match result {
+            Ok(pair) => pair,
+            Err(e) => {
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        if crate::cluster::written_since(&stored, revision) {
+            *changed += 1;
+        }
+        let Some(mut reference) = ObjectRef::of(&object) else {
+            continue;
+        };
+        reference.namespace.clone_from(&stored.metadata.namespace);
+        if applied.iter().any(|o| o.object == reference) {
+            continue;
+        }
+        let created = plan
+            .created(&reference)
+            .or_else(|| target.previously_created(&reference))
+            .unwrap_or_else(|| deletion::created_by_us(&stored));
+        applied.push(DispatchedObject {
+            uid: stored.metadata.uid.clone().unwrap_or_default(),
+            created,
+            object: reference,
+        });
+        if rank(&object) == 1 {
+            crds.extend(stored.metadata.name.clone());
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(crds),
+    }
+}
+
+/// After a successful apply: prunes what the cluster no longer needs; the inventory is what was
+/// applied plus what a failed prune left.
+async fn settle(
+    target: &Target<'_>,
+    applied: Vec<DispatchedObject>,
+    mut outcome: ClusterOutcome,
+) -> (ClusterInventory, ClusterOutcome) {
+    let removal = prune(target, &applied, false).await;
+    outcome.deleted = removal.deleted.len();
+    outcome.deleted_objects = removal.deleted;
+    outcome.given_back = removal.given_back;
+    outcome.kept = removal.kept;
+    let mut objects = applied;
+    let error = removal.failure.map(|(e, kept)| {
+        objects.extend(kept);
+        e
+    });
+    outcome.error.clone_from(&error);
+    (ClusterInventory { objects, error }, outcome)
+}
+
+/// Deletes (or gives back), in reverse order, what `old` holds and `new` lacks, by the rules of
+/// [`deletion`]: only what addonctl created and no other addon lists is deleted; what it adopted
+/// is given back; the system namespace and namespaces holding anything else are kept.
+pub(super) async fn prune(target: &Target<'_>, new: &[DispatchedObject], dry_run: bool) -> Removal {
+    let stale: Vec<&DispatchedObject> = target
+        .previous
+        .objects
+        .iter()
+        .rev()
+        .filter(|o| !new.iter().any(|n| n.object.same_object(&o.object)))
+        .collect();
+    let site = deletion::Site {
+        cluster: target.cluster,
+        name: target.name,
+        system_namespace: target.system_namespace,
+        others: target.others,
+        dry_run,
+        trust_record: false,
+    };
+    deletion::remove(&site, &stale).await
+}
+
+/// How long a CRD may take to become `Established`.
+pub(super) const CRD_WAIT: Duration = Duration::from_secs(30);

@@ -1,0 +1,404 @@
+//! The direct engine: addonctl dispatches an addon's components to the target clusters itself,
+//! without KubeVela.
+//!
+//! Expected flow ([`prepare`], then [`Prepared::apply`]):
+//! 1. targets: the Application's topology policies (`clusters`, `clusterLabelSelector`,
+//!    `namespace`) resolved against `local` and the joined clusters *now* (the record keeps the
+//!    policies, so a cluster joined later is picked up by the next enable/upgrade);
+//! 2. objects: components of type `k8s-objects` (`properties.objects`) and `raw` (`properties`),
+//!    each labelled `addons.oam.dev/name: <addon>`; any other type is an error naming the
+//!    component and the type;
+//! 3. survey, per cluster, changing nothing: each object's namespace, and whether addonctl
+//!    creates it (objects new to the addon are looked up with one list per kind and namespace,
+//!    so that one that existed before is recorded as not created by addonctl); a namespace the
+//!    objects need and the cluster lacks is planned as created. The caller records this plan as
+//!    the pending revision before anything is applied;
+//! 4. apply, per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD
+//!    waited for until `Established`), then everything else with bounded concurrency, one
+//!    server-side apply per object;
+//! 5. prune: objects the previous revision (or an interrupted one) had on a cluster that this
+//!    one no longer renders, and everything on clusters that are no longer targets, are removed
+//!    by the rules of [`deletion`]: only objects addonctl created and no other addon's record
+//!    lists are deleted; an object that existed before (adopted with `--adopt`, recorded with
+//!    `created: false`) is given back, never deleted; the system namespace is never deleted,
+//!    another namespace only when nothing else lives in it.
+//!
+//! A namespace the objects need (the default one, or one an object names) that a cluster lacks
+//! is created first and recorded as created by addonctl for the addon. Objects that exist and
+//! that addonctl did not create are adopted only with `--adopt` ([`Prepared::adoptions`]).
+//!
+//! Guarantees: a failing cluster does not stop the others; on it, no apply is started after the
+//! first failure (a stopped server costs one timeout, not one per object), and its inventory keeps
+//! every object it held plus every apply that succeeded, while the pending revision keeps what was
+//! planned and not confirmed, so nothing is forgotten (not even when the process is killed) and a
+//! re-run converges. Every request to a cluster goes through its rate limiter
+//! ([`crate::cluster::RateLimit`]).
+//!
+//! Scaling: clients are built per enable from the cluster Secrets and dropped afterwards; at most
+//! [`CLUSTER_CONCURRENCY`] clusters are worked on at once and at most [`OBJECT_CONCURRENCY`]
+//! requests are in flight per cluster, so memory and connections stay bounded whatever the number
+//! of clusters (1,000 clusters take 1,000 / 16 rounds, each holding 16 clients).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::deletion::{self, Entry, Removal};
+use crate::cluster::set::{ClusterInfo, LOCAL};
+use crate::cluster::Cluster;
+use crate::context::{Context, Reporter, Result};
+use crate::state::clusters::{clients, joined};
+use crate::state::record::{
+    ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
+};
+
+pub use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+
+mod cluster;
+mod targets;
+
+use cluster::{apply_to_cluster, prune, survey, ClusterPlan, Target};
+pub(crate) use cluster::{served_kind, wait_established};
+pub use targets::{component_objects, placements, resolve_targets};
+use targets::{crd_scopes, labelled, rank};
+
+/// The outcome on one cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterOutcome {
+    /// The cluster.
+    pub cluster: String,
+    /// Objects applied.
+    pub applied: usize,
+    /// Of those, objects the server wrote (an unchanged re-enable writes none).
+    pub changed: usize,
+    /// Objects deleted (pruned).
+    pub deleted: usize,
+    /// API requests made to the cluster (discovery, the survey's lists, applies, CRD waits,
+    /// deletes).
+    pub requests: u64,
+    /// Of those, writes (applies and deletes).
+    pub writes: u64,
+    /// The objects deleted (pruned), each with its cluster.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted_objects: Vec<Entry>,
+    /// Objects no longer rendered that addonctl adopted, given back (its fields removed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub given_back: Vec<Entry>,
+    /// Objects no longer rendered but kept, with the reason (another addon's record lists them,
+    /// the system namespace, a namespace holding other objects).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<Entry>,
+    /// The failure, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ClusterOutcome {
+    fn new(cluster: &str) -> Self {
+        ClusterOutcome {
+            cluster: cluster.to_owned(),
+            applied: 0,
+            changed: 0,
+            deleted: 0,
+            requests: 0,
+            writes: 0,
+            deleted_objects: Vec::new(),
+            given_back: Vec::new(),
+            kept: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+/// Removes everything an inventory holds by the rules of [`deletion`] (as the prune of an enable does), in
+/// reverse order: for `disable` and `cluster detach`.
+pub async fn remove_all(
+    cluster: &Cluster,
+    name: &str,
+    system_namespace: &str,
+    inventory: &ClusterInventory,
+    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+    dry_run: bool,
+) -> Removal {
+    let target = Target {
+        cluster,
+        name,
+        namespace_override: None,
+        system_namespace,
+        previous: inventory,
+        others,
+    };
+    prune(&target, &[], dry_run).await
+}
+
+/// A dispatch ready to apply: targets resolved, clients built, every cluster surveyed (nothing
+/// changed yet). [`Prepared::planned`] is what the pending revision records before
+/// [`Prepared::apply`] applies it.
+pub struct Prepared {
+    placements: Vec<Placement>,
+    objects: Vec<Value>,
+    targets: BTreeMap<String, Option<String>>,
+    clients: BTreeMap<String, std::result::Result<Cluster, String>>,
+    baselines: BTreeMap<String, (u64, u64)>,
+    previous: BTreeMap<String, ClusterInventory>,
+    plans: BTreeMap<String, std::result::Result<ClusterPlan, String>>,
+    others: OtherRecords,
+    system_namespace: String,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("targets", &self.targets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a dispatch did.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    /// The topology the record keeps.
+    pub placements: Vec<Placement>,
+    /// Per cluster, what it holds now.
+    pub inventories: BTreeMap<String, ClusterInventory>,
+    /// Per cluster, the outcome.
+    pub outcomes: Vec<ClusterOutcome>,
+    /// Per failed cluster, what was planned and not confirmed applied (it may have been: a
+    /// request cut off by a timeout can still be carried out), for the pending revision.
+    pub unfinished: BTreeMap<String, Vec<DispatchedObject>>,
+}
+
+/// Prepares the dispatch of an Application's components (steps 1–2 of the flow and each
+/// cluster's survey): `previous` is what each cluster holds for the addon (including what an
+/// interrupted enable planned), `others` what the other addons' records list.
+pub async fn prepare(
+    ctx: &Context,
+    addon: &str,
+    application: &Value,
+    previous: &BTreeMap<String, ClusterInventory>,
+    others: OtherRecords,
+    reporter: &dyn Reporter,
+) -> Result<Prepared> {
+    let placements = placements(application);
+    let mut objects: Vec<Value> = component_objects(application)?
+        .iter()
+        .map(|o| labelled(o, addon))
+        .collect();
+    objects.sort_by_key(rank);
+    let scopes = crd_scopes(&objects);
+    let joined_clusters: Vec<ClusterInfo> = joined(ctx)
+        .await?
+        .into_iter()
+        .map(|(info, _)| info)
+        .collect();
+    let targets = resolve_targets(&placements, &joined_clusters)?;
+    let mut names: BTreeSet<String> = targets.keys().cloned().collect();
+    for (name, inventory) in previous {
+        if name == LOCAL || joined_clusters.iter().any(|c| &c.name == name) {
+            names.insert(name.clone());
+        } else if inventory.objects.iter().any(|o| o.created) {
+            // Detached with `--force`: its credentials are gone, so its objects cannot be reached.
+            reporter.step(&format!(
+                "cluster `{name}` is no longer joined: forgetting {} objects left there",
+                inventory.objects.len()
+            ));
+        }
+    }
+    let clients = clients(ctx, &names).await?;
+    let baselines = clients
+        .iter()
+        .filter_map(|(name, client)| {
+            let counters = client.as_ref().ok()?.counters();
+            Some((name.clone(), (counters.requests(), counters.writes())))
+        })
+        .collect();
+    let empty = ClusterInventory::default();
+    let surveys = names.iter().map(|name| {
+        let client = clients.get(name);
+        let namespace = targets.get(name);
+        let previous = previous.get(name).unwrap_or(&empty);
+        let (objects, scopes, others) = (&objects, &scopes, &others);
+        let system_namespace = ctx.namespace.as_str();
+        async move {
+            let plan = match (client, namespace) {
+                (Some(Ok(cluster)), Some(namespace)) => {
+                    let target = Target {
+                        cluster,
+                        name,
+                        namespace_override: namespace.as_deref(),
+                        system_namespace,
+                        previous,
+                        others: others.dispatched.get(name),
+                    };
+                    survey(&target, objects, scopes)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                // No longer a target: nothing to apply, everything to delete.
+                (Some(Ok(_)), None) => Ok(ClusterPlan::default()),
+                (Some(Err(e)), _) => Err(e.clone()),
+                (None, _) => Err(format!("no client for cluster `{name}`")),
+            };
+            (name.clone(), plan)
+        }
+    });
+    let plans = stream::iter(surveys)
+        .buffer_unordered(CLUSTER_CONCURRENCY)
+        .collect()
+        .await;
+    Ok(Prepared {
+        placements,
+        objects,
+        targets,
+        clients,
+        baselines,
+        previous: previous.clone(),
+        plans,
+        others,
+        system_namespace: ctx.namespace.clone(),
+    })
+}
+
+impl Prepared {
+    /// The objects the dispatch would adopt: they exist, addonctl did not create them, and
+    /// `previous` (what the addon's record holds) does not list them yet — as `Kind `ns/name` on
+    /// cluster `c``.
+    pub fn adoptions(&self, previous: &BTreeMap<String, ClusterInventory>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, plan) in &self.plans {
+            let Ok(plan) = plan else {
+                continue;
+            };
+            let held = previous.get(name);
+            // The system namespace is addonctl's (and KubeVela's) to use: not adopted.
+            let system = |o: &DispatchedObject| {
+                o.object.kind == "Namespace" && o.object.name == self.system_namespace
+            };
+            for object in plan.objects.iter().filter(|o| !o.created && !system(o)) {
+                let known = held.is_some_and(|h| {
+                    h.objects
+                        .iter()
+                        .any(|o| o.object.same_object(&object.object))
+                });
+                if !known {
+                    out.push(format!("{} on cluster `{name}`", object.object));
+                }
+            }
+        }
+        out
+    }
+
+    /// Per cluster, every object the dispatch will apply (uids unknown yet), for the pending
+    /// revision written before anything is applied.
+    pub fn planned(&self) -> BTreeMap<String, Vec<DispatchedObject>> {
+        self.plans
+            .iter()
+            .filter_map(|(name, plan)| {
+                let plan = plan.as_ref().ok()?;
+                (!plan.objects.is_empty()).then(|| (name.clone(), plan.objects.clone()))
+            })
+            .collect()
+    }
+
+    /// Applies to every cluster (in parallel, bounded) and prunes.
+    pub async fn apply(self, reporter: &dyn Reporter) -> Dispatched {
+        let empty = ClusterInventory::default();
+        let work = self.plans.iter().map(|(name, plan)| {
+            let client = self.clients.get(name);
+            let namespace = self.targets.get(name);
+            let old = self.previous.get(name).unwrap_or(&empty);
+            let objects: &[Value] = if namespace.is_some() {
+                &self.objects
+            } else {
+                &[]
+            };
+            let baseline = self.baselines.get(name).copied().unwrap_or_default();
+            let this = &self;
+            async move {
+                let (Some(Ok(cluster)), Ok(plan)) = (client, plan) else {
+                    let error = match plan {
+                        Err(e) => e.clone(),
+                        Ok(_) => format!("no client for cluster `{name}`"),
+                    };
+                    return unreachable_cluster(name, old.clone(), error);
+                };
+                let target = Target {
+                    cluster,
+                    name,
+                    namespace_override: namespace.and_then(Option::as_deref),
+                    system_namespace: &this.system_namespace,
+                    previous: old,
+                    others: this.others.dispatched.get(name),
+                };
+                let (inventory, mut outcome) = apply_to_cluster(&target, objects, plan).await;
+                let counters = cluster.counters();
+                outcome.requests = counters.requests() - baseline.0;
+                outcome.writes = counters.writes() - baseline.1;
+                (name.clone(), inventory, outcome)
+            }
+        });
+        let results: Vec<(String, ClusterInventory, ClusterOutcome)> = stream::iter(work)
+            .buffer_unordered(CLUSTER_CONCURRENCY)
+            .collect()
+            .await;
+        let mut dispatched = Dispatched {
+            placements: self.placements.clone(),
+            inventories: BTreeMap::new(),
+            outcomes: Vec::new(),
+            unfinished: BTreeMap::new(),
+        };
+        for (name, inventory, outcome) in results {
+            match &outcome.error {
+                Some(e) => reporter.step(&format!("cluster `{name}`: failed: {e}")),
+                None => reporter.step(&format!(
+                    "cluster `{name}`: {} objects applied, {} deleted",
+                    outcome.applied, outcome.deleted
+                )),
+            }
+            if outcome.error.is_some() {
+                if let Some(Ok(plan)) = self.plans.get(&name) {
+                    let unfinished: Vec<DispatchedObject> = plan
+                        .objects
+                        .iter()
+                        .filter(|p| !inventory.objects.iter().any(|o| o.object == p.object))
+                        .cloned()
+                        .collect();
+                    if !unfinished.is_empty() {
+                        dispatched.unfinished.insert(name.clone(), unfinished);
+                    }
+                }
+            }
+            if self.targets.contains_key(&name)
+                || !inventory.objects.is_empty()
+                || inventory.error.is_some()
+            {
+                dispatched.inventories.insert(name, inventory);
+            }
+            dispatched.outcomes.push(outcome);
+        }
+        dispatched
+            .outcomes
+            .sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        dispatched
+    }
+}
+
+/// The outcome for a cluster that cannot be worked on: its inventory is kept as it was.
+fn unreachable_cluster(
+    name: &str,
+    old: ClusterInventory,
+    error: String,
+) -> (String, ClusterInventory, ClusterOutcome) {
+    let mut outcome = ClusterOutcome::new(name);
+    outcome.error = Some(error.clone());
+    (
+        name.to_owned(),
+        ClusterInventory {
+            objects: old.objects,
+            error: Some(error),
+        },
+        outcome,
+    )
+}

@@ -1,0 +1,417 @@
+//! `disable`: removes what an addon's record lists, in reverse order, by the rules of
+//! [`deletion`](super::deletion), on the control plane and on every cluster the direct engine
+//! dispatched to.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt as _;
+use serde::Serialize;
+
+use super::disable_all_with;
+use super::{deletion, direct, guard};
+use crate::context::{Context, Error, Reporter, Result};
+use crate::model::wire::{application_name, args_secret_name, LOCAL_CLUSTER};
+use crate::state::record::{self, ObjectRef, OtherRecords, Record};
+use crate::state::{installed, Installed};
+
+/// What `disable` did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisableReport {
+    /// The addon.
+    pub name: String,
+    /// Objects deleted, in order, each with its cluster (`local` = the control plane).
+    pub deleted: Vec<deletion::Entry>,
+    /// Objects addonctl adopted, given back: its fields removed, the object left.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub given_back: Vec<deletion::Entry>,
+    /// Objects kept, each with the reason (another addon lists it, the system namespace, a
+    /// namespace holding other objects…).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<deletion::Entry>,
+    /// Nothing was changed: this is what `disable` would do.
+    pub dry_run: bool,
+}
+
+/// How to disable.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DisableOptions {
+    /// Disable even when other addons, Applications or custom resources still use it.
+    pub force: bool,
+    /// Also disable the dependencies nothing needs any more.
+    pub prune_dependencies: bool,
+    /// Report what would be deleted, given back and kept; change nothing.
+    pub dry_run: bool,
+}
+
+/// Disables an addon: refuses while installed addons depend on it or Applications use its
+/// definitions (unless `force`), then deletes what its record lists in reverse order, its
+/// Application, its argument Secret, its `needNamespace` namespaces, and the record — every
+/// deletion by the rules of [`deletion`].
+pub async fn disable(
+    ctx: &Context,
+    name: &str,
+    force: bool,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let options = DisableOptions {
+        force,
+        ..DisableOptions::default()
+    };
+    disable_with(ctx, name, &options, reporter).await
+}
+
+/// [`disable`] with every option but `prune_dependencies` (see [`disable_all_with`]); checks
+/// permissions and takes the addon's lock as [`disable_all_with`] does.
+pub async fn disable_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let options = DisableOptions {
+        prune_dependencies: false,
+        ..*options
+    };
+    let mut reports = disable_all_with(ctx, name, &options, reporter).await?;
+    if reports.is_empty() {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    }
+    Ok(reports.swap_remove(0))
+}
+
+/// Disables one addon, without permission checks or locks (the caller holds them).
+pub(super) async fn disable_one(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<DisableReport> {
+    let all = installed(ctx).await?;
+    let Some(current) = all.get(name) else {
+        return Err(Error::Refused(format!(
+            "addon `{name}` is not enabled (see `addonctl list`)"
+        )));
+    };
+    if !options.force {
+        guard::check(ctx, &all, &[name.to_owned()]).await?;
+    }
+    let mut report = DisableReport {
+        name: name.to_owned(),
+        deleted: Vec::new(),
+        given_back: Vec::new(),
+        kept: Vec::new(),
+        dry_run: options.dry_run,
+    };
+    reporter.step(&format!(
+        "{} `{name}`",
+        if options.dry_run {
+            "checking what disabling would delete:"
+        } else {
+            "disabling"
+        }
+    ));
+    // What other addons list is never deleted with this one.
+    let others = OtherRecords::of(all.values().filter_map(|i| i.record.as_ref()), name);
+    if let Some(record) = &current.record {
+        remove_dispatched(ctx, record, &others, options.dry_run, &mut report, reporter).await?;
+    }
+    let result = remove_control_plane(ctx, current, &others, &mut report).await;
+    if let Err(e) = result {
+        return Err(Error::Unfinished {
+            source: Box::new(e),
+            done: report.deleted.iter().map(ToString::to_string).collect(),
+            next: format!("addonctl disable {name}"),
+        });
+    }
+    Ok(report)
+}
+
+/// What the other addons' records list on the control plane, as [`deletion::decide`] takes it.
+pub(super) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef, (String, bool)> {
+    others
+        .inventory
+        .iter()
+        .map(|(o, addon)| (o.clone(), (addon.clone(), true)))
+        .collect()
+}
+
+/// The control-plane part of `disable`: the argument Secret, the record's objects (reverse
+/// order), the Application, the `needNamespace` namespaces, then the record itself (last, so a
+/// failure leaves it for the next `disable` to finish).
+async fn remove_control_plane(
+    ctx: &Context,
+    current: &Installed,
+    others: &OtherRecords,
+    report: &mut DisableReport,
+) -> Result<()> {
+    let ns = &ctx.namespace;
+    let name = &current.name;
+    let secret = |n: String| ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "Secret".to_owned(),
+        namespace: Some(ns.clone()),
+        name: n,
+    };
+    let mut objects: Vec<record::DispatchedObject> = Vec::new();
+    let mut push = |object: ObjectRef, created: bool| {
+        objects.push(record::DispatchedObject {
+            object,
+            uid: String::new(),
+            created,
+        });
+    };
+    push(secret(args_secret_name(name)), true);
+    if let Some(record) = &current.record {
+        for object in record.inventory_or_planned().into_iter().rev() {
+            if let Some(why) = deletion::state_of(&object, ns) {
+                let reason = deletion::Reason::State(why);
+                report
+                    .kept
+                    .push(deletion::Entry::of(LOCAL_CLUSTER, &object, Some(&reason)));
+                continue;
+            }
+            let adopted = record.adopted.iter().any(|a| a.same_object(&object));
+            push(object, !adopted);
+        }
+    }
+    push(
+        ObjectRef {
+            api_version: "core.oam.dev/v1beta1".to_owned(),
+            kind: "Application".to_owned(),
+            namespace: Some(ns.clone()),
+            name: application_name(name),
+        },
+        true,
+    );
+    if let Some(record) = &current.record {
+        for namespace in &record.need_namespaces {
+            push(
+                ObjectRef {
+                    api_version: "v1".to_owned(),
+                    kind: "Namespace".to_owned(),
+                    namespace: None,
+                    name: namespace.clone(),
+                },
+                true,
+            );
+        }
+        push(secret(record::record_name(name)), true);
+    }
+    let mut seen: Vec<ObjectRef> = Vec::new();
+    objects.retain(|o| {
+        let new = !seen.iter().any(|s| s.same_object(&o.object));
+        seen.push(o.object.clone());
+        new
+    });
+    let listed = control_plane_listing(others);
+    let site = deletion::Site {
+        cluster: &ctx.cluster,
+        name: LOCAL_CLUSTER,
+        system_namespace: ns,
+        others: Some(&listed),
+        dry_run: report.dry_run,
+        trust_record: true,
+    };
+    let refs: Vec<&record::DispatchedObject> = objects.iter().collect();
+    let removal = deletion::remove(&site, &refs).await;
+    report.deleted.extend(removal.deleted);
+    report.given_back.extend(removal.given_back);
+    report.kept.extend(removal.kept);
+    match removal.failure {
+        None => Ok(()),
+        Some((message, _)) => Err(Error::Failed(message)),
+    }
+}
+
+/// Deletes what the direct engine applied to each cluster, and what a pending revision planned
+/// there, by the rules of [`deletion`] (reverse order), clusters in parallel (bounded as enable
+/// is). When a cluster fails, the record keeps what is left there and the error says so.
+async fn remove_dispatched(
+    ctx: &Context,
+    record: &Record,
+    others: &OtherRecords,
+    dry_run: bool,
+    report: &mut DisableReport,
+    reporter: &dyn Reporter,
+) -> Result<()> {
+    let everything = record.dispatched_or_planned();
+    if everything.is_empty() {
+        return Ok(());
+    }
+    let names = everything.keys().cloned().collect();
+    let clients = crate::state::clusters::clients(ctx, &names).await?;
+    let work = everything.iter().map(|(name, inventory)| {
+        let client = clients.get(name);
+        async move {
+            let removal = match client {
+                Some(Ok(client)) => {
+                    direct::remove_all(
+                        client,
+                        name,
+                        &ctx.namespace,
+                        inventory,
+                        others.dispatched.get(name),
+                        dry_run,
+                    )
+                    .await
+                }
+                Some(Err(e)) => deletion::Removal {
+                    failure: Some((e.clone(), inventory.objects.clone())),
+                    ..deletion::Removal::default()
+                },
+                None => deletion::Removal {
+                    failure: Some((
+                        format!("no client for cluster `{name}`"),
+                        inventory.objects.clone(),
+                    )),
+                    ..deletion::Removal::default()
+                },
+            };
+            (name, removal)
+        }
+    });
+    let mut removals: Vec<(&String, deletion::Removal)> = futures::stream::iter(work)
+        .buffer_unordered(direct::CLUSTER_CONCURRENCY)
+        .collect()
+        .await;
+    removals.sort_by(|a, b| a.0.cmp(b.0));
+    let mut failed = Vec::new();
+    let mut remaining = BTreeMap::new();
+    for (name, removal) in removals {
+        reporter.step(&format!(
+            "cluster `{name}`: {} objects {}deleted, {} given back, {} kept",
+            removal.deleted.len(),
+            if dry_run { "would be " } else { "" },
+            removal.given_back.len(),
+            removal.kept.len()
+        ));
+        report.deleted.extend(removal.deleted);
+        report.given_back.extend(removal.given_back);
+        report.kept.extend(removal.kept);
+        if let Some((e, left)) = removal.failure {
+            failed.push(format!("{name}: {e}"));
+            remaining.insert(
+                name.clone(),
+                record::ClusterInventory {
+                    objects: left,
+                    error: Some(e),
+                },
+            );
+        }
+    }
+    if failed.is_empty() || dry_run {
+        return if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Clusters {
+                addon: record.name.clone(),
+                total: everything.len(),
+                failed,
+            })
+        };
+    }
+    // The record keeps what is left on the failed clusters (the others are done), so the next
+    // `disable` finishes.
+    record::update(&ctx.cluster, &ctx.namespace, &record.name, |stored| {
+        let mut kept = stored?;
+        kept.dispatched = left_after_disable(&kept, &everything, &remaining);
+        kept.pending = None;
+        Some(kept)
+    })
+    .await?;
+    Err(Error::Unfinished {
+        source: Box::new(Error::Failed(format!(
+            "addon `{}`: {} of {} clusters failed:\n  {}",
+            record.name,
+            failed.len(),
+            everything.len(),
+            failed.join("\n  ")
+        ))),
+        done: report.deleted.iter().map(ToString::to_string).collect(),
+        next: format!("addonctl disable {}", record.name),
+    })
+}
+
+/// What a record keeps per cluster after a disable that failed on some clusters: what is left
+/// on the failed clusters (`remaining`), plus whatever the stored record lists that this
+/// disable did not handle (`handled`: written by another command meanwhile).
+fn left_after_disable(
+    stored: &Record,
+    handled: &BTreeMap<String, record::ClusterInventory>,
+    remaining: &BTreeMap<String, record::ClusterInventory>,
+) -> BTreeMap<String, record::ClusterInventory> {
+    let mut out = remaining.clone();
+    for (cluster, inventory) in stored.dispatched_or_planned() {
+        let known = handled.get(&cluster);
+        for object in inventory.objects {
+            let was_handled =
+                known.is_some_and(|k| k.objects.iter().any(|o| o.object == object.object));
+            let entry = out.entry(cluster.clone()).or_default();
+            if !was_handled && !entry.objects.iter().any(|o| o.object == object.object) {
+                entry.objects.push(object);
+            }
+        }
+    }
+    out.retain(|_, inventory| !inventory.objects.is_empty() || inventory.error.is_some());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inventory(names: &[&str]) -> record::ClusterInventory {
+        record::ClusterInventory {
+            objects: names
+                .iter()
+                .map(|name| record::DispatchedObject {
+                    object: ObjectRef {
+                        api_version: "v1".to_owned(),
+                        kind: "ConfigMap".to_owned(),
+                        namespace: Some("ns".to_owned()),
+                        name: (*name).to_owned(),
+                    },
+                    uid: String::new(),
+                    created: true,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_disable_keeps_what_is_left_and_what_another_command_recorded_meanwhile() {
+        let mut stored: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        stored.dispatched = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three", "new"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let handled = BTreeMap::from([
+            ("east".to_owned(), inventory(&["one", "two"])),
+            ("west".to_owned(), inventory(&["three"])),
+            ("north".to_owned(), inventory(&["four"])),
+        ]);
+        let mut failed = inventory(&["two"]);
+        failed.error = Some("unreachable".to_owned());
+        let remaining = BTreeMap::from([("east".to_owned(), failed.clone())]);
+
+        let left = left_after_disable(&stored, &handled, &remaining);
+
+        assert_eq!(
+            left,
+            BTreeMap::from([
+                ("east".to_owned(), failed),
+                ("west".to_owned(), inventory(&["new"])),
+            ])
+        );
+    }
+}

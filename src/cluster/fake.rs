@@ -1,0 +1,107 @@
+//! An in-process fake API server for unit tests (the tier below the real API servers): fixed
+//! answers by method and path, `404 NotFound` for anything else, every request recorded.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use serde_json::{json, Value};
+
+use super::Cluster;
+
+/// Answers (status, body) by `(method, path)`.
+type Routes = BTreeMap<(String, String), (u16, Value)>;
+
+/// Answers by `(method, path)`; the query string is ignored.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FakeApi {
+    routes: Arc<Mutex<Routes>>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeApi {
+    /// Answers `method path` with `status` and `body`.
+    pub(crate) fn on(self, method: &str, path: &str, status: u16, body: Value) -> Self {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((method.to_owned(), path.to_owned()), (status, body));
+        self
+    }
+
+    /// Serves `kind` (plural `plural`) of `group_version` in discovery.
+    pub(crate) fn serves(self, group_version: &str, plural: &str, kind: &str) -> Self {
+        let path = if group_version.contains('/') {
+            format!("/apis/{group_version}")
+        } else {
+            format!("/api/{group_version}")
+        };
+        let resource = json!({
+            "name": plural, "singularName": kind.to_lowercase(), "namespaced": true, "kind": kind,
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        });
+        let mut list = self
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&("GET".to_owned(), path.clone()))
+            .map_or_else(
+                || json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": []}),
+                |(_, body)| body.clone(),
+            );
+        if let Some(resources) = list["resources"].as_array_mut() {
+            resources.push(resource);
+        }
+        self.on("GET", &path, 200, list)
+    }
+
+    /// Every request so far, as `METHOD /path`.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A cluster whose client talks to this fake.
+    pub(crate) fn cluster(&self, name: &str) -> Cluster {
+        let api = self.clone();
+        let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+            let answer = api.answer(&request);
+            async move { Ok::<_, Infallible>(answer) }
+        });
+        Cluster::from_client(name, kube::Client::new(service, "default"))
+    }
+
+    fn answer(&self, request: &Request<kube::client::Body>) -> Response<Full<Bytes>> {
+        let method = request.method().as_str().to_owned();
+        let path = request.uri().path().to_owned();
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!("{method} {path}"));
+        let (status, body) = self
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(method, path.clone()))
+            .cloned()
+            .unwrap_or_else(|| {
+                (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "message": format!("{path} not found"), "reason": "NotFound", "code": 404}),
+                )
+            });
+        let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+        *response.status_mut() = http::StatusCode::from_u16(status).unwrap_or_default();
+        response.headers_mut().insert(
+            "content-type",
+            http::HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}

@@ -1,0 +1,66 @@
+//! Wire names: the labels, annotations and object names addonctl and KubeVela agree on, shared
+//! by rendering (which writes them) and the stages that read and apply (which must not depend
+//! on the renderer for them).
+
+use kube::core::GroupVersionKind;
+
+/// Label: the addon's name.
+pub const LABEL_NAME: &str = "addons.oam.dev/name";
+/// Label: the addon's version, exactly as `metadata.yaml` writes it.
+pub const LABEL_VERSION: &str = "addons.oam.dev/version";
+/// Label: the registry the addon came from.
+pub const LABEL_REGISTRY: &str = "addons.oam.dev/registry";
+/// Label on auxiliary outputs: their key in `outputs`.
+pub const LABEL_AUXILIARY: &str = "addons.oam.dev/auxiliary-name";
+/// Label marking addonctl's records (Secrets `addon-record-<addon>`).
+pub const LABEL_RECORD: &str = "addonctl.io/record";
+/// The name of the control-plane cluster.
+pub const LOCAL_CLUSTER: &str = "local";
+/// The field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "addonctl";
+/// The key of the argument Secret's data that holds the arguments (JSON).
+pub const ARGS_SECRET_KEY: &str = "addonParameterDataKey";
+
+/// The name of an addon's Application.
+pub fn application_name(addon: &str) -> String {
+    format!("addon-{addon}")
+}
+
+/// The name of an addon's argument Secret.
+pub fn args_secret_name(addon: &str) -> String {
+    format!("addon-secret-{addon}")
+}
+
+/// The name of an addon's record Secret.
+pub fn record_name(addon: &str) -> String {
+    format!("addon-record-{addon}")
+}
+
+fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+/// KubeVela's Application kind.
+pub fn application_gvk() -> GroupVersionKind {
+    gvk("core.oam.dev/v1beta1", "Application")
+}
+
+/// The Secret kind.
+pub fn secret_gvk() -> GroupVersionKind {
+    gvk("v1", "Secret")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_names_follow_kubevela_and_addonctl() {
+        assert_eq!(application_name("fluxcd"), "addon-fluxcd");
+        assert_eq!(args_secret_name("fluxcd"), "addon-secret-fluxcd");
+        assert_eq!(record_name("fluxcd"), "addon-record-fluxcd");
+        assert_eq!(application_gvk().kind, "Application");
+        assert_eq!(secret_gvk().group, "");
+    }
+}

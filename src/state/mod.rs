@@ -1,0 +1,193 @@
+//! What is installed, as the control plane shows it: addonctl's records ([`record`]), the
+//! Applications, the stored arguments, the known clusters ([`clusters`]), and the locks
+//! ([`lease`]) writing commands take. Reading only (the record's conditional update aside);
+//! read once per command.
+
+pub mod clusters;
+pub mod lease;
+pub mod record;
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use kube::api::DynamicObject;
+use serde_json::{Map, Value};
+
+use crate::context::{Context, Error, Result};
+use crate::model::wire::{
+    application_gvk, args_secret_name, secret_gvk, ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD,
+    LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
+};
+use record::Record;
+
+/// An installed addon, as the cluster shows it.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// Name.
+    pub name: String,
+    /// Version (label `addons.oam.dev/version`).
+    pub version: String,
+    /// Registry (label `addons.oam.dev/registry`).
+    pub registry: String,
+    /// The Application `addon-<name>`, when there is one.
+    pub application: Option<Value>,
+    /// addonctl's record, when addonctl installed it.
+    pub record: Option<Record>,
+}
+
+/// Every installed addon, from one labelled list of Applications (when served) and one of
+/// records: O(1) calls whatever the number of addons.
+pub async fn installed(ctx: &Context) -> Result<BTreeMap<String, Installed>> {
+    let mut out: BTreeMap<String, Installed> = BTreeMap::new();
+    let records = ctx
+        .cluster
+        .list(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            &format!("{LABEL_RECORD}=true"),
+        )
+        .await?;
+    for secret in records {
+        let value = to_value(&secret);
+        if let Some(record) = Record::from_secret(&value) {
+            out.insert(
+                record.name.clone(),
+                Installed {
+                    name: record.name.clone(),
+                    version: record.version.clone(),
+                    registry: record.registry.clone(),
+                    application: None,
+                    record: Some(record),
+                },
+            );
+        }
+    }
+    let apps = ctx
+        .cluster
+        .list(&application_gvk(), Some(&ctx.namespace), LABEL_NAME)
+        .await?;
+    for app in apps {
+        let value = to_value(&app);
+        let label = |k: &str| {
+            value
+                .pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let Some(name) = label(LABEL_NAME) else {
+            continue;
+        };
+        let entry = out.entry(name.clone()).or_insert_with(|| Installed {
+            name: name.clone(),
+            version: label(LABEL_VERSION).unwrap_or_default(),
+            registry: label(LABEL_REGISTRY).unwrap_or_default(),
+            application: None,
+            record: None,
+        });
+        entry.application = Some(value);
+    }
+    Ok(out)
+}
+
+/// An object as plain JSON.
+pub fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+/// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
+pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>> {
+    let secret = ctx
+        .cluster
+        .get(&secret_gvk(), Some(&ctx.namespace), &args_secret_name(name))
+        .await?;
+    let Some(secret) = secret else {
+        return Ok(Map::new());
+    };
+    let value = to_value(&secret);
+    let Some(encoded) = value
+        .pointer(&format!("/data/{ARGS_SECRET_KEY}"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(Map::new());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| {
+            Error::Refused(format!(
+                "the stored arguments of `{name}` are not base64: {e}"
+            ))
+        })?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) | Err(_) => Err(Error::Refused(format!(
+            "the stored arguments of `{name}` (Secret `{}`) are not a JSON object; fix or delete it",
+            args_secret_name(name)
+        ))),
+    }
+}
+
+/// Names of the clusters known to the control plane: `local` and every joined cluster (KubeVela's
+/// cluster Secrets in the system namespace).
+pub async fn known_clusters(ctx: &Context) -> Result<Vec<String>> {
+    let mut names = vec![LOCAL_CLUSTER.to_owned()];
+    names.extend(
+        clusters::joined(ctx)
+            .await?
+            .into_iter()
+            .map(|(info, _)| info.name),
+    );
+    Ok(names)
+}
+
+/// Every record in the system namespace (one labelled list).
+pub async fn records(ctx: &Context) -> Result<Vec<Record>> {
+    Ok(ctx
+        .cluster
+        .list(
+            &secret_gvk(),
+            Some(&ctx.namespace),
+            &format!("{LABEL_RECORD}=true"),
+        )
+        .await?
+        .iter()
+        .filter_map(|secret| Record::from_secret(&to_value(secret)))
+        .collect())
+}
+
+/// The clusters an addon targets: its Application's topology policy (`*` for a label selector),
+/// else the `clusters` argument, else `local`.
+pub fn clusters_of(app: Option<&Value>, args: &Map<String, Value>) -> Vec<String> {
+    if let Some(app) = app {
+        for policy in app
+            .pointer("/spec/policies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if policy.get("type").and_then(Value::as_str) != Some("topology") {
+                continue;
+            }
+            if let Some(list) = policy
+                .pointer("/properties/clusters")
+                .and_then(Value::as_array)
+            {
+                return list
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
+            }
+            if policy.pointer("/properties/clusterLabelSelector").is_some() {
+                return vec!["*".to_owned()];
+            }
+        }
+    }
+    match args.get("clusters").and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None => vec![LOCAL_CLUSTER.to_owned()],
+    }
+}

@@ -1,0 +1,176 @@
+//! Per-cluster health: every object the direct engine dispatched, read back from its cluster.
+
+use std::collections::BTreeMap;
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::{Context, Result};
+use crate::state::clusters::{clients, CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+use crate::state::record::ClusterInventory;
+use crate::state::to_value;
+
+/// One object on one cluster, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    /// Kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Desired replicas (workloads: `spec.replicas`, DaemonSets: `desiredNumberScheduled`, unknown
+    /// until the DaemonSet's controller has observed it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i64>,
+    /// Ready replicas (DaemonSets: `numberReady`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i64>,
+    /// When it was created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+}
+
+impl ClusterStatus {
+    /// Workloads ready, workloads, and objects missing on this cluster.
+    pub fn readiness(&self) -> (usize, usize, usize) {
+        let workloads = self.resources.iter().filter(|r| r.is_workload());
+        let total = workloads.clone().count();
+        let ready = workloads.filter(|r| r.is_ready()).count();
+        let missing = self.resources.iter().filter(|r| !r.exists).count();
+        (ready, total, missing)
+    }
+}
+
+impl ResourceStatus {
+    /// Whether this is a workload (Deployment, DaemonSet, StatefulSet).
+    pub fn is_workload(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            "Deployment" | "DaemonSet" | "StatefulSet"
+        )
+    }
+
+    /// A workload is ready when it exists and ready ≥ desired.
+    pub fn is_ready(&self) -> bool {
+        self.exists && self.ready_replicas.unwrap_or(0) >= self.replicas.unwrap_or(1)
+    }
+}
+
+/// One cluster's part of `status`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// The cluster.
+    pub cluster: String,
+    /// Why the last apply or this status read failed there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every object addonctl applied there.
+    pub resources: Vec<ResourceStatus>,
+}
+
+fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
+    let int = |p: &str| object.pointer(p).and_then(Value::as_i64);
+    match kind {
+        "Deployment" | "StatefulSet" => (
+            Some(int("/spec/replicas").unwrap_or(1)),
+            Some(int("/status/readyReplicas").unwrap_or(0)),
+        ),
+        // Until its controller has observed it, a DaemonSet's status says nothing (0 of 0
+        // scheduled): the desired count is unknown and it is not ready.
+        "DaemonSet" => (
+            object
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                .map(|_| int("/status/desiredNumberScheduled").unwrap_or(0)),
+            Some(int("/status/numberReady").unwrap_or(0)),
+        ),
+        _ => (None, None),
+    }
+}
+
+/// Reads every dispatched object back from its cluster (bounded concurrency per cluster).
+pub async fn health(
+    ctx: &Context,
+    dispatched: &BTreeMap<String, ClusterInventory>,
+) -> Result<Vec<ClusterStatus>> {
+    let names = dispatched.keys().cloned().collect();
+    let clients = clients(ctx, &names).await?;
+    let work = dispatched.iter().map(|(name, inventory)| {
+        let client = clients.get(name).cloned();
+        async move {
+            let client = match client {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    return ClusterStatus {
+                        cluster: name.clone(),
+                        error: Some(e),
+                        resources: Vec::new(),
+                    }
+                }
+                None => {
+                    return ClusterStatus {
+                        cluster: name.clone(),
+                        error: Some(format!("cluster `{name}` is no longer joined")),
+                        resources: Vec::new(),
+                    }
+                }
+            };
+            let reads: Vec<std::result::Result<ResourceStatus, String>> =
+                stream::iter(&inventory.objects)
+                    .map(|o| {
+                        let client = &client;
+                        async move {
+                            let stored = client
+                                .get(
+                                    &o.object.gvk(),
+                                    o.object.namespace.as_deref(),
+                                    &o.object.name,
+                                )
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            let value = stored.as_ref().map_or(Value::Null, to_value);
+                            let (replicas, ready_replicas) = replicas_of(&o.object.kind, &value);
+                            Ok(ResourceStatus {
+                                kind: o.object.kind.clone(),
+                                namespace: o.object.namespace.clone(),
+                                name: o.object.name.clone(),
+                                exists: stored.is_some(),
+                                replicas: stored.as_ref().and(replicas),
+                                ready_replicas: stored.as_ref().and(ready_replicas),
+                                creation_timestamp: value
+                                    .pointer("/metadata/creationTimestamp")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_owned),
+                            })
+                        }
+                    })
+                    .buffered(OBJECT_CONCURRENCY)
+                    .collect()
+                    .await;
+            let mut resources = Vec::new();
+            let mut error = inventory.error.clone();
+            for read in reads {
+                match read {
+                    Ok(r) => resources.push(r),
+                    Err(e) => error = Some(e),
+                }
+            }
+            ClusterStatus {
+                cluster: name.clone(),
+                error,
+                resources,
+            }
+        }
+    });
+    Ok(stream::iter(work)
+        .buffered(CLUSTER_CONCURRENCY)
+        .collect()
+        .await)
+}

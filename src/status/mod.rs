@@ -1,0 +1,330 @@
+//! What an addon's state is: its phase, per-cluster health ([`health`]), the `list` of every
+//! addon ([`list()`]), and waiting until an addon is enabled ([`wait`]). Reads only.
+
+pub mod health;
+pub mod list;
+pub mod wait;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::context::{Context, Error, Result};
+use crate::model::{AddonVersion, Constraint};
+use crate::state::record::{InstalledBy, Record};
+use crate::state::{clusters_of, installed, stored_args, Installed};
+pub use list::{list, ListRow};
+
+/// The phase of an addon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Running.
+    Enabled,
+    /// Applied, not yet running.
+    Enabling,
+    /// Being deleted.
+    Disabling,
+    /// Its workflow is suspended.
+    Suspend,
+    /// Its workflow failed.
+    Failed,
+    /// Not installed.
+    Disabled,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Phase::Enabled => "enabled",
+            Phase::Enabling => "enabling",
+            Phase::Disabling => "disabling",
+            Phase::Suspend => "suspend",
+            Phase::Failed => "failed",
+            Phase::Disabled => "disabled",
+        })
+    }
+}
+
+/// The phase KubeVela reports for an addon's Application.
+pub fn phase_of_application(app: &Value) -> Phase {
+    if app
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Phase::Disabling;
+    }
+    match app.pointer("/status/status").and_then(Value::as_str) {
+        Some("running") => Phase::Enabled,
+        Some("deleting") => Phase::Disabling,
+        Some("workflowFailed" | "workflowTerminated") => Phase::Failed,
+        _ if app
+            .pointer("/status/workflow/suspend")
+            .and_then(Value::as_bool)
+            == Some(true) =>
+        {
+            Phase::Suspend
+        }
+        Some("workflowSuspending") => Phase::Suspend,
+        _ => Phase::Enabling,
+    }
+}
+
+/// One parameter in `status -v`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterStatus {
+    /// Dotted name.
+    pub name: String,
+    /// The current value (masked for secrets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// The description (`.usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `status` of one addon.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The addon.
+    pub name: String,
+    /// Its phase.
+    pub phase: Phase,
+    /// The installed version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The registry it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// Target clusters (`*` = every cluster).
+    pub clusters: Vec<String>,
+    /// Who asked for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed_by: Option<InstalledBy>,
+    /// Why the phase is `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What else to know (a pending revision: an enable running, or interrupted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Direct engine: workloads (Deployments, DaemonSets, StatefulSets) on every target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_count: Option<usize>,
+    /// Direct engine: how many of them are ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_workload_count: Option<usize>,
+    /// Direct engine: per cluster and per resource.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<health::ClusterStatus>,
+    /// `-v`: the description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `-v`: versions available in the registries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub available_versions: Vec<String>,
+    /// `-v`: dependencies and whether each is installed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<DependencyStatus>,
+    /// `-v`: parameters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<ParameterStatus>,
+}
+
+/// A dependency in `status -v`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyStatus {
+    /// The addon depended on.
+    pub name: String,
+    /// Its constraint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// Whether an installed version satisfies it.
+    pub satisfied: bool,
+    /// The installed version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed: Option<String>,
+}
+
+/// The status of one addon; `verbose` adds description, versions, dependencies and parameters.
+pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> {
+    let all = installed(ctx).await?;
+    let current = all.get(name);
+    let mut status = Status {
+        name: name.to_owned(),
+        phase: Phase::Disabled,
+        version: None,
+        registry: None,
+        clusters: Vec::new(),
+        installed_by: None,
+        reason: None,
+        notes: Vec::new(),
+        workload_count: None,
+        ready_workload_count: None,
+        resources: Vec::new(),
+        description: None,
+        available_versions: Vec::new(),
+        dependencies: Vec::new(),
+        parameters: Vec::new(),
+    };
+    let args = if current.is_some() {
+        stored_args(ctx, name).await?
+    } else {
+        Map::new()
+    };
+    if let Some(current) = current {
+        status.phase = match (&current.application, &current.record) {
+            (Some(app), _) => phase_of_application(app),
+            (None, Some(_)) => Phase::Enabled,
+            (None, None) => Phase::Disabled,
+        };
+        status.version = Some(current.version.clone());
+        status.registry = Some(current.registry.clone());
+        status.clusters = match (&current.application, &current.record) {
+            (None, Some(record)) if !record.clusters.is_empty() => record.clusters.clone(),
+            (app, _) => clusters_of(app.as_ref(), &args),
+        };
+        status.installed_by = current.record.as_ref().map(|r| r.installed_by);
+        if let Some(record) = current.record.as_ref().filter(|r| {
+            current.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
+        }) {
+            direct_health(ctx, record, &mut status).await?;
+        }
+    }
+    if !verbose {
+        return Ok(status);
+    }
+    details(ctx, &all, current.is_none(), args, &mut status).await?;
+    Ok(status)
+}
+
+/// The phase, reason and resources of an addon the direct engine dispatched, from its clusters.
+async fn direct_health(ctx: &Context, record: &Record, status: &mut Status) -> Result<()> {
+    let name = &record.name;
+    let clusters = health::health(ctx, &record.dispatched_or_planned()).await?;
+    let workloads: Vec<&health::ResourceStatus> = clusters
+        .iter()
+        .flat_map(|c| c.resources.iter())
+        .filter(|r| r.is_workload())
+        .collect();
+    let ready = workloads.iter().filter(|r| r.is_ready()).count();
+    let failures: Vec<String> = clusters
+        .iter()
+        .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.cluster)))
+        .collect();
+    if let Some(pending) = &record.pending {
+        status.notes.push(format!(
+            "revision {} is pending: an enable is running, or was interrupted or failed before every cluster had it; unless one is running, run `addonctl enable {name}` again to finish it (or `addonctl disable {name}`)",
+            pending.version
+        ));
+    }
+    status.phase = if !failures.is_empty() {
+        status.reason = Some(failures.join("; "));
+        Phase::Failed
+    } else if record.pending.is_some() || ready < workloads.len() {
+        Phase::Enabling
+    } else {
+        Phase::Enabled
+    };
+    status.workload_count = Some(workloads.len());
+    status.ready_workload_count = Some(ready);
+    status.resources = clusters;
+    Ok(())
+}
+
+/// What `status -v` adds: description, available versions, dependencies and parameters
+/// (`args` masked), every registry read once.
+async fn details(
+    ctx: &Context,
+    all: &BTreeMap<String, Installed>,
+    not_installed: bool,
+    args: Map<String, Value>,
+    status: &mut Status,
+) -> Result<()> {
+    let name = status.name.clone();
+    // Every registry is read once: the versions and the package both come from this listing.
+    let listings = ctx.catalog.list().await;
+    let mut versions = BTreeSet::new();
+    for listing in &listings {
+        match &listing.addons {
+            Ok(addons) => {
+                for addon in addons.iter().filter(|a| a.name == name) {
+                    versions.extend(addon.versions.iter().cloned());
+                }
+            }
+            Err(e) => status.notes.push(format!(
+                "registry `{}` is left out of the available versions: {e}",
+                listing.registry
+            )),
+        }
+    }
+    let mut sorted: Vec<AddonVersion> = versions.iter().map(|v| AddonVersion::parse(v)).collect();
+    sorted.sort();
+    sorted.reverse();
+    status.available_versions = sorted.iter().map(|v| v.raw().to_owned()).collect();
+    let found = ctx.catalog.find_listed(
+        &listings,
+        &name,
+        status.version.as_deref(),
+        status.registry.as_deref(),
+    );
+    let Some(found) = found else {
+        if not_installed {
+            return Err(Error::Refused(format!(
+                "no addon `{name}` is installed or in any registry"
+            )));
+        }
+        return Ok(());
+    };
+    let package = ctx.catalog.load(&found).await?;
+    status.description.clone_from(&package.metadata.description);
+    for dependency in &package.metadata.dependencies {
+        let installed_version = all.get(&dependency.name).map(|i| i.version.clone());
+        let constraint = dependency
+            .version
+            .as_deref()
+            .and_then(|c| Constraint::parse(c).ok());
+        let satisfied = installed_version.as_deref().is_some_and(|v| {
+            constraint
+                .as_ref()
+                .is_none_or(|c| c.matches(&AddonVersion::parse(v)))
+        });
+        status.dependencies.push(DependencyStatus {
+            name: dependency.name.clone(),
+            constraint: dependency.version.clone(),
+            satisfied,
+            installed: installed_version,
+        });
+    }
+    let schema = ctx
+        .renderer
+        .parameter_schema(&package)
+        .map_err(crate::Error::from)?;
+    let masked = schema.mask(&Value::Object(args));
+    if let Some(properties) = schema.schema().get("properties").and_then(Value::as_object) {
+        for (key, property) in properties {
+            status.parameters.push(ParameterStatus {
+                name: key.clone(),
+                value: masked.get(key).cloned(),
+                default: property.get("default").cloned().map(|d| {
+                    if schema.is_secret(key) {
+                        json!(crate::render::MASK)
+                    } else {
+                        d
+                    }
+                }),
+                description: property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+    Ok(())
+}
