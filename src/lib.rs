@@ -13,6 +13,7 @@
 //! Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI (`cli`,
 //! private to the binary) only parses arguments, prints and calls this library.
 
+mod chain;
 pub mod cluster;
 pub mod cue;
 pub mod error;

@@ -26,7 +26,7 @@
 //! what was deleted and what to run next, and the record keeps what is left.
 
 pub mod access;
-pub mod catalog;
+pub use crate::source::catalog;
 pub mod clusters;
 pub mod deletion;
 pub mod direct;
@@ -1775,7 +1775,9 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         }
         return Ok(status);
     };
-    let package = ctx.catalog.load(&found).await?;
+    let package = crate::loader::load(found.reader.as_ref(), &found.addon)
+        .await
+        .map_err(crate::Error::from)?;
     status.description.clone_from(&package.metadata.description);
     for dependency in &package.metadata.dependencies {
         let installed_version = all.get(&dependency.name).map(|i| i.version.clone());
@@ -1865,7 +1867,9 @@ pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>
     for listing in ctx.catalog.list_only(registry).await {
         match listing.addons {
             Err(e) if registry.is_some() => {
-                return Err(catalog::registry_failure(&listing.registry, e).into())
+                return Err(
+                    crate::Error::from(catalog::registry_failure(&listing.registry, e)).into(),
+                )
             }
             Ok(addons) => {
                 for addon in addons {

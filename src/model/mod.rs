@@ -2,6 +2,7 @@
 
 pub mod addon;
 pub mod metadata;
+pub mod registry;
 pub mod version;
 
 pub use addon::{AddonPackage, SourceFile, Template};

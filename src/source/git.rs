@@ -39,11 +39,13 @@ use git2::{Direction, FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository
 use known_hosts::{KnownHosts, Verdict};
 use tokio::sync::OnceCell;
 
+use crate::model::registry::{Credentials, RegistrySpec, KNOWN_HOSTS_OPTION, SSH_KEY_OPTION};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{create_private_dir, CacheOptions, DiskCache};
 use crate::source::http::redact;
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    check_relative_path, serve_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
     FileEntry, IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
@@ -163,6 +165,27 @@ impl fmt::Display for GitReader {
 }
 
 impl GitReader {
+    /// The reader of a stored git registry: ref, path, TLS, credentials and the ssh options.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let git = GitOptions {
+            reference: spec.reference.clone(),
+            path: spec.path.clone().unwrap_or_default(),
+            token: credentials.token.clone(),
+            username: credentials.username.clone(),
+            password: credentials.password.clone(),
+            insecure_skip_tls: spec.insecure_skip_tls,
+            ca_bundle: spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec()),
+            ssh_key: spec.options.get(SSH_KEY_OPTION).map(PathBuf::from),
+            ssh_passphrase: credentials.ssh_passphrase.clone(),
+            known_hosts: spec.options.get(KNOWN_HOSTS_OPTION).map(PathBuf::from),
+        };
+        Self::new(&spec.name, &spec.endpoint, git, &options.cache)
+    }
+
     /// A reader of the repository at `url`. Nothing is fetched until the first call.
     pub fn new(
         registry: &str,
@@ -245,7 +268,7 @@ impl GitReader {
         let versions = index
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, versions, addon.version.as_deref())
+        serve_version(&addon.name, versions, addon.version.as_deref())
             .map(|v| v.tree)
             .map_err(|what| self.inner.not_found(what))
     }

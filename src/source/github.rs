@@ -36,11 +36,13 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use octocrab::Octocrab;
 use secrecy::{ExposeSecret as _, SecretString};
 
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
     self, describe_reset, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
     ForgeApi, ForgeCore, Snapshot,
 };
+use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
 /// The web host of the public GitHub service; its API base is the octocrab default.
@@ -176,6 +178,30 @@ impl fmt::Debug for Api {
 }
 
 impl GithubReader {
+    /// The reader of a stored GitHub registry, with the run's cache and HTTP limits.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut github = GithubOptions::from_url(&spec.name, &spec.endpoint)?;
+        if let Some(reference) = &spec.reference {
+            github = github.with_ref(reference.clone());
+        }
+        if let Some(path) = &spec.path {
+            github.path.clone_from(path);
+        }
+        github.token = credentials.token.as_deref().map(SecretString::from);
+        github.cache = options.cache.clone();
+        if let Some(http) = &options.http {
+            github.connect_timeout = http.connect_timeout;
+            github.request_timeout = http.timeout;
+            github.retries = http.retries;
+            github.max_retry_wait = http.max_retry_wait;
+        }
+        Self::new(github, spec.name.clone())
+    }
+
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GithubOptions, registry: impl Into<String>) -> Result<Self> {
         let registry = registry.into();
@@ -441,7 +467,7 @@ impl Api {
                     None,
                     self.backend(format!(
                         "cannot reach the GitHub API: {}",
-                        crate::error::chain(&e)
+                        crate::chain::chain(&e)
                     )),
                 )
             }
@@ -500,7 +526,7 @@ impl Api {
                 self.backend(format!(
                     "the answer for {} broke off: {}",
                     get.what,
-                    crate::error::chain(e.as_ref())
+                    crate::chain::chain(e.as_ref())
                 )),
             ),
         }

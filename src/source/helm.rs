@@ -26,12 +26,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::model::AddonVersion;
 use crate::source::archive::{self, ArchiveLimits};
 use crate::source::cache::{hex, CacheOptions, CachedEntry, DiskCache};
 use crate::source::http::{redact, Auth, HttpClient, HttpOptions};
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    check_relative_path, serve_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
     FileEntry, IndexedVersion, Result,
 };
 
@@ -96,6 +98,29 @@ impl fmt::Display for HelmReader {
 }
 
 impl HelmReader {
+    /// The reader of a stored Helm registry: its TLS settings, and basic auth (user name) or a
+    /// bearer token.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut http = options.http_for(spec);
+        http.auth = match (
+            &credentials.username,
+            &credentials.password,
+            &credentials.token,
+        ) {
+            (Some(username), password, _) => Auth::Basic {
+                username: username.clone(),
+                password: password.clone().unwrap_or_default(),
+            },
+            (None, _, Some(token)) => Auth::Bearer(token.clone()),
+            _ => Auth::None,
+        };
+        Self::new(&spec.name, &spec.endpoint, http, &options.cache)
+    }
+
     /// A reader of the repository at `url` (the directory holding `index.yaml`; a URL ending in
     /// `/index.yaml` is accepted too). Credentials embedded in the URL are used as basic auth
     /// when `http.auth` is [`Auth::None`].
@@ -173,7 +198,7 @@ impl HelmReader {
             .charts
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, versions, addon.version.as_deref())
+        serve_version(&addon.name, versions, addon.version.as_deref())
             .map_err(|what| self.inner.not_found(what))
     }
 

@@ -516,7 +516,7 @@ impl HttpClient {
 
     fn transport_error(&self, shown: &str, error: reqwest::Error) -> Attempt {
         let timeout = error.is_timeout();
-        let text = crate::error::chain(&error.without_url());
+        let text = crate::chain::chain(&error.without_url());
         if timeout {
             let limit = self.options.timeout.as_secs_f64();
             return Attempt::Retry(

@@ -34,10 +34,12 @@ use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use futures::{StreamExt, TryStreamExt};
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::model::registry::{Credentials as RegistryCredentials, RegistrySpec};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{key_hash, CacheOptions, CachedEntry, DiskCache};
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, AddonRef, AddonSummary, AsyncReader, Error, FileEntry,
+    check_relative_path, serve_version, AddonRef, AddonSummary, AsyncReader, Error, FileEntry,
     IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
@@ -233,6 +235,37 @@ struct Version {
 }
 
 impl S3Reader {
+    /// The reader of a stored S3 or OSS registry: bucket, prefix, region, path style and the
+    /// access key (user name) and secret (password).
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &RegistryCredentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let bucket = spec.bucket.clone().ok_or_else(|| Error::InvalidContent {
+            registry: spec.name.clone(),
+            message: "an S3/OSS registry needs `--bucket`".to_owned(),
+        })?;
+        let mut s3 = S3Options::new(spec.endpoint.clone(), bucket);
+        if let Some(path) = &spec.path {
+            s3.prefix.clone_from(path);
+        }
+        if let Some(region) = spec.options.get("region") {
+            s3.region.clone_from(region);
+        }
+        if let Some(path_style) = spec.options.get("pathStyle") {
+            s3.path_style = path_style == "true";
+        }
+        if let (Some(id), Some(secret)) = (&credentials.username, &credentials.password) {
+            s3.credentials = Some(S3Credentials {
+                access_key_id: id.clone(),
+                secret_access_key: secret.clone(),
+            });
+        }
+        s3.cache = options.cache.clone();
+        Ok(Self::from_options(&s3, spec.name.clone()))
+    }
+
     /// A reader over `bucket` (below `prefix`) through an SDK client the caller built.
     pub fn new(
         client: aws_sdk_s3::Client,
@@ -630,7 +663,7 @@ impl Inner {
             .addons
             .get(&addon.name)
             .ok_or_else(|| self.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, &entry.versions, addon.version.as_deref())
+        serve_version(&addon.name, &entry.versions, addon.version.as_deref())
             .map_err(|what| self.not_found(what))
     }
 }

@@ -58,7 +58,7 @@ async fn context(global: &GlobalArgs, registries: bool) -> anyhow::Result<Contex
     let catalog = if registries {
         catalog(global, &cluster).await?
     } else {
-        Catalog::new(&global.registry_dirs)?
+        Catalog::new(&global.registry_dirs).map_err(addonctl::Error::from)?
     };
     Ok(Context {
         cluster,
@@ -100,8 +100,6 @@ fn lock_options(command: &str, force: bool) -> manage::LockOptions {
 /// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
 /// A stored registry that cannot be opened is a warning, not a silent omission.
 async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catalog> {
-    let mut readers = Catalog::new(&global.registry_dirs)?.readers().to_vec();
-    readers.pop(); // the built-in registry; `registry::readers` puts it last again
     let store = addonctl::registry::Store::Cluster {
         cluster: cluster.clone(),
         namespace: global.system_namespace.clone(),
@@ -125,20 +123,19 @@ async fn catalog(global: &GlobalArgs, cluster: &Cluster) -> anyhow::Result<Catal
             Vec::new()
         }
     };
-    let options = addonctl::registry::OpenOptions {
+    let options = addonctl::source::OpenOptions {
         cache: addonctl::source::cache::CacheOptions {
             refresh: global.refresh,
             ..addonctl::source::cache::CacheOptions::default()
         },
         http: addonctl::source::http::HttpOptions::from_env(),
     };
-    for reader in addonctl::registry::readers(&stored, &options) {
-        match reader {
-            Ok(reader) => readers.push(reader),
-            Err(e) => tracing::warn!("{e}"),
-        }
+    let (catalog, failures) = Catalog::with_stored(&global.registry_dirs, &stored, &options)
+        .map_err(addonctl::Error::from)?;
+    for e in failures {
+        tracing::warn!("{e}");
     }
-    Ok(Catalog::from_readers(readers))
+    Ok(catalog)
 }
 
 fn print_structured<T: Serialize>(value: &T, format: ReportFormat) -> anyhow::Result<bool> {
@@ -166,8 +163,11 @@ async fn root_schema(
             .await
             .map_err(addonctl::Error::from)?
     } else {
-        let found = ctx.catalog.find(reference, version, None, None).await?;
-        ctx.catalog.load(&found).await?
+        let found = (ctx.catalog.find(reference, version, None, None).await)
+            .map_err(addonctl::Error::from)?;
+        addonctl::loader::load(found.reader.as_ref(), &found.addon)
+            .await
+            .map_err(addonctl::Error::from)?
     };
     Ok(ctx
         .renderer
