@@ -148,7 +148,9 @@ fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
 /// Applies the flags to a spec.
 fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyhow::Result<()> {
     if let Some(kind) = &settings.kind {
-        spec.kind = kind.parse::<RegistryType>()?;
+        spec.kind = kind
+            .parse::<RegistryType>()
+            .map_err(addonctl::Error::from)?;
     }
     if let Some(endpoint) = &settings.endpoint {
         endpoint.clone_into(&mut spec.endpoint);
@@ -271,7 +273,8 @@ async fn add(
             .kind
             .as_deref()
             .ok_or_else(|| user("`registry add` needs `--type` (or `--from FILE`)"))?
-            .parse::<RegistryType>()?;
+            .parse::<RegistryType>()
+            .map_err(addonctl::Error::from)?;
         let mut spec = RegistrySpec {
             name,
             kind,
@@ -285,7 +288,7 @@ async fn add(
     };
     let mut stdout = std::io::stdout().lock();
     for mut registry in registries {
-        check_name(&registry.spec.name)?;
+        check_name(&registry.spec.name).map_err(addonctl::Error::from)?;
         if store.get(&registry.spec.name).await?.is_some() {
             return Err(user(format!(
                 "registry `{0}` already exists; change it with `addonctl registry update {0}`",
