@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use addonctl::model::secret::ExposeSecret;
 use addonctl::registry::{self, OpenOptions, RegistryType, Store};
 use addonctl::source::cache::CacheOptions;
 use addonctl::source::catalog::Catalog;
@@ -407,11 +408,19 @@ async fn registries_on_the_cluster_use_kubevelas_configmap_and_a_secret() {
     let names: Vec<&str> = loaded.iter().map(|r| r.spec.name.as_str()).collect();
     assert_eq!(names, ["vela-added", "charts", "hub"]);
     assert_eq!(
-        loaded[0].credentials.password.as_deref(),
+        loaded[0]
+            .credentials
+            .password
+            .as_ref()
+            .map(ExposeSecret::expose_secret),
         Some("inline-pass")
     );
     assert_eq!(
-        loaded[1].credentials.token.as_deref(),
+        loaded[1]
+            .credentials
+            .token
+            .as_ref()
+            .map(ExposeSecret::expose_secret),
         Some("tok-abcdef-123")
     );
     let reader = registry::open(&loaded[1], &OpenOptions::default()).unwrap();

@@ -3,6 +3,7 @@
 pub mod addon;
 pub mod metadata;
 pub mod registry;
+pub mod secret;
 pub mod version;
 
 pub use addon::{AddonPackage, SourceFile, Template};

@@ -13,6 +13,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::model::secret::{secret, ExposeSecret as _, SecretString};
+
 /// The ConfigMap KubeVela keeps its registries in.
 pub const CONFIG_MAP: &str = "vela-addon-registry";
 /// Its key holding the JSON map.
@@ -166,25 +168,18 @@ fn is_zero(value: &i32) -> bool {
     *value == 0
 }
 
-/// A registry's credentials. Never serialised into the registry list; `Debug` hides the values.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A registry's credentials. Not serialisable (the store writes them into the Secret or the
+/// local file itself); `Debug` names the keys set, never their values.
+#[derive(Clone, Default)]
 pub struct Credentials {
     /// A token (bearer for Helm, API token for the forges, password for git).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
-    /// A user name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<SecretString>,
+    /// A user name (the access key id for S3 and OSS).
     pub username: Option<String>,
-    /// A password.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
+    /// A password (the secret access key for S3 and OSS).
+    pub password: Option<SecretString>,
     /// The passphrase of a git registry's ssh key (Secret key `sshPassphrase`).
-    #[serde(
-        default,
-        rename = "sshPassphrase",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub ssh_passphrase: Option<String>,
+    pub ssh_passphrase: Option<SecretString>,
 }
 
 impl Credentials {
@@ -215,14 +210,62 @@ impl Credentials {
     }
 }
 
+/// Credentials as a file holds them: the `credentials` section of the local registry file, the
+/// keys of a registry definition. Only the store and the definitions reader use it, at the
+/// file's edge; everywhere else credentials are [`Credentials`].
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub(crate) struct StoredCredentials {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    password: Option<String>,
+    #[serde(
+        default,
+        rename = "sshPassphrase",
+        skip_serializing_if = "Option::is_none"
+    )]
+    ssh_passphrase: Option<String>,
+}
+
+impl fmt::Debug for StoredCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Credentials::from(self.clone()).fmt(f)
+    }
+}
+
+impl From<StoredCredentials> for Credentials {
+    fn from(stored: StoredCredentials) -> Self {
+        Credentials {
+            token: stored.token.and_then(secret),
+            username: stored.username.filter(|u| !u.is_empty()),
+            password: stored.password.and_then(secret),
+            ssh_passphrase: stored.ssh_passphrase.and_then(secret),
+        }
+    }
+}
+
+impl From<&Credentials> for StoredCredentials {
+    fn from(credentials: &Credentials) -> Self {
+        let expose = |s: &SecretString| s.expose_secret().to_owned();
+        StoredCredentials {
+            token: credentials.token.as_ref().map(expose),
+            username: credentials.username.clone(),
+            password: credentials.password.as_ref().map(expose),
+            ssh_passphrase: credentials.ssh_passphrase.as_ref().map(expose),
+        }
+    }
+}
+
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Credentials({})", self.keys().join(", "))
     }
 }
 
-/// A stored registry with its credentials: what [`open`] needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A stored registry with its credentials: what [`crate::source::open`] needs.
+#[derive(Debug, Clone)]
 pub struct Registry {
     /// The registry.
     pub spec: RegistrySpec,
@@ -295,20 +338,24 @@ pub fn strip_endpoint_credentials(
         let Some(password) = password else {
             return endpoint.trim().to_owned();
         };
-        credentials.password.get_or_insert(password);
+        if credentials.password.is_none() {
+            credentials.password = secret(password);
+        }
         let _ = url.set_password(None);
         return url.to_string();
     }
     match (password, kind) {
         (None, RegistryType::Github | RegistryType::Gitee | RegistryType::Gitlab) => {
-            credentials.token.get_or_insert(username);
+            if credentials.token.is_none() {
+                credentials.token = secret(username);
+            }
         }
         (password, _) => {
             if !username.is_empty() {
                 credentials.username.get_or_insert(username);
             }
-            if let Some(password) = password {
-                credentials.password.get_or_insert(password);
+            if let (None, Some(password)) = (&credentials.password, password) {
+                credentials.password = secret(password);
             }
         }
     }
@@ -420,9 +467,13 @@ pub(crate) fn from_kubevela(name: &str, entry: &Value) -> Option<(RegistrySpec, 
         .iter()
         .filter_map(|k| entry.get(*k))
     {
-        inline.token = inline.token.or_else(|| text(object, "token"));
+        inline.token = inline
+            .token
+            .or_else(|| text(object, "token").and_then(secret));
         inline.username = inline.username.or_else(|| text(object, "username"));
-        inline.password = inline.password.or_else(|| text(object, "password"));
+        inline.password = inline
+            .password
+            .or_else(|| text(object, "password").and_then(secret));
     }
     if let Some(ours) = entry.get("addonctl").filter(|v| v.is_object()) {
         let mut spec: RegistrySpec = serde_json::from_value(ours.clone()).ok()?;
@@ -474,6 +525,11 @@ pub(crate) fn from_kubevela(name: &str, entry: &Value) -> Option<(RegistrySpec, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::secret::ExposeSecret;
+
+    fn exposed(secret: Option<&SecretString>) -> Option<&str> {
+        secret.map(ExposeSecret::expose_secret)
+    }
 
     fn spec(name: &str, kind: RegistryType, endpoint: &str) -> RegistrySpec {
         RegistrySpec {
@@ -494,7 +550,7 @@ mod tests {
         );
         assert_eq!(clean, "https://charts.example.invalid/sub/");
         assert_eq!(credentials.username.as_deref(), Some("me"));
-        assert_eq!(credentials.password.as_deref(), Some("p@ss"));
+        assert_eq!(exposed(credentials.password.as_ref()), Some("p@ss"));
 
         let mut credentials = Credentials::default();
         let clean = strip_endpoint_credentials(
@@ -503,7 +559,7 @@ mod tests {
             &mut credentials,
         );
         assert_eq!(clean, "https://github.example.invalid/o/r");
-        assert_eq!(credentials.token.as_deref(), Some("ghp_abc"));
+        assert_eq!(exposed(credentials.token.as_ref()), Some("ghp_abc"));
         assert!(!format!("{credentials:?}").contains("ghp_abc"));
     }
 
@@ -528,7 +584,7 @@ mod tests {
         let (parsed, inline) = from_kubevela("kv", &vela).unwrap();
         assert_eq!(parsed.kind, RegistryType::Helm);
         assert_eq!(parsed.endpoint, "https://h.example.invalid");
-        assert_eq!(inline.password.as_deref(), Some("p"));
+        assert_eq!(exposed(inline.password.as_ref()), Some("p"));
         let gitlab = json!({"name": "gl", "gitlab": {"url": "https://gl.example.invalid", "repo": "grp/sub/proj", "path": "addons"}});
         let (parsed, _) = from_kubevela("gl", &gitlab).unwrap();
         assert_eq!(parsed.endpoint, "https://gl.example.invalid/grp/sub/proj");

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::model::registry::{
-    check_name, strip_endpoint_credentials, Credentials, Registry, RegistrySpec,
+    check_name, strip_endpoint_credentials, Credentials, Registry, RegistrySpec, StoredCredentials,
 };
 use crate::{Error, Result};
 
@@ -49,7 +49,10 @@ pub fn read_definitions_with(
     let mut registries = Vec::new();
     for item in items {
         let item = expand_env(&item, &shown, lookup)?;
-        let mut credentials: Credentials = serde_json::from_value(item.clone()).unwrap_or_default();
+        let mut credentials: Credentials =
+            serde_json::from_value::<StoredCredentials>(item.clone())
+                .unwrap_or_default()
+                .into();
         let mut object = item.as_object().cloned().unwrap_or_default();
         for key in ["token", "username", "password", "sshPassphrase"] {
             object.remove(key);

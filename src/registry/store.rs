@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::cluster::Cluster;
+use crate::model::registry::StoredCredentials;
 use crate::model::registry::{
     check_name, from_kubevela, sort, to_kubevela, Credentials, Registry, RegistrySpec, CONFIG_MAP,
     CONFIG_MAP_KEY, SECRET_PREFIX,
 };
+use crate::model::secret::{secret as to_secret, ExposeSecret as _};
 use crate::{Error, Result};
 
 fn parse_map(registry_json: &str) -> Result<BTreeMap<String, Value>> {
@@ -69,7 +71,7 @@ struct LocalFile {
     registries: BTreeMap<String, Value>,
     /// Credentials by registry name.
     #[serde(default)]
-    credentials: BTreeMap<String, Credentials>,
+    credentials: BTreeMap<String, StoredCredentials>,
 }
 
 fn secret_gvk() -> GroupVersionKind {
@@ -144,9 +146,12 @@ impl Store {
                 continue;
             };
             let mut credentials = match (self, &file) {
-                (Store::File(_), Some(file)) => {
-                    file.credentials.get(name).cloned().unwrap_or_default()
-                }
+                (Store::File(_), Some(file)) => file
+                    .credentials
+                    .get(name)
+                    .cloned()
+                    .map(Credentials::from)
+                    .unwrap_or_default(),
                 _ => match &spec.secret_ref {
                     Some(secret) => self.read_secret(secret).await?,
                     None => Credentials::default(),
@@ -349,10 +354,10 @@ impl Store {
             .filter(|s| !s.is_empty())
         };
         Ok(Credentials {
-            token: field("token"),
+            token: field("token").and_then(to_secret),
             username: field("username"),
-            password: field("password"),
-            ssh_passphrase: field("sshPassphrase"),
+            password: field("password").and_then(to_secret),
+            ssh_passphrase: field("sshPassphrase").and_then(to_secret),
         })
     }
 
@@ -371,19 +376,20 @@ impl Store {
                 .await?;
             return Ok(None);
         }
-        let encode = |s: &String| json!(base64::engine::general_purpose::STANDARD.encode(s));
+        // The one place a credential leaves its `SecretString`: into the Secret's data.
+        let encode = |s: &str| json!(base64::engine::general_purpose::STANDARD.encode(s));
         let mut data = Map::new();
         if let Some(token) = &credentials.token {
-            data.insert("token".into(), encode(token));
+            data.insert("token".into(), encode(token.expose_secret()));
         }
         if let Some(username) = &credentials.username {
             data.insert("username".into(), encode(username));
         }
         if let Some(password) = &credentials.password {
-            data.insert("password".into(), encode(password));
+            data.insert("password".into(), encode(password.expose_secret()));
         }
         if let Some(passphrase) = &credentials.ssh_passphrase {
-            data.insert("sshPassphrase".into(), encode(passphrase));
+            data.insert("sshPassphrase".into(), encode(passphrase.expose_secret()));
         }
         let object = json!({
             "apiVersion": "v1",
@@ -417,7 +423,7 @@ impl Store {
                         file.credentials.remove(name);
                     } else {
                         file.credentials
-                            .insert(name.to_owned(), credentials.clone());
+                            .insert(name.to_owned(), StoredCredentials::from(credentials));
                     }
                 }
                 file.registries

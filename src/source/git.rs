@@ -47,6 +47,7 @@ pub use ssh::SshTarget;
 use trust::Trust;
 
 use crate::model::registry::{Credentials, RegistrySpec, KNOWN_HOSTS_OPTION, SSH_KEY_OPTION};
+use crate::model::secret::{masked, ExposeSecret, SecretString};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{create_private_dir, CacheOptions, DiskCache};
 use crate::source::http::redact;
@@ -64,11 +65,11 @@ pub struct GitOptions {
     /// The registry directory inside the repository (`""` = the root).
     pub path: String,
     /// A token for https (sent as the password; the user name is `username` or `git`).
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// A user name for https.
     pub username: Option<String>,
     /// A password for https.
-    pub password: Option<String>,
+    pub password: Option<SecretString>,
     /// Accept any TLS certificate (test servers only).
     pub insecure_skip_tls: bool,
     /// Extra trusted CA certificates for https remotes (PEM, one or more): a server certificate
@@ -78,7 +79,7 @@ pub struct GitOptions {
     /// The private key file for ssh remotes (`None` = the ssh-agent's keys).
     pub ssh_key: Option<PathBuf>,
     /// The passphrase of [`GitOptions::ssh_key`], when it is encrypted.
-    pub ssh_passphrase: Option<String>,
+    pub ssh_passphrase: Option<SecretString>,
     /// The known_hosts file ssh host keys are checked against (`None` = `~/.ssh/known_hosts`).
     pub known_hosts: Option<PathBuf>,
 }
@@ -89,15 +90,12 @@ impl fmt::Debug for GitOptions {
             .field("reference", &self.reference)
             .field("path", &self.path)
             .field("username", &self.username)
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("token", &masked(self.token.as_ref()))
+            .field("password", &masked(self.password.as_ref()))
             .field("insecure_skip_tls", &self.insecure_skip_tls)
             .field("ca_bundle", &self.ca_bundle.as_ref().map(Vec::len))
             .field("ssh_key", &self.ssh_key)
-            .field(
-                "ssh_passphrase",
-                &self.ssh_passphrase.as_ref().map(|_| "***"),
-            )
+            .field("ssh_passphrase", &masked(self.ssh_passphrase.as_ref()))
             .field("known_hosts", &self.known_hosts)
             .finish()
     }
@@ -370,7 +368,11 @@ impl Inner {
         let mut attempts = 0;
         callbacks.credentials(move |_url, _user, allowed| {
             attempts += 1;
-            let secret = options.token.as_deref().or(options.password.as_deref());
+            let secret = options
+                .token
+                .as_ref()
+                .or(options.password.as_ref())
+                .map(ExposeSecret::expose_secret);
             match secret {
                 Some(secret) if attempts <= 1 && allowed.is_user_pass_plaintext() => {
                     git2::Cred::userpass_plaintext(

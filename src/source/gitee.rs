@@ -137,7 +137,7 @@ impl GiteeReader {
         if let Some(path) = &spec.path {
             gitee.path.clone_from(path);
         }
-        gitee.token = credentials.token.as_deref().map(SecretString::from);
+        gitee.token.clone_from(&credentials.token);
         gitee.cache = options.cache.clone();
         gitee.http = options.http_for(spec);
         Self::new(gitee, &spec.name)

@@ -191,7 +191,7 @@ impl GithubReader {
         if let Some(path) = &spec.path {
             github.path.clone_from(path);
         }
-        github.token = credentials.token.as_deref().map(SecretString::from);
+        github.token.clone_from(&credentials.token);
         github.cache = options.cache.clone();
         if let Some(http) = &options.http {
             github.connect_timeout = http.connect_timeout;

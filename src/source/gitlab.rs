@@ -147,7 +147,7 @@ impl GitlabReader {
         if let Some(path) = &spec.path {
             gitlab.path.clone_from(path);
         }
-        gitlab.token = credentials.token.as_deref().map(SecretString::from);
+        gitlab.token.clone_from(&credentials.token);
         gitlab.cache = options.cache.clone();
         gitlab.http = options.http_for(spec);
         Self::new(gitlab, &spec.name)

@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::model::registry::{Credentials, RegistrySpec};
+use crate::model::secret::SecretString;
 use crate::model::AddonVersion;
 use crate::source::archive::{self, ArchiveLimits};
 use crate::source::cache::{hex, CacheOptions, CachedEntry, DiskCache};
@@ -113,7 +114,7 @@ impl HelmReader {
         ) {
             (Some(username), password, _) => Auth::Basic {
                 username: username.clone(),
-                password: password.clone().unwrap_or_default(),
+                password: password.clone().unwrap_or_else(|| SecretString::from("")),
             },
             (None, _, Some(token)) => Auth::Bearer(token.clone()),
             _ => Auth::None,
@@ -143,10 +144,10 @@ impl HelmReader {
                 ),
             });
         }
-        if !base.username().is_empty() && http.auth == Auth::None {
+        if !base.username().is_empty() && matches!(http.auth, Auth::None) {
             http.auth = Auth::Basic {
                 username: percent_decode(base.username()),
-                password: percent_decode(base.password().unwrap_or_default()),
+                password: percent_decode(base.password().unwrap_or_default()).into(),
             };
         }
         let _ = base.set_username("");
@@ -512,6 +513,7 @@ impl AsyncReader for HelmReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::secret::ExposeSecret as _;
 
     fn reader() -> HelmReader {
         HelmReader::new(
@@ -530,13 +532,11 @@ mod tests {
     fn the_repository_url_is_normalised_and_credentials_moved() {
         let r = reader();
         assert_eq!(r.url(), "https://charts.example.invalid/sub/");
-        assert_eq!(
-            r.http().options().auth,
-            Auth::Basic {
-                username: "u".into(),
-                password: "p@ss".into()
-            }
-        );
+        let Auth::Basic { username, password } = &r.http().options().auth else {
+            panic!("basic auth from the URL");
+        };
+        assert_eq!(username, "u");
+        assert_eq!(password.expose_secret(), "p@ss");
         assert!(!r.to_string().contains("p@ss"));
     }
 

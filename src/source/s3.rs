@@ -35,6 +35,7 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::model::registry::{Credentials as RegistryCredentials, RegistrySpec};
+use crate::model::secret::{masked, ExposeSecret as _, SecretString};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{key_hash, CacheOptions, CachedEntry, DiskCache};
 use crate::source::OpenOptions;
@@ -126,7 +127,7 @@ impl S3Options {
             Some(c) => {
                 builder = builder.credentials_provider(Credentials::new(
                     c.access_key_id.clone(),
-                    c.secret_access_key.clone(),
+                    c.secret_access_key.expose_secret(),
                     None,
                     None,
                     "addonctl-registry",
@@ -156,19 +157,19 @@ impl fmt::Debug for S3Options {
 }
 
 /// An access key pair. `Debug` shows the key id only.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct S3Credentials {
     /// The access key id.
     pub access_key_id: String,
     /// The secret access key.
-    pub secret_access_key: String,
+    pub secret_access_key: SecretString,
 }
 
 impl fmt::Debug for S3Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("S3Credentials")
             .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
+            .field("secret_access_key", &masked(Some(&self.secret_access_key)))
             .finish()
     }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use addonctl::cluster::{Cluster, ConnectOptions};
 use addonctl::manage::{access, lease};
+use addonctl::model::secret::secret;
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
     RegistryType, Store,
@@ -134,13 +135,10 @@ async fn store(global: &GlobalArgs, args: &RegistryArgs) -> anyhow::Result<Store
 /// The credentials the flags give (`None` when no credential flag was used).
 fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
     let credentials = Credentials {
-        token: settings.token.clone().filter(|s| !s.is_empty()),
+        token: settings.token.clone().and_then(secret),
         username: settings.username.clone().filter(|s| !s.is_empty()),
-        password: settings.password.clone().filter(|s| !s.is_empty()),
-        ssh_passphrase: settings
-            .ssh_key_passphrase
-            .clone()
-            .filter(|s| !s.is_empty()),
+        password: settings.password.clone().and_then(secret),
+        ssh_passphrase: settings.ssh_key_passphrase.clone().and_then(secret),
     };
     (!credentials.is_empty()).then_some(credentials)
 }
@@ -369,13 +367,13 @@ async fn update_locked(
     if let Some(credentials) = &new_credentials {
         registry.credentials = credentials.clone();
     }
-    let before = registry.credentials.clone();
+    let before = registry.credentials.keys();
     registry.spec.endpoint = strip_endpoint_credentials(
         registry.spec.kind,
         &registry.spec.endpoint,
         &mut registry.credentials,
     );
-    let moved = registry.credentials != before;
+    let moved = registry.credentials.keys() != before;
     if !settings.no_validate {
         validate(&registry).await?;
     }

@@ -7,6 +7,7 @@ use git2::RemoteCallbacks;
 
 use super::known_hosts::{self, KnownHosts, Verdict};
 use super::{Error, Inner, Result};
+use crate::model::secret::ExposeSecret;
 
 /// Checks an ssh server's host key against the known_hosts file; the error says what to do.
 fn check_host_key(
@@ -209,7 +210,10 @@ impl Inner {
                         user,
                         public.is_file().then_some(public.as_path()),
                         key,
-                        options.ssh_passphrase.as_deref(),
+                        options
+                            .ssh_passphrase
+                            .as_ref()
+                            .map(ExposeSecret::expose_secret),
                     )
                 }
                 None if key_attempts > 1 => refuse(format!(
