@@ -44,6 +44,10 @@ use crate::source::{
     IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
+mod layout;
+
+use layout::{files_below, Candidate, Layout};
+
 /// The most keys one listing may return before the reader gives up (a runaway prefix).
 pub const MAX_KEYS: usize = 200_000;
 
@@ -669,81 +673,6 @@ impl Inner {
     }
 }
 
-/// Addons found in a key listing before their metadata is read.
-#[derive(Debug, Default)]
-struct Layout {
-    /// Directory name (`""` for a single addon at the top) → candidate.
-    candidates: BTreeMap<String, Candidate>,
-}
-
-#[derive(Debug)]
-struct Candidate {
-    versioned: bool,
-    /// `(directory, version folder name)`, highest version first; one entry when unversioned.
-    versions: Vec<(String, String)>,
-}
-
-impl Layout {
-    fn detect(keys: &BTreeMap<String, u64>) -> Self {
-        let mut layout = Layout::default();
-        if keys.contains_key("metadata.yaml") {
-            layout.candidates.insert(
-                String::new(),
-                Candidate {
-                    versioned: false,
-                    versions: vec![(String::new(), String::new())],
-                },
-            );
-            return layout;
-        }
-        let mut versioned: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for key in keys.keys() {
-            let parts: Vec<&str> = key.split('/').collect();
-            match parts.as_slice() {
-                [name, "metadata.yaml"] => {
-                    layout.candidates.insert(
-                        (*name).to_owned(),
-                        Candidate {
-                            versioned: false,
-                            versions: vec![(format!("{name}/"), String::new())],
-                        },
-                    );
-                }
-                [name, version, "metadata.yaml"] => versioned
-                    .entry((*name).to_owned())
-                    .or_default()
-                    .push((*version).to_owned()),
-                _ => {}
-            }
-        }
-        for (name, mut versions) in versioned {
-            if layout.candidates.contains_key(&name) {
-                continue;
-            }
-            versions.sort_by(|a, b| AddonVersion::parse(b).cmp(&AddonVersion::parse(a)));
-            layout.candidates.insert(
-                name.clone(),
-                Candidate {
-                    versioned: true,
-                    versions: versions
-                        .into_iter()
-                        .map(|v| (format!("{name}/{v}/"), v))
-                        .collect(),
-                },
-            );
-        }
-        layout
-    }
-}
-
-/// The keys below `dir`, relative to it.
-fn files_below(keys: &BTreeMap<String, u64>, dir: &str) -> BTreeMap<String, u64> {
-    keys.range(dir.to_owned()..)
-        .take_while(|(k, _)| k.starts_with(dir))
-        .map(|(k, size)| (k[dir.len()..].to_owned(), *size))
-        .collect()
-}
-
 fn backend(
     registry: &str,
     message: String,
@@ -829,58 +758,4 @@ impl AsyncReader for S3Reader {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn keys(list: &[&str]) -> BTreeMap<String, u64> {
-        list.iter().map(|k| ((*k).to_owned(), 1)).collect()
-    }
-
-    #[test]
-    fn a_single_addon_at_the_top_is_one_candidate() {
-        let layout = Layout::detect(&keys(&["metadata.yaml", "resources/a.yaml"]));
-        assert_eq!(layout.candidates.len(), 1);
-        assert_eq!(
-            layout.candidates[""].versions,
-            [(String::new(), String::new())]
-        );
-    }
-
-    #[test]
-    fn version_folders_are_versions_highest_first() {
-        let layout = Layout::detect(&keys(&[
-            "a/metadata.yaml",
-            "b/1.0.0/metadata.yaml",
-            "b/1.10.0/metadata.yaml",
-            "b/1.2.0/metadata.yaml",
-            "b/1.2.0/resources/x.yaml",
-            "c/readme.md",
-        ]));
-        assert_eq!(layout.candidates.len(), 2);
-        assert!(!layout.candidates["a"].versioned);
-        let b = &layout.candidates["b"];
-        assert!(b.versioned);
-        let versions: Vec<&str> = b.versions.iter().map(|v| v.1.as_str()).collect();
-        assert_eq!(versions, ["1.10.0", "1.2.0", "1.0.0"]);
-    }
-
-    #[test]
-    fn files_below_a_directory_are_relative_to_it() {
-        let all = keys(&["a/metadata.yaml", "a/x/y.yaml", "ab/metadata.yaml"]);
-        let files: Vec<String> = files_below(&all, "a/").into_keys().collect();
-        assert_eq!(files, ["metadata.yaml", "x/y.yaml"]);
-    }
-
-    #[test]
-    fn credentials_do_not_show_the_secret() {
-        let c = S3Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "very-secret".into(),
-        };
-        let mut options = S3Options::new("http://127.0.0.1:1", "b");
-        options.credentials = Some(c);
-        let shown = format!("{options:?}");
-        assert!(shown.contains("AKID"));
-        assert!(!shown.contains("very-secret"));
-    }
-}
+mod tests;
