@@ -14,8 +14,8 @@ use serde::Serialize;
 pub use error::{Busy, Error, Result};
 
 use crate::cluster::{watchdog::Notice, Cluster, ConnectOptions, RateLimit};
-use crate::plan::Catalog;
 use crate::render::{Limits, Renderer};
+use crate::source::catalog::Catalog;
 use crate::state::lease;
 
 /// What a front end decides before any work starts (the CLI builds it from flags and the

@@ -42,20 +42,22 @@ impl Error {
     }
 }
 
-/// An error and its causes on one line (`a: b: c`), skipping a cause whose text the line already
-/// holds (libraries often repeat their source in their own message).
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
+/// Kept here for callers of the old path; the function lives in the leaf [`crate::chain`].
+pub(crate) use crate::chain::chain;
+
+impl From<source::catalog::Error> for Error {
+    fn from(error: source::catalog::Error) -> Self {
+        match error {
+            source::catalog::Error::NoAddon(message) => Error::User(message),
+            source::catalog::Error::Source(e) => Error::Source(e),
         }
-        source = cause.source();
     }
-    text
+}
+
+impl From<crate::model::registry::InvalidRegistry> for Error {
+    fn from(error: crate::model::registry::InvalidRegistry) -> Self {
+        Error::User(error.0)
+    }
 }
 
 /// `Result` with the crate's [`Error`].

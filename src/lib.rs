@@ -30,6 +30,7 @@
 //! (`cli`, private to the binary) only parses arguments, prints and calls this library.
 
 pub mod apply;
+mod chain;
 pub mod cluster;
 pub mod context;
 pub mod cue;

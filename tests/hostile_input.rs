@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use addonctl::plan::Catalog;
 use addonctl::plan::EnableRequest;
 use addonctl::render::{Limits, RenderOptions, Renderer};
 use addonctl::source::cache::CacheOptions;
+use addonctl::source::catalog::Catalog;
 use addonctl::source::helm::HelmReader;
 use addonctl::source::local::LocalReader;
 use addonctl::source::{AddonRef, AsyncReader, Reader};

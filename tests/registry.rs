@@ -3,8 +3,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use addonctl::model::secret::ExposeSecret;
 use addonctl::registry::{self, OpenOptions, RegistryType, Store};
 use addonctl::source::cache::CacheOptions;
+use addonctl::source::catalog::Catalog;
 use assert_cmd::Command;
 use base64::Engine as _;
 use predicates::prelude::*;
@@ -155,7 +157,8 @@ async fn registries_in_the_local_file_keep_credentials_apart_and_search_in_order
     // The library opens them in the same order, the built-in registry last.
     let store = Store::File(file.clone());
     let registries = store.load().await.unwrap();
-    let readers = registry::readers(
+    let (catalog, failures) = Catalog::with_stored(
+        &[],
         &registries,
         &OpenOptions {
             cache: CacheOptions {
@@ -164,16 +167,12 @@ async fn registries_in_the_local_file_keep_credentials_apart_and_search_in_order
             },
             http: None,
         },
-    );
-    let opened: Vec<String> = readers
-        .iter()
-        .map(|r| {
-            r.as_ref()
-                .map_or_else(ToString::to_string, |r| r.registry().to_owned())
-        })
-        .collect();
+    )
+    .unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    let opened: Vec<&str> = catalog.readers().iter().map(|r| r.registry()).collect();
     assert_eq!(opened, ["urgent", "first", "second", "builtin"]);
-    let helm = readers[1].as_ref().unwrap();
+    let helm = &catalog.readers()[1];
     conformance::run(helm.as_ref(), &fixture_registry()).await;
 
     // Update keeps the order of addition; remove forgets credentials too.
@@ -409,11 +408,19 @@ async fn registries_on_the_cluster_use_kubevelas_configmap_and_a_secret() {
     let names: Vec<&str> = loaded.iter().map(|r| r.spec.name.as_str()).collect();
     assert_eq!(names, ["vela-added", "charts", "hub"]);
     assert_eq!(
-        loaded[0].credentials.password.as_deref(),
+        loaded[0]
+            .credentials
+            .password
+            .as_ref()
+            .map(ExposeSecret::expose_secret),
         Some("inline-pass")
     );
     assert_eq!(
-        loaded[1].credentials.token.as_deref(),
+        loaded[1]
+            .credentials
+            .token
+            .as_ref()
+            .map(ExposeSecret::expose_secret),
         Some("tok-abcdef-123")
     );
     let reader = registry::open(&loaded[1], &OpenOptions::default()).unwrap();

@@ -305,7 +305,7 @@ async fn git_over_ssh_with_an_encrypted_key_needs_its_passphrase() {
 
     for passphrase in [None, Some("not the passphrase".to_owned())] {
         let (_cache, reader) = ssh_reader(GitOptions {
-            ssh_passphrase: passphrase.clone(),
+            ssh_passphrase: passphrase.clone().map(Into::into),
             ..ssh_options(&ssh.protected_key, &ssh.known_hosts)
         });
         let err = reader.list_addons().await.unwrap_err();

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use addonctl::cluster::{Cluster, ConnectOptions, RateLimit};
 use addonctl::context::{Context, LockOptions, Settings};
-use addonctl::plan::Catalog;
 use addonctl::render::{Limits, Renderer};
+use addonctl::source::catalog::Catalog;
 
 use crate::cli::args::{Engine, GlobalArgs};
 use crate::cli::diagnostics::user;
@@ -155,8 +155,6 @@ pub async fn connect(
 /// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
 /// A stored registry that cannot be opened is a warning, not a silent omission.
 async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
-    let mut readers = Catalog::new(&global.registry_dirs)?.readers().to_vec();
-    readers.pop(); // the built-in registry; `registry::readers` puts it last again
     let store = addonctl::registry::Store::Cluster {
         cluster: cluster.clone(),
         namespace: global.namespace.clone(),
@@ -180,20 +178,19 @@ async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<C
             Vec::new()
         }
     };
-    let options = addonctl::registry::OpenOptions {
+    let options = addonctl::source::OpenOptions {
         cache: addonctl::source::cache::CacheOptions {
             refresh: global.refresh,
             ..addonctl::source::cache::CacheOptions::default()
         },
         http: addonctl::source::http::HttpOptions::from_env(),
     };
-    for reader in addonctl::registry::readers(&stored, &options) {
-        match reader {
-            Ok(reader) => readers.push(reader),
-            Err(e) => tracing::warn!("{e}"),
-        }
+    let (catalog, failures) = Catalog::with_stored(&global.registry_dirs, &stored, &options)
+        .map_err(addonctl::Error::from)?;
+    for e in failures {
+        tracing::warn!("{e}");
     }
-    Ok(Catalog::from_readers(readers))
+    Ok(catalog)
 }
 
 #[cfg(test)]

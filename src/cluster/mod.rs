@@ -447,12 +447,12 @@ impl Cluster {
             kube::Error::HyperError(e) => Error::Unreachable {
                 cluster,
                 server: self.server.clone(),
-                message: crate::error::chain(&e),
+                message: crate::chain::chain(&e),
             },
             kube::Error::Service(e) => Error::Unreachable {
                 cluster,
                 server: self.server.clone(),
-                message: crate::error::chain(e.as_ref()),
+                message: crate::chain::chain(e.as_ref()),
             },
             kube::Error::Auth(e) => Error::Forbidden {
                 cluster,
@@ -460,7 +460,7 @@ impl Cluster {
             },
             other => Error::Api {
                 cluster,
-                message: format!("{object}: {}", crate::error::chain(&other)),
+                message: format!("{object}: {}", crate::chain::chain(&other)),
             },
         }
     }

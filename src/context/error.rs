@@ -138,3 +138,9 @@ pub struct Busy {
     /// When it expires without renewal (RFC 3339).
     pub expires: String,
 }
+
+impl From<crate::source::Error> for Error {
+    fn from(e: crate::source::Error) -> Self {
+        Error::Addon(crate::Error::from(e))
+    }
+}

@@ -8,6 +8,10 @@ pub mod classify;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::model::{AddonMeta, AddonPackage, MetadataError, SourceFile, Template};
+use std::sync::Arc;
+
+use crate::source::catalog::{self, Catalog};
+use crate::source::local::LocalReader;
 use crate::source::{self, AddonRef, AsyncReader};
 use classify::{classify, module_name, FileKind};
 
@@ -372,72 +376,90 @@ pub struct Located {
     pub addon: AddonRef,
 }
 
-/// Finds the addon a user named: an existing directory (one addon, or a directory holding
-/// exactly one), `builtin/<name>`, or the name of a built-in addon.
+/// Finds the addon a user named in the built-in registry (see [`locate_in`]).
 pub async fn locate(reference: &str, version: Option<&str>) -> crate::Result<Located> {
-    use std::sync::Arc;
+    locate_in(&Catalog::builtin(), reference, version).await
+}
 
-    use crate::source::builtin::{BuiltinReader, BUILTIN_REGISTRY};
-    use crate::source::local::LocalReader;
-
+/// Finds the addon a user named: an existing directory (one addon, or a directory holding
+/// exactly one), which shadows every registry, else `registry/name` or a name in the catalogue.
+pub async fn locate_in(
+    catalog: &Catalog,
+    reference: &str,
+    version: Option<&str>,
+) -> crate::Result<Located> {
     let path = std::path::Path::new(reference);
     if path.is_dir() {
-        let reader = LocalReader::new(path)?;
-        let addons = reader.list_addons().await?;
-        let addon = match addons.as_slice() {
-            [one] => one.name.clone(),
-            [] => {
-                let problems = metadata_problems(path);
-                return Err(crate::Error::User(if problems.is_empty() {
-                    format!(
-                        "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
-                    )
-                } else {
-                    format!(
-                        "`{reference}` holds no usable addon: {}",
-                        problems.join("; ")
-                    )
-                }));
-            }
-            many => {
-                return Err(crate::Error::User(format!(
-                    "`{reference}` holds {} addons ({}); name one directory",
-                    many.len(),
-                    many.iter()
-                        .map(|a| format!("`{}`", a.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )))
-            }
-        };
-        return Ok(Located {
-            reader: Arc::new(reader),
-            addon: AddonRef {
-                name: addon,
-                version: version.map(str::to_owned),
-            },
-        });
+        return locate_directory(path, reference, version).await;
     }
     let name = reference
-        .strip_prefix(&format!("{BUILTIN_REGISTRY}/"))
-        .unwrap_or(reference);
+        .rsplit_once('/')
+        .map_or(reference, |(_, name)| name);
     if !crate::model::metadata::is_valid_name(name) {
         return Err(crate::Error::User(format!(
-            "`{reference}` is neither an addon directory nor the name of a built-in addon"
+            "`{reference}` is neither an addon directory nor the name of an addon in {}",
+            catalog.describe()
         )));
     }
-    let reader = BuiltinReader::new();
-    let known = reader.list_addons().await?;
-    if !known.iter().any(|a| a.name == name) {
-        return Err(crate::Error::User(format!(
-            "no addon `{name}` in the built-in registry (available: {}), and no directory `{reference}`",
-            known.iter().map(|a| format!("`{}`", a.name)).collect::<Vec<_>>().join(", ")
-        )));
+    match catalog.find(reference, version, None, None).await {
+        Ok(found) => Ok(Located {
+            reader: found.reader,
+            addon: found.addon,
+        }),
+        Err(catalog::Error::NoAddon(_)) if version.is_none() => {
+            let known = catalog.names().await;
+            Err(crate::Error::User(format!(
+                "no addon `{name}` in {} (available: {}), and no directory `{reference}`",
+                catalog.describe(),
+                known
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+        Err(e) => Err(e.into()),
     }
+}
+
+/// The one addon of a directory.
+async fn locate_directory(
+    path: &std::path::Path,
+    reference: &str,
+    version: Option<&str>,
+) -> crate::Result<Located> {
+    let reader = LocalReader::new(path)?;
+    let addons = reader.list_addons().await?;
+    let addon = match addons.as_slice() {
+        [one] => one.name.clone(),
+        [] => {
+            let problems = metadata_problems(path);
+            return Err(crate::Error::User(if problems.is_empty() {
+                format!(
+                    "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
+                )
+            } else {
+                format!(
+                    "`{reference}` holds no usable addon: {}",
+                    problems.join("; ")
+                )
+            }));
+        }
+        many => {
+            return Err(crate::Error::User(format!(
+                "`{reference}` holds {} addons ({}); name one directory",
+                many.len(),
+                many.iter()
+                    .map(|a| format!("`{}`", a.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
     Ok(Located {
         reader: Arc::new(reader),
         addon: AddonRef {
-            name: name.to_owned(),
+            name: addon,
             version: version.map(str::to_owned),
         },
     })

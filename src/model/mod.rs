@@ -2,6 +2,8 @@
 
 pub mod addon;
 pub mod metadata;
+pub mod registry;
+pub mod secret;
 pub mod version;
 pub mod wire;
 

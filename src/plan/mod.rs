@@ -3,7 +3,8 @@
 //! Writes nothing (releasing definitions for `--override-definitions` aside, which `apply`
 //! calls under the addons' locks).
 //!
-//! Parts: the registries in search order ([`catalog`]), the solver's input (`sources`), the
+//! Parts: the solver's input (`sources`, read through the one catalogue,
+//! [`crate::source::catalog`]), the
 //! APIs the plan uses and provides ([`inventory`]), and what an addon must not render
 //! ([`protect`]).
 
@@ -24,12 +25,10 @@ use crate::resolve::{self, InstalledAddon, Platform, Universe};
 use crate::state::record::{self, InstalledBy, ObjectRef};
 use crate::state::{installed, known_clusters, stored_args, to_value, Installed};
 
-pub mod catalog;
 pub mod inventory;
 pub mod protect;
 mod sources;
 
-pub use catalog::Catalog;
 use sources::Sources;
 
 /// How long the layers of a plan wait for a dependency by default.

@@ -12,16 +12,18 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 
-use super::catalog::registry_failure;
 use crate::model::{AddonMeta, AddonPackage, AddonVersion, Constraint};
 use crate::resolve::{Candidate, PlannedAddon, Universe};
-use crate::source::{AddonRef, AddonSummary, Reader};
+use crate::source::catalog::{registry_failure, Catalog};
+use crate::source::{choose_version, sorted_versions, AddonRef, AddonSummary, Choice, Reader};
 
 use super::{MAX_VERSIONS, READ_CONCURRENCY};
 use crate::context::{Context, Error, Result};
 
 /// The registries of a plan with their listings, read once, and the versions read so far.
 pub(super) struct Sources {
+    /// The catalogue: each registry's listing is read once per run, shared with every search.
+    catalog: Catalog,
     /// Every registry of the catalog (a directory enabled from first), in search order.
     order: Vec<Reader>,
     /// Registries not listed yet (positions in `order`).
@@ -38,8 +40,10 @@ pub(super) struct Sources {
 impl Sources {
     /// The registries of the catalog, none listed yet.
     pub(super) fn new(ctx: &Context) -> Self {
-        let order = ctx.catalog.readers().to_vec();
+        let catalog = ctx.catalog.clone();
+        let order = catalog.readers().to_vec();
         Sources {
+            catalog,
             unread: (0..order.len()).collect(),
             order,
             registries: Vec::new(),
@@ -50,10 +54,14 @@ impl Sources {
 
     /// Puts a registry first (the directory an addon was enabled from) and lists it.
     pub(super) async fn add_first(&mut self, reader: Reader) -> Result<()> {
+        self.catalog = self.catalog.with_first(Arc::clone(&reader));
         self.order.insert(0, Arc::clone(&reader));
         self.unread = self.unread.iter().map(|i| i + 1).collect();
         // The user's own directory: its errors are the user's to fix.
-        let addons = reader.list_addons().await.map_err(crate::Error::from)?;
+        let Some(listing) = self.catalog.listing_owned(0).await else {
+            return Ok(());
+        };
+        let addons = listing.map_err(crate::Error::from)?;
         self.registries.insert(0, (reader, addons));
         Ok(())
     }
@@ -73,7 +81,7 @@ impl Sources {
         if let Some(pinned) = pinned {
             for index in self.positions(|r| r.registry() == pinned) {
                 if let Err(e) = self.list_one(index).await {
-                    return Err(registry_failure(pinned, e).into());
+                    return Err(crate::Error::from(registry_failure(pinned, e)).into());
                 }
             }
             return Ok(());
@@ -100,7 +108,7 @@ impl Sources {
         }
         match failures.into_iter().next() {
             Some((registry, e)) if !self.has(root, version) => {
-                Err(registry_failure(&registry, e).into())
+                Err(crate::Error::from(registry_failure(&registry, e)).into())
             }
             _ => Ok(()),
         }
@@ -109,15 +117,20 @@ impl Sources {
     /// Lists every registry not listed yet, concurrently; one that fails becomes a note.
     pub(super) async fn list_rest(&mut self, notes: &mut Vec<String>) {
         let unread: Vec<usize> = std::mem::take(&mut self.unread).into_iter().collect();
+        let catalog = self.catalog.clone();
         let listings = futures::future::join_all(unread.iter().map(|&i| {
             let reader = Arc::clone(&self.order[i]);
-            async move { (reader.list_addons().await, reader) }
+            let catalog = &catalog;
+            async move { (catalog.listing_owned(i).await, reader) }
         }))
         .await;
         for (listing, reader) in listings {
             match listing {
-                Ok(addons) => self.insert(reader, addons),
-                Err(e) => notes.push(format!("registry `{}` is left out: {e}", reader.registry())),
+                Some(Ok(addons)) => self.insert(reader, addons),
+                Some(Err(e)) => {
+                    notes.push(format!("registry `{}` is left out: {e}", reader.registry()));
+                }
+                None => {}
             }
         }
     }
@@ -147,8 +160,10 @@ impl Sources {
             return Ok(());
         }
         let reader = Arc::clone(&self.order[index]);
-        let addons = reader.list_addons().await?;
-        self.insert(reader, addons);
+        let Some(listing) = self.catalog.listing_owned(index).await else {
+            return Ok(());
+        };
+        self.insert(reader, listing?);
         Ok(())
     }
 
@@ -184,15 +199,14 @@ impl Sources {
     /// first registry that does (directories sharing a registry name count as one registry).
     pub(super) fn newest(&self, name: &str, prefer: Option<&str>) -> Option<String> {
         let newest_in = |registry: &str| {
-            self.registries
+            let versions = self
+                .registries
                 .iter()
                 .filter(|(r, _)| r.registry() == registry)
                 .filter_map(|(_, addons)| addons.iter().find(|a| a.name == name))
-                .flat_map(|summary| summary.versions.iter())
-                .map(|v| AddonVersion::parse(v))
-                .filter(|v| !v.is_prerelease() && v.semver().is_some())
-                .max()
-                .map(|v| v.raw().to_owned())
+                .flat_map(|summary| summary.versions.iter());
+            let versions = sorted_versions(&versions.collect::<Vec<_>>());
+            choose_version(&versions, Choice::NewestStable).map(|v| v.raw().to_owned())
         };
         prefer
             .and_then(newest_in)
@@ -231,24 +245,20 @@ impl Sources {
                     let Some(summary) = addons.iter().find(|a| &a.name == name) else {
                         continue;
                     };
-                    let mut versions: Vec<AddonVersion> = summary
-                        .versions
-                        .iter()
-                        .map(|v| AddonVersion::parse(v))
-                        .collect();
-                    versions.sort();
-                    versions.reverse();
+                    let versions = sorted_versions(&summary.versions);
                     let chosen: Vec<&AddonVersion> = match (is_root, root_version) {
-                        (true, Some(exact)) => {
-                            versions.iter().filter(|v| v.same_as(exact)).collect()
-                        }
+                        (true, Some(exact)) => choose_version(&versions, Choice::Exact(exact))
+                            .into_iter()
+                            .collect(),
                         _ if all => versions.iter().take(MAX_VERSIONS).collect(),
                         _ => {
                             let mut picks: Vec<&AddonVersion> = Vec::new();
-                            let stable = versions.iter().find(|v| !v.is_prerelease());
-                            picks.extend(stable.or_else(|| versions.first()));
+                            picks.extend(choose_version(&versions, Choice::Default));
                             for constraint in constraints.get(name).into_iter().flatten() {
-                                picks.extend(versions.iter().find(|v| constraint.matches(v)));
+                                picks.extend(choose_version(
+                                    &versions,
+                                    Choice::Matching(constraint),
+                                ));
                             }
                             picks
                         }

@@ -13,7 +13,7 @@ use crate::source::{
 };
 
 /// The registry name of the built-in addons.
-pub const BUILTIN_REGISTRY: &str = "builtin";
+pub use crate::model::registry::BUILTIN_REGISTRY;
 
 static ADDONS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/addons");
 

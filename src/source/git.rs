@@ -36,14 +36,24 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use git2::{Direction, FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository, TreeWalkMode};
 
-use known_hosts::{KnownHosts, Verdict};
 use tokio::sync::OnceCell;
 
+pub mod known_hosts;
+mod ssh;
+mod trust;
+
+use known_hosts::KnownHosts;
+pub use ssh::SshTarget;
+use trust::Trust;
+
+use crate::model::registry::{Credentials, RegistrySpec, KNOWN_HOSTS_OPTION, SSH_KEY_OPTION};
+use crate::model::secret::{masked, ExposeSecret, SecretString};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{create_private_dir, CacheOptions, DiskCache};
 use crate::source::http::redact;
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    check_relative_path, serve_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
     FileEntry, IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
@@ -55,11 +65,11 @@ pub struct GitOptions {
     /// The registry directory inside the repository (`""` = the root).
     pub path: String,
     /// A token for https (sent as the password; the user name is `username` or `git`).
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// A user name for https.
     pub username: Option<String>,
     /// A password for https.
-    pub password: Option<String>,
+    pub password: Option<SecretString>,
     /// Accept any TLS certificate (test servers only).
     pub insecure_skip_tls: bool,
     /// Extra trusted CA certificates for https remotes (PEM, one or more): a server certificate
@@ -69,7 +79,7 @@ pub struct GitOptions {
     /// The private key file for ssh remotes (`None` = the ssh-agent's keys).
     pub ssh_key: Option<PathBuf>,
     /// The passphrase of [`GitOptions::ssh_key`], when it is encrypted.
-    pub ssh_passphrase: Option<String>,
+    pub ssh_passphrase: Option<SecretString>,
     /// The known_hosts file ssh host keys are checked against (`None` = `~/.ssh/known_hosts`).
     pub known_hosts: Option<PathBuf>,
 }
@@ -80,15 +90,12 @@ impl fmt::Debug for GitOptions {
             .field("reference", &self.reference)
             .field("path", &self.path)
             .field("username", &self.username)
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("token", &masked(self.token.as_ref()))
+            .field("password", &masked(self.password.as_ref()))
             .field("insecure_skip_tls", &self.insecure_skip_tls)
             .field("ca_bundle", &self.ca_bundle.as_ref().map(Vec::len))
             .field("ssh_key", &self.ssh_key)
-            .field(
-                "ssh_passphrase",
-                &self.ssh_passphrase.as_ref().map(|_| "***"),
-            )
+            .field("ssh_passphrase", &masked(self.ssh_passphrase.as_ref()))
             .field("known_hosts", &self.known_hosts)
             .finish()
     }
@@ -163,6 +170,27 @@ impl fmt::Display for GitReader {
 }
 
 impl GitReader {
+    /// The reader of a stored git registry: ref, path, TLS, credentials and the ssh options.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let git = GitOptions {
+            reference: spec.reference.clone(),
+            path: spec.path.clone().unwrap_or_default(),
+            token: credentials.token.clone(),
+            username: credentials.username.clone(),
+            password: credentials.password.clone(),
+            insecure_skip_tls: spec.insecure_skip_tls,
+            ca_bundle: spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec()),
+            ssh_key: spec.options.get(SSH_KEY_OPTION).map(PathBuf::from),
+            ssh_passphrase: credentials.ssh_passphrase.clone(),
+            known_hosts: spec.options.get(KNOWN_HOSTS_OPTION).map(PathBuf::from),
+        };
+        Self::new(&spec.name, &spec.endpoint, git, &options.cache)
+    }
+
     /// A reader of the repository at `url`. Nothing is fetched until the first call.
     pub fn new(
         registry: &str,
@@ -245,7 +273,7 @@ impl GitReader {
         let versions = index
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, versions, addon.version.as_deref())
+        serve_version(&addon.name, versions, addon.version.as_deref())
             .map(|v| v.tree)
             .map_err(|what| self.inner.not_found(what))
     }
@@ -340,7 +368,11 @@ impl Inner {
         let mut attempts = 0;
         callbacks.credentials(move |_url, _user, allowed| {
             attempts += 1;
-            let secret = options.token.as_deref().or(options.password.as_deref());
+            let secret = options
+                .token
+                .as_ref()
+                .or(options.password.as_ref())
+                .map(ExposeSecret::expose_secret);
             match secret {
                 Some(secret) if attempts <= 1 && allowed.is_user_pass_plaintext() => {
                     git2::Cred::userpass_plaintext(
@@ -376,123 +408,6 @@ impl Inner {
             });
         }
         callbacks
-    }
-
-    /// Authentication (a key file, else the ssh-agent) and host-key checking for ssh remotes.
-    fn ssh_callbacks<'a>(
-        &'a self,
-        callbacks: &mut RemoteCallbacks<'a>,
-        target: &'a SshTarget,
-        known_hosts: Option<&'a KnownHosts>,
-    ) {
-        let options = &self.options;
-        let host = target.known_hosts_name();
-        let mut key_attempts = 0;
-        callbacks.credentials(move |_url, user_from_url, allowed| {
-            let user = user_from_url
-                .or(target.user.as_deref())
-                .unwrap_or("git");
-            let refuse = |message: String| {
-                Err(git2::Error::new(
-                    git2::ErrorCode::Auth,
-                    git2::ErrorClass::Ssh,
-                    message,
-                ))
-            };
-            if allowed.is_username() {
-                return git2::Cred::username(user);
-            }
-            if !allowed.is_ssh_key() {
-                return refuse(format!(
-                    "`{host}` accepts no public-key authentication for user `{user}`, the only kind \
-                     addonctl uses over ssh"
-                ));
-            }
-            key_attempts += 1;
-            match &options.ssh_key {
-                Some(key) if key_attempts > 1 => refuse(format!(
-                    "`{host}` did not accept the ssh key `{}` for user `{user}`; check that its \
-                     public key is authorized for that user on the server{}",
-                    key.display(),
-                    if options.ssh_passphrase.is_some() { " and that the passphrase is right" } else { "" }
-                )),
-                Some(key) => {
-                    if !key.is_file() {
-                        return refuse(format!(
-                            "the ssh key file `{}` does not exist or is not a file; give the path \
-                             of a private key with `--ssh-key`",
-                            key.display()
-                        ));
-                    }
-                    let mut public = key.clone().into_os_string();
-                    public.push(".pub");
-                    let public = PathBuf::from(public);
-                    git2::Cred::ssh_key(
-                        user,
-                        public.is_file().then_some(public.as_path()),
-                        key,
-                        options.ssh_passphrase.as_deref(),
-                    )
-                }
-                None if key_attempts > 1 => refuse(format!(
-                    "`{host}` accepted none of the ssh-agent's keys for user `{user}`; add the \
-                     right key to the agent (`ssh-add`) or give one with `--ssh-key`"
-                )),
-                None if std::env::var_os("SSH_AUTH_SOCK").is_some_and(|s| !s.is_empty()) => {
-                    git2::Cred::ssh_key_from_agent(user)
-                }
-                None => refuse(format!(
-                    "`{host}` wants an ssh key for user `{user}` and none is configured: give the \
-                     registry a private key with `--ssh-key PATH`, or run an ssh-agent holding \
-                     the key (`SSH_AUTH_SOCK`)"
-                )),
-            }
-        });
-        let skip = options.insecure_skip_tls;
-        callbacks.certificate_check(move |certificate, _host| {
-            let Some(hostkey) = certificate.as_hostkey() else {
-                return Ok(git2::CertificateCheckStatus::CertificatePassthrough);
-            };
-            if skip {
-                return Ok(git2::CertificateCheckStatus::CertificateOk);
-            }
-            match check_host_key(target, hostkey, known_hosts) {
-                Ok(()) => Ok(git2::CertificateCheckStatus::CertificateOk),
-                Err(message) => {
-                    if let Ok(mut problem) = self.host_key_problem.lock() {
-                        *problem = Some(message.clone());
-                    }
-                    Err(git2::Error::new(
-                        git2::ErrorCode::Certificate,
-                        git2::ErrorClass::Ssh,
-                        message,
-                    ))
-                }
-            }
-        });
-    }
-
-    /// The known_hosts file of an ssh remote, read (`None` for other remotes).
-    fn known_hosts(&self) -> Result<Option<KnownHosts>> {
-        if self.ssh.is_none() || self.options.insecure_skip_tls {
-            return Ok(None);
-        }
-        let Some(path) = self
-            .options
-            .known_hosts
-            .clone()
-            .or_else(known_hosts::default_path)
-        else {
-            return Ok(None);
-        };
-        KnownHosts::load(&path)
-            .map(Some)
-            .map_err(|e| Error::InvalidContent {
-                registry: self.registry.clone(),
-                message: format!(
-                "cannot read the known_hosts file: {e}; name a readable one with `--known-hosts`"
-            ),
-            })
     }
 
     /// Fetches what the registry needs (or falls back to the cache) and indexes it.
@@ -830,62 +745,6 @@ impl Inner {
     }
 }
 
-/// The certificates of a CA bundle, as trust anchors (and as intermediates, so that a bundle may
-/// carry the chain of a server that does not send it).
-struct Trust {
-    anchors: Vec<rustls_pki_types::TrustAnchor<'static>>,
-    certificates: Vec<rustls_pki_types::CertificateDer<'static>>,
-}
-
-impl Trust {
-    fn from_pem(registry: &str, pem: &[u8]) -> Result<Self> {
-        use rustls_pki_types::pem::PemObject;
-        let invalid = |why: String| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!("the CA bundle {why}"),
-        };
-        let certificates: Vec<rustls_pki_types::CertificateDer<'static>> =
-            rustls_pki_types::CertificateDer::pem_slice_iter(pem)
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|e| invalid(format!("is not valid PEM: {e}")))?;
-        if certificates.is_empty() {
-            return Err(invalid("holds no certificate".to_owned()));
-        }
-        let anchors = certificates
-            .iter()
-            .map(|c| webpki::anchor_from_trusted_cert(c).map(|a| a.to_owned()))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| invalid(format!("holds a certificate that cannot be read: {e}")))?;
-        Ok(Trust {
-            anchors,
-            certificates,
-        })
-    }
-
-    /// Whether `der` (a server's certificate) chains to the bundle and names `host`.
-    fn accepts(&self, der: &[u8], host: &str) -> bool {
-        let certificate = rustls_pki_types::CertificateDer::from(der);
-        let Ok(end_entity) = webpki::EndEntityCert::try_from(&certificate) else {
-            return false;
-        };
-        let Ok(name) = rustls_pki_types::ServerName::try_from(host) else {
-            return false;
-        };
-        end_entity
-            .verify_for_usage(
-                webpki::ALL_VERIFICATION_ALGS,
-                &self.anchors,
-                &self.certificates,
-                rustls_pki_types::UnixTime::now(),
-                webpki::KeyUsage::server_auth(),
-                None,
-                None,
-            )
-            .is_ok()
-            && end_entity.verify_is_valid_for_subject_name(&name).is_ok()
-    }
-}
-
 fn blob_text(repository: &Repository, id: Oid) -> String {
     repository
         .find_blob(id)
@@ -899,496 +758,6 @@ fn blob_text(repository: &Repository, id: Oid) -> String {
 fn is_version_tag(tag: &str) -> bool {
     let bare = tag.strip_prefix('v').unwrap_or(tag);
     semver::Version::parse(bare).is_ok()
-}
-
-/// Checks an ssh server's host key against the known_hosts file; the error says what to do.
-fn check_host_key(
-    target: &SshTarget,
-    hostkey: &git2::cert::CertHostkey<'_>,
-    known: Option<&KnownHosts>,
-) -> std::result::Result<(), String> {
-    let host = target.known_hosts_name();
-    let skip = "or skip the check with `--insecure-skip-tls` (test servers only)";
-    let Some(key) = hostkey.hostkey() else {
-        return Err(format!(
-            "the ssh server `{host}` sent a host key that cannot be checked; {skip}"
-        ));
-    };
-    let kind = known_hosts::key_type(key).unwrap_or("unknown");
-    let fingerprint = known_hosts::fingerprint(key);
-    let Some(known) = known else {
-        return Err(format!(
-            "the ssh host key of `{host}` ({kind} {fingerprint}) cannot be checked: there is no \
-             known_hosts file (HOME is not set); name one with `--known-hosts PATH`, {skip}"
-        ));
-    };
-    let file = known.path.display();
-    let port = if target.port == 22 {
-        String::new()
-    } else {
-        format!("-p {} ", target.port)
-    };
-    match known.check(target, key) {
-        Verdict::Known => Ok(()),
-        Verdict::Changed(lines) => Err(format!(
-            "the ssh host key of `{host}` has CHANGED: the server sent {kind} {fingerprint}, \
-             which is not the key `{file}` holds for it (line {}); someone may be intercepting \
-             the connection, or the server's key was replaced. If the change is expected, remove \
-             the old key (`ssh-keygen -R '{host}' -f {file}`) and add the new one after checking \
-             its fingerprint with the server's administrator",
-            lines
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        Verdict::Revoked(line) => Err(format!(
-            "the ssh host key of `{host}` ({kind} {fingerprint}) is marked revoked in `{file}` \
-             (line {line}); ask the server's administrator for its current key"
-        )),
-        Verdict::Unknown(others) => Err(format!(
-            "the ssh host key of `{host}` ({kind} {fingerprint}) is unknown: `{file}` {}; check \
-             the fingerprint with the server's administrator, then add the key (for example \
-             `ssh-keyscan {port}-t {kind} {} >> {file}`), name another file with \
-             `--known-hosts PATH`, {skip}",
-            if !known.exists {
-                "does not exist".to_owned()
-            } else if others.is_empty() {
-                "does not list the host".to_owned()
-            } else {
-                format!("lists it only with keys of type {}", others.join(", "))
-            },
-            target.host,
-        )),
-    }
-}
-
-/// Where an ssh remote is: from `ssh://[user@]host[:port]/path` (also `ssh+git://`,
-/// `git+ssh://`) or scp-like `[user@]host:path`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshTarget {
-    /// The user the URL names.
-    pub user: Option<String>,
-    /// The host (without brackets).
-    pub host: String,
-    /// The port (22 unless the URL gives one).
-    pub port: u16,
-}
-
-impl SshTarget {
-    /// The remote of `url` when it is reached over ssh.
-    pub fn from_url(url: &str) -> Option<SshTarget> {
-        let url = url.trim();
-        if let Some((scheme, _)) = url.split_once("://") {
-            if !matches!(
-                scheme.to_ascii_lowercase().as_str(),
-                "ssh" | "ssh+git" | "git+ssh"
-            ) {
-                return None;
-            }
-            let parsed = reqwest::Url::parse(url).ok()?;
-            let host = parsed
-                .host_str()?
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned();
-            if host.is_empty() {
-                return None;
-            }
-            let user = Some(parsed.username().to_owned()).filter(|u| !u.is_empty());
-            return Some(SshTarget {
-                user,
-                host,
-                port: parsed.port().unwrap_or(22),
-            });
-        }
-        // scp-like: `[user@]host:path`, where no `/` comes before the `:` (else it is a path).
-        if url.starts_with('/') || url.starts_with('.') {
-            return None;
-        }
-        let (authority, _path) = if let Some(rest) = url
-            .split_once('@')
-            .map(|(_, r)| r)
-            .filter(|r| r.starts_with('['))
-            .or_else(|| url.starts_with('[').then_some(url))
-        {
-            // `[host]:path` (IPv6)
-            let end = rest.find("]:")?;
-            let prefix_len = url.len() - rest.len();
-            (&url[..=prefix_len + end], &rest[end + 2..])
-        } else {
-            let colon = url.find(':')?;
-            if url[..colon].contains('/') {
-                return None;
-            }
-            (&url[..colon], &url[colon + 1..])
-        };
-        let (user, host) = match authority.rsplit_once('@') {
-            Some((user, host)) => (Some(user.to_owned()).filter(|u| !u.is_empty()), host),
-            None => (None, authority),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() || host.contains('/') {
-            return None;
-        }
-        Some(SshTarget {
-            user,
-            host: host.to_owned(),
-            port: 22,
-        })
-    }
-
-    /// The host as known_hosts names it: `host`, or `[host]:port` for another port than 22.
-    pub fn known_hosts_name(&self) -> String {
-        if self.port == 22 {
-            self.host.clone()
-        } else {
-            format!("[{}]:{}", self.host, self.port)
-        }
-    }
-}
-
-/// The known_hosts file ssh host keys are checked against.
-pub mod known_hosts {
-    use std::path::{Path, PathBuf};
-
-    use base64::Engine as _;
-    use hmac::{KeyInit, Mac};
-    use sha2::Digest;
-
-    use super::SshTarget;
-
-    /// The file's entries (read once per connection).
-    #[derive(Debug, Clone)]
-    pub struct KnownHosts {
-        /// The file.
-        pub path: PathBuf,
-        /// Whether it exists.
-        pub exists: bool,
-        entries: Vec<Entry>,
-    }
-
-    #[derive(Debug, Clone)]
-    struct Entry {
-        line: usize,
-        revoked: bool,
-        patterns: Vec<Pattern>,
-        key: Vec<u8>,
-    }
-
-    #[derive(Debug, Clone)]
-    enum Pattern {
-        Plain { negated: bool, glob: String },
-        Hashed { salt: Vec<u8>, hash: Vec<u8> },
-    }
-
-    /// What the file says of a host's key.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub enum Verdict {
-        /// The key is known for the host.
-        Known,
-        /// The host is listed with other keys of the same type (at these lines).
-        Changed(Vec<usize>),
-        /// The key is listed as revoked (at this line).
-        Revoked(usize),
-        /// The host is not listed with a key of this type (the types it is listed with).
-        Unknown(Vec<String>),
-    }
-
-    /// The default file: `~/.ssh/known_hosts`.
-    pub fn default_path() -> Option<PathBuf> {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|home| PathBuf::from(home).join(".ssh").join("known_hosts"))
-    }
-
-    impl KnownHosts {
-        /// Reads `path`; a file that does not exist lists no host.
-        pub fn load(path: &Path) -> std::io::Result<KnownHosts> {
-            let text = match fs_err::read_to_string(path) {
-                Ok(text) => Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(e),
-            };
-            Ok(KnownHosts {
-                path: path.to_path_buf(),
-                exists: text.is_some(),
-                entries: text.as_deref().map(parse).unwrap_or_default(),
-            })
-        }
-
-        /// What the file says of `key` (the key blob, as the server sent it) for `target`.
-        pub fn check(&self, target: &SshTarget, key: &[u8]) -> Verdict {
-            let name = target.known_hosts_name();
-            let kind = key_type(key);
-            let mut changed = Vec::new();
-            let mut other_types = Vec::new();
-            let mut known = false;
-            for entry in self.entries.iter().filter(|e| e.matches(&name)) {
-                if entry.key == key {
-                    if entry.revoked {
-                        return Verdict::Revoked(entry.line);
-                    }
-                    known = true;
-                } else if entry.revoked {
-                    // A revoked key that is not this one says nothing about this one.
-                } else if key_type(&entry.key) == kind {
-                    changed.push(entry.line);
-                } else if let Some(other) = key_type(&entry.key) {
-                    other_types.push(other.to_owned());
-                }
-            }
-            if known {
-                Verdict::Known
-            } else if !changed.is_empty() {
-                Verdict::Changed(changed)
-            } else {
-                other_types.sort();
-                other_types.dedup();
-                Verdict::Unknown(other_types)
-            }
-        }
-    }
-
-    impl Entry {
-        fn matches(&self, name: &str) -> bool {
-            let mut matched = false;
-            for pattern in &self.patterns {
-                match pattern {
-                    Pattern::Plain { negated, glob } => {
-                        if glob_matches(&glob.to_ascii_lowercase(), &name.to_ascii_lowercase()) {
-                            if *negated {
-                                return false;
-                            }
-                            matched = true;
-                        }
-                    }
-                    Pattern::Hashed { salt, hash } => {
-                        let Ok(mut mac) = hmac::Hmac::<sha1::Sha1>::new_from_slice(salt) else {
-                            continue;
-                        };
-                        mac.update(name.as_bytes());
-                        if mac.verify_slice(hash).is_ok() {
-                            matched = true;
-                        }
-                    }
-                }
-            }
-            matched
-        }
-    }
-
-    fn parse(text: &str) -> Vec<Entry> {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let mut entries = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut fields = line.split_whitespace();
-            let mut first = fields.next().unwrap_or_default();
-            let mut revoked = false;
-            if first.starts_with('@') {
-                match first {
-                    "@revoked" => revoked = true,
-                    // Certificate authorities: host certificates are not used here.
-                    _ => continue,
-                }
-                first = fields.next().unwrap_or_default();
-            }
-            let (Some(_key_type), Some(key)) = (fields.next(), fields.next()) else {
-                continue;
-            };
-            let Ok(key) = b64.decode(key) else { continue };
-            let patterns = first
-                .split(',')
-                .filter(|p| !p.is_empty())
-                .filter_map(|p| {
-                    if let Some(hashed) = p.strip_prefix("|1|") {
-                        let (salt, hash) = hashed.split_once('|')?;
-                        Some(Pattern::Hashed {
-                            salt: b64.decode(salt).ok()?,
-                            hash: b64.decode(hash).ok()?,
-                        })
-                    } else {
-                        let (negated, glob) = match p.strip_prefix('!') {
-                            Some(rest) => (true, rest),
-                            None => (false, p),
-                        };
-                        Some(Pattern::Plain {
-                            negated,
-                            glob: glob.to_owned(),
-                        })
-                    }
-                })
-                .collect();
-            entries.push(Entry {
-                line: index + 1,
-                revoked,
-                patterns,
-                key,
-            });
-        }
-        entries
-    }
-
-    /// `*` and `?` wildcards, as OpenSSH's host patterns.
-    fn glob_matches(pattern: &str, text: &str) -> bool {
-        let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-        let (mut pi, mut ti) = (0, 0);
-        let (mut star, mut mark) = (None, 0);
-        while ti < t.len() {
-            if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-                pi += 1;
-                ti += 1;
-            } else if pi < p.len() && p[pi] == '*' {
-                star = Some(pi);
-                mark = ti;
-                pi += 1;
-            } else if let Some(s) = star {
-                pi = s + 1;
-                mark += 1;
-                ti = mark;
-            } else {
-                return false;
-            }
-        }
-        p[pi..].iter().all(|c| *c == '*')
-    }
-
-    /// The type a key blob names (its first SSH string), e.g. `ssh-ed25519`.
-    pub fn key_type(key: &[u8]) -> Option<&str> {
-        let length = u32::from_be_bytes(key.get(..4)?.try_into().ok()?) as usize;
-        std::str::from_utf8(key.get(4..4 + length)?).ok()
-    }
-
-    /// The key's fingerprint as OpenSSH shows it: `SHA256:<base64 without padding>`.
-    pub fn fingerprint(key: &[u8]) -> String {
-        let digest = sha2::Sha256::digest(key);
-        format!(
-            "SHA256:{}",
-            base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest)
-        )
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        fn target(host: &str, port: u16) -> SshTarget {
-            SshTarget {
-                user: None,
-                host: host.into(),
-                port,
-            }
-        }
-
-        fn blob(kind: &str, body: &[u8]) -> Vec<u8> {
-            let mut out = (u32::try_from(kind.len()).unwrap_or(0))
-                .to_be_bytes()
-                .to_vec();
-            out.extend_from_slice(kind.as_bytes());
-            out.extend_from_slice(body);
-            out
-        }
-
-        fn hosts(text: &str) -> KnownHosts {
-            KnownHosts {
-                path: PathBuf::from("known_hosts"),
-                exists: true,
-                entries: parse(text),
-            }
-        }
-
-        #[test]
-        fn plain_wildcard_negated_and_hashed_names_match() {
-            let b64 = base64::engine::general_purpose::STANDARD;
-            let key = blob("ssh-ed25519", b"key-one");
-            let other = blob("ssh-ed25519", b"key-two");
-            let rsa = blob("ssh-rsa", b"rsa-key");
-            let encoded = b64.encode(&key);
-            let salt = b"0123456789abcdefghij";
-            let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(salt).unwrap();
-            mac.update(b"[hashed.example.invalid]:2222");
-            let hash = mac.finalize().into_bytes();
-            let text = format!(
-                "# comment\n\
-                 plain.example.invalid ssh-ed25519 {encoded}\n\
-                 [ported.example.invalid]:2222,other.example.invalid ssh-ed25519 {encoded} c\n\
-                 *.wild.example.invalid,!bad.wild.example.invalid ssh-ed25519 {encoded}\n\
-                 |1|{}|{} ssh-ed25519 {encoded}\n\
-                 rsa-only.example.invalid ssh-rsa {}\n\
-                 @cert-authority * ssh-ed25519 {encoded}\n",
-                b64.encode(salt),
-                b64.encode(hash),
-                b64.encode(&rsa),
-            );
-            let known = hosts(&text);
-            for (host, port) in [
-                ("plain.example.invalid", 22),
-                ("PLAIN.example.invalid", 22),
-                ("ported.example.invalid", 2222),
-                ("a.wild.example.invalid", 22),
-                ("hashed.example.invalid", 2222),
-            ] {
-                assert_eq!(
-                    known.check(&target(host, port), &key),
-                    Verdict::Known,
-                    "{host}:{port}"
-                );
-            }
-            // Another port is another host; a negated pattern excludes; no CA lines.
-            for (host, port) in [
-                ("plain.example.invalid", 2222),
-                ("ported.example.invalid", 22),
-                ("bad.wild.example.invalid", 22),
-                ("hashed.example.invalid", 22),
-                ("nowhere.example.invalid", 22),
-            ] {
-                assert_eq!(
-                    known.check(&target(host, port), &key),
-                    Verdict::Unknown(Vec::new()),
-                    "{host}:{port}"
-                );
-            }
-            assert_eq!(
-                known.check(&target("plain.example.invalid", 22), &other),
-                Verdict::Changed(vec![2])
-            );
-            assert_eq!(
-                known.check(&target("rsa-only.example.invalid", 22), &key),
-                Verdict::Unknown(vec!["ssh-rsa".to_owned()])
-            );
-        }
-
-        #[test]
-        fn revoked_keys_are_refused() {
-            let b64 = base64::engine::general_purpose::STANDARD;
-            let key = blob("ssh-ed25519", b"key-one");
-            let text = format!(
-                "h.example.invalid ssh-ed25519 {0}\n@revoked * ssh-ed25519 {0}\n",
-                b64.encode(&key)
-            );
-            assert_eq!(
-                hosts(&text).check(&target("h.example.invalid", 22), &key),
-                Verdict::Revoked(2)
-            );
-        }
-
-        #[test]
-        fn fingerprints_are_openssh_style() {
-            // `ssh-keygen -lf` of this key prints this fingerprint.
-            let key = base64::engine::general_purpose::STANDARD
-                .decode("AAAAC3NzaC1lZDI1NTE5AAAAIFnqfSAtjGa/kT3qfPIp7/Ya26bjzh5lHkzbFt2lobrY")
-                .unwrap();
-            assert_eq!(key_type(&key), Some("ssh-ed25519"));
-            assert_eq!(
-                fingerprint(&key),
-                "SHA256:OI8yyz4Reu/B+6/wCHK6sYMZlrkmgp1umGkZk6ppBDA"
-            );
-        }
-    }
 }
 
 #[async_trait]
@@ -1422,62 +791,4 @@ impl AsyncReader for GitReader {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_tags_are_recognised() {
-        for tag in ["1.2.3", "v1.2.3", "v2.0.0-rc.1"] {
-            assert!(is_version_tag(tag), "{tag}");
-        }
-        for tag in ["latest", "v1.2", "release-1.2.3", "1.2.3.4"] {
-            assert!(!is_version_tag(tag), "{tag}");
-        }
-    }
-
-    #[test]
-    fn ssh_remotes_are_recognised_in_url_and_scp_forms() {
-        let target = |user: Option<&str>, host: &str, port: u16| {
-            Some(SshTarget {
-                user: user.map(str::to_owned),
-                host: host.to_owned(),
-                port,
-            })
-        };
-        let cases = [
-            (
-                "ssh://git@git.example.invalid:2222/o/r.git",
-                target(Some("git"), "git.example.invalid", 2222),
-            ),
-            (
-                "ssh://git.example.invalid/o/r.git",
-                target(None, "git.example.invalid", 22),
-            ),
-            (
-                "git+ssh://me@[::1]:2200/r.git",
-                target(Some("me"), "::1", 2200),
-            ),
-            (
-                "git@git.example.invalid:o/r.git",
-                target(Some("git"), "git.example.invalid", 22),
-            ),
-            (
-                "git.example.invalid:r.git",
-                target(None, "git.example.invalid", 22),
-            ),
-            ("me@[::1]:r.git", target(Some("me"), "::1", 22)),
-            ("https://git.example.invalid/o/r.git", None),
-            ("file:///srv/r.git", None),
-            ("/srv/r.git", None),
-            ("./r.git", None),
-            ("dir/with:colon", None),
-        ];
-        for (url, expected) in cases {
-            assert_eq!(SshTarget::from_url(url), expected, "{url}");
-        }
-        let ported = SshTarget::from_url("ssh://h.example.invalid:2222/r").unwrap();
-        assert_eq!(ported.known_hosts_name(), "[h.example.invalid]:2222");
-        let plain = SshTarget::from_url("h.example.invalid:r").unwrap();
-        assert_eq!(plain.known_hosts_name(), "h.example.invalid");
-    }
-}
+mod tests;

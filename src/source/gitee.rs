@@ -18,12 +18,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use secrecy::{ExposeSecret as _, SecretString};
 
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
     self, archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
     ForgeApi, ForgeCore, Snapshot,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
 /// The largest repository archive downloaded (compressed), 64 MiB.
@@ -122,6 +124,25 @@ struct Api {
 }
 
 impl GiteeReader {
+    /// The reader of a stored Gitee registry, with the run's cache and HTTP settings.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut gitee = GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
+        if let Some(reference) = &spec.reference {
+            gitee.git_ref = Some(reference.clone());
+        }
+        if let Some(path) = &spec.path {
+            gitee.path.clone_from(path);
+        }
+        gitee.token.clone_from(&credentials.token);
+        gitee.cache = options.cache.clone();
+        gitee.http = options.http_for(spec);
+        Self::new(gitee, &spec.name)
+    }
+
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GiteeOptions, registry: &str) -> Result<Self> {
         let mut http = options.http.clone();

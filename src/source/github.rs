@@ -36,11 +36,13 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use octocrab::Octocrab;
 use secrecy::{ExposeSecret as _, SecretString};
 
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
     self, describe_reset, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
     ForgeApi, ForgeCore, Snapshot,
 };
+use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
 /// The web host of the public GitHub service; its API base is the octocrab default.
@@ -176,6 +178,30 @@ impl fmt::Debug for Api {
 }
 
 impl GithubReader {
+    /// The reader of a stored GitHub registry, with the run's cache and HTTP limits.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut github = GithubOptions::from_url(&spec.name, &spec.endpoint)?;
+        if let Some(reference) = &spec.reference {
+            github = github.with_ref(reference.clone());
+        }
+        if let Some(path) = &spec.path {
+            github.path.clone_from(path);
+        }
+        github.token.clone_from(&credentials.token);
+        github.cache = options.cache.clone();
+        if let Some(http) = &options.http {
+            github.connect_timeout = http.connect_timeout;
+            github.request_timeout = http.timeout;
+            github.retries = http.retries;
+            github.max_retry_wait = http.max_retry_wait;
+        }
+        Self::new(github, spec.name.clone())
+    }
+
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GithubOptions, registry: impl Into<String>) -> Result<Self> {
         let registry = registry.into();
@@ -441,7 +467,7 @@ impl Api {
                     None,
                     self.backend(format!(
                         "cannot reach the GitHub API: {}",
-                        crate::error::chain(&e)
+                        crate::chain::chain(&e)
                     )),
                 )
             }
@@ -500,7 +526,7 @@ impl Api {
                 self.backend(format!(
                     "the answer for {} broke off: {}",
                     get.what,
-                    crate::error::chain(e.as_ref())
+                    crate::chain::chain(e.as_ref())
                 )),
             ),
         }
@@ -729,71 +755,4 @@ impl fmt::Display for Api {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_browser_url_names_the_ref_and_the_path() {
-        let o =
-            GithubOptions::from_url("r", "https://github.com/kubevela/catalog/tree/v1.2/addons")
-                .unwrap();
-        assert_eq!(
-            (
-                o.owner.as_str(),
-                o.repo.as_str(),
-                o.git_ref.as_deref(),
-                o.path.as_str()
-            ),
-            ("kubevela", "catalog", Some("v1.2"), "addons")
-        );
-        assert_eq!(o.api_base, None);
-    }
-
-    #[test]
-    fn a_plain_repository_url_uses_the_default_branch() {
-        let o = GithubOptions::from_url("r", "https://github.com/o/r.git/").unwrap();
-        assert_eq!(
-            (o.repo.as_str(), o.git_ref, o.path.as_str()),
-            ("r", None, "")
-        );
-    }
-
-    #[test]
-    fn another_host_is_github_enterprise() {
-        let o = GithubOptions::from_url("r", "https://git.corp.test/team/addons/tree/main/a/b")
-            .unwrap();
-        assert_eq!(o.api_base.as_deref(), Some("https://git.corp.test/api/v3"));
-        assert_eq!(o.path, "a/b");
-    }
-
-    #[test]
-    fn an_explicit_ref_with_slashes_takes_its_part_of_the_path() {
-        let o = GithubOptions::from_url("r", "https://github.com/o/r/tree/release/1.2/addons")
-            .unwrap()
-            .with_ref("release/1.2");
-        assert_eq!(
-            (o.git_ref.as_deref(), o.path.as_str()),
-            (Some("release/1.2"), "addons")
-        );
-    }
-
-    #[test]
-    fn urls_that_are_not_repositories_are_refused() {
-        for bad in [
-            "github.com/o/r",
-            "ftp://github.com/o/r",
-            "https://github.com/o",
-            "https://github.com/o/r/issues/1",
-        ] {
-            let err = GithubOptions::from_url("r", bad).unwrap_err();
-            assert!(matches!(err, Error::InvalidContent { .. }), "{bad}: {err}");
-        }
-    }
-
-    #[test]
-    fn the_token_is_not_in_debug_output() {
-        let mut o = GithubOptions::new("o", "r");
-        o.token = Some("ghp_secret".into());
-        assert!(!format!("{o:?}").contains("ghp_secret"));
-    }
-}
+mod tests;

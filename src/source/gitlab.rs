@@ -21,12 +21,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use secrecy::{ExposeSecret as _, SecretString};
 
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
     self, archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
     ForgeCore,
 };
 use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
 /// The largest archive downloaded (compressed), 64 MiB.
@@ -132,6 +134,25 @@ struct Commit {
 }
 
 impl GitlabReader {
+    /// The reader of a stored Gitlab registry, with the run's cache and HTTP settings.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut gitlab = GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
+        if let Some(reference) = &spec.reference {
+            gitlab.git_ref = Some(reference.clone());
+        }
+        if let Some(path) = &spec.path {
+            gitlab.path.clone_from(path);
+        }
+        gitlab.token.clone_from(&credentials.token);
+        gitlab.cache = options.cache.clone();
+        gitlab.http = options.http_for(spec);
+        Self::new(gitlab, &spec.name)
+    }
+
     /// A reader for the project in `options`, under the registry name `registry`. The token is
     /// sent as `PRIVATE-TOKEN` to the API's origin only.
     pub fn new(options: GitlabOptions, registry: &str) -> Result<Self> {

@@ -26,12 +26,15 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
+use crate::model::registry::{Credentials, RegistrySpec};
+use crate::model::secret::SecretString;
 use crate::model::AddonVersion;
 use crate::source::archive::{self, ArchiveLimits};
 use crate::source::cache::{hex, CacheOptions, CachedEntry, DiskCache};
 use crate::source::http::{redact, Auth, HttpClient, HttpOptions};
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
+    check_relative_path, serve_version, summarize, AddonRef, AddonSummary, AsyncReader, Error,
     FileEntry, IndexedVersion, Result,
 };
 
@@ -96,6 +99,29 @@ impl fmt::Display for HelmReader {
 }
 
 impl HelmReader {
+    /// The reader of a stored Helm registry: its TLS settings, and basic auth (user name) or a
+    /// bearer token.
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &Credentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let mut http = options.http_for(spec);
+        http.auth = match (
+            &credentials.username,
+            &credentials.password,
+            &credentials.token,
+        ) {
+            (Some(username), password, _) => Auth::Basic {
+                username: username.clone(),
+                password: password.clone().unwrap_or_else(|| SecretString::from("")),
+            },
+            (None, _, Some(token)) => Auth::Bearer(token.clone()),
+            _ => Auth::None,
+        };
+        Self::new(&spec.name, &spec.endpoint, http, &options.cache)
+    }
+
     /// A reader of the repository at `url` (the directory holding `index.yaml`; a URL ending in
     /// `/index.yaml` is accepted too). Credentials embedded in the URL are used as basic auth
     /// when `http.auth` is [`Auth::None`].
@@ -118,10 +144,10 @@ impl HelmReader {
                 ),
             });
         }
-        if !base.username().is_empty() && http.auth == Auth::None {
+        if !base.username().is_empty() && matches!(http.auth, Auth::None) {
             http.auth = Auth::Basic {
                 username: percent_decode(base.username()),
-                password: percent_decode(base.password().unwrap_or_default()),
+                password: percent_decode(base.password().unwrap_or_default()).into(),
             };
         }
         let _ = base.set_username("");
@@ -173,7 +199,7 @@ impl HelmReader {
             .charts
             .get(&addon.name)
             .ok_or_else(|| self.inner.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, versions, addon.version.as_deref())
+        serve_version(&addon.name, versions, addon.version.as_deref())
             .map_err(|what| self.inner.not_found(what))
     }
 
@@ -487,6 +513,7 @@ impl AsyncReader for HelmReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::secret::ExposeSecret as _;
 
     fn reader() -> HelmReader {
         HelmReader::new(
@@ -505,13 +532,11 @@ mod tests {
     fn the_repository_url_is_normalised_and_credentials_moved() {
         let r = reader();
         assert_eq!(r.url(), "https://charts.example.invalid/sub/");
-        assert_eq!(
-            r.http().options().auth,
-            Auth::Basic {
-                username: "u".into(),
-                password: "p@ss".into()
-            }
-        );
+        let Auth::Basic { username, password } = &r.http().options().auth else {
+            panic!("basic auth from the URL");
+        };
+        assert_eq!(username, "u");
+        assert_eq!(password.expose_secret(), "p@ss");
         assert!(!r.to_string().contains("p@ss"));
     }
 

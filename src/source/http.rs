@@ -47,11 +47,14 @@ use tokio::sync::Semaphore;
 
 use crate::source::{Error, Result};
 
+pub use crate::model::secret::redact;
+use crate::model::secret::{masked, ExposeSecret as _, SecretString};
+
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 10;
 
 /// Credentials sent with every request to the credentials' origin.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub enum Auth {
     /// No credentials.
     #[default]
@@ -61,18 +64,24 @@ pub enum Auth {
         /// The user name.
         username: String,
         /// The password.
-        password: String,
+        password: SecretString,
     },
     /// `Authorization: Bearer <token>`.
-    Bearer(String),
+    Bearer(SecretString),
 }
 
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Auth::None => f.write_str("None"),
-            Auth::Basic { username, .. } => write!(f, "Basic({username}, ***)"),
-            Auth::Bearer(_) => f.write_str("Bearer(***)"),
+            Auth::Basic { username, password } => {
+                write!(
+                    f,
+                    "Basic({username}, {})",
+                    masked(Some(password)).unwrap_or_default()
+                )
+            }
+            Auth::Bearer(token) => write!(f, "Bearer({})", masked(Some(token)).unwrap_or_default()),
         }
     }
 }
@@ -401,10 +410,11 @@ impl HttpClient {
             if trusted {
                 request = match &self.options.auth {
                     Auth::None => request,
+                    // The one place a credential leaves its `SecretString`: the request header.
                     Auth::Basic { username, password } => {
-                        request.basic_auth(username, Some(password))
+                        request.basic_auth(username, Some(password.expose_secret()))
                     }
-                    Auth::Bearer(token) => request.bearer_auth(token),
+                    Auth::Bearer(token) => request.bearer_auth(token.expose_secret()),
                 };
                 for (name, value) in &self.options.headers {
                     match (
@@ -516,7 +526,7 @@ impl HttpClient {
 
     fn transport_error(&self, shown: &str, error: reqwest::Error) -> Attempt {
         let timeout = error.is_timeout();
-        let text = crate::error::chain(&error.without_url());
+        let text = crate::chain::chain(&error.without_url());
         if timeout {
             let limit = self.options.timeout.as_secs_f64();
             return Attempt::Retry(
@@ -650,60 +660,6 @@ fn rate_limit_wait(headers: &HeaderMap) -> Option<(Duration, SystemTime)> {
         Some((wait, now + wait))
     }
 }
-/// Query parameters whose values are never shown.
-const SECRET_PARAMETERS: &[&str] = &[
-    "access_token",
-    "token",
-    "private_token",
-    "password",
-    "key",
-    "secret",
-    "signature",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "sig",
-];
-
-/// A URL as it may appear in errors and logs: without user info, and with the values of
-/// credential-like query parameters replaced by `***`. Text that is not a URL is returned as is,
-/// less anything before an `@` in its authority.
-pub fn redact(url: &str) -> String {
-    let Ok(mut parsed) = Url::parse(url) else {
-        return match url.split_once("://") {
-            Some((scheme, rest)) => match rest.split_once('@') {
-                Some((_, host)) if !rest.split('/').next().unwrap_or("").is_empty() => {
-                    format!("{scheme}://{host}")
-                }
-                _ => url.to_owned(),
-            },
-            None => url.to_owned(),
-        };
-    };
-    let _ = parsed.set_username("");
-    let _ = parsed.set_password(None);
-    if parsed.query().is_some() {
-        let pairs: Vec<(String, String)> = parsed
-            .query_pairs()
-            .map(|(k, v)| {
-                let secret = SECRET_PARAMETERS
-                    .iter()
-                    .any(|s| k.eq_ignore_ascii_case(s) || k.to_ascii_lowercase().contains("token"));
-                (
-                    k.into_owned(),
-                    if secret {
-                        "***".to_owned()
-                    } else {
-                        v.into_owned()
-                    },
-                )
-            })
-            .collect();
-        parsed.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    parsed.to_string()
-}
-
 /// A time as RFC 3339 in UTC, to the second (`2026-01-31T12:00:00Z`).
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     let seconds = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -730,23 +686,6 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_redacted_for_messages() {
-        assert_eq!(
-            redact("https://user:pa55@example.invalid/index.yaml"),
-            "https://example.invalid/index.yaml"
-        );
-        assert_eq!(
-            redact("https://example.invalid/x?access_token=abc&ref=main"),
-            "https://example.invalid/x?access_token=***&ref=main"
-        );
-        assert_eq!(
-            redact("https://example.invalid/x?X-Amz-Signature=abc"),
-            "https://example.invalid/x?X-Amz-Signature=***"
-        );
-        assert_eq!(redact("not a url"), "not a url");
-    }
 
     #[test]
     fn times_are_formatted_as_rfc3339() {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
+use crate::model::registry::RegistrySpec;
 use crate::source::tree::{join, Index};
 use crate::source::{
     check_relative_path, AddonRef, AddonSummary, AsyncReader, Error, FileEntry, Result,
@@ -20,7 +21,7 @@ use crate::source::{
 };
 
 /// The registry name of addons read from a local directory.
-pub const LOCAL_REGISTRY: &str = "local";
+pub use crate::model::registry::LOCAL_REGISTRY;
 
 /// Reads addons from a directory.
 #[derive(Debug, Clone)]
@@ -36,6 +37,17 @@ struct Inner {
 }
 
 impl LocalReader {
+    /// The reader of a stored local registry: its endpoint (joined with its path, if any),
+    /// under the registry's name.
+    pub fn from_spec(spec: &RegistrySpec) -> Result<Self> {
+        let dir = Path::new(&spec.endpoint);
+        let dir = match &spec.path {
+            Some(path) => dir.join(path),
+            None => dir.to_path_buf(),
+        };
+        Self::with_registry(dir, &spec.name)
+    }
+
     /// Opens `root` under the registry name `local`. Fails when it is not a readable directory.
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         Self::with_registry(root, LOCAL_REGISTRY)

@@ -16,11 +16,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::model::AddonVersion;
+use crate::model::registry::{Credentials, RegistrySpec, RegistryType};
+use crate::model::{AddonVersion, Constraint};
 
 pub mod archive;
 pub mod builtin;
 pub mod cache;
+pub mod catalog;
 mod forge;
 pub mod git;
 pub mod gitee;
@@ -68,28 +70,95 @@ impl AddonRef {
     }
 }
 
-/// One version in a reader's index of an addon (versions listed highest first).
-pub(crate) trait IndexedVersion {
+/// One version in a list of versions (a reader's index, a registry's listing).
+pub trait IndexedVersion {
     /// Its version.
     fn version(&self) -> &AddonVersion;
 }
 
-/// The version of `versions` (highest first) a reader serves for `wanted`: that version (a
-/// leading `v` ignored), or without one the newest stable version, else the newest. `Err` holds
-/// what was not found, for the reader's not-found error.
-pub(crate) fn choose_version<'a, V: IndexedVersion>(
+impl IndexedVersion for AddonVersion {
+    fn version(&self) -> &AddonVersion {
+        self
+    }
+}
+
+/// Which version of an addon to take.
+#[derive(Debug, Clone, Copy)]
+pub enum Choice<'a> {
+    /// That version exactly (a leading `v` ignored).
+    Exact(&'a str),
+    /// The highest version the constraint accepts.
+    Matching(&'a Constraint),
+    /// The highest stable semver version; none when there is none.
+    NewestStable,
+    /// The highest stable version, else the highest of any kind (what `enable x` takes).
+    Default,
+}
+
+impl<'a> Choice<'a> {
+    /// `version` exactly when given, else the highest version matching `constraint` when
+    /// given, else [`Choice::Default`].
+    pub fn of(version: Option<&'a str>, constraint: Option<&'a Constraint>) -> Self {
+        match (version, constraint) {
+            (Some(version), _) => Choice::Exact(version),
+            (None, Some(constraint)) => Choice::Matching(constraint),
+            (None, None) => Choice::Default,
+        }
+    }
+}
+
+impl fmt::Display for Choice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Choice::Exact(version) => write!(f, "version `{version}`"),
+            Choice::Matching(constraint) => write!(f, "a version matching `{constraint}`"),
+            Choice::NewestStable => f.write_str("a stable version"),
+            Choice::Default => f.write_str("version `latest`"),
+        }
+    }
+}
+
+/// The one version chooser: the version of `versions` (listed highest first) that `choice`
+/// names. Readers, the catalogue and the planner all choose through it.
+pub fn choose_version<'a, V: IndexedVersion>(
+    versions: &'a [V],
+    choice: Choice<'_>,
+) -> Option<&'a V> {
+    let mut all = versions.iter();
+    match choice {
+        Choice::Exact(wanted) => all.find(|v| v.version().same_as(wanted)),
+        Choice::Matching(constraint) => all.find(|v| constraint.matches(v.version())),
+        Choice::NewestStable => all.find(|v| {
+            let v = v.version();
+            !v.is_prerelease() && v.semver().is_some()
+        }),
+        Choice::Default => all
+            .clone()
+            .find(|v| !v.version().is_prerelease())
+            .or_else(|| versions.first()),
+    }
+}
+
+/// Versions as a registry lists them, parsed and sorted highest first (for [`choose_version`]).
+pub fn sorted_versions<S: AsRef<str>>(listed: &[S]) -> Vec<AddonVersion> {
+    let mut versions: Vec<AddonVersion> = listed
+        .iter()
+        .map(|v| AddonVersion::parse(v.as_ref()))
+        .collect();
+    versions.sort();
+    versions.reverse();
+    versions
+}
+
+/// The version of `versions` (highest first) a reader serves for `wanted`: that version, or
+/// without one [`Choice::Default`]. `Err` holds what was not found, for the reader's not-found
+/// error.
+pub(crate) fn serve_version<'a, V: IndexedVersion>(
     name: &str,
     versions: &'a [V],
     wanted: Option<&str>,
 ) -> std::result::Result<&'a V, String> {
-    let chosen = match wanted {
-        Some(wanted) => versions.iter().find(|v| v.version().same_as(wanted)),
-        None => versions
-            .iter()
-            .find(|v| !v.version().is_prerelease())
-            .or_else(|| versions.first()),
-    };
-    chosen.ok_or_else(|| {
+    choose_version(versions, Choice::of(wanted, None)).ok_or_else(|| {
         let available: Vec<&str> = versions.iter().map(|v| v.version().raw()).collect();
         format!(
             "version `{}` of addon `{name}` (available: `{}`)",
@@ -109,9 +178,7 @@ pub(crate) fn summarize<V: IndexedVersion>(
     AddonSummary {
         name: name.to_owned(),
         versions: versions.iter().map(|v| v.version().to_string()).collect(),
-        description: choose_version(name, versions, None)
-            .ok()
-            .and_then(description),
+        description: choose_version(versions, Choice::Default).and_then(description),
     }
 }
 
@@ -151,6 +218,49 @@ pub trait AsyncReader: fmt::Debug + fmt::Display + Send + Sync + 'static {
 
 /// A shared reader.
 pub type Reader = Arc<dyn AsyncReader>;
+
+/// How [`open`] builds readers: the run's disk cache and HTTP settings.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// The disk cache.
+    pub cache: cache::CacheOptions,
+    /// HTTP settings (timeouts, retries, …); credentials and TLS come from the registry.
+    pub http: Option<http::HttpOptions>,
+}
+
+impl OpenOptions {
+    /// The HTTP settings for `spec`: the run's, with the registry's TLS settings (a
+    /// self-hosted server with its own CA).
+    pub(crate) fn http_for(&self, spec: &RegistrySpec) -> http::HttpOptions {
+        let mut http = self.http.clone().unwrap_or_default();
+        http.insecure_skip_tls = spec.insecure_skip_tls;
+        http.ca_bundle = spec.ca_bundle.as_ref().map(|pem| pem.as_bytes().to_vec());
+        http
+    }
+}
+
+/// The reader of a stored registry: one `from_spec` per kind.
+pub fn open(
+    spec: &RegistrySpec,
+    credentials: &Credentials,
+    options: &OpenOptions,
+) -> Result<Reader> {
+    Ok(match spec.kind {
+        RegistryType::Helm => Arc::new(helm::HelmReader::from_spec(spec, credentials, options)?),
+        RegistryType::Git => Arc::new(git::GitReader::from_spec(spec, credentials, options)?),
+        RegistryType::Local => Arc::new(local::LocalReader::from_spec(spec)?),
+        RegistryType::Github => {
+            Arc::new(github::GithubReader::from_spec(spec, credentials, options)?)
+        }
+        RegistryType::Gitee => Arc::new(gitee::GiteeReader::from_spec(spec, credentials, options)?),
+        RegistryType::Gitlab => {
+            Arc::new(gitlab::GitlabReader::from_spec(spec, credentials, options)?)
+        }
+        RegistryType::S3 | RegistryType::Oss => {
+            Arc::new(s3::S3Reader::from_spec(spec, credentials, options)?)
+        }
+    })
+}
 
 /// Why a source could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -227,7 +337,68 @@ impl Error {
     pub fn is_user_error(&self) -> bool {
         !matches!(self, Error::Backend { .. })
     }
+
+    /// A copy of this error for a second reader of a listing kept once: the same variant and
+    /// text, the underlying error (not cloneable) kept as its text.
+    #[must_use]
+    pub fn detached(&self) -> Error {
+        match self {
+            Error::NotFound { registry, what } => Error::NotFound {
+                registry: registry.clone(),
+                what: what.clone(),
+            },
+            Error::Unauthorized { registry, message } => Error::Unauthorized {
+                registry: registry.clone(),
+                message: message.clone(),
+            },
+            Error::RateLimited { registry, message } => Error::RateLimited {
+                registry: registry.clone(),
+                message: message.clone(),
+            },
+            Error::InvalidPath {
+                registry,
+                path,
+                reason,
+            } => Error::InvalidPath {
+                registry: registry.clone(),
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            Error::TooLarge {
+                registry,
+                path,
+                size,
+                limit,
+            } => Error::TooLarge {
+                registry: registry.clone(),
+                path: path.clone(),
+                size: *size,
+                limit: *limit,
+            },
+            Error::InvalidContent { registry, message } => Error::InvalidContent {
+                registry: registry.clone(),
+                message: message.clone(),
+            },
+            Error::Backend {
+                registry,
+                message,
+                source,
+            } => Error::Backend {
+                registry: registry.clone(),
+                message: message.clone(),
+                source: source.as_deref().map(|e| {
+                    Box::new(Detached(crate::chain::chain(e)))
+                        as Box<dyn std::error::Error + Send + Sync>
+                }),
+            },
+        }
+    }
 }
+
+/// The text of an error that cannot be cloned.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Detached(String);
 
 /// `Result` with the source [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -276,5 +447,17 @@ mod tests {
         ] {
             assert!(check_relative_path("r", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_s3_registry_without_a_bucket_is_refused() {
+        let spec = RegistrySpec {
+            name: "s".into(),
+            kind: RegistryType::S3,
+            endpoint: "https://s3.example.invalid".into(),
+            ..RegistrySpec::default()
+        };
+        let err = open(&spec, &Credentials::default(), &OpenOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("needs `--bucket`"), "{err}");
     }
 }

@@ -34,12 +34,19 @@ use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use futures::{StreamExt, TryStreamExt};
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::model::registry::{Credentials as RegistryCredentials, RegistrySpec};
+use crate::model::secret::{masked, ExposeSecret as _, SecretString};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::source::cache::{key_hash, CacheOptions, CachedEntry, DiskCache};
+use crate::source::OpenOptions;
 use crate::source::{
-    check_relative_path, choose_version, AddonRef, AddonSummary, AsyncReader, Error, FileEntry,
+    check_relative_path, serve_version, AddonRef, AddonSummary, AsyncReader, Error, FileEntry,
     IndexedVersion, Result, MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
+
+mod layout;
+
+use layout::{files_below, Candidate, Layout};
 
 /// The most keys one listing may return before the reader gives up (a runaway prefix).
 pub const MAX_KEYS: usize = 200_000;
@@ -124,7 +131,7 @@ impl S3Options {
             Some(c) => {
                 builder = builder.credentials_provider(Credentials::new(
                     c.access_key_id.clone(),
-                    c.secret_access_key.clone(),
+                    c.secret_access_key.expose_secret(),
                     None,
                     None,
                     "addonctl-registry",
@@ -154,19 +161,19 @@ impl fmt::Debug for S3Options {
 }
 
 /// An access key pair. `Debug` shows the key id only.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct S3Credentials {
     /// The access key id.
     pub access_key_id: String,
     /// The secret access key.
-    pub secret_access_key: String,
+    pub secret_access_key: SecretString,
 }
 
 impl fmt::Debug for S3Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("S3Credentials")
             .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
+            .field("secret_access_key", &masked(Some(&self.secret_access_key)))
             .finish()
     }
 }
@@ -233,6 +240,37 @@ struct Version {
 }
 
 impl S3Reader {
+    /// The reader of a stored S3 or OSS registry: bucket, prefix, region, path style and the
+    /// access key (user name) and secret (password).
+    pub fn from_spec(
+        spec: &RegistrySpec,
+        credentials: &RegistryCredentials,
+        options: &OpenOptions,
+    ) -> Result<Self> {
+        let bucket = spec.bucket.clone().ok_or_else(|| Error::InvalidContent {
+            registry: spec.name.clone(),
+            message: "an S3/OSS registry needs `--bucket`".to_owned(),
+        })?;
+        let mut s3 = S3Options::new(spec.endpoint.clone(), bucket);
+        if let Some(path) = &spec.path {
+            s3.prefix.clone_from(path);
+        }
+        if let Some(region) = spec.options.get("region") {
+            s3.region.clone_from(region);
+        }
+        if let Some(path_style) = spec.options.get("pathStyle") {
+            s3.path_style = path_style == "true";
+        }
+        if let (Some(id), Some(secret)) = (&credentials.username, &credentials.password) {
+            s3.credentials = Some(S3Credentials {
+                access_key_id: id.clone(),
+                secret_access_key: secret.clone(),
+            });
+        }
+        s3.cache = options.cache.clone();
+        Ok(Self::from_options(&s3, spec.name.clone()))
+    }
+
     /// A reader over `bucket` (below `prefix`) through an SDK client the caller built.
     pub fn new(
         client: aws_sdk_s3::Client,
@@ -630,84 +668,9 @@ impl Inner {
             .addons
             .get(&addon.name)
             .ok_or_else(|| self.not_found(format!("addon `{}`", addon.name)))?;
-        choose_version(&addon.name, &entry.versions, addon.version.as_deref())
+        serve_version(&addon.name, &entry.versions, addon.version.as_deref())
             .map_err(|what| self.not_found(what))
     }
-}
-
-/// Addons found in a key listing before their metadata is read.
-#[derive(Debug, Default)]
-struct Layout {
-    /// Directory name (`""` for a single addon at the top) → candidate.
-    candidates: BTreeMap<String, Candidate>,
-}
-
-#[derive(Debug)]
-struct Candidate {
-    versioned: bool,
-    /// `(directory, version folder name)`, highest version first; one entry when unversioned.
-    versions: Vec<(String, String)>,
-}
-
-impl Layout {
-    fn detect(keys: &BTreeMap<String, u64>) -> Self {
-        let mut layout = Layout::default();
-        if keys.contains_key("metadata.yaml") {
-            layout.candidates.insert(
-                String::new(),
-                Candidate {
-                    versioned: false,
-                    versions: vec![(String::new(), String::new())],
-                },
-            );
-            return layout;
-        }
-        let mut versioned: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for key in keys.keys() {
-            let parts: Vec<&str> = key.split('/').collect();
-            match parts.as_slice() {
-                [name, "metadata.yaml"] => {
-                    layout.candidates.insert(
-                        (*name).to_owned(),
-                        Candidate {
-                            versioned: false,
-                            versions: vec![(format!("{name}/"), String::new())],
-                        },
-                    );
-                }
-                [name, version, "metadata.yaml"] => versioned
-                    .entry((*name).to_owned())
-                    .or_default()
-                    .push((*version).to_owned()),
-                _ => {}
-            }
-        }
-        for (name, mut versions) in versioned {
-            if layout.candidates.contains_key(&name) {
-                continue;
-            }
-            versions.sort_by(|a, b| AddonVersion::parse(b).cmp(&AddonVersion::parse(a)));
-            layout.candidates.insert(
-                name.clone(),
-                Candidate {
-                    versioned: true,
-                    versions: versions
-                        .into_iter()
-                        .map(|v| (format!("{name}/{v}/"), v))
-                        .collect(),
-                },
-            );
-        }
-        layout
-    }
-}
-
-/// The keys below `dir`, relative to it.
-fn files_below(keys: &BTreeMap<String, u64>, dir: &str) -> BTreeMap<String, u64> {
-    keys.range(dir.to_owned()..)
-        .take_while(|(k, _)| k.starts_with(dir))
-        .map(|(k, size)| (k[dir.len()..].to_owned(), *size))
-        .collect()
 }
 
 fn backend(
@@ -795,58 +758,4 @@ impl AsyncReader for S3Reader {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn keys(list: &[&str]) -> BTreeMap<String, u64> {
-        list.iter().map(|k| ((*k).to_owned(), 1)).collect()
-    }
-
-    #[test]
-    fn a_single_addon_at_the_top_is_one_candidate() {
-        let layout = Layout::detect(&keys(&["metadata.yaml", "resources/a.yaml"]));
-        assert_eq!(layout.candidates.len(), 1);
-        assert_eq!(
-            layout.candidates[""].versions,
-            [(String::new(), String::new())]
-        );
-    }
-
-    #[test]
-    fn version_folders_are_versions_highest_first() {
-        let layout = Layout::detect(&keys(&[
-            "a/metadata.yaml",
-            "b/1.0.0/metadata.yaml",
-            "b/1.10.0/metadata.yaml",
-            "b/1.2.0/metadata.yaml",
-            "b/1.2.0/resources/x.yaml",
-            "c/readme.md",
-        ]));
-        assert_eq!(layout.candidates.len(), 2);
-        assert!(!layout.candidates["a"].versioned);
-        let b = &layout.candidates["b"];
-        assert!(b.versioned);
-        let versions: Vec<&str> = b.versions.iter().map(|v| v.1.as_str()).collect();
-        assert_eq!(versions, ["1.10.0", "1.2.0", "1.0.0"]);
-    }
-
-    #[test]
-    fn files_below_a_directory_are_relative_to_it() {
-        let all = keys(&["a/metadata.yaml", "a/x/y.yaml", "ab/metadata.yaml"]);
-        let files: Vec<String> = files_below(&all, "a/").into_keys().collect();
-        assert_eq!(files, ["metadata.yaml", "x/y.yaml"]);
-    }
-
-    #[test]
-    fn credentials_do_not_show_the_secret() {
-        let c = S3Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "very-secret".into(),
-        };
-        let mut options = S3Options::new("http://127.0.0.1:1", "b");
-        options.credentials = Some(c);
-        let shown = format!("{options:?}");
-        assert!(shown.contains("AKID"));
-        assert!(!shown.contains("very-secret"));
-    }
-}
+mod tests;

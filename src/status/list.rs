@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{phase_of_application, Phase};
 use crate::context::{Context, Result};
-use crate::plan::catalog;
+use crate::source::catalog;
 use crate::state::{installed, Installed};
 
 /// The phase `list` shows, without reading the clusters: KubeVela's for an Application,

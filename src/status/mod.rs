@@ -282,7 +282,9 @@ async fn details(
         }
         return Ok(());
     };
-    let package = ctx.catalog.load(&found).await?;
+    let package = crate::loader::load(found.reader.as_ref(), &found.addon)
+        .await
+        .map_err(crate::Error::from)?;
     status.description.clone_from(&package.metadata.description);
     for dependency in &package.metadata.dependencies {
         let installed_version = all.get(&dependency.name).map(|i| i.version.clone());

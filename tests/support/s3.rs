@@ -165,7 +165,7 @@ pub fn options(server: &S3Server, bucket: &str, keys: Option<(&str, &str)>) -> S
     options.path_style = true;
     options.credentials = keys.map(|(id, secret)| S3Credentials {
         access_key_id: id.to_owned(),
-        secret_access_key: secret.to_owned(),
+        secret_access_key: secret.into(),
     });
     options.request_timeout = std::time::Duration::from_secs(20);
     options

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use addonctl::apply::access;
 use addonctl::cluster::Cluster;
+use addonctl::model::secret::secret;
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
     RegistryType, Store,
@@ -138,13 +139,10 @@ async fn store(
 /// The credentials the flags give (`None` when no credential flag was used).
 fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
     let credentials = Credentials {
-        token: settings.token.clone().filter(|s| !s.is_empty()),
+        token: settings.token.clone().and_then(secret),
         username: settings.username.clone().filter(|s| !s.is_empty()),
-        password: settings.password.clone().filter(|s| !s.is_empty()),
-        ssh_passphrase: settings
-            .ssh_key_passphrase
-            .clone()
-            .filter(|s| !s.is_empty()),
+        password: settings.password.clone().and_then(secret),
+        ssh_passphrase: settings.ssh_key_passphrase.clone().and_then(secret),
     };
     (!credentials.is_empty()).then_some(credentials)
 }
@@ -152,7 +150,9 @@ fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
 /// Applies the flags to a spec.
 fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyhow::Result<()> {
     if let Some(kind) = &settings.kind {
-        spec.kind = kind.parse::<RegistryType>()?;
+        spec.kind = kind
+            .parse::<RegistryType>()
+            .map_err(addonctl::Error::from)?;
     }
     if let Some(endpoint) = &settings.endpoint {
         endpoint.clone_into(&mut spec.endpoint);
@@ -275,7 +275,8 @@ async fn add(
             .kind
             .as_deref()
             .ok_or_else(|| user("`registry add` needs `--type` (or `--from FILE`)"))?
-            .parse::<RegistryType>()?;
+            .parse::<RegistryType>()
+            .map_err(addonctl::Error::from)?;
         let mut spec = RegistrySpec {
             name,
             kind,
@@ -289,7 +290,7 @@ async fn add(
     };
     let mut stdout = std::io::stdout().lock();
     for mut registry in registries {
-        check_name(&registry.spec.name)?;
+        check_name(&registry.spec.name).map_err(addonctl::Error::from)?;
         if store.get(&registry.spec.name).await?.is_some() {
             return Err(user(format!(
                 "registry `{0}` already exists; change it with `addonctl registry update {0}`",
@@ -370,13 +371,13 @@ async fn update_locked(
     if let Some(credentials) = &new_credentials {
         registry.credentials = credentials.clone();
     }
-    let before = registry.credentials.clone();
+    let before = registry.credentials.keys();
     registry.spec.endpoint = strip_endpoint_credentials(
         registry.spec.kind,
         &registry.spec.endpoint,
         &mut registry.credentials,
     );
-    let moved = registry.credentials != before;
+    let moved = registry.credentials.keys() != before;
     if !settings.no_validate {
         validate(&registry).await?;
     }
