@@ -323,17 +323,39 @@ impl Evaluator {
 
     // --- export ------------------------------------------------------------------------------
 
+    /// The vertex at a path of regular field names from the root, if there is one.
+    pub(crate) fn lookup(&mut self, path: &[&str]) -> Option<VId> {
+        let mut at = super::ROOT;
+        for label in path {
+            self.expand(at);
+            match self.v(at).arcs.get(*label).copied() {
+                Some(a) if self.v(a).regular => at = a,
+                _ => return None,
+            }
+        }
+        Some(at)
+    }
+
     /// Concrete JSON of vertex `v`.
     pub(crate) fn export_vertex(&mut self, v: VId) -> Result<Value, Error> {
+        self.export_as::<Value>(v)
+    }
+
+    /// Concrete JSON text (compact) of vertex `v`, integers of any size with all their digits.
+    pub(crate) fn export_text(&mut self, v: VId) -> Result<String, Error> {
+        self.export_as::<JsonText>(v).map(|t| t.0)
+    }
+
+    fn export_as<O: Out>(&mut self, v: VId) -> Result<O, Error> {
         if !self.enter() {
             return Err(self.fatal_error());
         }
-        let result = self.export_inner(v);
+        let result = self.export_inner::<O>(v);
         self.leave();
         result
     }
 
-    fn export_inner(&mut self, v: VId) -> Result<Value, Error> {
+    fn export_inner<O: Out>(&mut self, v: VId) -> Result<O, Error> {
         let val = self.value_of(v);
         if let Some(e) = self.fatal.clone() {
             return Err(e);
@@ -349,7 +371,7 @@ impl Evaluator {
                     .iter()
                     .map(|(k, &a)| (Arc::clone(k), a))
                     .collect();
-                let mut map = Map::new();
+                let mut fields = Vec::with_capacity(arcs.len());
                 for (label, a) in arcs {
                     if !self.v(a).regular {
                         continue;
@@ -362,11 +384,11 @@ impl Evaluator {
                         }
                         continue;
                     }
-                    let value = self.export_vertex(a)?;
+                    let value = self.export_as::<O>(a)?;
                     self.count(label.len() + 4)?;
-                    map.insert(label.to_string(), value);
+                    fields.push((label.to_string(), value));
                 }
-                Ok(Value::Object(map))
+                Ok(O::object(fields))
             }
             Val::List(w) if w == v => {
                 if let Val::Bottom(b) = self.scalar(v, &[]) {
@@ -376,25 +398,34 @@ impl Evaluator {
                 let mut out = Vec::with_capacity(len);
                 for i in 0..len {
                     match self.v(v).arcs.get(i.to_string().as_str()).copied() {
-                        Some(a) => out.push(self.export_vertex(a)?),
-                        None => out.push(Value::Null),
+                        Some(a) => out.push(self.export_as::<O>(a)?),
+                        None => out.push(O::scalar(Value::Null)),
                     }
                 }
-                Ok(Value::Array(out))
+                Ok(O::array(out))
             }
-            other => self.scalar_json(&other, Some(v)),
+            other => self.scalar_out::<O>(&other, Some(v)),
         }
     }
 
     /// Concrete JSON of a value (structs and lists through their vertices).
     pub(crate) fn json_of(&mut self, val: &Val) -> Result<Value, Error> {
+        self.out_of::<Value>(val)
+    }
+
+    /// Compact JSON text of a value, integers of any size with all their digits.
+    pub(crate) fn text_of(&mut self, val: &Val) -> Result<String, Error> {
+        self.out_of::<JsonText>(val).map(|t| t.0)
+    }
+
+    fn out_of<O: Out>(&mut self, val: &Val) -> Result<O, Error> {
         match val.default_value() {
-            Val::Struct(w) | Val::List(w) => self.export_vertex(w),
-            other => self.scalar_json(&other, None),
+            Val::Struct(w) | Val::List(w) => self.export_as::<O>(w),
+            other => self.scalar_out::<O>(&other, None),
         }
     }
 
-    fn scalar_json(&mut self, val: &Val, at: Option<VId>) -> Result<Value, Error> {
+    fn scalar_out<O: Out>(&mut self, val: &Val, at: Option<VId>) -> Result<O, Error> {
         let val = val.default_value();
         let json = match &val {
             Val::Null => Value::Null,
@@ -405,13 +436,18 @@ impl Evaluator {
                 } else if let Some(n) = i.to_u64() {
                     Value::from(n)
                 } else {
-                    let mut e = Error::unsupported(format!(
-                        "the integer {i} does not fit in 64 bits and cannot be exported"
-                    ));
-                    if let Some(v) = at {
-                        e = e.with_path(self.path(v));
-                    }
-                    return Err(e);
+                    let text = i.to_string();
+                    self.count(text.len())?;
+                    return O::big_int(text).map_err(|text| {
+                        let mut e = Error::unsupported(format!(
+                            "the integer {text} does not fit in 64 bits: a JSON value for \
+                             Kubernetes cannot hold it exactly (make it a string: \"\\(x)\")"
+                        ));
+                        if let Some(v) = at {
+                            e = e.with_path(self.path(v));
+                        }
+                        e
+                    });
                 }
             }
             Val::Float(f, s) => {
@@ -428,7 +464,7 @@ impl Evaluator {
                 use base64::Engine as _;
                 Value::String(base64::engine::general_purpose::STANDARD.encode(b))
             }
-            Val::Struct(w) | Val::List(w) => return self.export_vertex(*w),
+            Val::Struct(w) | Val::List(w) => return self.export_as::<O>(*w),
             Val::Bottom(b) => return Err(self.error_of(b, at)),
             other => {
                 let what = match other {
@@ -455,7 +491,7 @@ impl Evaluator {
             _ => 8,
         };
         self.count(size)?;
-        Ok(json)
+        Ok(O::scalar(json))
     }
 
     fn count(&mut self, size: usize) -> Result<(), Error> {
@@ -500,5 +536,73 @@ fn flatten(e: &Arc<crate::cue::ast::Expr>, default: bool, out: &mut Vec<(Src, bo
             flatten(inner, default, out);
         }
         _ => out.push((Src::Expr(Arc::clone(e)), default)),
+    }
+}
+
+/// What an export builds: a `serde_json::Value`, or JSON text that keeps big integers exact.
+trait Out: Sized {
+    fn scalar(value: Value) -> Self;
+    /// An integer beyond 64 bits, as decimal digits (`Err` gives the digits back when this
+    /// output cannot hold it).
+    fn big_int(digits: String) -> Result<Self, String>;
+    fn array(items: Vec<Self>) -> Self;
+    fn object(fields: Vec<(String, Self)>) -> Self;
+}
+
+impl Out for Value {
+    fn scalar(value: Value) -> Self {
+        value
+    }
+
+    fn big_int(digits: String) -> Result<Self, String> {
+        Err(digits)
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+
+    fn object(fields: Vec<(String, Self)>) -> Self {
+        Value::Object(fields.into_iter().collect::<Map<String, Value>>())
+    }
+}
+
+/// Compact JSON text, as `serde_json::to_string` writes it.
+struct JsonText(String);
+
+impl Out for JsonText {
+    fn scalar(value: Value) -> Self {
+        JsonText(value.to_string())
+    }
+
+    fn big_int(digits: String) -> Result<Self, String> {
+        Ok(JsonText(digits))
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        let mut out = String::with_capacity(2 + items.iter().map(|i| i.0.len() + 1).sum::<usize>());
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&item.0);
+        }
+        out.push(']');
+        JsonText(out)
+    }
+
+    fn object(fields: Vec<(String, Self)>) -> Self {
+        let mut out = String::from("{");
+        for (i, (key, value)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&Value::String(key.clone()).to_string());
+            out.push(':');
+            out.push_str(&value.0);
+        }
+        out.push('}');
+        JsonText(out)
     }
 }
