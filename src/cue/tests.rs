@@ -359,3 +359,16 @@ fn big_integers_export_exactly_as_text_and_fail_clearly_as_values() {
     assert!(shown.contains("-18446744073709551617"), "{shown}");
     assert!(shown.contains("does not fit in 64 bits"), "{shown}");
 }
+
+#[test]
+fn a_quoted_hash_label_is_a_regular_field_and_its_path_is_quoted() {
+    assert_eq!(
+        ok("#x: 1\n\"#x\": 2\n_y: 3\n\"_y\": #x + _y"),
+        json!({"#x": 2, "_y": 4})
+    );
+    let e = err("s: {\"#x\": 1}\ns: {\"#x\": 2}");
+    assert_eq!(e.kind, ErrorKind::Conflict);
+    assert!(e.to_string().starts_with("s[\"#x\"]: "), "{e}");
+    let e = err("\"_h\": 1\n\"_h\": 2");
+    assert!(e.to_string().starts_with("\"_h\": "), "{e}");
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use num_traits::ToPrimitive;
 use serde_json::{Map, Number, Value};
 
-use super::{Conjunct, Evaluator, Src, State};
+use super::{Conjunct, Evaluator, Key, KeyRef, Src, State};
 use crate::cue::ast::{BinOp, ExprKind, Pos, UnOp};
 use crate::cue::error::{Error, ErrorKind};
 use crate::cue::value::{bottom, kind, meet, show, Bottom, VId, Val};
@@ -162,20 +162,21 @@ impl Evaluator {
                 continue;
             }
             for (label, &a) in &self.v(v).arcs {
-                if label.starts_with('_') || label.starts_with('#') || self.v(a).index_label {
+                if !label.is_regular() || self.v(a).index_label {
                     continue;
                 }
                 if g.fields.contains(label) {
                     continue;
                 }
-                let name = Val::Str(Arc::clone(label));
+                let name = Val::Str(Arc::clone(&label.name));
                 if g.patterns.iter().any(|p| !meet(p, &name).is_bottom()) {
                     continue;
                 }
                 let b = Bottom {
                     kind: ErrorKind::Conflict,
                     message: format!(
-                        "field not allowed: `{label}` is not declared in the closed definition"
+                        "field not allowed: `{}` is not declared in the closed definition",
+                        label.name
                     ),
                     positions: vec![self.v(a).pos],
                     path: Some(self.path(a)),
@@ -219,7 +220,11 @@ impl Evaluator {
         for (src, default) in options {
             let (parent, label, index_label) = {
                 let vx = self.v(v);
-                (vx.parent, Arc::clone(&vx.label), vx.index_label)
+                let key = Key {
+                    name: Arc::clone(&vx.label),
+                    kind: vx.kind,
+                };
+                (vx.parent, key, vx.index_label)
             };
             let t = self.new_vertex(parent, label, index_label, self.v(v).pos);
             self.vm(t).regular = true;
@@ -328,7 +333,7 @@ impl Evaluator {
         let mut at = super::ROOT;
         for label in path {
             self.expand(at);
-            match self.v(at).arcs.get(*label).copied() {
+            match self.v(at).arcs.get(&KeyRef::regular(label)).copied() {
                 Some(a) if self.v(a).regular => at = a,
                 _ => return None,
             }
@@ -365,18 +370,19 @@ impl Evaluator {
                 if let Val::Bottom(b) = self.scalar(v, &[]) {
                     return Err(self.error_of(&b, Some(v)));
                 }
-                let arcs: Vec<(Arc<str>, VId)> = self
+                let arcs: Vec<(Key, VId)> = self
                     .v(v)
                     .arcs
                     .iter()
-                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .map(|(k, &a)| (k.clone(), a))
                     .collect();
                 let mut fields = Vec::with_capacity(arcs.len());
-                for (label, a) in arcs {
+                for (key, a) in arcs {
                     if !self.v(a).regular {
                         continue;
                     }
-                    if label.starts_with('_') || label.starts_with('#') {
+                    let label = key.name;
+                    if !key.kind.is_regular() {
                         if let Err(e) = self.check(a) {
                             if e.kind != ErrorKind::Limit {
                                 return Err(self.error_of(&e, Some(a)));
@@ -397,7 +403,12 @@ impl Evaluator {
                 let len = self.v(v).list.as_ref().map_or(0, |s| s.len);
                 let mut out = Vec::with_capacity(len);
                 for i in 0..len {
-                    match self.v(v).arcs.get(i.to_string().as_str()).copied() {
+                    match self
+                        .v(v)
+                        .arcs
+                        .get(&KeyRef::regular(&i.to_string()))
+                        .copied()
+                    {
                         Some(a) => out.push(self.export_as::<O>(a)?),
                         None => out.push(O::scalar(Value::Null)),
                     }
