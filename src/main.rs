@@ -4,10 +4,8 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::parse();
     cli::init_logging(&args.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -4,15 +4,25 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::cli::help;
+
 /// Installs Kubernetes addons from registries; KubeVela-compatible.
 #[derive(Debug, Parser)]
-#[command(name = "addonctl", version, about)]
+#[command(name = "addonctl", version, long_version = LONG_VERSION, about)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// `addonctl --version`: the client's version and commit.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ADDONCTL_GIT_COMMIT"),
+    ")"
+);
 
 /// Flags every command accepts.
 #[derive(Debug, Args)]
@@ -97,38 +107,75 @@ pub struct GlobalArgs {
         default_value_t = 10_000_000
     )]
     pub script_max_operations: u64,
+    /// Whether `--request-timeout` was given (flag or environment), not its default: `version`
+    /// waits less for the server than the default.
+    #[arg(skip)]
+    pub request_timeout_given: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print every object `enable` would apply, without a cluster.
+    #[command(after_help = help::RENDER)]
     Render(RenderArgs),
     /// Check an addon (or a directory of addons) for problems.
+    #[command(after_help = help::LINT)]
     Lint(LintArgs),
     /// Create a new addon that lints clean.
+    #[command(after_help = help::INIT)]
     Init(InitArgs),
     /// Install an addon and its missing dependencies on the control plane.
+    #[command(visible_alias = "install", after_help = help::ENABLE)]
     Enable(EnableArgs),
     /// Remove an addon.
+    #[command(visible_alias = "uninstall", after_help = help::DISABLE)]
     Disable(DisableArgs),
     /// Show an addon's phase, version, registry and clusters.
+    #[command(after_help = help::STATUS)]
     Status(StatusArgs),
     /// List the addons of the registries and whether they are installed.
+    #[command(visible_alias = "ls", after_help = help::LIST)]
     List(ListArgs),
     /// Change an installed addon's parameters or version.
+    #[command(after_help = help::UPGRADE)]
     Upgrade(UpgradeArgs),
     /// Package an addon (or a directory of addons) as `<name>-<version>.tgz`, after linting it.
+    #[command(after_help = help::PACKAGE)]
     Package(PackageArgs),
     /// Write a Helm `index.yaml` for the packages in a directory.
+    #[command(after_help = help::INDEX)]
     Index(IndexArgs),
     /// Add, change, list and remove the registries addons come from.
+    #[command(after_help = help::REGISTRY)]
     Registry(RegistryArgs),
     /// Manage the clusters addons are deployed to.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = help::CLUSTER)]
     Cluster(ClusterCommand),
     /// Print the ClusterRoles addonctl ships (`addonctl-viewer`, `-operator`, `-admin`), for
     /// `kubectl apply -f -`.
+    #[command(after_help = help::RBAC)]
     Rbac(RbacArgs),
+    /// Print a shell completion script (bash, zsh, fish or powershell) on stdout.
+    #[command(after_help = help::COMPLETION)]
+    Completion(CompletionArgs),
+    /// Print addonctl's version and commit, and the control plane's Kubernetes and KubeVela
+    /// versions when it answers within `--request-timeout` (default here: 5 seconds).
+    #[command(after_help = help::VERSION)]
+    Version(VersionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +196,7 @@ pub struct LockArgs {
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
     /// Join a cluster from a kubeconfig (stored as KubeVela stores clusters).
+    #[command(after_help = help::CLUSTER_JOIN)]
     Join {
         /// The cluster's name.
         name: String,
@@ -161,17 +209,23 @@ pub enum ClusterCommand {
         /// Labels `k=v,…` for `clusterLabelSelector`.
         #[arg(long)]
         labels: Vec<String>,
+        /// Do not ask before a re-join drops the cluster's labels (only asked on a terminal).
+        #[arg(short, long)]
+        yes: bool,
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
         output: ReportFormat,
     },
     /// List `local` and the joined clusters: endpoint, credential type, labels, reachability, version.
+    #[command(after_help = help::CLUSTER_LIST)]
     List {
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
         output: ReportFormat,
     },
-    /// Delete what addons applied to a cluster, then forget the cluster.
+    /// Delete what addons applied to a cluster, then forget the cluster (on a terminal, asks
+    /// first).
+    #[command(after_help = help::CLUSTER_DETACH)]
     Detach {
         /// The cluster's name.
         name: String,
@@ -181,11 +235,15 @@ pub enum ClusterCommand {
         /// Print what would be deleted, given back and kept there; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Do not ask for confirmation (only asked on a terminal).
+        #[arg(short, long)]
+        yes: bool,
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
         output: ReportFormat,
     },
     /// Replace a cluster's labels.
+    #[command(after_help = help::CLUSTER_LABELS)]
     Labels {
         /// The cluster's name.
         name: String,
@@ -446,16 +504,20 @@ pub struct RegistryArgs {
 #[derive(Debug, Subcommand)]
 pub enum RegistryCommand {
     /// Add a registry; it is listed first to check it works (unless `--no-validate`).
+    #[command(after_help = help::REGISTRY_ADD)]
     Add(Box<RegistrySettingsArgs>),
     /// Change a registry's settings (only the options given change).
+    #[command(after_help = help::REGISTRY_UPDATE)]
     Update(Box<RegistrySettingsArgs>),
     /// List the registries in search order (the built-in one last).
+    #[command(after_help = help::REGISTRY_LIST)]
     List {
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
         output: ReportFormat,
     },
     /// Show one registry (credentials are never shown).
+    #[command(after_help = help::REGISTRY_GET)]
     Get {
         /// The registry's name.
         name: String,
@@ -464,6 +526,7 @@ pub enum RegistryCommand {
         output: ReportFormat,
     },
     /// Remove a registry and its credentials.
+    #[command(after_help = help::REGISTRY_REMOVE)]
     Remove {
         /// The registry's name.
         name: String,
@@ -536,5 +599,6 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+        crate::cli::help::command(super::Cli::command()).debug_assert();
     }
 }

@@ -10,6 +10,7 @@
 mod args;
 mod commands;
 mod diagnostics;
+mod help;
 mod printer;
 mod settings;
 
@@ -20,6 +21,20 @@ use args::{Command, GlobalArgs};
 pub use diagnostics::report;
 use printer::Printer;
 use settings::{ClusterSettings, GlobalSettings};
+
+/// Parses the command line as clap's `Cli::parse` does (printing help, or the error and exiting
+/// 2), with each command's help ending in a pointer to the global options instead of listing them
+/// ([`help::command`]).
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = help::command(Cli::command());
+    let matches = command.get_matches_mut();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+    cli.global.request_timeout_given = matches
+        .value_source("request_timeout")
+        .is_some_and(|source| source != clap::parser::ValueSource::DefaultValue);
+    cli
+}
 
 /// Routes logs to stderr: addonctl's warnings by default, more with `-v`, only errors with `-q`.
 /// Other crates' logs (kube, hyper, rustls, the AWS SDK, …) stay silent at the default verbosity:
@@ -107,5 +122,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Box::pin(commands::cluster::run(&global, &cluster, printer, command)).await
         }
         Command::Rbac(args) => commands::rbac::run(printer, &args),
+        Command::Completion(args) => commands::completion::run(printer, &args),
+        Command::Version(args) => commands::version::run(global, printer, &args).await,
     }
 }

@@ -56,6 +56,28 @@ impl Printer {
         }
     }
 
+    /// A note on stderr (hidden with `-q`): something the result lacks, and why.
+    pub fn note(self, message: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "note: {message}");
+        }
+    }
+
+    /// Whether questions can be asked: stdin is a terminal (never in scripts, pipes or tests).
+    #[expect(
+        clippy::unused_self,
+        reason = "commands reach the terminal only through the printer"
+    )]
+    pub fn interactive(self) -> bool {
+        std::io::IsTerminal::is_terminal(&std::io::stdin())
+    }
+
+    /// Asks a y/N question ([`Printer::ask`]); only `y`/`yes` is a yes.
+    pub fn confirm(self, lines: &[String], question: &str) -> anyhow::Result<bool> {
+        let answer = self.ask(lines, question)?;
+        Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+    }
+
     /// A question on stderr (shown even with `-q`: an answer is needed).
     #[expect(
         clippy::unused_self,

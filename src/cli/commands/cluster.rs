@@ -38,9 +38,13 @@ pub async fn run(
             from_kubeconfig,
             from_context,
             labels,
+            yes,
             output,
         } => {
             let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            if !yes && printer.interactive() {
+                confirm_rejoin(&ctx, printer, &name, &labels).await?;
+            }
             let row = addonctl::apply::clusters::join(
                 &ctx,
                 &name,
@@ -67,8 +71,12 @@ pub async fn run(
             name,
             force,
             dry_run,
+            yes,
             output,
         } => {
+            if !yes && !dry_run && printer.interactive() {
+                confirm_detach(&ctx, printer, &name, force).await?;
+            }
             // The library checks permissions and takes the locks (none for a dry run).
             let mut ctx = ctx;
             ctx.lock = lock_options(&format!("cluster detach {name}"), false);
@@ -101,6 +109,75 @@ pub async fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// On a terminal, before `cluster detach`: what it would delete (a dry run), and the person's
+/// y/N. Declined: a user error, nothing changed.
+async fn confirm_detach(
+    ctx: &addonctl::context::Context,
+    printer: Printer,
+    name: &str,
+    force: bool,
+) -> anyhow::Result<()> {
+    let preview = addonctl::apply::clusters::detach(ctx, name, force, true).await?;
+    let mut lines = vec![format!(
+        "detaching cluster `{name}` deletes {} object(s) addons applied there{}, then forgets the cluster:",
+        preview.deleted.len(),
+        if preview.given_back.is_empty() {
+            String::new()
+        } else {
+            format!(" and gives back {}", preview.given_back.len())
+        }
+    )];
+    lines.extend(preview.addons.iter().map(|line| format!("  {line}")));
+    if printer.confirm(&lines, &format!("detach `{name}`? [y/N] "))? {
+        Ok(())
+    } else {
+        Err(crate::cli::diagnostics::user(format!(
+            "cluster `{name}` not detached: nothing was changed (pass `--yes` to detach without asking)"
+        )))
+    }
+}
+
+/// On a terminal, before a re-`join` that would drop labels the stored cluster has: the labels
+/// lost, and the person's y/N (one read of the cluster's Secret; a cluster not joined yet asks
+/// nothing).
+async fn confirm_rejoin(
+    ctx: &addonctl::context::Context,
+    printer: Printer,
+    name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
+    // Unreadable: the question is a courtesy; join itself reports what the cluster refuses.
+    let Ok(Some(stored)) = ctx.cluster.get(&gvk, Some(&ctx.namespace), name).await else {
+        return Ok(());
+    };
+    let Ok((info, _)) = addonctl::cluster::set::ClusterCredentials::from_secret(
+        &addonctl::state::to_value(&stored),
+    ) else {
+        return Ok(());
+    };
+    let dropped: Vec<String> = info
+        .labels
+        .iter()
+        .filter(|(k, v)| labels.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    let lines = vec![format!(
+        "cluster `{name}` is joined with labels {}; joining it again without them drops them (clusterLabelSelector stops matching it)",
+        dropped.join(",")
+    )];
+    if printer.confirm(&lines, &format!("re-join `{name}`? [y/N] "))? {
+        Ok(())
+    } else {
+        Err(crate::cli::diagnostics::user(format!(
+            "cluster `{name}` not joined again: nothing was changed (give `--labels` to keep them, or `--yes` to join without asking)"
+        )))
+    }
 }
 
 /// `cluster list` as a table.

@@ -1,6 +1,7 @@
 //! One module per command; what several commands share is here.
 
 pub mod cluster;
+pub mod completion;
 pub mod disable;
 pub mod enable;
 pub mod init;
@@ -12,6 +13,7 @@ pub mod registry;
 pub mod render;
 pub mod status;
 pub mod upgrade;
+pub mod version;
 
 use addonctl::context::Context;
 use addonctl::params::{Input, RawInput};

@@ -1,0 +1,111 @@
+//! Help texts: each command's examples, and the global options shown once (in `addonctl
+//! --help`), not repeated in every command's help.
+
+use clap::{Arg, Command};
+
+/// The line every command's help ends with, instead of the global options themselves.
+const GLOBAL_NOTE: &str =
+    "Global options (--kubeconfig, --context, --system-namespace, --registry-dir, --engine, \
+--request-timeout, -q, …): see `addonctl --help`.";
+
+pub const RENDER: &str = "Examples:
+  addonctl render strongbox-dashboard ingress.enabled=true ingress.host=backup.example.com
+  addonctl render ./my-addon -f values.yaml replicas=3 -o json
+  addonctl render ./my-addon --schema -o json";
+pub const LINT: &str = "Examples:
+  addonctl lint ./my-addon
+  addonctl lint ./addons --strict -o json";
+pub const INIT: &str = "Examples:
+  addonctl init my-addon
+  addonctl init my-addon --cue --dir ./addons/my-addon";
+pub const ENABLE: &str = "Examples:
+  addonctl enable strongbox-operator
+  addonctl enable myrepo/strongbox-dashboard -f values.yaml --clusters edge-1,edge-2
+  addonctl enable ./my-addon --dry-run";
+pub const DISABLE: &str = "Examples:
+  addonctl disable strongbox-dashboard
+  addonctl disable strongbox-operator --prune-dependencies --dry-run";
+pub const STATUS: &str = "Examples:
+  addonctl status strongbox-operator
+  addonctl status strongbox-operator -v -o json";
+pub const LIST: &str = "Examples:
+  addonctl list
+  addonctl list --registry myrepo -o json";
+pub const UPGRADE: &str = "Examples:
+  addonctl upgrade strongbox-operator --latest
+  addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0";
+pub const PACKAGE: &str = "Examples:
+  addonctl package ./my-addon
+  addonctl package ./addons -o dist/";
+pub const INDEX: &str = "Examples:
+  addonctl index dist/ --url https://addons.example.com/charts
+  addonctl index dist/ --url https://addons.example.com/charts --merge old/index.yaml";
+pub const REGISTRY: &str = "Examples:
+  addonctl registry add myrepo --type helm --endpoint https://addons.example.com/charts
+  addonctl registry list
+  addonctl registry remove myrepo";
+pub const REGISTRY_ADD: &str = "Examples:
+  addonctl registry add myrepo --type helm --endpoint https://addons.example.com/charts
+  addonctl registry add team --type git --endpoint https://git.example.com/team/addons.git --ref main
+  addonctl registry add --from registries/kubevela.yaml";
+pub const REGISTRY_UPDATE: &str = "Examples:
+  addonctl registry update myrepo --priority 10
+  addonctl registry update team --ref v2";
+pub const REGISTRY_LIST: &str = "Examples:
+  addonctl registry list
+  addonctl registry list --local -o json";
+pub const REGISTRY_GET: &str = "Examples:
+  addonctl registry get myrepo -o yaml";
+pub const REGISTRY_REMOVE: &str = "Examples:
+  addonctl registry remove myrepo";
+pub const CLUSTER: &str = "Examples:
+  addonctl cluster join edge-1 --from-kubeconfig edge-1.kubeconfig --labels region=eu
+  addonctl cluster list
+  addonctl cluster detach edge-1 --dry-run";
+pub const CLUSTER_JOIN: &str = "Examples:
+  addonctl cluster join edge-1 --from-kubeconfig edge-1.kubeconfig --labels region=eu,tier=edge
+  addonctl cluster join edge-2 --from-kubeconfig ~/.kube/config --from-context edge-2";
+pub const CLUSTER_LIST: &str = "Examples:
+  addonctl cluster list
+  addonctl cluster list -o json";
+pub const CLUSTER_DETACH: &str = "Examples:
+  addonctl cluster detach edge-1 --dry-run
+  addonctl cluster detach edge-1 --yes";
+pub const CLUSTER_LABELS: &str = "Examples:
+  addonctl cluster labels edge-1 region=eu tier=edge";
+pub const RBAC: &str = "Examples:
+  addonctl rbac | kubectl apply -f -";
+pub const COMPLETION: &str = "Examples:
+  source <(addonctl completion bash)
+  addonctl completion zsh > \"${fpath[1]}/_addonctl\"
+  addonctl completion fish > ~/.config/fish/completions/addonctl.fish";
+pub const VERSION: &str = "Examples:
+  addonctl version
+  addonctl version -o json --request-timeout 2";
+
+/// The command line with each command's help ending in [`GLOBAL_NOTE`] instead of listing the
+/// global options: every command gets hidden copies of them (clap propagates a global option only
+/// where no option of that id exists, so the copies are the ones parsed; they stay global, so
+/// their values still reach [`super::args::GlobalArgs`]). `addonctl --help` lists them.
+pub fn command(top: Command) -> Command {
+    let globals: Vec<Arg> = top
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    top.mut_subcommands(|sub| with_hidden(sub, &globals))
+}
+
+fn with_hidden(mut sub: Command, globals: &[Arg]) -> Command {
+    for arg in globals {
+        if sub.get_arguments().all(|a| a.get_id() != arg.get_id()) {
+            sub = sub.arg(arg.clone());
+        }
+    }
+    let note = match sub.get_after_help() {
+        Some(examples) => format!("{examples}\n\n{GLOBAL_NOTE}"),
+        None => GLOBAL_NOTE.to_owned(),
+    };
+    sub.after_help(note)
+        .mut_subcommands(|nested| with_hidden(nested, globals))
+}
