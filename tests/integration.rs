@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod cli;
+mod cli_conventions;
 mod cli_kubeconfig;
 mod cli_lint;
 mod control_plane;

@@ -76,7 +76,7 @@ pub const CLUSTER_LABELS: &str = "Examples:
 pub const RBAC: &str = "Examples:
   addonctl rbac | kubectl apply -f -";
 pub const COMPLETION: &str = "Examples:
-  source <(addonctl completion bash)
+  addonctl completion bash > ~/.local/share/bash-completion/completions/addonctl
   addonctl completion zsh > \"${fpath[1]}/_addonctl\"
   addonctl completion fish > ~/.config/fish/completions/addonctl.fish";
 pub const VERSION: &str = "Examples:
