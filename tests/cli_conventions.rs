@@ -311,8 +311,8 @@ fn cli_global_options_still_work_after_the_command() {
 #[tokio::test]
 async fn cli_aliases_run_the_same_commands() {
     let sb = Sandbox::with_kubevela().await;
-    let list = stdout(&mut sb.cli().args(["list", "-o", "json"]));
-    let ls = stdout(&mut sb.cli().args(["ls", "-o", "json"]));
+    let list = stdout(sb.cli().args(["list", "-o", "json"]));
+    let ls = stdout(sb.cli().args(["ls", "-o", "json"]));
     let rows: Value = serde_json::from_str(&ls).unwrap();
     assert!(!rows["addons"].as_array().unwrap().is_empty(), "{rows}");
     assert_eq!(list, ls);
