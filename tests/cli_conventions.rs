@@ -155,7 +155,9 @@ fn cli_version_gives_up_on_a_silent_server_within_the_request_timeout() {
         .timeout(std::time::Duration::from_secs(20))
         .assert()
         .success()
-        .stderr(predicate::str::contains("note: no server versions"));
+        .stderr(predicate::str::contains("note: no server versions"))
+        // The flag given after the command is the limit (the default here would be 5s).
+        .stderr(predicate::str::contains("within 1s"));
     let version: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(version.get("server").is_none(), "{version}");
     drop(listener);

@@ -75,7 +75,7 @@ impl Printer {
     /// Asks a y/N question ([`Printer::ask`]); only `y`/`yes` is a yes.
     pub fn confirm(self, lines: &[String], question: &str) -> anyhow::Result<bool> {
         let answer = self.ask(lines, question)?;
-        Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+        Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
     }
 
     /// A question on stderr (shown even with `-q`: an answer is needed).

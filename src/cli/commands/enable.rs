@@ -162,8 +162,7 @@ async fn confirm_adoptions(
         "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):".to_owned(),
     ];
     lines.extend(adoptions.iter().map(|adoption| format!("  {adoption}")));
-    let answer = printer.ask(&lines, "adopt them? [y/N] ")?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
+    if printer.confirm(&lines, "adopt them? [y/N] ")? {
         Ok(true)
     } else {
         Err(crate::cli::diagnostics::user(
