@@ -10,7 +10,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=ADDONCTL_GIT_COMMIT");
     let commit = std::env::var("ADDONCTL_GIT_COMMIT")
         .ok()
-        .filter(|c| !c.trim().is_empty())
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty() && !c.contains(char::is_control))
         .or_else(git_commit)
         .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=ADDONCTL_GIT_COMMIT={commit}");
