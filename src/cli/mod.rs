@@ -26,14 +26,23 @@ use settings::{ClusterSettings, GlobalSettings};
 /// 2), with each command's help ending in a pointer to the global options instead of listing them
 /// ([`help::command`]).
 pub fn parse() -> Cli {
+    parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
+/// [`parse`] of these arguments; help and errors are errors.
+fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     use clap::{CommandFactory, FromArgMatches};
     let mut command = help::command(Cli::command());
-    let matches = command.get_matches_mut();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+    let matches = command.try_get_matches_from_mut(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
     cli.global.request_timeout_given = matches
         .value_source("request_timeout")
         .is_some_and(|source| source != clap::parser::ValueSource::DefaultValue);
-    cli
+    Ok(cli)
 }
 
 /// Routes logs to stderr: addonctl's warnings by default, more with `-v`, only errors with `-q`.
@@ -124,5 +133,42 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rbac(args) => commands::rbac::run(printer, &args),
         Command::Completion(args) => commands::completion::run(printer, &args),
         Command::Version(args) => commands::version::run(global, printer, &args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_options_after_the_command_are_parsed_and_known_as_given() {
+        let cli = parse_from(["addonctl", "version", "--request-timeout", "1", "-q"]).unwrap();
+        assert!(cli.global.request_timeout_given);
+        assert!(cli.global.quiet);
+        assert!((cli.global.request_timeout - 1.0).abs() < f64::EPSILON);
+        let cli = parse_from([
+            "addonctl",
+            "cluster",
+            "detach",
+            "m1",
+            "--context",
+            "blue",
+            "-y",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.context.as_deref(), Some("blue"));
+        assert!(matches!(
+            cli.command,
+            Command::Cluster(args::ClusterCommand::Detach { yes: true, .. })
+        ));
+        let cli = parse_from(["addonctl", "--request-timeout", "2", "version"]).unwrap();
+        assert!(cli.global.request_timeout_given);
+        let cli = parse_from(["addonctl", "version"]).unwrap();
+        assert!(
+            !cli.global.request_timeout_given
+                || std::env::var_os("ADDONCTL_CLUSTER_TIMEOUT").is_some()
+        );
+        let cli = parse_from(["addonctl", "ls"]).unwrap();
+        assert!(matches!(cli.command, Command::List(_)));
     }
 }
