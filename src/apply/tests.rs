@@ -1,0 +1,349 @@
+//! Decisions of applying, against the in-process fake API: the control-plane apply order and
+//! the prune of what an addon no longer holds (`deletion::remove`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::control_plane::apply_order;
+use super::deletion::{empty_intent, remove, Removal, Site};
+use crate::cluster::fake::FakeApi;
+use crate::cluster::Cluster;
+use crate::state::record::{DispatchedObject, ObjectRef};
+
+const SYSTEM: &str = "vela-system";
+const CONFIG_MAP: &str = "/api/v1/namespaces/team/configmaps";
+
+fn kind_and_name(object: &Value) -> String {
+    format!("{} {}", object["kind"], object["metadata"]["name"])
+}
+
+fn object(kind: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}})
+}
+
+#[test]
+fn namespaces_and_crds_come_first_then_definitions_config_maps_views_then_other_outputs() {
+    let outputs = vec![
+        ("cm".to_owned(), object("ConfigMap", "out")),
+        ("crd".to_owned(), object("CustomResourceDefinition", "crd")),
+        ("ns".to_owned(), object("Namespace", "team")),
+    ];
+    let definitions = vec![object("ComponentDefinition", "worker")];
+    let config_maps = vec![object("ConfigMap", "schema")];
+    let views = vec![object("ConfigMap", "view")];
+
+    let order: Vec<String> = apply_order(&outputs, [&definitions, &config_maps, &views])
+        .into_iter()
+        .map(kind_and_name)
+        .collect();
+
+    assert_eq!(
+        order,
+        [
+            r#""Namespace" "team""#,
+            r#""CustomResourceDefinition" "crd""#,
+            r#""ComponentDefinition" "worker""#,
+            r#""ConfigMap" "schema""#,
+            r#""ConfigMap" "view""#,
+            r#""ConfigMap" "out""#,
+        ]
+    );
+}
+
+fn reference(kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: kind.to_owned(),
+        namespace: namespace.map(str::to_owned),
+        name: name.to_owned(),
+    }
+}
+
+fn recorded(name: &str, uid: &str, created: bool) -> DispatchedObject {
+    DispatchedObject {
+        object: reference("ConfigMap", Some("team"), name),
+        uid: uid.to_owned(),
+        created,
+    }
+}
+
+fn stored(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "team", "uid": uid}})
+}
+
+fn deleted() -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "metadata": {}})
+}
+
+fn api() -> FakeApi {
+    FakeApi::default()
+        .serves("v1", "configmaps", "ConfigMap")
+        .serves_cluster_wide("v1", "namespaces", "Namespace")
+}
+
+async fn prune(
+    cluster: &Cluster,
+    objects: &[DispatchedObject],
+    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+    dry_run: bool,
+) -> Removal {
+    let site = Site {
+        cluster,
+        name: "m1",
+        system_namespace: SYSTEM,
+        others,
+        dry_run,
+        trust_record: false,
+    };
+    remove(&site, &objects.iter().collect::<Vec<_>>()).await
+}
+
+fn names(entries: &[super::deletion::Entry]) -> Vec<&str> {
+    entries.iter().map(|e| e.name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_stale_object_addonctl_created_is_deleted_only_while_it_has_the_recorded_uid() {
+    let api = api()
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/old"),
+            200,
+            stored("old", "u1"),
+        )
+        .on("DELETE", &format!("{CONFIG_MAP}/old"), 200, deleted());
+
+    let removal = prune(
+        &api.cluster("m1"),
+        &[recorded("old", "u1", true)],
+        None,
+        false,
+    )
+    .await;
+
+    assert_eq!(names(&removal.deleted), ["old"]);
+    assert!(removal.kept.is_empty() && removal.failure.is_none());
+    let bodies = api.bodies(&format!("DELETE {CONFIG_MAP}/old"));
+    assert_eq!(bodies.len(), 1, "{:?}", api.requests());
+    assert_eq!(bodies[0]["preconditions"]["uid"], "u1");
+    assert_eq!(bodies[0]["propagationPolicy"], "Background");
+}
+
+#[tokio::test]
+async fn an_object_re_created_by_someone_else_is_kept_and_not_deleted() {
+    let api = api().on(
+        "GET",
+        &format!("{CONFIG_MAP}/old"),
+        200,
+        stored("old", "u2"),
+    );
+
+    let removal = prune(
+        &api.cluster("m1"),
+        &[recorded("old", "u1", true)],
+        None,
+        false,
+    )
+    .await;
+
+    assert!(removal.deleted.is_empty());
+    assert_eq!(names(&removal.kept), ["old"]);
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[tokio::test]
+async fn others_objects_and_the_system_namespace_are_kept_without_asking_the_cluster() {
+    let api = api();
+    let shared = recorded("shared", "u1", true);
+    let others = BTreeMap::from([(shared.object.clone(), ("beta".to_owned(), true))]);
+    let system = DispatchedObject {
+        object: reference("Namespace", None, SYSTEM),
+        uid: "n1".to_owned(),
+        created: true,
+    };
+
+    let removal = prune(&api.cluster("m1"), &[shared, system], Some(&others), false).await;
+
+    assert_eq!(names(&removal.kept), ["shared", SYSTEM]);
+    assert!(removal.kept[0]
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.contains("beta")));
+    assert!(removal.deleted.is_empty() && removal.given_back.is_empty());
+    assert!(api.requests().is_empty(), "{:?}", api.requests());
+}
+
+#[tokio::test]
+async fn an_adopted_object_is_given_back_with_an_empty_intent_not_deleted() {
+    let path = format!("{CONFIG_MAP}/theirs");
+    let api = api().on("GET", &path, 200, stored("theirs", "t1")).on(
+        "PATCH",
+        &path,
+        200,
+        stored("theirs", "t1"),
+    );
+    let adopted = recorded("theirs", "t1", false);
+
+    let removal = prune(&api.cluster("m1"), &[adopted.clone()], None, false).await;
+
+    assert_eq!(names(&removal.given_back), ["theirs"]);
+    assert!(removal.deleted.is_empty());
+    assert_eq!(api.writes(), [format!("PATCH {path}")]);
+    assert_eq!(
+        api.bodies(&format!("PATCH {path}")),
+        [empty_intent(&adopted.object)]
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_decides_as_a_real_run_and_writes_nothing() {
+    let api = api()
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/old"),
+            200,
+            stored("old", "u1"),
+        )
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/theirs"),
+            200,
+            stored("theirs", "t1"),
+        );
+    let objects = [recorded("old", "u1", true), recorded("theirs", "t1", false)];
+
+    let removal = prune(&api.cluster("m1"), &objects, None, true).await;
+
+    assert_eq!(names(&removal.deleted), ["old"]);
+    assert_eq!(names(&removal.given_back), ["theirs"]);
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[tokio::test]
+async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
+    let failure = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                         "message": "etcd is down", "reason": "InternalError", "code": 500});
+    let api = api()
+        .on("GET", &format!("{CONFIG_MAP}/a"), 200, stored("a", "u1"))
+        .on("DELETE", &format!("{CONFIG_MAP}/a"), 200, deleted())
+        .on("GET", &format!("{CONFIG_MAP}/b"), 500, failure);
+    let objects = [
+        recorded("a", "u1", true),
+        recorded("b", "u2", true),
+        recorded("c", "u3", true),
+    ];
+
+    let removal = prune(&api.cluster("m1"), &objects, None, false).await;
+
+    assert_eq!(names(&removal.deleted), ["a"]);
+    let (why, left) = removal.failure.expect("the removal stops at `b`");
+    assert!(why.contains("etcd is down"), "{why}");
+    let left: Vec<&str> = left.iter().map(|o| o.object.name.as_str()).collect();
+    assert_eq!(left, ["b", "c"]);
+    assert!(!api.requests().contains(&format!("GET {CONFIG_MAP}/c")));
+}
+
+/// A cluster whose discovery lists ConfigMaps and Namespaces, and whose namespace `team` holds
+/// the ConfigMaps `items`.
+fn namespace_api(items: &[Value]) -> FakeApi {
+    api()
+        .on(
+            "GET",
+            "/api",
+            200,
+            json!({"kind": "APIVersions", "versions": ["v1"]}),
+        )
+        .on(
+            "GET",
+            "/apis",
+            200,
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+        )
+        .on(
+            "GET",
+            CONFIG_MAP,
+            200,
+            json!({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {}, "items": items}),
+        )
+        .on(
+            "GET",
+            "/api/v1/namespaces/team",
+            200,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "team", "uid": "n1"}}),
+        )
+        .on("DELETE", "/api/v1/namespaces/team", 200, deleted())
+}
+
+fn team_namespace() -> DispatchedObject {
+    DispatchedObject {
+        object: reference("Namespace", None, "team"),
+        uid: "n1".to_owned(),
+        created: true,
+    }
+}
+
+#[tokio::test]
+async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_ours_deleted() {
+    let api = namespace_api(&[stored("mine", "c1"), stored("notes", "c2")]);
+    let ours = recorded("mine", "c1", true);
+    let api = api
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/mine"),
+            200,
+            stored("mine", "c1"),
+        )
+        .on("DELETE", &format!("{CONFIG_MAP}/mine"), 200, deleted());
+
+    let removal = prune(
+        &api.cluster("m1"),
+        &[ours.clone(), team_namespace()],
+        None,
+        false,
+    )
+    .await;
+
+    assert_eq!(names(&removal.deleted), ["mine"]);
+    assert_eq!(names(&removal.kept), ["team"]);
+    let reason = removal.kept[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("ConfigMap `notes`"), "{reason}");
+    assert!(!api
+        .writes()
+        .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
+
+    let api = namespace_api(&[stored("mine", "c1")])
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/mine"),
+            200,
+            stored("mine", "c1"),
+        )
+        .on("DELETE", &format!("{CONFIG_MAP}/mine"), 200, deleted());
+    let removal = prune(&api.cluster("m1"), &[ours, team_namespace()], None, false).await;
+    assert_eq!(names(&removal.deleted), ["mine", "team"]);
+    assert!(api
+        .writes()
+        .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
+}
+
+#[tokio::test]
+async fn a_namespace_whose_contents_cannot_be_listed_is_kept() {
+    // No `/api` answer: discovery fails, so nothing tells what lives in the namespace.
+    let api = api().on(
+        "GET",
+        "/api/v1/namespaces/team",
+        200,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "uid": "n1"}}),
+    );
+
+    let removal = prune(&api.cluster("m1"), &[team_namespace()], None, false).await;
+
+    assert!(removal.deleted.is_empty());
+    assert_eq!(names(&removal.kept), ["team"]);
+    let reason = removal.kept[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("could not be checked"), "{reason}");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
