@@ -6,6 +6,8 @@
 pub mod clusters;
 pub mod lease;
 pub mod record;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 
