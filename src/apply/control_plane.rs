@@ -311,7 +311,7 @@ async fn prepare_direct(
 }
 
 /// Whether a settled record already lists everything a pending revision would.
-fn covers(previous: &Record, pending: &PendingRevision) -> bool {
+pub(super) fn covers(previous: &Record, pending: &PendingRevision) -> bool {
     previous.pending.is_none()
         && previous.version == pending.version
         && pending

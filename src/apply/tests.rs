@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::control_plane::apply_order;
+use super::control_plane::{apply_order, covers};
 use super::deletion::{empty_intent, remove, Removal, Site};
 use crate::cluster::fake::FakeApi;
 use crate::cluster::Cluster;
-use crate::state::record::{DispatchedObject, ObjectRef};
+use crate::state::record::{
+    ClusterInventory, DispatchedObject, ObjectRef, PendingRevision, Record,
+};
 
 const SYSTEM: &str = "vela-system";
 const CONFIG_MAP: &str = "/api/v1/namespaces/team/configmaps";
@@ -346,4 +348,49 @@ async fn a_namespace_whose_contents_cannot_be_listed_is_kept() {
     let reason = removal.kept[0].reason.clone().unwrap_or_default();
     assert!(reason.contains("could not be checked"), "{reason}");
     assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+fn settled(on: &[(&str, &[DispatchedObject])]) -> Record {
+    let mut record: Record = serde_json::from_value(json!({
+        "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+        "argsHash": "", "application": false,
+    }))
+    .expect("a record");
+    for (cluster, objects) in on {
+        record.dispatched.insert(
+            (*cluster).to_owned(),
+            ClusterInventory {
+                objects: objects.to_vec(),
+                error: None,
+            },
+        );
+    }
+    record
+}
+
+#[test]
+fn a_cluster_the_settled_record_never_had_needs_a_pending_revision_even_when_empty_planned() {
+    let web = recorded("web", "u1", true);
+    let previous = settled(&[("m1", &[web.clone()])]);
+    let planned = |on: &[(&str, Vec<DispatchedObject>)]| PendingRevision {
+        version: "1.0.0".to_owned(),
+        inventory: Vec::new(),
+        dispatched: on
+            .iter()
+            .map(|(cluster, objects)| ((*cluster).to_owned(), objects.clone()))
+            .collect(),
+    };
+    // Planned without a uid, the same object on the same cluster: covered.
+    let unplaced = DispatchedObject {
+        uid: String::new(),
+        ..web.clone()
+    };
+    assert!(covers(&previous, &planned(&[("m1", vec![unplaced])])));
+    // The same object on a cluster the record does not list: not covered.
+    assert!(!covers(
+        &previous,
+        &planned(&[("m1", vec![web.clone()]), ("m2", vec![web.clone()])])
+    ));
+    // A cluster with nothing planned on it is still a cluster the record must learn of.
+    assert!(!covers(&previous, &planned(&[("m2", Vec::new())])));
 }

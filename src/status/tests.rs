@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use super::{phase_of_application, status, Phase};
 use crate::cluster::fake::FakeApi;
 use crate::context::{Context, Settings};
-use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef, Record};
+use crate::state::record::{
+    ClusterInventory, DispatchedObject, ObjectRef, PendingRevision, Record,
+};
 
 const SECRETS: &str = "/api/v1/namespaces/vela-system/secrets";
 const APPLICATIONS: &str = "/apis/core.oam.dev/v1beta1/namespaces/vela-system/applications";
@@ -172,6 +174,47 @@ async fn a_cluster_no_longer_joined_fails_the_addon_naming_that_cluster() {
         health,
         BTreeMap::from([("gone", (0, 0, 0)), ("local", (1, 1, 0))])
     );
+}
+
+#[tokio::test]
+async fn a_pending_revision_keeps_the_addon_enabling_and_its_planned_objects_are_read() {
+    let mut record = record(&["local"]);
+    let planned = record.dispatched["local"].objects.clone();
+    if let Some(local) = record.dispatched.get_mut("local") {
+        local.objects.truncate(1);
+    }
+    record.pending = Some(PendingRevision {
+        version: "1.1.0".to_owned(),
+        inventory: Vec::new(),
+        dispatched: BTreeMap::from([("local".to_owned(), planned)]),
+    });
+    let api = api(&record).on("GET", WEB, 200, deployment(1, 1)).on(
+        "GET",
+        "/api/v1/namespaces/team/configmaps/settings",
+        200,
+        settings(),
+    );
+
+    let status = status(&context(&api), "a", false).await.expect("status");
+
+    assert_eq!(status.phase, Phase::Enabling);
+    assert!(
+        status
+            .notes
+            .iter()
+            .any(|n| n.starts_with("revision 1.1.0 is pending")),
+        "{:?}",
+        status.notes
+    );
+    let names: Vec<&str> = status.resources[0]
+        .resources
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["web", "settings"]);
+    assert!(api
+        .requests()
+        .contains(&"GET /api/v1/namespaces/team/configmaps/settings".to_owned()));
 }
 
 fn application(status: Value) -> Value {
