@@ -78,9 +78,7 @@ pub(super) async fn apply_rendered(
     let cluster = &ctx.cluster;
     let writes = Writes(cluster.revision(ns).await);
     if cluster
-        .create_if_missing(
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
+        .create_if_missing(&crate::model::wire::namespace_object(ns))
         .await?
     {
         report.applied.push(format!("Namespace `{ns}`"));

@@ -36,6 +36,12 @@ pub fn record_name(addon: &str) -> String {
     format!("addon-record-{addon}")
 }
 
+/// The Namespace `name`, as created when missing (the system namespace, before the first thing
+/// addonctl writes there).
+pub fn namespace_object(name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
 fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     GroupVersionKind::gvk(group, version, kind)

@@ -35,13 +35,16 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
+use secrecy::SecretString;
+
+use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::archive::{read_tgz, ArchiveLimits};
-use crate::source::cache::{CachedEntry, DiskCache};
+use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::http::{rfc3339, HttpClient};
 use crate::source::tree::{join, Index};
 use crate::source::{
-    check_relative_path, AddonRef, AddonSummary, Error, FileEntry, Result, MAX_FILES_PER_ADDON,
-    MAX_FILE_SIZE,
+    check_relative_path, AddonRef, AddonSummary, Error, FileEntry, OpenOptions, Result,
+    MAX_FILES_PER_ADDON, MAX_FILE_SIZE,
 };
 
 /// The files of a registry directory at one commit, and the addons among them.
@@ -516,6 +519,85 @@ macro_rules! forge_reader {
     };
 }
 pub(crate) use forge_reader;
+
+/// The options of a forge reader that a stored registry sets ([`options_of`]).
+pub(crate) trait StoredOptions: Sized {
+    /// The options of the repository at `url` (as users copy it from the browser), for the
+    /// registry `registry`.
+    fn from_url(registry: &str, url: &str) -> Result<Self>;
+    /// Sets the ref the registry names.
+    fn set_ref(&mut self, git_ref: String);
+    /// The registry path, the token and the disk cache, to be set.
+    fn stored(&mut self) -> (&mut String, &mut Option<SecretString>, &mut CacheOptions);
+}
+
+/// Implements [`StoredOptions`] for a forge's options (fields `git_ref`, `path`, `token`,
+/// `cache`, and an inherent `from_url`); the ref is set as given unless a setter is named.
+macro_rules! stored_options {
+    ($options:ty) => {
+        forge::stored_options!($options, |options: &mut $options, git_ref| {
+            options.git_ref = Some(git_ref)
+        });
+    };
+    ($options:ty, $set_ref:expr) => {
+        impl forge::StoredOptions for $options {
+            fn from_url(registry: &str, url: &str) -> Result<Self> {
+                <$options>::from_url(registry, url)
+            }
+
+            fn set_ref(&mut self, git_ref: String) {
+                ($set_ref)(self, git_ref);
+            }
+
+            fn stored(
+                &mut self,
+            ) -> (
+                &mut String,
+                &mut Option<secrecy::SecretString>,
+                &mut crate::source::cache::CacheOptions,
+            ) {
+                (&mut self.path, &mut self.token, &mut self.cache)
+            }
+        }
+    };
+}
+pub(crate) use stored_options;
+
+/// The options of a stored forge registry: its URL, ref and path, its token, and the run's cache.
+pub(crate) fn options_of<O: StoredOptions>(
+    spec: &RegistrySpec,
+    credentials: &Credentials,
+    options: &OpenOptions,
+) -> Result<O> {
+    let mut forge = O::from_url(&spec.name, &spec.endpoint)?;
+    if let Some(reference) = &spec.reference {
+        forge.set_ref(reference.clone());
+    }
+    let (path, token, cache) = forge.stored();
+    if let Some(spec_path) = &spec.path {
+        path.clone_from(spec_path);
+    }
+    token.clone_from(&credentials.token);
+    cache.clone_from(&options.cache);
+    Ok(forge)
+}
+
+/// The error of a URL that is not a `what` (`GitHub repository`, …) URL, for a reason, saying
+/// what is `expected`; the URL is redacted.
+pub(crate) fn invalid_url<'a>(
+    registry: &'a str,
+    url: &'a str,
+    what: &'a str,
+    expected: &'a str,
+) -> impl Fn(&str) -> Error + 'a {
+    move |why: &str| Error::InvalidContent {
+        registry: registry.to_owned(),
+        message: format!(
+            "`{}` is not a {what} URL ({why}); expected `{expected}`",
+            crate::source::http::redact(url)
+        ),
+    }
+}
 
 /// A repository URL as users copy it from the browser, split.
 pub(crate) struct BrowserUrl<'a> {

@@ -24,7 +24,7 @@ use crate::source::forge::{
     self, archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
     ForgeApi, ForgeCore, Snapshot,
 };
-use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
@@ -72,10 +72,7 @@ impl GiteeOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -83,14 +80,12 @@ impl GiteeOptions {
     /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`;
     /// the API is then `https://<host>/api/v5`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a Gitee repository URL ({why}); expected \
-                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
-                redact(url)
-            ),
-        };
+        let invalid = forge::invalid_url(
+            registry,
+            url,
+            "Gitee repository",
+            "https://<host>/<owner>/<repo>[/tree/<ref>/<path>]",
+        );
         let url = BrowserUrl::parse(url, &invalid)?;
         let [owner, repo, tail @ ..] = url.segments.as_slice() else {
             return Err(invalid("no owner and repository"));
@@ -107,6 +102,8 @@ impl GiteeOptions {
         Ok(options)
     }
 }
+
+forge::stored_options!(GiteeOptions);
 
 /// Reads addons from a Gitee repository.
 #[derive(Debug, Clone)]
@@ -130,15 +127,7 @@ impl GiteeReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut gitee = GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            gitee.git_ref = Some(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            gitee.path.clone_from(path);
-        }
-        gitee.token.clone_from(&credentials.token);
-        gitee.cache = options.cache.clone();
+        let mut gitee: GiteeOptions = forge::options_of(spec, credentials, options)?;
         gitee.http = options.http_for(spec);
         Self::new(gitee, &spec.name)
     }

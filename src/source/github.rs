@@ -98,10 +98,7 @@ impl GithubOptions {
             retries: 3,
             max_retry_wait: Duration::from_secs(10),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -110,14 +107,12 @@ impl GithubOptions {
     /// A host other than the public one is taken as GitHub Enterprise Server
     /// (`https://<host>/api/v3`).
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a GitHub repository URL ({why}); expected \
-                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
-                crate::source::http::redact(url)
-            ),
-        };
+        let invalid = forge::invalid_url(
+            registry,
+            url,
+            "GitHub repository",
+            "https://<host>/<owner>/<repo>[/tree/<ref>/<path>]",
+        );
         let url = BrowserUrl::parse(url, &invalid)?;
         let [owner, repo, tail @ ..] = url.segments.as_slice() else {
             return Err(invalid("no owner and repository"));
@@ -137,7 +132,11 @@ impl GithubOptions {
     /// `/`, such as `release/1.2`), that part is removed from the path.
     #[must_use]
     pub fn with_ref(mut self, git_ref: impl Into<String>) -> Self {
-        let git_ref = git_ref.into();
+        self.put_ref(git_ref.into());
+        self
+    }
+
+    fn put_ref(&mut self, git_ref: String) {
         if let Some(url_ref) = &self.git_ref {
             let full = if self.path.is_empty() {
                 url_ref.clone()
@@ -151,9 +150,10 @@ impl GithubOptions {
             }
         }
         self.git_ref = Some(git_ref);
-        self
     }
 }
+
+forge::stored_options!(GithubOptions, GithubOptions::put_ref);
 
 /// Reads addons from a GitHub repository.
 #[derive(Debug, Clone)]
@@ -184,15 +184,7 @@ impl GithubReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut github = GithubOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            github = github.with_ref(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            github.path.clone_from(path);
-        }
-        github.token.clone_from(&credentials.token);
-        github.cache = options.cache.clone();
+        let mut github: GithubOptions = forge::options_of(spec, credentials, options)?;
         if let Some(http) = &options.http {
             github.connect_timeout = http.connect_timeout;
             github.request_timeout = http.timeout;

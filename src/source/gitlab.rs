@@ -27,7 +27,7 @@ use crate::source::forge::{
     self, archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
     ForgeCore,
 };
-use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
@@ -68,10 +68,7 @@ impl GitlabOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -80,14 +77,12 @@ impl GitlabOptions {
     /// `https://<host>/<group>/…/<project>/-/tree/<ref>/<path>`; the API is then
     /// `https://<host>/api/v4`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a GitLab project URL ({why}); expected \
-                 `https://<host>/<group>/<project>[/-/tree/<ref>/<path>]`",
-                redact(url)
-            ),
-        };
+        let invalid = forge::invalid_url(
+            registry,
+            url,
+            "GitLab project",
+            "https://<host>/<group>/<project>[/-/tree/<ref>/<path>]",
+        );
         let url = BrowserUrl::parse(url, &invalid)?;
         let segments = &url.segments;
         let (project, tail) = match segments.iter().position(|s| *s == "-") {
@@ -107,6 +102,8 @@ impl GitlabOptions {
         Ok(options)
     }
 }
+
+forge::stored_options!(GitlabOptions);
 
 /// Reads addons from a GitLab project.
 #[derive(Debug, Clone)]
@@ -140,15 +137,7 @@ impl GitlabReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut gitlab = GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            gitlab.git_ref = Some(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            gitlab.path.clone_from(path);
-        }
-        gitlab.token.clone_from(&credentials.token);
-        gitlab.cache = options.cache.clone();
+        let mut gitlab: GitlabOptions = forge::options_of(spec, credentials, options)?;
         gitlab.http = options.http_for(spec);
         Self::new(gitlab, &spec.name)
     }
