@@ -531,6 +531,51 @@ pub(crate) trait StoredOptions: Sized {
     fn stored(&mut self) -> (&mut String, &mut Option<SecretString>, &mut CacheOptions);
 }
 
+/// A recursive tree listing (`GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`: GitHub's shape,
+/// which Gitee shares), the parts used here.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Tree {
+    tree: Vec<TreeEntry>,
+    #[serde(default)]
+    truncated: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct TreeEntry {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    size: u64,
+}
+
+impl Tree {
+    /// The files (`(path, size)`) of the listing of `repository` on `forge`; a truncated
+    /// listing is an error, never a partial registry.
+    pub fn files(
+        self,
+        registry: &str,
+        repository: &str,
+        forge: &str,
+    ) -> Result<Vec<(String, u64)>> {
+        if self.truncated {
+            return Err(Error::InvalidContent {
+                registry: registry.to_owned(),
+                message: format!(
+                    "`{repository}` is too large both for its archive and for a complete tree \
+                     listing ({forge} truncated it); point the registry at a smaller repository"
+                ),
+            });
+        }
+        Ok(self
+            .tree
+            .into_iter()
+            .filter(|e| e.kind == "blob")
+            .map(|e| (e.path, e.size))
+            .collect())
+    }
+}
+
 /// Implements [`StoredOptions`] for a forge's options (fields `git_ref`, `path`, `token`,
 /// `cache`, and an inherent `from_url`); the ref is set as given unless a setter is named.
 macro_rules! stored_options {
@@ -597,6 +642,57 @@ pub(crate) fn invalid_url<'a>(
             crate::source::http::redact(url)
         ),
     }
+}
+
+/// Reads a URL users copied from the browser; `what` (`GitLab project`, …) and `expected` (its
+/// form) make the error, and the returned function makes the error of a later problem.
+pub(crate) fn browser_url<'a>(
+    registry: &'a str,
+    url: &'a str,
+    what: &'a str,
+    expected: &'a str,
+) -> Result<(BrowserUrl<'a>, impl Fn(&str) -> Error + 'a)> {
+    let invalid = invalid_url(registry, url, what, expected);
+    Ok((BrowserUrl::parse(url, &invalid)?, invalid))
+}
+
+/// A repository URL of the form `https://<host>/<owner>/<repo>[.git][/tree/<ref>/<path>]`, read.
+pub(crate) struct RepositoryUrl<'a> {
+    /// `http` or `https`.
+    pub scheme: &'a str,
+    /// The host (and port).
+    pub host: &'a str,
+    /// The owner.
+    pub owner: &'a str,
+    /// The repository, without `.git`.
+    pub repo: &'a str,
+    /// The ref after `/tree/`, if any.
+    pub git_ref: Option<String>,
+    /// The path after the ref (`""` for the whole repository).
+    pub path: String,
+}
+
+/// Reads the URL of a `what` (`GitHub repository`, …) as users copy it from the browser.
+pub(crate) fn repository_url<'a>(
+    registry: &'a str,
+    url: &'a str,
+    what: &'a str,
+) -> Result<RepositoryUrl<'a>> {
+    let expected = "https://<host>/<owner>/<repo>[/tree/<ref>/<path>]";
+    let (url, invalid) = browser_url(registry, url, what, expected)?;
+    let [owner, repo, tail @ ..] = url.segments.as_slice() else {
+        return Err(invalid("no owner and repository"));
+    };
+    let (git_ref, path) = ref_and_path(tail)
+        .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
+    Ok(RepositoryUrl {
+        scheme: url.scheme,
+        host: url.host,
+        owner,
+        repo: repo.strip_suffix(".git").unwrap_or(repo),
+        git_ref,
+        path,
+    })
 }
 
 /// A repository URL as users copy it from the browser, split.

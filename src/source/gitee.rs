@@ -21,8 +21,8 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    self, archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
-    ForgeApi, ForgeCore, Snapshot,
+    self, archive_over_http, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
+    Snapshot, Tree,
 };
 use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
@@ -80,25 +80,10 @@ impl GiteeOptions {
     /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`;
     /// the API is then `https://<host>/api/v5`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = forge::invalid_url(
-            registry,
-            url,
-            "Gitee repository",
-            "https://<host>/<owner>/<repo>[/tree/<ref>/<path>]",
-        );
-        let url = BrowserUrl::parse(url, &invalid)?;
-        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
-            return Err(invalid("no owner and repository"));
-        };
-        let repo = repo.strip_suffix(".git").unwrap_or(repo);
-        let mut options = GiteeOptions::new(
-            format!("{}://{}/api/v5", url.scheme, url.host),
-            *owner,
-            repo,
-        );
-        let ref_and_path = ref_and_path(tail)
-            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
-        (options.git_ref, options.path) = ref_and_path;
+        let url = forge::repository_url(registry, url, "Gitee repository")?;
+        let api = format!("{}://{}/api/v5", url.scheme, url.host);
+        let mut options = GiteeOptions::new(api, url.owner, url.repo);
+        (options.git_ref, options.path) = (url.git_ref, url.path);
         Ok(options)
     }
 }
@@ -185,24 +170,6 @@ struct Commit {
     sha: String,
 }
 
-/// `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`, the parts used here (the shape is
-/// GitHub's).
-#[derive(Debug, serde::Deserialize)]
-struct Tree {
-    tree: Vec<TreeEntry>,
-    #[serde(default)]
-    truncated: bool,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct TreeEntry {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    size: u64,
-}
-
 impl Api {
     fn repo_url(&self) -> String {
         let o = &self.options;
@@ -280,21 +247,8 @@ impl Api {
             &[("recursive", "1")],
         );
         let tree: Tree = self.get_json(&url, "the tree").await?;
-        if tree.truncated {
-            return Err(Error::InvalidContent {
-                registry: self.client.registry().to_owned(),
-                message: format!(
-                    "`{}/{}` is too large both for its archive and for a complete tree listing                      (Gitee truncated it)",
-                    o.owner, o.repo
-                ),
-            });
-        }
-        let files = tree
-            .tree
-            .into_iter()
-            .filter(|e| e.kind == "blob")
-            .map(|e| (e.path, e.size))
-            .collect();
+        let repository = format!("{}/{}", o.owner, o.repo);
+        let files = tree.files(self.client.registry(), &repository, "Gitee")?;
         Snapshot::from_tree(self.client.registry(), &o.path, files, |path| {
             self.fetch_at(path, git_ref.clone())
         })

@@ -39,8 +39,8 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
-    self, describe_reset, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
-    ForgeApi, ForgeCore, Snapshot,
+    self, describe_reset, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
+    Snapshot, Tree,
 };
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
@@ -107,24 +107,12 @@ impl GithubOptions {
     /// A host other than the public one is taken as GitHub Enterprise Server
     /// (`https://<host>/api/v3`).
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = forge::invalid_url(
-            registry,
-            url,
-            "GitHub repository",
-            "https://<host>/<owner>/<repo>[/tree/<ref>/<path>]",
-        );
-        let url = BrowserUrl::parse(url, &invalid)?;
-        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
-            return Err(invalid("no owner and repository"));
-        };
-        let repo = repo.strip_suffix(".git").unwrap_or(repo);
-        let mut options = GithubOptions::new(*owner, repo);
+        let url = forge::repository_url(registry, url, "GitHub repository")?;
+        let mut options = GithubOptions::new(url.owner, url.repo);
         if !url.host.eq_ignore_ascii_case(PUBLIC_WEB_HOST) {
             options.api_base = Some(format!("{}://{}/api/v3", url.scheme, url.host));
         }
-        let ref_and_path = ref_and_path(tail)
-            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
-        (options.git_ref, options.path) = ref_and_path;
+        (options.git_ref, options.path) = (url.git_ref, url.path);
         Ok(options)
     }
 
@@ -279,23 +267,6 @@ struct Get<'a> {
     if_none_match: Option<&'a str>,
 }
 
-/// `GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`, the parts used here.
-#[derive(Debug, serde::Deserialize)]
-struct Tree {
-    tree: Vec<TreeEntry>,
-    #[serde(default)]
-    truncated: bool,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct TreeEntry {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    size: u64,
-}
-
 impl Api {
     fn repository(&self) -> String {
         format!("{}/{}", self.options.owner, self.options.repo)
@@ -354,22 +325,7 @@ impl Api {
             registry: self.registry.clone(),
             message: format!("the tree of `{}` cannot be read: {e}", self.repository()),
         })?;
-        if tree.truncated {
-            return Err(Error::InvalidContent {
-                registry: self.registry.clone(),
-                message: format!(
-                    "`{}` is too large both for its archive (over {} bytes) and for a complete                      tree listing (GitHub truncated it); point the registry at a smaller                      repository",
-                    self.repository(),
-                    self.options.max_archive_bytes
-                ),
-            });
-        }
-        let files = tree
-            .tree
-            .into_iter()
-            .filter(|e| e.kind == "blob")
-            .map(|e| (e.path, e.size))
-            .collect();
+        let files = tree.files(&self.registry, &self.repository(), "GitHub")?;
         let tree_ref = commit.or(self.options.git_ref.as_deref());
         Snapshot::from_tree(&self.registry, &self.options.path, files, |path| {
             self.fetch_at(path, tree_ref)

@@ -24,8 +24,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    self, archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
-    ForgeCore,
+    self, archive_over_http, encode, forge_reader, ref_and_path, Download, ForgeApi, ForgeCore,
 };
 use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
@@ -77,13 +76,12 @@ impl GitlabOptions {
     /// `https://<host>/<group>/…/<project>/-/tree/<ref>/<path>`; the API is then
     /// `https://<host>/api/v4`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = forge::invalid_url(
+        let (url, invalid) = forge::browser_url(
             registry,
             url,
             "GitLab project",
             "https://<host>/<group>/<project>[/-/tree/<ref>/<path>]",
-        );
-        let url = BrowserUrl::parse(url, &invalid)?;
+        )?;
         let segments = &url.segments;
         let (project, tail) = match segments.iter().position(|s| *s == "-") {
             Some(i) => (&segments[..i], &segments[i + 1..]),
