@@ -79,6 +79,19 @@ fn deleted() -> Value {
     json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "metadata": {}})
 }
 
+trait ConfigMaps {
+    /// Serves the ConfigMap `team/<name>` with `uid`, and deletes it.
+    fn deletable(self, name: &str, uid: &str) -> Self;
+}
+
+impl ConfigMaps for FakeApi {
+    fn deletable(self, name: &str, uid: &str) -> Self {
+        let path = format!("{CONFIG_MAP}/{name}");
+        self.on("GET", &path, 200, stored(name, uid))
+            .on("DELETE", &path, 200, deleted())
+    }
+}
+
 fn api() -> FakeApi {
     FakeApi::default()
         .serves("v1", "configmaps", "ConfigMap")
@@ -108,14 +121,7 @@ fn names(entries: &[super::deletion::Entry]) -> Vec<&str> {
 
 #[tokio::test]
 async fn a_stale_object_addonctl_created_is_deleted_only_while_it_has_the_recorded_uid() {
-    let api = api()
-        .on(
-            "GET",
-            &format!("{CONFIG_MAP}/old"),
-            200,
-            stored("old", "u1"),
-        )
-        .on("DELETE", &format!("{CONFIG_MAP}/old"), 200, deleted());
+    let api = api().deletable("old", "u1");
 
     let removal = prune(
         &api.cluster("m1"),
@@ -228,8 +234,7 @@ async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
     let failure = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                          "message": "etcd is down", "reason": "InternalError", "code": 500});
     let api = api()
-        .on("GET", &format!("{CONFIG_MAP}/a"), 200, stored("a", "u1"))
-        .on("DELETE", &format!("{CONFIG_MAP}/a"), 200, deleted())
+        .deletable("a", "u1")
         .on("GET", &format!("{CONFIG_MAP}/b"), 500, failure);
     let objects = [
         recorded("a", "u1", true),
@@ -291,14 +296,7 @@ fn team_namespace() -> DispatchedObject {
 async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_ours_deleted() {
     let api = namespace_api(&[stored("mine", "c1"), stored("notes", "c2")]);
     let ours = recorded("mine", "c1", true);
-    let api = api
-        .on(
-            "GET",
-            &format!("{CONFIG_MAP}/mine"),
-            200,
-            stored("mine", "c1"),
-        )
-        .on("DELETE", &format!("{CONFIG_MAP}/mine"), 200, deleted());
+    let api = api.deletable("mine", "c1");
 
     let removal = prune(
         &api.cluster("m1"),
@@ -316,14 +314,7 @@ async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_o
         .writes()
         .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
 
-    let api = namespace_api(&[stored("mine", "c1")])
-        .on(
-            "GET",
-            &format!("{CONFIG_MAP}/mine"),
-            200,
-            stored("mine", "c1"),
-        )
-        .on("DELETE", &format!("{CONFIG_MAP}/mine"), 200, deleted());
+    let api = namespace_api(&[stored("mine", "c1")]).deletable("mine", "c1");
     let removal = prune(&api.cluster("m1"), &[ours, team_namespace()], None, false).await;
     assert_eq!(names(&removal.deleted), ["mine", "team"]);
     assert!(api

@@ -78,6 +78,16 @@ fn api(record: &Record) -> FakeApi {
         )
 }
 
+/// [`api`], with the Deployment `team/web` as `web` and the ConfigMap `team/settings`.
+fn serving(record: &Record, web: Value) -> FakeApi {
+    api(record).on("GET", WEB, 200, web).on(
+        "GET",
+        "/api/v1/namespaces/team/configmaps/settings",
+        200,
+        settings(),
+    )
+}
+
 fn context(api: &FakeApi) -> Context {
     Context::with_cluster(&Settings::new("vela-system"), api.cluster("local"))
         .expect("a context over the fake API")
@@ -85,14 +95,7 @@ fn context(api: &FakeApi) -> Context {
 
 #[tokio::test]
 async fn a_dispatched_addon_whose_deployment_has_its_ready_replicas_is_enabled() {
-    let api = api(&record(&["local"]))
-        .on("GET", WEB, 200, deployment(2, 2))
-        .on(
-            "GET",
-            "/api/v1/namespaces/team/configmaps/settings",
-            200,
-            settings(),
-        );
+    let api = serving(&record(&["local"]), deployment(2, 2));
 
     let status = status(&context(&api), "a", false).await.expect("status");
 
@@ -115,14 +118,7 @@ async fn a_dispatched_addon_whose_deployment_has_its_ready_replicas_is_enabled()
 
 #[tokio::test]
 async fn a_deployment_short_of_ready_replicas_keeps_the_addon_enabling() {
-    let api = api(&record(&["local"]))
-        .on("GET", WEB, 200, deployment(3, 1))
-        .on(
-            "GET",
-            "/api/v1/namespaces/team/configmaps/settings",
-            200,
-            settings(),
-        );
+    let api = serving(&record(&["local"]), deployment(3, 1));
 
     let status = status(&context(&api), "a", false).await.expect("status");
 
@@ -150,14 +146,7 @@ async fn a_missing_object_is_shown_missing_and_its_workload_not_ready() {
 
 #[tokio::test]
 async fn a_cluster_no_longer_joined_fails_the_addon_naming_that_cluster() {
-    let api = api(&record(&["local", "gone"]))
-        .on("GET", WEB, 200, deployment(1, 1))
-        .on(
-            "GET",
-            "/api/v1/namespaces/team/configmaps/settings",
-            200,
-            settings(),
-        );
+    let api = serving(&record(&["local", "gone"]), deployment(1, 1));
 
     let status = status(&context(&api), "a", false).await.expect("status");
 
@@ -188,12 +177,7 @@ async fn a_pending_revision_keeps_the_addon_enabling_and_its_planned_objects_are
         inventory: Vec::new(),
         dispatched: BTreeMap::from([("local".to_owned(), planned)]),
     });
-    let api = api(&record).on("GET", WEB, 200, deployment(1, 1)).on(
-        "GET",
-        "/api/v1/namespaces/team/configmaps/settings",
-        200,
-        settings(),
-    );
+    let api = serving(&record, deployment(1, 1));
 
     let status = status(&context(&api), "a", false).await.expect("status");
 
