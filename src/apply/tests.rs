@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use super::control_plane::{apply_order, covers};
 use super::deletion::{empty_intent, remove, Removal, Site};
 use crate::cluster::fake::FakeApi;
-use crate::cluster::Cluster;
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, PendingRevision, Record,
 };
@@ -99,13 +98,14 @@ fn api() -> FakeApi {
 }
 
 async fn prune(
-    cluster: &Cluster,
+    api: &FakeApi,
     objects: &[DispatchedObject],
     others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
     dry_run: bool,
 ) -> Removal {
+    let cluster = api.cluster("m1");
     let site = Site {
-        cluster,
+        cluster: &cluster,
         name: "m1",
         system_namespace: SYSTEM,
         others,
@@ -123,13 +123,7 @@ fn names(entries: &[super::deletion::Entry]) -> Vec<&str> {
 async fn a_stale_object_addonctl_created_is_deleted_only_while_it_has_the_recorded_uid() {
     let api = api().deletable("old", "u1");
 
-    let removal = prune(
-        &api.cluster("m1"),
-        &[recorded("old", "u1", true)],
-        None,
-        false,
-    )
-    .await;
+    let removal = prune(&api, &[recorded("old", "u1", true)], None, false).await;
 
     assert_eq!(names(&removal.deleted), ["old"]);
     assert!(removal.kept.is_empty() && removal.failure.is_none());
@@ -148,13 +142,7 @@ async fn an_object_re_created_by_someone_else_is_kept_and_not_deleted() {
         stored("old", "u2"),
     );
 
-    let removal = prune(
-        &api.cluster("m1"),
-        &[recorded("old", "u1", true)],
-        None,
-        false,
-    )
-    .await;
+    let removal = prune(&api, &[recorded("old", "u1", true)], None, false).await;
 
     assert!(removal.deleted.is_empty());
     assert_eq!(names(&removal.kept), ["old"]);
@@ -172,7 +160,7 @@ async fn others_objects_and_the_system_namespace_are_kept_without_asking_the_clu
         created: true,
     };
 
-    let removal = prune(&api.cluster("m1"), &[shared, system], Some(&others), false).await;
+    let removal = prune(&api, &[shared, system], Some(&others), false).await;
 
     assert_eq!(names(&removal.kept), ["shared", SYSTEM]);
     assert!(removal.kept[0]
@@ -194,7 +182,7 @@ async fn an_adopted_object_is_given_back_with_an_empty_intent_not_deleted() {
     );
     let adopted = recorded("theirs", "t1", false);
 
-    let removal = prune(&api.cluster("m1"), &[adopted.clone()], None, false).await;
+    let removal = prune(&api, &[adopted.clone()], None, false).await;
 
     assert_eq!(names(&removal.given_back), ["theirs"]);
     assert!(removal.deleted.is_empty());
@@ -222,7 +210,7 @@ async fn a_dry_run_decides_as_a_real_run_and_writes_nothing() {
         );
     let objects = [recorded("old", "u1", true), recorded("theirs", "t1", false)];
 
-    let removal = prune(&api.cluster("m1"), &objects, None, true).await;
+    let removal = prune(&api, &objects, None, true).await;
 
     assert_eq!(names(&removal.deleted), ["old"]);
     assert_eq!(names(&removal.given_back), ["theirs"]);
@@ -242,7 +230,7 @@ async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
         recorded("c", "u3", true),
     ];
 
-    let removal = prune(&api.cluster("m1"), &objects, None, false).await;
+    let removal = prune(&api, &objects, None, false).await;
 
     assert_eq!(names(&removal.deleted), ["a"]);
     let (why, left) = removal.failure.expect("the removal stops at `b`");
@@ -298,13 +286,7 @@ async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_o
     let ours = recorded("mine", "c1", true);
     let api = api.deletable("mine", "c1");
 
-    let removal = prune(
-        &api.cluster("m1"),
-        &[ours.clone(), team_namespace()],
-        None,
-        false,
-    )
-    .await;
+    let removal = prune(&api, &[ours.clone(), team_namespace()], None, false).await;
 
     assert_eq!(names(&removal.deleted), ["mine"]);
     assert_eq!(names(&removal.kept), ["team"]);
@@ -315,7 +297,7 @@ async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_o
         .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
 
     let api = namespace_api(&[stored("mine", "c1")]).deletable("mine", "c1");
-    let removal = prune(&api.cluster("m1"), &[ours, team_namespace()], None, false).await;
+    let removal = prune(&api, &[ours, team_namespace()], None, false).await;
     assert_eq!(names(&removal.deleted), ["mine", "team"]);
     assert!(api
         .writes()
@@ -332,7 +314,7 @@ async fn a_namespace_whose_contents_cannot_be_listed_is_kept() {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "uid": "n1"}}),
     );
 
-    let removal = prune(&api.cluster("m1"), &[team_namespace()], None, false).await;
+    let removal = prune(&api, &[team_namespace()], None, false).await;
 
     assert!(removal.deleted.is_empty());
     assert_eq!(names(&removal.kept), ["team"]);
