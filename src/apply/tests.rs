@@ -182,7 +182,7 @@ async fn an_adopted_object_is_given_back_with_an_empty_intent_not_deleted() {
     );
     let adopted = recorded("theirs", "t1", false);
 
-    let removal = prune(&api, &[adopted.clone()], None, false).await;
+    let removal = prune(&api, std::slice::from_ref(&adopted), None, false).await;
 
     assert_eq!(names(&removal.given_back), ["theirs"]);
     assert!(removal.deleted.is_empty());
@@ -344,7 +344,7 @@ fn settled(on: &[(&str, &[DispatchedObject])]) -> Record {
 #[test]
 fn a_cluster_the_settled_record_never_had_needs_a_pending_revision_even_when_empty_planned() {
     let web = recorded("web", "u1", true);
-    let previous = settled(&[("m1", &[web.clone()])]);
+    let previous = settled(&[("m1", std::slice::from_ref(&web))]);
     let planned = |on: &[(&str, Vec<DispatchedObject>)]| PendingRevision {
         version: "1.0.0".to_owned(),
         inventory: Vec::new(),

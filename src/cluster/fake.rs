@@ -121,7 +121,7 @@ impl FakeApi {
             .into_body()
             .collect()
             .await
-            .map(|b| b.to_bytes())
+            .map(http_body_util::Collected::to_bytes)
             .unwrap_or_default();
         let body = if bytes.is_empty() {
             Value::Null
