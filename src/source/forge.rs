@@ -576,6 +576,28 @@ impl Tree {
     }
 }
 
+/// `GET url` as JSON (at most `limit` bytes): a `404` is the error `not_found` makes of the
+/// registry name; a body that is not the JSON expected says `what` cannot be read.
+pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &HttpClient,
+    url: &str,
+    limit: u64,
+    not_found: impl FnOnce(String) -> Error,
+    what: &str,
+) -> Result<T> {
+    let response = client
+        .get_limited(url, &[("accept", "application/json")], limit)
+        .await
+        .map_err(|e| match e {
+            Error::NotFound { registry, .. } => not_found(registry),
+            e => e,
+        })?;
+    serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
+        registry: client.registry().to_owned(),
+        message: format!("{what} cannot be read: {e}"),
+    })
+}
+
 /// Implements [`StoredOptions`] for a forge's options (fields `git_ref`, `path`, `token`,
 /// `cache`, and an inherent `from_url`); the ref is set as given unless a setter is named.
 macro_rules! stored_options {

@@ -211,22 +211,11 @@ impl Api {
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
-        let registry = self.client.registry();
-        let response = self
-            .client
-            .get_limited(url, &[("accept", "application/json")], 64 * 1024 * 1024)
-            .await
-            .map_err(|e| match e {
-                Error::NotFound { registry, .. } => Error::NotFound {
-                    registry,
-                    what: self.what(),
-                },
-                e => e,
-            })?;
-        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!("{what} cannot be read: {e}"),
-        })
+        let not_found = |registry| Error::NotFound {
+            registry,
+            what: self.what(),
+        };
+        forge::get_json(&self.client, url, 64 * 1024 * 1024, not_found, what).await
     }
 
     async fn tree_snapshot(&self, commit: Option<&str>) -> Result<Snapshot> {

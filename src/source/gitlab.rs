@@ -207,21 +207,9 @@ impl Api {
 
     /// `GET url` as JSON, a 404 naming the project.
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
-        let response = self
-            .client
-            .get_limited(url, &[("accept", "application/json")], 1024 * 1024)
-            .await
-            .map_err(|e| match e {
-                Error::NotFound { registry, .. } => self.project_not_found(registry),
-                e => e,
-            })?;
-        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
-            registry: self.client.registry().to_owned(),
-            message: format!(
-                "{what} of project `{}` cannot be read: {e}",
-                self.options.project
-            ),
-        })
+        let what = format!("{what} of project `{}`", self.options.project);
+        let not_found = |registry| self.project_not_found(registry);
+        forge::get_json(&self.client, url, 1024 * 1024, not_found, &what).await
     }
 
     /// The ref to read: the one given, else the project's default branch.
