@@ -73,7 +73,7 @@ pub async fn join(
     let client = connect(ctx, name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
-        .create_if_missing(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}))
+        .create_if_missing(&crate::model::wire::namespace_object(&ctx.namespace))
         .await?;
     write_cluster_secret(ctx, name, |_| {
         Ok(credentials.to_secret(name, &ctx.namespace, labels))

@@ -78,9 +78,7 @@ pub(super) async fn apply_rendered(
     let cluster = &ctx.cluster;
     let writes = Writes(cluster.revision(ns).await);
     if cluster
-        .create_if_missing(
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
+        .create_if_missing(&crate::model::wire::namespace_object(ns))
         .await?
     {
         report.applied.push(format!("Namespace `{ns}`"));
@@ -238,21 +236,34 @@ fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> R
     }
 }
 
-/// The control-plane objects in apply order: Namespaces and CRDs among the outputs first, then
-/// definitions, ConfigMaps and views, then the other outputs.
+/// The control-plane objects in apply order (the Application comes after them all).
 fn ordered_objects(step: &Step) -> Vec<&Value> {
     let rendered = &step.rendered;
+    apply_order(
+        &rendered.outputs,
+        [
+            &rendered.definitions,
+            &rendered.config_maps,
+            &rendered.views,
+        ],
+    )
+}
+
+/// Namespaces and CRDs among the `outputs` first, then definitions, ConfigMaps and views (in
+/// `then`), then the other outputs.
+pub(super) fn apply_order<'a>(
+    outputs: &'a [(String, Value)],
+    then: [&'a [Value]; 3],
+) -> Vec<&'a Value> {
     let rank = |o: &Value| match o.get("kind").and_then(Value::as_str) {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,
         _ => 2,
     };
-    let mut outputs: Vec<&Value> = rendered.outputs.iter().map(|(_, o)| o).collect();
+    let mut outputs: Vec<&Value> = outputs.iter().map(|(_, o)| o).collect();
     outputs.sort_by_key(|o| rank(o));
     let mut ordered: Vec<&Value> = outputs.iter().filter(|o| rank(o) < 2).copied().collect();
-    ordered.extend(rendered.definitions.iter());
-    ordered.extend(rendered.config_maps.iter());
-    ordered.extend(rendered.views.iter());
+    ordered.extend(then.into_iter().flatten());
     ordered.extend(outputs.iter().filter(|o| rank(o) == 2).copied());
     ordered
 }
@@ -298,7 +309,7 @@ async fn prepare_direct(
 }
 
 /// Whether a settled record already lists everything a pending revision would.
-fn covers(previous: &Record, pending: &PendingRevision) -> bool {
+pub(super) fn covers(previous: &Record, pending: &PendingRevision) -> bool {
     previous.pending.is_none()
         && previous.version == pending.version
         && pending

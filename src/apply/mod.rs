@@ -38,6 +38,8 @@ pub mod direct;
 mod disable;
 mod guard;
 pub mod review;
+#[cfg(test)]
+mod tests;
 mod upgrade;
 
 use serde::Serialize;

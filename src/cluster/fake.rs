@@ -1,5 +1,6 @@
 //! An in-process fake API server for unit tests (the tier below the real API servers): fixed
-//! answers by method and path, `404 NotFound` for anything else, every request recorded.
+//! answers by method and path, `404 NotFound` for anything else, every request recorded with
+//! its body.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -7,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
 use super::Cluster;
@@ -19,7 +20,7 @@ type Routes = BTreeMap<(String, String), (u16, Value)>;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FakeApi {
     routes: Arc<Mutex<Routes>>,
-    requests: Arc<Mutex<Vec<String>>>,
+    requests: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
 impl FakeApi {
@@ -32,15 +33,30 @@ impl FakeApi {
         self
     }
 
-    /// Serves `kind` (plural `plural`) of `group_version` in discovery.
+    /// Serves the namespaced `kind` (plural `plural`) of `group_version` in discovery.
     pub(crate) fn serves(self, group_version: &str, plural: &str, kind: &str) -> Self {
+        self.serves_scoped(group_version, plural, kind, true)
+    }
+
+    /// Serves the cluster-scoped `kind` (plural `plural`) of `group_version` in discovery.
+    pub(crate) fn serves_cluster_wide(self, group_version: &str, plural: &str, kind: &str) -> Self {
+        self.serves_scoped(group_version, plural, kind, false)
+    }
+
+    fn serves_scoped(
+        self,
+        group_version: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+    ) -> Self {
         let path = if group_version.contains('/') {
             format!("/apis/{group_version}")
         } else {
             format!("/api/{group_version}")
         };
         let resource = json!({
-            "name": plural, "singularName": kind.to_lowercase(), "namespaced": true, "kind": kind,
+            "name": plural, "singularName": kind.to_lowercase(), "namespaced": namespaced, "kind": kind,
             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
         });
         let mut list = self
@@ -63,26 +79,60 @@ impl FakeApi {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .iter()
+            .map(|(request, _)| request.clone())
+            .collect()
+    }
+
+    /// The bodies of the requests `METHOD /path` so far (`null` for an empty body, a string for
+    /// one that is not JSON).
+    pub(crate) fn bodies(&self, request: &str) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(r, _)| r == request)
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+
+    /// The requests other than reads (discovery included) so far, as `METHOD /path`.
+    pub(crate) fn writes(&self) -> Vec<String> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !r.starts_with("GET "))
+            .collect()
     }
 
     /// A cluster whose client talks to this fake.
     pub(crate) fn cluster(&self, name: &str) -> Cluster {
         let api = self.clone();
         let service = tower::service_fn(move |request: Request<kube::client::Body>| {
-            let answer = api.answer(&request);
-            async move { Ok::<_, Infallible>(answer) }
+            let api = api.clone();
+            async move { Ok::<_, Infallible>(api.answer(request).await) }
         });
         Cluster::from_client(name, kube::Client::new(service, "default"))
     }
 
-    fn answer(&self, request: &Request<kube::client::Body>) -> Response<Full<Bytes>> {
+    async fn answer(&self, request: Request<kube::client::Body>) -> Response<Full<Bytes>> {
         let method = request.method().as_str().to_owned();
         let path = request.uri().path().to_owned();
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+            .unwrap_or_default();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(format!("{method} {path}"));
+            .push((format!("{method} {path}"), body));
         let (status, body) = self
             .routes
             .lock()

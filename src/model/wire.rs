@@ -36,6 +36,37 @@ pub fn record_name(addon: &str) -> String {
     format!("addon-record-{addon}")
 }
 
+/// The Namespace `name`, as created when missing (the system namespace, before the first thing
+/// addonctl writes there).
+pub fn namespace_object(name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+/// The `properties` of an Application's topology policies, in order (`null` for a policy
+/// without any).
+pub fn topology_properties(
+    application: &serde_json::Value,
+) -> impl Iterator<Item = &serde_json::Value> {
+    application
+        .pointer("/spec/policies")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(serde_json::Value::as_str) == Some("topology"))
+        .map(|p| p.get("properties").unwrap_or(&serde_json::Value::Null))
+}
+
+/// The strings of a JSON list (other items skipped); `None` when it is no list.
+pub fn string_list(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
+    let list = value?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
 fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     GroupVersionKind::gvk(group, version, kind)

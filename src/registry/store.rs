@@ -433,11 +433,7 @@ impl Store {
             }
             Store::Cluster { cluster, namespace } => {
                 cluster
-                    .create_if_missing(&json!({
-                        "apiVersion": "v1",
-                        "kind": "Namespace",
-                        "metadata": {"name": namespace},
-                    }))
+                    .create_if_missing(&crate::model::wire::namespace_object(namespace))
                     .await?;
                 for attempt in 0..WRITE_ATTEMPTS {
                     let (mut map, version) = self.read_cluster_map().await?;

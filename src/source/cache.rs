@@ -23,6 +23,16 @@ pub struct CacheOptions {
     pub disabled: bool,
 }
 
+impl CacheOptions {
+    /// No disk cache.
+    pub fn off() -> Self {
+        CacheOptions {
+            disabled: true,
+            ..CacheOptions::default()
+        }
+    }
+}
+
 /// The default cache root: `$ADDONCTL_CACHE_DIR`, `$XDG_CACHE_HOME/addonctl` or
 /// `~/.cache/addonctl`; `None` when none can be determined.
 pub fn default_root() -> Option<PathBuf> {

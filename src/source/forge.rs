@@ -517,47 +517,76 @@ macro_rules! forge_reader {
 }
 pub(crate) use forge_reader;
 
-/// A repository URL as users copy it from the browser, split.
-pub(crate) struct BrowserUrl<'a> {
-    /// `http` or `https`.
-    pub scheme: &'a str,
-    /// The host (and port), without user info.
-    pub host: &'a str,
-    /// The non-empty path segments, without query and fragment.
-    pub segments: Vec<&'a str>,
+mod location;
+pub(crate) use location::{
+    browser_url, options_of, ref_and_path, repository_url, stored_options, StoredOptions,
+};
+
+/// A recursive tree listing (`GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`: GitHub's shape,
+/// which Gitee shares), the parts used here.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Tree {
+    tree: Vec<TreeEntry>,
+    #[serde(default)]
+    truncated: bool,
 }
 
-impl<'a> BrowserUrl<'a> {
-    /// Splits `url`; `invalid` makes the error for a reason (`no scheme`, …).
-    pub fn parse(url: &'a str, invalid: &dyn Fn(&str) -> Error) -> Result<Self> {
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("no scheme"))?;
-        if !matches!(scheme, "http" | "https") {
-            return Err(invalid("not http or https"));
+#[derive(Debug, serde::Deserialize)]
+struct TreeEntry {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    size: u64,
+}
+
+impl Tree {
+    /// The files (`(path, size)`) of the listing of `repository` on `forge`; a truncated
+    /// listing is an error, never a partial registry.
+    pub fn files(
+        self,
+        registry: &str,
+        repository: &str,
+        forge: &str,
+    ) -> Result<Vec<(String, u64)>> {
+        if self.truncated {
+            return Err(Error::InvalidContent {
+                registry: registry.to_owned(),
+                message: format!(
+                    "`{repository}` is too large both for its archive and for a complete tree \
+                     listing ({forge} truncated it); point the registry at a smaller repository"
+                ),
+            });
         }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit('@').next().unwrap_or(authority);
-        if host.is_empty() {
-            return Err(invalid("no host"));
-        }
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        Ok(BrowserUrl {
-            scheme,
-            host,
-            segments: path.split('/').filter(|s| !s.is_empty()).collect(),
-        })
+        Ok(self
+            .tree
+            .into_iter()
+            .filter(|e| e.kind == "blob")
+            .map(|e| (e.path, e.size))
+            .collect())
     }
 }
 
-/// What follows the repository in a browser URL: nothing (`(None, "")`), or
-/// `tree|blob/<ref>/<path>`; `None` for anything else.
-pub(crate) fn ref_and_path(tail: &[&str]) -> Option<(Option<String>, String)> {
-    match tail {
-        [] => Some((None, String::new())),
-        ["tree" | "blob", git_ref, path @ ..] => {
-            Some((Some((*git_ref).to_owned()), path.join("/")))
-        }
-        _ => None,
-    }
+/// `GET url` as JSON (at most `limit` bytes): a `404` is the error `not_found` makes of the
+/// registry name; a body that is not the JSON expected says `what` cannot be read.
+pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &HttpClient,
+    url: &str,
+    limit: u64,
+    not_found: impl FnOnce(String) -> Error,
+    what: &str,
+) -> Result<T> {
+    let response = client
+        .get_limited(url, &[("accept", "application/json")], limit)
+        .await
+        .map_err(|e| match e {
+            Error::NotFound { registry, .. } => not_found(registry),
+            e => e,
+        })?;
+    serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
+        registry: client.registry().to_owned(),
+        message: format!("{what} cannot be read: {e}"),
+    })
 }
 
 /// Writes how a forge reader shows itself: `name`, then ` at `<git_ref>`` and ` under `<path>``

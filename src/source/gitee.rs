@@ -21,10 +21,10 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    self, archive_over_http, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
-    ForgeApi, ForgeCore, Snapshot,
+    self, archive_over_http, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
+    Snapshot, Tree,
 };
-use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
@@ -72,10 +72,7 @@ impl GiteeOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -83,30 +80,15 @@ impl GiteeOptions {
     /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`;
     /// the API is then `https://<host>/api/v5`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a Gitee repository URL ({why}); expected \
-                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
-                redact(url)
-            ),
-        };
-        let url = BrowserUrl::parse(url, &invalid)?;
-        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
-            return Err(invalid("no owner and repository"));
-        };
-        let repo = repo.strip_suffix(".git").unwrap_or(repo);
-        let mut options = GiteeOptions::new(
-            format!("{}://{}/api/v5", url.scheme, url.host),
-            *owner,
-            repo,
-        );
-        let ref_and_path = ref_and_path(tail)
-            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
-        (options.git_ref, options.path) = ref_and_path;
+        let url = forge::repository_url(registry, url, "Gitee repository")?;
+        let api = format!("{}://{}/api/v5", url.scheme, url.host);
+        let mut options = GiteeOptions::new(api, url.owner, url.repo);
+        (options.git_ref, options.path) = (url.git_ref, url.path);
         Ok(options)
     }
 }
+
+forge::stored_options!(GiteeOptions);
 
 /// Reads addons from a Gitee repository.
 #[derive(Debug, Clone)]
@@ -130,15 +112,7 @@ impl GiteeReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut gitee = GiteeOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            gitee.git_ref = Some(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            gitee.path.clone_from(path);
-        }
-        gitee.token.clone_from(&credentials.token);
-        gitee.cache = options.cache.clone();
+        let mut gitee: GiteeOptions = forge::options_of(spec, credentials, options)?;
         gitee.http = options.http_for(spec);
         Self::new(gitee, &spec.name)
     }
@@ -196,24 +170,6 @@ struct Commit {
     sha: String,
 }
 
-/// `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`, the parts used here (the shape is
-/// GitHub's).
-#[derive(Debug, serde::Deserialize)]
-struct Tree {
-    tree: Vec<TreeEntry>,
-    #[serde(default)]
-    truncated: bool,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct TreeEntry {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    size: u64,
-}
-
 impl Api {
     fn repo_url(&self) -> String {
         let o = &self.options;
@@ -255,22 +211,11 @@ impl Api {
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
-        let registry = self.client.registry();
-        let response = self
-            .client
-            .get_limited(url, &[("accept", "application/json")], 64 * 1024 * 1024)
-            .await
-            .map_err(|e| match e {
-                Error::NotFound { registry, .. } => Error::NotFound {
-                    registry,
-                    what: self.what(),
-                },
-                e => e,
-            })?;
-        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!("{what} cannot be read: {e}"),
-        })
+        let not_found = |registry| Error::NotFound {
+            registry,
+            what: self.what(),
+        };
+        forge::get_json(&self.client, url, 64 * 1024 * 1024, not_found, what).await
     }
 
     async fn tree_snapshot(&self, commit: Option<&str>) -> Result<Snapshot> {
@@ -291,21 +236,8 @@ impl Api {
             &[("recursive", "1")],
         );
         let tree: Tree = self.get_json(&url, "the tree").await?;
-        if tree.truncated {
-            return Err(Error::InvalidContent {
-                registry: self.client.registry().to_owned(),
-                message: format!(
-                    "`{}/{}` is too large both for its archive and for a complete tree listing                      (Gitee truncated it)",
-                    o.owner, o.repo
-                ),
-            });
-        }
-        let files = tree
-            .tree
-            .into_iter()
-            .filter(|e| e.kind == "blob")
-            .map(|e| (e.path, e.size))
-            .collect();
+        let repository = format!("{}/{}", o.owner, o.repo);
+        let files = tree.files(self.client.registry(), &repository, "Gitee")?;
         Snapshot::from_tree(self.client.registry(), &o.path, files, |path| {
             self.fetch_at(path, git_ref.clone())
         })

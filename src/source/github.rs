@@ -39,8 +39,8 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
 use crate::source::forge::{
-    self, describe_reset, encode, encode_path, forge_reader, ref_and_path, BrowserUrl, Download,
-    ForgeApi, ForgeCore, Snapshot,
+    self, describe_reset, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
+    Snapshot, Tree,
 };
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
@@ -98,10 +98,7 @@ impl GithubOptions {
             retries: 3,
             max_retry_wait: Duration::from_secs(10),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -110,26 +107,12 @@ impl GithubOptions {
     /// A host other than the public one is taken as GitHub Enterprise Server
     /// (`https://<host>/api/v3`).
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a GitHub repository URL ({why}); expected \
-                 `https://<host>/<owner>/<repo>[/tree/<ref>/<path>]`",
-                crate::source::http::redact(url)
-            ),
-        };
-        let url = BrowserUrl::parse(url, &invalid)?;
-        let [owner, repo, tail @ ..] = url.segments.as_slice() else {
-            return Err(invalid("no owner and repository"));
-        };
-        let repo = repo.strip_suffix(".git").unwrap_or(repo);
-        let mut options = GithubOptions::new(*owner, repo);
+        let url = forge::repository_url(registry, url, "GitHub repository")?;
+        let mut options = GithubOptions::new(url.owner, url.repo);
         if !url.host.eq_ignore_ascii_case(PUBLIC_WEB_HOST) {
             options.api_base = Some(format!("{}://{}/api/v3", url.scheme, url.host));
         }
-        let ref_and_path = ref_and_path(tail)
-            .ok_or_else(|| invalid("expected `/tree/<ref>/<path>` after the repository"))?;
-        (options.git_ref, options.path) = ref_and_path;
+        (options.git_ref, options.path) = (url.git_ref, url.path);
         Ok(options)
     }
 
@@ -137,7 +120,11 @@ impl GithubOptions {
     /// `/`, such as `release/1.2`), that part is removed from the path.
     #[must_use]
     pub fn with_ref(mut self, git_ref: impl Into<String>) -> Self {
-        let git_ref = git_ref.into();
+        self.put_ref(git_ref.into());
+        self
+    }
+
+    fn put_ref(&mut self, git_ref: String) {
         if let Some(url_ref) = &self.git_ref {
             let full = if self.path.is_empty() {
                 url_ref.clone()
@@ -151,9 +138,10 @@ impl GithubOptions {
             }
         }
         self.git_ref = Some(git_ref);
-        self
     }
 }
+
+forge::stored_options!(GithubOptions, GithubOptions::put_ref);
 
 /// Reads addons from a GitHub repository.
 #[derive(Debug, Clone)]
@@ -184,15 +172,7 @@ impl GithubReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut github = GithubOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            github = github.with_ref(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            github.path.clone_from(path);
-        }
-        github.token.clone_from(&credentials.token);
-        github.cache = options.cache.clone();
+        let mut github: GithubOptions = forge::options_of(spec, credentials, options)?;
         if let Some(http) = &options.http {
             github.connect_timeout = http.connect_timeout;
             github.request_timeout = http.timeout;
@@ -287,23 +267,6 @@ struct Get<'a> {
     if_none_match: Option<&'a str>,
 }
 
-/// `GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`, the parts used here.
-#[derive(Debug, serde::Deserialize)]
-struct Tree {
-    tree: Vec<TreeEntry>,
-    #[serde(default)]
-    truncated: bool,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct TreeEntry {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    size: u64,
-}
-
 impl Api {
     fn repository(&self) -> String {
         format!("{}/{}", self.options.owner, self.options.repo)
@@ -362,22 +325,7 @@ impl Api {
             registry: self.registry.clone(),
             message: format!("the tree of `{}` cannot be read: {e}", self.repository()),
         })?;
-        if tree.truncated {
-            return Err(Error::InvalidContent {
-                registry: self.registry.clone(),
-                message: format!(
-                    "`{}` is too large both for its archive (over {} bytes) and for a complete                      tree listing (GitHub truncated it); point the registry at a smaller                      repository",
-                    self.repository(),
-                    self.options.max_archive_bytes
-                ),
-            });
-        }
-        let files = tree
-            .tree
-            .into_iter()
-            .filter(|e| e.kind == "blob")
-            .map(|e| (e.path, e.size))
-            .collect();
+        let files = tree.files(&self.registry, &self.repository(), "GitHub")?;
         let tree_ref = commit.or(self.options.git_ref.as_deref());
         Snapshot::from_tree(&self.registry, &self.options.path, files, |path| {
             self.fetch_at(path, tree_ref)

@@ -24,10 +24,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::model::registry::{Credentials, RegistrySpec};
 use crate::source::cache::{CacheOptions, DiskCache};
 use crate::source::forge::{
-    self, archive_over_http, encode, forge_reader, ref_and_path, BrowserUrl, Download, ForgeApi,
-    ForgeCore,
+    self, archive_over_http, encode, forge_reader, ref_and_path, Download, ForgeApi, ForgeCore,
 };
-use crate::source::http::{redact, HttpClient, HttpOptions};
+use crate::source::http::{HttpClient, HttpOptions};
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
@@ -68,10 +67,7 @@ impl GitlabOptions {
             token: None,
             http: HttpOptions::default(),
             max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 
@@ -80,15 +76,12 @@ impl GitlabOptions {
     /// `https://<host>/<group>/…/<project>/-/tree/<ref>/<path>`; the API is then
     /// `https://<host>/api/v4`.
     pub fn from_url(registry: &str, url: &str) -> Result<Self> {
-        let invalid = |why: &str| Error::InvalidContent {
-            registry: registry.to_owned(),
-            message: format!(
-                "`{}` is not a GitLab project URL ({why}); expected \
-                 `https://<host>/<group>/<project>[/-/tree/<ref>/<path>]`",
-                redact(url)
-            ),
-        };
-        let url = BrowserUrl::parse(url, &invalid)?;
+        let (url, invalid) = forge::browser_url(
+            registry,
+            url,
+            "GitLab project",
+            "https://<host>/<group>/<project>[/-/tree/<ref>/<path>]",
+        )?;
         let segments = &url.segments;
         let (project, tail) = match segments.iter().position(|s| *s == "-") {
             Some(i) => (&segments[..i], &segments[i + 1..]),
@@ -107,6 +100,8 @@ impl GitlabOptions {
         Ok(options)
     }
 }
+
+forge::stored_options!(GitlabOptions);
 
 /// Reads addons from a GitLab project.
 #[derive(Debug, Clone)]
@@ -140,15 +135,7 @@ impl GitlabReader {
         credentials: &Credentials,
         options: &OpenOptions,
     ) -> Result<Self> {
-        let mut gitlab = GitlabOptions::from_url(&spec.name, &spec.endpoint)?;
-        if let Some(reference) = &spec.reference {
-            gitlab.git_ref = Some(reference.clone());
-        }
-        if let Some(path) = &spec.path {
-            gitlab.path.clone_from(path);
-        }
-        gitlab.token.clone_from(&credentials.token);
-        gitlab.cache = options.cache.clone();
+        let mut gitlab: GitlabOptions = forge::options_of(spec, credentials, options)?;
         gitlab.http = options.http_for(spec);
         Self::new(gitlab, &spec.name)
     }
@@ -220,21 +207,9 @@ impl Api {
 
     /// `GET url` as JSON, a 404 naming the project.
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T> {
-        let response = self
-            .client
-            .get_limited(url, &[("accept", "application/json")], 1024 * 1024)
-            .await
-            .map_err(|e| match e {
-                Error::NotFound { registry, .. } => self.project_not_found(registry),
-                e => e,
-            })?;
-        serde_json::from_slice(&response.body).map_err(|e| Error::InvalidContent {
-            registry: self.client.registry().to_owned(),
-            message: format!(
-                "{what} of project `{}` cannot be read: {e}",
-                self.options.project
-            ),
-        })
+        let what = format!("{what} of project `{}`", self.options.project);
+        let not_found = |registry| self.project_not_found(registry);
+        forge::get_json(&self.client, url, 1024 * 1024, not_found, &what).await
     }
 
     /// The ref to read: the one given, else the project's default branch.

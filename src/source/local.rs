@@ -124,6 +124,12 @@ impl LocalReader {
             })
             .await
     }
+
+    /// The directory of `addon` (relative to the root), from the index.
+    async fn addon_dir(&self, addon: &AddonRef) -> Result<String> {
+        let index = self.index().await?;
+        Ok(index.lookup(&self.inner.registry, addon)?.dir.clone())
+    }
 }
 
 impl Inner {
@@ -302,12 +308,7 @@ impl AsyncReader for LocalReader {
     }
 
     async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
-        let dir = self
-            .index()
-            .await?
-            .lookup(&self.inner.registry, addon)?
-            .dir
-            .clone();
+        let dir = self.addon_dir(addon).await?;
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             let start = inner.root.join(&dir);
@@ -324,12 +325,7 @@ impl AsyncReader for LocalReader {
 
     async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {
         check_relative_path(&self.inner.registry, path)?;
-        let dir = self
-            .index()
-            .await?
-            .lookup(&self.inner.registry, addon)?
-            .dir
-            .clone();
+        let dir = self.addon_dir(addon).await?;
         let inner = Arc::clone(&self.inner);
         let full = inner.root.join(dir).join(path);
         tokio::task::spawn_blocking(move || inner.read_bounded(&full))

@@ -92,10 +92,7 @@ impl S3Options {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             concurrency: 8,
-            cache: CacheOptions {
-                disabled: true,
-                ..CacheOptions::default()
-            },
+            cache: CacheOptions::off(),
         }
     }
 

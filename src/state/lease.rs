@@ -25,6 +25,7 @@ use kube::core::GroupVersionKind;
 use serde_json::{json, Value};
 
 use crate::cluster::{self, Cluster};
+use crate::model::wire::namespace_object;
 
 /// How long a Lease lasts without renewal.
 pub const LEASE_DURATION: Duration = Duration::from_secs(60);
@@ -233,13 +234,38 @@ pub fn holder_is_gone(identity: &str) -> bool {
 /// A held lock. Release it with [`Lock::release`]; dropped, it stops renewing and expires.
 #[derive(Debug)]
 pub struct Lock {
+    held: Held,
+    renewal: tokio::task::JoinHandle<()>,
+}
+
+/// What the holder and its renewal task share.
+#[derive(Debug, Clone)]
+struct Held {
     cluster: Cluster,
     namespace: String,
     name: String,
     holder: String,
+    /// After the last write.
     resource_version: Arc<Mutex<String>>,
+    /// Set when another holder took the Lease over.
     lost: Arc<AtomicBool>,
-    renewal: tokio::task::JoinHandle<()>,
+}
+
+impl Held {
+    /// The Lease as stored now, if there is one.
+    async fn read(&self) -> cluster::Result<Option<LeaseState>> {
+        read(&self.cluster, &self.namespace, &self.name).await
+    }
+}
+
+/// The Lease `namespace/name` as stored, if there is one.
+async fn read(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> cluster::Result<Option<LeaseState>> {
+    let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
+    Ok(stored.map(|s| LeaseState::of(&serde_json::to_value(&s).unwrap_or(Value::Null))))
 }
 
 impl Drop for Lock {
@@ -259,10 +285,7 @@ pub async fn acquire(
     force: bool,
 ) -> crate::context::Result<Lock> {
     for _ in 0..ATTEMPTS {
-        let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
-        let state = stored
-            .as_ref()
-            .map(|s| LeaseState::of(&serde_json::to_value(s).unwrap_or(Value::Null)));
+        let state = read(cluster, namespace, name).await?;
         let now = Utc::now();
         let written = match decide(state.as_ref(), holder, now, force, holder_is_gone) {
             Decision::Busy {
@@ -285,11 +308,7 @@ pub async fn acquire(
                     // The system namespace does not exist yet (a first enable): make it.
                     Err(cluster::Error::NotFound { .. }) => {
                         cluster
-                            .create_if_missing(&json!({
-                                "apiVersion": "v1",
-                                "kind": "Namespace",
-                                "metadata": {"name": namespace},
-                            }))
+                            .create_if_missing(&namespace_object(namespace))
                             .await?;
                         cluster.create(&object).await
                     }
@@ -334,35 +353,26 @@ impl Lock {
         holder: &str,
         version: String,
     ) -> Lock {
-        let resource_version = Arc::new(Mutex::new(version));
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewal = tokio::spawn(renew(
-            cluster.clone(),
-            namespace.to_owned(),
-            name.to_owned(),
-            holder.to_owned(),
-            Arc::clone(&resource_version),
-            Arc::clone(&lost),
-        ));
-        Lock {
+        let held = Held {
             cluster: cluster.clone(),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             holder: holder.to_owned(),
-            resource_version,
-            lost,
-            renewal,
-        }
+            resource_version: Arc::new(Mutex::new(version)),
+            lost: Arc::new(AtomicBool::new(false)),
+        };
+        let renewal = tokio::spawn(renew(held.clone()));
+        Lock { held, renewal }
     }
 
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
     pub fn ensure_held(&self) -> crate::context::Result<()> {
-        if self.lost.load(Ordering::Relaxed) {
+        if self.held.lost.load(Ordering::Relaxed) {
             return Err(crate::context::Error::Refused(format!(
                 "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
-                self.namespace,
-                self.name,
+                self.held.namespace,
+                self.held.name,
                 LEASE_DURATION.as_secs()
             )));
         }
@@ -372,22 +382,18 @@ impl Lock {
     /// Stops renewing and deletes the Lease if it is still this holder's.
     pub async fn release(self) -> crate::context::Result<()> {
         self.renewal.abort();
-        let Some(stored) = self
-            .cluster
-            .get(&lease_gvk(), Some(&self.namespace), &self.name)
-            .await?
-        else {
+        let held = &self.held;
+        let Some(state) = held.read().await? else {
             return Ok(());
         };
-        let state = LeaseState::of(&serde_json::to_value(&stored).unwrap_or(Value::Null));
-        if state.holder != self.holder {
+        if state.holder != held.holder {
             return Ok(());
         }
-        self.cluster
+        held.cluster
             .delete_if_version(
                 &lease_gvk(),
-                Some(&self.namespace),
-                &self.name,
+                Some(&held.namespace),
+                &held.name,
                 &state.resource_version,
             )
             .await?;
@@ -396,7 +402,8 @@ impl Lock {
 
     /// The Lease's resourceVersion after the last write (for tests).
     pub fn resource_version(&self) -> String {
-        self.resource_version
+        self.held
+            .resource_version
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -404,37 +411,30 @@ impl Lock {
 }
 
 /// Renews the Lease every quarter of its duration until aborted or taken over.
-async fn renew(
-    cluster: Cluster,
-    namespace: String,
-    name: String,
-    holder: String,
-    resource_version: Arc<Mutex<String>>,
-    lost: Arc<AtomicBool>,
-) {
+async fn renew(held: Held) {
     let period = LEASE_DURATION / 4;
     loop {
         tokio::time::sleep(period).await;
-        let Ok(Some(stored)) = cluster.get(&lease_gvk(), Some(&namespace), &name).await else {
+        let Ok(Some(state)) = held.read().await else {
             continue;
         };
-        let state = LeaseState::of(&serde_json::to_value(&stored).unwrap_or(Value::Null));
-        if state.holder != holder {
-            lost.store(true, Ordering::Relaxed);
+        if state.holder != held.holder {
+            held.lost.store(true, Ordering::Relaxed);
             return;
         }
         let now = Utc::now();
         let object = lease_object(
-            &namespace,
-            &name,
-            &holder,
+            &held.namespace,
+            &held.name,
+            &held.holder,
             state.acquired.unwrap_or(now),
             now,
             state.transitions,
             Some(&state.resource_version),
         );
-        if let Ok(stored) = cluster.replace(&object).await {
-            *resource_version
+        if let Ok(stored) = held.cluster.replace(&object).await {
+            *held
+                .resource_version
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) =
                 stored.metadata.resource_version.unwrap_or_default();

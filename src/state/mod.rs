@@ -6,6 +6,8 @@
 pub mod clusters;
 pub mod lease;
 pub mod record;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 
@@ -15,8 +17,8 @@ use serde_json::{Map, Value};
 
 use crate::context::{Context, Error, Result};
 use crate::model::wire::{
-    application_gvk, args_secret_name, secret_gvk, ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD,
-    LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
+    application_gvk, args_secret_name, secret_gvk, string_list, topology_properties,
+    ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
 use record::Record;
 
@@ -157,37 +159,13 @@ pub async fn records(ctx: &Context) -> Result<Vec<Record>> {
 /// The clusters an addon targets: its Application's topology policy (`*` for a label selector),
 /// else the `clusters` argument, else `local`.
 pub fn clusters_of(app: Option<&Value>, args: &Map<String, Value>) -> Vec<String> {
-    if let Some(app) = app {
-        for policy in app
-            .pointer("/spec/policies")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if policy.get("type").and_then(Value::as_str) != Some("topology") {
-                continue;
-            }
-            if let Some(list) = policy
-                .pointer("/properties/clusters")
-                .and_then(Value::as_array)
-            {
-                return list
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect();
-            }
-            if policy.pointer("/properties/clusterLabelSelector").is_some() {
-                return vec!["*".to_owned()];
-            }
+    for properties in app.into_iter().flat_map(topology_properties) {
+        if let Some(list) = string_list(properties.get("clusters")) {
+            return list;
+        }
+        if properties.get("clusterLabelSelector").is_some() {
+            return vec!["*".to_owned()];
         }
     }
-    match args.get("clusters").and_then(Value::as_array) {
-        Some(list) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        None => vec![LOCAL_CLUSTER.to_owned()],
-    }
+    string_list(args.get("clusters")).unwrap_or_else(|| vec![LOCAL_CLUSTER.to_owned()])
 }

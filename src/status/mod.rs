@@ -3,6 +3,8 @@
 
 pub mod health;
 pub mod list;
+#[cfg(test)]
+mod tests;
 pub mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};

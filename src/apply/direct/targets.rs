@@ -7,36 +7,17 @@ use serde_json::{Map, Value};
 
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::context::{Error, Result};
-use crate::model::wire::LABEL_NAME;
+use crate::model::wire::{string_list, topology_properties, LABEL_NAME};
 use crate::state::record::Placement;
 
 /// The topology policies of an Application as placements (none = `local`).
 pub fn placements(application: &Value) -> Vec<Placement> {
     let mut out = Vec::new();
-    for policy in application
-        .pointer("/spec/policies")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if policy.get("type").and_then(Value::as_str) != Some("topology") {
-            continue;
-        }
-        let properties = policy.get("properties");
-        let clusters = properties
-            .and_then(|p| p.get("clusters"))
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            });
+    for properties in topology_properties(application) {
+        let clusters = string_list(properties.get("clusters"));
         let selector = properties
-            .and_then(|p| {
-                p.get("clusterLabelSelector")
-                    .or_else(|| p.get("clusterSelector"))
-            })
+            .get("clusterLabelSelector")
+            .or_else(|| properties.get("clusterSelector"))
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
@@ -44,7 +25,7 @@ pub fn placements(application: &Value) -> Vec<Placement> {
                     .collect()
             });
         let namespace = properties
-            .and_then(|p| p.get("namespace"))
+            .get("namespace")
             .and_then(Value::as_str)
             .map(str::to_owned);
         out.push(Placement {

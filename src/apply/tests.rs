@@ -1,0 +1,369 @@
+//! Decisions of applying, against the in-process fake API: the control-plane apply order and
+//! the prune of what an addon no longer holds (`deletion::remove`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::control_plane::{apply_order, covers};
+use super::deletion::{empty_intent, remove, Removal, Site};
+use crate::cluster::fake::FakeApi;
+use crate::state::record::{
+    ClusterInventory, DispatchedObject, ObjectRef, PendingRevision, Record,
+};
+
+const SYSTEM: &str = "vela-system";
+const CONFIG_MAP: &str = "/api/v1/namespaces/team/configmaps";
+
+fn kind_and_name(object: &Value) -> String {
+    format!("{} {}", object["kind"], object["metadata"]["name"])
+}
+
+fn object(kind: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}})
+}
+
+#[test]
+fn namespaces_and_crds_come_first_then_definitions_config_maps_views_then_other_outputs() {
+    let outputs = vec![
+        ("cm".to_owned(), object("ConfigMap", "out")),
+        ("crd".to_owned(), object("CustomResourceDefinition", "crd")),
+        ("ns".to_owned(), object("Namespace", "team")),
+    ];
+    let definitions = vec![object("ComponentDefinition", "worker")];
+    let config_maps = vec![object("ConfigMap", "schema")];
+    let views = vec![object("ConfigMap", "view")];
+
+    let order: Vec<String> = apply_order(&outputs, [&definitions, &config_maps, &views])
+        .into_iter()
+        .map(kind_and_name)
+        .collect();
+
+    assert_eq!(
+        order,
+        [
+            r#""Namespace" "team""#,
+            r#""CustomResourceDefinition" "crd""#,
+            r#""ComponentDefinition" "worker""#,
+            r#""ConfigMap" "schema""#,
+            r#""ConfigMap" "view""#,
+            r#""ConfigMap" "out""#,
+        ]
+    );
+}
+
+fn reference(kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: kind.to_owned(),
+        namespace: namespace.map(str::to_owned),
+        name: name.to_owned(),
+    }
+}
+
+fn recorded(name: &str, uid: &str, created: bool) -> DispatchedObject {
+    DispatchedObject {
+        object: reference("ConfigMap", Some("team"), name),
+        uid: uid.to_owned(),
+        created,
+    }
+}
+
+fn stored(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "team", "uid": uid}})
+}
+
+fn deleted() -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "status": "Success", "metadata": {}})
+}
+
+trait ConfigMaps {
+    /// Serves the ConfigMap `team/<name>` with `uid`, and deletes it.
+    fn deletable(self, name: &str, uid: &str) -> Self;
+}
+
+impl ConfigMaps for FakeApi {
+    fn deletable(self, name: &str, uid: &str) -> Self {
+        let path = format!("{CONFIG_MAP}/{name}");
+        self.on("GET", &path, 200, stored(name, uid))
+            .on("DELETE", &path, 200, deleted())
+    }
+}
+
+fn api() -> FakeApi {
+    FakeApi::default()
+        .serves("v1", "configmaps", "ConfigMap")
+        .serves_cluster_wide("v1", "namespaces", "Namespace")
+}
+
+async fn prune(
+    api: &FakeApi,
+    objects: &[DispatchedObject],
+    others: Option<&BTreeMap<ObjectRef, (String, bool)>>,
+    dry_run: bool,
+) -> Removal {
+    let cluster = api.cluster("m1");
+    let site = Site {
+        cluster: &cluster,
+        name: "m1",
+        system_namespace: SYSTEM,
+        others,
+        dry_run,
+        trust_record: false,
+    };
+    remove(&site, &objects.iter().collect::<Vec<_>>()).await
+}
+
+fn names(entries: &[super::deletion::Entry]) -> Vec<&str> {
+    entries.iter().map(|e| e.name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_stale_object_addonctl_created_is_deleted_only_while_it_has_the_recorded_uid() {
+    let api = api().deletable("old", "u1");
+
+    let removal = prune(&api, &[recorded("old", "u1", true)], None, false).await;
+
+    assert_eq!(names(&removal.deleted), ["old"]);
+    assert!(removal.kept.is_empty() && removal.failure.is_none());
+    let bodies = api.bodies(&format!("DELETE {CONFIG_MAP}/old"));
+    assert_eq!(bodies.len(), 1, "{:?}", api.requests());
+    assert_eq!(bodies[0]["preconditions"]["uid"], "u1");
+    assert_eq!(bodies[0]["propagationPolicy"], "Background");
+}
+
+#[tokio::test]
+async fn an_object_re_created_by_someone_else_is_kept_and_not_deleted() {
+    let api = api().on(
+        "GET",
+        &format!("{CONFIG_MAP}/old"),
+        200,
+        stored("old", "u2"),
+    );
+
+    let removal = prune(&api, &[recorded("old", "u1", true)], None, false).await;
+
+    assert!(removal.deleted.is_empty());
+    assert_eq!(names(&removal.kept), ["old"]);
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[tokio::test]
+async fn others_objects_and_the_system_namespace_are_kept_without_asking_the_cluster() {
+    let api = api();
+    let shared = recorded("shared", "u1", true);
+    let others = BTreeMap::from([(shared.object.clone(), ("beta".to_owned(), true))]);
+    let system = DispatchedObject {
+        object: reference("Namespace", None, SYSTEM),
+        uid: "n1".to_owned(),
+        created: true,
+    };
+
+    let removal = prune(&api, &[shared, system], Some(&others), false).await;
+
+    assert_eq!(names(&removal.kept), ["shared", SYSTEM]);
+    assert!(removal.kept[0]
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.contains("beta")));
+    assert!(removal.deleted.is_empty() && removal.given_back.is_empty());
+    assert!(api.requests().is_empty(), "{:?}", api.requests());
+}
+
+#[tokio::test]
+async fn an_adopted_object_is_given_back_with_an_empty_intent_not_deleted() {
+    let path = format!("{CONFIG_MAP}/theirs");
+    let api = api().on("GET", &path, 200, stored("theirs", "t1")).on(
+        "PATCH",
+        &path,
+        200,
+        stored("theirs", "t1"),
+    );
+    let adopted = recorded("theirs", "t1", false);
+
+    let removal = prune(&api, std::slice::from_ref(&adopted), None, false).await;
+
+    assert_eq!(names(&removal.given_back), ["theirs"]);
+    assert!(removal.deleted.is_empty());
+    assert_eq!(api.writes(), [format!("PATCH {path}")]);
+    assert_eq!(
+        api.bodies(&format!("PATCH {path}")),
+        [empty_intent(&adopted.object)]
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_decides_as_a_real_run_and_writes_nothing() {
+    let api = api()
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/old"),
+            200,
+            stored("old", "u1"),
+        )
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/theirs"),
+            200,
+            stored("theirs", "t1"),
+        );
+    let objects = [recorded("old", "u1", true), recorded("theirs", "t1", false)];
+
+    let removal = prune(&api, &objects, None, true).await;
+
+    assert_eq!(names(&removal.deleted), ["old"]);
+    assert_eq!(names(&removal.given_back), ["theirs"]);
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[tokio::test]
+async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
+    let failure = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                         "message": "etcd is down", "reason": "InternalError", "code": 500});
+    let api = api()
+        .deletable("a", "u1")
+        .on("GET", &format!("{CONFIG_MAP}/b"), 500, failure);
+    let objects = [
+        recorded("a", "u1", true),
+        recorded("b", "u2", true),
+        recorded("c", "u3", true),
+    ];
+
+    let removal = prune(&api, &objects, None, false).await;
+
+    assert_eq!(names(&removal.deleted), ["a"]);
+    let (why, left) = removal.failure.expect("the removal stops at `b`");
+    assert!(why.contains("etcd is down"), "{why}");
+    let left: Vec<&str> = left.iter().map(|o| o.object.name.as_str()).collect();
+    assert_eq!(left, ["b", "c"]);
+    assert!(!api.requests().contains(&format!("GET {CONFIG_MAP}/c")));
+}
+
+/// A cluster whose discovery lists ConfigMaps and Namespaces, and whose namespace `team` holds
+/// the ConfigMaps `items`.
+fn namespace_api(items: &[Value]) -> FakeApi {
+    api()
+        .on(
+            "GET",
+            "/api",
+            200,
+            json!({"kind": "APIVersions", "versions": ["v1"]}),
+        )
+        .on(
+            "GET",
+            "/apis",
+            200,
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+        )
+        .on(
+            "GET",
+            CONFIG_MAP,
+            200,
+            json!({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {}, "items": items}),
+        )
+        .on(
+            "GET",
+            "/api/v1/namespaces/team",
+            200,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "team", "uid": "n1"}}),
+        )
+        .on("DELETE", "/api/v1/namespaces/team", 200, deleted())
+}
+
+fn team_namespace() -> DispatchedObject {
+    DispatchedObject {
+        object: reference("Namespace", None, "team"),
+        uid: "n1".to_owned(),
+        created: true,
+    }
+}
+
+#[tokio::test]
+async fn a_namespace_holding_someone_elses_object_is_kept_and_one_holding_only_ours_deleted() {
+    let api = namespace_api(&[stored("mine", "c1"), stored("notes", "c2")]);
+    let ours = recorded("mine", "c1", true);
+    let api = api.deletable("mine", "c1");
+
+    let removal = prune(&api, &[ours.clone(), team_namespace()], None, false).await;
+
+    assert_eq!(names(&removal.deleted), ["mine"]);
+    assert_eq!(names(&removal.kept), ["team"]);
+    let reason = removal.kept[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("ConfigMap `notes`"), "{reason}");
+    assert!(!api
+        .writes()
+        .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
+
+    let api = namespace_api(&[stored("mine", "c1")]).deletable("mine", "c1");
+    let removal = prune(&api, &[ours, team_namespace()], None, false).await;
+    assert_eq!(names(&removal.deleted), ["mine", "team"]);
+    assert!(api
+        .writes()
+        .contains(&"DELETE /api/v1/namespaces/team".to_owned()));
+}
+
+#[tokio::test]
+async fn a_namespace_whose_contents_cannot_be_listed_is_kept() {
+    // No `/api` answer: discovery fails, so nothing tells what lives in the namespace.
+    let api = api().on(
+        "GET",
+        "/api/v1/namespaces/team",
+        200,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "uid": "n1"}}),
+    );
+
+    let removal = prune(&api, &[team_namespace()], None, false).await;
+
+    assert!(removal.deleted.is_empty());
+    assert_eq!(names(&removal.kept), ["team"]);
+    let reason = removal.kept[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("could not be checked"), "{reason}");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+fn settled(on: &[(&str, &[DispatchedObject])]) -> Record {
+    let mut record: Record = serde_json::from_value(json!({
+        "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+        "argsHash": "", "application": false,
+    }))
+    .expect("a record");
+    for (cluster, objects) in on {
+        record.dispatched.insert(
+            (*cluster).to_owned(),
+            ClusterInventory {
+                objects: objects.to_vec(),
+                error: None,
+            },
+        );
+    }
+    record
+}
+
+#[test]
+fn a_cluster_the_settled_record_never_had_needs_a_pending_revision_even_when_empty_planned() {
+    let web = recorded("web", "u1", true);
+    let previous = settled(&[("m1", std::slice::from_ref(&web))]);
+    let planned = |on: &[(&str, Vec<DispatchedObject>)]| PendingRevision {
+        version: "1.0.0".to_owned(),
+        inventory: Vec::new(),
+        dispatched: on
+            .iter()
+            .map(|(cluster, objects)| ((*cluster).to_owned(), objects.clone()))
+            .collect(),
+    };
+    // Planned without a uid, the same object on the same cluster: covered.
+    let unplaced = DispatchedObject {
+        uid: String::new(),
+        ..web.clone()
+    };
+    assert!(covers(&previous, &planned(&[("m1", vec![unplaced])])));
+    // The same object on a cluster the record does not list: not covered.
+    assert!(!covers(
+        &previous,
+        &planned(&[("m1", vec![web.clone()]), ("m2", vec![web.clone()])])
+    ));
+    // A cluster with nothing planned on it is still a cluster the record must learn of.
+    assert!(!covers(&previous, &planned(&[("m2", Vec::new())])));
+}
