@@ -8,10 +8,11 @@ use serde::Serialize;
 use super::deletion::Entry;
 use super::{access, direct};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::wire::secret_gvk;
 use crate::state::clusters::{connect, joined};
 use crate::state::record::{OtherRecords, Record};
+use crate::{Error, Result};
 
 /// A managed cluster as `cluster list` shows it (never its credentials).
 #[derive(Debug, Clone, Serialize)]

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::direct::{self, Prepared};
 use super::{deletion, review, StepReport};
 use crate::cluster::{self, Cluster};
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::{Context, EngineChoice, Reporter};
 use crate::model::wire::{
     application_gvk, application_name, args_secret_name, secret_gvk, LOCAL_CLUSTER,
 };
@@ -22,6 +22,7 @@ use crate::state::record::{
     self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
 };
 use crate::state::{clusters_of, records, to_value};
+use crate::{Error, Result};
 
 fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
     json!([{

@@ -9,10 +9,11 @@ use serde::Serialize;
 
 use super::disable_all_with;
 use super::{deletion, direct, guard};
-use crate::context::{Context, Error, Reporter, Result};
+use crate::context::{Context, Reporter};
 use crate::model::wire::{application_name, args_secret_name, LOCAL_CLUSTER};
 use crate::state::record::{self, ObjectRef, OtherRecords, Record};
 use crate::state::{installed, Installed};
+use crate::{Error, Result};
 
 /// What `disable` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Serialize)]

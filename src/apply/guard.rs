@@ -20,11 +20,12 @@ use serde_json::Value;
 use super::disable::{disable_one, DisableOptions, DisableReport};
 use super::{access, direct};
 use crate::cluster::Cluster;
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::{Context, EngineChoice, Reporter};
 use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
 use crate::resolve::{self, Universe};
 use crate::state::clusters::{clients, joined};
 use crate::state::{clusters_of, installed, to_value, Installed};
+use crate::{Error, Result};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;

@@ -42,12 +42,13 @@ mod upgrade;
 
 use serde::Serialize;
 
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::{Context, EngineChoice, Reporter};
 use crate::plan::{
     definition_conflicts, plan, release_definitions, Action, EnableRequest, Plan, Step,
 };
 use crate::state::lease;
 use crate::status::wait;
+use crate::{Error, Result};
 pub use disable::{disable, disable_with, DisableOptions, DisableReport};
 pub use guard::{disable_all, disable_all_with};
 pub use upgrade::{upgrade, UpgradeRequest};

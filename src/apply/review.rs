@@ -12,11 +12,12 @@ use serde_json::Value;
 
 use super::direct;
 use crate::cluster::Cluster;
-use crate::context::{Context, EngineChoice, Error, NoopReporter, Result};
+use crate::context::{Context, EngineChoice, NoopReporter};
 use crate::model::wire::application_gvk;
 use crate::plan::protect::{self, Flag, FlagKind};
 use crate::plan::{Action, Plan, Step};
 use crate::state::record::{ObjectRef, OtherRecords, Record};
+use crate::{Error, Result};
 
 /// Refuses an enable that would adopt `adoptions` (see [`direct::Prepared::adoptions`]).
 pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {

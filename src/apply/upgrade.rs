@@ -1,9 +1,10 @@
 //! `upgrade`: an installed addon planned again with new arguments over the stored ones.
 
 use super::{execute, StepReport};
-use crate::context::{Context, Error, Reporter, Result};
+use crate::context::{Context, Reporter};
 use crate::plan::{plan, EnableRequest};
 use crate::state::installed;
+use crate::{Error, Result};
 
 /// What to upgrade.
 #[derive(Debug, Clone, Default)]

@@ -47,8 +47,8 @@ fn forbidden_hint(error: &anyhow::Error) -> Option<String> {
     error.chain().find_map(|cause| {
         let forbidden = cause
             .downcast_ref::<addonctl::cluster::Error>()
-            .or_else(|| match cause.downcast_ref::<addonctl::context::Error>() {
-                Some(addonctl::context::Error::Cluster(e)) => Some(e),
+            .or_else(|| match cause.downcast_ref::<addonctl::Error>() {
+                Some(addonctl::Error::Cluster(e)) => Some(e),
                 _ => None,
             });
         match forbidden {
@@ -70,8 +70,6 @@ fn is_user_error(error: &anyhow::Error) -> bool {
         .find_map(|cause| {
             if cause.downcast_ref::<UserError>().is_some() {
                 Some(true)
-            } else if let Some(e) = cause.downcast_ref::<addonctl::context::Error>() {
-                Some(e.is_user_error())
             } else if let Some(e) = cause.downcast_ref::<addonctl::Error>() {
                 Some(e.is_user_error())
             } else {

@@ -28,8 +28,9 @@ use crate::render::{RenderOptions, Rendered};
 use crate::source::{AddonRef, Reader};
 
 use super::Plan;
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::state::Installed;
+use crate::{Error, Result};
 
 /// How many addons of the registries are rendered at once when looking for providers.
 const SEARCH_CONCURRENCY: usize = 8;

@@ -16,7 +16,7 @@ use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, EngineChoice, Error, Result};
+use crate::context::{Context, EngineChoice};
 use crate::model::wire::application_gvk;
 use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
@@ -24,6 +24,7 @@ use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
 use crate::state::record::{self, InstalledBy, ObjectRef};
 use crate::state::{installed, known_clusters, stored_args, to_value, Installed};
+use crate::{Error, Result};
 
 pub mod inventory;
 pub mod protect;
@@ -446,7 +447,7 @@ fn given_args(
         .renderer
         .parameter_schema_in(package, &options)
         .map_err(crate::Error::from)?;
-    Ok(request.args.parse(&schema).map_err(crate::Error::from)?)
+    request.args.parse(&schema).map_err(crate::Error::from)
 }
 
 /// Whether the plan will be applied through KubeVela (the Application is stored and deployed by

@@ -45,7 +45,7 @@ fn lease_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
 }
 
-pub use crate::context::Busy;
+pub use crate::error::Busy;
 
 /// A Lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,7 +257,7 @@ pub async fn acquire(
     subject: &str,
     holder: &str,
     force: bool,
-) -> crate::context::Result<Lock> {
+) -> crate::Result<Lock> {
     for _ in 0..ATTEMPTS {
         let stored = cluster.get(&lease_gvk(), Some(namespace), name).await?;
         let state = stored
@@ -271,7 +271,7 @@ pub async fn acquire(
                 expires,
             } => {
                 let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
-                return Err(crate::context::Error::Busy(Busy {
+                return Err(crate::Error::Busy(Busy {
                     subject: subject.to_owned(),
                     lease: name.to_owned(),
                     holder,
@@ -321,7 +321,7 @@ pub async fn acquire(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(crate::context::Error::Refused(format!(
+    Err(crate::Error::Refused(format!(
         "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
     )))
 }
@@ -357,9 +357,9 @@ impl Lock {
 
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
-    pub fn ensure_held(&self) -> crate::context::Result<()> {
+    pub fn ensure_held(&self) -> crate::Result<()> {
         if self.lost.load(Ordering::Relaxed) {
-            return Err(crate::context::Error::Refused(format!(
+            return Err(crate::Error::Refused(format!(
                 "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
                 self.namespace,
                 self.name,
@@ -370,7 +370,7 @@ impl Lock {
     }
 
     /// Stops renewing and deletes the Lease if it is still this holder's.
-    pub async fn release(self) -> crate::context::Result<()> {
+    pub async fn release(self) -> crate::Result<()> {
         self.renewal.abort();
         let Some(stored) = self
             .cluster

@@ -13,11 +13,12 @@ use base64::Engine as _;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::wire::{
     application_gvk, args_secret_name, secret_gvk, ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD,
     LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
+use crate::{Error, Result};
 use record::Record;
 
 /// An installed addon, as the cluster shows it.

@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::{AddonVersion, Constraint};
 use crate::state::record::{InstalledBy, Record};
 use crate::state::{clusters_of, installed, stored_args, Installed};
+use crate::{Error, Result};
 pub use list::{list, ListRow};
 
 /// The phase of an addon.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::health::{ClusterStatus, ResourceStatus};
 use super::{status, Phase};
-use crate::context::{Context, Error, Reporter, Result};
+use crate::context::{Context, Reporter};
+use crate::{Error, Result};
 
 /// Waits until `name` is `enabled`; see the module documentation.
 pub async fn until_enabled(

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use addonctl::context::Error;
+use addonctl::Error;
 
 use super::{addon, output_of, persons_config_map, sandbox, CONFIG_MAPS};
 use crate::support::k8s::{apply_as_on, get_on, Env, Kind, Sandbox};

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::targets::rank;
 use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
 use crate::cluster::Cluster;
-use crate::context::{Error, Result};
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::to_value;
+use crate::{Error, Result};
 
 /// One cluster's part of a dispatch, found before anything is applied: the namespace to create
 /// when it is missing, and every object in apply order with whether addonctl creates it.

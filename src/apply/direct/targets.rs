@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::cluster::set::{ClusterInfo, LOCAL};
-use crate::context::{Error, Result};
 use crate::model::wire::LABEL_NAME;
 use crate::state::record::Placement;
+use crate::{Error, Result};
 
 /// The topology policies of an Application as placements (none = `local`).
 pub fn placements(application: &Value) -> Vec<Placement> {
