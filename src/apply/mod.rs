@@ -49,8 +49,9 @@ use crate::plan::{
 use crate::state::lease;
 use crate::status::wait;
 use crate::{Error, Result};
-pub use disable::{disable, disable_with, DisableOptions, DisableReport};
-pub use guard::{disable_all, disable_all_with};
+pub use disable::{
+    disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
+};
 pub use upgrade::{upgrade, UpgradeRequest};
 
 /// Runs `work` control plane first: checks `needs` (refusing with every missing permission
