@@ -39,12 +39,229 @@ pub enum Error {
     /// Another command holds the addon's (or registry's) lock.
     #[error(transparent)]
     Busy(#[from] Busy),
-    /// The request cannot be carried out as asked (conflicts, missing addon, dependents…).
-    #[error("{0}")]
-    Refused(String),
+    /// An addon the command works on is not enabled.
+    #[error("addon `{addon}` is not enabled (see `addonctl list`)")]
+    NotEnabled {
+        /// The addon.
+        addon: String,
+    },
+    /// `upgrade` of an addon that is not enabled.
+    #[error("addon `{addon}` is not enabled; use `addonctl enable {addon}`")]
+    NotEnabledToUpgrade {
+        /// The addon.
+        addon: String,
+    },
+    /// An addon neither installed nor in any registry.
+    #[error("no addon `{addon}` is installed or in any registry")]
+    NoSuchAddon {
+        /// The addon.
+        addon: String,
+    },
+    /// The addon's Application reports that it failed.
+    #[error("addon `{addon}` failed{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    AddonFailed {
+        /// The addon.
+        addon: String,
+        /// Why, when the status says.
+        reason: Option<String>,
+    },
     /// Workloads did not become ready in time.
-    #[error("{0}")]
-    NotReady(String),
+    #[error("addon `{addon}` is still {phase} after {seconds}s (waiting for {wanted}){why}")]
+    NotReady {
+        /// The addon.
+        addon: String,
+        /// Its phase when the wait ended.
+        phase: String,
+        /// How long it waited.
+        seconds: u64,
+        /// The phase it waited for.
+        wanted: String,
+        /// The workloads not ready and the status's notes (empty, or starting with `;`/a line).
+        why: String,
+    },
+    /// `--cluster` names clusters that are not joined.
+    #[error(
+        "unknown cluster{} {}; known clusters: {} (join one with `addonctl cluster join` or `vela cluster join`)",
+        if names.len() == 1 { "" } else { "s" },
+        quoted(names),
+        quoted(known)
+    )]
+    UnknownClusters {
+        /// The unknown names.
+        names: Vec<String>,
+        /// The clusters there are.
+        known: Vec<String>,
+    },
+    /// An addon's topology names a cluster that is not joined.
+    #[error("the topology names cluster `{name}`, which is not joined (known: `local`{})", joined.iter().map(|c| format!(", `{c}`")).collect::<Vec<_>>().concat())]
+    TopologyUnknownCluster {
+        /// The cluster named.
+        name: String,
+        /// The joined clusters (`local` aside).
+        joined: Vec<String>,
+    },
+    /// A cluster the command names is not joined.
+    #[error("cluster `{name}` is not joined (see `addonctl cluster list`)")]
+    ClusterNotJoined {
+        /// The cluster.
+        name: String,
+    },
+    /// `cluster join local`.
+    #[error("`local` is the control plane itself; choose another name")]
+    ReservedClusterName,
+    /// A cluster name that is not a DNS label.
+    #[error("`{name}` is not a valid cluster name: use lowercase letters, digits and single `-` between them")]
+    InvalidClusterName {
+        /// The name given.
+        name: String,
+    },
+    /// A cluster label not written `key=value`.
+    #[error("label `{pair}`: expected `key=value`")]
+    InvalidLabel {
+        /// The label given.
+        pair: String,
+    },
+    /// `cluster detach` could not remove an addon's objects from the cluster.
+    #[error("cannot clean addon `{addon}` from cluster `{cluster}`: {reason}; pass `--force` to detach anyway (its objects stay there)")]
+    DetachBlocked {
+        /// The addon.
+        addon: String,
+        /// The cluster.
+        cluster: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A cluster's Secret changed under every retry.
+    #[error("the Secret of cluster `{cluster}` kept changing while it was written; try again")]
+    ClusterSecretContended {
+        /// The cluster.
+        cluster: String,
+    },
+    /// A lock's Lease changed under every retry.
+    #[error(
+        "the lock of `{subject}` (Lease `{lease}`) kept changing while it was taken; try again"
+    )]
+    LockContended {
+        /// What is locked.
+        subject: String,
+        /// The Lease, `namespace/name`.
+        lease: String,
+    },
+    /// Another command took the lock over while this one held it.
+    #[error("the lock `{lease}` was taken over by another command while this one ran (it could not renew it for {seconds}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again")]
+    LockTakenOver {
+        /// The Lease, `namespace/name`.
+        lease: String,
+        /// How long a Lease lasts unrenewed.
+        seconds: u64,
+    },
+    /// `--engine vela` on a control plane without KubeVela.
+    #[error("`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`")]
+    VelaMissing,
+    /// A component type the direct engine cannot deploy.
+    #[error("component `{component}` has type `{kind}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`")]
+    UndeployableComponent {
+        /// The component's name (`?` when it has none).
+        component: String,
+        /// Its type (`?` when it has none).
+        kind: String,
+    },
+    /// A CRD the direct engine applied did not become Established in time.
+    #[error("CustomResourceDefinition `{crd}` on cluster `{cluster}` did not become Established within {seconds}s")]
+    CrdNotEstablished {
+        /// The CRD.
+        crd: String,
+        /// The cluster.
+        cluster: String,
+        /// How long it waited.
+        seconds: u64,
+    },
+    /// An addon renders objects of addonctl's or KubeVela's own state.
+    #[error("refused: an addon may not write addonctl's or KubeVela's own state (whatever the flags); nothing was applied:\n  {}\nremove these objects from the addon", objects.join("\n  "))]
+    ProtectedObjects {
+        /// The objects, one line each.
+        objects: Vec<String>,
+    },
+    /// Objects use APIs nothing provides.
+    #[error("APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)", missing.join("\n  "))]
+    MissingApis {
+        /// One line per missing API.
+        missing: Vec<String>,
+    },
+    /// An object larger than the API server accepts.
+    #[error("addon `{addon}`: the {kind} `{name}` would hold {size} bytes of {what}, more than the {limit} the API server accepts{hint}; nothing was written")]
+    TooLarge {
+        /// The addon.
+        addon: String,
+        /// The object's kind.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Its size in bytes.
+        size: usize,
+        /// `data` or `object`.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+        /// What to do about it (empty, or starting with `; `).
+        hint: &'static str,
+    },
+    /// The plan picks a version from a registry that is no longer configured.
+    #[error("addon `{addon}` {version} comes from registry `{registry}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has")]
+    RegistryGone {
+        /// The addon.
+        addon: String,
+        /// Its version.
+        version: String,
+        /// The registry.
+        registry: String,
+    },
+    /// Definitions that other owners hold.
+    #[error("definition conflicts (pass `--override-definitions` to take them over):\n  {}", clashes.join("\n  "))]
+    DefinitionConflicts {
+        /// One line per clash.
+        clashes: Vec<String>,
+    },
+    /// Enabling would adopt objects addonctl did not create.
+    #[error("addon `{addon}` would adopt objects that exist and that addonctl did not create:\n  {}\nenabling would overwrite their fields, and `disable` would give them back (remove addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take them over", objects.join("\n  "))]
+    WouldAdopt {
+        /// The addon.
+        addon: String,
+        /// The objects, one line each.
+        objects: Vec<String>,
+    },
+    /// Disabling would break what is still in use.
+    #[error("{}\n(pass `--force` to disable anyway)", problems.join("\n"))]
+    InUse {
+        /// Each use, one paragraph each.
+        problems: Vec<String>,
+    },
+    /// Whether custom resources of an addon's CRD exist could not be checked.
+    #[error("cannot check whether custom resources of `{crd}` exist on cluster `{cluster}`: {reason}; pass `--force` to disable anyway")]
+    Uncheckable {
+        /// The CRD.
+        crd: String,
+        /// The cluster.
+        cluster: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An addon's argument Secret holds something that is not base64.
+    #[error("the stored arguments of `{addon}` are not base64: {reason}")]
+    StoredArgumentsNotBase64 {
+        /// The addon.
+        addon: String,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// An addon's argument Secret holds something other than a JSON object.
+    #[error("the stored arguments of `{addon}` (Secret `{secret}`) are not a JSON object; fix or delete it")]
+    StoredArgumentsNotObject {
+        /// The addon.
+        addon: String,
+        /// The Secret.
+        secret: String,
+    },
     /// A request failed (the message names the cluster and what failed).
     #[error("{0}")]
     Failed(String),
@@ -56,6 +273,16 @@ pub enum Error {
         /// `cluster: reason`, one per failed cluster.
         failed: Vec<String>,
         /// How many clusters were targeted.
+        total: usize,
+    },
+    /// Deleting an addon's objects failed on some clusters (wrapped in [`Error::Unfinished`]).
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}", failed.len(), total, failed.join("\n  "))]
+    DeletionFailed {
+        /// The addon.
+        addon: String,
+        /// `cluster: reason`, one per failed cluster.
+        failed: Vec<String>,
+        /// How many clusters held its objects.
         total: usize,
     },
     /// Deleting failed midway: what was done, and the command that finishes it (the record
@@ -89,22 +316,64 @@ impl Error {
         match self {
             Error::Source(e) => e.is_user_error(),
             Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
-            Error::Load(_)
-            | Error::Params(_)
-            | Error::Render(_)
-            | Error::User(_)
-            | Error::Refused(_)
-            | Error::Resolve(_)
-            | Error::Denied(_) => true,
             Error::Cluster(e) => e.is_user_error(),
             Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
                 source.is_user_error()
             }
             // Refused by every failed cluster: the credentials' fault, as when refused up front.
             Error::Clusters { failed, .. } => failed.iter().all(|f| cluster::is_forbidden_text(f)),
-            Error::Io(_) | Error::NotReady(_) | Error::Busy(_) | Error::Failed(_) => false,
+            // The environment failed (or another command holds the lock): running again may do.
+            Error::Io(_)
+            | Error::Busy(_)
+            | Error::NotReady { .. }
+            | Error::Failed(_)
+            | Error::DeletionFailed { .. } => false,
+            // What was given, or the request as asked, cannot be carried out: the user decides
+            // what to change.
+            Error::Load(_)
+            | Error::Params(_)
+            | Error::Render(_)
+            | Error::User(_)
+            | Error::Resolve(_)
+            | Error::Denied(_)
+            | Error::NotEnabled { .. }
+            | Error::NotEnabledToUpgrade { .. }
+            | Error::NoSuchAddon { .. }
+            | Error::AddonFailed { .. }
+            | Error::UnknownClusters { .. }
+            | Error::TopologyUnknownCluster { .. }
+            | Error::ClusterNotJoined { .. }
+            | Error::ReservedClusterName
+            | Error::InvalidClusterName { .. }
+            | Error::InvalidLabel { .. }
+            | Error::DetachBlocked { .. }
+            | Error::ClusterSecretContended { .. }
+            | Error::LockContended { .. }
+            | Error::LockTakenOver { .. }
+            | Error::VelaMissing
+            | Error::UndeployableComponent { .. }
+            | Error::CrdNotEstablished { .. }
+            | Error::ProtectedObjects { .. }
+            | Error::MissingApis { .. }
+            | Error::TooLarge { .. }
+            | Error::RegistryGone { .. }
+            | Error::DefinitionConflicts { .. }
+            | Error::WouldAdopt { .. }
+            | Error::InUse { .. }
+            | Error::Uncheckable { .. }
+            | Error::StoredArgumentsNotBase64 { .. }
+            | Error::StoredArgumentsNotObject { .. } => true,
         }
     }
+}
+
+/// Names in backticks, separated by `, `.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn applied_note(applied: &[String]) -> String {

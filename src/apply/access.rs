@@ -259,9 +259,9 @@ pub async fn disable_needs(ctx: &crate::context::Context, addon: &str) -> crate:
     let installed = crate::state::installed(ctx).await?;
     // Refused here already, so that nothing (not even the lock) is written for it.
     let Some(current) = installed.get(addon) else {
-        return Err(crate::Error::Refused(format!(
-            "addon `{addon}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(crate::Error::NotEnabled {
+            addon: addon.to_owned(),
+        });
     };
     let inventory = current
         .record

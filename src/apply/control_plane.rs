@@ -191,10 +191,7 @@ async fn uses_vela(ctx: &Context) -> Result<bool> {
         EngineChoice::Auto => Ok(served),
         EngineChoice::Direct => Ok(false),
         EngineChoice::Vela if served => Ok(true),
-        EngineChoice::Vela => Err(Error::Refused(
-            "`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`"
-                .to_owned(),
-        )),
+        EngineChoice::Vela => Err(Error::VelaMissing),
     }
 }
 

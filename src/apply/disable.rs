@@ -76,9 +76,9 @@ pub async fn disable_with(
     };
     let mut reports = disable_all_with(ctx, name, &options, reporter).await?;
     if reports.is_empty() {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
     }
     Ok(reports.swap_remove(0))
 }
@@ -159,9 +159,9 @@ async fn disable_all_unlocked(
     } = *options;
     let all = installed(ctx).await?;
     if !all.contains_key(name) {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
     }
     let mut removal = vec![name.to_owned()];
     if prune_dependencies {
@@ -212,9 +212,9 @@ pub(super) async fn disable_one(
 ) -> Result<DisableReport> {
     let all = installed(ctx).await?;
     let Some(current) = all.get(name) else {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
     };
     if !options.force {
         guard::check(ctx, &all, &[name.to_owned()]).await?;
@@ -444,13 +444,11 @@ async fn remove_dispatched(
     })
     .await?;
     Err(Error::Unfinished {
-        source: Box::new(Error::Failed(format!(
-            "addon `{}`: {} of {} clusters failed:\n  {}",
-            record.name,
-            failed.len(),
-            everything.len(),
-            failed.join("\n  ")
-        ))),
+        source: Box::new(Error::DeletionFailed {
+            addon: record.name.clone(),
+            failed,
+            total: everything.len(),
+        }),
         done: report.deleted.iter().map(ToString::to_string).collect(),
         next: format!("addonctl disable {}", record.name),
     })

@@ -80,10 +80,7 @@ pub(super) async fn check(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::Refused(format!(
-            "{}\n(pass `--force` to disable anyway)",
-            problems.join("\n")
-        )))
+        Err(Error::InUse { problems })
     }
 }
 
@@ -234,11 +231,10 @@ async fn resources_of(
     let list = api
         .list(&ListParams::default().limit(limit))
         .await
-        .map_err(|e| {
-            Error::Refused(format!(
-                "cannot check whether custom resources of `{crd}` exist on cluster `{}`: {e}; pass `--force` to disable anyway",
-                cluster.name()
-            ))
+        .map_err(|e| Error::Uncheckable {
+            crd: crd.to_string(),
+            cluster: cluster.name().to_owned(),
+            reason: e.to_string(),
         })?;
     Ok(list
         .items
@@ -387,7 +383,7 @@ mod tests {
             .unwrap_err();
 
         let message = error.to_string();
-        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(matches!(error, Error::InUse { .. }), "{message}");
         assert!(
             message.contains("addon `base` is needed by `top` (needs `base >=1.0.0`)"),
             "{message}"

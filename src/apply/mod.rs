@@ -239,10 +239,7 @@ async fn execute_locked(
     } else {
         let clashes = definition_conflicts(ctx, plan).await?;
         if !clashes.is_empty() {
-            return Err(Error::Refused(format!(
-                "definition conflicts (pass `--override-definitions` to take them over):\n  {}",
-                clashes.join("\n  ")
-            )));
+            return Err(Error::DefinitionConflicts { clashes });
         }
     }
     let mut reports: Vec<StepReport> = Vec::new();

@@ -24,13 +24,10 @@ pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {
     if adoptions.is_empty() {
         return Ok(());
     }
-    Err(Error::Refused(format!(
-        "addon `{addon}` would adopt objects that exist and that addonctl did not create:\n  {}\n\
-         enabling would overwrite their fields, and `disable` would give them back (remove \
-         addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take \
-         them over",
-        adoptions.join("\n  ")
-    )))
+    Err(Error::WouldAdopt {
+        addon: addon.to_owned(),
+        objects: adoptions.to_vec(),
+    })
 }
 
 /// The namespaces that are an addon's own: the system namespace, its `needNamespace`, its

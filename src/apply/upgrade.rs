@@ -37,10 +37,9 @@ pub async fn upgrade(
 ) -> Result<Vec<StepReport>> {
     let all = installed(ctx).await?;
     let Some(current) = all.get(&request.name) else {
-        return Err(Error::Refused(format!(
-            "addon `{}` is not enabled; use `addonctl enable {}`",
-            request.name, request.name
-        )));
+        return Err(Error::NotEnabledToUpgrade {
+            addon: request.name.clone(),
+        });
     };
     let version = match (&request.version, request.latest) {
         (Some(v), _) => Some(v.clone()),

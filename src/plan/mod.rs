@@ -133,17 +133,15 @@ async fn check_clusters(ctx: &Context, wanted: Option<&[String]>) -> Result<()> 
     let unknown: Vec<String> = wanted
         .iter()
         .filter(|c| !known.iter().any(|k| k == *c))
-        .map(|c| format!("`{c}`"))
+        .cloned()
         .collect();
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Error::Refused(format!(
-            "unknown cluster{} {}; known clusters: {} (join one with `addonctl cluster join` or `vela cluster join`)",
-            if unknown.len() == 1 { "" } else { "s" },
-            unknown.join(", "),
-            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
-        )))
+        Err(Error::UnknownClusters {
+            names: unknown,
+            known: known.iter().map(ToString::to_string).collect(),
+        })
     }
 }
 
@@ -514,10 +512,15 @@ fn check_sizes(rendered: &Rendered) -> Result<()> {
         } else {
             ""
         };
-        return Err(Error::Refused(format!(
-            "addon `{}`: the {kind} `{name}` would hold {size} bytes of {what}, more than the {limit} the API server accepts{hint}; nothing was written",
-            rendered.name
-        )));
+        return Err(Error::TooLarge {
+            addon: rendered.name.clone(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            size,
+            what,
+            limit,
+            hint,
+        });
     }
     Ok(())
 }

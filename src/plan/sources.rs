@@ -357,10 +357,11 @@ impl Sources {
                     .find(|(r, _)| r.registry() == planned.registry)
             })
         else {
-            return Err(Error::Refused(format!(
-                "addon `{}` {} comes from registry `{}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has",
-                planned.name, planned.version, planned.registry
-            )));
+            return Err(Error::RegistryGone {
+                addon: planned.name.clone(),
+                version: planned.version.to_string(),
+                registry: planned.registry.clone(),
+            });
         };
         let addon = AddonRef {
             name: planned.name.clone(),

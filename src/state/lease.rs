@@ -321,9 +321,10 @@ pub async fn acquire(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(crate::Error::Refused(format!(
-        "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
-    )))
+    Err(crate::Error::LockContended {
+        subject: subject.to_owned(),
+        lease: format!("{namespace}/{name}"),
+    })
 }
 
 impl Lock {
@@ -359,12 +360,10 @@ impl Lock {
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
     pub fn ensure_held(&self) -> crate::Result<()> {
         if self.lost.load(Ordering::Relaxed) {
-            return Err(crate::Error::Refused(format!(
-                "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
-                self.namespace,
-                self.name,
-                LEASE_DURATION.as_secs()
-            )));
+            return Err(crate::Error::LockTakenOver {
+                lease: format!("{}/{}", self.namespace, self.name),
+                seconds: LEASE_DURATION.as_secs(),
+            });
         }
         Ok(())
     }

@@ -277,9 +277,9 @@ async fn details(
     );
     let Some(found) = found else {
         if not_installed {
-            return Err(Error::Refused(format!(
-                "no addon `{name}` is installed or in any registry"
-            )));
+            return Err(Error::NoSuchAddon {
+                addon: name.clone(),
+            });
         }
         return Ok(());
     };

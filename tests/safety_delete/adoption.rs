@@ -47,7 +47,10 @@ async fn an_addon_rendering_addonctl_or_kubevela_state_is_refused_and_nothing_is
     ] {
         let error = sb.enable(name, json!({})).await.unwrap_err();
         let message = error.to_string();
-        assert!(matches!(error, Error::Refused(_)), "{name}: {error:?}");
+        assert!(
+            matches!(error, Error::ProtectedObjects { .. }),
+            "{name}: {error:?}"
+        );
         assert!(
             message.contains(object)
                 && message.contains(why)

@@ -248,11 +248,11 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
             }
         }
         let Some(left) = CRD_WAIT.checked_sub(started.elapsed()) else {
-            return Err(Error::Refused(format!(
-                "CustomResourceDefinition `{name}` on cluster `{}` did not become Established within {}s",
-                cluster.name(),
-                CRD_WAIT.as_secs()
-            )));
+            return Err(Error::CrdNotEstablished {
+                crd: name.to_string(),
+                cluster: cluster.name().to_owned(),
+                seconds: CRD_WAIT.as_secs(),
+            });
         };
         // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
         let watched = match version {
