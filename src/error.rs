@@ -448,3 +448,79 @@ impl From<crate::model::registry::InvalidRegistry> for Error {
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_refusals_keep_their_sentences() {
+        let cases = [
+            (
+                Error::UnknownClusters {
+                    names: vec!["x".to_owned()],
+                    known: vec!["local".to_owned(), "m1".to_owned()],
+                },
+                "unknown cluster `x`; known clusters: `local`, `m1` (join one with `addonctl cluster join` or `vela cluster join`)",
+            ),
+            (
+                Error::UnknownClusters {
+                    names: vec!["x".to_owned(), "y".to_owned()],
+                    known: vec!["local".to_owned()],
+                },
+                "unknown clusters `x`, `y`; known clusters: `local` (join one with `addonctl cluster join` or `vela cluster join`)",
+            ),
+            (
+                Error::TopologyUnknownCluster {
+                    name: "gone".to_owned(),
+                    joined: vec!["m1".to_owned(), "m2".to_owned()],
+                },
+                "the topology names cluster `gone`, which is not joined (known: `local`, `m1`, `m2`)",
+            ),
+            (
+                Error::AddonFailed {
+                    addon: "a".to_owned(),
+                    reason: None,
+                },
+                "addon `a` failed",
+            ),
+            (
+                Error::AddonFailed {
+                    addon: "a".to_owned(),
+                    reason: Some("workflow failed".to_owned()),
+                },
+                "addon `a` failed: workflow failed",
+            ),
+            (
+                Error::NotEnabledToUpgrade {
+                    addon: "a".to_owned(),
+                },
+                "addon `a` is not enabled; use `addonctl enable a`",
+            ),
+            (
+                Error::InUse {
+                    problems: vec!["one".to_owned(), "two".to_owned()],
+                },
+                "one\ntwo\n(pass `--force` to disable anyway)",
+            ),
+            (
+                Error::WouldAdopt {
+                    addon: "a".to_owned(),
+                    objects: vec!["ConfigMap `ns/x`".to_owned()],
+                },
+                "addon `a` would adopt objects that exist and that addonctl did not create:\n  ConfigMap `ns/x`\nenabling would overwrite their fields, and `disable` would give them back (remove addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take them over",
+            ),
+            (
+                Error::DeletionFailed {
+                    addon: "a".to_owned(),
+                    failed: vec!["m1: gone".to_owned(), "m2: gone".to_owned()],
+                    total: 3,
+                },
+                "addon `a`: 2 of 3 clusters failed:\n  m1: gone\n  m2: gone",
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+}

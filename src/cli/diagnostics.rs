@@ -115,4 +115,72 @@ mod tests {
             assert_eq!(is_user_error(&error), expected, "{error:#}");
         }
     }
+
+    /// The stages' errors keep the exit codes they had before they joined the crate's error.
+    #[test]
+    fn the_stages_errors_keep_their_exit_codes() {
+        use addonctl::Error;
+        let refused = || Error::NotEnabled {
+            addon: "a".to_owned(),
+        };
+        let cases: Vec<(Error, bool)> = vec![
+            (refused(), true),
+            (Error::VelaMissing, true),
+            (
+                Error::CrdNotEstablished {
+                    crd: "c".to_owned(),
+                    cluster: "m".to_owned(),
+                    seconds: 1,
+                },
+                true,
+            ),
+            (
+                Error::NotReady {
+                    addon: "a".to_owned(),
+                    phase: "enabling".to_owned(),
+                    seconds: 1,
+                    wanted: "enabled".to_owned(),
+                    why: String::new(),
+                },
+                false,
+            ),
+            (Error::Failed("cluster `m`: gone".to_owned()), false),
+            (
+                Error::Unfinished {
+                    source: Box::new(Error::DeletionFailed {
+                        addon: "a".to_owned(),
+                        failed: vec!["m: gone".to_owned()],
+                        total: 2,
+                    }),
+                    done: Vec::new(),
+                    next: "addonctl disable a".to_owned(),
+                },
+                false,
+            ),
+            (
+                Error::Partial {
+                    source: Box::new(refused()),
+                    applied: Vec::new(),
+                },
+                true,
+            ),
+            (
+                Error::Busy(addonctl::state::lease::Busy {
+                    subject: "a".to_owned(),
+                    lease: "l".to_owned(),
+                    holder: "h".to_owned(),
+                    since: "s".to_owned(),
+                    expires: "e".to_owned(),
+                }),
+                false,
+            ),
+        ];
+        for (error, expected) in cases {
+            let error = anyhow::Error::from(error).context("while enabling");
+            assert_eq!(is_user_error(&error), expected, "{error:#}");
+            let code = exit_code(&error);
+            let wanted = ExitCode::from(if expected { USER_ERROR } else { FAILURE });
+            assert_eq!(code, wanted, "{error:#}");
+        }
+    }
 }
