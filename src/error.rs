@@ -2,7 +2,14 @@
 //! and whether it is the user's to fix ([`Error::is_user_error`]). A low module: it imports
 //! module errors and pure data ([`crate::model`]), never a stage.
 
+mod authoring;
+mod registry;
+
+pub use authoring::AuthoringError;
+pub use registry::RegistryError;
+
 use crate::model::access::Denied;
+use crate::model::registry::InvalidRegistry;
 use crate::{cluster, loader, params, render, resolve, source};
 
 /// Any error the library returns.
@@ -20,9 +27,18 @@ pub enum Error {
     /// Rendering an addon failed.
     #[error(transparent)]
     Render(#[from] render::Error),
-    /// A user-facing problem described by a message (for example a bad command-line argument).
+    /// A registry definition that cannot be used (a bad name or type).
+    #[error(transparent)]
+    InvalidRegistry(#[from] InvalidRegistry),
+    /// No registry of the catalogue has the addon (the message names what there is).
     #[error("{0}")]
-    User(String),
+    NotInCatalog(String),
+    /// Storing, changing or defining a registry failed on what was given or found.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// An addon directory or archive is not usable.
+    #[error(transparent)]
+    Authoring(#[from] AuthoringError),
     /// Talking to a cluster failed.
     #[error(transparent)]
     Cluster(#[from] cluster::Error),
@@ -333,7 +349,10 @@ impl Error {
             Error::Load(_)
             | Error::Params(_)
             | Error::Render(_)
-            | Error::User(_)
+            | Error::InvalidRegistry(_)
+            | Error::NotInCatalog(_)
+            | Error::Registry(_)
+            | Error::Authoring(_)
             | Error::Resolve(_)
             | Error::Denied(_)
             | Error::NotEnabled { .. }
@@ -434,15 +453,9 @@ pub struct Busy {
 impl From<source::catalog::Error> for Error {
     fn from(error: source::catalog::Error) -> Self {
         match error {
-            source::catalog::Error::NoAddon(message) => Error::User(message),
+            source::catalog::Error::NoAddon(message) => Error::NotInCatalog(message),
             source::catalog::Error::Source(e) => Error::Source(e),
         }
-    }
-}
-
-impl From<crate::model::registry::InvalidRegistry> for Error {
-    fn from(error: crate::model::registry::InvalidRegistry) -> Self {
-        Error::User(error.0)
     }
 }
 

@@ -10,6 +10,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use crate::model::{AddonMeta, AddonPackage, MetadataError, SourceFile, Template};
 use std::sync::Arc;
 
+use crate::error::AuthoringError;
 use crate::source::catalog::{self, Catalog};
 use crate::source::local::LocalReader;
 use crate::source::{self, AddonRef, AsyncReader};
@@ -396,10 +397,11 @@ pub async fn locate_in(
         .rsplit_once('/')
         .map_or(reference, |(_, name)| name);
     if !crate::model::metadata::is_valid_name(name) {
-        return Err(crate::Error::User(format!(
-            "`{reference}` is neither an addon directory nor the name of an addon in {}",
-            catalog.describe()
-        )));
+        return Err(AuthoringError::NotAnAddon {
+            reference: reference.to_owned(),
+            catalog: catalog.describe(),
+        }
+        .into());
     }
     match catalog.find(reference, version, None, None).await {
         Ok(found) => Ok(Located {
@@ -408,15 +410,13 @@ pub async fn locate_in(
         }),
         Err(catalog::Error::NoAddon(_)) if version.is_none() => {
             let known = catalog.names().await;
-            Err(crate::Error::User(format!(
-                "no addon `{name}` in {} (available: {}), and no directory `{reference}`",
-                catalog.describe(),
-                known
-                    .iter()
-                    .map(|a| format!("`{a}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
+            Err(AuthoringError::NoSuchAddonOrDir {
+                name: name.to_owned(),
+                reference: reference.to_owned(),
+                catalog: catalog.describe(),
+                available: known.iter().map(ToString::to_string).collect(),
+            }
+            .into())
         }
         Err(e) => Err(e.into()),
     }
@@ -434,26 +434,18 @@ async fn locate_directory(
         [one] => one.name.clone(),
         [] => {
             let problems = metadata_problems(path);
-            return Err(crate::Error::User(if problems.is_empty() {
-                format!(
-                    "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
-                )
-            } else {
-                format!(
-                    "`{reference}` holds no usable addon: {}",
-                    problems.join("; ")
-                )
-            }));
+            return Err(AuthoringError::NoAddonIn {
+                reference: reference.to_owned(),
+                problems,
+            }
+            .into());
         }
         many => {
-            return Err(crate::Error::User(format!(
-                "`{reference}` holds {} addons ({}); name one directory",
-                many.len(),
-                many.iter()
-                    .map(|a| format!("`{}`", a.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
+            return Err(AuthoringError::ManyAddons {
+                reference: reference.to_owned(),
+                names: many.iter().map(|a| a.name.clone()).collect(),
+            }
+            .into())
         }
     };
     Ok(Located {
