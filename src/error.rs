@@ -278,9 +278,13 @@ pub enum Error {
         /// The Secret.
         secret: String,
     },
-    /// A request failed (the message names the cluster and what failed).
-    #[error("{0}")]
-    Failed(String),
+    /// Deleting an object on the control plane failed (the reason names the object and what
+    /// failed); the record keeps what is left.
+    #[error("{reason}")]
+    DeleteFailed {
+        /// What failed.
+        reason: String,
+    },
     /// Some clusters failed; the others were applied. Running the command again converges.
     #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\n{}", failed.len(), total, failed.join("\n  "), clusters_note(addon, failed.len(), *total))]
     Clusters {
@@ -342,7 +346,7 @@ impl Error {
             Error::Io(_)
             | Error::Busy(_)
             | Error::NotReady { .. }
-            | Error::Failed(_)
+            | Error::DeleteFailed { .. }
             | Error::DeletionFailed { .. } => false,
             // What was given, or the request as asked, cannot be carried out: the user decides
             // what to change.

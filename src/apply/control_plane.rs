@@ -463,7 +463,7 @@ async fn prune_control_plane(
         .extend(removal.deleted.iter().map(ToString::to_string));
     note_kept(report, &removal.kept, &removal.given_back);
     match removal.failure {
-        Some((e, _)) => Err(Error::Failed(e)),
+        Some((reason, _)) => Err(Error::DeleteFailed { reason }),
         None => Ok(()),
     }
 }

@@ -343,7 +343,7 @@ async fn remove_control_plane(
     report.kept.extend(removal.kept);
     match removal.failure {
         None => Ok(()),
-        Some((message, _)) => Err(Error::Failed(message)),
+        Some((reason, _)) => Err(Error::DeleteFailed { reason }),
     }
 }
 

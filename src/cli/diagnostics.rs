@@ -144,7 +144,12 @@ mod tests {
                 },
                 false,
             ),
-            (Error::Failed("cluster `m`: gone".to_owned()), false),
+            (
+                Error::DeleteFailed {
+                    reason: "Secret `ns/x`: gone".to_owned(),
+                },
+                false,
+            ),
             (
                 Error::Unfinished {
                     source: Box::new(Error::DeletionFailed {
