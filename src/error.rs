@@ -39,6 +39,9 @@ pub enum Error {
     /// An addon directory or archive is not usable.
     #[error(transparent)]
     Authoring(#[from] AuthoringError),
+    /// The addon a user named (a directory or a name) was not found.
+    #[error(transparent)]
+    Locate(#[from] loader::LocateError),
     /// Talking to a cluster failed.
     #[error(transparent)]
     Cluster(#[from] cluster::Error),
@@ -336,6 +339,7 @@ impl Error {
         match self {
             Error::Source(e) => e.is_user_error(),
             Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
+            Error::Locate(e) => e.is_user_error(),
             Error::Cluster(e) => e.is_user_error(),
             Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
                 source.is_user_error()

@@ -97,8 +97,16 @@ mod tests {
 
     #[test]
     fn the_users_errors_and_the_others_are_told_apart() {
-        let cases: [(anyhow::Error, bool); 5] = [
+        let cases: [(anyhow::Error, bool); 6] = [
             (user("bad flag"), true),
+            (
+                addonctl::Error::from(addonctl::loader::LocateError::ManyAddons {
+                    reference: "addons".to_owned(),
+                    names: vec!["a".to_owned(), "b".to_owned()],
+                })
+                .into(),
+                true,
+            ),
             (
                 addonctl::Error::from(addonctl::params::Error::Clusters).into(),
                 true,

@@ -17,42 +17,6 @@ pub enum AuthoringError {
         /// The directory.
         dir: PathBuf,
     },
-    /// A reference that is neither a directory nor an addon name.
-    #[error("`{reference}` is neither an addon directory nor the name of an addon in {catalog}")]
-    NotAnAddon {
-        /// What was given.
-        reference: String,
-        /// The registries searched.
-        catalog: String,
-    },
-    /// No such addon in the registries, and no such directory.
-    #[error("no addon `{name}` in {catalog} (available: {}), and no directory `{reference}`", available.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "))]
-    NoSuchAddonOrDir {
-        /// The addon's name.
-        name: String,
-        /// What was given.
-        reference: String,
-        /// The registries searched.
-        catalog: String,
-        /// The addons they hold.
-        available: Vec<String>,
-    },
-    /// A directory with no (usable) addon.
-    #[error("{}", no_addon(reference, problems))]
-    NoAddonIn {
-        /// The directory.
-        reference: String,
-        /// Why its `metadata.yaml` files are not usable (empty: there is none).
-        problems: Vec<String>,
-    },
-    /// A directory with several addons where one is needed.
-    #[error("`{reference}` holds {} addons ({}); name one directory", names.len(), names.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "))]
-    ManyAddons {
-        /// The directory.
-        reference: String,
-        /// The addons it holds.
-        names: Vec<String>,
-    },
     /// `package` of addons that lint finds errors in.
     #[error("lint found {} error{}; fix {} before packaging:\n  {}", errors.len(), if errors.len() == 1 { "" } else { "s" }, if errors.len() == 1 { "it" } else { "them" }, errors.join("\n  "))]
     LintFailed {
@@ -109,17 +73,4 @@ pub enum AuthoringError {
         /// What the parser said.
         reason: String,
     },
-}
-
-fn no_addon(reference: &str, problems: &[String]) -> String {
-    if problems.is_empty() {
-        format!(
-            "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
-        )
-    } else {
-        format!(
-            "`{reference}` holds no usable addon: {}",
-            problems.join("; ")
-        )
-    }
 }

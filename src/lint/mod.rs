@@ -190,7 +190,7 @@ pub async fn lint_path(path: &Path, renderer: &Renderer) -> crate::Result<Report
         dirs = entries;
     }
     if dirs.is_empty() {
-        return Err(crate::error::AuthoringError::NoAddonIn {
+        return Err(crate::loader::LocateError::NoAddonIn {
             reference: path.display().to_string(),
             problems: Vec::new(),
         }

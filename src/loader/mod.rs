@@ -4,13 +4,15 @@
 //! matter are read concurrently (bounded), must be UTF-8, and are sorted into the package.
 
 pub mod classify;
+mod locate_error;
+
+pub use locate_error::LocateError;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::model::{AddonMeta, AddonPackage, MetadataError, SourceFile, Template};
 use std::sync::Arc;
 
-use crate::error::AuthoringError;
 use crate::source::catalog::{self, Catalog};
 use crate::source::local::LocalReader;
 use crate::source::{self, AddonRef, AsyncReader};
@@ -378,7 +380,7 @@ pub struct Located {
 }
 
 /// Finds the addon a user named in the built-in registry (see [`locate_in`]).
-pub async fn locate(reference: &str, version: Option<&str>) -> crate::Result<Located> {
+pub async fn locate(reference: &str, version: Option<&str>) -> Result<Located, LocateError> {
     locate_in(&Catalog::builtin(), reference, version).await
 }
 
@@ -388,7 +390,7 @@ pub async fn locate_in(
     catalog: &Catalog,
     reference: &str,
     version: Option<&str>,
-) -> crate::Result<Located> {
+) -> Result<Located, LocateError> {
     let path = std::path::Path::new(reference);
     if path.is_dir() {
         return locate_directory(path, reference, version).await;
@@ -397,11 +399,10 @@ pub async fn locate_in(
         .rsplit_once('/')
         .map_or(reference, |(_, name)| name);
     if !crate::model::metadata::is_valid_name(name) {
-        return Err(AuthoringError::NotAnAddon {
+        return Err(LocateError::NotAnAddon {
             reference: reference.to_owned(),
             catalog: catalog.describe(),
-        }
-        .into());
+        });
     }
     match catalog.find(reference, version, None, None).await {
         Ok(found) => Ok(Located {
@@ -410,13 +411,12 @@ pub async fn locate_in(
         }),
         Err(catalog::Error::NoAddon(_)) if version.is_none() => {
             let known = catalog.names().await;
-            Err(AuthoringError::NoSuchAddonOrDir {
+            Err(LocateError::NoSuchAddonOrDir {
                 name: name.to_owned(),
                 reference: reference.to_owned(),
                 catalog: catalog.describe(),
                 available: known.iter().map(ToString::to_string).collect(),
-            }
-            .into())
+            })
         }
         Err(e) => Err(e.into()),
     }
@@ -427,25 +427,23 @@ async fn locate_directory(
     path: &std::path::Path,
     reference: &str,
     version: Option<&str>,
-) -> crate::Result<Located> {
+) -> Result<Located, LocateError> {
     let reader = LocalReader::new(path)?;
     let addons = reader.list_addons().await?;
     let addon = match addons.as_slice() {
         [one] => one.name.clone(),
         [] => {
             let problems = metadata_problems(path);
-            return Err(AuthoringError::NoAddonIn {
+            return Err(LocateError::NoAddonIn {
                 reference: reference.to_owned(),
                 problems,
-            }
-            .into());
+            });
         }
         many => {
-            return Err(AuthoringError::ManyAddons {
+            return Err(LocateError::ManyAddons {
                 reference: reference.to_owned(),
                 names: many.iter().map(|a| a.name.clone()).collect(),
-            }
-            .into())
+            })
         }
     };
     Ok(Located {
