@@ -30,9 +30,9 @@ pub enum Error {
     /// A registry definition that cannot be used (a bad name or type).
     #[error(transparent)]
     InvalidRegistry(#[from] InvalidRegistry),
-    /// No registry of the catalogue has the addon (the message names what there is).
-    #[error("{0}")]
-    NotInCatalog(String),
+    /// The catalogue has no such addon (or version), or a registry could not be read.
+    #[error(transparent)]
+    Catalog(#[from] source::catalog::Error),
     /// Storing, changing or defining a registry failed on what was given or found.
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -340,6 +340,7 @@ impl Error {
             Error::Source(e) => e.is_user_error(),
             Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
             Error::Locate(e) => e.is_user_error(),
+            Error::Catalog(e) => e.is_user_error(),
             Error::Cluster(e) => e.is_user_error(),
             Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
                 source.is_user_error()
@@ -358,7 +359,6 @@ impl Error {
             | Error::Params(_)
             | Error::Render(_)
             | Error::InvalidRegistry(_)
-            | Error::NotInCatalog(_)
             | Error::Registry(_)
             | Error::Authoring(_)
             | Error::Resolve(_)
@@ -456,15 +456,6 @@ pub struct Busy {
     pub since: String,
     /// When it expires without renewal (RFC 3339).
     pub expires: String,
-}
-
-impl From<source::catalog::Error> for Error {
-    fn from(error: source::catalog::Error) -> Self {
-        match error {
-            source::catalog::Error::NoAddon(message) => Error::NotInCatalog(message),
-            source::catalog::Error::Source(e) => Error::Source(e),
-        }
-    }
 }
 
 /// `Result` with the crate's [`Error`].
