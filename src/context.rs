@@ -1,22 +1,19 @@
 //! The one way in: [`Settings`] (what a front end decides: namespace, kubeconfig, engine, limits,
 //! rate, timeouts) and [`Context::connect`], which turns them into a [`Context`] every stage
 //! ([`crate::plan`], [`crate::state`], [`crate::apply`], [`crate::status`]) works with. Also the
-//! stages' shared vocabulary: the engine choice, lock options, the progress [`Reporter`] and
-//! the [`Error`] every stage returns.
-
-mod error;
+//! stages' shared vocabulary: the engine choice, lock options and the progress [`Reporter`].
+//! Every stage returns the crate's [`crate::Error`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
-pub use error::{Busy, Error, Result};
-
 use crate::cluster::{watchdog::Notice, Cluster, ConnectOptions, RateLimit};
 use crate::render::{Limits, Renderer};
 use crate::source::catalog::Catalog;
 use crate::state::lease;
+use crate::Result;
 
 /// What a front end decides before any work starts (the CLI builds it from flags and the
 /// environment; tests and benchmarks build it directly).

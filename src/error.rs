@@ -1,6 +1,16 @@
-//! The crate-level error: every module's error, and whether it is the user's to fix.
+//! The crate's one error: every module's typed error as a source, the stages' own failures,
+//! and whether it is the user's to fix ([`Error::is_user_error`]). A low module: it imports
+//! module errors and pure data ([`crate::model`]), never a stage.
 
-use crate::{loader, params, render, source};
+mod authoring;
+mod registry;
+
+pub use authoring::AuthoringError;
+pub use registry::RegistryError;
+
+use crate::model::access::Denied;
+use crate::model::registry::InvalidRegistry;
+use crate::{cluster, loader, params, render, resolve, source};
 
 /// Any error the library returns.
 #[derive(Debug, thiserror::Error)]
@@ -17,48 +27,512 @@ pub enum Error {
     /// Rendering an addon failed.
     #[error(transparent)]
     Render(#[from] render::Error),
-    /// A user-facing problem described by a message (for example a bad command-line argument).
-    #[error("{0}")]
-    User(String),
+    /// A registry definition that cannot be used (a bad name or type).
+    #[error(transparent)]
+    InvalidRegistry(#[from] InvalidRegistry),
+    /// The catalogue has no such addon (or version), or a registry could not be read.
+    #[error(transparent)]
+    Catalog(#[from] source::catalog::Error),
+    /// Storing, changing or defining a registry failed on what was given or found.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// An addon directory or archive is not usable.
+    #[error(transparent)]
+    Authoring(#[from] AuthoringError),
+    /// The addon a user named (a directory or a name) was not found.
+    #[error(transparent)]
+    Locate(#[from] loader::LocateError),
     /// Talking to a cluster failed.
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::Error),
+    Cluster(#[from] cluster::Error),
     /// A local file could not be read or written.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// No plan satisfies the dependency constraints and system requirements.
+    #[error(transparent)]
+    Resolve(#[from] resolve::ResolveError),
+    /// The caller may not do what the command needs on the control plane (checked before any
+    /// write).
+    #[error(transparent)]
+    Denied(#[from] Denied),
+    /// Another command holds the addon's (or registry's) lock.
+    #[error(transparent)]
+    Busy(#[from] Busy),
+    /// An addon the command works on is not enabled.
+    #[error("addon `{addon}` is not enabled (see `addonctl list`)")]
+    NotEnabled {
+        /// The addon.
+        addon: String,
+    },
+    /// `upgrade` of an addon that is not enabled.
+    #[error("addon `{addon}` is not enabled; use `addonctl enable {addon}`")]
+    NotEnabledToUpgrade {
+        /// The addon.
+        addon: String,
+    },
+    /// An addon neither installed nor in any registry.
+    #[error("no addon `{addon}` is installed or in any registry")]
+    NoSuchAddon {
+        /// The addon.
+        addon: String,
+    },
+    /// The addon's Application reports that it failed.
+    #[error("addon `{addon}` failed{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    AddonFailed {
+        /// The addon.
+        addon: String,
+        /// Why, when the status says.
+        reason: Option<String>,
+    },
+    /// Workloads did not become ready in time.
+    #[error("addon `{addon}` is still {phase} after {seconds}s (waiting for {wanted}){why}")]
+    NotReady {
+        /// The addon.
+        addon: String,
+        /// Its phase when the wait ended.
+        phase: String,
+        /// How long it waited.
+        seconds: u64,
+        /// The phase it waited for.
+        wanted: String,
+        /// The workloads not ready and the status's notes (empty, or starting with `;`/a line).
+        why: String,
+    },
+    /// `--cluster` names clusters that are not joined.
+    #[error(
+        "unknown cluster{} {}; known clusters: {} (join one with `addonctl cluster join` or `vela cluster join`)",
+        if names.len() == 1 { "" } else { "s" },
+        quoted(names),
+        quoted(known)
+    )]
+    UnknownClusters {
+        /// The unknown names.
+        names: Vec<String>,
+        /// The clusters there are.
+        known: Vec<String>,
+    },
+    /// An addon's topology names a cluster that is not joined.
+    #[error("the topology names cluster `{name}`, which is not joined (known: `local`{})", joined.iter().map(|c| format!(", `{c}`")).collect::<Vec<_>>().concat())]
+    TopologyUnknownCluster {
+        /// The cluster named.
+        name: String,
+        /// The joined clusters (`local` aside).
+        joined: Vec<String>,
+    },
+    /// A cluster the command names is not joined.
+    #[error("cluster `{name}` is not joined (see `addonctl cluster list`)")]
+    ClusterNotJoined {
+        /// The cluster.
+        name: String,
+    },
+    /// `cluster join local`.
+    #[error("`local` is the control plane itself; choose another name")]
+    ReservedClusterName,
+    /// A cluster name that is not a DNS label.
+    #[error("`{name}` is not a valid cluster name: use lowercase letters, digits and single `-` between them")]
+    InvalidClusterName {
+        /// The name given.
+        name: String,
+    },
+    /// A cluster label not written `key=value`.
+    #[error("label `{pair}`: expected `key=value`")]
+    InvalidLabel {
+        /// The label given.
+        pair: String,
+    },
+    /// `cluster detach` could not remove an addon's objects from the cluster.
+    #[error("cannot clean addon `{addon}` from cluster `{cluster}`: {reason}; pass `--force` to detach anyway (its objects stay there)")]
+    DetachBlocked {
+        /// The addon.
+        addon: String,
+        /// The cluster.
+        cluster: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A cluster's Secret changed under every retry.
+    #[error("the Secret of cluster `{cluster}` kept changing while it was written; try again")]
+    ClusterSecretContended {
+        /// The cluster.
+        cluster: String,
+    },
+    /// A lock's Lease changed under every retry.
+    #[error(
+        "the lock of `{subject}` (Lease `{lease}`) kept changing while it was taken; try again"
+    )]
+    LockContended {
+        /// What is locked.
+        subject: String,
+        /// The Lease, `namespace/name`.
+        lease: String,
+    },
+    /// Another command took the lock over while this one held it.
+    #[error("the lock `{lease}` was taken over by another command while this one ran (it could not renew it for {seconds}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again")]
+    LockTakenOver {
+        /// The Lease, `namespace/name`.
+        lease: String,
+        /// How long a Lease lasts unrenewed.
+        seconds: u64,
+    },
+    /// `--engine vela` on a control plane without KubeVela.
+    #[error("`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`")]
+    VelaMissing,
+    /// A component type the direct engine cannot deploy.
+    #[error("component `{component}` has type `{kind}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`")]
+    UndeployableComponent {
+        /// The component's name (`?` when it has none).
+        component: String,
+        /// Its type (`?` when it has none).
+        kind: String,
+    },
+    /// A CRD the direct engine applied did not become Established in time.
+    #[error("CustomResourceDefinition `{crd}` on cluster `{cluster}` did not become Established within {seconds}s")]
+    CrdNotEstablished {
+        /// The CRD.
+        crd: String,
+        /// The cluster.
+        cluster: String,
+        /// How long it waited.
+        seconds: u64,
+    },
+    /// An addon renders objects of addonctl's or KubeVela's own state.
+    #[error("refused: an addon may not write addonctl's or KubeVela's own state (whatever the flags); nothing was applied:\n  {}\nremove these objects from the addon", objects.join("\n  "))]
+    ProtectedObjects {
+        /// The objects, one line each.
+        objects: Vec<String>,
+    },
+    /// Objects use APIs nothing provides.
+    #[error("APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)", missing.join("\n  "))]
+    MissingApis {
+        /// One line per missing API.
+        missing: Vec<String>,
+    },
+    /// An object larger than the API server accepts.
+    #[error("addon `{addon}`: the {kind} `{name}` would hold {size} bytes of {what}, more than the {limit} the API server accepts{hint}; nothing was written")]
+    TooLarge {
+        /// The addon.
+        addon: String,
+        /// The object's kind.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Its size in bytes.
+        size: usize,
+        /// `data` or `object`.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+        /// What to do about it (empty, or starting with `; `).
+        hint: &'static str,
+    },
+    /// The plan picks a version from a registry that is no longer configured.
+    #[error("addon `{addon}` {version} comes from registry `{registry}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has")]
+    RegistryGone {
+        /// The addon.
+        addon: String,
+        /// Its version.
+        version: String,
+        /// The registry.
+        registry: String,
+    },
+    /// Definitions that other owners hold.
+    #[error("definition conflicts (pass `--override-definitions` to take them over):\n  {}", clashes.join("\n  "))]
+    DefinitionConflicts {
+        /// One line per clash.
+        clashes: Vec<String>,
+    },
+    /// Enabling would adopt objects addonctl did not create.
+    #[error("addon `{addon}` would adopt objects that exist and that addonctl did not create:\n  {}\nenabling would overwrite their fields, and `disable` would give them back (remove addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take them over", objects.join("\n  "))]
+    WouldAdopt {
+        /// The addon.
+        addon: String,
+        /// The objects, one line each.
+        objects: Vec<String>,
+    },
+    /// Disabling would break what is still in use.
+    #[error("{}\n(pass `--force` to disable anyway)", problems.join("\n"))]
+    InUse {
+        /// Each use, one paragraph each.
+        problems: Vec<String>,
+    },
+    /// Whether custom resources of an addon's CRD exist could not be checked.
+    #[error("cannot check whether custom resources of `{crd}` exist on cluster `{cluster}`: {reason}; pass `--force` to disable anyway")]
+    Uncheckable {
+        /// The CRD.
+        crd: String,
+        /// The cluster.
+        cluster: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An addon's argument Secret holds something that is not base64.
+    #[error("the stored arguments of `{addon}` are not base64: {reason}")]
+    StoredArgumentsNotBase64 {
+        /// The addon.
+        addon: String,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// An addon's argument Secret holds something other than a JSON object.
+    #[error("the stored arguments of `{addon}` (Secret `{secret}`) are not a JSON object; fix or delete it")]
+    StoredArgumentsNotObject {
+        /// The addon.
+        addon: String,
+        /// The Secret.
+        secret: String,
+    },
+    /// Deleting an object on the control plane failed (the reason names the object and what
+    /// failed); the record keeps what is left.
+    #[error("{reason}")]
+    DeleteFailed {
+        /// What failed.
+        reason: String,
+    },
+    /// Some clusters failed; the others were applied. Running the command again converges.
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}\n{}", failed.len(), total, failed.join("\n  "), clusters_note(addon, failed.len(), *total))]
+    Clusters {
+        /// The addon.
+        addon: String,
+        /// `cluster: reason`, one per failed cluster.
+        failed: Vec<String>,
+        /// How many clusters were targeted.
+        total: usize,
+    },
+    /// Deleting an addon's objects failed on some clusters (wrapped in [`Error::Unfinished`]).
+    #[error("addon `{addon}`: {} of {} clusters failed:\n  {}", failed.len(), total, failed.join("\n  "))]
+    DeletionFailed {
+        /// The addon.
+        addon: String,
+        /// `cluster: reason`, one per failed cluster.
+        failed: Vec<String>,
+        /// How many clusters held its objects.
+        total: usize,
+    },
+    /// Deleting failed midway: what was done, and the command that finishes it (the record
+    /// still lists everything left).
+    #[error("{source}\n{}", unfinished_note(.done, .next))]
+    Unfinished {
+        /// The failure.
+        #[source]
+        source: Box<Error>,
+        /// What was deleted before it.
+        done: Vec<String>,
+        /// The command to run next.
+        next: String,
+    },
+    /// Applying failed midway; `applied` lists what had been applied.
+    #[error("{source}\n{}", applied_note(.applied))]
+    Partial {
+        /// The failure.
+        #[source]
+        source: Box<Error>,
+        /// What was applied before it, as `Kind ns/name`.
+        applied: Vec<String>,
+    },
 }
 
 impl Error {
     /// Whether the error is caused by input the user controls (an addon, an argument, a file they
-    /// named) rather than by the environment or a bug. The CLI exits 2 for these, 1 otherwise.
+    /// named, a request that cannot be carried out as asked) rather than by the environment or a
+    /// bug. The CLI exits 2 for these, 1 otherwise.
     pub fn is_user_error(&self) -> bool {
         match self {
             Error::Source(e) => e.is_user_error(),
             Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
-            Error::Load(_) | Error::Params(_) | Error::Render(_) | Error::User(_) => true,
+            Error::Locate(e) => e.is_user_error(),
+            Error::Catalog(e) => e.is_user_error(),
             Error::Cluster(e) => e.is_user_error(),
-            Error::Io(_) => false,
+            Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
+                source.is_user_error()
+            }
+            // Refused by every failed cluster: the credentials' fault, as when refused up front.
+            Error::Clusters { failed, .. } => failed.iter().all(|f| cluster::is_forbidden_text(f)),
+            // The environment failed (or another command holds the lock): running again may do.
+            Error::Io(_)
+            | Error::Busy(_)
+            | Error::NotReady { .. }
+            | Error::DeleteFailed { .. }
+            | Error::DeletionFailed { .. } => false,
+            // What was given, or the request as asked, cannot be carried out: the user decides
+            // what to change.
+            Error::Load(_)
+            | Error::Params(_)
+            | Error::Render(_)
+            | Error::InvalidRegistry(_)
+            | Error::Registry(_)
+            | Error::Authoring(_)
+            | Error::Resolve(_)
+            | Error::Denied(_)
+            | Error::NotEnabled { .. }
+            | Error::NotEnabledToUpgrade { .. }
+            | Error::NoSuchAddon { .. }
+            | Error::AddonFailed { .. }
+            | Error::UnknownClusters { .. }
+            | Error::TopologyUnknownCluster { .. }
+            | Error::ClusterNotJoined { .. }
+            | Error::ReservedClusterName
+            | Error::InvalidClusterName { .. }
+            | Error::InvalidLabel { .. }
+            | Error::DetachBlocked { .. }
+            | Error::ClusterSecretContended { .. }
+            | Error::LockContended { .. }
+            | Error::LockTakenOver { .. }
+            | Error::VelaMissing
+            | Error::UndeployableComponent { .. }
+            | Error::CrdNotEstablished { .. }
+            | Error::ProtectedObjects { .. }
+            | Error::MissingApis { .. }
+            | Error::TooLarge { .. }
+            | Error::RegistryGone { .. }
+            | Error::DefinitionConflicts { .. }
+            | Error::WouldAdopt { .. }
+            | Error::InUse { .. }
+            | Error::Uncheckable { .. }
+            | Error::StoredArgumentsNotBase64 { .. }
+            | Error::StoredArgumentsNotObject { .. } => true,
         }
     }
 }
 
-/// Kept here for callers of the old path; the function lives in the leaf [`crate::chain`].
-pub(crate) use crate::chain::chain;
+/// Names in backticks, separated by `, `.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
-impl From<source::catalog::Error> for Error {
-    fn from(error: source::catalog::Error) -> Self {
-        match error {
-            source::catalog::Error::NoAddon(message) => Error::User(message),
-            source::catalog::Error::Source(e) => Error::Source(e),
-        }
+fn applied_note(applied: &[String]) -> String {
+    if applied.is_empty() {
+        "nothing was applied".to_owned()
+    } else {
+        format!(
+            "applied before the failure ({}): {}; the addon's record lists everything that may have been applied: run the same command again to finish, or `addonctl disable` the addon to undo",
+            applied.len(),
+            applied.join(", ")
+        )
     }
 }
 
-impl From<crate::model::registry::InvalidRegistry> for Error {
-    fn from(error: crate::model::registry::InvalidRegistry) -> Self {
-        Error::User(error.0)
-    }
+fn clusters_note(addon: &str, failed: usize, total: usize) -> String {
+    let done = if failed >= total {
+        "no cluster has it".to_owned()
+    } else {
+        match total - failed {
+            1 => "the other cluster was applied".to_owned(),
+            n => format!("the other {n} clusters were applied"),
+        }
+    };
+    format!(
+        "{done}; the record lists what each cluster may hold: run the same command again to finish (an enable can also be undone with `addonctl disable {addon}`)"
+    )
+}
+
+fn unfinished_note(done: &[String], next: &str) -> String {
+    let done = if done.is_empty() {
+        "nothing was deleted".to_owned()
+    } else {
+        format!(
+            "deleted before the failure ({}): {}",
+            done.len(),
+            done.join(", ")
+        )
+    };
+    format!("{done}; the record keeps what is left: run `{next}` again to finish")
+}
+
+/// Someone else holds the lock.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{subject}` is being changed by {holder} since {since}; retry when it is done, or pass `--force-unlock` if that command is gone (its Lease `{lease}` expires {expires})")]
+pub struct Busy {
+    /// What is locked (an addon or a registry).
+    pub subject: String,
+    /// The Lease's name.
+    pub lease: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// When it expires without renewal (RFC 3339).
+    pub expires: String,
 }
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_refusals_keep_their_sentences() {
+        let cases = [
+            (
+                Error::UnknownClusters {
+                    names: vec!["x".to_owned()],
+                    known: vec!["local".to_owned(), "m1".to_owned()],
+                },
+                "unknown cluster `x`; known clusters: `local`, `m1` (join one with `addonctl cluster join` or `vela cluster join`)",
+            ),
+            (
+                Error::UnknownClusters {
+                    names: vec!["x".to_owned(), "y".to_owned()],
+                    known: vec!["local".to_owned()],
+                },
+                "unknown clusters `x`, `y`; known clusters: `local` (join one with `addonctl cluster join` or `vela cluster join`)",
+            ),
+            (
+                Error::TopologyUnknownCluster {
+                    name: "gone".to_owned(),
+                    joined: vec!["m1".to_owned(), "m2".to_owned()],
+                },
+                "the topology names cluster `gone`, which is not joined (known: `local`, `m1`, `m2`)",
+            ),
+            (
+                Error::AddonFailed {
+                    addon: "a".to_owned(),
+                    reason: None,
+                },
+                "addon `a` failed",
+            ),
+            (
+                Error::AddonFailed {
+                    addon: "a".to_owned(),
+                    reason: Some("workflow failed".to_owned()),
+                },
+                "addon `a` failed: workflow failed",
+            ),
+            (
+                Error::NotEnabledToUpgrade {
+                    addon: "a".to_owned(),
+                },
+                "addon `a` is not enabled; use `addonctl enable a`",
+            ),
+            (
+                Error::InUse {
+                    problems: vec!["one".to_owned(), "two".to_owned()],
+                },
+                "one\ntwo\n(pass `--force` to disable anyway)",
+            ),
+            (
+                Error::WouldAdopt {
+                    addon: "a".to_owned(),
+                    objects: vec!["ConfigMap `ns/x`".to_owned()],
+                },
+                "addon `a` would adopt objects that exist and that addonctl did not create:\n  ConfigMap `ns/x`\nenabling would overwrite their fields, and `disable` would give them back (remove addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take them over",
+            ),
+            (
+                Error::DeletionFailed {
+                    addon: "a".to_owned(),
+                    failed: vec!["m1: gone".to_owned(), "m2: gone".to_owned()],
+                    total: 3,
+                },
+                "addon `a`: 2 of 3 clusters failed:\n  m1: gone\n  m2: gone",
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+}

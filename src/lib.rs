@@ -26,7 +26,10 @@
 //!
 //! [`cluster`] is the kube-rs access every stage uses; [`model::wire`] holds the names (labels,
 //! object names, `local`) rendering writes and the stages read, so applying never imports the
-//! renderer. Sources know nothing of rendering, rendering knows nothing of clusters, and the CLI
+//! renderer. Every module's typed error (and the stages' own refusals, each a variant with its
+//! data) meets in the one [`Error`], which says whether the user can fix it; it sits low, with
+//! [`model`] and the one-line `chain` formatter, and imports no stage. Sources
+//! know nothing of rendering, rendering knows nothing of clusters, and the CLI
 //! (`cli`, private to the binary) only parses arguments, prints and calls this library.
 
 pub mod apply;

@@ -20,6 +20,7 @@ use std::time::SystemTime;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::error::AuthoringError;
 use crate::lint::{lint_path, Severity};
 use crate::model::{AddonMeta, AddonVersion};
 use crate::render::Renderer;
@@ -64,13 +65,7 @@ pub async fn package(dir: &Path, out_dir: &Path, renderer: &Renderer) -> Result<
         .map(|f| format!("`{}`: {}", f.addon, f.message))
         .collect();
     if !errors.is_empty() {
-        return Err(Error::User(format!(
-            "lint found {} error{}; fix {} before packaging:\n  {}",
-            errors.len(),
-            if errors.len() == 1 { "" } else { "s" },
-            if errors.len() == 1 { "it" } else { "them" },
-            errors.join("\n  ")
-        )));
+        return Err(AuthoringError::LintFailed { errors }.into());
     }
     let dirs = if dir.join("metadata.yaml").is_file() {
         vec![dir.to_path_buf()]
@@ -110,18 +105,20 @@ pub async fn package_bytes(dir: &Path) -> Result<(AddonMeta, Vec<u8>, usize)> {
         .find(|(p, _)| p == "metadata.yaml")
         .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
         .ok_or_else(|| {
-            Error::User(format!(
-                "`{}` has no `metadata.yaml`; every addon needs one",
-                dir.display()
-            ))
+            Error::from(AuthoringError::NoMetadata {
+                dir: dir.to_owned(),
+            })
         })?;
-    let (meta, _) = AddonMeta::parse(&metadata)
-        .map_err(|e| Error::User(format!("`{}`: {e}", dir.join("metadata.yaml").display())))?;
+    let (meta, _) = AddonMeta::parse(&metadata).map_err(|e| AuthoringError::InvalidMetadata {
+        file: dir.join("metadata.yaml"),
+        reason: e.to_string(),
+    })?;
     if meta.version.semver().is_none() {
-        return Err(Error::User(format!(
-            "addon `{}`: version `{}` is not semver (`X.Y.Z`), which Helm repositories need",
-            meta.name, meta.version
-        )));
+        return Err(AuthoringError::NotSemver {
+            addon: meta.name.clone(),
+            version: meta.version.to_string(),
+        }
+        .into());
     }
     if files.iter().any(|(p, _)| p == "Chart.yaml") {
         tracing::warn!(
@@ -183,8 +180,11 @@ pub fn index(dir: &Path, base_url: &str, merge: Option<&Path>) -> Result<Indexed
     let mut kept = 0;
     if let Some(merge) = merge {
         let text = fs_err::read_to_string(merge)?;
-        let (existing, _) = crate::yaml::parse_single(&text)
-            .map_err(|e| Error::User(format!("`{}` is not valid YAML: {e}", merge.display())))?;
+        let (existing, _) =
+            crate::yaml::parse_single(&text).map_err(|e| AuthoringError::InvalidYaml {
+                file: merge.display().to_string(),
+                reason: e.to_string(),
+            })?;
         match existing.get("entries") {
             Some(Value::Object(map)) => {
                 for (name, versions) in map {
@@ -195,10 +195,10 @@ pub fn index(dir: &Path, base_url: &str, merge: Option<&Path>) -> Result<Indexed
             }
             Some(Value::Null) | None => {}
             Some(_) => {
-                return Err(Error::User(format!(
-                    "`{}`: `entries` must be a mapping of chart names to versions",
-                    merge.display()
-                )))
+                return Err(AuthoringError::EntriesNotMapping {
+                    file: merge.to_owned(),
+                }
+                .into())
             }
         }
     }
@@ -226,8 +226,12 @@ pub fn index(dir: &Path, base_url: &str, merge: Option<&Path>) -> Result<Indexed
             tracing::warn!("`{file_name}` holds no `metadata.yaml`; skipped");
             continue;
         };
-        let (meta, _) = AddonMeta::parse(&String::from_utf8_lossy(metadata))
-            .map_err(|e| Error::User(format!("`{file_name}`: `metadata.yaml`: {e}")))?;
+        let (meta, _) = AddonMeta::parse(&String::from_utf8_lossy(metadata)).map_err(|e| {
+            AuthoringError::InvalidArchiveMetadata {
+                archive: file_name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
         let versions = entries.entry(meta.name.clone()).or_default();
         let present = versions.iter().any(|v| {
             v.get("version")
@@ -273,8 +277,9 @@ pub fn index(dir: &Path, base_url: &str, merge: Option<&Path>) -> Result<Indexed
         "entries": map,
         "generated": now,
     });
-    let text = crate::yaml::to_string(&document)
-        .map_err(|e| Error::User(format!("cannot write the index: {e}")))?;
+    let text = crate::yaml::to_string(&document).map_err(|e| AuthoringError::IndexNotWritten {
+        reason: e.to_string(),
+    })?;
     let path = dir.join("index.yaml");
     fs_err::write(&path, text)?;
     Ok(Indexed { path, added, kept })

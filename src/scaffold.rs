@@ -147,15 +147,16 @@ pub fn cue_files(name: &str) -> Vec<(&'static str, String)> {
 /// Writes a new addon into `dir` (which must not exist or be empty). Returns the files written.
 pub fn scaffold(dir: &Path, name: &str, flavour: Flavour) -> crate::Result<Vec<PathBuf>> {
     if !crate::model::metadata::is_valid_name(name) {
-        return Err(crate::Error::User(format!(
-            "`{name}` is not a valid addon name: use lowercase letters, digits and single `-` between them"
-        )));
+        return Err(crate::error::AuthoringError::InvalidName {
+            name: name.to_owned(),
+        }
+        .into());
     }
     if dir.exists() && fs_err::read_dir(dir)?.next().is_some() {
-        return Err(crate::Error::User(format!(
-            "`{}` already exists and is not empty; choose another directory with `--dir`",
-            dir.display()
-        )));
+        return Err(crate::error::AuthoringError::DirNotEmpty {
+            dir: dir.to_owned(),
+        }
+        .into());
     }
     let mut written = Vec::new();
     let files = match flavour {

@@ -348,10 +348,7 @@ async fn a_dependency_cycle_is_refused_naming_the_cycle() {
 
     let error = sb.enable("ouroboros-head", json!({})).await.unwrap_err();
 
-    assert!(
-        matches!(error, addonctl::context::Error::Resolve(_)),
-        "{error:?}"
-    );
+    assert!(matches!(error, addonctl::Error::Resolve(_)), "{error:?}");
     assert!(error.is_user_error());
     assert_eq!(
         error.to_string(),
@@ -781,7 +778,7 @@ async fn a_user_without_rights_gets_a_forbidden_error_naming_user_verb_and_resou
     assert!(
         matches!(
             error,
-            addonctl::context::Error::Cluster(cluster::Error::Forbidden { .. })
+            addonctl::Error::Cluster(cluster::Error::Forbidden { .. })
         ),
         "{error:?}"
     );
@@ -918,7 +915,7 @@ async fn named_clusters_must_be_joined_and_are_recorded() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, addonctl::context::Error::Clusters { .. }),
+        matches!(error, addonctl::Error::Clusters { .. }),
         "{error:?}"
     );
     assert!(

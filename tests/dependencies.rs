@@ -126,7 +126,7 @@ fn request(reference: &str) -> EnableRequest {
 async fn enable(
     sb: &Sandbox,
     reference: &str,
-) -> addonctl::context::Result<Vec<addonctl::apply::StepReport>> {
+) -> addonctl::Result<Vec<addonctl::apply::StepReport>> {
     addonctl::apply::enable(&sb.ctx, &request(reference), &NoopReporter).await
 }
 

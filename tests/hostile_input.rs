@@ -461,7 +461,7 @@ fn an_invalid_metadata_yaml_is_named_with_its_parse_error() {
 
 #[test]
 fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
-    let all = addonctl::context::Error::Clusters {
+    let all = addonctl::Error::Clusters {
         addon: "x".to_owned(),
         failed: vec!["m1: unreachable".to_owned()],
         total: 1,
@@ -469,7 +469,7 @@ fn a_failure_on_every_cluster_does_not_claim_the_others_were_applied() {
     .to_string();
     assert!(!all.contains("other clusters"), "{all}");
     assert!(all.contains("run the same command again"), "{all}");
-    let some = addonctl::context::Error::Clusters {
+    let some = addonctl::Error::Clusters {
         addon: "x".to_owned(),
         failed: vec!["m1: unreachable".to_owned()],
         total: 2,

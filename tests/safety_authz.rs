@@ -699,10 +699,7 @@ async fn a_viewer_dry_runs_disable_and_detach_but_the_library_refuses_the_real_o
     let refused = addonctl::apply::disable(&user, "kept", false, &addonctl::context::NoopReporter)
         .await
         .unwrap_err();
-    assert!(
-        matches!(refused, addonctl::context::Error::Denied(_)),
-        "{refused}"
-    );
+    assert!(matches!(refused, addonctl::Error::Denied(_)), "{refused}");
     assert!(
         refused.to_string().contains("addonctl-operator"),
         "{refused}"

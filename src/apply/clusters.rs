@@ -8,10 +8,11 @@ use serde::Serialize;
 use super::deletion::Entry;
 use super::{access, direct};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::wire::secret_gvk;
 use crate::state::clusters::{connect, joined};
 use crate::state::record::{OtherRecords, Record};
+use crate::{Error, Result};
 
 /// A managed cluster as `cluster list` shows it (never its credentials).
 #[derive(Debug, Clone, Serialize)]
@@ -33,14 +34,12 @@ pub struct ClusterRow {
 
 fn check_name(name: &str) -> Result<()> {
     if name == LOCAL {
-        return Err(Error::Refused(
-            "`local` is the control plane itself; choose another name".to_owned(),
-        ));
+        return Err(Error::ReservedClusterName);
     }
     if !crate::model::metadata::is_valid_name(name) {
-        return Err(Error::Refused(format!(
-            "`{name}` is not a valid cluster name: use lowercase letters, digits and single `-` between them"
-        )));
+        return Err(Error::InvalidClusterName {
+            name: name.to_owned(),
+        });
     }
     Ok(())
 }
@@ -55,7 +54,9 @@ pub fn parse_labels(pairs: &[String]) -> Result<BTreeMap<String, String>> {
             pair.split_once('=')
                 .filter(|(k, _)| !k.is_empty())
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .ok_or_else(|| Error::Refused(format!("label `{pair}`: expected `key=value`")))
+                .ok_or_else(|| Error::InvalidLabel {
+                    pair: pair.to_string(),
+                })
         })
         .collect()
 }
@@ -195,9 +196,9 @@ async fn detach_unlocked(
 ) -> Result<DetachReport> {
     let joined = joined(ctx).await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
-        return Err(Error::Refused(format!(
-            "cluster `{name}` is not joined (see `addonctl cluster list`)"
-        )));
+        return Err(Error::ClusterNotJoined {
+            name: name.to_owned(),
+        });
     };
     let mut report = DetachReport {
         cluster: name.to_owned(),
@@ -257,9 +258,11 @@ async fn detach_unlocked(
                     .map(ToString::to_string)
                     .collect::<Vec<_>>();
                 return Err(Error::Unfinished {
-                    source: Box::new(Error::Refused(format!(
-                        "cannot clean addon `{addon}` from cluster `{name}`: {e}; pass `--force` to detach anyway (its objects stay there)"
-                    ))),
+                    source: Box::new(Error::DetachBlocked {
+                        addon: addon.clone(),
+                        cluster: name.to_owned(),
+                        reason: e.clone(),
+                    }),
                     done,
                     next: format!("addonctl cluster detach {name}"),
                 });
@@ -300,9 +303,9 @@ pub async fn set_labels(
     check_name(name)?;
     write_cluster_secret(ctx, name, |stored| {
         let Some(stored) = stored else {
-            return Err(Error::Refused(format!(
-                "cluster `{name}` is not joined (see `addonctl cluster list`)"
-            )));
+            return Err(Error::ClusterNotJoined {
+                name: name.to_owned(),
+            });
         };
         let (_, credentials) = ClusterCredentials::from_secret(stored)?;
         Ok(credentials.to_secret(name, &ctx.namespace, labels))
@@ -339,7 +342,7 @@ async fn write_cluster_secret(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(Error::Refused(format!(
-        "the Secret of cluster `{name}` kept changing while it was written; try again"
-    )))
+    Err(Error::ClusterSecretContended {
+        cluster: name.to_owned(),
+    })
 }

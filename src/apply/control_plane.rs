@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::direct::{self, Prepared};
 use super::{deletion, review, StepReport};
 use crate::cluster::{self, Cluster};
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::{Context, EngineChoice, Reporter};
 use crate::model::wire::{
     application_gvk, application_name, args_secret_name, secret_gvk, LOCAL_CLUSTER,
 };
@@ -22,6 +22,7 @@ use crate::state::record::{
     self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
 };
 use crate::state::{clusters_of, records, to_value};
+use crate::{Error, Result};
 
 fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
     json!([{
@@ -188,10 +189,7 @@ async fn uses_vela(ctx: &Context) -> Result<bool> {
         EngineChoice::Auto => Ok(served),
         EngineChoice::Direct => Ok(false),
         EngineChoice::Vela if served => Ok(true),
-        EngineChoice::Vela => Err(Error::Refused(
-            "`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`"
-                .to_owned(),
-        )),
+        EngineChoice::Vela => Err(Error::VelaMissing),
     }
 }
 
@@ -476,7 +474,7 @@ async fn prune_control_plane(
         .extend(removal.deleted.iter().map(ToString::to_string));
     note_kept(report, &removal.kept, &removal.given_back);
     match removal.failure {
-        Some((e, _)) => Err(Error::Failed(e)),
+        Some((reason, _)) => Err(Error::DeleteFailed { reason }),
         None => Ok(()),
     }
 }

@@ -483,7 +483,7 @@ async fn foreign_in_namespace(
     let discovery = Discovery::new(client.clone())
         .run()
         .await
-        .map_err(|e| format!("discovery failed: {}", crate::error::chain(&e)))?;
+        .map_err(|e| format!("discovery failed: {}", crate::chain::chain(&e)))?;
     let mut kinds = Vec::new();
     for group in discovery.groups() {
         for (resource, caps) in group.recommended_resources() {
@@ -507,7 +507,7 @@ async fn foreign_in_namespace(
                         format!(
                             "listing {} in `{namespace}` failed: {}",
                             resource.plural,
-                            crate::error::chain(&e)
+                            crate::chain::chain(&e)
                         )
                     })?;
                 let more = list

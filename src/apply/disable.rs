@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 use futures::StreamExt as _;
 use serde::Serialize;
 
-use super::disable_all_with;
-use super::{deletion, direct, guard};
-use crate::context::{Context, Error, Reporter, Result};
-use crate::model::wire::{application_name, args_secret_name, LOCAL_CLUSTER};
+use super::{access, deletion, direct, guard};
+use crate::context::{Context, EngineChoice, Reporter};
+use crate::model::wire::{application_gvk, application_name, args_secret_name, LOCAL_CLUSTER};
+use crate::resolve::{self, Universe};
 use crate::state::record::{self, ObjectRef, OtherRecords, Record};
 use crate::state::{installed, Installed};
+use crate::{Error, Result};
 
 /// What `disable` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Serialize)]
@@ -75,11 +76,131 @@ pub async fn disable_with(
     };
     let mut reports = disable_all_with(ctx, name, &options, reporter).await?;
     if reports.is_empty() {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
     }
     Ok(reports.swap_remove(0))
+}
+
+/// Disables `name` and, with `prune_dependencies`, the dependencies nothing needs any more:
+/// one report per addon removed, in removal order.
+pub async fn disable_all(
+    ctx: &Context,
+    name: &str,
+    force: bool,
+    prune_dependencies: bool,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    let options = DisableOptions {
+        force,
+        prune_dependencies,
+        dry_run: false,
+    };
+    disable_all_with(ctx, name, &options, reporter).await
+}
+
+/// [`disable_all`] with every option (`dry_run`: report what each removal would do, change
+/// nothing). Control plane first: checks that the caller may change the addon's state, and
+/// delete what the records of every addon it removes list, then holds their locks while it
+/// runs ([`super::guarded`]). A dry run takes no lock and needs no write permission.
+pub async fn disable_all_with(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    if options.dry_run {
+        return disable_all_unlocked(ctx, name, options, reporter).await;
+    }
+    let command = format!("`addonctl disable {name}`");
+    // The addon's state first, before anything is read: a user without rights learns what is
+    // missing, not merely that a list was refused.
+    let application =
+        ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
+    access::check(
+        &ctx.cluster,
+        &command,
+        &access::addon_state(&ctx.namespace, application),
+    )
+    .await?;
+    let scope = if options.prune_dependencies {
+        access::disable_scope(ctx, name).await?
+    } else {
+        vec![name.to_owned()]
+    };
+    let mut needs = Vec::new();
+    for addon in &scope {
+        needs.extend(access::disable_needs(ctx, addon).await?);
+    }
+    needs.sort();
+    needs.dedup();
+    super::guarded(
+        ctx,
+        &command,
+        &needs,
+        &scope,
+        Box::pin(disable_all_unlocked(ctx, name, options, reporter)),
+    )
+    .await
+}
+
+/// [`disable_all_with`] without the permission check and the locks.
+async fn disable_all_unlocked(
+    ctx: &Context,
+    name: &str,
+    options: &DisableOptions,
+    reporter: &dyn Reporter,
+) -> Result<Vec<DisableReport>> {
+    let DisableOptions {
+        force,
+        prune_dependencies,
+        dry_run,
+    } = *options;
+    let all = installed(ctx).await?;
+    if !all.contains_key(name) {
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
+    }
+    let mut removal = vec![name.to_owned()];
+    if prune_dependencies {
+        let mut universe = Universe::new(Vec::new());
+        for addon in all.values() {
+            universe.install(crate::plan::installed_addon(addon));
+        }
+        removal.extend(resolve::prunable_after_removing(&universe, name));
+    }
+    if !force {
+        guard::check(ctx, &all, &removal).await?;
+    }
+    let mut reports: Vec<DisableReport> = Vec::new();
+    let each = DisableOptions {
+        force: true,
+        prune_dependencies: false,
+        dry_run,
+    };
+    for (i, addon) in removal.iter().enumerate() {
+        match disable_one(ctx, addon, &each, reporter).await {
+            Ok(report) => reports.push(report),
+            Err(e) if reports.is_empty() => return Err(e),
+            Err(e) => {
+                return Err(Error::Unfinished {
+                    source: Box::new(e),
+                    done: reports
+                        .iter()
+                        .map(|r| format!("disabled addon `{}`", r.name))
+                        .collect(),
+                    next: removal[i..]
+                        .iter()
+                        .map(|a| format!("addonctl disable {a} --force"))
+                        .collect::<Vec<_>>()
+                        .join("`, then `"),
+                })
+            }
+        }
+    }
+    Ok(reports)
 }
 
 /// Disables one addon, without permission checks or locks (the caller holds them).
@@ -91,9 +212,9 @@ pub(super) async fn disable_one(
 ) -> Result<DisableReport> {
     let all = installed(ctx).await?;
     let Some(current) = all.get(name) else {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
+        return Err(Error::NotEnabled {
+            addon: name.to_owned(),
+        });
     };
     if !options.force {
         guard::check(ctx, &all, &[name.to_owned()]).await?;
@@ -222,7 +343,7 @@ async fn remove_control_plane(
     report.kept.extend(removal.kept);
     match removal.failure {
         None => Ok(()),
-        Some((message, _)) => Err(Error::Failed(message)),
+        Some((reason, _)) => Err(Error::DeleteFailed { reason }),
     }
 }
 
@@ -323,13 +444,11 @@ async fn remove_dispatched(
     })
     .await?;
     Err(Error::Unfinished {
-        source: Box::new(Error::Failed(format!(
-            "addon `{}`: {} of {} clusters failed:\n  {}",
-            record.name,
-            failed.len(),
-            everything.len(),
-            failed.join("\n  ")
-        ))),
+        source: Box::new(Error::DeletionFailed {
+            addon: record.name.clone(),
+            failed,
+            total: everything.len(),
+        }),
         done: report.deleted.iter().map(ToString::to_string).collect(),
         next: format!("addonctl disable {}", record.name),
     })

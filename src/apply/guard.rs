@@ -1,8 +1,8 @@
 //! What keeps `disable` from breaking what is still in use, and `disable --prune-dependencies`.
 //!
-//! Expected flow: [`disable_all`] finds the addons to remove (the addon, plus with
+//! Expected flow: [`super::disable_all`] finds the addons to remove (the addon, plus with
 //! `--prune-dependencies` the dependencies nothing else needs any more, from
-//! [`resolve::prunable_after_removing`]), checks all of them before removing any ([`check`]),
+//! [`crate::resolve::prunable_after_removing`]), checks all of them before removing any ([`check`]),
 //! then disables them one by one, the addon first and each dependency after what needed it.
 //!
 //! [`check`] refuses (unless `--force`) while an installed addon outside the removal depends on
@@ -17,137 +17,16 @@ use kube::api::{DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use super::disable::{disable_one, DisableOptions, DisableReport};
-use super::{access, direct};
+use super::direct;
 use crate::cluster::Cluster;
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::Context;
 use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
-use crate::resolve::{self, Universe};
 use crate::state::clusters::{clients, joined};
-use crate::state::{clusters_of, installed, to_value, Installed};
+use crate::state::{clusters_of, to_value, Installed};
+use crate::{Error, Result};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
-
-/// Disables `name` and, with `prune_dependencies`, the dependencies nothing needs any more:
-/// one report per addon removed, in removal order.
-pub async fn disable_all(
-    ctx: &Context,
-    name: &str,
-    force: bool,
-    prune_dependencies: bool,
-    reporter: &dyn Reporter,
-) -> Result<Vec<DisableReport>> {
-    let options = DisableOptions {
-        force,
-        prune_dependencies,
-        dry_run: false,
-    };
-    disable_all_with(ctx, name, &options, reporter).await
-}
-
-/// [`disable_all`] with every option (`dry_run`: report what each removal would do, change
-/// nothing). Control plane first: checks that the caller may change the addon's state, and
-/// delete what the records of every addon it removes list, then holds their locks while it
-/// runs ([`super::guarded`]). A dry run takes no lock and needs no write permission.
-pub async fn disable_all_with(
-    ctx: &Context,
-    name: &str,
-    options: &DisableOptions,
-    reporter: &dyn Reporter,
-) -> Result<Vec<DisableReport>> {
-    if options.dry_run {
-        return disable_all_unlocked(ctx, name, options, reporter).await;
-    }
-    let command = format!("`addonctl disable {name}`");
-    // The addon's state first, before anything is read: a user without rights learns what is
-    // missing, not merely that a list was refused.
-    let application =
-        ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
-    access::check(
-        &ctx.cluster,
-        &command,
-        &access::addon_state(&ctx.namespace, application),
-    )
-    .await?;
-    let scope = if options.prune_dependencies {
-        access::disable_scope(ctx, name).await?
-    } else {
-        vec![name.to_owned()]
-    };
-    let mut needs = Vec::new();
-    for addon in &scope {
-        needs.extend(access::disable_needs(ctx, addon).await?);
-    }
-    needs.sort();
-    needs.dedup();
-    super::guarded(
-        ctx,
-        &command,
-        &needs,
-        &scope,
-        Box::pin(disable_all_unlocked(ctx, name, options, reporter)),
-    )
-    .await
-}
-
-/// [`disable_all_with`] without the permission check and the locks.
-async fn disable_all_unlocked(
-    ctx: &Context,
-    name: &str,
-    options: &DisableOptions,
-    reporter: &dyn Reporter,
-) -> Result<Vec<DisableReport>> {
-    let DisableOptions {
-        force,
-        prune_dependencies,
-        dry_run,
-    } = *options;
-    let all = installed(ctx).await?;
-    if !all.contains_key(name) {
-        return Err(Error::Refused(format!(
-            "addon `{name}` is not enabled (see `addonctl list`)"
-        )));
-    }
-    let mut removal = vec![name.to_owned()];
-    if prune_dependencies {
-        let mut universe = Universe::new(Vec::new());
-        for addon in all.values() {
-            universe.install(crate::plan::installed_addon(addon));
-        }
-        removal.extend(resolve::prunable_after_removing(&universe, name));
-    }
-    if !force {
-        check(ctx, &all, &removal).await?;
-    }
-    let mut reports: Vec<DisableReport> = Vec::new();
-    let each = DisableOptions {
-        force: true,
-        prune_dependencies: false,
-        dry_run,
-    };
-    for (i, addon) in removal.iter().enumerate() {
-        match disable_one(ctx, addon, &each, reporter).await {
-            Ok(report) => reports.push(report),
-            Err(e) if reports.is_empty() => return Err(e),
-            Err(e) => {
-                return Err(Error::Unfinished {
-                    source: Box::new(e),
-                    done: reports
-                        .iter()
-                        .map(|r| format!("disabled addon `{}`", r.name))
-                        .collect(),
-                    next: removal[i..]
-                        .iter()
-                        .map(|a| format!("addonctl disable {a} --force"))
-                        .collect::<Vec<_>>()
-                        .join("`, then `"),
-                })
-            }
-        }
-    }
-    Ok(reports)
-}
 
 /// Refuses the removal of `removal` while something outside it still needs one of them.
 pub(super) async fn check(
@@ -201,10 +80,7 @@ pub(super) async fn check(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::Refused(format!(
-            "{}\n(pass `--force` to disable anyway)",
-            problems.join("\n")
-        )))
+        Err(Error::InUse { problems })
     }
 }
 
@@ -355,11 +231,10 @@ async fn resources_of(
     let list = api
         .list(&ListParams::default().limit(limit))
         .await
-        .map_err(|e| {
-            Error::Refused(format!(
-                "cannot check whether custom resources of `{crd}` exist on cluster `{}`: {e}; pass `--force` to disable anyway",
-                cluster.name()
-            ))
+        .map_err(|e| Error::Uncheckable {
+            crd: crd.to_string(),
+            cluster: cluster.name().to_owned(),
+            reason: e.to_string(),
         })?;
     Ok(list
         .items
@@ -508,7 +383,7 @@ mod tests {
             .unwrap_err();
 
         let message = error.to_string();
-        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(matches!(error, Error::InUse { .. }), "{message}");
         assert!(
             message.contains("addon `base` is needed by `top` (needs `base >=1.0.0`)"),
             "{message}"

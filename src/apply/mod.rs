@@ -44,14 +44,16 @@ mod upgrade;
 
 use serde::Serialize;
 
-use crate::context::{Context, EngineChoice, Error, Reporter, Result};
+use crate::context::{Context, EngineChoice, Reporter};
 use crate::plan::{
     definition_conflicts, plan, release_definitions, Action, EnableRequest, Plan, Step,
 };
 use crate::state::lease;
 use crate::status::wait;
-pub use disable::{disable, disable_with, DisableOptions, DisableReport};
-pub use guard::{disable_all, disable_all_with};
+use crate::{Error, Result};
+pub use disable::{
+    disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
+};
 pub use upgrade::{upgrade, UpgradeRequest};
 
 /// Runs `work` control plane first: checks `needs` (refusing with every missing permission
@@ -239,10 +241,7 @@ async fn execute_locked(
     } else {
         let clashes = definition_conflicts(ctx, plan).await?;
         if !clashes.is_empty() {
-            return Err(Error::Refused(format!(
-                "definition conflicts (pass `--override-definitions` to take them over):\n  {}",
-                clashes.join("\n  ")
-            )));
+            return Err(Error::DefinitionConflicts { clashes });
         }
     }
     let mut reports: Vec<StepReport> = Vec::new();

@@ -12,24 +12,22 @@ use serde_json::Value;
 
 use super::direct;
 use crate::cluster::Cluster;
-use crate::context::{Context, EngineChoice, Error, NoopReporter, Result};
+use crate::context::{Context, EngineChoice, NoopReporter};
 use crate::model::wire::application_gvk;
 use crate::plan::protect::{self, Flag, FlagKind};
 use crate::plan::{Action, Plan, Step};
 use crate::state::record::{ObjectRef, OtherRecords, Record};
+use crate::{Error, Result};
 
 /// Refuses an enable that would adopt `adoptions` (see [`direct::Prepared::adoptions`]).
 pub fn refuse_adoptions(addon: &str, adoptions: &[String]) -> Result<()> {
     if adoptions.is_empty() {
         return Ok(());
     }
-    Err(Error::Refused(format!(
-        "addon `{addon}` would adopt objects that exist and that addonctl did not create:\n  {}\n\
-         enabling would overwrite their fields, and `disable` would give them back (remove \
-         addonctl's fields) instead of deleting them; check them, then pass `--adopt` to take \
-         them over",
-        adoptions.join("\n  ")
-    )))
+    Err(Error::WouldAdopt {
+        addon: addon.to_owned(),
+        objects: adoptions.to_vec(),
+    })
 }
 
 /// The namespaces that are an addon's own: the system namespace, its `needNamespace`, its

@@ -1,9 +1,10 @@
 //! `upgrade`: an installed addon planned again with new arguments over the stored ones.
 
 use super::{execute, StepReport};
-use crate::context::{Context, Error, Reporter, Result};
+use crate::context::{Context, Reporter};
 use crate::plan::{plan, EnableRequest};
 use crate::state::installed;
+use crate::{Error, Result};
 
 /// What to upgrade.
 #[derive(Debug, Clone, Default)]
@@ -36,10 +37,9 @@ pub async fn upgrade(
 ) -> Result<Vec<StepReport>> {
     let all = installed(ctx).await?;
     let Some(current) = all.get(&request.name) else {
-        return Err(Error::Refused(format!(
-            "addon `{}` is not enabled; use `addonctl enable {}`",
-            request.name, request.name
-        )));
+        return Err(Error::NotEnabledToUpgrade {
+            addon: request.name.clone(),
+        });
     };
     let version = match (&request.version, request.latest) {
         (Some(v), _) => Some(v.clone()),

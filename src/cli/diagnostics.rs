@@ -47,8 +47,8 @@ fn forbidden_hint(error: &anyhow::Error) -> Option<String> {
     error.chain().find_map(|cause| {
         let forbidden = cause
             .downcast_ref::<addonctl::cluster::Error>()
-            .or_else(|| match cause.downcast_ref::<addonctl::context::Error>() {
-                Some(addonctl::context::Error::Cluster(e)) => Some(e),
+            .or_else(|| match cause.downcast_ref::<addonctl::Error>() {
+                Some(addonctl::Error::Cluster(e)) => Some(e),
                 _ => None,
             });
         match forbidden {
@@ -70,8 +70,6 @@ fn is_user_error(error: &anyhow::Error) -> bool {
         .find_map(|cause| {
             if cause.downcast_ref::<UserError>().is_some() {
                 Some(true)
-            } else if let Some(e) = cause.downcast_ref::<addonctl::context::Error>() {
-                Some(e.is_user_error())
             } else if let Some(e) = cause.downcast_ref::<addonctl::Error>() {
                 Some(e.is_user_error())
             } else {
@@ -99,8 +97,16 @@ mod tests {
 
     #[test]
     fn the_users_errors_and_the_others_are_told_apart() {
-        let cases: [(anyhow::Error, bool); 5] = [
+        let cases: [(anyhow::Error, bool); 6] = [
             (user("bad flag"), true),
+            (
+                addonctl::Error::from(addonctl::loader::LocateError::ManyAddons {
+                    reference: "addons".to_owned(),
+                    names: vec!["a".to_owned(), "b".to_owned()],
+                })
+                .into(),
+                true,
+            ),
             (
                 addonctl::Error::from(addonctl::params::Error::Clusters).into(),
                 true,
@@ -115,6 +121,79 @@ mod tests {
         ];
         for (error, expected) in cases {
             assert_eq!(is_user_error(&error), expected, "{error:#}");
+        }
+    }
+
+    /// The stages' errors keep the exit codes they had before they joined the crate's error.
+    #[test]
+    fn the_stages_errors_keep_their_exit_codes() {
+        use addonctl::Error;
+        let refused = || Error::NotEnabled {
+            addon: "a".to_owned(),
+        };
+        let cases: Vec<(Error, bool)> = vec![
+            (refused(), true),
+            (Error::VelaMissing, true),
+            (
+                Error::CrdNotEstablished {
+                    crd: "c".to_owned(),
+                    cluster: "m".to_owned(),
+                    seconds: 1,
+                },
+                true,
+            ),
+            (
+                Error::NotReady {
+                    addon: "a".to_owned(),
+                    phase: "enabling".to_owned(),
+                    seconds: 1,
+                    wanted: "enabled".to_owned(),
+                    why: String::new(),
+                },
+                false,
+            ),
+            (
+                Error::DeleteFailed {
+                    reason: "Secret `ns/x`: gone".to_owned(),
+                },
+                false,
+            ),
+            (
+                Error::Unfinished {
+                    source: Box::new(Error::DeletionFailed {
+                        addon: "a".to_owned(),
+                        failed: vec!["m: gone".to_owned()],
+                        total: 2,
+                    }),
+                    done: Vec::new(),
+                    next: "addonctl disable a".to_owned(),
+                },
+                false,
+            ),
+            (
+                Error::Partial {
+                    source: Box::new(refused()),
+                    applied: Vec::new(),
+                },
+                true,
+            ),
+            (
+                Error::Busy(addonctl::state::lease::Busy {
+                    subject: "a".to_owned(),
+                    lease: "l".to_owned(),
+                    holder: "h".to_owned(),
+                    since: "s".to_owned(),
+                    expires: "e".to_owned(),
+                }),
+                false,
+            ),
+        ];
+        for (error, expected) in cases {
+            let error = anyhow::Error::from(error).context("while enabling");
+            assert_eq!(is_user_error(&error), expected, "{error:#}");
+            let code = exit_code(&error);
+            let wanted = ExitCode::from(if expected { USER_ERROR } else { FAILURE });
+            assert_eq!(code, wanted, "{error:#}");
         }
     }
 }

@@ -190,10 +190,11 @@ pub async fn lint_path(path: &Path, renderer: &Renderer) -> crate::Result<Report
         dirs = entries;
     }
     if dirs.is_empty() {
-        return Err(crate::Error::User(format!(
-            "`{}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)",
-            path.display()
-        )));
+        return Err(crate::loader::LocateError::NoAddonIn {
+            reference: path.display().to_string(),
+            problems: Vec::new(),
+        }
+        .into());
     }
     let mut report = Report::default();
     let mut definitions: BTreeMap<(String, String), String> = BTreeMap::new();

@@ -4,6 +4,9 @@
 //! matter are read concurrently (bounded), must be UTF-8, and are sorted into the package.
 
 pub mod classify;
+mod locate_error;
+
+pub use locate_error::LocateError;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
@@ -377,7 +380,7 @@ pub struct Located {
 }
 
 /// Finds the addon a user named in the built-in registry (see [`locate_in`]).
-pub async fn locate(reference: &str, version: Option<&str>) -> crate::Result<Located> {
+pub async fn locate(reference: &str, version: Option<&str>) -> Result<Located, LocateError> {
     locate_in(&Catalog::builtin(), reference, version).await
 }
 
@@ -387,7 +390,7 @@ pub async fn locate_in(
     catalog: &Catalog,
     reference: &str,
     version: Option<&str>,
-) -> crate::Result<Located> {
+) -> Result<Located, LocateError> {
     let path = std::path::Path::new(reference);
     if path.is_dir() {
         return locate_directory(path, reference, version).await;
@@ -396,10 +399,10 @@ pub async fn locate_in(
         .rsplit_once('/')
         .map_or(reference, |(_, name)| name);
     if !crate::model::metadata::is_valid_name(name) {
-        return Err(crate::Error::User(format!(
-            "`{reference}` is neither an addon directory nor the name of an addon in {}",
-            catalog.describe()
-        )));
+        return Err(LocateError::NotAnAddon {
+            reference: reference.to_owned(),
+            catalog: catalog.describe(),
+        });
     }
     match catalog.find(reference, version, None, None).await {
         Ok(found) => Ok(Located {
@@ -408,15 +411,12 @@ pub async fn locate_in(
         }),
         Err(catalog::Error::NoAddon(_)) if version.is_none() => {
             let known = catalog.names().await;
-            Err(crate::Error::User(format!(
-                "no addon `{name}` in {} (available: {}), and no directory `{reference}`",
-                catalog.describe(),
-                known
-                    .iter()
-                    .map(|a| format!("`{a}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
+            Err(LocateError::NoSuchAddonOrDir {
+                name: name.to_owned(),
+                reference: reference.to_owned(),
+                catalog: catalog.describe(),
+                available: known.iter().map(ToString::to_string).collect(),
+            })
         }
         Err(e) => Err(e.into()),
     }
@@ -427,33 +427,23 @@ async fn locate_directory(
     path: &std::path::Path,
     reference: &str,
     version: Option<&str>,
-) -> crate::Result<Located> {
+) -> Result<Located, LocateError> {
     let reader = LocalReader::new(path)?;
     let addons = reader.list_addons().await?;
     let addon = match addons.as_slice() {
         [one] => one.name.clone(),
         [] => {
             let problems = metadata_problems(path);
-            return Err(crate::Error::User(if problems.is_empty() {
-                format!(
-                    "`{reference}` holds no addon: an addon directory needs a `metadata.yaml` (create one with `addonctl init`)"
-                )
-            } else {
-                format!(
-                    "`{reference}` holds no usable addon: {}",
-                    problems.join("; ")
-                )
-            }));
+            return Err(LocateError::NoAddonIn {
+                reference: reference.to_owned(),
+                problems,
+            });
         }
         many => {
-            return Err(crate::Error::User(format!(
-                "`{reference}` holds {} addons ({}); name one directory",
-                many.len(),
-                many.iter()
-                    .map(|a| format!("`{}`", a.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
+            return Err(LocateError::ManyAddons {
+                reference: reference.to_owned(),
+                names: many.iter().map(|a| a.name.clone()).collect(),
+            })
         }
     };
     Ok(Located {

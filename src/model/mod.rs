@@ -1,5 +1,6 @@
 //! Pure data: addon metadata, versions and classified packages. No I/O happens here.
 
+pub mod access;
 pub mod addon;
 pub mod metadata;
 pub mod registry;

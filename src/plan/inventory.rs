@@ -28,8 +28,9 @@ use crate::render::{RenderOptions, Rendered};
 use crate::source::{AddonRef, Reader};
 
 use super::Plan;
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::state::Installed;
+use crate::{Error, Result};
 
 /// How many addons of the registries are rendered at once when looking for providers.
 const SEARCH_CONCURRENCY: usize = 8;
@@ -428,10 +429,7 @@ async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
     if found.is_empty() {
         return Ok(());
     }
-    Err(Error::Refused(format!(
-        "refused: an addon may not write addonctl's or KubeVela's own state (whatever the flags); nothing was applied:\n  {}\nremove these objects from the addon",
-        found.join("\n  ")
-    )))
+    Err(Error::ProtectedObjects { objects: found })
 }
 
 /// The definitions a control plane running KubeVela has, by kind (one list per kind, made
@@ -566,10 +564,7 @@ pub async fn check(
             .map(|line| format!("{line} (enabling anyway: `--skip-api-check`)"))
             .collect());
     }
-    Err(Error::Refused(format!(
-        "APIs that neither the cluster, an installed addon nor the plan provides:\n  {}\n(pass `--skip-api-check` to enable anyway when the environment will serve them later)",
-        lines.join("\n  ")
-    )))
+    Err(Error::MissingApis { missing: lines })
 }
 
 /// One line per missing API: the addon, the API, an object that uses it, and who provides it.

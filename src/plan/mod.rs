@@ -16,7 +16,7 @@ use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, EngineChoice, Error, Result};
+use crate::context::{Context, EngineChoice};
 use crate::model::wire::application_gvk;
 use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
@@ -24,6 +24,7 @@ use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
 use crate::state::record::{self, InstalledBy, ObjectRef};
 use crate::state::{installed, known_clusters, stored_args, to_value, Installed};
+use crate::{Error, Result};
 
 pub mod inventory;
 pub mod protect;
@@ -132,17 +133,15 @@ async fn check_clusters(ctx: &Context, wanted: Option<&[String]>) -> Result<()> 
     let unknown: Vec<String> = wanted
         .iter()
         .filter(|c| !known.iter().any(|k| k == *c))
-        .map(|c| format!("`{c}`"))
+        .cloned()
         .collect();
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Error::Refused(format!(
-            "unknown cluster{} {}; known clusters: {} (join one with `addonctl cluster join` or `vela cluster join`)",
-            if unknown.len() == 1 { "" } else { "s" },
-            unknown.join(", "),
-            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
-        )))
+        Err(Error::UnknownClusters {
+            names: unknown,
+            known: known.iter().map(ToString::to_string).collect(),
+        })
     }
 }
 
@@ -446,7 +445,7 @@ fn given_args(
         .renderer
         .parameter_schema_in(package, &options)
         .map_err(crate::Error::from)?;
-    Ok(request.args.parse(&schema).map_err(crate::Error::from)?)
+    request.args.parse(&schema).map_err(crate::Error::from)
 }
 
 /// Whether the plan will be applied through KubeVela (the Application is stored and deployed by
@@ -513,10 +512,15 @@ fn check_sizes(rendered: &Rendered) -> Result<()> {
         } else {
             ""
         };
-        return Err(Error::Refused(format!(
-            "addon `{}`: the {kind} `{name}` would hold {size} bytes of {what}, more than the {limit} the API server accepts{hint}; nothing was written",
-            rendered.name
-        )));
+        return Err(Error::TooLarge {
+            addon: rendered.name.clone(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            size,
+            what,
+            limit,
+            hint,
+        });
     }
     Ok(())
 }

@@ -18,7 +18,8 @@ use crate::source::catalog::{registry_failure, Catalog};
 use crate::source::{choose_version, sorted_versions, AddonRef, AddonSummary, Choice, Reader};
 
 use super::{MAX_VERSIONS, READ_CONCURRENCY};
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
+use crate::{Error, Result};
 
 /// The registries of a plan with their listings, read once, and the versions read so far.
 pub(super) struct Sources {
@@ -81,7 +82,7 @@ impl Sources {
         if let Some(pinned) = pinned {
             for index in self.positions(|r| r.registry() == pinned) {
                 if let Err(e) = self.list_one(index).await {
-                    return Err(crate::Error::from(registry_failure(pinned, e)).into());
+                    return Err(crate::Error::from(registry_failure(pinned, e)));
                 }
             }
             return Ok(());
@@ -108,7 +109,7 @@ impl Sources {
         }
         match failures.into_iter().next() {
             Some((registry, e)) if !self.has(root, version) => {
-                Err(crate::Error::from(registry_failure(&registry, e)).into())
+                Err(crate::Error::from(registry_failure(&registry, e)))
             }
             _ => Ok(()),
         }
@@ -356,18 +357,19 @@ impl Sources {
                     .find(|(r, _)| r.registry() == planned.registry)
             })
         else {
-            return Err(Error::Refused(format!(
-                "addon `{}` {} comes from registry `{}`, which is not configured any more; add it again (`addonctl registry add`) or pass `--version` with a version another registry has",
-                planned.name, planned.version, planned.registry
-            )));
+            return Err(Error::RegistryGone {
+                addon: planned.name.clone(),
+                version: planned.version.to_string(),
+                registry: planned.registry.clone(),
+            });
         };
         let addon = AddonRef {
             name: planned.name.clone(),
             version: Some(version),
         };
-        Ok(crate::loader::load(reader.as_ref(), &addon)
+        crate::loader::load(reader.as_ref(), &addon)
             .await
-            .map_err(crate::Error::from)?)
+            .map_err(crate::Error::from)
     }
 }
 

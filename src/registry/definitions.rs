@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::error::{AuthoringError, RegistryError};
 use crate::model::registry::{
     check_name, strip_endpoint_credentials, Credentials, Registry, RegistrySpec, StoredCredentials,
 };
@@ -25,26 +26,20 @@ pub fn read_definitions_with(
 ) -> Result<Vec<Registry>> {
     let text = fs_err::read_to_string(path)?;
     let shown = path.display().to_string();
-    let (value, _) = crate::yaml::parse_single(&text)
-        .map_err(|e| Error::User(format!("`{shown}` is not valid YAML: {e}")))?;
+    let (value, _) = crate::yaml::parse_single(&text).map_err(|e| AuthoringError::InvalidYaml {
+        file: shown.clone(),
+        reason: e.to_string(),
+    })?;
     let items = match value {
         Value::Array(items) => items,
         Value::Object(mut object) if object.contains_key("registries") => {
             match object.remove("registries") {
                 Some(Value::Array(items)) => items,
-                _ => {
-                    return Err(Error::User(format!(
-                        "`{shown}`: `registries` must be a list"
-                    )))
-                }
+                _ => return Err(RegistryError::RegistriesNotList { file: shown }.into()),
             }
         }
         object @ Value::Object(_) => vec![object],
-        _ => {
-            return Err(Error::User(format!(
-                "`{shown}` holds no registry definition"
-            )))
-        }
+        _ => return Err(RegistryError::NoDefinition { file: shown }.into()),
     };
     let mut registries = Vec::new();
     for item in items {
@@ -57,8 +52,13 @@ pub fn read_definitions_with(
         for key in ["token", "username", "password", "sshPassphrase"] {
             object.remove(key);
         }
-        let mut spec: RegistrySpec = serde_json::from_value(Value::Object(object))
-            .map_err(|e| Error::User(format!("`{shown}`: not a registry definition: {e}")))?;
+        let mut spec: RegistrySpec =
+            serde_json::from_value(Value::Object(object)).map_err(|e| {
+                RegistryError::NotDefinition {
+                    file: shown.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
         check_name(&spec.name)?;
         spec.endpoint = strip_endpoint_credentials(spec.kind, &spec.endpoint, &mut credentials);
         spec.order = 0;
@@ -98,9 +98,10 @@ fn expand_text(text: &str, file: &str, lookup: &dyn Fn(&str) -> Option<String>) 
         };
         let name = &after[..end];
         let value = lookup(name).filter(|v| !v.is_empty()).ok_or_else(|| {
-            Error::User(format!(
-                "`{file}` needs the environment variable `{name}`; set it (the file's comments say to what) and try again"
-            ))
+            Error::from(RegistryError::MissingVariable {
+                file: file.to_string(),
+                variable: name.to_owned(),
+            })
         })?;
         out.push_str(&value);
         rest = &after[end + 1..];

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::cluster::Cluster;
+use crate::error::RegistryError;
 use crate::model::registry::StoredCredentials;
 use crate::model::registry::{
     check_name, from_kubevela, sort, to_kubevela, Credentials, Registry, RegistrySpec, CONFIG_MAP,
@@ -25,9 +26,9 @@ fn parse_map(registry_json: &str) -> Result<BTreeMap<String, Value>> {
         return Ok(BTreeMap::new());
     }
     serde_json::from_str(registry_json).map_err(|e| {
-        Error::User(format!(
-            "the registry list (`{CONFIG_MAP}` key `{CONFIG_MAP_KEY}`) is not a JSON map: {e}"
-        ))
+        Error::from(RegistryError::ListNotMap {
+            reason: e.to_string(),
+        })
     })
 }
 
@@ -100,9 +101,10 @@ async fn back_off(attempt: u32) {
 }
 
 fn kept_changing(namespace: &str) -> Error {
-    Error::User(format!(
-        "ConfigMap `{namespace}/{CONFIG_MAP}` kept changing while it was written ({WRITE_ATTEMPTS} attempts); nothing was changed: try again"
-    ))
+    Error::from(RegistryError::StoreContended {
+        namespace: namespace.to_owned(),
+        attempts: WRITE_ATTEMPTS,
+    })
 }
 
 impl Store {
@@ -186,15 +188,16 @@ impl Store {
         check_name(&spec.name)?;
         let name = spec.name.clone();
         let stored = self
-            .modify(|map| {
-                if map.contains_key(&name) {
-                    return Err(Error::User(format!(
-                        "registry `{name}` already exists; change it with `addonctl registry update {name}`"
-                    )));
-                }
-                spec.order = next_order(map);
-                Ok(spec.clone())
-            }, Some((&name, &credentials)))
+            .modify(
+                |map| {
+                    if map.contains_key(&name) {
+                        return Err(RegistryError::Exists { name: name.clone() }.into());
+                    }
+                    spec.order = next_order(map);
+                    Ok(spec.clone())
+                },
+                Some((&name, &credentials)),
+            )
             .await?;
         Ok(stored)
     }
@@ -207,17 +210,16 @@ impl Store {
         credentials: Option<Credentials>,
     ) -> Result<RegistrySpec> {
         let name = spec.name.clone();
-        let existing = self.get(&name).await?.ok_or_else(|| {
-            Error::User(format!(
-                "registry `{name}` does not exist; add it with `addonctl registry add {name}`"
-            ))
-        })?;
+        let existing = self
+            .get(&name)
+            .await?
+            .ok_or_else(|| Error::from(RegistryError::NotFound { name: name.clone() }))?;
         let credentials = credentials.unwrap_or(existing.credentials);
         let order = existing.spec.order;
         self.modify(
             |map| {
                 if !map.contains_key(&name) {
-                    return Err(Error::User(format!("registry `{name}` does not exist")));
+                    return Err(RegistryError::Removed { name: name.clone() }.into());
                 }
                 Ok(RegistrySpec {
                     order,
@@ -312,7 +314,7 @@ impl Store {
         let Store::Cluster { cluster, namespace } = self else {
             return Ok(());
         };
-        let text = serde_json::to_string(map).map_err(|e| Error::User(e.to_string()))?;
+        let text = serde_json::to_string(map).map_err(RegistryError::Encode)?;
         let mut metadata = json!({"name": CONFIG_MAP, "namespace": namespace});
         if let Some(version) = resource_version {
             metadata["resourceVersion"] = json!(version);
@@ -454,9 +456,10 @@ impl Store {
                             // touching the Secret, so an endpoint never gets another's token.
                             if let Some((name, credentials)) = credentials {
                                 self.write_secret(name, credentials).await.map_err(|e| {
-                                    Error::User(format!(
-                                        "registry `{name}` was stored but its credentials were not ({e}); set them again with `addonctl registry update {name}`"
-                                    ))
+                                    Error::from(RegistryError::CredentialsNotStored {
+                                        name: name.to_owned(),
+                                        reason: e.to_string(),
+                                    })
                                 })?;
                             }
                             return Ok(spec);
@@ -481,10 +484,10 @@ fn read_local(path: &Path) -> Result<LocalFile> {
     match fs_err::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => Ok(LocalFile::default()),
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            Error::User(format!(
-                "`{}` is not a valid registry file: {e}",
-                path.display()
-            ))
+            Error::from(RegistryError::InvalidFile {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LocalFile::default()),
         Err(e) => Err(e.into()),
@@ -495,7 +498,7 @@ fn write_local(path: &Path, file: &LocalFile) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         crate::source::cache::create_private_dir(parent)?;
     }
-    let text = serde_json::to_string_pretty(file).map_err(|e| Error::User(e.to_string()))?;
+    let text = serde_json::to_string_pretty(file).map_err(RegistryError::Encode)?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

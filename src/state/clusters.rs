@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::set::{ClusterCredentials, ClusterInfo, LABEL_CREDENTIAL_TYPE, LOCAL};
 use crate::cluster::{self, Cluster};
-use crate::context::{Context, Result};
+use crate::context::Context;
 use crate::model::wire::secret_gvk;
+use crate::Result;
 
 /// Clusters worked on at once.
 pub const CLUSTER_CONCURRENCY: usize = 16;

@@ -46,7 +46,7 @@ fn lease_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
 }
 
-pub use crate::context::Busy;
+pub use crate::error::Busy;
 
 /// A Lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +283,7 @@ pub async fn acquire(
     subject: &str,
     holder: &str,
     force: bool,
-) -> crate::context::Result<Lock> {
+) -> crate::Result<Lock> {
     for _ in 0..ATTEMPTS {
         let state = read(cluster, namespace, name).await?;
         let now = Utc::now();
@@ -294,7 +294,7 @@ pub async fn acquire(
                 expires,
             } => {
                 let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
-                return Err(crate::context::Error::Busy(Busy {
+                return Err(crate::Error::Busy(Busy {
                     subject: subject.to_owned(),
                     lease: name.to_owned(),
                     holder,
@@ -340,9 +340,10 @@ pub async fn acquire(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(crate::context::Error::Refused(format!(
-        "the lock of `{subject}` (Lease `{namespace}/{name}`) kept changing while it was taken; try again"
-    )))
+    Err(crate::Error::LockContended {
+        subject: subject.to_owned(),
+        lease: format!("{namespace}/{name}"),
+    })
 }
 
 impl Lock {
@@ -367,20 +368,18 @@ impl Lock {
 
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
-    pub fn ensure_held(&self) -> crate::context::Result<()> {
+    pub fn ensure_held(&self) -> crate::Result<()> {
         if self.held.lost.load(Ordering::Relaxed) {
-            return Err(crate::context::Error::Refused(format!(
-                "the lock `{}/{}` was taken over by another command while this one ran (it could not renew it for {}s, or `--force-unlock` was used): both may have written; run `addonctl status` and the command again",
-                self.held.namespace,
-                self.held.name,
-                LEASE_DURATION.as_secs()
-            )));
+            return Err(crate::Error::LockTakenOver {
+                lease: format!("{}/{}", self.held.namespace, self.held.name),
+                seconds: LEASE_DURATION.as_secs(),
+            });
         }
         Ok(())
     }
 
     /// Stops renewing and deletes the Lease if it is still this holder's.
-    pub async fn release(self) -> crate::context::Result<()> {
+    pub async fn release(self) -> crate::Result<()> {
         self.renewal.abort();
         let held = &self.held;
         let Some(state) = held.read().await? else {

@@ -15,11 +15,12 @@ use base64::Engine as _;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::wire::{
     application_gvk, args_secret_name, secret_gvk, string_list, topology_properties,
     ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
+use crate::{Error, Result};
 use record::Record;
 
 /// An installed addon, as the cluster shows it.
@@ -114,17 +115,16 @@ pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
-        .map_err(|e| {
-            Error::Refused(format!(
-                "the stored arguments of `{name}` are not base64: {e}"
-            ))
+        .map_err(|e| Error::StoredArgumentsNotBase64 {
+            addon: name.to_owned(),
+            reason: e.to_string(),
         })?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) | Err(_) => Err(Error::Refused(format!(
-            "the stored arguments of `{name}` (Secret `{}`) are not a JSON object; fix or delete it",
-            args_secret_name(name)
-        ))),
+        Ok(_) | Err(_) => Err(Error::StoredArgumentsNotObject {
+            addon: name.to_owned(),
+            secret: args_secret_name(name),
+        }),
     }
 }
 

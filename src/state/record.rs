@@ -351,7 +351,7 @@ pub async fn update(
     ns: &str,
     addon: &str,
     mut change: impl FnMut(Option<Record>) -> Option<Record>,
-) -> crate::context::Result<()> {
+) -> crate::Result<()> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
     for _ in 0..WRITE_ATTEMPTS {
         let stored = cluster.get(&gvk, Some(ns), &record_name(addon)).await?;
@@ -376,8 +376,8 @@ pub async fn update(
 }
 
 /// The error of a record that kept changing while it was written.
-pub fn conflict(ns: &str, addon: &str) -> crate::context::Error {
-    crate::context::Error::Cluster(crate::cluster::Error::Conflict {
+pub fn conflict(ns: &str, addon: &str) -> crate::Error {
+    crate::Error::Cluster(crate::cluster::Error::Conflict {
         cluster: crate::model::wire::LOCAL_CLUSTER.to_owned(),
         message: format!(
             "the record `{ns}/{}` kept changing while this command wrote it ({WRITE_ATTEMPTS} attempts; another command not taking addonctl's lock is writing it); nothing recorded was lost: run `addonctl status {addon}` and the command again",

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::lease::{acquire, addon_lease};
 use crate::cluster::fake::FakeApi;
-use crate::context::Error;
+use crate::Error;
 
 const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/vela-system/leases";
 

@@ -6,10 +6,11 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::context::{Context, Result};
+use crate::context::Context;
 use crate::state::clusters::{clients, CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
 use crate::state::record::ClusterInventory;
 use crate::state::to_value;
+use crate::Result;
 
 /// One object on one cluster, as `status` shows it.
 #[derive(Debug, Clone, Serialize)]

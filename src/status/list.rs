@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::{phase_of_application, Phase};
-use crate::context::{Context, Result};
+use crate::context::Context;
 use crate::source::catalog;
 use crate::state::{installed, Installed};
+use crate::Result;
 
 /// The phase `list` shows, without reading the clusters: KubeVela's for an Application,
 /// `enabling` while a record has a pending revision, else `enabled`.

@@ -12,10 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, Error, Result};
+use crate::context::Context;
 use crate::model::{AddonVersion, Constraint};
 use crate::state::record::{InstalledBy, Record};
 use crate::state::{clusters_of, installed, stored_args, Installed};
+use crate::{Error, Result};
 pub use list::{list, ListRow};
 
 /// The phase of an addon.
@@ -278,9 +279,9 @@ async fn details(
     );
     let Some(found) = found else {
         if not_installed {
-            return Err(Error::Refused(format!(
-                "no addon `{name}` is installed or in any registry"
-            )));
+            return Err(Error::NoSuchAddon {
+                addon: name.clone(),
+            });
         }
         return Ok(());
     };

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::health::{ClusterStatus, ResourceStatus};
 use super::{status, Phase};
-use crate::context::{Context, Error, Reporter, Result};
+use crate::context::{Context, Reporter};
+use crate::{Error, Result};
 
 /// Waits until `name` is `enabled`; see the module documentation.
 pub async fn until_enabled(
@@ -29,14 +30,10 @@ pub async fn until_enabled(
             return Ok(());
         }
         if status.phase == Phase::Failed {
-            return Err(Error::Refused(format!(
-                "addon `{name}` failed{}",
-                status
-                    .reason
-                    .as_ref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            )));
+            return Err(Error::AddonFailed {
+                addon: name.to_owned(),
+                reason: status.reason.clone(),
+            });
         }
         if last != Some(status.phase) {
             reporter.step(&format!(
@@ -72,12 +69,13 @@ pub async fn until_enabled(
                 why.push_str("\nnote: ");
                 why.push_str(note);
             }
-            return Err(Error::NotReady(format!(
-                "addon `{name}` is still {} after {}s (waiting for {}){why}",
-                status.phase,
-                timeout.as_secs(),
-                Phase::Enabled
-            )));
+            return Err(Error::NotReady {
+                addon: name.to_owned(),
+                phase: status.phase.to_string(),
+                seconds: timeout.as_secs(),
+                wanted: Phase::Enabled.to_string(),
+                why,
+            });
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

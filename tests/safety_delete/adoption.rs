@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use addonctl::context::Error;
+use addonctl::Error;
 
 use super::{addon, output_of, persons_config_map, sandbox, CONFIG_MAPS};
 use crate::support::k8s::{apply_as_on, get_on, Env, Kind, Sandbox};
@@ -47,7 +47,10 @@ async fn an_addon_rendering_addonctl_or_kubevela_state_is_refused_and_nothing_is
     ] {
         let error = sb.enable(name, json!({})).await.unwrap_err();
         let message = error.to_string();
-        assert!(matches!(error, Error::Refused(_)), "{name}: {error:?}");
+        assert!(
+            matches!(error, Error::ProtectedObjects { .. }),
+            "{name}: {error:?}"
+        );
         assert!(
             message.contains(object)
                 && message.contains(why)

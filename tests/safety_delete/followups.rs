@@ -130,7 +130,7 @@ async fn the_library_disable_takes_the_addons_lock_and_a_dry_run_does_not() {
     let dry = addonctl::apply::disable_all_with(&sb.ctx, "first", &options, &NoopReporter).await;
 
     assert!(
-        matches!(refused, Err(addonctl::context::Error::Busy(_))),
+        matches!(refused, Err(addonctl::Error::Busy(_))),
         "{refused:?}"
     );
     assert!(refused.unwrap_err().to_string().contains("another command"));

@@ -492,11 +492,7 @@ impl Sandbox {
     }
 
     /// Enables an addon with the library.
-    pub async fn enable(
-        &self,
-        reference: &str,
-        given: Value,
-    ) -> addonctl::context::Result<Vec<StepReport>> {
+    pub async fn enable(&self, reference: &str, given: Value) -> addonctl::Result<Vec<StepReport>> {
         let request = EnableRequest {
             reference: reference.to_owned(),
             args: args(given).into(),

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::targets::rank;
 use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
 use crate::cluster::Cluster;
-use crate::context::{Error, Result};
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::to_value;
+use crate::{Error, Result};
 
 /// One cluster's part of a dispatch, found before anything is applied: the namespace to create
 /// when it is missing, and every object in apply order with whether addonctl creates it.
@@ -248,11 +248,11 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
             }
         }
         let Some(left) = CRD_WAIT.checked_sub(started.elapsed()) else {
-            return Err(Error::Refused(format!(
-                "CustomResourceDefinition `{name}` on cluster `{}` did not become Established within {}s",
-                cluster.name(),
-                CRD_WAIT.as_secs()
-            )));
+            return Err(Error::CrdNotEstablished {
+                crd: name.to_string(),
+                cluster: cluster.name().to_owned(),
+                seconds: CRD_WAIT.as_secs(),
+            });
         };
         // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
         let watched = match version {

@@ -48,11 +48,12 @@ use serde_json::Value;
 use super::deletion::{self, Entry, Removal};
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::cluster::Cluster;
-use crate::context::{Context, Reporter, Result};
+use crate::context::{Context, Reporter};
 use crate::state::clusters::{clients, joined};
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
 };
+use crate::Result;
 
 pub use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
 

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::cluster::set::{ClusterInfo, LOCAL};
-use crate::context::{Error, Result};
 use crate::model::wire::{string_list, topology_properties, LABEL_NAME};
 use crate::state::record::Placement;
+use crate::{Error, Result};
 
 /// The topology policies of an Application as placements (none = `local`).
 pub fn placements(application: &Value) -> Vec<Placement> {
@@ -55,10 +55,10 @@ pub fn resolve_targets(
         if let Some(clusters) = &placement.clusters {
             for name in clusters {
                 if name != LOCAL && !joined.iter().any(|c| &c.name == name) {
-                    return Err(Error::Refused(format!(
-                        "the topology names cluster `{name}`, which is not joined (known: `local`{})",
-                        joined.iter().map(|c| format!(", `{}`", c.name)).collect::<Vec<_>>().concat()
-                    )));
+                    return Err(Error::TopologyUnknownCluster {
+                        name: name.clone(),
+                        joined: joined.iter().map(|c| c.name.clone()).collect(),
+                    });
                 }
                 names.push(name.clone());
             }
@@ -93,11 +93,14 @@ pub fn component_objects(application: &Value) -> Result<Vec<Value>> {
     {
         let kind = component.get("type").and_then(Value::as_str);
         if !matches!(kind, Some("k8s-objects" | "raw")) {
-            return Err(Error::Refused(format!(
-                "component `{}` has type `{}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`",
-                component.get("name").and_then(Value::as_str).unwrap_or("?"),
-                kind.unwrap_or("?")
-            )));
+            return Err(Error::UndeployableComponent {
+                component: component
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned(),
+                kind: kind.unwrap_or("?").to_owned(),
+            });
         }
     }
     Ok(crate::plan::inventory::component_objects(application))
@@ -220,7 +223,10 @@ mod tests {
         let error = resolve_targets(&placements(&app), &[joined("m1", "east")]).unwrap_err();
 
         let message = error.to_string();
-        assert!(matches!(error, Error::Refused(_)), "{message}");
+        assert!(
+            matches!(error, Error::TopologyUnknownCluster { .. }),
+            "{message}"
+        );
         assert!(message.contains("`gone`"), "{message}");
         assert!(message.contains("known: `local`, `m1`"), "{message}");
     }

@@ -20,7 +20,9 @@ pub async fn run(
     printer: Printer,
     args: RenderArgs,
 ) -> anyhow::Result<ExitCode> {
-    let located = addonctl::loader::locate(&args.addon, None).await?;
+    let located = addonctl::loader::locate(&args.addon, None)
+        .await
+        .map_err(addonctl::Error::from)?;
     let package = addonctl::loader::load(located.reader.as_ref(), &located.addon)
         .await
         .map_err(addonctl::Error::from)?;
