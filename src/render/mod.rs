@@ -25,15 +25,15 @@ mod options;
 pub mod output;
 mod parameters;
 mod script;
+mod steps;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use base64::Engine as _;
 use rhai::{Dynamic, Scope, AST};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::model::{AddonPackage, SourceFile, Template};
 use crate::params::{self, ParameterSchema};
@@ -244,7 +244,8 @@ impl Renderer {
         rendered.map_err(|e| e.masked(&secrets))
     }
 
-    /// [`Renderer::render`] once the parameter values are known.
+    /// [`Renderer::render`] once the parameter values are known: the template, the components,
+    /// normalisation, then the definitions, ConfigMaps, views, argument Secret and notes.
     #[allow(clippy::too_many_arguments)]
     fn render_with(
         &self,
@@ -267,95 +268,9 @@ impl Renderer {
         scope.push_constant_dynamic("parameter", parameter);
         scope.push_constant_dynamic("context", context);
         let mut warnings = package.warnings.clone();
-
-        // Template.
-        let (mut application, outputs, scripted) = match &package.template {
-            Some(Template::Rhai(file)) => {
-                let result = self.eval(pkg, file, &mut scope.clone())?;
-                let (app, outputs) = Self::template_result(pkg, file, &result)?;
-                (app, outputs, true)
-            }
-            Some(Template::Yaml(file)) => {
-                let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                    Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
-                })?;
-                warnings.extend(
-                    docs.warnings
-                        .iter()
-                        .map(|w| format!("`{}`: {w}", file.path)),
-                );
-                let mut documents = docs.documents;
-                if documents.len() > 1 {
-                    return Err(Self::file_error(
-                        pkg,
-                        &file.path,
-                        format!(
-                            "expected one Application, found {} documents",
-                            documents.len()
-                        ),
-                    ));
-                }
-                (documents.pop().unwrap_or(Value::Null), Vec::new(), false)
-            }
-            Some(Template::Cue(file)) => {
-                let result = self
-                    .cue_input(package, &args)
-                    .template(file)
-                    .map_err(|f| Self::cue_error(pkg, f))?;
-                let outputs = Self::labelled_outputs(pkg, file, result.outputs)?;
-                // Like a Rhai template, a CUE template places the Application itself.
-                (result.application, outputs, true)
-            }
-            None => (Value::Null, Vec::new(), false),
-        };
-
-        // Components appended in KubeVela's order.
-        let mut extra = Vec::new();
-        for ns in &package.metadata.need_namespace {
-            if ns != &options.namespace {
-                extra.push(normalize::namespace_component(ns));
-            }
-        }
-        let mut yaml_objects = Vec::new();
-        for file in &package.resource_yamls {
-            let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
-            })?;
-            warnings.extend(
-                docs.warnings
-                    .iter()
-                    .map(|w| format!("`{}`: {w}", file.path)),
-            );
-            for doc in docs.documents {
-                Self::check_object(pkg, &file.path, &doc)?;
-                yaml_objects.push(doc);
-            }
-        }
-        if !yaml_objects.is_empty() {
-            extra.push(json!({
-                "name": format!("{name}-resources"),
-                "type": "k8s-objects",
-                "properties": {"objects": yaml_objects},
-            }));
-        }
-        for file in &package.resource_scripts {
-            let result = self.eval(pkg, file, &mut scope.clone())?;
-            let value = Self::to_json(pkg, file, &result)?;
-            let components = match value {
-                Value::Null => Vec::new(),
-                Value::Array(items) => items,
-                other => vec![other],
-            };
-            for component in components {
-                Self::check_component(pkg, &file.path, &component)?;
-                extra.push(component);
-            }
-        }
-        extra.extend(
-            self.cue_input(package, &args)
-                .legacy_components(&mut warnings)
-                .map_err(|f| Self::cue_error(pkg, f))?,
-        );
+        let (mut application, outputs, scripted) =
+            self.template(pkg, &scope, &args, &mut warnings)?;
+        let extra = self.components(pkg, options, &scope, &args, &mut warnings)?;
         normalize::normalise(
             &mut application,
             Normalisation {
@@ -379,65 +294,10 @@ impl Renderer {
 
         let definitions = self.definitions(pkg, &mut scope, &options.namespace)?;
         normalize::annotate_definitions(&mut application, &definitions);
-        let mut config_maps = Self::schema_config_maps(pkg, &options.namespace)?;
-        for file in &package.config_templates {
-            let cm = crate::cue::config_template_from_cue(&file.text, &options.namespace).map_err(
-                |e| Error::Script {
-                    addon: name.clone(),
-                    file: file.path.clone(),
-                    line: e.line,
-                    column: e.column,
-                    message: e.message,
-                },
-            )?;
-            config_maps.push(cm);
-        }
-        let mut views = Vec::new();
-        for file in &package.views {
-            let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
-            })?;
-            for doc in docs.documents {
-                Self::check_object(pkg, &file.path, &doc)?;
-                views.push(doc);
-            }
-        }
-        let args_secret = if args.is_empty() {
-            None
-        } else {
-            let data = serde_json::to_string(&args).map_err(|e| Error::Addon {
-                addon: name.clone(),
-                message: format!("cannot encode the arguments: {e}"),
-            })?;
-            Some(json!({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": normalize::args_secret_name(&name), "namespace": options.namespace},
-                "type": "Opaque",
-                "data": {"addonParameterDataKey": base64::engine::general_purpose::STANDARD.encode(data)},
-            }))
-        };
-        let notes = match &package.notes {
-            Some(file) if file.path.ends_with(".cue") => self
-                .cue_input(package, &args)
-                .notes(file, options.upgrade)
-                .map_err(|f| Self::cue_error(pkg, f))?,
-            Some(file) => {
-                let result = self.eval(pkg, file, &mut scope.clone())?;
-                if result.is_unit() {
-                    None
-                } else if result.is_string() {
-                    Some(result.to_string())
-                } else {
-                    return Err(Self::file_error(
-                        pkg,
-                        &file.path,
-                        format!("must evaluate to a string, found {}", result.type_name()),
-                    ));
-                }
-            }
-            None => None,
-        };
+        let config_maps = Self::config_maps(pkg, &options.namespace)?;
+        let views = Self::views(pkg)?;
+        let args_secret = Self::args_secret(pkg, &options.namespace, &args)?;
+        let notes = self.notes(pkg, &scope, &args, options.upgrade)?;
         Ok(Rendered {
             name: name.clone(),
             version: package.metadata.version.raw().to_owned(),
