@@ -14,6 +14,10 @@
 //!
 //! Guarantees: one shared sandboxed engine ([`engine`]), every script compiled once per text and
 //! cached, every error names the addon, the file and (for scripts) the line and column.
+//!
+//! Files: `options.rs` (what a render takes and gives), `parameters.rs` (the schema in a
+//! render's context), `script.rs` (compiling and running one script), `steps.rs` (the steps
+//! above), `assemble.rs` (checks, definitions, UI-schema ConfigMaps), `mask.rs` (secrets).
 
 mod assemble;
 mod cue_addon;
