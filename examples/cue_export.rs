@@ -26,16 +26,14 @@ fn main() {
         Some(p) => {
             let parts: Vec<&str> = p.split('.').collect();
             instance
-                .export(&parts)
-                .map(|v| v.unwrap_or(serde_json::Value::Null))
+                .export_text(&parts)
+                .map(|v| v.unwrap_or_else(|| "null".to_owned()))
         }
-        None => instance.export_all(),
+        None => instance.export_all_text(),
     });
     match result {
-        Ok(value) => println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        ),
+        // Exact JSON text: integers beyond 64 bits keep every digit.
+        Ok(text) => println!("{text}"),
         Err(e) => {
             eprintln!("error ({:?}): {e}", e.kind);
             std::process::exit(1);

@@ -4,7 +4,7 @@
 // `vela` builds them:
 //   - template.cue (with `package main` prepended when it has none), every resources/**.cue
 //     declaring `package main`, and a generated file: `package main`, the text of parameter.cue
-//     (or resources/parameter.cue), `context: {metadata: <metadata.yaml as JSON>}` and
+//     (or resources/parameter.cue), `context: {metadata: <metadata.yaml as KubeVela's Meta struct writes it>}` and
 //     `parameter: <the arguments as JSON>`;  → `output` and `outputs`;
 //   - each resources/*.cue without a package clause, alone with the parameter text, context and
 //     parameter → its `output` (a component; skipped when absent);
@@ -65,6 +65,37 @@ function parseMetadata(text) {
   return out;
 }
 
+// metadata.yaml read into KubeVela's `Meta` struct and written back as JSON (what `vela` puts in
+// `context.metadata`): name, version, description, icon and invisible always; url, tags,
+// uxPlugins, deployTo, dependencies, needNamespace, system and annotations only when set; other
+// fields dropped; the struct's order, map keys sorted as Go writes them.
+function velaMeta(raw) {
+  const has = (k) => raw[k] !== undefined && raw[k] !== null;
+  const text = (v) => (v === undefined || v === null ? '' : String(v));
+  const sortedStrings = (m) => Object.fromEntries(Object.keys(m).sort().map((k) => [k, text(m[k])]));
+  const out = {};
+  for (const k of ['name', 'version', 'description', 'icon']) out[k] = text(raw[k]);
+  if (has('url') && text(raw.url) !== '') out.url = text(raw.url);
+  if (has('tags') && raw.tags.length > 0) out.tags = raw.tags.map(text);
+  if (has('uxPlugins') && Object.keys(raw.uxPlugins).length > 0) out.uxPlugins = sortedStrings(raw.uxPlugins);
+  if (has('deployTo')) {
+    const d = raw.deployTo;
+    out.deployTo = {};
+    if (d.runtime_cluster === true) out.deployTo.runtime_cluster = true;
+    out.deployTo.disableControlPlane = d.disableControlPlane === true;
+    out.deployTo.runtimeCluster = d.runtimeCluster === true;
+  }
+  if (has('needNamespace') && raw.needNamespace.length > 0) out.needNamespace = raw.needNamespace.map(text);
+  if (has('dependencies')) die('dependencies in a fixture metadata.yaml: parseMetadata reads no list of maps');
+  out.invisible = raw.invisible === true;
+  if (has('system')) {
+    out.system = {};
+    for (const k of ['vela', 'kubernetes']) if (text(raw.system[k]) !== '') out.system[k] = text(raw.system[k]);
+  }
+  if (has('annotations') && Object.keys(raw.annotations).length > 0) out.annotations = sortedStrings(raw.annotations);
+  return out;
+}
+
 function scalar(v) {
   if (v === 'true') return true;
   if (v === 'false') return false;
@@ -109,7 +140,7 @@ async function evaluateCase(cue, tmp, spec) {
   const dir = path.join(ROOT, spec.addon);
   const read = (rel) => fs.readFileSync(path.join(dir, rel), 'utf8');
   const files = walk(dir, '');
-  const metadata = parseMetadata(read('metadata.yaml'));
+  const metadata = velaMeta(parseMetadata(read('metadata.yaml')));
   const parameterFile = files.includes('parameter.cue')
     ? 'parameter.cue'
     : files.includes('resources/parameter.cue')

@@ -405,6 +405,7 @@ async fn every_fixture_addon_enables_and_the_server_stores_its_application() {
         ("cue-params", json!({"owner": "team-a"})),
         ("cue-version", json!({})),
         ("cue-legacy-params", json!({"greeting": "hi"})),
+        ("cue-context", json!({})),
     ] {
         enable(&sb, addon, &given);
 
@@ -497,4 +498,76 @@ async fn notes_cue_sees_whether_the_enable_is_an_upgrade() {
         second.ends_with("cue-notes 3.0.1 upgraded: the dashboard listens on port 8443\n"),
         "{second}"
     );
+}
+
+/// Without KubeVela (the direct engine): the CUE addon's `output` components and `outputs` are
+/// applied by addonctl itself, recorded, and an unchanged re-enable writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cue_addon_enables_through_the_direct_engine_without_kubevela() {
+    let sb = Sandbox::without_kubevela().await;
+    assert!(!sb.api().serves(&Kind::APPLICATION.gvk()).await.unwrap());
+
+    enable(
+        &sb,
+        "cue-outputs",
+        &json!({"names": ["a"], "serviceAccount": false}),
+    );
+    enable(&sb, "cue-context", &json!({"prefix": "direct"}));
+
+    // `output`'s component, evaluated from CUE, applied as an object.
+    let marker = sb.get(Kind::CONFIG_MAP, "outputs-marker").await.unwrap();
+    assert_eq!(marker["data"], json!({"count": "1"}));
+    // An `outputs` object, labelled with its key.
+    let aux = sb.get(Kind::CONFIG_MAP, "outputs-a").await.unwrap();
+    assert_eq!(aux["data"], json!({"index": "0", "addon": "cue-outputs"}));
+    assert_eq!(
+        aux["metadata"]["labels"]["addons.oam.dev/auxiliary-name"],
+        "config-a"
+    );
+    assert!(sb
+        .get(Kind::SERVICE_ACCOUNT, "outputs-runner")
+        .await
+        .is_none());
+    // `context.metadata` as vela gives it, read by the template.
+    let context = sb
+        .get(Kind::CONFIG_MAP, "direct-cue-context")
+        .await
+        .unwrap();
+    assert_eq!(
+        context["data"]["keys"],
+        "name,version,description,icon,url,tags,invisible,system,annotations"
+    );
+    assert_eq!(context["data"]["maintainer"], "absent");
+    assert_eq!(context["data"]["annotation-area"], "a");
+
+    // The auxiliary object is on the control plane's inventory; the component's object was
+    // dispatched to the cluster `local` by the direct engine.
+    let record = sb.record("cue-outputs").await;
+    assert!(!record.application);
+    assert!(
+        record.inventory.iter().any(|o| o.name == "outputs-a"),
+        "{:?}",
+        record.inventory
+    );
+    let local = &record.dispatched["local"].objects;
+    assert!(
+        local.iter().any(|o| o.object.kind == "ConfigMap"
+            && o.object.name == "outputs-marker"
+            && o.created),
+        "{local:?}"
+    );
+    assert_eq!(sb.record("cue-context").await.version, "0.3.0");
+
+    // Enabled again unchanged: the CUE renders the same objects and nothing is written.
+    let before = sb.resource_versions().await;
+    let out = sb
+        .cli()
+        .arg("enable")
+        .arg(fixture("cue-context"))
+        .arg("prefix=direct")
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("unchanged"), "{stdout}");
+    assert_eq!(sb.resource_versions().await, before);
 }

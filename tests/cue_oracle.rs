@@ -129,15 +129,18 @@ fn load_golden(dir: &Path, name: &str) -> Result<Golden, String> {
 
 /// What addonctl's evaluator gave for one case.
 enum Actual {
-    Json(serde_json::Value),
+    Json(Json),
     Fail(cue::Error),
     Panic(String),
 }
 
 fn evaluate(case: &Case) -> Actual {
-    let run = || cue::evaluate(&case.sources, &Limits::default())?.export_all();
+    let run = || cue::evaluate(&case.sources, &Limits::default())?.export_all_text();
     match catch_unwind(AssertUnwindSafe(run)) {
-        Ok(Ok(value)) => Actual::Json(value),
+        Ok(Ok(text)) => match parse_json(&text) {
+            Ok(value) => Actual::Json(value),
+            Err(e) => Actual::Panic(format!("the evaluator exported invalid JSON ({e}): {text}")),
+        },
         Ok(Err(e)) => Actual::Fail(e),
         Err(payload) => Actual::Panic(
             payload
@@ -162,9 +165,8 @@ fn kind_agrees(golden: &str, actual: ErrorKind, accept_unsupported: bool) -> boo
 fn compare(case: &Case, golden: &Golden, actual: &Actual) -> Option<String> {
     match (golden, actual) {
         (_, Actual::Panic(message)) => Some(format!("the evaluator panicked: {message}")),
-        (Golden::Json(expected), Actual::Json(value)) => {
-            let actual = Json::from_value(value);
-            let (path, want, got) = first_difference(expected, &actual, "")?;
+        (Golden::Json(expected), Actual::Json(actual)) => {
+            let (path, want, got) = first_difference(expected, actual, "")?;
             Some(format!(
                 "values differ at {}: expected {}, actual {}\n    expected: {}\n    actual:   {}",
                 if path.is_empty() { "the root" } else { &path },
@@ -181,7 +183,7 @@ fn compare(case: &Case, golden: &Golden, actual: &Actual) -> Option<String> {
         )),
         (Golden::Fail { kind, line }, Actual::Json(value)) => Some(format!(
             "expected a failure ({kind}: {line}), the evaluator exported\n    actual:   {}",
-            show(&Json::from_value(value).to_string())
+            show(&value.to_string())
         )),
         (Golden::Fail { kind, line }, Actual::Fail(e)) => {
             (!kind_agrees(kind, e.kind, case.accepts_unsupported())).then(|| {

@@ -218,16 +218,9 @@ impl Instance {
     /// `Ok(None)` when the field is absent; an error when it is not concrete or conflicts (the
     /// message names the path).
     pub fn export(&self, path: &[&str]) -> Result<Option<serde_json::Value>, Error> {
-        self.with(|ev| {
-            let mut at = eval::ROOT;
-            for label in path {
-                ev.expand(at);
-                match ev.v(at).arcs.get(*label).copied() {
-                    Some(a) if ev.v(a).regular => at = a,
-                    _ => return Ok(None),
-                }
-            }
-            ev.export_vertex(at).map(Some)
+        self.with(|ev| match ev.lookup(path) {
+            Some(at) => ev.export_vertex(at).map(Some),
+            None => Ok(None),
         })
     }
 
@@ -235,6 +228,21 @@ impl Instance {
     /// definitions and optional fields left out).
     pub fn export_all(&self) -> Result<serde_json::Value, Error> {
         self.with(|ev| ev.export_vertex(eval::ROOT))
+    }
+
+    /// Compact JSON text of the value at a path, as [`Instance::export`] gives it, except that
+    /// integers beyond 64 bits keep all their digits (a `serde_json::Value` cannot hold them:
+    /// [`Instance::export`] reports them as an error).
+    pub fn export_text(&self, path: &[&str]) -> Result<Option<String>, Error> {
+        self.with(|ev| match ev.lookup(path) {
+            Some(at) => ev.export_text(at).map(Some),
+            None => Ok(None),
+        })
+    }
+
+    /// [`Instance::export_all`] as compact JSON text, integers of any size exact.
+    pub fn export_all_text(&self) -> Result<String, Error> {
+        self.with(|ev| ev.export_text(eval::ROOT))
     }
 }
 

@@ -333,3 +333,42 @@ fn lists_of_different_lengths_differ_as_in_cue_0_9() {
         json!({"a": true, "b": false, "c": true})
     );
 }
+
+#[test]
+fn big_integers_export_exactly_as_text_and_fail_clearly_as_values() {
+    let text = "a: 9223372036854775807 * 4\nb: {c: \"x\", d: [1.5, -18446744073709551617]}\nu: 18446744073709551615";
+    let inst = evaluate(&[Source::new("big.cue", text)], &Limits::default()).unwrap();
+    assert_eq!(
+        inst.export_all_text().unwrap(),
+        r#"{"a":36893488147419103228,"b":{"c":"x","d":[1.5,-18446744073709551617]},"u":18446744073709551615}"#
+    );
+    assert_eq!(
+        inst.export_text(&["b", "c"]).unwrap().as_deref(),
+        Some("\"x\"")
+    );
+    assert_eq!(inst.export_text(&["absent"]).unwrap(), None);
+    // u64 still fits a serde_json number.
+    assert_eq!(
+        inst.export(&["u"]).unwrap(),
+        Some(json!(18_446_744_073_709_551_615_u64))
+    );
+    let e = inst.export(&["b"]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    let shown = e.to_string();
+    assert!(shown.contains("b.d[1]"), "{shown}");
+    assert!(shown.contains("-18446744073709551617"), "{shown}");
+    assert!(shown.contains("does not fit in 64 bits"), "{shown}");
+}
+
+#[test]
+fn a_quoted_hash_label_is_a_regular_field_and_its_path_is_quoted() {
+    assert_eq!(
+        ok("#x: 1\n\"#x\": 2\n_y: 3\n\"_y\": #x + _y"),
+        json!({"#x": 2, "_y": 4})
+    );
+    let e = err("s: {\"#x\": 1}\ns: {\"#x\": 2}");
+    assert_eq!(e.kind, ErrorKind::Conflict);
+    assert!(e.to_string().starts_with("s[\"#x\"]: "), "{e}");
+    let e = err("\"_h\": 1\n\"_h\": 2");
+    assert!(e.to_string().starts_with("\"_h\": "), "{e}");
+}

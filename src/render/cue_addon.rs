@@ -21,6 +21,118 @@ use serde_json::{json, Map, Value};
 use crate::cue::{self, Source};
 use crate::model::{AddonPackage, SourceFile};
 
+/// `context.metadata` as `vela` gives it: `metadata.yaml` read into KubeVela's `Meta` struct and
+/// written back as JSON, so `name`, `version`, `description`, `icon` and `invisible` are always
+/// there (empty when not written), the other known fields only when set, and fields `Meta` does
+/// not know are dropped. The order is the struct's.
+pub(crate) fn vela_metadata(raw: &Value) -> Value {
+    let field = |key: &str| raw.get(key).filter(|v| !v.is_null());
+    let mut out = Map::new();
+    for key in ["name", "version", "description", "icon"] {
+        out.insert(
+            key.into(),
+            Value::String(field(key).map_or_else(String::new, text)),
+        );
+    }
+    if let Some(url) = field("url").map(text).filter(|u| !u.is_empty()) {
+        out.insert("url".into(), Value::String(url));
+    }
+    if let Some(tags) = field("tags").and_then(strings).filter(|t| !t.is_empty()) {
+        out.insert("tags".into(), tags.into());
+    }
+    if let Some(plugins) = field("uxPlugins").and_then(string_map) {
+        out.insert("uxPlugins".into(), plugins);
+    }
+    if let Some(deploy) = field("deployTo") {
+        let flag = |key: &str| deploy.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let mut d = Map::new();
+        if flag("runtime_cluster") {
+            d.insert("runtime_cluster".into(), true.into());
+        }
+        d.insert(
+            "disableControlPlane".into(),
+            flag("disableControlPlane").into(),
+        );
+        d.insert("runtimeCluster".into(), flag("runtimeCluster").into());
+        out.insert("deployTo".into(), Value::Object(d));
+    }
+    if let Some(Value::Array(deps)) =
+        field("dependencies").filter(|d| d.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        let deps = deps.iter().map(|d| {
+            if d.is_null() {
+                return Value::Null;
+            }
+            let mut m = Map::new();
+            for key in ["name", "version"] {
+                if let Some(v) = d
+                    .get(key)
+                    .filter(|v| !v.is_null())
+                    .map(text)
+                    .filter(|v| !v.is_empty())
+                {
+                    m.insert(key.into(), Value::String(v));
+                }
+            }
+            Value::Object(m)
+        });
+        out.insert("dependencies".into(), Value::Array(deps.collect()));
+    }
+    if let Some(ns) = field("needNamespace")
+        .and_then(strings)
+        .filter(|n| !n.is_empty())
+    {
+        out.insert("needNamespace".into(), ns.into());
+    }
+    let invisible = field("invisible").and_then(Value::as_bool).unwrap_or(false);
+    out.insert("invisible".into(), invisible.into());
+    if let Some(system) = field("system") {
+        let mut m = Map::new();
+        for key in ["vela", "kubernetes"] {
+            if let Some(v) = system
+                .get(key)
+                .filter(|v| !v.is_null())
+                .map(text)
+                .filter(|v| !v.is_empty())
+            {
+                m.insert(key.into(), Value::String(v));
+            }
+        }
+        out.insert("system".into(), Value::Object(m));
+    }
+    if let Some(annotations) = field("annotations").and_then(string_map) {
+        out.insert("annotations".into(), annotations);
+    }
+    Value::Object(out)
+}
+
+/// A scalar as the string Go's `Meta` holds (a YAML `1.0` is read as the text `1.0`).
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn strings(value: &Value) -> Option<Vec<Value>> {
+    let items = value.as_array()?;
+    Some(items.iter().map(|v| Value::String(text(v))).collect())
+}
+
+/// A non-empty map of strings (`omitempty` drops an empty one), keys sorted as Go writes a map.
+fn string_map(value: &Value) -> Option<Value> {
+    let map = value.as_object().filter(|m| !m.is_empty())?;
+    let sorted: std::collections::BTreeMap<&String, String> =
+        map.iter().map(|(k, v)| (k, text(v))).collect();
+    Some(Value::Object(
+        sorted
+            .into_iter()
+            .map(|(k, v)| (k.clone(), Value::String(v)))
+            .collect(),
+    ))
+}
+
 /// The name errors give the generated file.
 pub(crate) const GENERATED: &str = "(generated: context and parameter)";
 
@@ -82,7 +194,7 @@ impl CueInput<'_> {
     /// `parameter.cue` (when there is one) and the generated file.
     fn common(&self, upgrade: Option<bool>) -> Result<Vec<Source>, Failure> {
         let mut context = Map::new();
-        context.insert("metadata".into(), self.package.metadata.raw.clone());
+        context.insert("metadata".into(), vela_metadata(&self.package.metadata.raw));
         if let Some(upgrade) = upgrade {
             context.insert("installer".into(), json!({ "upgrade": upgrade }));
         }
@@ -308,6 +420,32 @@ mod tests {
         assert_eq!(schema["required"], json!(["auth", "owner"]));
         assert!(schema["properties"]["ingress"].get("required").is_none());
         assert_eq!(schema["properties"]["auth"]["required"], json!(["user"]));
+    }
+
+    #[test]
+    fn context_metadata_has_the_shape_of_kubevelas_meta_struct() {
+        let raw = json!({
+            "name": "demo", "version": 1.5, "maintainer": "dropped", "tags": [],
+            "annotations": {"z": "1", "a": 2}, "deployTo": {"runtimeCluster": true},
+            "dependencies": [{"name": "fluxcd"}, {"name": "x", "version": ">=1.0.0", "extra": 1}],
+            "system": {"vela": ">=v1.5.0"}, "url": "", "needNamespace": ["ns"]
+        });
+        let meta = vela_metadata(&raw);
+        assert_eq!(
+            serde_json::to_string(&meta).unwrap(),
+            concat!(
+                r#"{"name":"demo","version":"1.5","description":"","icon":"","#,
+                r#""deployTo":{"disableControlPlane":false,"runtimeCluster":true},"#,
+                r#""dependencies":[{"name":"fluxcd"},{"name":"x","version":">=1.0.0"}],"#,
+                r#""needNamespace":["ns"],"invisible":false,"system":{"vela":">=v1.5.0"},"#,
+                r#""annotations":{"a":"2","z":"1"}}"#
+            )
+        );
+        let bare = vela_metadata(&json!({"name": "bare", "invisible": true}));
+        assert_eq!(
+            bare,
+            json!({"name": "bare", "version": "", "description": "", "icon": "", "invisible": true})
+        );
     }
 
     #[test]

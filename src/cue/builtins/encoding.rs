@@ -19,18 +19,19 @@ pub(super) fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R
     match name {
         "json.Marshal" | "yaml.Marshal" => {
             arity(name, a, 1, pos)?;
-            let json = ev.json_of(&at(0)).map_err(|e| {
+            let as_bottom = |e: crate::cue::Error| {
                 let k = if e.kind == ErrorKind::Incomplete {
                     ErrorKind::Incomplete
                 } else {
                     ErrorKind::Builtin
                 };
                 bottom(k, e.to_string(), vec![pos])
-            })?;
+            };
             if name == "json.Marshal" {
-                let text = serde_json::to_string(&json).map_err(|e| fail(e.to_string(), pos))?;
+                let text = ev.text_of(&at(0)).map_err(as_bottom)?;
                 Ok(s(html_escape(&text)))
             } else {
+                let json = ev.json_of(&at(0)).map_err(as_bottom)?;
                 Ok(s(crate::cue::yaml::marshal(&json)))
             }
         }

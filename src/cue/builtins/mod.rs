@@ -8,7 +8,7 @@ use num_traits::{Signed, ToPrimitive, Zero};
 
 use super::ast::{Expr, Pos};
 use super::error::ErrorKind;
-use super::eval::{EnvId, Evaluator, Src};
+use super::eval::{EnvId, Evaluator, Key, Src};
 use crate::cue::value::{bottom, normalize_disj, show, small_uint, to_f64, Val};
 
 #[rustfmt::skip]
@@ -267,7 +267,12 @@ fn dispatch(ev: &mut Evaluator, name: &'static str, a: &[Val], pos: Pos) -> R {
         "and" => {
             n(1)?;
             let items = ev.list_items(&concrete(&arg(0), pos)?, pos)?;
-            let anon = ev.new_vertex(Some(crate::cue::eval::ROOT), Arc::from("<and>"), false, pos);
+            let anon = ev.new_vertex(
+                Some(crate::cue::eval::ROOT),
+                Key::regular(Arc::from("<and>")),
+                false,
+                pos,
+            );
             ev.vm(anon).regular = true;
             for i in items {
                 ev.add(anon, Src::Val(i, pos), 0, None);
@@ -302,7 +307,7 @@ fn length(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
             ev.v(w)
                 .arcs
                 .iter()
-                .filter(|(k, &a)| !k.starts_with('_') && !k.starts_with('#') && ev.v(a).regular)
+                .filter(|(k, &a)| k.is_regular() && ev.v(a).regular)
                 .count()
         }
         other => {
@@ -323,7 +328,7 @@ fn close(ev: &mut Evaluator, v: &Val, pos: Pos) -> R {
                 group.active = true;
             }
             let parent = crate::cue::eval::ROOT;
-            let anon = ev.new_vertex(Some(parent), Arc::from("<close>"), false, pos);
+            let anon = ev.new_vertex(Some(parent), Key::regular(Arc::from("<close>")), false, pos);
             ev.vm(anon).regular = true;
             ev.add(anon, Src::Val(v.clone(), pos), 0, Some(g));
             Ok(ev.value_of(anon))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use num_traits::ToPrimitive;
 use serde_json::{Map, Number, Value};
 
-use super::{Conjunct, Evaluator, Src, State};
+use super::{Conjunct, Evaluator, Key, KeyRef, Src, State};
 use crate::cue::ast::{BinOp, ExprKind, Pos, UnOp};
 use crate::cue::error::{Error, ErrorKind};
 use crate::cue::value::{bottom, kind, meet, show, Bottom, VId, Val};
@@ -162,20 +162,21 @@ impl Evaluator {
                 continue;
             }
             for (label, &a) in &self.v(v).arcs {
-                if label.starts_with('_') || label.starts_with('#') || self.v(a).index_label {
+                if !label.is_regular() || self.v(a).index_label {
                     continue;
                 }
                 if g.fields.contains(label) {
                     continue;
                 }
-                let name = Val::Str(Arc::clone(label));
+                let name = Val::Str(Arc::clone(&label.name));
                 if g.patterns.iter().any(|p| !meet(p, &name).is_bottom()) {
                     continue;
                 }
                 let b = Bottom {
                     kind: ErrorKind::Conflict,
                     message: format!(
-                        "field not allowed: `{label}` is not declared in the closed definition"
+                        "field not allowed: `{}` is not declared in the closed definition",
+                        label.name
                     ),
                     positions: vec![self.v(a).pos],
                     path: Some(self.path(a)),
@@ -219,7 +220,11 @@ impl Evaluator {
         for (src, default) in options {
             let (parent, label, index_label) = {
                 let vx = self.v(v);
-                (vx.parent, Arc::clone(&vx.label), vx.index_label)
+                let key = Key {
+                    name: Arc::clone(&vx.label),
+                    kind: vx.kind,
+                };
+                (vx.parent, key, vx.index_label)
             };
             let t = self.new_vertex(parent, label, index_label, self.v(v).pos);
             self.vm(t).regular = true;
@@ -323,17 +328,39 @@ impl Evaluator {
 
     // --- export ------------------------------------------------------------------------------
 
+    /// The vertex at a path of regular field names from the root, if there is one.
+    pub(crate) fn lookup(&mut self, path: &[&str]) -> Option<VId> {
+        let mut at = super::ROOT;
+        for label in path {
+            self.expand(at);
+            match self.v(at).arcs.get(&KeyRef::regular(label)).copied() {
+                Some(a) if self.v(a).regular => at = a,
+                _ => return None,
+            }
+        }
+        Some(at)
+    }
+
     /// Concrete JSON of vertex `v`.
     pub(crate) fn export_vertex(&mut self, v: VId) -> Result<Value, Error> {
+        self.export_as::<Value>(v)
+    }
+
+    /// Concrete JSON text (compact) of vertex `v`, integers of any size with all their digits.
+    pub(crate) fn export_text(&mut self, v: VId) -> Result<String, Error> {
+        self.export_as::<JsonText>(v).map(|t| t.0)
+    }
+
+    fn export_as<O: Out>(&mut self, v: VId) -> Result<O, Error> {
         if !self.enter() {
             return Err(self.fatal_error());
         }
-        let result = self.export_inner(v);
+        let result = self.export_inner::<O>(v);
         self.leave();
         result
     }
 
-    fn export_inner(&mut self, v: VId) -> Result<Value, Error> {
+    fn export_inner<O: Out>(&mut self, v: VId) -> Result<O, Error> {
         let val = self.value_of(v);
         if let Some(e) = self.fatal.clone() {
             return Err(e);
@@ -343,18 +370,19 @@ impl Evaluator {
                 if let Val::Bottom(b) = self.scalar(v, &[]) {
                     return Err(self.error_of(&b, Some(v)));
                 }
-                let arcs: Vec<(Arc<str>, VId)> = self
+                let arcs: Vec<(Key, VId)> = self
                     .v(v)
                     .arcs
                     .iter()
-                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .map(|(k, &a)| (k.clone(), a))
                     .collect();
-                let mut map = Map::new();
-                for (label, a) in arcs {
+                let mut fields = Vec::with_capacity(arcs.len());
+                for (key, a) in arcs {
                     if !self.v(a).regular {
                         continue;
                     }
-                    if label.starts_with('_') || label.starts_with('#') {
+                    let label = key.name;
+                    if !key.kind.is_regular() {
                         if let Err(e) = self.check(a) {
                             if e.kind != ErrorKind::Limit {
                                 return Err(self.error_of(&e, Some(a)));
@@ -362,11 +390,11 @@ impl Evaluator {
                         }
                         continue;
                     }
-                    let value = self.export_vertex(a)?;
+                    let value = self.export_as::<O>(a)?;
                     self.count(label.len() + 4)?;
-                    map.insert(label.to_string(), value);
+                    fields.push((label.to_string(), value));
                 }
-                Ok(Value::Object(map))
+                Ok(O::object(fields))
             }
             Val::List(w) if w == v => {
                 if let Val::Bottom(b) = self.scalar(v, &[]) {
@@ -375,26 +403,40 @@ impl Evaluator {
                 let len = self.v(v).list.as_ref().map_or(0, |s| s.len);
                 let mut out = Vec::with_capacity(len);
                 for i in 0..len {
-                    match self.v(v).arcs.get(i.to_string().as_str()).copied() {
-                        Some(a) => out.push(self.export_vertex(a)?),
-                        None => out.push(Value::Null),
+                    match self
+                        .v(v)
+                        .arcs
+                        .get(&KeyRef::regular(&i.to_string()))
+                        .copied()
+                    {
+                        Some(a) => out.push(self.export_as::<O>(a)?),
+                        None => out.push(O::scalar(Value::Null)),
                     }
                 }
-                Ok(Value::Array(out))
+                Ok(O::array(out))
             }
-            other => self.scalar_json(&other, Some(v)),
+            other => self.scalar_out::<O>(&other, Some(v)),
         }
     }
 
     /// Concrete JSON of a value (structs and lists through their vertices).
     pub(crate) fn json_of(&mut self, val: &Val) -> Result<Value, Error> {
+        self.out_of::<Value>(val)
+    }
+
+    /// Compact JSON text of a value, integers of any size with all their digits.
+    pub(crate) fn text_of(&mut self, val: &Val) -> Result<String, Error> {
+        self.out_of::<JsonText>(val).map(|t| t.0)
+    }
+
+    fn out_of<O: Out>(&mut self, val: &Val) -> Result<O, Error> {
         match val.default_value() {
-            Val::Struct(w) | Val::List(w) => self.export_vertex(w),
-            other => self.scalar_json(&other, None),
+            Val::Struct(w) | Val::List(w) => self.export_as::<O>(w),
+            other => self.scalar_out::<O>(&other, None),
         }
     }
 
-    fn scalar_json(&mut self, val: &Val, at: Option<VId>) -> Result<Value, Error> {
+    fn scalar_out<O: Out>(&mut self, val: &Val, at: Option<VId>) -> Result<O, Error> {
         let val = val.default_value();
         let json = match &val {
             Val::Null => Value::Null,
@@ -405,13 +447,18 @@ impl Evaluator {
                 } else if let Some(n) = i.to_u64() {
                     Value::from(n)
                 } else {
-                    let mut e = Error::unsupported(format!(
-                        "the integer {i} does not fit in 64 bits and cannot be exported"
-                    ));
-                    if let Some(v) = at {
-                        e = e.with_path(self.path(v));
-                    }
-                    return Err(e);
+                    let text = i.to_string();
+                    self.count(text.len())?;
+                    return O::big_int(text).map_err(|text| {
+                        let mut e = Error::unsupported(format!(
+                            "the integer {text} does not fit in 64 bits: a JSON value for \
+                             Kubernetes cannot hold it exactly (make it a string: \"\\(x)\")"
+                        ));
+                        if let Some(v) = at {
+                            e = e.with_path(self.path(v));
+                        }
+                        e
+                    });
                 }
             }
             Val::Float(f, s) => {
@@ -428,7 +475,7 @@ impl Evaluator {
                 use base64::Engine as _;
                 Value::String(base64::engine::general_purpose::STANDARD.encode(b))
             }
-            Val::Struct(w) | Val::List(w) => return self.export_vertex(*w),
+            Val::Struct(w) | Val::List(w) => return self.export_as::<O>(*w),
             Val::Bottom(b) => return Err(self.error_of(b, at)),
             other => {
                 let what = match other {
@@ -455,7 +502,7 @@ impl Evaluator {
             _ => 8,
         };
         self.count(size)?;
-        Ok(json)
+        Ok(O::scalar(json))
     }
 
     fn count(&mut self, size: usize) -> Result<(), Error> {
@@ -500,5 +547,73 @@ fn flatten(e: &Arc<crate::cue::ast::Expr>, default: bool, out: &mut Vec<(Src, bo
             flatten(inner, default, out);
         }
         _ => out.push((Src::Expr(Arc::clone(e)), default)),
+    }
+}
+
+/// What an export builds: a `serde_json::Value`, or JSON text that keeps big integers exact.
+trait Out: Sized {
+    fn scalar(value: Value) -> Self;
+    /// An integer beyond 64 bits, as decimal digits (`Err` gives the digits back when this
+    /// output cannot hold it).
+    fn big_int(digits: String) -> Result<Self, String>;
+    fn array(items: Vec<Self>) -> Self;
+    fn object(fields: Vec<(String, Self)>) -> Self;
+}
+
+impl Out for Value {
+    fn scalar(value: Value) -> Self {
+        value
+    }
+
+    fn big_int(digits: String) -> Result<Self, String> {
+        Err(digits)
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+
+    fn object(fields: Vec<(String, Self)>) -> Self {
+        Value::Object(fields.into_iter().collect::<Map<String, Value>>())
+    }
+}
+
+/// Compact JSON text, as `serde_json::to_string` writes it.
+struct JsonText(String);
+
+impl Out for JsonText {
+    fn scalar(value: Value) -> Self {
+        JsonText(value.to_string())
+    }
+
+    fn big_int(digits: String) -> Result<Self, String> {
+        Ok(JsonText(digits))
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        let mut out = String::with_capacity(2 + items.iter().map(|i| i.0.len() + 1).sum::<usize>());
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&item.0);
+        }
+        out.push(']');
+        JsonText(out)
+    }
+
+    fn object(fields: Vec<(String, Self)>) -> Self {
+        let mut out = String::from("{");
+        for (i, (key, value)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&Value::String(key.clone()).to_string());
+            out.push(':');
+            out.push_str(&value.0);
+        }
+        out.push('}');
+        JsonText(out)
     }
 }

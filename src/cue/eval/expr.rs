@@ -7,7 +7,7 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use num_traits::ToPrimitive;
 
-use super::{EnvId, EnvKind, Evaluator, Src, ROOT};
+use super::{EnvId, EnvKind, Evaluator, Key, KeyRef, Src, ROOT};
 use crate::cue::ast::{BinOp, DeclRef, Elem, Expr, ExprKind, Part, Pos, UnOp};
 use crate::cue::builtins;
 use crate::cue::error::ErrorKind;
@@ -117,7 +117,7 @@ impl Evaluator {
     /// A new vertex (not reachable from the root) holding `src`; its value.
     pub(crate) fn anonymous(&mut self, src: Src, env: EnvId, pos: Pos) -> Val {
         let parent = self.scope_vertex(env);
-        let v = self.new_vertex(Some(parent), Arc::from("<value>"), false, pos);
+        let v = self.new_vertex(Some(parent), Key::regular(Arc::from("<value>")), false, pos);
         self.vm(v).regular = true;
         self.add(v, src, env, None);
         self.value_of(v)
@@ -147,7 +147,11 @@ impl Evaluator {
                 EnvKind::Struct { vertex, lit } => match lit.declares(name) {
                     Some(DeclRef::Field) => {
                         let vertex = *vertex;
-                        return self.v(vertex).arcs.get(name).map(|&a| Target::Vertex(a));
+                        return self
+                            .v(vertex)
+                            .arcs
+                            .get(&KeyRef::ident(name))
+                            .map(|&a| Target::Vertex(a));
                     }
                     Some(DeclRef::Let(expr)) => return Some(Target::Let(Arc::clone(expr), env)),
                     None => {}
@@ -155,7 +159,7 @@ impl Evaluator {
                 EnvKind::Package { vertex, files } => {
                     if files.iter().any(|f| f.declares(name).is_some()) {
                         let vertex = *vertex;
-                        if let Some(&a) = self.v(vertex).arcs.get(name) {
+                        if let Some(&a) = self.v(vertex).arcs.get(&KeyRef::ident(name)) {
                             return Some(Target::Vertex(a));
                         }
                         // A package-level `let` of another file.
@@ -228,16 +232,17 @@ impl Evaluator {
             }
         }
         let b = self.eval(base, env).default_value();
-        self.field(&b, name, pos)
+        self.field(&b, KeyRef::ident(name), pos)
     }
 
     /// `b.name` on an evaluated value.
-    pub(crate) fn field(&mut self, b: &Val, name: &str, pos: Pos) -> Val {
+    pub(crate) fn field(&mut self, b: &Val, key: KeyRef<'_>, pos: Pos) -> Val {
+        let name = key.name;
         match b {
             Val::Struct(w) => {
                 let w = *w;
                 self.expand(w);
-                match self.v(w).arcs.get(name).copied() {
+                match self.v(w).arcs.get(&key).copied() {
                     Some(a) if self.v(a).regular => self.value_of(a),
                     Some(_) => incomplete(
                         format!("cannot reference optional field `{name}` (it is not set)"),
@@ -265,13 +270,18 @@ impl Evaluator {
         match (b, i) {
             (Val::Bottom(_), _) => b.clone(),
             (_, Val::Bottom(_)) => i.clone(),
-            (Val::Struct(_), Val::Str(s)) => self.field(b, s, pos),
+            (Val::Struct(_), Val::Str(s)) => self.field(b, KeyRef::regular(s), pos),
             (Val::List(w), Val::Int(n)) => {
                 let w = *w;
                 self.expand(w);
                 let len = self.v(w).list.as_ref().map_or(0, |s| s.len);
                 match n.to_usize().filter(|&n| n < len) {
-                    Some(n) => match self.v(w).arcs.get(n.to_string().as_str()).copied() {
+                    Some(n) => match self
+                        .v(w)
+                        .arcs
+                        .get(&KeyRef::regular(&n.to_string()))
+                        .copied()
+                    {
                         Some(a) => self.value_of(a),
                         None => incomplete(format!("index {n} out of range"), pos),
                     },
@@ -329,7 +339,11 @@ impl Evaluator {
                 let len = self.v(w).list.as_ref().map_or(0, |s| s.len);
                 let mut out = Vec::with_capacity(len);
                 for i in 0..len {
-                    let a = self.v(w).arcs.get(i.to_string().as_str()).copied();
+                    let a = self
+                        .v(w)
+                        .arcs
+                        .get(&KeyRef::regular(&i.to_string()))
+                        .copied();
                     out.push(a.map_or(Val::Top, |a| self.value_of(a)));
                 }
                 Ok(out)

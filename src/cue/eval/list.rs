@@ -8,7 +8,7 @@ use num_bigint::BigInt;
 
 use super::expr::{conflict_at, incomplete};
 
-use super::{Conjunct, EnvId, EnvKind, Evaluator, GroupId, ListConj, Src};
+use super::{Conjunct, EnvId, EnvKind, Evaluator, GroupId, Key, ListConj, Src};
 use crate::cue::ast::{Clause, Comprehension, Elem, ExprKind, Pos};
 use crate::cue::error::ErrorKind;
 use crate::cue::value::{bottom, show, VId, Val};
@@ -52,7 +52,7 @@ impl Evaluator {
                 if let Some(s) = self.vm(v).list.as_mut() {
                     s.applied.insert((t, i));
                 }
-                let label: Arc<str> = Arc::from(i.to_string());
+                let label = Key::regular(Arc::from(i.to_string()));
                 let arc = self.arc(v, &label, true, self.v(v).pos);
                 self.vm(arc).regular = true;
                 self.add(arc, conj.src.clone(), conj.env, conj.closed);
@@ -82,7 +82,7 @@ impl Evaluator {
         }
         let count = items.len();
         for (i, (src, env)) in items.into_iter().enumerate() {
-            let label: Arc<str> = Arc::from(i.to_string());
+            let label = Key::regular(Arc::from(i.to_string()));
             let arc = self.arc(v, &label, true, pos);
             self.vm(arc).regular = true;
             let group = self.list_group(lc.closed);
@@ -231,19 +231,19 @@ impl Evaluator {
                     ));
                 }
                 self.expand(w);
-                let arcs: Vec<(Arc<str>, VId)> = self
+                let arcs: Vec<(Key, VId)> = self
                     .v(w)
                     .arcs
                     .iter()
-                    .map(|(k, &a)| (Arc::clone(k), a))
+                    .map(|(k, &a)| (k.clone(), a))
                     .collect();
                 let mut out = Vec::new();
                 for (k, a) in arcs {
-                    if k.starts_with('_') || k.starts_with('#') || !self.v(a).regular {
+                    if !k.is_regular() || !self.v(a).regular {
                         continue;
                     }
                     let v = self.value_of(a);
-                    out.push((Val::Str(k), v));
+                    out.push((Val::Str(k.name), v));
                 }
                 Ok(out)
             }

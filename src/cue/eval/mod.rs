@@ -7,6 +7,7 @@
 
 mod export;
 mod expr;
+mod label;
 mod list;
 
 use std::collections::{HashMap, HashSet};
@@ -21,6 +22,7 @@ use super::ast::{
 use super::error::{Error, ErrorKind, Position};
 use super::value::{bottom, push_label, Bottom, VId, Val};
 use super::Limits;
+pub(crate) use label::{Key, KeyRef, LabelKind};
 
 /// An environment id.
 pub(crate) type EnvId = usize;
@@ -75,7 +77,7 @@ pub(crate) enum State {
 #[derive(Debug, Clone)]
 pub(crate) struct GroupFields {
     pub(crate) group: GroupId,
-    pub(crate) fields: HashSet<Arc<str>>,
+    pub(crate) fields: HashSet<Key>,
     pub(crate) open: bool,
     pub(crate) patterns: Vec<Val>,
 }
@@ -100,8 +102,9 @@ pub(crate) struct ListConj {
 pub(crate) struct Vertex {
     pub(crate) parent: Option<VId>,
     pub(crate) label: Arc<str>,
+    pub(crate) kind: LabelKind,
     pub(crate) index_label: bool,
-    pub(crate) arcs: IndexMap<Arc<str>, VId>,
+    pub(crate) arcs: IndexMap<Key, VId>,
     pub(crate) conjuncts: Vec<Conjunct>,
     pub(crate) done: usize,
     pub(crate) scalars: Vec<(Val, Pos)>,
@@ -130,10 +133,11 @@ pub(crate) struct Vertex {
 }
 
 impl Vertex {
-    fn new(parent: Option<VId>, label: Arc<str>, index_label: bool, pos: Pos) -> Self {
+    fn new(parent: Option<VId>, key: Key, index_label: bool, pos: Pos) -> Self {
         Vertex {
             parent,
-            label,
+            label: key.name,
+            kind: key.kind,
             index_label,
             arcs: IndexMap::new(),
             conjuncts: Vec::new(),
@@ -166,7 +170,7 @@ pub(crate) struct Evaluator {
     pub(crate) vertices: Vec<Vertex>,
     pub(crate) envs: Vec<Env>,
     pub(crate) groups: Vec<Group>,
-    pub(crate) child_groups: HashMap<(GroupId, Arc<str>), GroupId>,
+    pub(crate) child_groups: HashMap<(GroupId, Key), GroupId>,
     pub(crate) names: Vec<String>,
     pub(crate) limits: Limits,
     pub(crate) steps: u64,
@@ -185,7 +189,12 @@ impl Evaluator {
     /// Set up the root vertex with the files' bodies as conjuncts.
     pub(crate) fn new(files: &[File], names: Vec<String>, limits: &Limits) -> Self {
         let mut ev = Evaluator {
-            vertices: vec![Vertex::new(None, Arc::from(""), false, Pos::default())],
+            vertices: vec![Vertex::new(
+                None,
+                Key::regular(Arc::from("")),
+                false,
+                Pos::default(),
+            )],
             envs: Vec::new(),
             groups: Vec::new(),
             child_groups: HashMap::new(),
@@ -253,14 +262,12 @@ impl Evaluator {
     pub(crate) fn new_vertex(
         &mut self,
         parent: Option<VId>,
-        label: Arc<str>,
+        key: Key,
         index: bool,
         pos: Pos,
     ) -> VId {
-        let in_def = parent.is_some_and(|p| self.v(p).in_def)
-            || label.starts_with('#')
-            || label.starts_with("_#");
-        let mut vertex = Vertex::new(parent, label, index, pos);
+        let in_def = parent.is_some_and(|p| self.v(p).in_def) || key.kind == LabelKind::Definition;
+        let mut vertex = Vertex::new(parent, key, index, pos);
         vertex.in_def = in_def;
         self.vertices.push(vertex);
         self.vertices.len() - 1
@@ -284,12 +291,12 @@ impl Evaluator {
     }
 
     /// The arc `label` of `v`, created (with the matching pattern constraints) if missing.
-    pub(crate) fn arc(&mut self, v: VId, label: &Arc<str>, index: bool, pos: Pos) -> VId {
+    pub(crate) fn arc(&mut self, v: VId, label: &Key, index: bool, pos: Pos) -> VId {
         if let Some(&id) = self.v(v).arcs.get(label) {
             return id;
         }
-        let id = self.new_vertex(Some(v), Arc::clone(label), index, pos);
-        self.vm(v).arcs.insert(Arc::clone(label), id);
+        let id = self.new_vertex(Some(v), label.clone(), index, pos);
+        self.vm(v).arcs.insert(label.clone(), id);
         let patterns = self.v(v).patterns.clone();
         for (pattern, conj) in patterns {
             self.apply_pattern(id, label, &pattern, conj);
@@ -532,13 +539,13 @@ impl Evaluator {
         self.groups.len() - 1
     }
 
-    fn child_group(&mut self, group: Option<GroupId>, label: &Arc<str>) -> Option<GroupId> {
+    fn child_group(&mut self, group: Option<GroupId>, label: &Key) -> Option<GroupId> {
         let g = group?;
-        if let Some(&c) = self.child_groups.get(&(g, Arc::clone(label))) {
+        if let Some(&c) = self.child_groups.get(&(g, label.clone())) {
             return Some(c);
         }
         let c = self.fresh_group(Some(g));
-        self.child_groups.insert((g, Arc::clone(label)), c);
+        self.child_groups.insert((g, label.clone()), c);
         Some(c)
     }
 
@@ -605,7 +612,7 @@ impl Evaluator {
                         continue;
                     };
                     if let Some(g) = closed {
-                        self.group_fields(v, g).fields.insert(Arc::clone(&label));
+                        self.group_fields(v, g).fields.insert(label.clone());
                     }
                     let child = self.arc(v, &label, false, field.pos);
                     match field.marker {
@@ -641,11 +648,11 @@ impl Evaluator {
                         closed: None,
                     };
                     self.vm(v).patterns.push((pattern.clone(), conj.clone()));
-                    let arcs: Vec<(Arc<str>, VId)> = self
+                    let arcs: Vec<(Key, VId)> = self
                         .v(v)
                         .arcs
                         .iter()
-                        .map(|(k, &a)| (Arc::clone(k), a))
+                        .map(|(k, &a)| (k.clone(), a))
                         .collect();
                     for (name, a) in arcs {
                         self.apply_pattern(a, &name, &pattern, conj.clone());
@@ -661,10 +668,11 @@ impl Evaluator {
         }
     }
 
-    fn apply_pattern(&mut self, arc: VId, name: &str, pattern: &Val, conj: Conjunct) {
-        if name.starts_with('_') || name.starts_with('#') || self.v(arc).index_label {
+    fn apply_pattern(&mut self, arc: VId, key: &Key, pattern: &Val, conj: Conjunct) {
+        if !key.is_regular() || self.v(arc).index_label {
             return;
         }
+        let name: &str = &key.name;
         let value = Val::Str(Arc::from(name));
         let matched = super::value::meet(pattern, &value);
         if matched.is_bottom() {
@@ -690,13 +698,14 @@ impl Evaluator {
     }
 
     /// A field label's text; dynamic labels are evaluated (an error is recorded on `v`).
-    fn label(&mut self, label: &Label, env: EnvId, v: VId, pos: Pos) -> Option<Arc<str>> {
+    fn label(&mut self, label: &Label, env: EnvId, v: VId, pos: Pos) -> Option<Key> {
         match label {
-            Label::Ident(name) | Label::Str(name) => Some(Arc::from(name.as_str())),
+            Label::Ident(name) => Some(Key::ident(name)),
+            Label::Str(name) => Some(Key::regular(Arc::from(name.as_str()))),
             Label::Dynamic(expr) => {
                 let val = self.eval(expr, env).default_value();
                 match val {
-                    Val::Str(s) => Some(s),
+                    Val::Str(s) => Some(Key::regular(s)),
                     Val::Bottom(_) => {
                         self.vm(v).scalars.push((val, pos));
                         None
@@ -752,12 +761,26 @@ impl Evaluator {
         let mut labels = Vec::new();
         let mut at = v;
         while let Some(p) = self.v(at).parent {
-            labels.push((Arc::clone(&self.v(at).label), self.v(at).index_label));
+            let vx = self.v(at);
+            // A regular field named like a definition or hidden field is written quoted.
+            let quote = vx.kind.is_regular() && vx.label.starts_with(['#', '_']);
+            labels.push((Arc::clone(&vx.label), vx.index_label, quote));
             at = p;
         }
         let mut path = String::new();
-        for (label, index) in labels.iter().rev() {
-            push_label(&mut path, label, *index);
+        for (label, index, quote) in labels.iter().rev() {
+            if *quote && !*index {
+                let quoted = serde_json::to_string(&**label).unwrap_or_default();
+                if path.is_empty() {
+                    path.push_str(&quoted);
+                } else {
+                    path.push('[');
+                    path.push_str(&quoted);
+                    path.push(']');
+                }
+            } else {
+                push_label(&mut path, label, *index);
+            }
         }
         path
     }
