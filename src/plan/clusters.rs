@@ -62,12 +62,18 @@ pub(super) fn add_needs(needs: &mut Needs, dependencies: &[String], own: Option<
 
 #[cfg(test)]
 mod tests {
+    #![allow(
+        clippy::unnecessary_wraps,
+        reason = "the helpers build the optional values compared"
+    )]
     use super::*;
 
+    /// Clusters needed: `Some(set)`.
     fn set(names: &[&str]) -> Option<BTreeSet<String>> {
         Some(names.iter().map(|n| (*n).to_owned()).collect())
     }
 
+    /// A list of clusters: `Some(list)`.
     fn list(names: &[&str]) -> Option<Vec<String>> {
         Some(names.iter().map(|n| (*n).to_owned()).collect())
     }
