@@ -92,7 +92,8 @@ impl Cluster {
     }
 
     /// The server's current revision, read with a one-item list of Secrets in `namespace`:
-    /// a later write to any object gives it a newer `resourceVersion` (see [`written_since`]).
+    /// a later write to any object gives it a newer `resourceVersion` (see
+    /// [`written_since`](super::written_since)).
     /// `None` when it cannot be read or is not a number (servers other than kube-apiserver's
     /// etcd storage); callers then count every apply as a write.
     pub async fn revision(&self, namespace: &str) -> Option<u64> {

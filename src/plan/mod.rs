@@ -162,7 +162,7 @@ const READ_CONCURRENCY: usize = 8;
 /// every registry and what is installed; a version change of an installed addon is first checked
 /// against the constraints of the installed addons that depend on it. Each addon to apply is
 /// then loaded and rendered, a dependency's clusters are widened to those of the addons that
-/// need it ([`clusters`]), and the APIs the rendered objects use are checked ([`inventory`]).
+/// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
     check_clusters(ctx, request.args.clusters()).await?;
     let installed = installed(ctx).await?;
