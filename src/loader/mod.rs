@@ -153,65 +153,7 @@ pub fn from_files(
             .collect(),
     };
     for (path, text) in files {
-        let kind = classify(&path);
-        let file = SourceFile::new(path.clone(), text);
-        match kind {
-            FileKind::Metadata | FileKind::Ignored => {}
-            FileKind::Readme => {
-                // `README.md` wins over `readme.md` (sorted first).
-                if package.readme.is_none() {
-                    package.readme = Some(file.text.to_string());
-                }
-            }
-            FileKind::Parameter => package.parameter = Some(file),
-            FileKind::ParameterSchema => package.parameter_schema = Some(file),
-            FileKind::TemplateRhai | FileKind::TemplateYaml | FileKind::TemplateCue => {
-                if let Some(Template::Rhai(first) | Template::Yaml(first) | Template::Cue(first)) =
-                    &package.template
-                {
-                    return Err(Error::TwoTemplates {
-                        addon: name,
-                        first: first.path.clone(),
-                        second: path,
-                    });
-                }
-                package.template = Some(match kind {
-                    FileKind::TemplateRhai => Template::Rhai(file),
-                    FileKind::TemplateCue => Template::Cue(file),
-                    _ => Template::Yaml(file),
-                });
-            }
-            // `parameter.cue` is sorted before `resources/parameter.cue`: the root one wins.
-            FileKind::ParameterCue => package.parameter_cue = Some(file),
-            FileKind::LegacyParameterCue => {
-                if package.parameter_cue.is_some() {
-                    package.warnings.push(
-                        "both `parameter.cue` and `resources/parameter.cue` exist; `parameter.cue` is used"
-                            .to_owned(),
-                    );
-                } else {
-                    package.parameter_cue = Some(file);
-                }
-            }
-            FileKind::ResourceCue => package.resource_cues.push(file),
-            FileKind::ResourceYaml => package.resource_yamls.push(file),
-            FileKind::ResourceScript => package.resource_scripts.push(file),
-            FileKind::Definition => package.definitions.push(file),
-            FileKind::Schema => package.schemas.push(file),
-            FileKind::View => package.views.push(file),
-            FileKind::ConfigTemplate => package.config_templates.push(file),
-            FileKind::Notes | FileKind::NotesCue => {
-                if package.notes.is_some() {
-                    return Err(Error::TwoNotes { addon: name });
-                }
-                package.notes = Some(file);
-            }
-            FileKind::Lib => {
-                if let Some(module) = module_name(&path) {
-                    package.lib.insert(module.to_owned(), file);
-                }
-            }
-        }
+        place(&mut package, &name, path, text)?;
     }
     if package.parameter.is_some() && package.parameter_cue.is_some() {
         package.warnings.push(
@@ -226,6 +168,72 @@ pub fn from_files(
         );
     }
     Ok(package)
+}
+
+/// Puts one file of an addon (`name`) where its kind goes in the package.
+fn place(package: &mut AddonPackage, name: &str, path: String, text: String) -> Result<(), Error> {
+    let kind = classify(&path);
+    let file = SourceFile::new(path.clone(), text);
+    match kind {
+        FileKind::Metadata | FileKind::Ignored => {}
+        FileKind::Readme => {
+            // `README.md` wins over `readme.md` (sorted first).
+            if package.readme.is_none() {
+                package.readme = Some(file.text.to_string());
+            }
+        }
+        FileKind::Parameter => package.parameter = Some(file),
+        FileKind::ParameterSchema => package.parameter_schema = Some(file),
+        FileKind::TemplateRhai | FileKind::TemplateYaml | FileKind::TemplateCue => {
+            if let Some(Template::Rhai(first) | Template::Yaml(first) | Template::Cue(first)) =
+                &package.template
+            {
+                return Err(Error::TwoTemplates {
+                    addon: name.to_owned(),
+                    first: first.path.clone(),
+                    second: path,
+                });
+            }
+            package.template = Some(match kind {
+                FileKind::TemplateRhai => Template::Rhai(file),
+                FileKind::TemplateCue => Template::Cue(file),
+                _ => Template::Yaml(file),
+            });
+        }
+        // `parameter.cue` is sorted before `resources/parameter.cue`: the root one wins.
+        FileKind::ParameterCue => package.parameter_cue = Some(file),
+        FileKind::LegacyParameterCue => {
+            if package.parameter_cue.is_some() {
+                package.warnings.push(
+                    "both `parameter.cue` and `resources/parameter.cue` exist; `parameter.cue` is used"
+                        .to_owned(),
+                );
+            } else {
+                package.parameter_cue = Some(file);
+            }
+        }
+        FileKind::ResourceCue => package.resource_cues.push(file),
+        FileKind::ResourceYaml => package.resource_yamls.push(file),
+        FileKind::ResourceScript => package.resource_scripts.push(file),
+        FileKind::Definition => package.definitions.push(file),
+        FileKind::Schema => package.schemas.push(file),
+        FileKind::View => package.views.push(file),
+        FileKind::ConfigTemplate => package.config_templates.push(file),
+        FileKind::Notes | FileKind::NotesCue => {
+            if package.notes.is_some() {
+                return Err(Error::TwoNotes {
+                    addon: name.to_owned(),
+                });
+            }
+            package.notes = Some(file);
+        }
+        FileKind::Lib => {
+            if let Some(module) = module_name(&path) {
+                package.lib.insert(module.to_owned(), file);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

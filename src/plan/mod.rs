@@ -8,7 +8,7 @@
 //! APIs the plan uses and provides ([`inventory`]), and what an addon must not render
 //! ([`protect`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,15 +22,19 @@ use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
 use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
+use crate::source::Reader;
 use crate::state::record::{self, InstalledBy, ObjectRef};
-use crate::state::{installed, known_clusters, stored_args, to_value, Installed};
+use crate::state::{installed, known_clusters, to_value, Installed};
 use crate::{Error, Result};
 
+mod clusters;
 pub mod inventory;
 pub mod protect;
 mod sources;
+mod step;
 
 use sources::Sources;
+use step::{Planned, Planner};
 
 /// How long the layers of a plan wait for a dependency by default.
 pub const DEFAULT_DEPENDENCY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
@@ -157,7 +161,7 @@ const READ_CONCURRENCY: usize = 8;
 /// every registry and what is installed; a version change of an installed addon is first checked
 /// against the constraints of the installed addons that depend on it. Each addon to apply is
 /// then loaded and rendered, a dependency's clusters are widened to those of the addons that
-/// need it, and the APIs the rendered objects use are checked ([`inventory`]).
+/// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
     check_clusters(ctx, request.args.clusters()).await?;
     let installed = installed(ctx).await?;
@@ -165,242 +169,58 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     let vela_version = vela_version(ctx).await;
     let platform = Platform::new(k8s_version.as_deref(), vela_version.as_deref());
     let mut notes = Vec::new();
-
-    // The addon asked for: a directory, `registry/name` or a name.
-    let directory = if Path::new(&request.reference).is_dir() {
-        let located = crate::loader::locate(&request.reference, request.version.as_deref()).await?;
-        let package = crate::loader::load(located.reader.as_ref(), &located.addon)
-            .await
-            .map_err(crate::Error::from)?;
-        Some((located.reader, package))
-    } else {
-        None
-    };
-    let (root, pinned) = match &directory {
-        Some((_, package)) => (package.name().to_owned(), Some(package.registry.clone())),
-        None => match request.reference.split_once('/') {
-            Some((registry, name)) => (name.to_owned(), Some(registry.to_owned())),
-            None => (request.reference.clone(), None),
-        },
-    };
-
+    let directory = open_directory(request).await?;
+    let (root, pinned) = root_of(request, directory.as_ref().map(|(_, package)| package));
     let mut sources = Sources::new(ctx);
     if let Some((reader, _)) = &directory {
         sources.add_first(Arc::clone(reader)).await?;
     }
-    let current = installed.get(&root);
-    sources
-        .find_root(
-            &root,
-            request.version.as_deref(),
-            pinned.as_deref(),
-            current.map(|c| c.registry.as_str()),
-            &mut notes,
-        )
-        .await?;
-    let mut universe = Universe::new(sources.registry_order());
-    for addon in installed.values() {
-        universe.install(installed_addon(addon));
-    }
-
-    // Without `--version`, an installed addon moves to the newest version (as `vela addon
-    // enable` does); a version change must keep the constraints of its installed dependents.
-    let version = match (&request.version, current) {
-        (Some(version), _) => Some(version.clone()),
-        // A directory is enabled as it is.
-        (None, _) if directory.is_some() => directory
-            .as_ref()
-            .map(|(_, package)| package.metadata.version.raw().to_owned()),
-        (None, Some(current)) => {
-            sources.newest(&root, pinned.as_deref().or(Some(&current.registry)))
-        }
-        (None, None) => None,
+    let wanted = Wanted {
+        root: &root,
+        pinned: pinned.as_deref(),
+        directory: directory.as_ref().map(|(_, package)| package),
+        current: installed.get(&root),
     };
-    if let (Some(current), Some(target)) = (current, &version) {
-        if !AddonVersion::parse(target).same_as(&current.version) {
-            resolve::check_upgrade(&universe, &root, &AddonVersion::parse(target))?;
-        }
-    }
-    let solver_request = resolve::Request {
-        root: root.clone(),
-        version: version.clone(),
-        registry: pinned.clone(),
-        skip_version_check: request.skip_version_check,
-        upgrade: true,
-    };
-    sources
-        .gather(
-            &mut universe,
-            &root,
-            version.as_deref(),
-            pinned.as_deref(),
-            false,
-            &mut notes,
-        )
-        .await;
-    let solution = match resolve::solve(&universe, &platform, &solver_request) {
-        Ok(solution) => solution,
-        Err(first) => {
-            // The newest versions did not make a plan: let the solver see older ones too.
-            let added = sources
-                .gather(
-                    &mut universe,
-                    &root,
-                    version.as_deref(),
-                    pinned.as_deref(),
-                    true,
-                    &mut notes,
-                )
-                .await;
-            if added {
-                resolve::solve(&universe, &platform, &solver_request)?
-            } else {
-                return Err(first.into());
-            }
-        }
-    };
-
-    let layers: BTreeMap<&str, usize> = solution
+    let solution = solve(
+        &mut sources,
+        &installed,
+        &platform,
+        request,
+        &wanted,
+        &mut notes,
+    )
+    .await?;
+    let layers = solution
         .layers()
         .iter()
         .enumerate()
-        .flat_map(|(layer, addons)| addons.iter().map(move |a| (a.name.as_str(), layer)))
+        .flat_map(|(layer, addons)| addons.iter().map(move |a| (a.name.clone(), layer)))
         .collect();
-    // What each addon of the plan needs of its dependencies' clusters: `None` = an addon that
-    // needs it is not limited to a list of clusters.
-    let mut needs: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut planner = Planner {
+        ctx,
+        request,
+        upgrade,
+        root: &root,
+        directory: wanted.directory,
+        installed: &installed,
+        sources: &sources,
+        k8s_version,
+        layers,
+        needs: clusters::Needs::new(),
+        notes,
+    };
     let mut steps: Vec<Step> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
+    // The addons that need a dependency first: they decide its clusters.
     for planned in solution.steps.iter().rev() {
-        let name = planned.name.as_str();
-        let is_root = name == root;
-        let current = installed.get(name);
-        let mut action = match (is_root, planned.action) {
-            (true, _) if current.is_some() => Action::Upgrade,
-            (_, resolve::Action::Install) => Action::Install,
-            (_, resolve::Action::Upgrade) => Action::Upgrade,
-            (_, resolve::Action::Keep) => Action::Keep,
-        };
-        // Stored arguments count on upgrade and for dependencies; an enable of the addon asked
-        // for stores exactly the arguments it is given (none deletes the Secret), as KubeVela
-        // does.
-        let stored = if current.is_some() && (upgrade || !is_root) {
-            stored_args(ctx, name).await?
-        } else {
-            Map::new()
-        };
-        // The addon asked for is loaded first: its arguments are parsed against its schema.
-        let root_package = match &directory {
-            Some((_, package)) if is_root => Some(package.clone()),
-            _ if is_root => Some(sources.load(planned).await?),
-            _ => None,
-        };
-        let (mut args, given_clusters) = match &root_package {
-            Some(package) => {
-                let upgrading = current.is_some();
-                let given = given_args(
-                    ctx,
-                    package,
-                    request,
-                    &stored,
-                    upgrading,
-                    k8s_version.as_ref(),
-                )?;
-                // `--clusters` was checked before planning; clusters from the other input now.
-                if given.clusters() != request.args.clusters() {
-                    check_clusters(ctx, given.clusters()).await?;
-                }
-                (given.to_map(), given.clusters().map(<[String]>::to_vec))
-            }
-            None => (Map::new(), None),
-        };
-        let own_clusters = if is_root {
-            given_clusters.or_else(|| stored_clusters(&stored))
-        } else {
-            let existing = stored_clusters(&stored);
-            match (needs.get(name), current, existing) {
-                (Some(Some(needed)), Some(_), Some(existing)) => {
-                    let mut all: BTreeSet<String> = existing.iter().cloned().collect();
-                    if needed.iter().any(|c| !all.contains(c)) {
-                        all.extend(needed.iter().cloned());
-                        let widened: Vec<String> = all.into_iter().collect();
-                        notes.push(format!(
-                            "`{name}` is widened to the clusters of the addons that need it: {}",
-                            widened.join(", ")
-                        ));
-                        args.insert("clusters".into(), json!(widened));
-                        if action == Action::Keep {
-                            action = Action::Upgrade;
-                        }
-                        Some(widened)
-                    } else {
-                        Some(existing)
-                    }
-                }
-                (_, Some(_), Some(existing)) => Some(existing),
-                (Some(Some(needed)), None, _) => Some(needed.iter().cloned().collect()),
-                // Installed everywhere its topology says (nothing to widen), or needed by an
-                // addon that is not limited to a list of clusters.
-                _ => None,
-            }
-        };
-        for dependency in &planned.depends_on {
-            let entry = needs
-                .entry(dependency.clone())
-                .or_insert_with(|| Some(BTreeSet::new()));
-            match (&own_clusters, entry.as_mut()) {
-                (None, _) => *entry = None,
-                (Some(list), Some(set)) => set.extend(list.iter().cloned()),
-                (Some(_), None) => {}
-            }
+        match planner.plan_addon(planned).await? {
+            Planned::Apply(step) => steps.push(*step),
+            Planned::Keep(addon) => kept.push(addon),
         }
-        if action == Action::Keep {
-            kept.push(Kept {
-                name: name.to_owned(),
-                version: planned.version.to_string(),
-                registry: planned.registry.clone(),
-                installed_by: planned.installed_by,
-                needed_by: planned.needed_by.clone(),
-            });
-            continue;
-        }
-        let package = match root_package {
-            Some(package) => package,
-            None => sources.load(planned).await?,
-        };
-        // A new dependency goes to the clusters of the addons that need it when it deploys to
-        // managed clusters at all.
-        if !is_root && current.is_none() && package.metadata.deploy_to.runtime_cluster {
-            if let Some(list) = &own_clusters {
-                args.insert("clusters".into(), json!(list));
-            }
-        }
-        let options = RenderOptions {
-            namespace: ctx.namespace.clone(),
-            args,
-            stored_args: stored,
-            upgrade: current.is_some(),
-            kubernetes_version: k8s_version.clone(),
-            clusters: None,
-        };
-        let rendered = ctx
-            .renderer
-            .render(&package, &options)
-            .map_err(crate::Error::from)?;
-        check_sizes(&rendered)?;
-        steps.push(Step {
-            action,
-            installed_by: planned.installed_by,
-            clusters: rendered.clusters.clone(),
-            depends_on: planned.depends_on.clone(),
-            needed_by: planned.needed_by.clone(),
-            layer: layers.get(name).copied().unwrap_or_default(),
-            rendered,
-            package,
-        });
     }
     steps.reverse();
     kept.reverse();
+    let mut notes = planner.notes;
     if uses_vela(ctx).await {
         notes.extend(steps.iter().filter_map(secrets_note));
     }
@@ -421,6 +241,116 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     .await?;
     plan.notes.extend(missing);
     Ok(plan)
+}
+
+/// The addon asked for, when it is a directory: its reader and package.
+async fn open_directory(request: &EnableRequest) -> Result<Option<(Reader, AddonPackage)>> {
+    if !Path::new(&request.reference).is_dir() {
+        return Ok(None);
+    }
+    let located = crate::loader::locate(&request.reference, request.version.as_deref()).await?;
+    let package = crate::loader::load(located.reader.as_ref(), &located.addon)
+        .await
+        .map_err(crate::Error::from)?;
+    Ok(Some((located.reader, package)))
+}
+
+/// The name of the addon asked for (a directory, `registry/name` or a name) and the registry
+/// it is pinned to, if any.
+fn root_of(request: &EnableRequest, directory: Option<&AddonPackage>) -> (String, Option<String>) {
+    match directory {
+        Some(package) => (package.name().to_owned(), Some(package.registry.clone())),
+        None => match request.reference.split_once('/') {
+            Some((registry, name)) => (name.to_owned(), Some(registry.to_owned())),
+            None => (request.reference.clone(), None),
+        },
+    }
+}
+
+/// The addon asked for, as the solver is asked for it.
+struct Wanted<'a> {
+    root: &'a str,
+    pinned: Option<&'a str>,
+    directory: Option<&'a AddonPackage>,
+    current: Option<&'a Installed>,
+}
+
+/// Gathers the solver's input and solves: the newest versions first, older ones too when
+/// they do not make a plan.
+async fn solve(
+    sources: &mut Sources,
+    installed: &BTreeMap<String, Installed>,
+    platform: &Platform,
+    request: &EnableRequest,
+    wanted: &Wanted<'_>,
+    notes: &mut Vec<String>,
+) -> Result<resolve::Solution> {
+    let (root, pinned) = (wanted.root, wanted.pinned);
+    let current = wanted.current;
+    sources
+        .find_root(
+            root,
+            request.version.as_deref(),
+            pinned,
+            current.map(|c| c.registry.as_str()),
+            notes,
+        )
+        .await?;
+    let mut universe = Universe::new(sources.registry_order());
+    for addon in installed.values() {
+        universe.install(installed_addon(addon));
+    }
+    let version = target_version(sources, request, wanted);
+    if let (Some(current), Some(target)) = (current, &version) {
+        if !AddonVersion::parse(target).same_as(&current.version) {
+            resolve::check_upgrade(&universe, root, &AddonVersion::parse(target))?;
+        }
+    }
+    let solver_request = resolve::Request {
+        root: root.to_owned(),
+        version: version.clone(),
+        registry: pinned.map(str::to_owned),
+        skip_version_check: request.skip_version_check,
+        upgrade: true,
+    };
+    let version = version.as_deref();
+    sources
+        .gather(&mut universe, root, version, pinned, false, notes)
+        .await;
+    match resolve::solve(&universe, platform, &solver_request) {
+        Ok(solution) => Ok(solution),
+        Err(first) => {
+            // The newest versions did not make a plan: let the solver see older ones too.
+            let added = sources
+                .gather(&mut universe, root, version, pinned, true, notes)
+                .await;
+            if added {
+                Ok(resolve::solve(&universe, platform, &solver_request)?)
+            } else {
+                Err(first.into())
+            }
+        }
+    }
+}
+
+/// The version asked for. Without `--version`, an installed addon moves to the newest version
+/// (as `vela addon enable` does) and a directory is enabled as it is; a version change must
+/// keep the constraints of its installed dependents.
+fn target_version(
+    sources: &Sources,
+    request: &EnableRequest,
+    wanted: &Wanted<'_>,
+) -> Option<String> {
+    match (&request.version, wanted.current) {
+        (Some(version), _) => Some(version.clone()),
+        (None, _) if wanted.directory.is_some() => wanted
+            .directory
+            .map(|package| package.metadata.version.raw().to_owned()),
+        (None, Some(current)) => {
+            sources.newest(wanted.root, wanted.pinned.or(Some(&current.registry)))
+        }
+        (None, None) => None,
+    }
 }
 
 /// The arguments given for the addon asked for, parsed once against its schema (in the context

@@ -327,6 +327,7 @@ fn solve_within(
     }
 }
 
+/// One run of the solver: the chosen versions, then the plan in dependency order.
 fn run(
     universe: &Universe,
     platform: &Platform,
@@ -437,8 +438,14 @@ fn run(
             needed_by: Vec::new(),
         });
     }
+    add_needed_by(&mut steps);
+    Ok(Solution { steps })
+}
+
+/// Fills each step's `needed_by`: the steps that depend on it.
+fn add_needed_by(steps: &mut [PlannedAddon]) {
     let mut needed_by: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for step in &steps {
+    for step in steps.iter() {
         for dependency in &step.depends_on {
             needed_by
                 .entry(dependency.clone())
@@ -446,13 +453,12 @@ fn run(
                 .insert(step.name.clone());
         }
     }
-    for step in &mut steps {
+    for step in steps {
         step.needed_by = needed_by
             .remove(&step.name)
             .map(|s| s.into_iter().collect())
             .unwrap_or_default();
     }
-    Ok(Solution { steps })
 }
 
 /// The first addon of a plan (in order) that the plan would install or upgrade although a

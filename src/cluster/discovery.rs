@@ -1,0 +1,165 @@
+//! Discovery (cached): which resource serves a kind, in which versions, and the server's
+//! version and revision.
+
+use std::sync::PoisonError;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{ApiCapabilities, Scope};
+
+use super::{Cluster, Discovered, Error, Result};
+
+impl Cluster {
+    /// The API resource serving a kind, or `None` when the server does not serve it. Cached;
+    /// a kind not served is looked up again after `refresh_discovery`.
+    pub async fn resource(&self, gvk: &GroupVersionKind) -> Result<Discovered> {
+        if let Some(found) = self
+            .discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(gvk)
+        {
+            return Ok(found.clone());
+        }
+        let found = self.group_version(gvk).await?.and_then(|resources| {
+            resources
+                .into_iter()
+                .find(|(resource, _)| resource.kind == gvk.kind)
+        });
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// The resources of a kind's group version (read once; `None` when not served).
+    pub(super) async fn group_version(
+        &self,
+        gvk: &GroupVersionKind,
+    ) -> Result<Option<Vec<(ApiResource, ApiCapabilities)>>> {
+        let key = (gvk.group.clone(), gvk.version.clone());
+        if let Some(known) = self
+            .versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(known.clone());
+        }
+        let gv = kube::core::GroupVersion::gv(&gvk.group, &gvk.version);
+        let found = match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(group) => Some(group.versioned_resources(&gvk.version)),
+            Err(kube::Error::Api(r)) if r.code == 404 => None,
+            Err(kube::Error::Discovery(_)) => None,
+            Err(e) => {
+                return Err(self.map_error(
+                    e,
+                    &format!("discovery of {}/{} {}", gvk.group, gvk.version, gvk.kind),
+                ))
+            }
+        };
+        self.versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, found.clone());
+        Ok(found)
+    }
+
+    /// Forgets kinds found not served, and the group versions they were looked up in (call
+    /// after installing CRDs).
+    pub fn refresh_discovery(&self) {
+        let mut discovery = self
+            .discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let missing: Vec<(String, String)> = discovery
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| (k.group.clone(), k.version.clone()))
+            .collect();
+        discovery.retain(|_, v| v.is_some());
+        drop(discovery);
+        self.versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|k, v| v.is_some() && !missing.contains(k));
+    }
+
+    /// Whether the server serves a kind.
+    pub async fn serves(&self, gvk: &GroupVersionKind) -> Result<bool> {
+        Ok(self.resource(gvk).await?.is_some())
+    }
+
+    /// The server's current revision, read with a one-item list of Secrets in `namespace`:
+    /// a later write to any object gives it a newer `resourceVersion` (see
+    /// [`written_since`](super::written_since)).
+    /// `None` when it cannot be read or is not a number (servers other than kube-apiserver's
+    /// etcd storage); callers then count every apply as a write.
+    pub async fn revision(&self, namespace: &str) -> Option<u64> {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), namespace);
+        let list = api.list_metadata(&ListParams::default().limit(1)).await;
+        match list {
+            Ok(list) => list.metadata.resource_version?.parse().ok(),
+            Err(e) => {
+                tracing::debug!(cluster = %self.name, "cannot read the revision: {e}");
+                None
+            }
+        }
+    }
+
+    /// The versions in which the server serves `kind` of `group` (empty when it serves none).
+    pub async fn served_versions(&self, group: &str, kind: &str) -> Result<Vec<String>> {
+        let found = match kube::discovery::group(&self.client, group).await {
+            Ok(found) => found,
+            Err(kube::Error::Api(r)) if r.code == 404 => return Ok(Vec::new()),
+            Err(kube::Error::Discovery(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(self.map_error(e, &format!("discovery of {group}"))),
+        };
+        Ok(found
+            .versions()
+            .filter(|v| {
+                found
+                    .versioned_resources(v)
+                    .iter()
+                    .any(|(r, _)| r.kind == kind)
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// The server's Kubernetes version (`v1.20.2`).
+    pub async fn kubernetes_version(&self) -> Result<String> {
+        self.client
+            .apiserver_version()
+            .await
+            .map(|v| v.git_version)
+            .map_err(|e| self.map_error(e, "/version"))
+    }
+
+    pub(super) async fn api_for(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        what: &str,
+    ) -> Result<(Api<DynamicObject>, bool)> {
+        let Some((resource, caps)) = self.resource(gvk).await? else {
+            return Err(Error::NotFound {
+                cluster: self.name.clone(),
+                message: format!(
+                    "{what}: the server does not serve {}{}{} (is its CRD installed?)",
+                    gvk.group,
+                    if gvk.group.is_empty() { "" } else { "/" },
+                    format_args!("{} {}", gvk.version, gvk.kind)
+                ),
+            });
+        };
+        let namespaced = caps.scope == Scope::Namespaced;
+        let api = match (namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            (true, None) | (false, _) => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok((api, namespaced))
+    }
+}

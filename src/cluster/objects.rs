@@ -1,0 +1,362 @@
+//! Requests on objects: server-side apply, patch, get, list, delete, and the writes with
+//! preconditions that compare-and-swap is built of.
+
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::{json, Value};
+
+use super::{Cluster, Error, Result, FIELD_MANAGER};
+
+/// A `Kind namespace/name` label for messages.
+pub fn describe(object: &Value) -> String {
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("object");
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    match object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+    {
+        Some(ns) => format!("{kind} `{ns}/{name}`"),
+        None => format!("{kind} `{name}`"),
+    }
+}
+
+/// Whether a stored object (as an apply returned it) was written after `revision` was read
+/// ([`Cluster::revision`]): a server-side apply that changes nothing keeps the object's
+/// `resourceVersion`. Without a revision, or with a `resourceVersion` that is not a number,
+/// every object counts as written.
+pub fn written_since(stored: &DynamicObject, revision: Option<u64>) -> bool {
+    let version = stored
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok());
+    match (version, revision) {
+        (Some(version), Some(revision)) => version > revision,
+        _ => true,
+    }
+}
+
+/// The group/version/kind of an object.
+pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    Some(GroupVersionKind::gvk(group, version, kind))
+}
+
+impl Cluster {
+    /// Server-side applies an object (forced, field manager `addonctl`). Namespaced objects
+    /// without a namespace go to `default_namespace`. Returns the object as stored.
+    pub async fn apply(&self, object: &Value, default_namespace: &str) -> Result<DynamicObject> {
+        self.apply_placed(object, default_namespace, None).await
+    }
+
+    /// [`Cluster::apply`], with namespaced objects forced into `namespace` when given (a topology
+    /// policy's namespace).
+    pub async fn apply_placed(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+    ) -> Result<DynamicObject> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "the object has no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::Invalid {
+                cluster: self.name.clone(),
+                object: what.clone(),
+                message: "the object has no `metadata.name`".to_owned(),
+            })?
+            .to_owned();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(default_namespace);
+        let namespace = namespace_override.unwrap_or(namespace).to_owned();
+        let (api, namespaced) = self.api_for(&gvk, Some(&namespace), &what).await?;
+        let mut body = object.clone();
+        if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            crate::model::drop_null_server_metadata(metadata);
+            if namespaced {
+                metadata.insert("namespace".into(), json!(namespace));
+            } else {
+                metadata.remove("namespace");
+            }
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Merge-patches one object (field manager `addonctl`). Returns it as stored.
+    pub async fn merge_patch(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<DynamicObject> {
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        api.patch(name, &params, &Patch::Merge(patch))
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// What [`Cluster::create_if_missing`] and [`Cluster::get_or_create`] start from: the
+    /// object's description, the API of its kind (in its namespace), its name, and the object
+    /// stored under that name, if any.
+    async fn stored_as<'a>(
+        &self,
+        object: &'a Value,
+    ) -> Result<(String, Api<DynamicObject>, &'a str, Option<DynamicObject>)> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let (api, _) = self.api_for(&gvk, namespace, &what).await?;
+        let stored = api
+            .get_opt(name)
+            .await
+            .map_err(|e| self.map_error(e, &what))?;
+        Ok((what, api, name, stored))
+    }
+
+    /// `object` as the typed object a create sends (`what` describes it in the error).
+    fn typed(&self, object: &Value, what: &str) -> Result<DynamicObject> {
+        serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Creates an object only if it does not exist (used for the system namespace). Returns
+    /// whether it was created.
+    pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {
+        let (what, api, _, stored) = self.stored_as(object).await?;
+        if stored.is_some() {
+            return Ok(false);
+        }
+        let typed = self.typed(object, &what)?;
+        match api.create(&PostParams::default(), &typed).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 409 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
+    /// Reads an object, creating it (field manager `addonctl`) when it does not exist (a
+    /// namespace a managed cluster lacks). Returns it as stored.
+    pub async fn get_or_create(&self, object: &Value) -> Result<DynamicObject> {
+        let (what, api, name, stored) = self.stored_as(object).await?;
+        if let Some(stored) = stored {
+            return Ok(stored);
+        }
+        let typed = self.typed(object, &what)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match api.create(&params, &typed).await {
+            Ok(stored) => Ok(stored),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                api.get(name).await.map_err(|e| self.map_error(e, &what))
+            }
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
+    /// Reads one object; `None` when it does not exist or its kind is not served.
+    pub async fn get(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<DynamicObject>> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(None);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        api.get_opt(name)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Lists objects of a kind (in one namespace or all), filtered by a label selector. A kind
+    /// the server does not serve lists as empty.
+    pub async fn list(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(Vec::new());
+        }
+        let what = format!("{} list", gvk.kind);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = if selector.is_empty() {
+            ListParams::default()
+        } else {
+            ListParams::default().labels(selector)
+        };
+        api.list(&params)
+            .await
+            .map(|l| l.items)
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Deletes one object (background propagation). Returns whether it existed.
+    pub async fn delete(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<bool> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(false);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 404 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+}
+
+impl Cluster {
+    /// Deletes one object only while it has `uid` (background propagation): an object deleted
+    /// and made again by someone else since is left alone. Returns whether it was deleted.
+    pub async fn delete_if_uid(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(false);
+        }
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => Ok(true),
+            // Gone, or another object under the same name (the precondition failed).
+            Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+}
+
+/// Writes with preconditions: the building blocks of compare-and-swap (leases, stores).
+impl Cluster {
+    /// Creates an object (field manager `addonctl`). One that exists already is a
+    /// [`Error::Conflict`].
+    pub async fn create(&self, object: &Value) -> Result<DynamicObject> {
+        let (what, api, _, _) = self.api_of(object).await?;
+        let typed = self.typed(object, &what)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        api.create(&params, &typed)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Replaces an object whole (field manager `addonctl`). With `metadata.resourceVersion`
+    /// set, only while the stored object still has it; otherwise a [`Error::Conflict`].
+    pub async fn replace(&self, object: &Value) -> Result<DynamicObject> {
+        let (what, api, name, _) = self.api_of(object).await?;
+        let typed = self.typed(object, &what)?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        api.replace(&name, &params, &typed)
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// Deletes an object only while it has `resource_version`. Returns whether it was deleted
+    /// (`false`: gone already, or changed since).
+    pub async fn delete_if_version(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<bool> {
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: None,
+                resource_version: Some(resource_version.to_owned()),
+            }),
+            ..DeleteParams::background()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
+    }
+
+    /// An object's description, the API of its kind (in its namespace) and its name.
+    async fn api_of(&self, object: &Value) -> Result<(String, Api<DynamicObject>, String, bool)> {
+        let what = describe(object);
+        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
+            cluster: self.name.clone(),
+            object: what.clone(),
+            message: "no `apiVersion` or `kind`".to_owned(),
+        })?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let (api, namespaced) = self.api_for(&gvk, namespace, &what).await?;
+        Ok((what, api, name, namespaced))
+    }
+}

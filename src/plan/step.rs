@@ -1,0 +1,180 @@
+//! Planning one addon of a solution: its stored and given arguments, its clusters (see
+//! [`super::clusters`]), then loaded and rendered — or kept as it is installed.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map};
+
+use super::clusters::{self, Needs};
+use super::sources::Sources;
+use super::{check_clusters, check_sizes, given_args, stored_clusters};
+use super::{Action, EnableRequest, Kept, Result, Step};
+use crate::context::Context;
+use crate::model::AddonPackage;
+use crate::render::RenderOptions;
+use crate::resolve::{self, PlannedAddon};
+use crate::state::{stored_args, Installed};
+
+/// What one addon of a solution becomes.
+pub(super) enum Planned {
+    /// Applied.
+    Apply(Box<Step>),
+    /// Left as it is installed.
+    Keep(Kept),
+}
+
+/// What every addon of one plan is planned with, and what planning gathers on the way.
+pub(super) struct Planner<'a> {
+    pub ctx: &'a Context,
+    pub request: &'a EnableRequest,
+    /// An `upgrade` (stored arguments count for the addon asked for).
+    pub upgrade: bool,
+    /// The name of the addon asked for.
+    pub root: &'a str,
+    /// The addon asked for, when it is a directory.
+    pub directory: Option<&'a AddonPackage>,
+    pub installed: &'a BTreeMap<String, Installed>,
+    pub sources: &'a Sources,
+    pub k8s_version: Option<String>,
+    /// The layer of each addon of the solution.
+    pub layers: BTreeMap<String, usize>,
+    /// What the addons planned so far need of their dependencies' clusters.
+    pub needs: Needs,
+    /// Notes for the user.
+    pub notes: Vec<String>,
+}
+
+impl Planner<'_> {
+    /// Plans one addon; the addons that need it must have been planned before.
+    pub(super) async fn plan_addon(&mut self, planned: &PlannedAddon) -> Result<Planned> {
+        let name = planned.name.as_str();
+        let is_root = name == self.root;
+        let current = self.installed.get(name);
+        let mut action = match (is_root, planned.action) {
+            (true, _) if current.is_some() => Action::Upgrade,
+            (_, resolve::Action::Install) => Action::Install,
+            (_, resolve::Action::Upgrade) => Action::Upgrade,
+            (_, resolve::Action::Keep) => Action::Keep,
+        };
+        // Stored arguments count on upgrade and for dependencies; an enable of the addon asked
+        // for stores exactly the arguments it is given (none deletes the Secret), as KubeVela
+        // does.
+        let stored = if current.is_some() && (self.upgrade || !is_root) {
+            stored_args(self.ctx, name).await?
+        } else {
+            Map::new()
+        };
+        // The addon asked for is loaded first: its arguments are parsed against its schema.
+        let root_package = match self.directory {
+            Some(package) if is_root => Some(package.clone()),
+            _ if is_root => Some(self.sources.load(planned).await?),
+            _ => None,
+        };
+        let (mut args, given_clusters) = match &root_package {
+            Some(package) => self.given(package, &stored, current.is_some()).await?,
+            None => (Map::new(), None),
+        };
+        let own_clusters = if is_root {
+            given_clusters.or_else(|| stored_clusters(&stored))
+        } else {
+            let found = clusters::widen(
+                self.needs.get(name),
+                current.is_some(),
+                stored_clusters(&stored),
+            );
+            if let (true, Some(widened)) = (found.widened, &found.list) {
+                self.notes.push(format!(
+                    "`{name}` is widened to the clusters of the addons that need it: {}",
+                    widened.join(", ")
+                ));
+                args.insert("clusters".into(), json!(widened));
+                if action == Action::Keep {
+                    action = Action::Upgrade;
+                }
+            }
+            found.list
+        };
+        clusters::add_needs(
+            &mut self.needs,
+            &planned.depends_on,
+            own_clusters.as_deref(),
+        );
+        if action == Action::Keep {
+            return Ok(Planned::Keep(Kept {
+                name: name.to_owned(),
+                version: planned.version.to_string(),
+                registry: planned.registry.clone(),
+                installed_by: planned.installed_by,
+                needed_by: planned.needed_by.clone(),
+            }));
+        }
+        let package = match root_package {
+            Some(package) => package,
+            None => self.sources.load(planned).await?,
+        };
+        // A new dependency goes to the clusters of the addons that need it when it deploys to
+        // managed clusters at all.
+        if !is_root && current.is_none() && package.metadata.deploy_to.runtime_cluster {
+            if let Some(list) = &own_clusters {
+                args.insert("clusters".into(), json!(list));
+            }
+        }
+        let options = RenderOptions {
+            namespace: self.ctx.namespace.clone(),
+            args,
+            stored_args: stored,
+            upgrade: current.is_some(),
+            kubernetes_version: self.k8s_version.clone(),
+            clusters: None,
+        };
+        self.render(planned, action, package, &options)
+    }
+
+    /// The arguments given for the addon asked for, with their clusters checked.
+    async fn given(
+        &self,
+        package: &AddonPackage,
+        stored: &Map<String, serde_json::Value>,
+        upgrading: bool,
+    ) -> Result<(Map<String, serde_json::Value>, Option<Vec<String>>)> {
+        let given = given_args(
+            self.ctx,
+            package,
+            self.request,
+            stored,
+            upgrading,
+            self.k8s_version.as_ref(),
+        )?;
+        // `--clusters` was checked before planning; clusters from the other input now.
+        if given.clusters() != self.request.args.clusters() {
+            check_clusters(self.ctx, given.clusters()).await?;
+        }
+        Ok((given.to_map(), given.clusters().map(<[String]>::to_vec)))
+    }
+
+    /// Renders an addon to apply and checks the sizes of its objects.
+    fn render(
+        &self,
+        planned: &PlannedAddon,
+        action: Action,
+        package: AddonPackage,
+        options: &RenderOptions,
+    ) -> Result<Planned> {
+        let rendered = self
+            .ctx
+            .renderer
+            .render(&package, options)
+            .map_err(crate::Error::from)?;
+        check_sizes(&rendered)?;
+        Ok(Planned::Apply(Box::new(Step {
+            action,
+            installed_by: planned.installed_by,
+            clusters: rendered.clusters.clone(),
+            depends_on: planned.depends_on.clone(),
+            needed_by: planned.needed_by.clone(),
+            layer: self.layers.get(&planned.name).copied().unwrap_or_default(),
+            rendered,
+            package,
+        })))
+    }
+}
