@@ -205,9 +205,13 @@ impl Cluster {
         }
         let what = format!("{} `{}`", gvk.kind, name);
         let (api, _) = self.api_for(gvk, namespace, &what).await?;
-        api.get_opt(name)
-            .await
-            .map_err(|e| self.map_error(e, &what))
+        match api.get_opt(name).await {
+            Ok(found) => Ok(found),
+            // A bare 404 ("404 page not found", not a NotFound Status): the kind stopped being
+            // served between discovery and the read (its CRD was just deleted).
+            Err(kube::Error::Api(r)) if r.code == 404 => Ok(None),
+            Err(e) => Err(self.map_error(e, &what)),
+        }
     }
 
     /// Lists objects of a kind (in one namespace or all), filtered by a label selector. A kind
