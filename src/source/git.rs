@@ -40,10 +40,11 @@ use tokio::sync::OnceCell;
 
 pub mod known_hosts;
 mod ssh;
+mod target;
 mod trust;
 
 use known_hosts::KnownHosts;
-pub use ssh::SshTarget;
+pub use target::SshTarget;
 use trust::Trust;
 
 use crate::model::registry::{Credentials, RegistrySpec, KNOWN_HOSTS_OPTION, SSH_KEY_OPTION};

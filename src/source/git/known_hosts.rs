@@ -7,7 +7,7 @@ use base64::Engine as _;
 use hmac::{KeyInit, Mac};
 use sha2::Digest;
 
-use super::ssh::SshTarget;
+use super::target::SshTarget;
 
 /// The file's entries (read once per connection).
 #[derive(Debug, Clone)]
