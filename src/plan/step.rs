@@ -208,3 +208,30 @@ fn keeping_note(
         keys.join(", ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::keeping_note;
+
+    #[test]
+    fn the_note_names_the_kept_keys_sorted_and_never_their_values() {
+        let stored = json!({"token": "s3cr3t", "clusters": ["m1"], "mode": "slow"});
+        let stored = stored.as_object().cloned().unwrap_or_default();
+        let note = keeping_note(&stored, false, false).unwrap_or_default();
+        assert_eq!(
+            note,
+            "keeping stored arguments (clusters, mode, token); --reset-values to start from the defaults"
+        );
+        assert!(!note.contains("s3cr3t"));
+        // `upgrade` merges as a matter of course; nothing stored, nothing to say.
+        assert_eq!(keeping_note(&stored, false, true), None);
+        assert_eq!(keeping_note(&serde_json::Map::new(), false, false), None);
+        let reset = keeping_note(&stored, true, true).unwrap_or_default();
+        assert!(
+            reset.starts_with("--reset-values: starting from the defaults"),
+            "{reset}"
+        );
+    }
+}
