@@ -6,12 +6,21 @@ use crate::context::Context;
 use crate::state::{installed, stored_args};
 use crate::{Error, Result};
 
+/// The stored arguments of an installed addon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredValues {
+    /// The arguments (its `clusters` among them), secrets masked unless asked otherwise.
+    pub values: Value,
+    /// Whether any secret was masked (a file of these values would store the mask).
+    pub masked: bool,
+}
+
 /// The stored arguments of the installed addon `name` (its `clusters` among them), with every
 /// `secret()` parameter masked unless `show_secrets`.
 ///
 /// Masking needs the addon's parameter schema, read from the installed version in the
 /// catalogue; when no registry has that version any more, only `show_secrets` prints them.
-pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Result<Value> {
+pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Result<StoredValues> {
     let all = installed(ctx).await?;
     let Some(current) = all.get(name) else {
         return Err(Error::NotEnabled {
@@ -19,10 +28,18 @@ pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Res
         });
     };
     let args = stored_args(ctx, name).await?;
+    let plain = Value::Object(args.clone());
     if show_secrets || args.is_empty() {
-        return Ok(Value::Object(args));
+        return Ok(StoredValues {
+            values: plain,
+            masked: false,
+        });
     }
-    masked(ctx, name, &current.version, &current.registry, args).await
+    let values = masked(ctx, name, &current.version, &current.registry, args).await?;
+    Ok(StoredValues {
+        masked: values != plain,
+        values,
+    })
 }
 
 /// `args` with the secret parameters of `name` at `version` masked.

@@ -15,8 +15,15 @@ pub async fn values(
     args: &GetValuesArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, !args.show_secrets).await?;
-    let values =
+    let stored =
         addonctl::status::values::stored_values(&ctx, &args.addon, args.show_secrets).await?;
+    if stored.masked {
+        printer.note(&format!(
+            "secret parameters are shown as `{}`; pass `--show-secrets` for a file `enable -f` takes back as it is",
+            addonctl::render::MASK
+        ));
+    }
+    let values = stored.values;
     let mut stdout = printer.stdout();
     match args.output {
         ObjectFormat::Yaml => write!(stdout, "{}", addonctl::yaml::to_string(&values)?)?,
