@@ -184,6 +184,29 @@ async fn get_values_masks_secrets_and_round_trips_through_enable_f() {
     );
     assert_eq!(sb.stored_args("vaulted").await, Some(stored));
 
+    // The registry no longer has the installed version: no schema to mask with, so it refuses
+    // (showing nothing) and names `--show-secrets`, which still works.
+    let metadata = vaulted.path().join("metadata.yaml");
+    let text = fs_err::read_to_string(&metadata).unwrap();
+    fs_err::write(&metadata, text.replace("version: 1.0.0", "version: 2.0.0")).unwrap();
+    let refused = sb
+        .cli()
+        .args(["get", "values", "vaulted"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "cannot tell which stored arguments of addon `vaulted` are secrets: its version 1.0.0",
+        ))
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8_lossy(&refused.stderr).contains(TOKEN));
+    let (shown_again, _) = run_ok(
+        sb.cli()
+            .args(["get", "values", "vaulted", "--show-secrets"]),
+    );
+    assert_eq!(shown_again, shown);
+
     // An addon that is not installed is the user's error.
     sb.cli()
         .args(["get", "values", "absent"])
