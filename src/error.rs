@@ -70,6 +70,16 @@ pub enum Error {
         /// The addon.
         addon: String,
     },
+    /// `get values` cannot tell which stored arguments are secrets.
+    #[error("cannot tell which stored arguments of addon `{addon}` are secrets: its version {version} could not be read ({reason}); pass `--show-secrets` to print them unmasked, or add a registry that has this version")]
+    SecretsUnknown {
+        /// The addon.
+        addon: String,
+        /// Its installed version.
+        version: String,
+        /// Why its package could not be read.
+        reason: String,
+    },
     /// An addon neither installed nor in any registry.
     #[error("no addon `{addon}` is installed or in any registry")]
     NoSuchAddon {
@@ -366,6 +376,7 @@ impl Error {
             | Error::NotEnabled { .. }
             | Error::NotEnabledToUpgrade { .. }
             | Error::NoSuchAddon { .. }
+            | Error::SecretsUnknown { .. }
             | Error::AddonFailed { .. }
             | Error::UnknownClusters { .. }
             | Error::TopologyUnknownCluster { .. }

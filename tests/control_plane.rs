@@ -249,7 +249,7 @@ async fn enabling_with_kubevela_applies_an_application_that_owns_every_object() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_args_secret_follows_the_arguments_of_each_enable() {
+async fn the_args_secret_keeps_the_stored_arguments_until_reset_values() {
     let widgets = widgets();
     let sb = Sandbox::with_kubevela().await.registries(&[&widgets]);
 
@@ -266,11 +266,26 @@ async fn the_args_secret_follows_the_arguments_of_each_enable() {
         Some(json!({"replicas": 3}))
     );
 
-    let reports = sb.enable("widgets", json!({})).await.unwrap();
+    // Enabled again without arguments: the stored ones are kept.
+    sb.enable("widgets", json!({})).await.unwrap();
+    assert_eq!(
+        sb.stored_args("widgets").await,
+        Some(json!({"replicas": 3}))
+    );
+
+    // From the defaults, without arguments: no arguments, no Secret.
+    let request = EnableRequest {
+        reference: "widgets".to_owned(),
+        reset_values: true,
+        ..EnableRequest::default()
+    };
+    let reports = addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     assert_eq!(
         sb.stored_args("widgets").await,
         None,
-        "enabled again without arguments"
+        "enabled again from the defaults without arguments"
     );
     assert_eq!(
         reports[0].deleted,

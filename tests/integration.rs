@@ -25,3 +25,4 @@ mod sources;
 mod sources_git;
 mod sources_helm;
 mod sources_remote;
+mod values;

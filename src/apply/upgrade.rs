@@ -26,6 +26,8 @@ pub struct UpgradeRequest {
     pub adopt: bool,
     /// Upgrade even when APIs the addons use are served by nobody yet.
     pub skip_api_check: bool,
+    /// Start from the defaults instead of the stored arguments and clusters.
+    pub reset_values: bool,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -61,6 +63,7 @@ pub async fn upgrade(
         override_definitions: request.override_definitions,
         adopt: request.adopt,
         skip_api_check: request.skip_api_check,
+        reset_values: request.reset_values,
     };
     let plan = plan(ctx, &enable_request, true).await?;
     for note in &plan.notes {

@@ -139,6 +139,9 @@ pub enum Command {
     /// Change an installed addon's parameters or version.
     #[command(after_help = help::UPGRADE)]
     Upgrade(UpgradeArgs),
+    /// Print what is stored for an installed addon.
+    #[command(subcommand, after_help = help::GET)]
+    Get(GetCommand),
     /// Package an addon (or a directory of addons) as `<name>-<version>.tgz`, after linting it.
     #[command(after_help = help::PACKAGE)]
     Package(PackageArgs),
@@ -176,6 +179,25 @@ pub struct VersionArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GetCommand {
+    /// The stored arguments of an installed addon, reusable as `enable <addon> -f <file>`.
+    #[command(after_help = help::GET_VALUES)]
+    Values(GetValuesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GetValuesArgs {
+    /// The installed addon.
+    pub addon: String,
+    /// Print `secret()` parameters as they are (masked otherwise).
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ObjectFormat::Yaml)]
+    pub output: ObjectFormat,
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +331,10 @@ pub struct EnableArgs {
     /// Take over existing objects addonctl did not create (`disable` gives them back).
     #[arg(long)]
     pub adopt: bool,
+    /// Start from the defaults instead of the stored arguments and clusters of an installed
+    /// addon (otherwise what is given is merged over them).
+    #[arg(long)]
+    pub reset_values: bool,
 }
 
 #[derive(Debug, Args)]
@@ -371,6 +397,10 @@ pub struct UpgradeArgs {
     /// Move to the newest version.
     #[arg(long)]
     pub latest: bool,
+    /// Start from the defaults instead of the stored arguments and clusters (otherwise
+    /// what is given is merged over them).
+    #[arg(long)]
+    pub reset_values: bool,
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,

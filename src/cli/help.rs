@@ -21,7 +21,8 @@ pub const INIT: &str = "Examples:
 pub const ENABLE: &str = "Examples:
   addonctl enable strongbox-operator
   addonctl enable myrepo/strongbox-dashboard -f values.yaml --clusters edge-1,edge-2
-  addonctl enable ./my-addon --dry-run";
+  addonctl enable ./my-addon --dry-run
+  addonctl enable strongbox-dashboard replicas=3 --reset-values";
 pub const DISABLE: &str = "Examples:
   addonctl disable strongbox-dashboard
   addonctl disable strongbox-operator --prune-dependencies --dry-run";
@@ -33,7 +34,14 @@ pub const LIST: &str = "Examples:
   addonctl list --registry myrepo -o json";
 pub const UPGRADE: &str = "Examples:
   addonctl upgrade strongbox-operator --latest
-  addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0";
+  addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0
+  addonctl upgrade strongbox-dashboard --reset-values";
+pub const GET: &str = "Examples:
+  addonctl get values strongbox-dashboard > values.yaml";
+pub const GET_VALUES: &str = "Examples:
+  addonctl get values strongbox-dashboard > values.yaml
+  addonctl enable strongbox-dashboard -f values.yaml --reset-values
+  addonctl get values strongbox-dashboard --show-secrets -o json";
 pub const PACKAGE: &str = "Examples:
   addonctl package ./my-addon
   addonctl package ./addons -o dist/";

@@ -114,6 +114,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (global, cluster) = cluster_settings(global)?;
             commands::upgrade::run(&global, &cluster, printer, args).await
         }
+        Command::Get(args::GetCommand::Values(args)) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::get::values(&global, &cluster, printer, &args).await
+        }
         Command::Package(args) => {
             commands::publish::package(&GlobalSettings::resolve(global)?, printer, args).await
         }

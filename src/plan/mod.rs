@@ -57,6 +57,9 @@ pub struct EnableRequest {
     pub adopt: bool,
     /// Enable even when APIs the addons use are served by nobody yet (they become notes).
     pub skip_api_check: bool,
+    /// Start the addon asked for from its defaults instead of its stored arguments and
+    /// clusters (`--reset-values`); without it, what is given is merged over what is stored.
+    pub reset_values: bool,
 }
 
 /// What happens to one addon of a plan.

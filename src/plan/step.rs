@@ -27,7 +27,7 @@ pub(super) enum Planned {
 pub(super) struct Planner<'a> {
     pub ctx: &'a Context,
     pub request: &'a EnableRequest,
-    /// An `upgrade` (stored arguments count for the addon asked for).
+    /// An `upgrade` (which merges over the stored arguments as a matter of course: no note).
     pub upgrade: bool,
     /// The name of the addon asked for.
     pub root: &'a str,
@@ -56,14 +56,20 @@ impl Planner<'_> {
             (_, resolve::Action::Upgrade) => Action::Upgrade,
             (_, resolve::Action::Keep) => Action::Keep,
         };
-        // Stored arguments count on upgrade and for dependencies; an enable of the addon asked
-        // for stores exactly the arguments it is given (none deletes the Secret), as KubeVela
-        // does.
-        let stored = if current.is_some() && (self.upgrade || !is_root) {
+        // Stored arguments count for an installed addon: what is given is merged over them,
+        // unless `--reset-values` starts the addon asked for from its defaults.
+        let stored = if current.is_some() && !(is_root && self.request.reset_values) {
             stored_args(self.ctx, name).await?
         } else {
             Map::new()
         };
+        if is_root && current.is_some() {
+            self.notes.extend(keeping_note(
+                &stored,
+                self.request.reset_values,
+                self.upgrade,
+            ));
+        }
         // The addon asked for is loaded first: its arguments are parsed against its schema.
         let root_package = match self.directory {
             Some(package) if is_root => Some(package.clone()),
@@ -176,5 +182,56 @@ impl Planner<'_> {
             rendered,
             package,
         })))
+    }
+}
+
+/// The note saying what an installed addon asked for starts from: its stored arguments (their
+/// keys, never their values) or, with `--reset-values`, its defaults.
+fn keeping_note(
+    stored: &Map<String, serde_json::Value>,
+    reset: bool,
+    upgrade: bool,
+) -> Option<String> {
+    if reset {
+        return Some(
+            "--reset-values: starting from the defaults (stored arguments and clusters dropped)"
+                .to_owned(),
+        );
+    }
+    if stored.is_empty() || upgrade {
+        return None;
+    }
+    let mut keys: Vec<&str> = stored.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    Some(format!(
+        "keeping stored arguments ({}); --reset-values to start from the defaults",
+        keys.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::keeping_note;
+
+    #[test]
+    fn the_note_names_the_kept_keys_sorted_and_never_their_values() {
+        let stored = json!({"token": "s3cr3t", "clusters": ["m1"], "mode": "slow"});
+        let stored = stored.as_object().cloned().unwrap_or_default();
+        let note = keeping_note(&stored, false, false).unwrap_or_default();
+        assert_eq!(
+            note,
+            "keeping stored arguments (clusters, mode, token); --reset-values to start from the defaults"
+        );
+        assert!(!note.contains("s3cr3t"));
+        // `upgrade` merges as a matter of course; nothing stored, nothing to say.
+        assert_eq!(keeping_note(&stored, false, true), None);
+        assert_eq!(keeping_note(&serde_json::Map::new(), false, false), None);
+        let reset = keeping_note(&stored, true, true).unwrap_or_default();
+        assert!(
+            reset.starts_with("--reset-values: starting from the defaults"),
+            "{reset}"
+        );
     }
 }

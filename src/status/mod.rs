@@ -5,6 +5,7 @@ pub mod health;
 pub mod list;
 #[cfg(test)]
 mod tests;
+pub mod values;
 pub mod wait;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -35,6 +35,7 @@ pub async fn run(
         override_definitions: args.override_definitions,
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
+        reset_values: args.reset_values,
     };
     let mut plan = addonctl::plan::plan(&ctx, &request, false).await?;
     plan.dependency_timeout =

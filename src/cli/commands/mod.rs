@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod completion;
 pub mod disable;
 pub mod enable;
+pub mod get;
 pub mod init;
 pub mod lint;
 pub mod list;

@@ -28,6 +28,7 @@ pub async fn run(
         override_definitions: args.override_definitions,
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
+        reset_values: args.reset_values,
     };
     let reporter = printer;
     let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;

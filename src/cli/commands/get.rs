@@ -1,0 +1,33 @@
+//! `addonctl get values`: an installed addon's stored arguments, reusable with `enable -f`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::args::{GetValuesArgs, ObjectFormat};
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `get values`.
+pub async fn values(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: &GetValuesArgs,
+) -> anyhow::Result<ExitCode> {
+    let ctx = connect(global, cluster, printer, !args.show_secrets).await?;
+    let stored =
+        addonctl::status::values::stored_values(&ctx, &args.addon, args.show_secrets).await?;
+    if stored.masked {
+        printer.note(&format!(
+            "secret parameters are shown as `{}`; pass `--show-secrets` for a file `enable -f` takes back as it is",
+            addonctl::render::MASK
+        ));
+    }
+    let values = stored.values;
+    let mut stdout = printer.stdout();
+    match args.output {
+        ObjectFormat::Yaml => write!(stdout, "{}", addonctl::yaml::to_string(&values)?)?,
+        ObjectFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&values)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
