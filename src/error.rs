@@ -80,6 +80,14 @@ pub enum Error {
         /// Why its package could not be read.
         reason: String,
     },
+    /// A secret parameter was given as the mask `get values` prints in its place.
+    #[error("parameter `{path}` of addon `{addon}` is a secret given as the mask `******` (a file from `addonctl get values` without `--show-secrets`?): give its real value, or leave it out to keep the stored one")]
+    MaskedSecretGiven {
+        /// The addon.
+        addon: String,
+        /// The parameter's dotted path.
+        path: String,
+    },
     /// An addon neither installed nor in any registry.
     #[error("no addon `{addon}` is installed or in any registry")]
     NoSuchAddon {
@@ -377,6 +385,7 @@ impl Error {
             | Error::NotEnabledToUpgrade { .. }
             | Error::NoSuchAddon { .. }
             | Error::SecretsUnknown { .. }
+            | Error::MaskedSecretGiven { .. }
             | Error::AddonFailed { .. }
             | Error::UnknownClusters { .. }
             | Error::TopologyUnknownCluster { .. }

@@ -182,6 +182,25 @@ async fn get_values_masks_secrets_and_round_trips_through_enable_f() {
             .args(["enable", "vaulted", "--reset-values", "-f"])
             .arg(&file),
     );
+    assert_eq!(sb.stored_args("vaulted").await, Some(stored.clone()));
+
+    // The masked output given back as a file would replace the secret with the mask: refused,
+    // naming the parameter, and the stored secret stays.
+    let masked_file = dir.path().join("masked.yaml");
+    fs_err::write(&masked_file, &masked).unwrap();
+    let refused = sb
+        .cli()
+        .args(["enable", "vaulted", "-f"])
+        .arg(&masked_file)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("parameter `token`") && stderr.contains("mask"),
+        "{stderr}"
+    );
     assert_eq!(sb.stored_args("vaulted").await, Some(stored));
 
     // The registry no longer has the installed version: no schema to mask with, so it refuses

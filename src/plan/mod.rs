@@ -378,7 +378,43 @@ fn given_args(
         .renderer
         .parameter_schema_in(package, &options)
         .map_err(crate::Error::from)?;
-    request.args.parse(&schema).map_err(crate::Error::from)
+    let given = request.args.parse(&schema).map_err(crate::Error::from)?;
+    if let Some(path) = masked_secret(&Value::Object(given.to_map()), "", &schema) {
+        return Err(Error::MaskedSecretGiven {
+            addon: package.metadata.name.clone(),
+            path,
+        });
+    }
+    Ok(given)
+}
+
+/// The first secret parameter whose given value is the mask printed in its place: stored as it
+/// is, it would replace the real secret.
+fn masked_secret(
+    value: &Value,
+    path: &str,
+    schema: &crate::params::ParameterSchema,
+) -> Option<String> {
+    let child = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match value {
+        Value::String(s) if s == crate::render::MASK && schema.is_secret(path) => {
+            Some(path.to_owned())
+        }
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(key, v)| masked_secret(v, &child(key), schema)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| masked_secret(v, &child(&i.to_string()), schema)),
+        _ => None,
+    }
 }
 
 /// Whether the plan will be applied through KubeVela (the Application is stored and deployed by
