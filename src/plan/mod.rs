@@ -4,9 +4,9 @@
 //! calls under the addons' locks).
 //!
 //! Parts: the solver's input (`sources`, read through the one catalogue,
-//! [`crate::source::catalog`]), the
-//! APIs the plan uses and provides ([`inventory`]), and what an addon must not render
-//! ([`protect`]).
+//! [`crate::source::catalog`]), one addon's step (`step`: arguments, clusters, render), a
+//! dependency's clusters (`clusters`), the APIs the plan uses and provides ([`inventory`]), and
+//! what an addon must not render ([`protect`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
