@@ -168,6 +168,16 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// `cluster join` of an API server already joined under another name.
+    #[error("the API server `{endpoint}` is already joined as cluster `{other}`: run `addonctl cluster detach {other}` first to join it as `{name}`, or join it as `{other}` (re-joining a name rotates its credentials)")]
+    EndpointAlreadyJoined {
+        /// The API server URL.
+        endpoint: String,
+        /// The cluster it is joined as.
+        other: String,
+        /// The name asked for.
+        name: String,
+    },
     /// A cluster's Secret changed under every retry.
     #[error("the Secret of cluster `{cluster}` kept changing while it was written; try again")]
     ClusterSecretContended {
@@ -395,6 +405,7 @@ impl Error {
             | Error::InvalidLabel { .. }
             | Error::DetachBlocked { .. }
             | Error::ClusterSecretContended { .. }
+            | Error::EndpointAlreadyJoined { .. }
             | Error::LockContended { .. }
             | Error::LockTakenOver { .. }
             | Error::VelaMissing

@@ -356,9 +356,15 @@ async fn cli_cluster_detach_without_a_terminal_does_not_ask() {
     let sb = Sandbox::with_kubevela().await;
     let managed = Env::get().managed_n(1);
     sb.join("m1", managed, &[("region", "west")]).await;
-    // A re-join without the labels: no terminal, no question (the join goes ahead as before).
+    // A re-join dropping the labels: no terminal, no question (the join goes ahead).
     sb.cli()
-        .args(["cluster", "join", "m1", "--from-kubeconfig"])
+        .args([
+            "cluster",
+            "join",
+            "m1",
+            "--reset-labels",
+            "--from-kubeconfig",
+        ])
         .arg(&managed.kubeconfig)
         .assert()
         .success()
@@ -416,9 +422,23 @@ async fn cli_cluster_detach_on_a_terminal_asks_and_no_keeps_the_cluster() {
     assert_eq!(declined.status.code(), Some(2), "{seen}");
     assert!(sb.get(Kind::SECRET, "m1").await.is_some());
 
-    // A re-join that would drop `region=west` asks too; declined, the labels stay.
+    // A re-join without `--labels` keeps them and asks nothing.
+    let kept = on_a_terminal(
+        &sb,
+        &format!(
+            "cluster join m1 --from-kubeconfig '{}'",
+            managed.kubeconfig.display()
+        ),
+        "",
+    );
+    let seen = String::from_utf8_lossy(&kept.stdout).into_owned();
+    assert_eq!(kept.status.code(), Some(0), "{seen}");
+    assert!(!seen.contains("[y/N]"), "{seen}");
+
+    // A re-join that would drop `region=west` (`--labels` without it) asks; declined, the
+    // labels stay.
     let rejoin = format!(
-        "cluster join m1 --from-kubeconfig '{}'",
+        "cluster join m1 --from-kubeconfig '{}' --labels tier=gold",
         managed.kubeconfig.display()
     );
     let declined = on_a_terminal(&sb, &rejoin, "n\n");

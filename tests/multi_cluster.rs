@@ -2097,3 +2097,108 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
         "the system namespace is never deleted"
     );
 }
+
+/// The labels of a cluster Secret, its credential-type label aside.
+async fn cluster_labels(sb: &Sandbox, name: &str) -> Value {
+    let secret = sb.get(Kind::SECRET, name).await.unwrap();
+    let mut labels = secret["metadata"]["labels"].clone();
+    labels
+        .as_object_mut()
+        .unwrap()
+        .remove("cluster.core.oam.dev/cluster-credential-type");
+    labels
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoint_joined_under_another_name_is_refused_and_a_rejoin_rotates() {
+    let sb = Sandbox::with_kubevela().await;
+    sb.join("m1", managed(1), &[("region", "west")]).await;
+
+    // Through the command line: a user error naming the other cluster and what to do.
+    let output = run(sb
+        .cli()
+        .args(["cluster", "join", "m2", "--from-kubeconfig"])
+        .arg(&managed(1).kubeconfig));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    let stderr = stderr_of(&output);
+    assert!(
+        stderr.contains("already joined as cluster `m1`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("addonctl cluster detach m1"), "{stderr}");
+    assert!(sb.get(Kind::SECRET, "m2").await.is_none());
+
+    // The same server written differently (a trailing slash) is the same endpoint.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("slash.kubeconfig");
+    let text = fs_err::read_to_string(&managed(1).kubeconfig).unwrap();
+    assert!(text.contains(&managed(1).server));
+    fs_err::write(
+        &kubeconfig,
+        text.replace(&managed(1).server, &format!("{}/", managed(1).server)),
+    )
+    .unwrap();
+    let refused = addonctl::apply::clusters::join_with(
+        &sb.ctx,
+        "m2",
+        &kubeconfig,
+        None,
+        &addonctl::apply::clusters::JoinLabels::Keep,
+    )
+    .await;
+    match refused {
+        Err(addonctl::Error::EndpointAlreadyJoined { other, name, .. }) => {
+            assert_eq!((other.as_str(), name.as_str()), ("m1", "m2"));
+        }
+        other => panic!("expected EndpointAlreadyJoined, got {other:?}"),
+    }
+    assert!(sb.get(Kind::SECRET, "m2").await.is_none());
+
+    // Re-joining the same name (credential rotation) is fine, and another server is too.
+    let output = run(sb
+        .cli()
+        .args(["cluster", "join", "m1", "--from-kubeconfig"])
+        .arg(&kubeconfig));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    sb.track(managed(2));
+    let output = run(sb
+        .cli()
+        .args(["cluster", "join", "m2", "--from-kubeconfig"])
+        .arg(&managed(2).kubeconfig));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejoin_keeps_labels_unless_given_or_reset() {
+    let sb = Sandbox::with_kubevela().await;
+    sb.join("m1", managed(1), &[("region", "west"), ("tier", "gold")])
+        .await;
+    let join = |extra: &[&str]| {
+        let mut cmd = sb.cli();
+        cmd.args(["cluster", "join", "m1", "--from-kubeconfig"])
+            .arg(&managed(1).kubeconfig)
+            .args(extra);
+        run(&mut cmd)
+    };
+
+    let output = join(&["-o", "json"]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let row: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(row["labels"], json!({"region": "west", "tier": "gold"}));
+    assert_eq!(
+        cluster_labels(&sb, "m1").await,
+        json!({"region": "west", "tier": "gold"})
+    );
+
+    let output = join(&["--labels", "a=b"]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert_eq!(cluster_labels(&sb, "m1").await, json!({"a": "b"}));
+
+    let output = join(&["--labels", "a=c", "--reset-labels"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    assert_eq!(cluster_labels(&sb, "m1").await, json!({"a": "b"}));
+
+    let output = join(&["--reset-labels"]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert_eq!(cluster_labels(&sb, "m1").await, json!({}));
+}

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::deletion::Entry;
 use super::{access, direct};
-use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
+use crate::cluster::set::{ClusterCredentials, CredentialType, LABEL_CREDENTIAL_TYPE, LOCAL};
 use crate::context::Context;
 use crate::model::wire::secret_gvk;
 use crate::state::clusters::{connect, joined};
@@ -61,7 +61,18 @@ pub fn parse_labels(pairs: &[String]) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-/// Joins a cluster from a kubeconfig: checks it answers, then stores its Secret.
+/// What a `join` does with the labels of a cluster joined before under the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinLabels {
+    /// Keep the stored labels (none for a new cluster).
+    Keep,
+    /// Replace them with these.
+    Replace(BTreeMap<String, String>),
+    /// Drop them.
+    Reset,
+}
+
+/// Joins a cluster from a kubeconfig with exactly `labels` (see [`join_with`]).
 pub async fn join(
     ctx: &Context,
     name: &str,
@@ -69,25 +80,101 @@ pub async fn join(
     context: Option<&str>,
     labels: &BTreeMap<String, String>,
 ) -> Result<ClusterRow> {
+    join_with(
+        ctx,
+        name,
+        kubeconfig,
+        context,
+        &JoinLabels::Replace(labels.clone()),
+    )
+    .await
+}
+
+/// Joins a cluster from a kubeconfig: refuses an API server already joined under another name,
+/// checks it answers, then stores its Secret. Re-joining a name (credential rotation) keeps,
+/// replaces or drops its labels as `labels` says.
+pub async fn join_with(
+    ctx: &Context,
+    name: &str,
+    kubeconfig: &Path,
+    context: Option<&str>,
+    labels: &JoinLabels,
+) -> Result<ClusterRow> {
     check_name(name)?;
     let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
+    refuse_joined_endpoint(ctx, name, credentials.endpoint()).await?;
     let client = connect(ctx, name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
         .create_if_missing(&crate::model::wire::namespace_object(&ctx.namespace))
         .await?;
-    write_cluster_secret(ctx, name, |_| {
-        Ok(credentials.to_secret(name, &ctx.namespace, labels))
+    let written = std::cell::RefCell::new(BTreeMap::new());
+    write_cluster_secret(ctx, name, |stored| {
+        let labels = match labels {
+            JoinLabels::Keep => stored.map(stored_labels).unwrap_or_default(),
+            JoinLabels::Replace(labels) => labels.clone(),
+            JoinLabels::Reset => BTreeMap::new(),
+        };
+        let secret = credentials.to_secret(name, &ctx.namespace, &labels);
+        written.replace(labels);
+        Ok(secret)
     })
     .await?;
     Ok(ClusterRow {
         name: name.to_owned(),
         endpoint: client.server().to_owned(),
         credential_type: Some(credentials.credential_type()),
-        labels: labels.clone(),
+        labels: written.into_inner(),
         reachable: true,
         version,
     })
+}
+
+/// The labels of a stored cluster Secret (its credential-type label aside), read from its
+/// metadata so that a Secret whose credentials are unreadable still keeps them.
+pub fn stored_labels(secret: &serde_json::Value) -> BTreeMap<String, String> {
+    secret["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != LABEL_CREDENTIAL_TYPE)
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+        .collect()
+}
+
+/// Refuses `endpoint` when a cluster of another name is joined with the same API server.
+async fn refuse_joined_endpoint(ctx: &Context, name: &str, endpoint: &str) -> Result<()> {
+    let wanted = normalize_endpoint(endpoint);
+    let other = joined(ctx)
+        .await?
+        .into_iter()
+        .find(|(info, _)| info.name != name && normalize_endpoint(&info.endpoint) == wanted);
+    match other {
+        Some((info, _)) => Err(Error::EndpointAlreadyJoined {
+            endpoint: endpoint.to_owned(),
+            other: info.name,
+            name: name.to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// An API server URL for comparison: scheme and host lower-cased, the scheme's default port
+/// and trailing slashes dropped (`HTTPS://Api.Example:443/` is `https://api.example`).
+pub fn normalize_endpoint(endpoint: &str) -> String {
+    let trimmed = endpoint.trim();
+    let (scheme, rest) = trimmed.split_once("://").unwrap_or(("https", trimmed));
+    let scheme = scheme.to_ascii_lowercase();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut host = authority.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => ":80",
+        _ => ":443",
+    };
+    if let Some(stripped) = host.strip_suffix(default_port) {
+        host = stripped.to_owned();
+    }
+    format!("{scheme}://{host}{}", path.trim_end_matches('/'))
 }
 
 /// Lists `local` and every joined cluster, asking each for its version (concurrently).
@@ -345,4 +432,39 @@ async fn write_cluster_secret(
     Err(Error::ClusterSecretContended {
         cluster: name.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_endpoint;
+
+    #[test]
+    fn endpoints_compare_by_scheme_host_default_port_and_no_trailing_slash() {
+        let same = [
+            "https://api.example",
+            "HTTPS://Api.Example:443/",
+            "https://api.example//",
+            "api.example",
+        ];
+        for endpoint in same {
+            assert_eq!(
+                normalize_endpoint(endpoint),
+                "https://api.example",
+                "{endpoint}"
+            );
+        }
+        assert_eq!(normalize_endpoint("http://h:80/"), "http://h");
+        assert_ne!(
+            normalize_endpoint("https://h:6443"),
+            normalize_endpoint("https://h")
+        );
+        assert_ne!(
+            normalize_endpoint("http://h"),
+            normalize_endpoint("https://h")
+        );
+        assert_ne!(
+            normalize_endpoint("https://h/Path"),
+            normalize_endpoint("https://h/path")
+        );
+    }
 }

@@ -228,10 +228,15 @@ pub enum ClusterCommand {
         /// The kubeconfig context (default: its current context).
         #[arg(long = "from-context")]
         from_context: Option<String>,
-        /// Labels `k=v,…` for `clusterLabelSelector`.
+        /// Labels `k=v,…` for `clusterLabelSelector`; on a re-join they replace the stored set
+        /// (without `--labels` a re-join keeps it).
         #[arg(long)]
         labels: Vec<String>,
-        /// Do not ask before a re-join drops the cluster's labels (only asked on a terminal).
+        /// On a re-join, drop the cluster's stored labels.
+        #[arg(long, conflicts_with = "labels")]
+        reset_labels: bool,
+        /// Do not ask before a re-join drops labels (`--reset-labels`, or `--labels` without
+        /// some stored key; only asked on a terminal).
         #[arg(short, long)]
         yes: bool,
         /// Output format.

@@ -72,7 +72,12 @@ pub const CLUSTER: &str = "Examples:
   addonctl cluster detach edge-1 --dry-run";
 pub const CLUSTER_JOIN: &str = "Examples:
   addonctl cluster join edge-1 --from-kubeconfig edge-1.kubeconfig --labels region=eu,tier=edge
-  addonctl cluster join edge-2 --from-kubeconfig ~/.kube/config --from-context edge-2";
+  addonctl cluster join edge-2 --from-kubeconfig ~/.kube/config --from-context edge-2
+  addonctl cluster join edge-1 --from-kubeconfig rotated.kubeconfig     # new credentials, labels kept
+  addonctl cluster join edge-1 --from-kubeconfig edge-1.kubeconfig --reset-labels
+
+An API server already joined under another name is refused (detach it first, or join it under
+that name). On a re-join, `--labels` replaces the stored labels; without it they are kept.";
 pub const CLUSTER_LIST: &str = "Examples:
   addonctl cluster list
   addonctl cluster list -o json";

@@ -205,6 +205,11 @@ impl ClusterCredentials {
         }
     }
 
+    /// The API server URL.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// The cluster Secret KubeVela reads.
     pub fn to_secret(
         &self,

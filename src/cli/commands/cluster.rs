@@ -38,14 +38,22 @@ pub async fn run(
             from_kubeconfig,
             from_context,
             labels,
+            reset_labels,
             yes,
             output,
         } => {
-            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
-            if !yes && printer.interactive() {
+            use addonctl::apply::clusters::JoinLabels;
+            let labels = if reset_labels {
+                JoinLabels::Reset
+            } else if labels.is_empty() {
+                JoinLabels::Keep
+            } else {
+                JoinLabels::Replace(addonctl::apply::clusters::parse_labels(&labels)?)
+            };
+            if !yes && labels != JoinLabels::Keep && printer.interactive() {
                 confirm_rejoin(&ctx, printer, &name, &labels).await?;
             }
-            let row = addonctl::apply::clusters::join(
+            let row = addonctl::apply::clusters::join_with(
                 &ctx,
                 &name,
                 &from_kubeconfig,
@@ -139,43 +147,43 @@ async fn confirm_detach(
     }
 }
 
-/// On a terminal, before a re-`join` that would drop labels the stored cluster has: the labels
-/// lost, and the person's y/N (one read of the cluster's Secret; a cluster not joined yet asks
-/// nothing).
+/// On a terminal, before a re-`join` that would drop labels the stored cluster has
+/// (`--reset-labels`, or `--labels` without some stored key): the labels lost, and the
+/// person's y/N (one read of the cluster's Secret; a cluster not joined yet asks nothing).
 async fn confirm_rejoin(
     ctx: &addonctl::context::Context,
     printer: Printer,
     name: &str,
-    labels: &std::collections::BTreeMap<String, String>,
+    labels: &addonctl::apply::clusters::JoinLabels,
 ) -> anyhow::Result<()> {
+    use addonctl::apply::clusters::JoinLabels;
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
     // Unreadable: the question is a courtesy; join itself reports what the cluster refuses.
     let Ok(Some(stored)) = ctx.cluster.get(&gvk, Some(&ctx.namespace), name).await else {
         return Ok(());
     };
-    let Ok((info, _)) = addonctl::cluster::set::ClusterCredentials::from_secret(
-        &addonctl::state::to_value(&stored),
-    ) else {
-        return Ok(());
-    };
-    let dropped: Vec<String> = info
-        .labels
+    let stored = addonctl::apply::clusters::stored_labels(&addonctl::state::to_value(&stored));
+    let dropped: Vec<String> = stored
         .iter()
-        .filter(|(k, v)| labels.get(*k) != Some(*v))
+        .filter(|(k, _)| match labels {
+            JoinLabels::Keep => false,
+            JoinLabels::Reset => true,
+            JoinLabels::Replace(given) => !given.contains_key(*k),
+        })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     if dropped.is_empty() {
         return Ok(());
     }
     let lines = vec![format!(
-        "cluster `{name}` is joined with labels {}; joining it again without them drops them (clusterLabelSelector stops matching it)",
+        "cluster `{name}` is joined with labels {}; joining it again this way drops them (clusterLabelSelector stops matching it)",
         dropped.join(",")
     )];
     if printer.confirm(&lines, &format!("re-join `{name}`? [y/N] "))? {
         Ok(())
     } else {
         Err(crate::cli::diagnostics::user(format!(
-            "cluster `{name}` not joined again: nothing was changed (give `--labels` to keep them, or `--yes` to join without asking)"
+            "cluster `{name}` not joined again: nothing was changed (leave out `--labels`/`--reset-labels` to keep them, or pass `--yes` to join without asking)"
         )))
     }
 }
