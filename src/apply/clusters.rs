@@ -10,7 +10,6 @@ use super::{access, direct};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LOCAL};
 use crate::context::Context;
 use crate::model::wire::secret_gvk;
-use crate::state::clusters::{connect, joined};
 use crate::state::record::{OtherRecords, Record};
 use crate::{Error, Result};
 
@@ -71,7 +70,7 @@ pub async fn join(
 ) -> Result<ClusterRow> {
     check_name(name)?;
     let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
-    let client = connect(ctx, name, &credentials).await?;
+    let client = ctx.state().connect(name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
         .create_if_missing(&crate::model::wire::namespace_object(&ctx.namespace))
@@ -92,7 +91,7 @@ pub async fn join(
 
 /// Lists `local` and every joined cluster, asking each for its version (concurrently).
 pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
-    let joined = joined(ctx).await?;
+    let joined = ctx.state().joined().await?;
     let local = async {
         let version = ctx.cluster.kubernetes_version().await;
         ClusterRow {
@@ -105,7 +104,7 @@ pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
         }
     };
     let others = joined.into_iter().map(|(info, credentials)| async move {
-        let version = match connect(ctx, &info.name, &credentials).await {
+        let version = match ctx.state().connect(&info.name, &credentials).await {
             Ok(client) => client.kubernetes_version().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -167,7 +166,9 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         Some(&ctx.namespace),
     ));
     access::check(&ctx.cluster, &command, &needs).await?;
-    let addons: Vec<String> = crate::state::installed(ctx)
+    let addons: Vec<String> = ctx
+        .state()
+        .installed()
         .await?
         .into_values()
         .filter(|i| {
@@ -194,7 +195,7 @@ async fn detach_unlocked(
     force: bool,
     dry_run: bool,
 ) -> Result<DetachReport> {
-    let joined = joined(ctx).await?;
+    let joined = ctx.state().joined().await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
         return Err(Error::ClusterNotJoined {
             name: name.to_owned(),
@@ -205,8 +206,10 @@ async fn detach_unlocked(
         dry_run,
         ..DetachReport::default()
     };
-    let client = connect(ctx, name, &credentials).await;
-    let records: Vec<Record> = crate::state::installed(ctx)
+    let client = ctx.state().connect(name, &credentials).await;
+    let records: Vec<Record> = ctx
+        .state()
+        .installed()
         .await?
         .into_values()
         .filter_map(|installed| installed.record)

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::Context;
-use crate::state::clusters::{clients, CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
 use crate::state::record::ClusterInventory;
 use crate::state::to_value;
 use crate::Result;
@@ -102,7 +102,7 @@ pub async fn health(
     dispatched: &BTreeMap<String, ClusterInventory>,
 ) -> Result<Vec<ClusterStatus>> {
     let names = dispatched.keys().cloned().collect();
-    let clients = clients(ctx, &names).await?;
+    let clients = ctx.state().clients(&names).await?;
     let work = dispatched.iter().map(|(name, inventory)| {
         let client = clients.get(name).cloned();
         async move {

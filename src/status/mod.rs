@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::context::Context;
 use crate::model::{AddonVersion, Constraint};
 use crate::state::record::{InstalledBy, Record};
-use crate::state::{clusters_of, installed, stored_args, Installed};
+use crate::state::{clusters_of, Installed};
 use crate::{Error, Result};
 pub use list::{list, ListRow};
 
@@ -158,7 +158,7 @@ pub struct DependencyStatus {
 
 /// The status of one addon; `verbose` adds description, versions, dependencies and parameters.
 pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> {
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     let current = all.get(name);
     let mut status = Status {
         name: name.to_owned(),
@@ -178,7 +178,7 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         parameters: Vec::new(),
     };
     let args = if current.is_some() {
-        stored_args(ctx, name).await?
+        ctx.state().stored_args(name).await?
     } else {
         Map::new()
     };
