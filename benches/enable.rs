@@ -21,7 +21,7 @@ use addonctl::source::builtin::BuiltinReader;
 use addonctl::source::{AddonRef, AsyncReader};
 
 async fn resource_versions(ctx: &Context, name: &str) -> BTreeMap<String, String> {
-    let installed = addonctl::state::installed(ctx).await.unwrap();
+    let installed = ctx.state().installed().await.unwrap();
     let record = installed[name].record.clone().unwrap();
     let mut out = BTreeMap::new();
     for object in &record.inventory {

@@ -102,7 +102,7 @@ async fn resource_versions(
     ctx: &Context,
     clusters: &BTreeMap<String, Cluster>,
 ) -> BTreeMap<String, String> {
-    let installed = addonctl::state::installed(ctx).await.unwrap();
+    let installed = ctx.state().installed().await.unwrap();
     let record = installed["fleet"].record.clone().unwrap();
     let reads = record.dispatched.iter().flat_map(|(name, inventory)| {
         inventory.objects.iter().map(move |o| async move {

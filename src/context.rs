@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::cluster::{watchdog::Notice, Cluster, ConnectOptions, RateLimit};
 use crate::render::{Limits, Renderer};
 use crate::source::catalog::Catalog;
-use crate::state::lease;
+use crate::state::{lease, Store};
 use crate::Result;
 
 /// What a front end decides before any work starts (the CLI builds it from flags and the
@@ -137,6 +137,14 @@ impl Context {
             engine: settings.engine,
             lock: settings.lock.clone(),
         })
+    }
+
+    /// What `state/` reads: the control plane and the system namespace.
+    pub fn state(&self) -> Store<'_> {
+        Store {
+            cluster: &self.cluster,
+            namespace: &self.namespace,
+        }
     }
 }
 

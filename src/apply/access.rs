@@ -160,7 +160,7 @@ pub async fn plan_needs(
     needs.extend(system_namespace_needs(ctx).await?);
     // Unreadable records (the caller may not list Secrets): `addon_state` asks for that right,
     // so the check refuses with it named.
-    let records = match crate::state::records(ctx).await {
+    let records = match ctx.state().records().await {
         Ok(records) => records,
         Err(crate::Error::Cluster(crate::cluster::Error::Forbidden { .. })) => Vec::new(),
         Err(e) => return Err(e),
@@ -256,7 +256,7 @@ pub async fn disable_needs(ctx: &crate::context::Context, addon: &str) -> crate:
         .serves(&crate::model::wire::application_gvk())
         .await?;
     let mut needs = addon_state(&ctx.namespace, application);
-    let installed = crate::state::installed(ctx).await?;
+    let installed = ctx.state().installed().await?;
     // Refused here already, so that nothing (not even the lock) is written for it.
     let Some(current) = installed.get(addon) else {
         return Err(crate::Error::NotEnabled {
@@ -289,7 +289,7 @@ pub async fn disable_scope(
     ctx: &crate::context::Context,
     addon: &str,
 ) -> crate::Result<Vec<String>> {
-    let installed = crate::state::installed(ctx).await?;
+    let installed = ctx.state().installed().await?;
     let mut scope = vec![addon.to_owned()];
     let mut next = 0;
     while let Some(name) = scope.get(next).cloned() {

@@ -10,7 +10,6 @@ use super::{access, direct};
 use crate::cluster::set::{ClusterCredentials, CredentialType, LABEL_CREDENTIAL_TYPE, LOCAL};
 use crate::context::Context;
 use crate::model::wire::secret_gvk;
-use crate::state::clusters::{connect, joined};
 use crate::state::record::{OtherRecords, Record};
 use crate::{Error, Result};
 
@@ -103,7 +102,7 @@ pub async fn join_with(
     check_name(name)?;
     let credentials = ClusterCredentials::from_kubeconfig(kubeconfig, context)?;
     refuse_joined_endpoint(ctx, name, credentials.endpoint()).await?;
-    let client = connect(ctx, name, &credentials).await?;
+    let client = ctx.state().connect(name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
         .create_if_missing(&crate::model::wire::namespace_object(&ctx.namespace))
@@ -145,7 +144,9 @@ pub fn stored_labels(secret: &serde_json::Value) -> BTreeMap<String, String> {
 /// Refuses `endpoint` when a cluster of another name is joined with the same API server.
 async fn refuse_joined_endpoint(ctx: &Context, name: &str, endpoint: &str) -> Result<()> {
     let wanted = normalize_endpoint(endpoint);
-    let other = joined(ctx)
+    let other = ctx
+        .state()
+        .joined()
         .await?
         .into_iter()
         .find(|(info, _)| info.name != name && normalize_endpoint(&info.endpoint) == wanted);
@@ -179,7 +180,7 @@ pub fn normalize_endpoint(endpoint: &str) -> String {
 
 /// Lists `local` and every joined cluster, asking each for its version (concurrently).
 pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
-    let joined = joined(ctx).await?;
+    let joined = ctx.state().joined().await?;
     let local = async {
         let version = ctx.cluster.kubernetes_version().await;
         ClusterRow {
@@ -192,7 +193,7 @@ pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
         }
     };
     let others = joined.into_iter().map(|(info, credentials)| async move {
-        let version = match connect(ctx, &info.name, &credentials).await {
+        let version = match ctx.state().connect(&info.name, &credentials).await {
             Ok(client) => client.kubernetes_version().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -254,7 +255,9 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
         Some(&ctx.namespace),
     ));
     access::check(&ctx.cluster, &command, &needs).await?;
-    let addons: Vec<String> = crate::state::installed(ctx)
+    let addons: Vec<String> = ctx
+        .state()
+        .installed()
         .await?
         .into_values()
         .filter(|i| {
@@ -281,7 +284,7 @@ async fn detach_unlocked(
     force: bool,
     dry_run: bool,
 ) -> Result<DetachReport> {
-    let joined = joined(ctx).await?;
+    let joined = ctx.state().joined().await?;
     let Some((_, credentials)) = joined.into_iter().find(|(info, _)| info.name == name) else {
         return Err(Error::ClusterNotJoined {
             name: name.to_owned(),
@@ -292,8 +295,10 @@ async fn detach_unlocked(
         dry_run,
         ..DetachReport::default()
     };
-    let client = connect(ctx, name, &credentials).await;
-    let records: Vec<Record> = crate::state::installed(ctx)
+    let client = ctx.state().connect(name, &credentials).await;
+    let records: Vec<Record> = ctx
+        .state()
+        .installed()
         .await?
         .into_values()
         .filter_map(|installed| installed.record)

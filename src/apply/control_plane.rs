@@ -21,7 +21,7 @@ use crate::plan::Step;
 use crate::state::record::{
     self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
 };
-use crate::state::{clusters_of, records, to_value};
+use crate::state::{clusters_of, to_value};
 use crate::{Error, Result};
 
 fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
@@ -153,7 +153,7 @@ pub(super) async fn apply_rendered(
     let inventory = apply_objects(cluster, ns, &ordered, &owner, &writes, report).await?;
     apply_args_secret(cluster, step, ns, &owner, &writes, report).await?;
     if vela && has_stale(&record, &inventory, ns) {
-        others = OtherRecords::of(&records(ctx).await?, &rendered.name);
+        others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
     }
     prune_control_plane(cluster, &record, &inventory, &others, ns, report).await?;
     record
@@ -281,7 +281,7 @@ async fn prepare_direct(
 ) -> Result<(Prepared, OtherRecords)> {
     let rendered = &step.rendered;
     // Fails early, before anything is written, on components the direct engine cannot deploy.
-    let others = OtherRecords::of(&records(ctx).await?, &rendered.name);
+    let others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
     let prepared = direct::prepare(
         ctx,
         &rendered.name,

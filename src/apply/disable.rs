@@ -12,7 +12,7 @@ use crate::context::{Context, EngineChoice, Reporter};
 use crate::model::wire::{application_gvk, application_name, args_secret_name, LOCAL_CLUSTER};
 use crate::resolve::{self, Universe};
 use crate::state::record::{self, ObjectRef, OtherRecords, Record};
-use crate::state::{installed, Installed};
+use crate::state::Installed;
 use crate::{Error, Result};
 
 /// What `disable` did (or, with `dry_run`, would do).
@@ -157,7 +157,7 @@ async fn disable_all_unlocked(
         prune_dependencies,
         dry_run,
     } = *options;
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     if !all.contains_key(name) {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
@@ -210,7 +210,7 @@ pub(super) async fn disable_one(
     options: &DisableOptions,
     reporter: &dyn Reporter,
 ) -> Result<DisableReport> {
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     let Some(current) = all.get(name) else {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
@@ -363,7 +363,7 @@ async fn remove_dispatched(
         return Ok(());
     }
     let names = everything.keys().cloned().collect();
-    let clients = crate::state::clusters::clients(ctx, &names).await?;
+    let clients = ctx.state().clients(&names).await?;
     let work = everything.iter().map(|(name, inventory)| {
         let client = clients.get(name);
         async move {

@@ -21,7 +21,6 @@ use super::direct;
 use crate::cluster::Cluster;
 use crate::context::Context;
 use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
-use crate::state::clusters::{clients, joined};
 use crate::state::{clusters_of, to_value, Installed};
 use crate::{Error, Result};
 
@@ -154,7 +153,8 @@ fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, S
 /// as `Kind ns/name on cluster `c``.
 async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
     let joined: Vec<String> = if addon.application.is_some() {
-        joined(ctx)
+        ctx.state()
+            .joined()
             .await?
             .into_iter()
             .map(|(info, _)| info.name)
@@ -168,7 +168,7 @@ async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String
     }
     let own = own_objects(addon);
     let names: BTreeSet<String> = wanted.keys().cloned().collect();
-    let clients = clients(ctx, &names).await?;
+    let clients = ctx.state().clients(&names).await?;
     let mut found = Vec::new();
     for (cluster_name, crds) in &wanted {
         let Some(Ok(cluster)) = clients.get(cluster_name) else {

@@ -64,7 +64,7 @@ pub fn step_flags(step: &Step, system_namespace: &str) -> Vec<Flag> {
 
 /// Every flag of a plan: see the module documentation. Reads the clusters, changes nothing.
 pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
-    let records = crate::state::records(ctx).await?;
+    let records = ctx.state().records().await?;
     let direct_engine = match ctx.engine {
         EngineChoice::Direct => true,
         EngineChoice::Vela => false,

@@ -3,7 +3,6 @@
 use super::{execute, StepReport};
 use crate::context::{Context, Reporter};
 use crate::plan::{plan, EnableRequest};
-use crate::state::installed;
 use crate::{Error, Result};
 
 /// What to upgrade.
@@ -37,7 +36,7 @@ pub async fn upgrade(
     request: &UpgradeRequest,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     let Some(current) = all.get(&request.name) else {
         return Err(Error::NotEnabledToUpgrade {
             addon: request.name.clone(),

@@ -417,7 +417,7 @@ fn installed_provided(
 async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
     // The joined clusters' names (their Secrets are state); without the right to list them,
     // the label still gives a cluster Secret away.
-    let clusters: Vec<String> = match crate::state::clusters::joined(ctx).await {
+    let clusters: Vec<String> = match ctx.state().joined().await {
         Ok(joined) => joined.into_iter().map(|(info, _)| info.name).collect(),
         Err(_) => Vec::new(),
     };

@@ -24,7 +24,7 @@ use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
 use crate::source::Reader;
 use crate::state::record::{self, InstalledBy, ObjectRef};
-use crate::state::{installed, known_clusters, to_value, Installed};
+use crate::state::{to_value, Installed};
 use crate::{Error, Result};
 
 mod clusters;
@@ -136,7 +136,7 @@ async fn check_clusters(ctx: &Context, wanted: Option<&[String]>) -> Result<()> 
     let Some(wanted) = wanted else {
         return Ok(());
     };
-    let known = known_clusters(ctx).await?;
+    let known = ctx.state().known_clusters().await?;
     let unknown: Vec<String> = wanted
         .iter()
         .filter(|c| !known.iter().any(|k| k == *c))
@@ -167,7 +167,7 @@ const READ_CONCURRENCY: usize = 8;
 /// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
     check_clusters(ctx, request.args.clusters()).await?;
-    let installed = installed(ctx).await?;
+    let installed = ctx.state().installed().await?;
     let k8s_version = kubernetes_version(ctx).await;
     let vela_version = vela_version(ctx).await;
     let platform = Platform::new(k8s_version.as_deref(), vela_version.as_deref());

@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::model::AddonPackage;
 use crate::render::RenderOptions;
 use crate::resolve::{self, PlannedAddon};
-use crate::state::{stored_args, Installed};
+use crate::state::Installed;
 
 /// What one addon of a solution becomes.
 pub(super) enum Planned {
@@ -59,7 +59,7 @@ impl Planner<'_> {
         // Stored arguments count for an installed addon: what is given is merged over them,
         // unless `--reset-values` starts the addon asked for from its defaults.
         let stored = if current.is_some() && !(is_root && self.request.reset_values) {
-            stored_args(self.ctx, name).await?
+            self.ctx.state().stored_args(name).await?
         } else {
             Map::new()
         };

@@ -15,13 +15,23 @@ use base64::Engine as _;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
-use crate::context::Context;
+use crate::cluster::Cluster;
 use crate::model::wire::{
     application_gvk, args_secret_name, secret_gvk, string_list, topology_properties,
     ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
 use crate::{Error, Result};
 use record::Record;
+
+/// The state on the control plane: its client and the system namespace, all `state/` reads.
+/// Cheap to copy; the context's `state()` makes one.
+#[derive(Clone, Copy)]
+pub struct Store<'a> {
+    /// The control plane.
+    pub cluster: &'a Cluster,
+    /// The system namespace.
+    pub namespace: &'a str,
+}
 
 /// An installed addon, as the cluster shows it.
 #[derive(Debug, Clone)]
@@ -38,122 +48,119 @@ pub struct Installed {
     pub record: Option<Record>,
 }
 
-/// Every installed addon, from one labelled list of Applications (when served) and one of
-/// records: O(1) calls whatever the number of addons.
-pub async fn installed(ctx: &Context) -> Result<BTreeMap<String, Installed>> {
-    let mut out: BTreeMap<String, Installed> = BTreeMap::new();
-    let records = ctx
-        .cluster
-        .list(
-            &secret_gvk(),
-            Some(&ctx.namespace),
-            &format!("{LABEL_RECORD}=true"),
-        )
-        .await?;
-    for secret in records {
+impl Store<'_> {
+    /// Every installed addon, from one labelled list of Applications (when served) and one of
+    /// records: O(1) calls whatever the number of addons.
+    pub async fn installed(&self) -> Result<BTreeMap<String, Installed>> {
+        let mut out: BTreeMap<String, Installed> = BTreeMap::new();
+        let records = self
+            .cluster
+            .list(
+                &secret_gvk(),
+                Some(self.namespace),
+                &format!("{LABEL_RECORD}=true"),
+            )
+            .await?;
+        for secret in records {
+            let value = to_value(&secret);
+            if let Some(record) = Record::from_secret(&value) {
+                out.insert(
+                    record.name.clone(),
+                    Installed {
+                        name: record.name.clone(),
+                        version: record.version.clone(),
+                        registry: record.registry.clone(),
+                        application: None,
+                        record: Some(record),
+                    },
+                );
+            }
+        }
+        let apps = self
+            .cluster
+            .list(&application_gvk(), Some(self.namespace), LABEL_NAME)
+            .await?;
+        for app in apps {
+            let value = to_value(&app);
+            let label = |k: &str| {
+                value
+                    .pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let Some(name) = label(LABEL_NAME) else {
+                continue;
+            };
+            let entry = out.entry(name.clone()).or_insert_with(|| Installed {
+                name: name.clone(),
+                version: label(LABEL_VERSION).unwrap_or_default(),
+                registry: label(LABEL_REGISTRY).unwrap_or_default(),
+                application: None,
+                record: None,
+            });
+            entry.application = Some(value);
+        }
+        Ok(out)
+    }
+
+    /// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
+    pub async fn stored_args(&self, name: &str) -> Result<Map<String, Value>> {
+        let secret = self
+            .cluster
+            .get(&secret_gvk(), Some(self.namespace), &args_secret_name(name))
+            .await?;
+        let Some(secret) = secret else {
+            return Ok(Map::new());
+        };
         let value = to_value(&secret);
-        if let Some(record) = Record::from_secret(&value) {
-            out.insert(
-                record.name.clone(),
-                Installed {
-                    name: record.name.clone(),
-                    version: record.version.clone(),
-                    registry: record.registry.clone(),
-                    application: None,
-                    record: Some(record),
-                },
-            );
+        let Some(encoded) = value
+            .pointer(&format!("/data/{ARGS_SECRET_KEY}"))
+            .and_then(Value::as_str)
+        else {
+            return Ok(Map::new());
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| Error::StoredArgumentsNotBase64 {
+                addon: name.to_owned(),
+                reason: e.to_string(),
+            })?;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) | Err(_) => Err(Error::StoredArgumentsNotObject {
+                addon: name.to_owned(),
+                secret: args_secret_name(name),
+            }),
         }
     }
-    let apps = ctx
-        .cluster
-        .list(&application_gvk(), Some(&ctx.namespace), LABEL_NAME)
-        .await?;
-    for app in apps {
-        let value = to_value(&app);
-        let label = |k: &str| {
-            value
-                .pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let Some(name) = label(LABEL_NAME) else {
-            continue;
-        };
-        let entry = out.entry(name.clone()).or_insert_with(|| Installed {
-            name: name.clone(),
-            version: label(LABEL_VERSION).unwrap_or_default(),
-            registry: label(LABEL_REGISTRY).unwrap_or_default(),
-            application: None,
-            record: None,
-        });
-        entry.application = Some(value);
+
+    /// Names of the clusters known to the control plane: `local` and every joined cluster (KubeVela's
+    /// cluster Secrets in the system namespace).
+    pub async fn known_clusters(&self) -> Result<Vec<String>> {
+        let mut names = vec![LOCAL_CLUSTER.to_owned()];
+        names.extend(self.joined().await?.into_iter().map(|(info, _)| info.name));
+        Ok(names)
     }
-    Ok(out)
+
+    /// Every record in the system namespace (one labelled list).
+    pub async fn records(&self) -> Result<Vec<Record>> {
+        Ok(self
+            .cluster
+            .list(
+                &secret_gvk(),
+                Some(self.namespace),
+                &format!("{LABEL_RECORD}=true"),
+            )
+            .await?
+            .iter()
+            .filter_map(|secret| Record::from_secret(&to_value(secret)))
+            .collect())
+    }
 }
 
 /// An object as plain JSON.
 pub fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
-}
-
-/// Arguments stored for an installed addon (KubeVela's `addon-secret-<name>`).
-pub async fn stored_args(ctx: &Context, name: &str) -> Result<Map<String, Value>> {
-    let secret = ctx
-        .cluster
-        .get(&secret_gvk(), Some(&ctx.namespace), &args_secret_name(name))
-        .await?;
-    let Some(secret) = secret else {
-        return Ok(Map::new());
-    };
-    let value = to_value(&secret);
-    let Some(encoded) = value
-        .pointer(&format!("/data/{ARGS_SECRET_KEY}"))
-        .and_then(Value::as_str)
-    else {
-        return Ok(Map::new());
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| Error::StoredArgumentsNotBase64 {
-            addon: name.to_owned(),
-            reason: e.to_string(),
-        })?;
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) | Err(_) => Err(Error::StoredArgumentsNotObject {
-            addon: name.to_owned(),
-            secret: args_secret_name(name),
-        }),
-    }
-}
-
-/// Names of the clusters known to the control plane: `local` and every joined cluster (KubeVela's
-/// cluster Secrets in the system namespace).
-pub async fn known_clusters(ctx: &Context) -> Result<Vec<String>> {
-    let mut names = vec![LOCAL_CLUSTER.to_owned()];
-    names.extend(
-        clusters::joined(ctx)
-            .await?
-            .into_iter()
-            .map(|(info, _)| info.name),
-    );
-    Ok(names)
-}
-
-/// Every record in the system namespace (one labelled list).
-pub async fn records(ctx: &Context) -> Result<Vec<Record>> {
-    Ok(ctx
-        .cluster
-        .list(
-            &secret_gvk(),
-            Some(&ctx.namespace),
-            &format!("{LABEL_RECORD}=true"),
-        )
-        .await?
-        .iter()
-        .filter_map(|secret| Record::from_secret(&to_value(secret)))
-        .collect())
 }
 
 /// The clusters an addon targets: its Application's topology policy (`*` for a label selector),

@@ -1,11 +1,12 @@
 //! The lock against the in-process fake API: a held Lease refuses a second holder, an expired or
 //! missing one is taken (with the read `resourceVersion` as precondition), a release deletes
-//! only the holder's own Lease.
+//! only the holder's own Lease. A `Store` reads the stored arguments from its own namespace.
 
 use k8s_openapi::chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
 use super::lease::{acquire, addon_lease};
+use super::Store;
 use crate::cluster::fake::FakeApi;
 use crate::Error;
 
@@ -129,4 +130,74 @@ async fn a_missing_lease_is_created_and_a_release_deletes_it_while_it_is_ours() 
     let deletes = api.bodies(&format!("DELETE {path}"));
     assert_eq!(deletes.len(), 1, "{:?}", api.requests());
     assert_eq!(deletes[0]["preconditions"]["resourceVersion"], "11");
+}
+
+fn secret_api() -> FakeApi {
+    FakeApi::default().serves("v1", "secrets", "Secret")
+}
+
+/// The argument Secret `addon-secret-<name>` in `namespace`, holding `args` (base64 of `text`).
+fn args_secret(namespace: &str, name: &str, text: &str) -> Value {
+    use base64::Engine as _;
+    json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("addon-secret-{name}"), "namespace": namespace},
+        "data": {"addonParameterDataKey": base64::engine::general_purpose::STANDARD.encode(text)},
+    })
+}
+
+#[tokio::test]
+async fn a_store_reads_the_stored_arguments_from_its_own_namespace() {
+    let api = secret_api().on(
+        "GET",
+        "/api/v1/namespaces/sys-a/secrets/addon-secret-x",
+        200,
+        args_secret("sys-a", "x", r#"{"replicas": 2}"#),
+    );
+    let cluster = api.cluster("local");
+    let store = Store {
+        cluster: &cluster,
+        namespace: "sys-a",
+    };
+
+    let args = store.stored_args("x").await.map_err(|e| e.to_string());
+
+    assert_eq!(
+        args,
+        Ok(json!({"replicas": 2})
+            .as_object()
+            .cloned()
+            .unwrap_or_default())
+    );
+    assert_eq!(
+        api.requests()
+            .iter()
+            .filter(|r| r.contains("/secrets"))
+            .cloned()
+            .collect::<Vec<_>>(),
+        vec!["GET /api/v1/namespaces/sys-a/secrets/addon-secret-x".to_owned()],
+    );
+}
+
+#[tokio::test]
+async fn stored_arguments_that_are_not_an_object_are_refused_with_the_secret_named() {
+    let api = secret_api().on(
+        "GET",
+        "/api/v1/namespaces/sys-a/secrets/addon-secret-x",
+        200,
+        args_secret("sys-a", "x", "[1, 2]"),
+    );
+    let cluster = api.cluster("local");
+    let store = Store {
+        cluster: &cluster,
+        namespace: "sys-a",
+    };
+
+    match store.stored_args("x").await {
+        Err(Error::StoredArgumentsNotObject { addon, secret }) => {
+            assert_eq!(addon, "x");
+            assert_eq!(secret, "addon-secret-x");
+        }
+        other => panic!("expected StoredArgumentsNotObject, got {other:?}"),
+    }
 }

@@ -6,10 +6,9 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::context::Context;
-use crate::state::clusters::{clients, CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
 use crate::state::record::ClusterInventory;
-use crate::state::to_value;
+use crate::state::{to_value, Store};
 use crate::Result;
 
 /// One object on one cluster, as `status` shows it.
@@ -98,11 +97,11 @@ fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
 
 /// Reads every dispatched object back from its cluster (bounded concurrency per cluster).
 pub async fn health(
-    ctx: &Context,
+    store: Store<'_>,
     dispatched: &BTreeMap<String, ClusterInventory>,
 ) -> Result<Vec<ClusterStatus>> {
     let names = dispatched.keys().cloned().collect();
-    let clients = clients(ctx, &names).await?;
+    let clients = store.clients(&names).await?;
     let work = dispatched.iter().map(|(name, inventory)| {
         let client = clients.get(name).cloned();
         async move {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{phase_of_application, Phase};
 use crate::context::Context;
 use crate::source::catalog;
-use crate::state::{installed, Installed};
+use crate::state::Installed;
 use crate::Result;
 
 /// The phase `list` shows, without reading the clusters: KubeVela's for an Application,
@@ -45,7 +45,7 @@ pub struct ListRow {
 /// `list`: every addon of the registries (optionally one registry), with installed status from
 /// O(1) list calls. Registries that fail are returned as warnings.
 pub async fn list(ctx: &Context, registry: Option<&str>) -> Result<(Vec<ListRow>, Vec<String>)> {
-    let installed = installed(ctx).await?;
+    let installed = ctx.state().installed().await?;
     let mut rows = Vec::new();
     let mut warnings = Vec::new();
     let mut seen = BTreeSet::new();

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::context::Context;
 use crate::model::{AddonVersion, Constraint};
 use crate::state::record::{InstalledBy, Record};
-use crate::state::{clusters_of, installed, stored_args, Installed};
+use crate::state::{clusters_of, Installed, Store};
 use crate::{Error, Result};
 pub use list::{list, ListRow};
 
@@ -158,7 +158,7 @@ pub struct DependencyStatus {
 
 /// The status of one addon; `verbose` adds description, versions, dependencies and parameters.
 pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> {
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     let current = all.get(name);
     let mut status = Status {
         name: name.to_owned(),
@@ -178,7 +178,7 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         parameters: Vec::new(),
     };
     let args = if current.is_some() {
-        stored_args(ctx, name).await?
+        ctx.state().stored_args(name).await?
     } else {
         Map::new()
     };
@@ -198,7 +198,7 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         if let Some(record) = current.record.as_ref().filter(|r| {
             current.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
         }) {
-            direct_health(ctx, record, &mut status).await?;
+            direct_health(ctx.state(), record, &mut status).await?;
         }
     }
     if !verbose {
@@ -209,9 +209,9 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
 }
 
 /// The phase, reason and resources of an addon the direct engine dispatched, from its clusters.
-async fn direct_health(ctx: &Context, record: &Record, status: &mut Status) -> Result<()> {
+async fn direct_health(store: Store<'_>, record: &Record, status: &mut Status) -> Result<()> {
     let name = &record.name;
-    let clusters = health::health(ctx, &record.dispatched_or_planned()).await?;
+    let clusters = health::health(store, &record.dispatched_or_planned()).await?;
     let workloads: Vec<&health::ResourceStatus> = clusters
         .iter()
         .flat_map(|c| c.resources.iter())

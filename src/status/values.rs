@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 
 use crate::context::Context;
-use crate::state::{installed, stored_args};
 use crate::{Error, Result};
 
 /// The stored arguments of an installed addon.
@@ -21,13 +20,13 @@ pub struct StoredValues {
 /// Masking needs the addon's parameter schema, read from the installed version in the
 /// catalogue; when no registry has that version any more, only `show_secrets` prints them.
 pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Result<StoredValues> {
-    let all = installed(ctx).await?;
+    let all = ctx.state().installed().await?;
     let Some(current) = all.get(name) else {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
         });
     };
-    let args = stored_args(ctx, name).await?;
+    let args = ctx.state().stored_args(name).await?;
     let plain = Value::Object(args.clone());
     if show_secrets || args.is_empty() {
         return Ok(StoredValues {

@@ -49,7 +49,6 @@ use super::deletion::{self, Entry, Removal};
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::cluster::Cluster;
 use crate::context::{Context, Reporter};
-use crate::state::clusters::{clients, joined};
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
 };
@@ -189,7 +188,9 @@ pub async fn prepare(
         .collect();
     objects.sort_by_key(rank);
     let scopes = crd_scopes(&objects);
-    let joined_clusters: Vec<ClusterInfo> = joined(ctx)
+    let joined_clusters: Vec<ClusterInfo> = ctx
+        .state()
+        .joined()
         .await?
         .into_iter()
         .map(|(info, _)| info)
@@ -207,7 +208,7 @@ pub async fn prepare(
             ));
         }
     }
-    let clients = clients(ctx, &names).await?;
+    let clients = ctx.state().clients(&names).await?;
     let baselines = clients
         .iter()
         .filter_map(|(name, client)| {

@@ -31,7 +31,7 @@ pub async fn run(
     if args.wait {
         let started = Instant::now();
         loop {
-            let left = addonctl::state::installed(&ctx).await?;
+            let left = ctx.state().installed().await?;
             if !reports.iter().any(|r| left.contains_key(&r.name)) {
                 break;
             }
