@@ -117,7 +117,8 @@ where
     tokio::pin!(response, deadline);
     let notice = tokio::time::sleep(NOTICE_AFTER.min(watch.timeout));
     tokio::pin!(notice);
-    let mut announced = false;
+    // A limit no longer than the notice's delay gives up before there is anything to announce.
+    let mut announced = watch.timeout <= NOTICE_AFTER;
     loop {
         tokio::select! {
             result = &mut response => return result.map_err(Into::into),
@@ -192,5 +193,20 @@ mod tests {
             .unwrap();
         assert_eq!(answer, 7);
         assert!(seen.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_shorter_than_the_notice_delay_fails_without_announcing() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let never = std::future::pending::<Result<(), std::io::Error>>();
+        let error = guard(never, &watch(Duration::from_secs(2), &seen), "GET /api")
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("no answer within 2s"), "{error}");
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{:?}",
+            seen.lock().unwrap()
+        );
     }
 }
