@@ -109,8 +109,7 @@ impl Cluster {
         name: &str,
         patch: &Value,
     ) -> Result<DynamicObject> {
-        let what = format!("{} `{}`", gvk.kind, name);
-        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let (what, api) = self.named_api(gvk, namespace, name).await?;
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PatchParams::default()
@@ -193,6 +192,19 @@ impl Cluster {
         }
     }
 
+    /// The API of one named object's kind (in `namespace` when namespaced), with the object's
+    /// description for messages.
+    async fn named_api(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(String, Api<DynamicObject>)> {
+        let what = format!("{} `{}`", gvk.kind, name);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        Ok((what, api))
+    }
+
     /// Reads one object; `None` when it does not exist or its kind is not served.
     pub async fn get(
         &self,
@@ -203,8 +215,7 @@ impl Cluster {
         if self.resource(gvk).await?.is_none() {
             return Ok(None);
         }
-        let what = format!("{} `{}`", gvk.kind, name);
-        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let (what, api) = self.named_api(gvk, namespace, name).await?;
         match api.get_opt(name).await {
             Ok(found) => Ok(found),
             // A bare 404 ("404 page not found", not a NotFound Status): the kind stopped being
@@ -248,8 +259,7 @@ impl Cluster {
         if self.resource(gvk).await?.is_none() {
             return Ok(false);
         }
-        let what = format!("{} `{}`", gvk.kind, name);
-        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let (what, api) = self.named_api(gvk, namespace, name).await?;
         match api.delete(name, &DeleteParams::background()).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(r)) if r.code == 404 => Ok(false),
@@ -271,8 +281,7 @@ impl Cluster {
         if self.resource(gvk).await?.is_none() {
             return Ok(false);
         }
-        let what = format!("{} `{}`", gvk.kind, name);
-        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let (what, api) = self.named_api(gvk, namespace, name).await?;
         let params = DeleteParams {
             preconditions: Some(kube::api::Preconditions {
                 uid: Some(uid.to_owned()),
@@ -328,8 +337,7 @@ impl Cluster {
         name: &str,
         resource_version: &str,
     ) -> Result<bool> {
-        let what = format!("{} `{}`", gvk.kind, name);
-        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let (what, api) = self.named_api(gvk, namespace, name).await?;
         let params = DeleteParams {
             preconditions: Some(kube::api::Preconditions {
                 uid: None,
