@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use addonctl::model::secret::SecretString;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::help;
@@ -592,14 +593,14 @@ pub struct RegistrySettingsArgs {
     #[arg(long)]
     pub bucket: Option<String>,
     /// A token (stored in Secret `addon-registry-<name>`).
-    #[arg(long, env = "ADDONCTL_REGISTRY_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[arg(long, env = "ADDONCTL_REGISTRY_TOKEN", hide_env_values = true, value_parser = secret_flag)]
+    pub token: Option<SecretString>,
     /// A user name (stored in the Secret).
     #[arg(long)]
     pub username: Option<String>,
     /// A password (stored in the Secret).
-    #[arg(long, env = "ADDONCTL_REGISTRY_PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
+    #[arg(long, env = "ADDONCTL_REGISTRY_PASSWORD", hide_env_values = true, value_parser = secret_flag)]
+    pub password: Option<SecretString>,
     /// A PEM file of CA certificates to trust for this registry.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
@@ -611,8 +612,8 @@ pub struct RegistrySettingsArgs {
     #[arg(long, value_name = "PATH")]
     pub ssh_key: Option<PathBuf>,
     /// git over ssh: the passphrase of --ssh-key (stored in the Secret).
-    #[arg(long, env = "ADDONCTL_SSH_KEY_PASSPHRASE", hide_env_values = true)]
-    pub ssh_key_passphrase: Option<String>,
+    #[arg(long, env = "ADDONCTL_SSH_KEY_PASSPHRASE", hide_env_values = true, value_parser = secret_flag)]
+    pub ssh_key_passphrase: Option<SecretString>,
     /// git over ssh: the known_hosts file the server's host key must be in (default
     /// ~/.ssh/known_hosts). An empty value removes it.
     #[arg(long, value_name = "PATH")]
@@ -628,12 +629,46 @@ pub struct RegistrySettingsArgs {
     pub no_validate: bool,
 }
 
+/// Parses a credential flag straight into a [`SecretString`]: it is never a plain `String` in
+/// the parsed arguments, and their `Debug` output shows it redacted.
+fn secret_flag(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(text))
+}
+
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     #[test]
     fn the_command_line_definition_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
         crate::cli::help::command(super::Cli::command()).debug_assert();
+    }
+
+    #[test]
+    fn credential_flags_never_show_in_debug_output() {
+        let cli = super::Cli::try_parse_from([
+            "addonctl",
+            "registry",
+            "add",
+            "team",
+            "--type",
+            "helm",
+            "--endpoint",
+            "http://127.0.0.1:1/charts",
+            "--token",
+            "t0ken-value",
+            "--password",
+            "pa55word-value",
+            "--ssh-key-passphrase",
+            "phrase-value",
+        ])
+        .unwrap();
+        let shown = format!("{cli:?}");
+        assert!(shown.contains("team"), "{shown}");
+        for secret in ["t0ken-value", "pa55word-value", "phrase-value"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
     }
 }

@@ -92,15 +92,14 @@ struct Inner {
 impl ParameterSchema {
     /// The schema of an addon without a parameter file: only `clusters` is accepted.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Never: the schema is a constant that is known to compile (a unit test builds it).
-    #[must_use]
-    pub fn empty() -> Self {
+    /// [`Error::Schema`] only if the JSON Schema library refuses this constant schema (a unit test
+    /// builds it, so it does not in practice).
+    pub fn empty() -> Result<Self> {
         let schema = root_schema(Map::new(), Vec::new());
-        let validator = values::build_validator(&schema)
-            .expect("the schema accepting only `clusters` is a constant, valid schema");
-        Self::assemble(schema, validator)
+        let validator = values::build_validator(&schema).map_err(|error| schema_error(&error))?;
+        Ok(Self::assemble(schema, validator))
     }
 
     /// Compiles the value `parameter.rhai` evaluated to: a map from parameter name to type.

@@ -66,7 +66,7 @@ impl Renderer {
             .or(package.parameter_cue.as_ref())
             .or(package.parameter_schema.as_ref())
         else {
-            return Ok(ParameterSchema::empty());
+            return ParameterSchema::empty().map_err(params_error);
         };
         // `parameter.rhai` can read `context`: the same text in another context may declare
         // other parameters.

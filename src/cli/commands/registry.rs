@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use addonctl::apply::access;
 use addonctl::cluster::Cluster;
-use addonctl::model::secret::secret;
+use addonctl::model::secret::{ExposeSecret, SecretString};
 use addonctl::registry::{
     self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
     RegistryType, Store,
@@ -139,12 +139,18 @@ async fn store(
 /// The credentials the flags give (`None` when no credential flag was used).
 fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
     let credentials = Credentials {
-        token: settings.token.clone().and_then(secret),
+        token: given(settings.token.as_ref()),
         username: settings.username.clone().filter(|s| !s.is_empty()),
-        password: settings.password.clone().and_then(secret),
-        ssh_passphrase: settings.ssh_key_passphrase.clone().and_then(secret),
+        password: given(settings.password.as_ref()),
+        ssh_passphrase: given(settings.ssh_key_passphrase.as_ref()),
     };
     (!credentials.is_empty()).then_some(credentials)
+}
+
+/// A credential flag's value; an empty one is no credential.
+fn given(flag: Option<&SecretString>) -> Option<SecretString> {
+    flag.filter(|secret| !secret.expose_secret().is_empty())
+        .cloned()
 }
 
 /// Applies the flags to a spec.

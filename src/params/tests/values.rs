@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn empty_schema_accepts_only_clusters() {
-    let schema = ParameterSchema::empty();
+    let schema = ParameterSchema::empty().unwrap();
     assert_eq!(schema.known(), ["clusters"]);
     assert_eq!(
         resolve_args(&schema, &["clusters=a,b"]),
