@@ -3,13 +3,15 @@
 //! A credential is a [`SecretString`] from the flag or file it is read from to the request
 //! header it is sent in; only the store (writing the Secret or the local file) and the
 //! request itself expose it. Everywhere else it shows as [`MASK`]: in `Debug` output through
-//! [`masked`], in URLs through [`redact`].
+//! [`masked`], in URLs through [`redact`], in text that may hold a secret value through
+//! [`mask_text`] and [`mask_message`].
 
 use reqwest::Url;
 pub use secrecy::{ExposeSecret, SecretString};
 
-/// What a secret shows as.
-pub const MASK: &str = "***";
+/// What a secret shows as, wherever it is shown: `Debug` output, URLs, printed values and
+/// objects, error messages and logs.
+pub const MASK: &str = "******";
 
 /// A secret as `Debug` output shows it: [`MASK`] when set.
 pub fn masked(secret: Option<&SecretString>) -> Option<&'static str> {
@@ -76,6 +78,36 @@ pub fn redact(url: &str) -> String {
     parsed.to_string()
 }
 
+/// Replaces secret values inside strings. Values shorter than four characters are only masked
+/// where a whole string equals them, so that short secrets do not garble unrelated text.
+pub fn mask_text(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets {
+        if out == *secret {
+            return MASK.to_owned();
+        }
+        if secret.len() >= 4 {
+            out = out.replace(secret.as_str(), MASK);
+        }
+    }
+    out
+}
+
+/// Masks secret values in a message: like [`mask_text`], and a short secret also where it
+/// stands quoted (`'abc'`, `"abc"`, `` `abc` ``), as error messages quote values.
+pub fn mask_message(text: &str, secrets: &[String]) -> String {
+    let mut out = mask_text(text, secrets);
+    for secret in secrets.iter().filter(|s| !s.is_empty() && s.len() < 4) {
+        for quote in ['\'', '"', '`'] {
+            out = out.replace(
+                &format!("{quote}{secret}{quote}"),
+                &format!("{quote}{MASK}{quote}"),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,11 +120,11 @@ mod tests {
         );
         assert_eq!(
             redact("https://example.invalid/x?access_token=abc&ref=main"),
-            "https://example.invalid/x?access_token=***&ref=main"
+            "https://example.invalid/x?access_token=******&ref=main"
         );
         assert_eq!(
             redact("https://example.invalid/x?X-Amz-Signature=abc"),
-            "https://example.invalid/x?X-Amz-Signature=***"
+            "https://example.invalid/x?X-Amz-Signature=******"
         );
         assert_eq!(redact("not a url"), "not a url");
     }

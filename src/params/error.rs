@@ -6,8 +6,7 @@ use std::fmt;
 /// Result of the parameters module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The text that replaces a secret value wherever it would be shown.
-pub const MASK: &str = "******";
+pub use crate::model::secret::MASK;
 
 /// Everything that can go wrong while declaring, parsing or validating parameters.
 #[derive(Debug, thiserror::Error)]

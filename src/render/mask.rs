@@ -6,8 +6,7 @@ use serde_json::{json, Value};
 use super::Error;
 use crate::params::ParameterSchema;
 
-/// The placeholder secret values are replaced with.
-pub const MASK: &str = "******";
+pub use crate::model::secret::{mask_message, mask_text, MASK};
 
 /// Masks the data of every Secret, including Secrets nested in components.
 pub(super) fn mask_secret_objects(value: &mut Value) {
@@ -72,21 +71,6 @@ pub(super) fn secret_strings(schema: &ParameterSchema, values: &Value) -> Vec<St
     found
 }
 
-/// Masks secret values in a message: like [`mask_text`], and a short secret also where it
-/// stands quoted (`'abc'`, `"abc"`, `` `abc` ``), as error messages quote values.
-pub(crate) fn mask_message(text: &str, secrets: &[String]) -> String {
-    let mut out = mask_text(text, secrets);
-    for secret in secrets.iter().filter(|s| !s.is_empty() && s.len() < 4) {
-        for quote in ['\'', '"', '`'] {
-            out = out.replace(
-                &format!("{quote}{secret}{quote}"),
-                &format!("{quote}{MASK}{quote}"),
-            );
-        }
-    }
-    out
-}
-
 impl Error {
     /// The error with every secret value masked.
     pub(super) fn masked(self, secrets: &[String]) -> Self {
@@ -123,21 +107,6 @@ impl Error {
             other @ Error::Parameters { .. } => other,
         }
     }
-}
-
-/// Replaces secret values inside strings. Values shorter than four characters are only masked
-/// where a whole string equals them, so that short secrets do not garble unrelated text.
-pub(super) fn mask_text(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets {
-        if out == *secret {
-            return MASK.to_owned();
-        }
-        if secret.len() >= 4 {
-            out = out.replace(secret.as_str(), MASK);
-        }
-    }
-    out
 }
 
 pub(super) fn mask_strings(value: &mut Value, secrets: &[String]) {
