@@ -4,13 +4,7 @@ use std::sync::Arc;
 
 use num_bigint::BigInt;
 
-/// A position in one of the package's files (`file` indexes the sources).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Pos {
-    pub(crate) file: u32,
-    pub(crate) line: u32,
-    pub(crate) column: u32,
-}
+pub(crate) use super::error::Pos;
 
 /// One parsed file.
 #[derive(Debug)]

@@ -2,6 +2,14 @@
 
 use std::fmt;
 
+/// A position in one of the package's files (`file` indexes the sources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Pos {
+    pub(crate) file: u32,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+}
+
 /// A place in a CUE file (1-based line and column, in characters).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Position {

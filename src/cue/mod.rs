@@ -121,7 +121,7 @@ pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> 
             }
             files.push(file);
         }
-        let mut ev = eval::Evaluator::new(&files, names.clone(), limits);
+        let mut ev = eval::Evaluator::new(&files, names.clone(), limits, builtins::LIBRARY);
         ev.expand(eval::ROOT);
         if let Some(e) = ev.fatal.take() {
             return Err(e);

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
 
-use super::ast::Pos;
 use super::error::ErrorKind;
+use super::error::Pos;
 
 /// A vertex id of the evaluator.
 pub(crate) type VId = usize;

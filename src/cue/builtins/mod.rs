@@ -8,7 +8,7 @@ use num_traits::{Signed, ToPrimitive, Zero};
 
 use super::ast::{Expr, Pos};
 use super::error::ErrorKind;
-use super::eval::{EnvId, Evaluator, Key, Src};
+use super::eval::{EnvId, Evaluator, Key, Library, Src};
 use crate::cue::value::{bottom, normalize_disj, show, small_uint, to_f64, Val};
 
 #[rustfmt::skip]
@@ -121,6 +121,13 @@ pub(crate) fn is_other_builtin(path: &str, name: &str) -> bool {
     let short = path.rsplit('/').next().unwrap_or(path);
     OTHER_FUNCS.contains(&format!("{short}.{name}").as_str())
 }
+
+/// The standard library the evaluator is built with.
+pub(crate) const LIBRARY: Library = Library {
+    lookup,
+    is_other: is_other_builtin,
+    call,
+};
 
 /// The function (or constant) `name` of the imported package `path` (`""` for predeclared).
 pub(crate) fn lookup(path: &str, name: &str) -> Option<Val> {

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use num_traits::ToPrimitive;
 
-use super::{EnvId, EnvKind, Evaluator, Key, KeyRef, Src, ROOT};
+use super::{EnvId, EnvKind, Evaluator, Key, KeyRef, Library, Src, ROOT};
 use crate::cue::ast::{BinOp, DeclRef, Elem, Expr, ExprKind, Part, Pos, UnOp};
-use crate::cue::builtins;
 use crate::cue::error::ErrorKind;
 use crate::cue::value::{
     arith, bottom, check_bound, compare, kind, meet, normalize_disj, scalar_eq, show, small_uint,
@@ -33,7 +32,7 @@ pub(super) fn conflict_at(message: impl Into<String>, pos: Pos) -> Val {
 }
 
 /// The value of a predeclared identifier.
-fn predeclared(name: &str) -> Option<Val> {
+fn predeclared(library: &Library, name: &str) -> Option<Val> {
     Some(match name {
         "int" => Val::Kind(kind::INT),
         "float" => Val::Kind(kind::FLOAT),
@@ -46,7 +45,7 @@ fn predeclared(name: &str) -> Option<Val> {
             Val::Bound(BoundOp::Ge, Arc::new(Val::Int(BigInt::from(0)))),
         ])),
         "len" | "close" | "and" | "or" | "div" | "mod" | "quo" | "rem" => {
-            return builtins::lookup("", name)
+            return (library.lookup)("", name)
         }
         _ => return None,
     })
@@ -101,7 +100,7 @@ impl Evaluator {
             ExprKind::Call(func, args) => {
                 let f = self.eval(func, env);
                 match f {
-                    Val::Func(name) => builtins::call(self, name, args, env, pos),
+                    Val::Func(name) => (self.library.call)(self, name, args, env, pos),
                     Val::Bottom(_) => f,
                     other => conflict_at(format!("cannot call non-function {}", show(&other)), pos),
                 }
@@ -183,7 +182,7 @@ impl Evaluator {
             }
             match parent {
                 Some(p) => env = p,
-                None => return predeclared(name).map(Target::Value),
+                None => return predeclared(&self.library, name).map(Target::Value),
             }
         }
     }
@@ -215,8 +214,8 @@ impl Evaluator {
     fn select(&mut self, base: &Arc<Expr>, name: &str, env: EnvId, pos: Pos) -> Val {
         if let ExprKind::Ident(pkg) = &base.kind {
             if let Some(Target::Package(path)) = self.resolve(pkg, env) {
-                return builtins::lookup(&path, name).unwrap_or_else(|| {
-                    let (kind, message) = if builtins::is_other_builtin(&path, name) {
+                return (self.library.lookup)(&path, name).unwrap_or_else(|| {
+                    let (kind, message) = if (self.library.is_other)(&path, name) {
                         (
                             ErrorKind::Unsupported,
                             format!("`{pkg}.{name}` ({path}) is not supported by addonctl's CUE evaluator"),

@@ -179,6 +179,20 @@ pub(crate) struct Evaluator {
     pub(crate) bytes: usize,
     /// How many reference cycles were met (values computed meanwhile are not cached).
     pub(crate) cycles: u64,
+    /// The standard library.
+    pub(crate) library: Library,
+}
+
+/// The standard library as the evaluator reaches it, given when the evaluator is built: the
+/// builtins are written against the evaluator, so the evaluator does not import them.
+#[derive(Clone, Copy)]
+pub(crate) struct Library {
+    /// The function or constant `name` of the imported package `path` (`""` for predeclared).
+    pub(crate) lookup: fn(&str, &str) -> Option<Val>,
+    /// Whether `name` of package `path` is a standard-library function not provided here.
+    pub(crate) is_other: fn(&str, &str) -> bool,
+    /// Calls the builtin `name` with its (unevaluated) arguments in `env`.
+    pub(crate) call: fn(&mut Evaluator, &'static str, &[Arc<Expr>], EnvId, Pos) -> Val,
 }
 
 /// The root vertex id.
@@ -186,7 +200,12 @@ pub(crate) const ROOT: VId = 0;
 
 impl Evaluator {
     /// Set up the root vertex with the files' bodies as conjuncts.
-    pub(crate) fn new(files: &[File], names: Vec<String>, limits: &Limits) -> Self {
+    pub(crate) fn new(
+        files: &[File],
+        names: Vec<String>,
+        limits: &Limits,
+        library: Library,
+    ) -> Self {
         let mut ev = Evaluator {
             vertices: vec![Vertex::new(
                 None,
@@ -205,6 +224,7 @@ impl Evaluator {
             fatal: None,
             bytes: 0,
             cycles: 0,
+            library,
         };
         let package = ev.env(
             None,
