@@ -220,7 +220,7 @@ async fn a_chain_of_three_is_planned_in_layers_and_enabled_dependencies_first() 
     assert_eq!(app["metadata"]["labels"]["addons.oam.dev/version"], "1.4.0");
 
     // Enabling again keeps what is installed and applies only the addon asked for.
-    let plan = addonctl::plan::plan(&sb.ctx, &request("top"), false)
+    let plan = addonctl::plan::plan(&sb.ctx.planner(), &request("top"), false)
         .await
         .unwrap();
     let kept: Vec<&str> = plan.kept.iter().map(|k| k.name.as_str()).collect();
@@ -435,7 +435,7 @@ async fn objects_of_an_api_nobody_provides_are_refused_naming_the_addon_that_pro
     );
 
     // Declaring the dependency makes the plan provide the API.
-    let plan = addonctl::plan::plan(&sb.ctx, &request("gadget-fan"), false)
+    let plan = addonctl::plan::plan(&sb.ctx.planner(), &request("gadget-fan"), false)
         .await
         .unwrap();
     let names: Vec<&str> = plan
@@ -618,7 +618,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
     );
 
     let plan = addonctl::plan::plan(
-        &sb.ctx,
+        &sb.ctx.planner(),
         &EnableRequest {
             reference: "west-app".into(),
             args: crate::support::k8s::args(json!({"clusters": ["west"]})).into(),

@@ -199,7 +199,7 @@ async fn enable_reads_only_the_registries_it_needs() {
             reference: reference.to_owned(),
             ..EnableRequest::default()
         };
-        let plan = addonctl::plan::plan(&sandbox.ctx, &request, false)
+        let plan = addonctl::plan::plan(&sandbox.ctx.planner(), &request, false)
             .await
             .unwrap();
         assert_eq!(plan.steps.len(), 1);
@@ -232,7 +232,7 @@ async fn enable_of_an_addon_in_a_failing_registry_exits_1_naming_it() {
         reference: "flaky/minimal".to_owned(),
         ..EnableRequest::default()
     };
-    let err = addonctl::plan::plan(&sandbox.ctx, &request, false)
+    let err = addonctl::plan::plan(&sandbox.ctx.planner(), &request, false)
         .await
         .unwrap_err();
     let text = err.to_string();
@@ -363,7 +363,7 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
         args: args(json!({"token": SECRET})).into(),
         ..EnableRequest::default()
     };
-    let plan = addonctl::plan::plan(&sandbox.ctx, &request("leaky-app"), false)
+    let plan = addonctl::plan::plan(&sandbox.ctx.planner(), &request("leaky-app"), false)
         .await
         .unwrap();
     let warning = plan
@@ -377,7 +377,7 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
     assert!(!warning.contains(SECRET), "{warning}");
     // The direct engine keeps the Application to itself: no warning.
     sandbox.ctx.engine = addonctl::context::EngineChoice::Direct;
-    let plan = addonctl::plan::plan(&sandbox.ctx, &request("leaky-app"), false)
+    let plan = addonctl::plan::plan(&sandbox.ctx.planner(), &request("leaky-app"), false)
         .await
         .unwrap();
     assert!(

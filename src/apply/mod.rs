@@ -197,7 +197,7 @@ pub async fn enable(
     request: &EnableRequest,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
-    let plan = plan(ctx, request, false).await?;
+    let plan = plan(&ctx.planner(), request, false).await?;
     execute(ctx, &plan, request.override_definitions, reporter).await
 }
 
@@ -237,9 +237,9 @@ async fn execute_locked(
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
     if override_definitions {
-        release_definitions(ctx, plan).await?;
+        release_definitions(&ctx.cluster, &ctx.namespace, plan).await?;
     } else {
-        let clashes = definition_conflicts(ctx, plan).await?;
+        let clashes = definition_conflicts(&ctx.cluster, &ctx.namespace, plan).await?;
         if !clashes.is_empty() {
             return Err(Error::DefinitionConflicts { clashes });
         }

@@ -64,7 +64,7 @@ pub async fn upgrade(
         skip_api_check: request.skip_api_check,
         reset_values: request.reset_values,
     };
-    let plan = plan(ctx, &enable_request, true).await?;
+    let plan = plan(&ctx.planner(), &enable_request, true).await?;
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
     }

@@ -631,6 +631,10 @@ pub struct RegistrySettingsArgs {
 
 /// Parses a credential flag straight into a [`SecretString`]: it is never a plain `String` in
 /// the parsed arguments, and their `Debug` output shows it redacted.
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "clap's value parsers return a Result"
+)]
 fn secret_flag(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::from(text))
 }

@@ -23,7 +23,7 @@ mod watch;
 pub mod watchdog;
 
 pub use error::{is_forbidden_text, Error, Result};
-pub use objects::{describe, gvk_of, written_since};
+pub use objects::{describe, gvk_of, kind_and_name, written_since};
 pub use rate::RateLimit;
 
 use std::collections::HashMap;

@@ -7,16 +7,20 @@ use serde_json::{json, Value};
 
 use super::{Cluster, Error, Result, FIELD_MANAGER};
 
-/// A `Kind namespace/name` label for messages.
-pub fn describe(object: &Value) -> String {
+/// An object's kind (`object` when it has none) and name, as messages name them.
+pub fn kind_and_name(object: &Value) -> (&str, Option<&str>) {
     let kind = object
         .get("kind")
         .and_then(Value::as_str)
         .unwrap_or("object");
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
+    let name = object.pointer("/metadata/name").and_then(Value::as_str);
+    (kind, name)
+}
+
+/// A `Kind namespace/name` label for messages.
+pub fn describe(object: &Value) -> String {
+    let (kind, name) = kind_and_name(object);
+    let name = name.unwrap_or("?");
     match object
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)

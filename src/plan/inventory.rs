@@ -27,9 +27,10 @@ use serde_json::Value;
 use crate::render::{RenderOptions, Rendered};
 use crate::source::{AddonRef, Reader};
 
+use super::Inputs;
 use super::Plan;
-use crate::context::Context;
 use crate::state::Installed;
+use crate::state::Store;
 use crate::{Error, Result};
 
 /// How many addons of the registries are rendered at once when looking for providers.
@@ -414,17 +415,17 @@ fn installed_provided(
 
 /// Refuses, whatever the flags, a plan whose addons render addonctl's or KubeVela's own state
 /// (see [`super::protect`]), naming every such object, where it comes from and why.
-async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
+async fn refuse_state(store: Store<'_>, plan: &Plan) -> Result<()> {
     // The joined clusters' names (their Secrets are state); without the right to list them,
     // the label still gives a cluster Secret away.
-    let clusters: Vec<String> = match ctx.state().joined().await {
+    let clusters: Vec<String> = match store.joined().await {
         Ok(joined) => joined.into_iter().map(|(info, _)| info.name).collect(),
         Err(_) => Vec::new(),
     };
     let found: Vec<String> = plan
         .steps
         .iter()
-        .flat_map(|s| super::protect::state_objects(&s.rendered, &ctx.namespace, &clusters))
+        .flat_map(|s| super::protect::state_objects(&s.rendered, store.namespace, &clusters))
         .collect();
     if found.is_empty() {
         return Ok(());
@@ -438,13 +439,13 @@ async fn refuse_state(ctx: &Context, plan: &Plan) -> Result<()> {
 struct DefinitionsOnCluster(BTreeMap<&'static str, BTreeSet<String>>);
 
 impl DefinitionsOnCluster {
-    async fn has(&mut self, ctx: &Context, kind: &'static str, name: &str) -> Result<bool> {
+    async fn has(&mut self, ctx: &Inputs<'_>, kind: &'static str, name: &str) -> Result<bool> {
         if !self.0.contains_key(kind) {
             let names = ctx
                 .cluster
                 .list(
                     &GroupVersionKind::gvk("core.oam.dev", "v1beta1", kind),
-                    Some(&ctx.namespace),
+                    Some(ctx.namespace),
                     "",
                 )
                 .await?
@@ -461,13 +462,13 @@ impl DefinitionsOnCluster {
 /// With `skip`, what is missing is returned as notes instead (KubeVela's workflow retries
 /// until the environment serves it).
 pub async fn check(
-    ctx: &Context,
+    ctx: &Inputs<'_>,
     plan: &Plan,
     installed: &BTreeMap<String, Installed>,
     readers: Vec<Reader>,
     skip: bool,
 ) -> Result<Vec<String>> {
-    refuse_state(ctx, plan).await?;
+    refuse_state(ctx.store(), plan).await?;
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
         by_plan.extend(provided(&step.rendered));
@@ -483,7 +484,10 @@ pub async fn check(
         .await?;
     // With KubeVela running, its built-ins are definitions in the system namespace like any
     // other; without it, the complete list of 1.10's built-ins stands in for them.
-    let kubevela_running = definitions_served && super::vela_version(ctx).await.is_some();
+    let kubevela_running = definitions_served
+        && super::vela_version(ctx.cluster, ctx.namespace)
+            .await
+            .is_some();
     let mut on_cluster = DefinitionsOnCluster::default();
 
     // Every addon's missing APIs, with an example object of each.
@@ -528,7 +532,7 @@ pub async fn check(
                         .cluster
                         .get(
                             &GroupVersionKind::gvk("core.oam.dev", "v1beta1", kind),
-                            Some(&ctx.namespace),
+                            Some(ctx.namespace),
                             name,
                         )
                         .await?
@@ -602,7 +606,7 @@ fn missing_lines(
 /// The addons of the registries (newest versions, rendered with default parameters) that
 /// provide any of `wanted`: each provided API with `(addon, registry)` pairs.
 async fn find_providers(
-    ctx: &Context,
+    ctx: &Inputs<'_>,
     readers: &[Reader],
     wanted: &BTreeSet<Api>,
     in_plan: &BTreeSet<&str>,
@@ -621,7 +625,7 @@ async fn find_providers(
             let apis = match crate::loader::load(reader.as_ref(), &AddonRef::latest(&name)).await {
                 Ok(package) => {
                     let options = RenderOptions {
-                        namespace: ctx.namespace.clone(),
+                        namespace: ctx.namespace.to_owned(),
                         ..RenderOptions::default()
                     };
                     match ctx.renderer.render(&package, &options) {

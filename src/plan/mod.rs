@@ -16,15 +16,18 @@ use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::cluster::Cluster;
 use crate::context::{Context, EngineChoice};
 use crate::model::wire::application_gvk;
 use crate::model::{AddonPackage, AddonVersion, Dependency};
 use crate::render::normalize;
+use crate::render::Renderer;
 use crate::render::{RenderOptions, Rendered};
 use crate::resolve::{self, InstalledAddon, Platform, Universe};
+use crate::source::catalog::Catalog;
 use crate::source::Reader;
 use crate::state::record::{self, InstalledBy, ObjectRef};
-use crate::state::{to_value, Installed};
+use crate::state::{to_value, Installed, Store};
 use crate::{Error, Result};
 
 mod clusters;
@@ -35,6 +38,48 @@ mod step;
 
 use sources::Sources;
 use step::{Planned, Planner};
+
+/// What planning reads: the control plane, the system namespace, the catalogue, the renderer
+/// and the engine choice. [`Context::planner`] borrows it from a context; a front end with its
+/// own parts (a controller) builds it directly.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The control plane.
+    pub cluster: &'a Cluster,
+    /// The system namespace.
+    pub namespace: &'a str,
+    /// The registries.
+    pub catalog: &'a Catalog,
+    /// The renderer.
+    pub renderer: &'a Renderer,
+    /// Which engine deploys the addons' components.
+    pub engine: EngineChoice,
+}
+
+impl<'a> Inputs<'a> {
+    /// What is installed, read through the control plane and the system namespace.
+    #[must_use]
+    pub fn store(&self) -> Store<'a> {
+        Store {
+            cluster: self.cluster,
+            namespace: self.namespace,
+        }
+    }
+}
+
+impl Context {
+    /// What planning reads, borrowed from this context.
+    #[must_use]
+    pub fn planner(&self) -> Inputs<'_> {
+        Inputs {
+            cluster: &self.cluster,
+            namespace: &self.namespace,
+            catalog: &self.catalog,
+            renderer: &self.renderer,
+            engine: self.engine,
+        }
+    }
+}
 
 /// How long the layers of a plan wait for a dependency by default.
 pub const DEFAULT_DEPENDENCY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
@@ -128,15 +173,15 @@ pub struct Plan {
 }
 
 /// The control plane's Kubernetes version, when it answers.
-pub async fn kubernetes_version(ctx: &Context) -> Option<String> {
-    ctx.cluster.kubernetes_version().await.ok()
+pub async fn kubernetes_version(cluster: &Cluster) -> Option<String> {
+    cluster.kubernetes_version().await.ok()
 }
 
-async fn check_clusters(ctx: &Context, wanted: Option<&[String]>) -> Result<()> {
+async fn check_clusters(store: Store<'_>, wanted: Option<&[String]>) -> Result<()> {
     let Some(wanted) = wanted else {
         return Ok(());
     };
-    let known = ctx.state().known_clusters().await?;
+    let known = store.known_clusters().await?;
     let unknown: Vec<String> = wanted
         .iter()
         .filter(|c| !known.iter().any(|k| k == *c))
@@ -165,16 +210,16 @@ const READ_CONCURRENCY: usize = 8;
 /// against the constraints of the installed addons that depend on it. Each addon to apply is
 /// then loaded and rendered, a dependency's clusters are widened to those of the addons that
 /// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
-pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
-    check_clusters(ctx, request.args.clusters()).await?;
-    let installed = ctx.state().installed().await?;
-    let k8s_version = kubernetes_version(ctx).await;
-    let vela_version = vela_version(ctx).await;
+pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
+    check_clusters(ctx.store(), request.args.clusters()).await?;
+    let installed = ctx.store().installed().await?;
+    let k8s_version = kubernetes_version(ctx.cluster).await;
+    let vela_version = vela_version(ctx.cluster, ctx.namespace).await;
     let platform = Platform::new(k8s_version.as_deref(), vela_version.as_deref());
     let mut notes = Vec::new();
     let directory = open_directory(request).await?;
     let (root, pinned) = root_of(request, directory.as_ref().map(|(_, package)| package));
-    let mut sources = Sources::new(ctx);
+    let mut sources = Sources::new(ctx.catalog);
     if let Some((reader, _)) = &directory {
         sources.add_first(Arc::clone(reader)).await?;
     }
@@ -224,7 +269,7 @@ pub async fn plan(ctx: &Context, request: &EnableRequest, upgrade: bool) -> Resu
     steps.reverse();
     kept.reverse();
     let mut notes = planner.notes;
-    if uses_vela(ctx).await {
+    if uses_vela(ctx.cluster, ctx.engine).await {
         notes.extend(steps.iter().filter_map(secrets_note));
     }
     let mut plan = Plan {
@@ -359,7 +404,7 @@ fn target_version(
 /// The arguments given for the addon asked for, parsed once against its schema (in the context
 /// its render gives `parameter.rhai`).
 fn given_args(
-    ctx: &Context,
+    ctx: &Inputs<'_>,
     package: &AddonPackage,
     request: &EnableRequest,
     stored: &Map<String, Value>,
@@ -367,7 +412,7 @@ fn given_args(
     kubernetes_version: Option<&String>,
 ) -> Result<crate::params::Arguments> {
     let options = RenderOptions {
-        namespace: ctx.namespace.clone(),
+        namespace: ctx.namespace.to_owned(),
         args: Map::new(),
         stored_args: stored.clone(),
         upgrade,
@@ -419,15 +464,11 @@ fn masked_secret(
 
 /// Whether the plan will be applied through KubeVela (the Application is stored and deployed by
 /// KubeVela), as `enable` decides it.
-async fn uses_vela(ctx: &Context) -> bool {
-    match ctx.engine {
+async fn uses_vela(cluster: &Cluster, engine: EngineChoice) -> bool {
+    match engine {
         EngineChoice::Direct => false,
         EngineChoice::Vela => true,
-        EngineChoice::Auto => ctx
-            .cluster
-            .serves(&application_gvk())
-            .await
-            .unwrap_or(false),
+        EngineChoice::Auto => cluster.serves(&application_gvk()).await.unwrap_or(false),
     }
 }
 
@@ -458,14 +499,8 @@ const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 /// `--set-file` values), or any object over [`MAX_OBJECT_BYTES`].
 fn check_sizes(rendered: &Rendered) -> Result<()> {
     for object in rendered.objects() {
-        let kind = object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("object");
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (kind, name) = crate::cluster::kind_and_name(&object);
+        let name = name.unwrap_or_default();
         let data = data_bytes(&object);
         let total = serde_json::to_vec(&object).map_or(0, |bytes| bytes.len());
         let (size, limit, what) = if matches!(kind, "Secret" | "ConfigMap") && data > MAX_DATA_BYTES
@@ -553,15 +588,10 @@ pub fn installed_addon(addon: &Installed) -> InstalledAddon {
 
 /// KubeVela's version: the image tag of the vela-core Deployment in the system namespace;
 /// `None` when KubeVela is not installed or the Deployment cannot be read.
-pub async fn vela_version(ctx: &Context) -> Option<String> {
+pub async fn vela_version(cluster: &Cluster, namespace: &str) -> Option<String> {
     let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
-    let listed = ctx
-        .cluster
-        .list(
-            &gvk,
-            Some(&ctx.namespace),
-            "app.kubernetes.io/name=vela-core",
-        )
+    let listed = cluster
+        .list(&gvk, Some(namespace), "app.kubernetes.io/name=vela-core")
         .await;
     let mut deployments: Vec<Value> = match listed {
         Ok(list) => list.iter().map(to_value).collect(),
@@ -571,9 +601,8 @@ pub async fn vela_version(ctx: &Context) -> Option<String> {
         }
     };
     if deployments.is_empty() {
-        if let Ok(Some(found)) = ctx
-            .cluster
-            .get(&gvk, Some(&ctx.namespace), "kubevela-vela-core")
+        if let Ok(Some(found)) = cluster
+            .get(&gvk, Some(namespace), "kubevela-vela-core")
             .await
         {
             deployments.push(to_value(&found));
@@ -623,7 +652,7 @@ impl std::fmt::Display for Clash {
     }
 }
 
-async fn clashes(ctx: &Context, plan: &Plan) -> Result<Vec<Clash>> {
+async fn clashes(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<Vec<Clash>> {
     let mut clashes = Vec::new();
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let ours_app = normalize::application_name(&step.rendered.name);
@@ -632,9 +661,8 @@ async fn clashes(ctx: &Context, plan: &Plan) -> Result<Vec<Clash>> {
             let Some(reference) = ObjectRef::of(definition) else {
                 continue;
             };
-            let Some(existing) = ctx
-                .cluster
-                .get(&reference.gvk(), Some(&ctx.namespace), &reference.name)
+            let Some(existing) = cluster
+                .get(&reference.gvk(), Some(namespace), &reference.name)
                 .await?
             else {
                 continue;
@@ -670,8 +698,12 @@ async fn clashes(ctx: &Context, plan: &Plan) -> Result<Vec<Clash>> {
 }
 
 /// Definitions of the plan that already exist and belong to another addon or to nobody.
-pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<String>> {
-    Ok(clashes(ctx, plan)
+pub async fn definition_conflicts(
+    cluster: &Cluster,
+    namespace: &str,
+    plan: &Plan,
+) -> Result<Vec<String>> {
+    Ok(clashes(cluster, namespace, plan)
         .await?
         .iter()
         .map(ToString::to_string)
@@ -681,13 +713,13 @@ pub async fn definition_conflicts(ctx: &Context, plan: &Plan) -> Result<Vec<Stri
 /// Takes over the definitions of the plan that other addons own: their owner references are
 /// removed first, since the server refuses an object with two controller references (and
 /// server-side apply keeps the references another field manager wrote).
-pub async fn release_definitions(ctx: &Context, plan: &Plan) -> Result<()> {
-    for clash in clashes(ctx, plan).await? {
+pub async fn release_definitions(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<()> {
+    for clash in clashes(cluster, namespace, plan).await? {
         if clash.owner.is_some() {
-            ctx.cluster
+            cluster
                 .merge_patch(
                     &clash.reference.gvk(),
-                    Some(&ctx.namespace),
+                    Some(namespace),
                     &clash.reference.name,
                     &json!({"metadata": {"ownerReferences": null}}),
                 )

@@ -18,7 +18,6 @@ use crate::source::catalog::{registry_failure, Catalog};
 use crate::source::{choose_version, sorted_versions, AddonRef, AddonSummary, Choice, Reader};
 
 use super::{MAX_VERSIONS, READ_CONCURRENCY};
-use crate::context::Context;
 use crate::{Error, Result};
 
 /// The registries of a plan with their listings, read once, and the versions read so far.
@@ -40,8 +39,8 @@ pub(super) struct Sources {
 
 impl Sources {
     /// The registries of the catalog, none listed yet.
-    pub(super) fn new(ctx: &Context) -> Self {
-        let catalog = ctx.catalog.clone();
+    pub(super) fn new(catalog: &Catalog) -> Self {
+        let catalog = catalog.clone();
         let order = catalog.readers().to_vec();
         Sources {
             catalog,

@@ -7,9 +7,9 @@ use serde_json::{json, Map};
 
 use super::clusters::{self, Needs};
 use super::sources::Sources;
+use super::Inputs;
 use super::{check_clusters, check_sizes, given_args, stored_clusters};
 use super::{Action, EnableRequest, Kept, Result, Step};
-use crate::context::Context;
 use crate::model::AddonPackage;
 use crate::render::RenderOptions;
 use crate::resolve::{self, PlannedAddon};
@@ -25,7 +25,7 @@ pub(super) enum Planned {
 
 /// What every addon of one plan is planned with, and what planning gathers on the way.
 pub(super) struct Planner<'a> {
-    pub ctx: &'a Context,
+    pub ctx: &'a Inputs<'a>,
     pub request: &'a EnableRequest,
     /// An `upgrade` (which merges over the stored arguments as a matter of course: no note).
     pub upgrade: bool,
@@ -59,7 +59,7 @@ impl Planner<'_> {
         // Stored arguments count for an installed addon: what is given is merged over them,
         // unless `--reset-values` starts the addon asked for from its defaults.
         let stored = if current.is_some() && !(is_root && self.request.reset_values) {
-            self.ctx.state().stored_args(name).await?
+            self.ctx.store().stored_args(name).await?
         } else {
             Map::new()
         };
@@ -126,7 +126,7 @@ impl Planner<'_> {
             }
         }
         let options = RenderOptions {
-            namespace: self.ctx.namespace.clone(),
+            namespace: self.ctx.namespace.to_owned(),
             args,
             stored_args: stored,
             upgrade: current.is_some(),
@@ -153,7 +153,7 @@ impl Planner<'_> {
         )?;
         // `--clusters` was checked before planning; clusters from the other input now.
         if given.clusters() != self.request.args.clusters() {
-            check_clusters(self.ctx, given.clusters()).await?;
+            check_clusters(self.ctx.store(), given.clusters()).await?;
         }
         Ok((given.to_map(), given.clusters().map(<[String]>::to_vec)))
     }

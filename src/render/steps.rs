@@ -31,15 +31,7 @@ impl Renderer {
                 (app, outputs, true)
             }
             Some(Template::Yaml(file)) => {
-                let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                    Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
-                })?;
-                warnings.extend(
-                    docs.warnings
-                        .iter()
-                        .map(|w| format!("`{}`: {w}", file.path)),
-                );
-                let mut documents = docs.documents;
+                let mut documents = Self::yaml_documents(pkg, file, warnings)?;
                 if documents.len() > 1 {
                     return Err(Self::file_error(
                         pkg,
@@ -85,15 +77,7 @@ impl Renderer {
         }
         let mut yaml_objects = Vec::new();
         for file in &package.resource_yamls {
-            let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
-                Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
-            })?;
-            warnings.extend(
-                docs.warnings
-                    .iter()
-                    .map(|w| format!("`{}`: {w}", file.path)),
-            );
-            for doc in docs.documents {
+            for doc in Self::yaml_documents(pkg, file, warnings)? {
                 Self::check_object(pkg, &file.path, &doc)?;
                 yaml_objects.push(doc);
             }
@@ -218,5 +202,25 @@ impl Renderer {
             None => None,
         };
         Ok(notes)
+    }
+}
+
+impl Renderer {
+    /// The documents of a YAML file of the package; its parser's warnings go to `warnings`,
+    /// naming the file.
+    fn yaml_documents(
+        pkg: &Pkg<'_>,
+        file: &crate::model::SourceFile,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Value>, Error> {
+        let docs = crate::yaml::parse_documents(&file.text).map_err(|e| {
+            Self::file_error(pkg, &file.path, format!("invalid YAML: {}", e.message))
+        })?;
+        warnings.extend(
+            docs.warnings
+                .iter()
+                .map(|w| format!("`{}`: {w}", file.path)),
+        );
+        Ok(docs.documents)
     }
 }

@@ -174,7 +174,7 @@ async fn a_re_enable_needs_delete_on_what_it_prunes_and_disable_on_need_namespac
         reference: "first".to_owned(),
         ..EnableRequest::default()
     };
-    let plan = addonctl::plan::plan(&sb.ctx, &request, false)
+    let plan = addonctl::plan::plan(&sb.ctx.planner(), &request, false)
         .await
         .unwrap();
 

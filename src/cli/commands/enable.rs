@@ -37,7 +37,7 @@ pub async fn run(
         skip_api_check: args.skip_api_check,
         reset_values: args.reset_values,
     };
-    let mut plan = addonctl::plan::plan(&ctx, &request, false).await?;
+    let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     if args.dry_run {
@@ -181,7 +181,7 @@ async fn print_plan(
     let conflicts = if args.override_definitions {
         Vec::new()
     } else {
-        addonctl::plan::definition_conflicts(ctx, plan).await?
+        addonctl::plan::definition_conflicts(&ctx.cluster, &ctx.namespace, plan).await?
     };
     let steps: Vec<Value> = plan
         .steps

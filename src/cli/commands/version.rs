@@ -95,7 +95,7 @@ async fn server(
     let ask = async {
         let ctx = connect(global, cluster, printer, false).await?;
         let kubernetes_version = ctx.cluster.kubernetes_version().await?;
-        let kubevela_version = addonctl::plan::vela_version(&ctx).await;
+        let kubevela_version = addonctl::plan::vela_version(&ctx.cluster, &ctx.namespace).await;
         anyhow::Ok(Server {
             kubernetes_version,
             kubevela_version,
