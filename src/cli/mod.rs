@@ -88,7 +88,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
     match cli.command {
         Command::Render(args) => {
-            commands::render::run(&GlobalSettings::resolve(global)?, printer, args).await
+            let (global, cluster) = cluster_settings(global)?;
+            commands::render::run(&global, &cluster, printer, args).await
         }
         Command::Lint(args) => {
             commands::lint::run(&GlobalSettings::resolve(global)?, printer, args).await
@@ -105,6 +106,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => {
             let (global, cluster) = cluster_settings(global)?;
             commands::status::run(&global, &cluster, printer, args).await
+        }
+        Command::Wait(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::wait::run(&global, &cluster, printer, args).await
         }
         Command::List(args) => {
             let (global, cluster) = cluster_settings(global)?;
