@@ -173,7 +173,7 @@ pub fn is_offline(error: &anyhow::Error) -> bool {
 pub async fn offline_catalog(global: &GlobalSettings) -> anyhow::Result<Catalog> {
     let file = addonctl::registry::default_file();
     let stored = if file.is_file() {
-        match (addonctl::registry::Store::File(file.clone())).load().await {
+        match addonctl::registry::Store::File(file.clone()).load().await {
             Ok(stored) => stored,
             Err(e) => {
                 tracing::warn!(
