@@ -637,10 +637,13 @@ async fn list_shows_installed_status_with_calls_that_do_not_grow_with_the_addons
         .registries(&tiny.iter().collect::<Vec<_>>());
     let calls_of_list = || async {
         let before = sb.api().counters().requests();
-        let (rows, warnings) =
-            addonctl::status::list(Some(sb.ctx.state()), &sb.ctx.catalog, &Default::default())
-                .await
-                .unwrap();
+        let (rows, warnings) = addonctl::status::list(
+            Some(sb.ctx.state()),
+            &sb.ctx.catalog,
+            &addonctl::status::list::ListOptions::default(),
+        )
+        .await
+        .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         (sb.api().counters().requests() - before, rows)
     };
@@ -800,9 +803,13 @@ async fn a_user_without_rights_gets_a_forbidden_error_naming_user_verb_and_resou
     );
 
     let user = sb.user_context().await;
-    let error = addonctl::status::list(Some(user.state()), &user.catalog, &Default::default())
-        .await
-        .unwrap_err();
+    let error = addonctl::status::list(
+        Some(user.state()),
+        &user.catalog,
+        &addonctl::status::list::ListOptions::default(),
+    )
+    .await
+    .unwrap_err();
 
     assert!(
         matches!(
