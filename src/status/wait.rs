@@ -123,27 +123,30 @@ pub async fn until(
             return Err(timed_out(name, wanted, last.as_ref(), timeout));
         };
         let status = read?;
-        if status.phase == wanted {
-            return Ok(started.elapsed());
-        }
-        if wanted == Phase::Enabled && status.phase == Phase::Failed {
-            return Err(Error::AddonFailed {
-                addon: name.to_owned(),
-                reason: status.reason.clone(),
-            });
-        }
-        if last.as_ref().map(|s| s.phase) != Some(status.phase) {
+        let reached = status.phase == wanted;
+        let failed = wanted == Phase::Enabled && status.phase == Phase::Failed;
+        if !reached && !failed && last.as_ref().map(|s| s.phase) != Some(status.phase) {
             reporter.step(&format!(
                 "`{name}` is {}; waiting for {wanted}",
                 status.phase
             ));
         }
+        // Each cluster's last change is reported, the one that completes the wait too.
         for cluster in &status.resources {
             let line = cluster_readiness(cluster);
             if shown.get(&cluster.cluster) != Some(&line) {
                 reporter.step(&format!("{}: {line}", cluster.cluster));
                 shown.insert(cluster.cluster.clone(), line);
             }
+        }
+        if reached {
+            return Ok(started.elapsed());
+        }
+        if failed {
+            return Err(Error::AddonFailed {
+                addon: name.to_owned(),
+                reason: status.reason.clone(),
+            });
         }
         last = Some(status);
     }
