@@ -4,7 +4,7 @@
 //! warning for a `clusters` argument the template does not use. Fixture addons deploy with the
 //! direct engine to the control plane itself (`local`), into the sandbox's namespace.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -171,6 +171,30 @@ fn spawn(mut cmd: std::process::Command) -> Child {
         .unwrap()
 }
 
+/// Reads `reader`'s lines until one contains `wanted` and returns what it read (blocking: the
+/// command's own timeout bounds it).
+fn read_until<R: Read>(reader: &mut BufReader<R>, wanted: &str) -> String {
+    let mut seen = String::new();
+    tokio::task::block_in_place(|| loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "ended before `{wanted}`:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains(wanted) {
+            return seen;
+        }
+    })
+}
+
+/// The rest of `reader`, once its command has ended.
+fn rest<R: Read>(mut reader: BufReader<R>) -> String {
+    let mut text = String::new();
+    reader.read_to_string(&mut text).unwrap();
+    text
+}
+
 /// Waits up to `limit` for `child` to end; kills it and panics otherwise.
 async fn finish(mut child: Child, limit: Duration) -> std::process::Output {
     let started = Instant::now();
@@ -199,11 +223,12 @@ async fn wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwi
 
     let mut wait = sb.command();
     wait.args(["wait", "ready", "--for", "enabled", "--timeout", "60s"]);
-    let child = spawn(wait);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut child = spawn(wait);
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = read_until(&mut progress, "local: 0/1 workloads ready");
     make_ready(&sb, "ready").await;
     let output = finish(child, Duration::from_secs(30)).await;
-    let stderr = stderr_of(&output);
+    stderr.push_str(&rest(progress));
     assert!(output.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -225,7 +250,9 @@ async fn wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwi
 
     let mut wait = sb.command();
     wait.args(["wait", "stuck", "--for", "disabled", "--timeout", "60s"]);
-    let child = spawn(wait);
+    let mut child = spawn(wait);
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut progress, "`stuck` is enabling; waiting for disabled");
     let output = run(sb.cli().args(["disable", "stuck"]));
     assert!(output.status.success(), "{}", stderr_of(&output));
     let output = finish(child, Duration::from_secs(30)).await;
@@ -256,12 +283,13 @@ async fn status_watch_piped_prints_a_line_per_change_and_ends_on_timeout_or_ctrl
 
     let mut watch = sb.command();
     watch.args(["status", "watched", "--watch", "--timeout", "6s"]);
-    let child = spawn(watch);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut child = spawn(watch);
+    let mut changes = BufReader::new(child.stdout.take().unwrap());
+    let mut stdout = read_until(&mut changes, "watched enabling");
     make_ready(&sb, "watched").await;
     let output = finish(child, Duration::from_secs(30)).await;
     assert!(output.status.success(), "{}", stderr_of(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout.push_str(&rest(changes));
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "one line per change:\n{stdout}");
     assert!(
@@ -277,11 +305,9 @@ async fn status_watch_piped_prints_a_line_per_change_and_ends_on_timeout_or_ctrl
     let mut watch = sb.command();
     watch.args(["status", "watched", "--watch"]);
     let mut child = spawn(watch);
-    let mut first = String::new();
-    let stdout = child.stdout.take().unwrap();
-    let mut reader = BufReader::new(stdout);
-    tokio::task::block_in_place(|| reader.read_line(&mut first).unwrap());
-    assert!(first.contains("watched enabled"), "{first}");
+    let mut changes = BufReader::new(child.stdout.take().unwrap());
+    let first = read_until(&mut changes, "watched");
+    assert!(first.contains("watched enabled;"), "{first}");
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
