@@ -345,9 +345,13 @@ async fn enabling_an_addon_installs_its_dependency_first_and_records_who_asked()
         assert_eq!(labels["addons.oam.dev/version"], version);
         assert_eq!(labels["addons.oam.dev/registry"], "builtin");
     }
-    let status = addonctl::status::status(&sb.ctx, "strongbox-dashboard", true)
-        .await
-        .unwrap();
+    let status = addonctl::status::status(
+        sb.ctx.state(),
+        "strongbox-dashboard",
+        Some(addonctl::status::Detail::of(&sb.ctx)),
+    )
+    .await
+    .unwrap();
     assert!(
         status.dependencies[0].satisfied,
         "{:?}",
@@ -568,7 +572,7 @@ async fn disable_refuses_while_needed_and_then_deletes_everything_enable_created
 }
 
 async fn phase(sb: &Sandbox, addon: &str) -> Phase {
-    addonctl::status::status(&sb.ctx, addon, false)
+    addonctl::status::status(sb.ctx.state(), addon, None)
         .await
         .unwrap()
         .phase
@@ -582,11 +586,11 @@ async fn status_phases_follow_the_application_status_as_kubevela_writes_it() {
 
     sb.enable("widgets", json!({})).await.unwrap();
 
-    let status = addonctl::status::status(&sb.ctx, "widgets", false)
+    let status = addonctl::status::status(sb.ctx.state(), "widgets", None)
         .await
         .unwrap();
     assert_eq!(status.phase, Phase::Enabling);
-    assert_eq!(status.version.as_deref(), Some("1.0.0"));
+    assert_eq!(status.installed_version.as_deref(), Some("1.0.0"));
     assert_eq!(status.registry.as_deref(), Some("local"));
     for (written, expected) in [
         (json!({"status": "running"}), Phase::Enabled),
@@ -633,7 +637,13 @@ async fn list_shows_installed_status_with_calls_that_do_not_grow_with_the_addons
         .registries(&tiny.iter().collect::<Vec<_>>());
     let calls_of_list = || async {
         let before = sb.api().counters().requests();
-        let (rows, warnings) = addonctl::status::list(&sb.ctx, None).await.unwrap();
+        let (rows, warnings) = addonctl::status::list(
+            Some(sb.ctx.state()),
+            &sb.ctx.catalog,
+            &addonctl::status::list::ListOptions::default(),
+        )
+        .await
+        .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         (sb.api().counters().requests() - before, rows)
     };
@@ -651,11 +661,17 @@ async fn list_shows_installed_status_with_calls_that_do_not_grow_with_the_addons
         "calls with 1 and with 5 addons installed"
     );
     assert!(with_one <= 2, "{with_one} calls");
-    let status = |name: &str| rows.iter().find(|r| r.name == name).unwrap().status.clone();
+    let status = |name: &str| {
+        let row = rows.iter().find(|r| r.name == name).unwrap();
+        (row.phase, row.installed_version.clone())
+    };
     for i in 1..=5 {
-        assert_eq!(status(&format!("tiny-{i}")), "enabling (1.0.0)");
+        assert_eq!(
+            status(&format!("tiny-{i}")),
+            (Phase::Enabling, Some("1.0.0".to_owned()))
+        );
     }
-    assert_eq!(status("strongbox-operator"), "disabled");
+    assert_eq!(status("strongbox-operator"), (Phase::Disabled, None));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -786,9 +802,14 @@ async fn a_user_without_rights_gets_a_forbidden_error_naming_user_verb_and_resou
         sb.cluster.user_name
     );
 
-    let error = addonctl::status::list(&sb.user_context().await, None)
-        .await
-        .unwrap_err();
+    let user = sb.user_context().await;
+    let error = addonctl::status::list(
+        Some(user.state()),
+        &user.catalog,
+        &addonctl::status::list::ListOptions::default(),
+    )
+    .await
+    .unwrap_err();
 
     assert!(
         matches!(
@@ -886,7 +907,11 @@ async fn secret_parameters_never_appear_in_config_maps_or_output() {
     );
     assert_eq!(shown(1, "vault is ready"), "vault is ready; token ******");
     let listed = shown(4, "vault ");
-    assert!(listed.contains("enabling (1.0.0)"), "{listed}");
+    let words: Vec<&str> = listed.split_whitespace().collect();
+    assert!(
+        words.windows(2).any(|w| w == ["enabling", "1.0.0"]),
+        "{listed}"
+    );
     let config_maps = sb.list(Kind::CONFIG_MAP).await;
     assert!(config_maps.len() >= 2, "{config_maps:#?}");
     for config_map in config_maps {

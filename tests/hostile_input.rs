@@ -210,9 +210,16 @@ async fn enable_reads_only_the_registries_it_needs() {
         );
     }
     // `list --registry mine` does not read the others either.
-    let (rows, warnings) = addonctl::status::list(&sandbox.ctx, Some("mine"))
-        .await
-        .unwrap();
+    let (rows, warnings) = addonctl::status::list(
+        Some(sandbox.ctx.state()),
+        &sandbox.ctx.catalog,
+        &addonctl::status::list::ListOptions {
+            registry: Some("mine"),
+            installed_only: false,
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
@@ -238,9 +245,16 @@ async fn enable_of_an_addon_in_a_failing_registry_exits_1_naming_it() {
     let text = err.to_string();
     assert!(!err.is_user_error(), "{text}");
     assert!(text.contains("registry `flaky`"), "{text}");
-    let err = addonctl::status::list(&sandbox.ctx, Some("flaky"))
-        .await
-        .unwrap_err();
+    let err = addonctl::status::list(
+        Some(sandbox.ctx.state()),
+        &sandbox.ctx.catalog,
+        &addonctl::status::list::ListOptions {
+            registry: Some("flaky"),
+            installed_only: false,
+        },
+    )
+    .await
+    .unwrap_err();
     assert!(!err.is_user_error(), "{err}");
     assert!(err.to_string().contains("registry `flaky`"), "{err}");
 }

@@ -11,6 +11,7 @@ mod cli_lint;
 mod control_plane;
 mod cue_addons;
 mod cue_oracle;
+mod day_two;
 mod definition_apply;
 mod dependencies;
 mod hostile_input;

@@ -138,6 +138,10 @@ pub struct StepReport {
     /// `NOTES.rhai`, masked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addon_notes: Option<String>,
+    /// Clusters of its `clusters` argument that its rendered topology does not reach (see
+    /// [`crate::status::phase::untargeted_clusters`]; the CLI fills it in and warns).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untargeted_clusters: Vec<String>,
 }
 
 impl StepReport {
@@ -171,6 +175,7 @@ pub async fn apply_step(
         notes: Vec::new(),
         engine: EngineChoice::Auto,
         clusters: Vec::new(),
+        untargeted_clusters: Vec::new(),
         addon_notes: rendered.masked_notes(),
     };
     if step.action == Action::Keep {
@@ -260,7 +265,9 @@ async fn execute_locked(
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            if let Err(e) = wait::until_enabled(ctx, &step.rendered.name, timeout, reporter).await {
+            if let Err(e) =
+                wait::until_enabled(ctx.state(), &step.rendered.name, timeout, reporter).await
+            {
                 return Err(Error::Partial {
                     source: Box::new(e),
                     applied: reports

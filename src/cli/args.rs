@@ -134,6 +134,9 @@ pub enum Command {
     /// Show an addon's phase, version, registry and clusters.
     #[command(after_help = help::STATUS)]
     Status(StatusArgs),
+    /// Wait until an addon is enabled (its workloads ready) or disabled.
+    #[command(after_help = help::WAIT)]
+    Wait(WaitArgs),
     /// List the addons of the registries and whether they are installed.
     #[command(visible_alias = "ls", after_help = help::LIST)]
     List(ListArgs),
@@ -374,11 +377,63 @@ pub struct StatusArgs {
     /// The addon.
     pub addon: String,
     /// Also description, available versions, dependencies and parameters.
-    #[arg(short = 'v', long = "verbose-status")]
+    #[arg(short = 'v', long = "verbose-status", conflicts_with = "watch")]
     pub detail: bool,
+    /// Keep watching: a per-cluster table redrawn on a terminal, one line per change when
+    /// piped; stops on Ctrl-C (exit 0) or after `--timeout`.
+    #[arg(short, long)]
+    pub watch: bool,
+    /// With `--watch`: stop watching after this long (`90s`, `5m`, `1h`, or seconds).
+    #[arg(long, requires = "watch", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
+}
+
+/// The phases `wait` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitFor {
+    Enabled,
+    Disabled,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The addon.
+    pub addon: String,
+    /// The phase to wait for.
+    #[arg(long = "for", value_enum, default_value_t = WaitFor::Enabled)]
+    pub wait_for: WaitFor,
+    /// How long to wait (`90s`, `5m`, `1h`, or seconds).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+}
+
+/// A duration: a positive number of seconds, or a number with `ms`, `s`, `m` or `h`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "`{text}` is not a duration: use e.g. `90s`, `5m` or `1h`"
+            ))
+        }
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .and_then(|n| std::time::Duration::try_from_secs_f64(n * scale).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{text}` is not a positive duration: use e.g. `90s`, `5m` or `1h`"))
 }
 
 #[derive(Debug, Args)]
@@ -386,6 +441,9 @@ pub struct ListArgs {
     /// Only this registry.
     #[arg(long)]
     pub registry: Option<String>,
+    /// Only installed addons.
+    #[arg(long)]
+    pub installed: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
@@ -443,7 +501,7 @@ pub enum ObjectFormat {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// An addon directory, or the name of a built-in addon (`name` or `builtin/name`).
+    /// An addon directory, or an addon of the registries (`name` or `registry/name`).
     pub addon: String,
     #[command(flatten)]
     pub parameters: ParameterArgs,

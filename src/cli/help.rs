@@ -10,6 +10,7 @@ const GLOBAL_NOTE: &str =
 
 pub const RENDER: &str = "Examples:
   addonctl render strongbox-dashboard ingress.enabled=true ingress.host=backup.example.com
+  addonctl render myrepo/strongbox-dashboard
   addonctl render ./my-addon -f values.yaml replicas=3 -o json
   addonctl render ./my-addon --schema -o json";
 pub const LINT: &str = "Examples:
@@ -28,9 +29,18 @@ pub const DISABLE: &str = "Examples:
   addonctl disable strongbox-operator --prune-dependencies --dry-run";
 pub const STATUS: &str = "Examples:
   addonctl status strongbox-operator
-  addonctl status strongbox-operator -v -o json";
+  addonctl status strongbox-operator -v -o json
+  addonctl status strongbox-operator --watch";
+pub const WAIT: &str =
+    "Exit codes: 0 the phase was reached, 1 timed out (what is not ready is named per cluster),
+2 the user's error, 130 interrupted (Ctrl-C).
+
+Examples:
+  addonctl wait strongbox-operator --for enabled --timeout 5m
+  addonctl disable strongbox-operator && addonctl wait strongbox-operator --for disabled";
 pub const LIST: &str = "Examples:
   addonctl list
+  addonctl list --installed
   addonctl list --registry myrepo -o json";
 pub const UPGRADE: &str = "Examples:
   addonctl upgrade strongbox-operator --latest

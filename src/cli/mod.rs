@@ -88,7 +88,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
     match cli.command {
         Command::Render(args) => {
-            commands::render::run(&GlobalSettings::resolve(global)?, printer, args).await
+            let (global, cluster) = cluster_settings(global)?;
+            commands::render::run(&global, &cluster, printer, args).await
         }
         Command::Lint(args) => {
             commands::lint::run(&GlobalSettings::resolve(global)?, printer, args).await
@@ -105,6 +106,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => {
             let (global, cluster) = cluster_settings(global)?;
             commands::status::run(&global, &cluster, printer, args).await
+        }
+        Command::Wait(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::wait::run(&global, &cluster, printer, args).await
         }
         Command::List(args) => {
             let (global, cluster) = cluster_settings(global)?;
@@ -174,5 +179,41 @@ mod tests {
         );
         let cli = parse_from(["addonctl", "ls"]).unwrap();
         assert!(matches!(cli.command, Command::List(_)));
+    }
+
+    #[test]
+    fn wait_takes_a_phase_and_a_duration_with_a_unit() {
+        use std::time::Duration;
+        let cli = parse_from([
+            "addonctl",
+            "wait",
+            "a",
+            "--for",
+            "disabled",
+            "--timeout",
+            "2m",
+        ])
+        .unwrap();
+        let Command::Wait(wait) = cli.command else {
+            panic!("not `wait`");
+        };
+        assert_eq!(wait.wait_for, args::WaitFor::Disabled);
+        assert_eq!(wait.timeout, Duration::from_secs(120));
+        for (text, millis) in [
+            ("90", 90_000),
+            ("90s", 90_000),
+            ("1h", 3_600_000),
+            ("250ms", 250),
+        ] {
+            assert_eq!(
+                args::parse_duration(text).map(|d| d.as_millis()),
+                Ok(millis),
+                "{text}"
+            );
+        }
+        for bad in ["0", "5d", "-1s", "m", ""] {
+            assert!(args::parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_from(["addonctl", "status", "a", "--timeout", "5s"]).is_err());
     }
 }

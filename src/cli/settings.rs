@@ -151,6 +151,60 @@ pub async fn connect(
     Ok(ctx)
 }
 
+/// Whether `error` says no cluster can be asked: no usable kubeconfig, or the control plane does
+/// not answer (commands that can do without one go on offline).
+pub fn is_offline(error: &anyhow::Error) -> bool {
+    use addonctl::cluster::Error as E;
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<addonctl::Error>(),
+            Some(addonctl::Error::Cluster(
+                E::Config(_) | E::Unreachable { .. }
+            ))
+        ) || matches!(
+            cause.downcast_ref::<E>(),
+            Some(E::Config(_) | E::Unreachable { .. })
+        )
+    })
+}
+
+/// The registries without a cluster: `--registry-dir` directories, the registries of the local
+/// registry file (`registry add --local`) when there is one, and the built-in registry.
+pub async fn offline_catalog(global: &GlobalSettings) -> anyhow::Result<Catalog> {
+    let file = addonctl::registry::default_file();
+    let stored = if file.is_file() {
+        match addonctl::registry::Store::File(file.clone()).load().await {
+            Ok(stored) => stored,
+            Err(e) => {
+                tracing::warn!(
+                    "the local registry file `{}` cannot be read ({e}); leaving its registries out",
+                    file.display()
+                );
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let (catalog, failures) =
+        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
+            .map_err(addonctl::Error::from)?;
+    for e in failures {
+        tracing::warn!("{e}");
+    }
+    Ok(catalog)
+}
+
+fn open_options(global: &GlobalSettings) -> addonctl::source::OpenOptions {
+    addonctl::source::OpenOptions {
+        cache: addonctl::source::cache::CacheOptions {
+            refresh: global.refresh,
+            ..addonctl::source::cache::CacheOptions::default()
+        },
+        http: addonctl::source::http::HttpOptions::from_env(),
+    }
+}
+
 /// The registries in search order: `--registry-dir` directories, the stored registries
 /// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
 /// A stored registry that cannot be opened is a warning, not a silent omission.
@@ -178,15 +232,9 @@ async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<C
             Vec::new()
         }
     };
-    let options = addonctl::source::OpenOptions {
-        cache: addonctl::source::cache::CacheOptions {
-            refresh: global.refresh,
-            ..addonctl::source::cache::CacheOptions::default()
-        },
-        http: addonctl::source::http::HttpOptions::from_env(),
-    };
-    let (catalog, failures) = Catalog::with_stored(&global.registry_dirs, &stored, &options)
-        .map_err(addonctl::Error::from)?;
+    let (catalog, failures) =
+        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
+            .map_err(addonctl::Error::from)?;
     for e in failures {
         tracing::warn!("{e}");
     }

@@ -24,6 +24,8 @@ pub struct ResourceStatus {
     pub name: String,
     /// Whether it exists.
     pub exists: bool,
+    /// `ready`, `notReady` (exists, a workload short of ready replicas) or `missing`.
+    pub state: ResourceState,
     /// Desired replicas (workloads: `spec.replicas`, DaemonSets: `desiredNumberScheduled`, unknown
     /// until the DaemonSet's controller has observed it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,6 +36,38 @@ pub struct ResourceStatus {
     /// When it was created.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+}
+
+/// Whether one object is there and ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResourceState {
+    /// It exists and, for a workload, has its ready replicas.
+    Ready,
+    /// It exists, but a workload is short of ready replicas.
+    NotReady,
+    /// It does not exist.
+    Missing,
+}
+
+impl ResourceState {
+    /// The state of an object of `kind` that `exists`, with these replica counts.
+    pub fn of(
+        kind: &str,
+        exists: bool,
+        replicas: Option<i64>,
+        ready_replicas: Option<i64>,
+    ) -> Self {
+        if !exists {
+            return ResourceState::Missing;
+        }
+        let workload = matches!(kind, "Deployment" | "DaemonSet" | "StatefulSet");
+        if workload && ready_replicas.unwrap_or(0) < replicas.unwrap_or(1) {
+            ResourceState::NotReady
+        } else {
+            ResourceState::Ready
+        }
+    }
 }
 
 impl ClusterStatus {
@@ -58,7 +92,8 @@ impl ResourceStatus {
 
     /// A workload is ready when it exists and ready ≥ desired.
     pub fn is_ready(&self) -> bool {
-        self.exists && self.ready_replicas.unwrap_or(0) >= self.replicas.unwrap_or(1)
+        ResourceState::of(&self.kind, self.exists, self.replicas, self.ready_replicas)
+            == ResourceState::Ready
     }
 }
 
@@ -137,13 +172,21 @@ pub async fn health(
                                 .map_err(|e| e.to_string())?;
                             let value = stored.as_ref().map_or(Value::Null, to_value);
                             let (replicas, ready_replicas) = replicas_of(&o.object.kind, &value);
+                            let replicas = stored.as_ref().and(replicas);
+                            let ready_replicas = stored.as_ref().and(ready_replicas);
                             Ok(ResourceStatus {
+                                state: ResourceState::of(
+                                    &o.object.kind,
+                                    stored.is_some(),
+                                    replicas,
+                                    ready_replicas,
+                                ),
                                 kind: o.object.kind.clone(),
                                 namespace: o.object.namespace.clone(),
                                 name: o.object.name.clone(),
                                 exists: stored.is_some(),
-                                replicas: stored.as_ref().and(replicas),
-                                ready_replicas: stored.as_ref().and(ready_replicas),
+                                replicas,
+                                ready_replicas,
                                 creation_timestamp: value
                                     .pointer("/metadata/creationTimestamp")
                                     .and_then(Value::as_str)

@@ -1,8 +1,11 @@
-//! What an addon's state is: its phase, per-cluster health ([`health`]), the `list` of every
-//! addon ([`list()`]), and waiting until an addon is enabled ([`wait`]). Reads only.
+//! What an addon's state is: its one phase ([`phase`]), per-cluster health ([`health`]), the
+//! `list` of every addon ([`list()`]), and waiting for a phase or watching it ([`wait`]). Reads
+//! only. Functions take what they read: a [`Store`] (the control plane's state), and for
+//! `status -v` the [`Catalog`] and [`Renderer`].
 
 pub mod health;
 pub mod list;
+pub mod phase;
 #[cfg(test)]
 mod tests;
 pub mod values;
@@ -13,67 +16,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::context::Context;
 use crate::model::{AddonVersion, Constraint};
+use crate::render::Renderer;
+use crate::source::catalog::Catalog;
 use crate::state::record::{InstalledBy, Record};
-use crate::state::{clusters_of, Installed, Store};
+use crate::state::{Installed, Store};
 use crate::{Error, Result};
 pub use list::{list, ListRow};
-
-/// The phase of an addon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Running.
-    Enabled,
-    /// Applied, not yet running.
-    Enabling,
-    /// Being deleted.
-    Disabling,
-    /// Its workflow is suspended.
-    Suspend,
-    /// Its workflow failed.
-    Failed,
-    /// Not installed.
-    Disabled,
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Phase::Enabled => "enabled",
-            Phase::Enabling => "enabling",
-            Phase::Disabling => "disabling",
-            Phase::Suspend => "suspend",
-            Phase::Failed => "failed",
-            Phase::Disabled => "disabled",
-        })
-    }
-}
-
-/// The phase KubeVela reports for an addon's Application.
-pub fn phase_of_application(app: &Value) -> Phase {
-    if app
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Phase::Disabling;
-    }
-    match app.pointer("/status/status").and_then(Value::as_str) {
-        Some("running") => Phase::Enabled,
-        Some("deleting") => Phase::Disabling,
-        Some("workflowFailed" | "workflowTerminated") => Phase::Failed,
-        _ if app
-            .pointer("/status/workflow/suspend")
-            .and_then(Value::as_bool)
-            == Some(true) =>
-        {
-            Phase::Suspend
-        }
-        Some("workflowSuspending") => Phase::Suspend,
-        _ => Phase::Enabling,
-    }
-}
+pub use phase::{phase, phase_of_application, Phase};
 
 /// One parameter in `status -v`.
 #[derive(Debug, Clone, Serialize)]
@@ -100,13 +50,14 @@ pub struct Status {
     pub name: String,
     /// Its phase.
     pub phase: Phase,
-    /// The installed version.
+    /// The installed version (as `list` names it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub installed_version: Option<String>,
     /// The registry it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<String>,
-    /// Target clusters (`*` = every cluster).
+    /// The clusters it actually targets (`*` = every cluster): its topology or what was
+    /// dispatched, not the `clusters` argument.
     pub clusters: Vec<String>,
     /// Who asked for it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -156,14 +107,35 @@ pub struct DependencyStatus {
     pub installed: Option<String>,
 }
 
-/// The status of one addon; `verbose` adds description, versions, dependencies and parameters.
-pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> {
-    let all = ctx.state().installed().await?;
+/// What `status -v` reads besides the control plane: the registries and the renderer (for the
+/// parameter schema).
+#[derive(Debug, Clone, Copy)]
+pub struct Detail<'a> {
+    /// The registries.
+    pub catalog: &'a Catalog,
+    /// The renderer.
+    pub renderer: &'a Renderer,
+}
+
+impl<'a> Detail<'a> {
+    /// The catalogue and renderer of a context.
+    pub fn of(ctx: &'a crate::context::Context) -> Self {
+        Detail {
+            catalog: &ctx.catalog,
+            renderer: &ctx.renderer,
+        }
+    }
+}
+
+/// The status of one addon; `detail` (`status -v`) adds description, versions, dependencies
+/// and parameters.
+pub async fn status(store: Store<'_>, name: &str, detail: Option<Detail<'_>>) -> Result<Status> {
+    let all = store.installed().await?;
     let current = all.get(name);
     let mut status = Status {
         name: name.to_owned(),
         phase: Phase::Disabled,
-        version: None,
+        installed_version: None,
         registry: None,
         clusters: Vec::new(),
         installed_by: None,
@@ -178,38 +150,34 @@ pub async fn status(ctx: &Context, name: &str, verbose: bool) -> Result<Status> 
         parameters: Vec::new(),
     };
     let args = if current.is_some() {
-        ctx.state().stored_args(name).await?
+        store.stored_args(name).await?
     } else {
         Map::new()
     };
     if let Some(current) = current {
-        status.phase = match (&current.application, &current.record) {
-            (Some(app), _) => phase_of_application(app),
-            (None, Some(_)) => Phase::Enabled,
-            (None, None) => Phase::Disabled,
-        };
-        status.version = Some(current.version.clone());
+        status.phase = phase(Some(current), None);
+        status.installed_version = Some(current.version.clone());
         status.registry = Some(current.registry.clone());
-        status.clusters = match (&current.application, &current.record) {
-            (None, Some(record)) if !record.clusters.is_empty() => record.clusters.clone(),
-            (app, _) => clusters_of(app.as_ref(), &args),
-        };
+        status.clusters = phase::targeted_clusters(current, &args);
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
-        if let Some(record) = current.record.as_ref().filter(|r| {
-            current.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
-        }) {
-            direct_health(ctx.state(), record, &mut status).await?;
+        if let Some(record) = phase::dispatched_record(current) {
+            direct_health(store, current, record, &mut status).await?;
         }
     }
-    if !verbose {
+    let Some(detail) = detail else {
         return Ok(status);
-    }
-    details(ctx, &all, current.is_none(), args, &mut status).await?;
+    };
+    details(detail, &all, current.is_none(), args, &mut status).await?;
     Ok(status)
 }
 
 /// The phase, reason and resources of an addon the direct engine dispatched, from its clusters.
-async fn direct_health(store: Store<'_>, record: &Record, status: &mut Status) -> Result<()> {
+async fn direct_health(
+    store: Store<'_>,
+    installed: &Installed,
+    record: &Record,
+    status: &mut Status,
+) -> Result<()> {
     let name = &record.name;
     let clusters = health::health(store, &record.dispatched_or_planned()).await?;
     let workloads: Vec<&health::ResourceStatus> = clusters
@@ -218,24 +186,14 @@ async fn direct_health(store: Store<'_>, record: &Record, status: &mut Status) -
         .filter(|r| r.is_workload())
         .collect();
     let ready = workloads.iter().filter(|r| r.is_ready()).count();
-    let failures: Vec<String> = clusters
-        .iter()
-        .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.cluster)))
-        .collect();
     if let Some(pending) = &record.pending {
         status.notes.push(format!(
             "revision {} is pending: an enable is running, or was interrupted or failed before every cluster had it; unless one is running, run `addonctl enable {name}` again to finish it (or `addonctl disable {name}`)",
             pending.version
         ));
     }
-    status.phase = if !failures.is_empty() {
-        status.reason = Some(failures.join("; "));
-        Phase::Failed
-    } else if record.pending.is_some() || ready < workloads.len() {
-        Phase::Enabling
-    } else {
-        Phase::Enabled
-    };
+    status.phase = phase(Some(installed), Some(&clusters));
+    status.reason = phase::failure_reason(&clusters);
     status.workload_count = Some(workloads.len());
     status.ready_workload_count = Some(ready);
     status.resources = clusters;
@@ -245,7 +203,7 @@ async fn direct_health(store: Store<'_>, record: &Record, status: &mut Status) -
 /// What `status -v` adds: description, available versions, dependencies and parameters
 /// (`args` masked), every registry read once.
 async fn details(
-    ctx: &Context,
+    detail: Detail<'_>,
     all: &BTreeMap<String, Installed>,
     not_installed: bool,
     args: Map<String, Value>,
@@ -253,7 +211,7 @@ async fn details(
 ) -> Result<()> {
     let name = status.name.clone();
     // Every registry is read once: the versions and the package both come from this listing.
-    let listings = ctx.catalog.list().await;
+    let listings = detail.catalog.list().await;
     let mut versions = BTreeSet::new();
     for listing in &listings {
         match &listing.addons {
@@ -272,10 +230,10 @@ async fn details(
     sorted.sort();
     sorted.reverse();
     status.available_versions = sorted.iter().map(|v| v.raw().to_owned()).collect();
-    let found = ctx.catalog.find_listed(
+    let found = detail.catalog.find_listed(
         &listings,
         &name,
-        status.version.as_deref(),
+        status.installed_version.as_deref(),
         status.registry.as_deref(),
     );
     let Some(found) = found else {
@@ -308,7 +266,7 @@ async fn details(
             installed: installed_version,
         });
     }
-    let schema = ctx
+    let schema = detail
         .renderer
         .parameter_schema(&package)
         .map_err(crate::Error::from)?;

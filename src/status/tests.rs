@@ -2,15 +2,19 @@
 //! Application, or from what the direct engine dispatched) and per-cluster health.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{phase_of_application, status, Phase};
+use super::health::{ClusterStatus, ResourceState, ResourceStatus};
+use super::phase::{targeted_clusters, untargeted_clusters};
+use super::{phase, phase_of_application, status, Phase};
 use crate::cluster::fake::FakeApi;
 use crate::context::{Context, Settings};
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, PendingRevision, Record,
 };
+use crate::state::Installed;
 
 const SECRETS: &str = "/api/v1/namespaces/vela-system/secrets";
 const APPLICATIONS: &str = "/apis/core.oam.dev/v1beta1/namespaces/vela-system/applications";
@@ -97,7 +101,9 @@ fn context(api: &FakeApi) -> Context {
 async fn a_dispatched_addon_whose_deployment_has_its_ready_replicas_is_enabled() {
     let api = serving(&record(&["local"]), deployment(2, 2));
 
-    let status = status(&context(&api), "a", false).await.expect("status");
+    let status = status(context(&api).state(), "a", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Enabled);
     assert_eq!(
@@ -120,7 +126,9 @@ async fn a_dispatched_addon_whose_deployment_has_its_ready_replicas_is_enabled()
 async fn a_deployment_short_of_ready_replicas_keeps_the_addon_enabling() {
     let api = serving(&record(&["local"]), deployment(3, 1));
 
-    let status = status(&context(&api), "a", false).await.expect("status");
+    let status = status(context(&api).state(), "a", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(
@@ -135,7 +143,9 @@ async fn a_missing_object_is_shown_missing_and_its_workload_not_ready() {
     // Neither the Deployment nor the ConfigMap is there (404).
     let api = api(&record(&["local"]));
 
-    let status = status(&context(&api), "a", false).await.expect("status");
+    let status = status(context(&api).state(), "a", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Enabling);
     let local = &status.resources[0];
@@ -148,7 +158,9 @@ async fn a_missing_object_is_shown_missing_and_its_workload_not_ready() {
 async fn a_cluster_no_longer_joined_fails_the_addon_naming_that_cluster() {
     let api = serving(&record(&["local", "gone"]), deployment(1, 1));
 
-    let status = status(&context(&api), "a", false).await.expect("status");
+    let status = status(context(&api).state(), "a", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Failed);
     let reason = status.reason.unwrap_or_default();
@@ -179,7 +191,9 @@ async fn a_pending_revision_keeps_the_addon_enabling_and_its_planned_objects_are
     });
     let api = serving(&record, deployment(1, 1));
 
-    let status = status(&context(&api), "a", false).await.expect("status");
+    let status = status(context(&api).state(), "a", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Enabling);
     assert!(
@@ -225,14 +239,16 @@ async fn an_addon_with_an_application_takes_its_phase_from_it() {
             ),
         );
 
-    let status = status(&context(&api), "b", false).await.expect("status");
+    let status = status(context(&api).state(), "b", None)
+        .await
+        .expect("status");
 
     assert_eq!(status.phase, Phase::Failed);
-    assert_eq!(status.version.as_deref(), Some("2.0.0"));
+    assert_eq!(status.installed_version.as_deref(), Some("2.0.0"));
     assert_eq!(status.registry.as_deref(), Some("KubeVela"));
     assert_eq!(status.clusters, ["local"]);
 
-    let missing = super::status(&context(&api), "c", false)
+    let missing = super::status(context(&api).state(), "c", None)
         .await
         .expect("status");
     assert_eq!(missing.phase, Phase::Disabled);
@@ -260,4 +276,145 @@ fn an_applications_phase_follows_its_status_and_deletion() {
     let mut deleted = application(json!({"status": "running"}));
     deleted["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     assert_eq!(phase_of_application(&deleted), Phase::Disabling);
+}
+
+fn installed(record: Option<Record>, application: Option<Value>) -> Installed {
+    Installed {
+        name: "a".to_owned(),
+        version: "1.0.0".to_owned(),
+        registry: "local".to_owned(),
+        application,
+        record,
+    }
+}
+
+fn cluster(
+    name: &str,
+    error: Option<&str>,
+    web: (bool, Option<i64>, Option<i64>),
+) -> ClusterStatus {
+    let (exists, replicas, ready_replicas) = web;
+    ClusterStatus {
+        cluster: name.to_owned(),
+        error: error.map(str::to_owned),
+        resources: vec![ResourceStatus {
+            kind: "Deployment".to_owned(),
+            namespace: Some("team".to_owned()),
+            name: "web".to_owned(),
+            exists,
+            state: ResourceState::of("Deployment", exists, replicas, ready_replicas),
+            replicas,
+            ready_replicas,
+            creation_timestamp: None,
+        }],
+    }
+}
+
+#[test]
+fn the_one_phase_follows_installation_application_pending_revision_and_workloads() {
+    assert_eq!(phase(None, None), Phase::Disabled);
+    let running = application(json!({"status": "running"}));
+    assert_eq!(
+        phase(Some(&installed(None, Some(running))), None),
+        Phase::Enabled
+    );
+    let direct = installed(Some(record(&["m1"])), None);
+    // Not read from its clusters: what the record says.
+    assert_eq!(phase(Some(&direct), None), Phase::Enabled);
+    let ready = [cluster("m1", None, (true, Some(2), Some(2)))];
+    assert_eq!(phase(Some(&direct), Some(&ready)), Phase::Enabled);
+    let short = [
+        cluster("m1", None, (true, Some(2), Some(2))),
+        cluster("m2", None, (true, Some(2), Some(1))),
+    ];
+    assert_eq!(phase(Some(&direct), Some(&short)), Phase::Enabling);
+    let missing = [cluster("m1", None, (false, None, None))];
+    assert_eq!(phase(Some(&direct), Some(&missing)), Phase::Enabling);
+    let broken = [cluster("m1", Some("unreachable"), (true, Some(1), Some(1)))];
+    assert_eq!(phase(Some(&direct), Some(&broken)), Phase::Failed);
+    assert_eq!(
+        super::phase::failure_reason(&broken).as_deref(),
+        Some("m1: unreachable")
+    );
+    let mut pending = record(&["m1"]);
+    pending.pending = Some(PendingRevision {
+        version: "1.1.0".to_owned(),
+        inventory: Vec::new(),
+        dispatched: BTreeMap::new(),
+    });
+    let pending = installed(Some(pending), None);
+    assert_eq!(phase(Some(&pending), None), Phase::Enabling);
+    assert_eq!(phase(Some(&pending), Some(&ready)), Phase::Enabling);
+}
+
+#[test]
+fn an_object_is_ready_not_ready_or_missing() {
+    assert_eq!(
+        ResourceState::of("Deployment", true, Some(2), Some(2)),
+        ResourceState::Ready
+    );
+    assert_eq!(
+        ResourceState::of("StatefulSet", true, Some(2), Some(1)),
+        ResourceState::NotReady
+    );
+    assert_eq!(
+        ResourceState::of("ConfigMap", true, None, None),
+        ResourceState::Ready
+    );
+    assert_eq!(
+        ResourceState::of("ConfigMap", false, None, None),
+        ResourceState::Missing
+    );
+    assert_eq!(
+        serde_json::to_value(ResourceState::NotReady).expect("json"),
+        json!("notReady")
+    );
+}
+
+#[test]
+fn clusters_a_topology_does_not_name_are_untargeted() {
+    let list = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    let no_topology = json!({"spec": {"components": []}});
+    assert_eq!(
+        untargeted_clusters(Some(&list(&["m1", "m2"])), &no_topology),
+        ["m1", "m2"]
+    );
+    assert!(untargeted_clusters(None, &no_topology).is_empty());
+    assert!(untargeted_clusters(Some(&list(&["*"])), &no_topology).is_empty());
+    let topology = |properties: Value| {
+        json!({"spec": {"components": [], "policies": [
+            {"name": "t", "type": "topology", "properties": properties}]}})
+    };
+    let named = topology(json!({"clusters": ["m1"]}));
+    assert_eq!(
+        untargeted_clusters(Some(&list(&["m1", "m3"])), &named),
+        ["m3"]
+    );
+    let selected = topology(json!({"clusterLabelSelector": {"region": "eu"}}));
+    assert!(untargeted_clusters(Some(&list(&["m3"])), &selected).is_empty());
+}
+
+#[test]
+fn status_targets_the_dispatched_clusters_not_the_argument() {
+    let direct = installed(Some(record(&["m1", "m2"])), None);
+    let args = serde_json::Map::from_iter([("clusters".to_owned(), json!(["m9"]))]);
+    assert_eq!(targeted_clusters(&direct, &args), ["m1", "m2"]);
+    let app = installed(None, Some(application(json!({"status": "running"}))));
+    assert_eq!(targeted_clusters(&app, &args), ["local"]);
+}
+
+#[test]
+fn a_watch_backs_off_from_100ms_to_2s() {
+    let mut interval = super::wait::FIRST_INTERVAL;
+    let mut seen = vec![interval];
+    while interval < super::wait::MAX_INTERVAL {
+        interval = super::wait::backed_off(interval);
+        seen.push(interval);
+    }
+    let millis: Vec<u128> = seen.iter().map(Duration::as_millis).collect();
+    assert_eq!(millis, [100, 200, 400, 800, 1600, 2000]);
+    assert_eq!(
+        super::wait::backed_off(super::wait::MAX_INTERVAL),
+        super::wait::MAX_INTERVAL
+    );
 }

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::context::Context;
+use super::Detail;
+use crate::state::Store;
 use crate::{Error, Result};
 
 /// The stored arguments of an installed addon.
@@ -18,15 +19,21 @@ pub struct StoredValues {
 /// `secret()` parameter masked unless `show_secrets`.
 ///
 /// Masking needs the addon's parameter schema, read from the installed version in the
-/// catalogue; when no registry has that version any more, only `show_secrets` prints them.
-pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Result<StoredValues> {
-    let all = ctx.state().installed().await?;
+/// catalogue (`detail`); when no registry has that version any more, only `show_secrets`
+/// prints them.
+pub async fn stored_values(
+    store: Store<'_>,
+    detail: Detail<'_>,
+    name: &str,
+    show_secrets: bool,
+) -> Result<StoredValues> {
+    let all = store.installed().await?;
     let Some(current) = all.get(name) else {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
         });
     };
-    let args = ctx.state().stored_args(name).await?;
+    let args = store.stored_args(name).await?;
     let plain = Value::Object(args.clone());
     if show_secrets || args.is_empty() {
         return Ok(StoredValues {
@@ -34,7 +41,7 @@ pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Res
             masked: false,
         });
     }
-    let values = masked(ctx, name, &current.version, &current.registry, args).await?;
+    let values = masked(detail, name, &current.version, &current.registry, args).await?;
     Ok(StoredValues {
         masked: values != plain,
         values,
@@ -43,7 +50,7 @@ pub async fn stored_values(ctx: &Context, name: &str, show_secrets: bool) -> Res
 
 /// `args` with the secret parameters of `name` at `version` masked.
 async fn masked(
-    ctx: &Context,
+    detail: Detail<'_>,
     name: &str,
     version: &str,
     registry: &str,
@@ -55,7 +62,7 @@ async fn masked(
         reason,
     };
     let prefer = (!registry.is_empty()).then_some(registry);
-    let found = ctx
+    let found = detail
         .catalog
         .find(name, Some(version), None, prefer)
         .await
@@ -63,7 +70,7 @@ async fn masked(
     let package = crate::loader::load(found.reader.as_ref(), &found.addon)
         .await
         .map_err(|e| unknown(e.to_string()))?;
-    let schema = ctx
+    let schema = detail
         .renderer
         .parameter_schema(&package)
         .map_err(|e| unknown(e.to_string()))?;

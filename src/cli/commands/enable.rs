@@ -1,5 +1,6 @@
 //! `addonctl enable`: plan, show or confirm, apply, report.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,6 +41,7 @@ pub async fn run(
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
+    let untargeted = untargeted_clusters(&plan);
     if args.dry_run {
         return print_plan(&ctx, printer, &plan, &args).await;
     }
@@ -66,8 +68,13 @@ pub async fn run(
             kept.needed_by.join(", ")
         ));
     }
-    let reports =
+    let mut reports =
         addonctl::apply::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+    for report in &mut reports {
+        if let Some(clusters) = untargeted.get(&report.name) {
+            report.untargeted_clusters.clone_from(clusters);
+        }
+    }
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
         writes = ctx.cluster.counters().writes(),
@@ -80,7 +87,7 @@ pub async fn run(
         .unwrap_or_default();
     if args.wait {
         addonctl::status::wait::until_enabled(
-            &ctx,
+            ctx.state(),
             &root,
             Duration::from_secs(args.timeout),
             &reporter,
@@ -91,6 +98,31 @@ pub async fn run(
         print_reports(printer, &reports)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per addon of the plan, the clusters of its `clusters` argument its rendered topology does
+/// not reach, each warned about (the template does not use the argument, or not for them).
+fn untargeted_clusters(plan: &addonctl::plan::Plan) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for step in &plan.steps {
+        let missed = addonctl::status::phase::untargeted_clusters(
+            step.clusters.as_deref(),
+            &step.rendered.application,
+        );
+        if missed.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = missed.iter().map(|c| format!("`{c}`")).collect();
+        tracing::warn!(
+            "addon `{}` does not reach cluster{} {} named in its `clusters` argument: its template does not use that argument for them (`addonctl render {} clusters=…` shows its topology)",
+            step.rendered.name,
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            step.rendered.name
+        );
+        out.insert(step.rendered.name.clone(), missed);
+    }
+    out
 }
 
 /// One line per addon applied (with what was deleted, notes and the clusters the direct engine

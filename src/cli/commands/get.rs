@@ -15,8 +15,13 @@ pub async fn values(
     args: &GetValuesArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, !args.show_secrets).await?;
-    let stored =
-        addonctl::status::values::stored_values(&ctx, &args.addon, args.show_secrets).await?;
+    let stored = addonctl::status::values::stored_values(
+        ctx.state(),
+        addonctl::status::Detail::of(&ctx),
+        &args.addon,
+        args.show_secrets,
+    )
+    .await?;
     if stored.masked {
         printer.note(&format!(
             "secret parameters are shown as `{}`; pass `--show-secrets` for a file `enable -f` takes back as it is",

@@ -15,6 +15,7 @@ pub mod render;
 pub mod status;
 pub mod upgrade;
 pub mod version;
+pub mod wait;
 
 use addonctl::context::Context;
 use addonctl::params::{Input, RawInput};

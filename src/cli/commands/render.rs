@@ -12,17 +12,44 @@ use addonctl::render::RenderOptions;
 use crate::cli::args::{ObjectFormat, RenderArgs};
 use crate::cli::commands::parameter_input;
 use crate::cli::printer::Printer;
-use crate::cli::settings::GlobalSettings;
+use crate::cli::settings::{connect, is_offline, offline_catalog, ClusterSettings, GlobalSettings};
+
+/// Where `render` reads `reference` from: a directory as it is; otherwise the registries as
+/// `enable` searches them (`--registry-dir`, the stored registries, the built-in one), or
+/// without a cluster the registries readable without one, with a note.
+async fn locate(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    reference: &str,
+) -> anyhow::Result<addonctl::loader::Located> {
+    let catalog = if std::path::Path::new(reference).is_dir() {
+        addonctl::source::catalog::Catalog::builtin()
+    } else {
+        match connect(global, cluster, printer, true).await {
+            Ok(ctx) => ctx.catalog,
+            Err(e) if is_offline(&e) => {
+                printer.note(&format!(
+                    "no cluster ({e:#}); reading `--registry-dir` directories, the local registry file and the built-in registry only"
+                ));
+                offline_catalog(global).await?
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(addonctl::loader::locate_in(&catalog, reference, None)
+        .await
+        .map_err(addonctl::Error::from)?)
+}
 
 /// Runs the command.
 pub async fn run(
     global: &GlobalSettings,
+    cluster: &ClusterSettings,
     printer: Printer,
     args: RenderArgs,
 ) -> anyhow::Result<ExitCode> {
-    let located = addonctl::loader::locate(&args.addon, None)
-        .await
-        .map_err(addonctl::Error::from)?;
+    let located = locate(global, cluster, printer, &args.addon).await?;
     let package = addonctl::loader::load(located.reader.as_ref(), &located.addon)
         .await
         .map_err(addonctl::Error::from)?;

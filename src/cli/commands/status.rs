@@ -1,9 +1,13 @@
-//! `addonctl status`: an addon's phase, version, clusters and, with `-v`, its objects.
+//! `addonctl status`: an addon's phase, version, clusters and objects (`✓` ready, `~` there but
+//! not ready, `✗` missing); `-v` adds what the registries say; `--watch` keeps watching.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
+
+use addonctl::status::health::{ClusterStatus, ResourceState};
+use addonctl::status::Status;
 
 use crate::cli::args::StatusArgs;
 use crate::cli::printer::Printer;
@@ -17,14 +21,27 @@ pub async fn run(
     args: StatusArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, args.detail).await?;
-    let status = addonctl::status::status(&ctx, &args.addon, args.detail).await?;
+    if args.watch {
+        return super::wait::watch(&ctx, printer, &args).await;
+    }
+    let detail = args.detail.then(|| addonctl::status::Detail::of(&ctx));
+    let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
     if printer.structured(&status, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = printer.stdout();
+    print_status(&mut out, &status)?;
+    if args.detail {
+        print_detail(&mut out, &status)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text of `status`: the addon, then each cluster and its objects.
+pub(crate) fn print_status(out: &mut impl Write, status: &Status) -> anyhow::Result<()> {
     writeln!(out, "addon:     {}", status.name)?;
     writeln!(out, "phase:     {}", status.phase)?;
-    if let Some(v) = &status.version {
+    if let Some(v) = &status.installed_version {
         writeln!(out, "version:   {v}")?;
     }
     if let Some(r) = &status.registry {
@@ -55,47 +72,52 @@ pub async fn run(
         writeln!(out, "workloads: {ready}/{total} ready")?;
     }
     for cluster in &status.resources {
-        let (ready, total, missing) = cluster.readiness();
+        print_cluster(out, cluster)?;
+    }
+    Ok(())
+}
+
+/// One cluster of `status`: its counts, then each object marked `✓` ready, `~` there but not
+/// ready, or `✗` missing.
+fn print_cluster(out: &mut impl Write, cluster: &ClusterStatus) -> anyhow::Result<()> {
+    let (ready, total, missing) = cluster.readiness();
+    writeln!(
+        out,
+        "  cluster {:<16} {} objects{}, {ready}/{total} workloads ready{}",
+        cluster.cluster,
+        cluster.resources.len(),
+        if missing > 0 {
+            format!(" ({missing} missing)")
+        } else {
+            String::new()
+        },
+        cluster
+            .error
+            .as_ref()
+            .map(|e| format!(", error: {e}"))
+            .unwrap_or_default()
+    )?;
+    for r in &cluster.resources {
+        let replicas = match (r.ready_replicas, r.replicas) {
+            (Some(ready), Some(desired)) => format!(" {ready}/{desired} ready"),
+            _ => String::new(),
+        };
+        let (mark, word) = match r.state {
+            ResourceState::Ready => ("✓", ""),
+            ResourceState::NotReady => ("~", " (not ready)"),
+            ResourceState::Missing => ("✗", " (missing)"),
+        };
         writeln!(
             out,
-            "  cluster {:<16} {} objects{}, {ready}/{total} workloads ready{}",
-            cluster.cluster,
-            cluster.resources.len(),
-            if missing > 0 {
-                format!(" ({missing} missing)")
-            } else {
-                String::new()
-            },
-            cluster
-                .error
+            "    {mark} {}{}{}{replicas}{word}",
+            r.kind,
+            r.namespace
                 .as_ref()
-                .map(|e| format!(", error: {e}"))
-                .unwrap_or_default()
+                .map_or_else(|| " ".to_owned(), |n| format!(" {n}/")),
+            r.name,
         )?;
-        if args.detail {
-            for r in &cluster.resources {
-                let replicas = match (r.ready_replicas, r.replicas) {
-                    (Some(ready), Some(desired)) => format!(" {ready}/{desired} ready"),
-                    _ => String::new(),
-                };
-                writeln!(
-                    out,
-                    "    {} {}{}{}{}",
-                    if r.exists { "✔" } else { "✘" },
-                    r.kind,
-                    r.namespace
-                        .as_ref()
-                        .map_or_else(|| " ".to_owned(), |n| format!(" {n}/")),
-                    r.name,
-                    replicas
-                )?;
-            }
-        }
     }
-    if args.detail {
-        print_detail(&mut out, &status)?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `status -v`'s sections: description, versions, dependencies and parameters.

@@ -1,0 +1,176 @@
+//! The one phase of an addon: `status`, `list`, `wait` and `status --watch` all compute it here,
+//! from the same inputs (the Application KubeVela reports on, or the record addonctl keeps and
+//! what its clusters hold), so they never disagree. Also which clusters an addon actually
+//! targets, and which clusters of a `clusters` argument a render does not reach. Pure: no IO.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::health::ClusterStatus;
+use crate::apply::direct::placements;
+use crate::state::record::Record;
+use crate::state::{clusters_of, Installed};
+
+/// The phase of an addon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    /// Running.
+    Enabled,
+    /// Applied, not yet running.
+    Enabling,
+    /// Being deleted.
+    Disabling,
+    /// Its workflow is suspended.
+    Suspend,
+    /// Its workflow failed.
+    Failed,
+    /// Not installed.
+    Disabled,
+    /// Not known: no cluster could be asked (`list` offline).
+    Unknown,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Phase::Enabled => "enabled",
+            Phase::Enabling => "enabling",
+            Phase::Disabling => "disabling",
+            Phase::Suspend => "suspend",
+            Phase::Failed => "failed",
+            Phase::Disabled => "disabled",
+            Phase::Unknown => "unknown",
+        })
+    }
+}
+
+/// The phase KubeVela reports for an addon's Application.
+pub fn phase_of_application(app: &Value) -> Phase {
+    if app
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Phase::Disabling;
+    }
+    match app.pointer("/status/status").and_then(Value::as_str) {
+        Some("running") => Phase::Enabled,
+        Some("deleting") => Phase::Disabling,
+        Some("workflowFailed" | "workflowTerminated") => Phase::Failed,
+        _ if app
+            .pointer("/status/workflow/suspend")
+            .and_then(Value::as_bool)
+            == Some(true) =>
+        {
+            Phase::Suspend
+        }
+        Some("workflowSuspending") => Phase::Suspend,
+        _ => Phase::Enabling,
+    }
+}
+
+/// The record of an addon the direct engine dispatched (or is dispatching): the addon whose
+/// phase depends on what its clusters hold, read with [`super::health::health`]. `None` for an
+/// addon KubeVela deploys (its Application says) or one with nothing dispatched.
+pub fn dispatched_record(installed: &Installed) -> Option<&Record> {
+    installed.record.as_ref().filter(|r| {
+        installed.application.is_none() && (!r.dispatched.is_empty() || r.pending.is_some())
+    })
+}
+
+/// The phase of an addon: `disabled` when not installed; KubeVela's phase of its Application;
+/// for what the direct engine dispatched, from `clusters` (its objects read back, see
+/// [`dispatched_record`]): `failed` when a cluster has an error, `enabling` while a revision is
+/// pending or a workload is missing or short of ready replicas, else `enabled`. Without
+/// `clusters` (not read), `enabling` while a revision is pending, else `enabled`.
+pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) -> Phase {
+    let Some(installed) = installed else {
+        return Phase::Disabled;
+    };
+    if let Some(app) = &installed.application {
+        return phase_of_application(app);
+    }
+    let pending = installed
+        .record
+        .as_ref()
+        .is_some_and(|r| r.pending.is_some());
+    let Some(clusters) = clusters else {
+        return if pending {
+            Phase::Enabling
+        } else {
+            Phase::Enabled
+        };
+    };
+    if clusters.iter().any(|c| c.error.is_some()) {
+        return Phase::Failed;
+    }
+    let all_ready = clusters
+        .iter()
+        .flat_map(|c| c.resources.iter())
+        .filter(|r| r.is_workload())
+        .all(super::health::ResourceStatus::is_ready);
+    if pending || !all_ready {
+        Phase::Enabling
+    } else {
+        Phase::Enabled
+    }
+}
+
+/// Why the phase is `failed`: each cluster's error, `cluster: error; …` (`None` without one).
+pub fn failure_reason(clusters: &[ClusterStatus]) -> Option<String> {
+    let failures: Vec<String> = clusters
+        .iter()
+        .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.cluster)))
+        .collect();
+    (!failures.is_empty()).then(|| failures.join("; "))
+}
+
+/// The clusters an addon actually targets: the Application's topology (`*` for a label
+/// selector; `local` without one) — never the `clusters` argument the template may ignore; for
+/// the direct engine, the clusters of its record's dispatched and planned inventory, else the
+/// clusters its record names. `args`: the stored arguments, used only for an addon with neither.
+pub fn targeted_clusters(installed: &Installed, args: &Map<String, Value>) -> Vec<String> {
+    if let Some(app) = &installed.application {
+        return clusters_of(Some(app), &Map::new());
+    }
+    match &installed.record {
+        Some(record) => {
+            let inventory = record.dispatched_or_planned();
+            if inventory.is_empty() {
+                record.clusters.clone()
+            } else {
+                inventory.into_keys().collect()
+            }
+        }
+        None => clusters_of(None, args),
+    }
+}
+
+/// The clusters of a `clusters` argument (`requested`) that a rendered Application does not
+/// reach: no topology policy of it names them (its `clusters` property). A policy that selects
+/// clusters by label may reach any cluster, so then none is reported; `*` reaches every cluster.
+pub fn untargeted_clusters(requested: Option<&[String]>, application: &Value) -> Vec<String> {
+    let Some(requested) = requested else {
+        return Vec::new();
+    };
+    if requested.iter().any(|c| c == "*") {
+        return Vec::new();
+    }
+    let placements = placements(application);
+    if placements
+        .iter()
+        .any(|p| p.cluster_label_selector.is_some())
+    {
+        return Vec::new();
+    }
+    requested
+        .iter()
+        .filter(|c| {
+            !placements
+                .iter()
+                .filter_map(|p| p.clusters.as_ref())
+                .any(|named| named.contains(c))
+        })
+        .cloned()
+        .collect()
+}
