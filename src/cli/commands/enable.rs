@@ -67,7 +67,8 @@ pub async fn run(
         ));
     }
     let reports =
-        addonctl::apply::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+        addonctl::apply::execute(&ctx.applier(), &plan, args.override_definitions, &reporter)
+            .await?;
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
         writes = ctx.cluster.counters().writes(),
@@ -150,7 +151,7 @@ async fn confirm_adoptions(
     printer: Printer,
     plan: &addonctl::plan::Plan,
 ) -> anyhow::Result<bool> {
-    let adoptions: Vec<String> = addonctl::apply::review::review(ctx, plan)
+    let adoptions: Vec<String> = addonctl::apply::review::review(&ctx.applier(), plan)
         .await?
         .into_iter()
         .filter(|f| f.kind == addonctl::plan::protect::FlagKind::Adopts)
@@ -206,7 +207,7 @@ async fn print_plan(
             })
         })
         .collect();
-    let flags = addonctl::apply::review::review(ctx, plan).await?;
+    let flags = addonctl::apply::review::review(&ctx.applier(), plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
