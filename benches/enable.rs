@@ -151,7 +151,7 @@ async fn main() {
         second.as_secs_f64() * 1e3,
         before.len()
     );
-    addonctl::apply::disable(&ctx, &largest.0, true, &NoopReporter)
+    addonctl::apply::disable(&ctx.applier(), &largest.0, true, &NoopReporter)
         .await
         .unwrap();
     let _ = ctx

@@ -212,7 +212,7 @@ async fn main() {
         let setup = context().await;
         for cluster in &managed {
             addonctl::apply::clusters::join(
-                &setup,
+                &setup.applier(),
                 &cluster.name,
                 &cluster.kubeconfig,
                 None,
@@ -275,7 +275,7 @@ async fn main() {
 
         let ctx = context().await;
         let started = Instant::now();
-        addonctl::apply::disable(&ctx, "fleet", true, &NoopReporter)
+        addonctl::apply::disable(&ctx.applier(), "fleet", true, &NoopReporter)
             .await
             .unwrap();
         println!(

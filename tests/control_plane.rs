@@ -621,7 +621,7 @@ async fn status_phases_follow_the_application_status_as_kubevela_writes_it() {
     let released = Kind::APPLICATION.object(json!({"name": "addon-widgets"}));
     sb.apply_as("test-finalizer", released).await;
 
-    addonctl::apply::disable(&sb.ctx, "widgets", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "widgets", false, &NoopReporter)
         .await
         .unwrap();
     assert_eq!(phase(&sb, "widgets").await, Phase::Disabled);

@@ -327,9 +327,10 @@ async fn an_addon_the_user_asked_for_is_never_pruned() {
         "asked for first, so it stays the user's"
     );
 
-    let reports = addonctl::apply::disable_all(&sb.ctx, "app", false, true, &NoopReporter)
-        .await
-        .unwrap();
+    let reports =
+        addonctl::apply::disable_all(&sb.ctx.applier(), "app", false, true, &NoopReporter)
+            .await
+            .unwrap();
 
     assert_eq!(reports.len(), 1);
     assert!(record_version(&sb, "lib").await.is_some());
@@ -644,7 +645,7 @@ async fn a_dependency_goes_to_the_union_of_the_clusters_of_the_addons_that_need_
         plan.notes
     );
 
-    addonctl::apply::execute(&sb.ctx, &plan, false, &NoopReporter)
+    addonctl::apply::execute(&sb.ctx.applier(), &plan, false, &NoopReporter)
         .await
         .unwrap();
     assert_eq!(
@@ -704,7 +705,7 @@ async fn with_the_direct_engine_a_dependency_is_ready_before_what_needs_it_is_ap
     assert!(record_version(&sb, "web").await.is_none());
 
     // Again from scratch, and the Deployment becomes ready as a kubelet would make it.
-    addonctl::apply::disable_all(&sb.ctx, "db", false, false, &NoopReporter)
+    addonctl::apply::disable_all(&sb.ctx.applier(), "db", false, false, &NoopReporter)
         .await
         .unwrap();
     let child = sb

@@ -685,7 +685,7 @@ async fn a_crd_and_its_custom_resource_are_applied_in_one_enable() {
     }
 
     // Disable deletes in reverse order: the custom resource, then its CRD.
-    addonctl::apply::disable(&sb.ctx, "gadgets", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "gadgets", false, &NoopReporter)
         .await
         .unwrap();
     for n in [1, 2] {
@@ -855,7 +855,7 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
     );
     assert_eq!(taken_over["metadata"]["uid"], theirs["metadata"]["uid"]);
 
-    let report = addonctl::apply::disable(&sb.ctx, "spread", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx.applier(), "spread", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -1446,7 +1446,7 @@ async fn an_api_server_stopped_mid_enable_loses_and_duplicates_nothing() {
         Phase::Enabled
     );
 
-    addonctl::apply::disable(&sb.ctx, "bulk", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "bulk", false, &NoopReporter)
         .await
         .unwrap();
     for cluster in [&m1, &m3] {
@@ -1998,7 +1998,7 @@ async fn a_namespace_the_engine_creates_is_recorded_and_deleted_and_one_that_exi
         "and changes nothing"
     );
 
-    addonctl::apply::disable(&sb.ctx, "loose", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "loose", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -2088,7 +2088,7 @@ async fn an_object_two_addons_render_is_deleted_only_with_the_last_of_them() {
     let namespace = get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap();
     assert!(namespace["metadata"]["deletionTimestamp"].is_null());
 
-    addonctl::apply::disable(&sb.ctx, "beta", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "beta", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -2142,7 +2142,7 @@ async fn an_endpoint_joined_under_another_name_is_refused_and_a_rejoin_rotates()
     )
     .unwrap();
     let refused = addonctl::apply::clusters::join_with(
-        &sb.ctx,
+        &sb.ctx.applier(),
         "m2",
         &kubeconfig,
         None,

@@ -566,7 +566,7 @@ async fn a_cluster_refusing_during_apply_is_a_user_error_like_a_refusal_up_front
     // `west` is joined with the credentials of the user without rights there.
     sb.track(east());
     addonctl::apply::clusters::join(
-        &sb.ctx,
+        &sb.ctx.applier(),
         "west",
         &east().user_kubeconfig,
         None,
@@ -696,9 +696,14 @@ async fn a_viewer_dry_runs_disable_and_detach_but_the_library_refuses_the_real_o
         ))
         .stderr(predicate::str::contains("addonctl-operator"));
     let user = sb.user_context().await;
-    let refused = addonctl::apply::disable(&user, "kept", false, &addonctl::context::NoopReporter)
-        .await
-        .unwrap_err();
+    let refused = addonctl::apply::disable(
+        &user.applier(),
+        "kept",
+        false,
+        &addonctl::context::NoopReporter,
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(refused, addonctl::Error::Denied(_)), "{refused}");
     assert!(
         refused.to_string().contains("addonctl-operator"),

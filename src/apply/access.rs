@@ -148,7 +148,7 @@ async fn object_needs(
 /// What applying a plan needs on the control plane: each addon's state
 /// ([`addon_state`]) and `create`/`patch` on every control-plane object it renders.
 pub async fn plan_needs(
-    ctx: &crate::context::Context,
+    ctx: &crate::apply::Applier<'_>,
     plan: &crate::plan::Plan,
 ) -> crate::Result<Vec<Need>> {
     let application = ctx.engine != crate::context::EngineChoice::Direct
@@ -207,7 +207,7 @@ pub async fn plan_needs(
 }
 
 /// `create` on namespaces when the system namespace is missing (the command creates it).
-pub async fn system_namespace_needs(ctx: &crate::context::Context) -> crate::Result<Vec<Need>> {
+pub async fn system_namespace_needs(ctx: &crate::apply::Applier<'_>) -> crate::Result<Vec<Need>> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
     Ok(match ctx.cluster.get(&gvk, None, &ctx.namespace).await {
         Ok(Some(_)) => Vec::new(),
@@ -250,7 +250,10 @@ fn reference_value(object: &crate::state::record::ObjectRef) -> Value {
 
 /// What disabling `addon` needs on the control plane: its state ([`addon_state`]) and `delete`
 /// on every control-plane object its record lists. Refuses when `addon` is not enabled.
-pub async fn disable_needs(ctx: &crate::context::Context, addon: &str) -> crate::Result<Vec<Need>> {
+pub async fn disable_needs(
+    ctx: &crate::apply::Applier<'_>,
+    addon: &str,
+) -> crate::Result<Vec<Need>> {
     let application = ctx
         .cluster
         .serves(&crate::model::wire::application_gvk())
@@ -286,7 +289,7 @@ pub async fn disable_needs(ctx: &crate::context::Context, addon: &str) -> crate:
 /// The addons `disable --prune-dependencies` of `addon` may remove: `addon` and, transitively,
 /// the installed addons its record (and theirs) depend on (each is locked while it runs).
 pub async fn disable_scope(
-    ctx: &crate::context::Context,
+    ctx: &crate::apply::Applier<'_>,
     addon: &str,
 ) -> crate::Result<Vec<String>> {
     let installed = ctx.state().installed().await?;

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::deletion::Entry;
 use super::{access, direct};
+use crate::apply::Applier;
 use crate::cluster::set::{ClusterCredentials, CredentialType, LABEL_CREDENTIAL_TYPE, LOCAL};
-use crate::context::Context;
 use crate::model::wire::secret_gvk;
 use crate::state::record::{OtherRecords, Record};
 use crate::{Error, Result};
@@ -73,7 +73,7 @@ pub enum JoinLabels {
 
 /// Joins a cluster from a kubeconfig with exactly `labels` (see [`join_with`]).
 pub async fn join(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     kubeconfig: &Path,
     context: Option<&str>,
@@ -93,7 +93,7 @@ pub async fn join(
 /// checks it answers, then stores its Secret. Re-joining a name (credential rotation) keeps,
 /// replaces or drops its labels as `labels` says.
 pub async fn join_with(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     kubeconfig: &Path,
     context: Option<&str>,
@@ -142,7 +142,7 @@ pub fn stored_labels(secret: &serde_json::Value) -> BTreeMap<String, String> {
 }
 
 /// Refuses `endpoint` when a cluster of another name is joined with the same API server.
-async fn refuse_joined_endpoint(ctx: &Context, name: &str, endpoint: &str) -> Result<()> {
+async fn refuse_joined_endpoint(ctx: &Applier<'_>, name: &str, endpoint: &str) -> Result<()> {
     let wanted = normalize_endpoint(endpoint);
     let other = ctx
         .state()
@@ -179,7 +179,7 @@ pub fn normalize_endpoint(endpoint: &str) -> String {
 }
 
 /// Lists `local` and every joined cluster, asking each for its version (concurrently).
-pub async fn list(ctx: &Context) -> Result<Vec<ClusterRow>> {
+pub async fn list(ctx: &Applier<'_>) -> Result<Vec<ClusterRow>> {
     let joined = ctx.state().joined().await?;
     let local = async {
         let version = ctx.cluster.kubernetes_version().await;
@@ -241,7 +241,12 @@ pub struct DetachReport {
 /// Control plane first: checks that the caller may write the cluster Secrets, the records and
 /// the locks, then holds the locks of the addons whose records it rewrites while it runs
 /// ([`super::guarded`]). A dry run takes no lock and needs no write permission.
-pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Result<DetachReport> {
+pub async fn detach(
+    ctx: &Applier<'_>,
+    name: &str,
+    force: bool,
+    dry_run: bool,
+) -> Result<DetachReport> {
     check_name(name)?;
     if dry_run {
         return detach_unlocked(ctx, name, force, true).await;
@@ -279,7 +284,7 @@ pub async fn detach(ctx: &Context, name: &str, force: bool, dry_run: bool) -> Re
 
 /// [`detach`] without the permission check and the locks.
 async fn detach_unlocked(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     force: bool,
     dry_run: bool,
@@ -388,7 +393,7 @@ fn forget_cluster(record: &mut Record, cluster: &str) {
 
 /// Replaces a joined cluster's labels.
 pub async fn set_labels(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<()> {
@@ -412,7 +417,7 @@ const WRITE_ATTEMPTS: usize = 5;
 /// returns the new one, written only while the stored one is unchanged; on a conflict the whole
 /// read-modify-write runs again (bounded).
 async fn write_cluster_secret(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     change: impl Fn(Option<&serde_json::Value>) -> Result<serde_json::Value>,
 ) -> Result<()> {

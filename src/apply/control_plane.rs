@@ -12,8 +12,9 @@ use sha2::{Digest, Sha256};
 
 use super::direct::{self, Prepared};
 use super::{deletion, review, StepReport};
+use crate::apply::Applier;
 use crate::cluster::{self, Cluster};
-use crate::context::{Context, EngineChoice, Reporter};
+use crate::context::{EngineChoice, Reporter};
 use crate::model::wire::{
     application_gvk, application_name, args_secret_name, secret_gvk, LOCAL_CLUSTER,
 };
@@ -68,7 +69,7 @@ impl Writes {
 
 /// Applies one step's rendered objects: see the module documentation.
 pub(super) async fn apply_rendered(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     step: &Step,
     adopt: bool,
     report: &mut StepReport,
@@ -183,7 +184,7 @@ pub(super) async fn apply_rendered(
 
 /// Whether the addon goes through KubeVela (`--engine`, or whether the control plane serves
 /// KubeVela's Application).
-async fn uses_vela(ctx: &Context) -> Result<bool> {
+async fn uses_vela(ctx: &Applier<'_>) -> Result<bool> {
     let served = ctx.cluster.serves(&application_gvk()).await?;
     match ctx.engine {
         EngineChoice::Auto => Ok(served),
@@ -271,7 +272,7 @@ pub(super) fn apply_order<'a>(
 /// `adopt`, and sets the record's pending revision unless the record already covers it. Returns
 /// what it prepared and what the other addons' records list.
 async fn prepare_direct(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     step: &Step,
     adopt: bool,
     record: &mut Record,

@@ -8,7 +8,8 @@ use futures::StreamExt as _;
 use serde::Serialize;
 
 use super::{access, deletion, direct, guard};
-use crate::context::{Context, EngineChoice, Reporter};
+use crate::apply::Applier;
+use crate::context::{EngineChoice, Reporter};
 use crate::model::wire::{application_gvk, application_name, args_secret_name, LOCAL_CLUSTER};
 use crate::resolve::{self, Universe};
 use crate::state::record::{self, ObjectRef, OtherRecords, Record};
@@ -50,7 +51,7 @@ pub struct DisableOptions {
 /// Application, its argument Secret, its `needNamespace` namespaces, and the record — every
 /// deletion by the rules of [`deletion`].
 pub async fn disable(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     force: bool,
     reporter: &dyn Reporter,
@@ -65,7 +66,7 @@ pub async fn disable(
 /// [`disable`] with every option but `prune_dependencies` (see [`disable_all_with`]); checks
 /// permissions and takes the addon's lock as [`disable_all_with`] does.
 pub async fn disable_with(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     options: &DisableOptions,
     reporter: &dyn Reporter,
@@ -86,7 +87,7 @@ pub async fn disable_with(
 /// Disables `name` and, with `prune_dependencies`, the dependencies nothing needs any more:
 /// one report per addon removed, in removal order.
 pub async fn disable_all(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     force: bool,
     prune_dependencies: bool,
@@ -105,7 +106,7 @@ pub async fn disable_all(
 /// delete what the records of every addon it removes list, then holds their locks while it
 /// runs ([`super::guarded`]). A dry run takes no lock and needs no write permission.
 pub async fn disable_all_with(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     options: &DisableOptions,
     reporter: &dyn Reporter,
@@ -147,7 +148,7 @@ pub async fn disable_all_with(
 
 /// [`disable_all_with`] without the permission check and the locks.
 async fn disable_all_unlocked(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     options: &DisableOptions,
     reporter: &dyn Reporter,
@@ -205,7 +206,7 @@ async fn disable_all_unlocked(
 
 /// Disables one addon, without permission checks or locks (the caller holds them).
 pub(super) async fn disable_one(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     name: &str,
     options: &DisableOptions,
     reporter: &dyn Reporter,
@@ -263,17 +264,17 @@ pub(super) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef
 /// order), the Application, the `needNamespace` namespaces, then the record itself (last, so a
 /// failure leaves it for the next `disable` to finish).
 async fn remove_control_plane(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     current: &Installed,
     others: &OtherRecords,
     report: &mut DisableReport,
 ) -> Result<()> {
-    let ns = &ctx.namespace;
+    let ns = ctx.namespace;
     let name = &current.name;
     let secret = |n: String| ObjectRef {
         api_version: "v1".to_owned(),
         kind: "Secret".to_owned(),
-        namespace: Some(ns.clone()),
+        namespace: Some(ns.to_owned()),
         name: n,
     };
     let mut objects: Vec<record::DispatchedObject> = Vec::new();
@@ -302,7 +303,7 @@ async fn remove_control_plane(
         ObjectRef {
             api_version: "core.oam.dev/v1beta1".to_owned(),
             kind: "Application".to_owned(),
-            namespace: Some(ns.clone()),
+            namespace: Some(ns.to_owned()),
             name: application_name(name),
         },
         true,
@@ -351,7 +352,7 @@ async fn remove_control_plane(
 /// there, by the rules of [`deletion`] (reverse order), clusters in parallel (bounded as enable
 /// is). When a cluster fails, the record keeps what is left there and the error says so.
 async fn remove_dispatched(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     record: &Record,
     others: &OtherRecords,
     dry_run: bool,

@@ -18,8 +18,8 @@ use kube::core::GroupVersionKind;
 use serde_json::Value;
 
 use super::direct;
+use crate::apply::Applier;
 use crate::cluster::Cluster;
-use crate::context::Context;
 use crate::model::wire::{application_gvk, application_name, LOCAL_CLUSTER};
 use crate::state::{clusters_of, to_value, Installed};
 use crate::{Error, Result};
@@ -29,7 +29,7 @@ const SHOWN: usize = 5;
 
 /// Refuses the removal of `removal` while something outside it still needs one of them.
 pub(super) async fn check(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     all: &BTreeMap<String, Installed>,
     removal: &[String],
 ) -> Result<()> {
@@ -151,7 +151,7 @@ fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, S
 
 /// Up to [`SHOWN`] custom resources of the addon's CRDs that the addon did not apply itself,
 /// as `Kind ns/name on cluster `c``.
-async fn custom_resources(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<String>> {
     let joined: Vec<String> = if addon.application.is_some() {
         ctx.state()
             .joined()
@@ -251,7 +251,10 @@ async fn resources_of(
 
 /// Applications (in any namespace, except the addon's own) whose components, traits, policies
 /// or workflow steps use a definition of the addon.
-async fn applications_using_definitions(ctx: &Context, addon: &Installed) -> Result<Vec<String>> {
+async fn applications_using_definitions(
+    ctx: &Applier<'_>,
+    addon: &Installed,
+) -> Result<Vec<String>> {
     let Some(record) = &addon.record else {
         return Ok(Vec::new());
     };
@@ -311,7 +314,7 @@ mod tests {
 
     use super::*;
     use crate::cluster::fake::FakeApi;
-    use crate::context::Settings;
+    use crate::context::{Context, Settings};
     use crate::state::record::Record;
 
     fn installed(name: &str, record: serde_json::Value) -> (String, Installed) {
@@ -378,7 +381,7 @@ mod tests {
         })]);
         let ctx = context(&api);
 
-        let error = check(&ctx, &addons(), &["base".to_owned()])
+        let error = check(&ctx.applier(), &addons(), &["base".to_owned()])
             .await
             .unwrap_err();
 
@@ -401,9 +404,13 @@ mod tests {
         })]);
         let ctx = context(&api);
 
-        check(&ctx, &addons(), &["base".to_owned(), "top".to_owned()])
-            .await
-            .unwrap();
+        check(
+            &ctx.applier(),
+            &addons(),
+            &["base".to_owned(), "top".to_owned()],
+        )
+        .await
+        .unwrap();
 
         // The Applications were read (once, for the one addon with definitions).
         let lists = api

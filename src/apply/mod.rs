@@ -44,11 +44,13 @@ mod upgrade;
 
 use serde::Serialize;
 
-use crate::context::{Context, EngineChoice, Reporter};
+use crate::cluster::Cluster;
+use crate::context::{Context, EngineChoice, LockOptions, Reporter};
 use crate::plan::{
     definition_conflicts, plan, release_definitions, Action, EnableRequest, Plan, Step,
 };
 use crate::state::lease;
+use crate::state::Store;
 use crate::status::wait;
 use crate::{Error, Result};
 pub use disable::{
@@ -56,11 +58,51 @@ pub use disable::{
 };
 pub use upgrade::{upgrade, UpgradeRequest};
 
+/// What applying works with: the control plane, the system namespace, the engine choice and
+/// how locks are taken. Borrowed from a [`Context`] ([`Context::applier`]) or built by a front
+/// end from its own parts; applying never reaches the catalogue or the renderer (planning
+/// did that).
+#[derive(Debug, Clone, Copy)]
+pub struct Applier<'a> {
+    /// The control plane.
+    pub cluster: &'a Cluster,
+    /// The system namespace.
+    pub namespace: &'a str,
+    /// Which engine deploys the Application's components.
+    pub engine: EngineChoice,
+    /// How locks are taken.
+    pub lock: &'a LockOptions,
+}
+
+impl Applier<'_> {
+    /// What `state/` reads: the control plane and the system namespace.
+    #[must_use]
+    pub fn state(&self) -> Store<'_> {
+        Store {
+            cluster: self.cluster,
+            namespace: self.namespace,
+        }
+    }
+}
+
+impl Context {
+    /// What applying works with, borrowed from this context.
+    #[must_use]
+    pub fn applier(&self) -> Applier<'_> {
+        Applier {
+            cluster: &self.cluster,
+            namespace: &self.namespace,
+            engine: self.engine,
+            lock: &self.lock,
+        }
+    }
+}
+
 /// Runs `work` control plane first: checks `needs` (refusing with every missing permission
 /// before any write), takes the lock of every addon in `addons` (in name order; refusing when
 /// another command holds one), runs `work`, and releases the locks whatever its outcome.
 pub async fn guarded<T, F>(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     command: &str,
     needs: &[access::Need],
     addons: &[String],
@@ -159,7 +201,7 @@ impl StepReport {
 
 /// Applies one step of a plan.
 pub async fn apply_step(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     step: &Step,
     adopt: bool,
     reporter: &dyn Reporter,
@@ -203,13 +245,19 @@ pub async fn enable(
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
     let plan = plan(&ctx.planner(), request, false).await?;
-    execute(ctx, &plan, request.override_definitions, reporter).await
+    execute(
+        &ctx.applier(),
+        &plan,
+        request.override_definitions,
+        reporter,
+    )
+    .await
 }
 
 /// Checks the caller's permissions on the control plane, takes the lock of every addon the plan
 /// changes, checks conflicts and applies every step of a plan.
 pub async fn execute(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     plan: &Plan,
     override_definitions: bool,
     reporter: &dyn Reporter,
@@ -236,7 +284,7 @@ pub async fn execute(
 }
 
 async fn execute_locked(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     plan: &Plan,
     override_definitions: bool,
     reporter: &dyn Reporter,

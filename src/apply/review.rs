@@ -11,8 +11,9 @@ use kube::core::GroupVersionKind;
 use serde_json::Value;
 
 use super::direct;
+use crate::apply::Applier;
 use crate::cluster::Cluster;
-use crate::context::{Context, EngineChoice, NoopReporter};
+use crate::context::{EngineChoice, NoopReporter};
 use crate::model::wire::application_gvk;
 use crate::plan::protect::{self, Flag, FlagKind};
 use crate::plan::{Action, Plan, Step};
@@ -63,7 +64,7 @@ pub fn step_flags(step: &Step, system_namespace: &str) -> Vec<Flag> {
 }
 
 /// Every flag of a plan: see the module documentation. Reads the clusters, changes nothing.
-pub async fn review(ctx: &Context, plan: &Plan) -> Result<Vec<Flag>> {
+pub async fn review(ctx: &Applier<'_>, plan: &Plan) -> Result<Vec<Flag>> {
     let records = ctx.state().records().await?;
     let direct_engine = match ctx.engine {
         EngineChoice::Direct => true,
@@ -154,7 +155,7 @@ pub async fn control_plane_adoptions(
 /// The CRDs among the control-plane outputs that already exist on the control plane and that
 /// the addon's record does not list: enabling would replace them.
 async fn replaced_crds(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     rendered: &crate::render::Rendered,
     previous: Option<&Record>,
 ) -> Result<Vec<Flag>> {

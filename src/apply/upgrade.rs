@@ -68,5 +68,11 @@ pub async fn upgrade(
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
     }
-    execute(ctx, &plan, request.override_definitions, reporter).await
+    execute(
+        &ctx.applier(),
+        &plan,
+        request.override_definitions,
+        reporter,
+    )
+    .await
 }

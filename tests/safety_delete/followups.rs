@@ -122,12 +122,14 @@ async fn the_library_disable_takes_the_addons_lock_and_a_dry_run_does_not() {
     .await
     .unwrap();
 
-    let refused = addonctl::apply::disable(&sb.ctx, "first", false, &NoopReporter).await;
+    let refused = addonctl::apply::disable(&sb.ctx.applier(), "first", false, &NoopReporter).await;
     let options = addonctl::apply::DisableOptions {
         dry_run: true,
         ..addonctl::apply::DisableOptions::default()
     };
-    let dry = addonctl::apply::disable_all_with(&sb.ctx, "first", &options, &NoopReporter).await;
+    let dry =
+        addonctl::apply::disable_all_with(&sb.ctx.applier(), "first", &options, &NoopReporter)
+            .await;
 
     assert!(
         matches!(refused, Err(addonctl::Error::Busy(_))),
@@ -138,7 +140,7 @@ async fn the_library_disable_takes_the_addons_lock_and_a_dry_run_does_not() {
     let dry = dry.unwrap();
     assert!(dry[0].dry_run && !dry[0].deleted.is_empty());
     held.release().await.unwrap();
-    addonctl::apply::disable(&sb.ctx, "first", false, &NoopReporter)
+    addonctl::apply::disable(&sb.ctx.applier(), "first", false, &NoopReporter)
         .await
         .unwrap();
     assert!(sb.get(Kind::SECRET, "addon-record-first").await.is_none());
@@ -178,8 +180,10 @@ async fn a_re_enable_needs_delete_on_what_it_prunes_and_disable_on_need_namespac
         .await
         .unwrap();
 
-    let enable = access::plan_needs(&sb.ctx, &plan).await.unwrap();
-    let disable = access::disable_needs(&sb.ctx, "first").await.unwrap();
+    let enable = access::plan_needs(&sb.ctx.applier(), &plan).await.unwrap();
+    let disable = access::disable_needs(&sb.ctx.applier(), "first")
+        .await
+        .unwrap();
 
     let delete_role = Need::new("delete", "rbac.authorization.k8s.io", "roles", Some(&ns));
     assert!(enable.contains(&delete_role), "{enable:?}");

@@ -199,7 +199,7 @@ async fn a_namespace_objects_name_is_created_on_a_managed_cluster_and_removed_on
     );
     assert!(created.created, "recorded as created by addonctl");
 
-    let report = addonctl::apply::disable(&sb.ctx, "named", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx.applier(), "named", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -340,7 +340,7 @@ async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_
         .await
         .unwrap();
 
-    let report = addonctl::apply::disable(&sb.ctx, "alpha", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx.applier(), "alpha", false, &NoopReporter)
         .await
         .unwrap();
 
@@ -363,7 +363,7 @@ async fn an_object_two_addons_list_survives_the_first_disable_and_goes_with_the_
         .await
         .is_some());
 
-    let report = addonctl::apply::disable(&sb.ctx, "beta", false, &NoopReporter)
+    let report = addonctl::apply::disable(&sb.ctx.applier(), "beta", false, &NoopReporter)
         .await
         .unwrap();
 

@@ -392,9 +392,15 @@ impl Sandbox {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        addonctl::apply::clusters::join(&self.ctx, name, &cluster.kubeconfig, None, &labels)
-            .await
-            .unwrap_or_else(|e| panic!("joining `{name}`: {e}"))
+        addonctl::apply::clusters::join(
+            &self.ctx.applier(),
+            name,
+            &cluster.kubeconfig,
+            None,
+            &labels,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("joining `{name}`: {e}"))
     }
 
     /// Deletes the sandbox's namespace on `cluster` when the sandbox is dropped.

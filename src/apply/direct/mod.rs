@@ -46,9 +46,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::deletion::{self, Entry, Removal};
+use crate::apply::Applier;
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::cluster::Cluster;
-use crate::context::{Context, Reporter};
+use crate::context::Reporter;
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
 };
@@ -174,7 +175,7 @@ pub struct Dispatched {
 /// cluster's survey): `previous` is what each cluster holds for the addon (including what an
 /// interrupted enable planned), `others` what the other addons' records list.
 pub async fn prepare(
-    ctx: &Context,
+    ctx: &Applier<'_>,
     addon: &str,
     application: &Value,
     previous: &BTreeMap<String, ClusterInventory>,
@@ -222,7 +223,7 @@ pub async fn prepare(
         let namespace = targets.get(name);
         let previous = previous.get(name).unwrap_or(&empty);
         let (objects, scopes, others) = (&objects, &scopes, &others);
-        let system_namespace = ctx.namespace.as_str();
+        let system_namespace = ctx.namespace;
         async move {
             let plan = match (client, namespace) {
                 (Some(Ok(cluster)), Some(namespace)) => {
@@ -259,7 +260,7 @@ pub async fn prepare(
         previous: previous.clone(),
         plans,
         others,
-        system_namespace: ctx.namespace.clone(),
+        system_namespace: ctx.namespace.to_owned(),
     })
 }
 

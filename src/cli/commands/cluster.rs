@@ -54,7 +54,7 @@ pub async fn run(
                 confirm_rejoin(&ctx, printer, &name, &labels).await?;
             }
             let row = addonctl::apply::clusters::join_with(
-                &ctx,
+                &ctx.applier(),
                 &name,
                 &from_kubeconfig,
                 from_context.as_deref(),
@@ -70,7 +70,7 @@ pub async fn run(
             }
         }
         ClusterCommand::List { output } => {
-            let rows = addonctl::apply::clusters::list(&ctx).await?;
+            let rows = addonctl::apply::clusters::list(&ctx.applier()).await?;
             if !printer.structured(&rows, output)? {
                 print_clusters(&mut out, rows)?;
             }
@@ -88,7 +88,8 @@ pub async fn run(
             // The library checks permissions and takes the locks (none for a dry run).
             let mut ctx = ctx;
             ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-            let report = addonctl::apply::clusters::detach(&ctx, &name, force, dry_run).await?;
+            let report =
+                addonctl::apply::clusters::detach(&ctx.applier(), &name, force, dry_run).await?;
             if !printer.structured(&report, output)? {
                 if dry_run {
                     writeln!(out, "cluster `{name}` would be detached")?;
@@ -112,7 +113,7 @@ pub async fn run(
         }
         ClusterCommand::Labels { name, labels } => {
             let labels = addonctl::apply::clusters::parse_labels(&labels)?;
-            addonctl::apply::clusters::set_labels(&ctx, &name, &labels).await?;
+            addonctl::apply::clusters::set_labels(&ctx.applier(), &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
     }
@@ -127,7 +128,7 @@ async fn confirm_detach(
     name: &str,
     force: bool,
 ) -> anyhow::Result<()> {
-    let preview = addonctl::apply::clusters::detach(ctx, name, force, true).await?;
+    let preview = addonctl::apply::clusters::detach(&ctx.applier(), name, force, true).await?;
     let mut lines = vec![format!(
         "detaching cluster `{name}` deletes {} object(s) addons applied there{}, then forgets the cluster:",
         preview.deleted.len(),

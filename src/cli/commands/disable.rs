@@ -27,7 +27,8 @@ pub async fn run(
         dry_run: args.dry_run,
     };
     // The library checks permissions and takes the locks (none for a dry run).
-    let reports = addonctl::apply::disable_all_with(&ctx, &args.addon, &options, &reporter).await?;
+    let reports =
+        addonctl::apply::disable_all_with(&ctx.applier(), &args.addon, &options, &reporter).await?;
     if args.wait {
         let started = Instant::now();
         loop {

@@ -69,7 +69,8 @@ pub async fn run(
         ));
     }
     let mut reports =
-        addonctl::apply::execute(&ctx, &plan, args.override_definitions, &reporter).await?;
+        addonctl::apply::execute(&ctx.applier(), &plan, args.override_definitions, &reporter)
+            .await?;
     for report in &mut reports {
         if let Some(clusters) = untargeted.get(&report.name) {
             report.untargeted_clusters.clone_from(clusters);
@@ -182,7 +183,7 @@ async fn confirm_adoptions(
     printer: Printer,
     plan: &addonctl::plan::Plan,
 ) -> anyhow::Result<bool> {
-    let adoptions: Vec<String> = addonctl::apply::review::review(ctx, plan)
+    let adoptions: Vec<String> = addonctl::apply::review::review(&ctx.applier(), plan)
         .await?
         .into_iter()
         .filter(|f| f.kind == addonctl::plan::protect::FlagKind::Adopts)
@@ -238,7 +239,7 @@ async fn print_plan(
             })
         })
         .collect();
-    let flags = addonctl::apply::review::review(ctx, plan).await?;
+    let flags = addonctl::apply::review::review(&ctx.applier(), plan).await?;
     let document = json!({
         "plan": steps,
         "kept": plan.kept,
