@@ -156,7 +156,7 @@ pub async fn plan_needs(
             .cluster
             .serves(&crate::model::wire::application_gvk())
             .await?;
-    let mut needs = addon_state(&ctx.namespace, application);
+    let mut needs = addon_state(ctx.namespace, application);
     needs.extend(system_namespace_needs(ctx).await?);
     // Unreadable records (the caller may not list Secrets): `addon_state` asks for that right,
     // so the check refuses with it named.
@@ -180,21 +180,21 @@ pub async fn plan_needs(
             .collect();
         for object in &objects {
             needs.extend(
-                object_needs(&ctx.cluster, object, &ctx.namespace, &["create", "patch"]).await?,
+                object_needs(ctx.cluster, object, ctx.namespace, &["create", "patch"]).await?,
             );
         }
         // What the previous version (or an interrupted enable) applied and this one does not
         // is pruned: `delete` on each.
         let previous = records.iter().find(|r| r.name == rendered.name);
         for stale in previous
-            .map(|r| pruned(r, &objects, &ctx.namespace))
+            .map(|r| pruned(r, &objects, ctx.namespace))
             .unwrap_or_default()
         {
             needs.extend(
                 object_needs(
-                    &ctx.cluster,
+                    ctx.cluster,
                     &reference_value(&stale),
-                    &ctx.namespace,
+                    ctx.namespace,
                     &["delete"],
                 )
                 .await?,
@@ -209,12 +209,12 @@ pub async fn plan_needs(
 /// `create` on namespaces when the system namespace is missing (the command creates it).
 pub async fn system_namespace_needs(ctx: &crate::apply::Applier<'_>) -> crate::Result<Vec<Need>> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
-    Ok(match ctx.cluster.get(&gvk, None, &ctx.namespace).await {
+    Ok(match ctx.cluster.get(&gvk, None, ctx.namespace).await {
         Ok(Some(_)) => Vec::new(),
         Ok(None) => vec![Need::new("create", "", "namespaces", None)],
         // The caller may not read it: the check names `get` on it.
         Err(crate::cluster::Error::Forbidden { .. }) => {
-            vec![Need::new("get", "", "namespaces", Some(&ctx.namespace))]
+            vec![Need::new("get", "", "namespaces", Some(ctx.namespace))]
         }
         Err(e) => return Err(e.into()),
     })
@@ -258,7 +258,7 @@ pub async fn disable_needs(
         .cluster
         .serves(&crate::model::wire::application_gvk())
         .await?;
-    let mut needs = addon_state(&ctx.namespace, application);
+    let mut needs = addon_state(ctx.namespace, application);
     let installed = ctx.state().installed().await?;
     // Refused here already, so that nothing (not even the lock) is written for it.
     let Some(current) = installed.get(addon) else {
@@ -273,7 +273,7 @@ pub async fn disable_needs(
         .unwrap_or_default();
     for object in inventory {
         let value = reference_value(&object);
-        needs.extend(object_needs(&ctx.cluster, &value, &ctx.namespace, &["delete"]).await?);
+        needs.extend(object_needs(ctx.cluster, &value, ctx.namespace, &["delete"]).await?);
     }
     // Its `needNamespace` namespaces are deleted (when they hold nothing else).
     let need_namespaces = current

@@ -105,7 +105,7 @@ pub async fn join_with(
     let client = ctx.state().connect(name, &credentials).await?;
     let version = client.kubernetes_version().await?;
     ctx.cluster
-        .create_if_missing(&crate::model::wire::namespace_object(&ctx.namespace))
+        .create_if_missing(&crate::model::wire::namespace_object(ctx.namespace))
         .await?;
     let written = std::cell::RefCell::new(BTreeMap::new());
     write_cluster_secret(ctx, name, |stored| {
@@ -114,7 +114,7 @@ pub async fn join_with(
             JoinLabels::Replace(labels) => labels.clone(),
             JoinLabels::Reset => BTreeMap::new(),
         };
-        let secret = credentials.to_secret(name, &ctx.namespace, &labels);
+        let secret = credentials.to_secret(name, ctx.namespace, &labels);
         written.replace(labels);
         Ok(secret)
     })
@@ -252,14 +252,14 @@ pub async fn detach(
         return detach_unlocked(ctx, name, force, true).await;
     }
     let command = format!("`addonctl cluster detach {name}`");
-    let mut needs = access::cluster_state(&ctx.namespace);
+    let mut needs = access::cluster_state(ctx.namespace);
     needs.extend(access::Need::all(
         &["get", "create", "update", "delete"],
         "coordination.k8s.io",
         "leases",
-        Some(&ctx.namespace),
+        Some(ctx.namespace),
     ));
-    access::check(&ctx.cluster, &command, &needs).await?;
+    access::check(ctx.cluster, &command, &needs).await?;
     let addons: Vec<String> = ctx
         .state()
         .installed()
@@ -319,7 +319,7 @@ async fn detach_unlocked(
                 let removal = direct::remove_all(
                     client,
                     name,
-                    &ctx.namespace,
+                    ctx.namespace,
                     &inventory,
                     others.dispatched.get(name),
                     dry_run,
@@ -368,7 +368,7 @@ async fn detach_unlocked(
         if dry_run {
             continue;
         }
-        crate::state::record::update(&ctx.cluster, &ctx.namespace, &addon, |stored| {
+        crate::state::record::update(ctx.cluster, ctx.namespace, &addon, |stored| {
             let mut record = stored?;
             forget_cluster(&mut record, name);
             Some(record)
@@ -377,7 +377,7 @@ async fn detach_unlocked(
     }
     if !dry_run {
         ctx.cluster
-            .delete(&secret_gvk(), Some(&ctx.namespace), name)
+            .delete(&secret_gvk(), Some(ctx.namespace), name)
             .await?;
     }
     Ok(report)
@@ -405,7 +405,7 @@ pub async fn set_labels(
             });
         };
         let (_, credentials) = ClusterCredentials::from_secret(stored)?;
-        Ok(credentials.to_secret(name, &ctx.namespace, labels))
+        Ok(credentials.to_secret(name, ctx.namespace, labels))
     })
     .await
 }

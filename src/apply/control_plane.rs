@@ -297,7 +297,7 @@ async fn prepare_direct(
     }
     let pending = PendingRevision {
         version: rendered.version.clone(),
-        inventory: planned_inventory(&ctx.cluster, ordered, &ctx.namespace).await?,
+        inventory: planned_inventory(ctx.cluster, ordered, ctx.namespace).await?,
         dispatched: prepared.planned(),
     };
     // A revision that applies nothing the record does not list already needs no pending

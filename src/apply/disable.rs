@@ -120,9 +120,9 @@ pub async fn disable_all_with(
     let application =
         ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
     access::check(
-        &ctx.cluster,
+        ctx.cluster,
         &command,
-        &access::addon_state(&ctx.namespace, application),
+        &access::addon_state(ctx.namespace, application),
     )
     .await?;
     let scope = if options.prune_dependencies {
@@ -330,7 +330,7 @@ async fn remove_control_plane(
     });
     let listed = control_plane_listing(others);
     let site = deletion::Site {
-        cluster: &ctx.cluster,
+        cluster: ctx.cluster,
         name: LOCAL_CLUSTER,
         system_namespace: ns,
         others: Some(&listed),
@@ -373,7 +373,7 @@ async fn remove_dispatched(
                     direct::remove_all(
                         client,
                         name,
-                        &ctx.namespace,
+                        ctx.namespace,
                         inventory,
                         others.dispatched.get(name),
                         dry_run,
@@ -437,7 +437,7 @@ async fn remove_dispatched(
     }
     // The record keeps what is left on the failed clusters (the others are done), so the next
     // `disable` finishes.
-    record::update(&ctx.cluster, &ctx.namespace, &record.name, |stored| {
+    record::update(ctx.cluster, ctx.namespace, &record.name, |stored| {
         let mut kept = stored?;
         kept.dispatched = left_after_disable(&kept, &everything, &remaining);
         kept.pending = None;

@@ -111,15 +111,15 @@ pub async fn guarded<T, F>(
 where
     F: std::future::Future<Output = Result<T>>,
 {
-    access::check(&ctx.cluster, command, needs).await?;
+    access::check(ctx.cluster, command, needs).await?;
     let mut names: Vec<&String> = addons.iter().collect();
     names.sort();
     names.dedup();
     let mut locks = Vec::new();
     for name in names {
         let taken = lease::acquire(
-            &ctx.cluster,
-            &ctx.namespace,
+            ctx.cluster,
+            ctx.namespace,
             &lease::addon_lease(name),
             name,
             &ctx.lock.holder,
@@ -290,9 +290,9 @@ async fn execute_locked(
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
     if override_definitions {
-        release_definitions(&ctx.cluster, &ctx.namespace, plan).await?;
+        release_definitions(ctx.cluster, ctx.namespace, plan).await?;
     } else {
-        let clashes = definition_conflicts(&ctx.cluster, &ctx.namespace, plan).await?;
+        let clashes = definition_conflicts(ctx.cluster, ctx.namespace, plan).await?;
         if !clashes.is_empty() {
             return Err(Error::DefinitionConflicts { clashes });
         }

@@ -74,14 +74,14 @@ pub async fn review(ctx: &Applier<'_>, plan: &Plan) -> Result<Vec<Flag>> {
     let mut flags = Vec::new();
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let rendered = &step.rendered;
-        flags.extend(step_flags(step, &ctx.namespace));
+        flags.extend(step_flags(step, ctx.namespace));
         let previous = records.iter().find(|r| r.name == rendered.name);
         flags.extend(replaced_crds(ctx, rendered, previous).await?);
         let held = previous
             .map(Record::inventory_or_planned)
             .unwrap_or_default();
         let adoptions =
-            control_plane_adoptions(&ctx.cluster, &rendered.outputs, &held, &ctx.namespace).await?;
+            control_plane_adoptions(ctx.cluster, &rendered.outputs, &held, ctx.namespace).await?;
         flags.extend(adoptions.into_iter().map(|object| Flag {
             addon: rendered.name.clone(),
             kind: FlagKind::Adopts,
