@@ -40,6 +40,7 @@ mod guard;
 pub mod review;
 #[cfg(test)]
 mod tests;
+mod rollback;
 mod upgrade;
 
 use serde::Serialize;
@@ -54,6 +55,7 @@ use crate::{Error, Result};
 pub use disable::{
     disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
 };
+pub use rollback::{rollback, RollbackReport, RollbackRequest};
 pub use upgrade::{upgrade, UpgradeRequest};
 
 /// Runs `work` control plane first: checks `needs` (refusing with every missing permission
