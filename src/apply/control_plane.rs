@@ -540,7 +540,9 @@ async fn write_record(
         let version = known.resource_version.as_deref();
         match record::storage::write(cluster, ns, record, version, known.sharded).await? {
             record::storage::Written::Stored(stored, sharded) => {
-                known.resource_version.clone_from(&stored.metadata.resource_version);
+                known
+                    .resource_version
+                    .clone_from(&stored.metadata.resource_version);
                 known.sharded = sharded;
                 return Ok(*stored);
             }

@@ -38,9 +38,9 @@ pub mod direct;
 mod disable;
 mod guard;
 pub mod review;
+mod rollback;
 #[cfg(test)]
 mod tests;
-mod rollback;
 mod upgrade;
 
 use serde::Serialize;

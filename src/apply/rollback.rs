@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::{execute, StepReport};
 use crate::context::{Context, Reporter};
-use crate::plan::{plan, EnableRequest};
 use crate::model::AddonVersion;
+use crate::plan::{plan, EnableRequest};
 use crate::source::local::LOCAL_REGISTRY;
 use crate::source::{AddonRef, AddonSummary, AsyncReader, FileEntry};
 use crate::state::revisions::{self, History, RevisionError};

@@ -105,9 +105,14 @@ impl AddonPackage {
         if let Some(readme) = &self.readme {
             add(&SourceFile::new("README.md", readme.as_str()));
         }
-        for file in [&self.parameter, &self.parameter_schema, &self.parameter_cue, &self.notes]
-            .into_iter()
-            .flatten()
+        for file in [
+            &self.parameter,
+            &self.parameter_schema,
+            &self.parameter_cue,
+            &self.notes,
+        ]
+        .into_iter()
+        .flatten()
         {
             add(file);
         }

@@ -24,6 +24,9 @@ use crate::model::wire::secret_gvk;
 use crate::model::AddonPackage;
 use crate::params::ParameterSchema;
 
+/// Secret argument values, each at its path (keys, or list indexes as text).
+pub type SecretValues = Vec<(Vec<String>, Value)>;
+
 /// Revisions kept by default.
 pub const DEFAULT_HISTORY_MAX: usize = 10;
 /// The largest compressed package a revision Secret keeps (a Secret holds at most 1 MiB).
@@ -127,7 +130,9 @@ pub enum RevisionError {
         addon: String,
     },
     /// The addon has no record (not installed by addonctl).
-    #[error("addon `{addon}` has no history: it is not installed by addonctl (see `addonctl list`)")]
+    #[error(
+        "addon `{addon}` has no history: it is not installed by addonctl (see `addonctl list`)"
+    )]
     NoHistory {
         /// The addon.
         addon: String,
@@ -179,7 +184,7 @@ pub fn redact(
     args: &Map<String, Value>,
     schema: &ParameterSchema,
     secret: &str,
-) -> (Map<String, Value>, Vec<(Vec<String>, Value)>) {
+) -> (Map<String, Value>, SecretValues) {
     let mut secrets = Vec::new();
     let mut out = args.clone();
     for (key, value) in &mut out {
@@ -193,7 +198,7 @@ fn redact_value(
     path: &mut Vec<String>,
     schema: &ParameterSchema,
     secret: &str,
-    secrets: &mut Vec<(Vec<String>, Value)>,
+    secrets: &mut SecretValues,
 ) {
     if schema.is_secret(&path.join(".")) {
         secrets.push((path.clone(), value.clone()));
@@ -219,10 +224,11 @@ fn redact_value(
 pub fn restore(args: &Map<String, Value>, secrets: &[(Vec<String>, Value)]) -> Map<String, Value> {
     let mut out = Value::Object(args.clone());
     for (path, secret) in secrets {
-        let pointer: String = path
-            .iter()
-            .map(|key| format!("/{}", key.replace('~', "~0").replace('/', "~1")))
-            .collect();
+        let pointer = path.iter().fold(String::new(), |mut out, key| {
+            out.push('/');
+            out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            out
+        });
         if let Some(at) = out.pointer_mut(&pointer) {
             *at = secret.clone();
         }
@@ -238,7 +244,12 @@ fn inventory_digest(record: &Record) -> (String, usize) {
     let per_cluster: std::collections::BTreeMap<&String, Vec<&super::record::ObjectRef>> = record
         .dispatched
         .iter()
-        .map(|(cluster, inventory)| (cluster, inventory.objects.iter().map(|o| &o.object).collect()))
+        .map(|(cluster, inventory)| {
+            (
+                cluster,
+                inventory.objects.iter().map(|o| &o.object).collect(),
+            )
+        })
         .collect();
     let json = serde_json::to_vec(&(&record.inventory, &per_cluster)).unwrap_or_default();
     let objects = record.inventory.len() + per_cluster.values().map(Vec::len).sum::<usize>();
@@ -323,7 +334,13 @@ pub async fn note(
         inventory_digest,
         objects,
     };
-    let secret = revision_secret(record, ns, number, keep_package.then_some(&packed[..]), &secrets);
+    let secret = revision_secret(
+        record,
+        ns,
+        number,
+        keep_package.then_some(&packed[..]),
+        &secrets,
+    );
     if let Err(e) = cluster.apply(&secret, ns).await {
         revision.secret = None;
         revision.package_kept = false;
@@ -401,12 +418,17 @@ pub struct Kept {
     /// The package's files, when kept.
     pub files: Option<Vec<(String, Vec<u8>)>>,
     /// The secret arguments' values.
-    pub secrets: Vec<(Vec<String>, Value)>,
+    pub secrets: SecretValues,
 }
 
 /// Reads a revision's Secret: its package (when kept) and secret arguments. A revision whose
 /// secret arguments cannot be read back is unusable (rolling back would lose them).
-pub async fn kept(cluster: &Cluster, ns: &str, addon: &str, revision: &Revision) -> crate::Result<Kept> {
+pub async fn kept(
+    cluster: &Cluster,
+    ns: &str,
+    addon: &str,
+    revision: &Revision,
+) -> crate::Result<Kept> {
     let unusable = |reason: String| RevisionError::Unusable {
         addon: addon.to_owned(),
         revision: revision.revision,
@@ -416,7 +438,10 @@ pub async fn kept(cluster: &Cluster, ns: &str, addon: &str, revision: &Revision)
         if revision.secret_args.is_empty() {
             return Ok(Kept::default());
         }
-        return Err(unusable("its Secret was never written, so its secret arguments are unknown".to_owned()).into());
+        return Err(unusable(
+            "its Secret was never written, so its secret arguments are unknown".to_owned(),
+        )
+        .into());
     };
     let secret = cluster.get(&secret_gvk(), Some(ns), name).await?;
     let Some(secret) = secret.map(|s| super::to_value(&s)) else {
@@ -437,12 +462,15 @@ pub async fn kept(cluster: &Cluster, ns: &str, addon: &str, revision: &Revision)
             .transpose()
     };
     let files = match field(PACKAGE_KEY)? {
-        Some(bytes) if revision.package_kept => Some(unpack(&bytes).map_err(|e| unusable(e))?),
+        Some(bytes) if revision.package_kept => Some(unpack(&bytes).map_err(&unusable)?),
         _ => None,
     };
     let secrets = match field(SECRET_ARGS_KEY)? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map_err(|e| unusable(format!("`{SECRET_ARGS_KEY}` of Secret `{name}` does not read: {e}")))?,
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            unusable(format!(
+                "`{SECRET_ARGS_KEY}` of Secret `{name}` does not read: {e}"
+            ))
+        })?,
         None if !revision.secret_args.is_empty() => {
             return Err(unusable(format!("Secret `{name}` lacks its secret arguments")).into())
         }
@@ -452,7 +480,7 @@ pub async fn kept(cluster: &Cluster, ns: &str, addon: &str, revision: &Revision)
 }
 
 /// The revision to roll back to: `wanted`, else the one before the deployed one.
-pub fn target<'a>(record: &'a Record, wanted: Option<u32>) -> Result<&'a Revision, RevisionError> {
+pub fn target(record: &Record, wanted: Option<u32>) -> Result<&Revision, RevisionError> {
     let addon = &record.name;
     if let Some(wanted) = wanted {
         return record

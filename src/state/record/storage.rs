@@ -307,11 +307,7 @@ fn addon_of(main: &Value) -> String {
         ),
     )
     .map_or_else(
-        || {
-            name_of(main)
-                .trim_start_matches("addon-record-")
-                .to_owned()
-        },
+        || name_of(main).trim_start_matches("addon-record-").to_owned(),
         str::to_owned,
     )
 }
@@ -481,7 +477,10 @@ pub async fn write(
             tracing::debug!("unused shards of `{}` are left: {e}", record.name);
         }
     }
-    Ok(Written::Stored(Box::new(stored), !encoded.shards.is_empty()))
+    Ok(Written::Stored(
+        Box::new(stored),
+        !encoded.shards.is_empty(),
+    ))
 }
 
 /// Deletes the Secrets of addon `addon`'s record of one part (`shard`, `revision`, or every
