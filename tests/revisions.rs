@@ -1,5 +1,6 @@
 //! Revisions, history and rollback, and the record's storage, against the real API servers:
-//! enable 1.0.0 → upgrade 2.0.0 → the registry drops 1.0.0 → `rollback` restores 1.0.0's
+//! enable 1.0.0 → the registry moves to 2.0.0 (a directory registry holds one version, so
+//! 1.0.0 is gone from it) → upgrade 2.0.0 → `rollback` restores 1.0.0's
 //! objects and arguments (secret ones included) and prunes what only 2.0.0 had; `history`
 //! lists the revisions; `--history-max` is honoured; no secret value is in clear in a record
 //! Secret; a large record is sharded and reads back identically; disable removes every part.
@@ -19,10 +20,9 @@ use crate::support::k8s::{args, get_on, list_on, Env, Kind, Sandbox};
 const LABEL: &str = "test.addonctl.io/addon";
 const TOKEN: &str = "tok-one-s3cr3t-value";
 
-/// One version of addon `roll` under `dir/roll-<version>/`: ConfigMaps `roll-<name>` (each
+/// Version `version` of addon `roll` written over the directory: ConfigMaps `roll-<name>` (each
 /// with the `greeting` argument) on the clusters of the `clusters` argument.
 fn version(addon: TestAddon, version: &str, config_maps: &[&str]) -> TestAddon {
-    let dir = format!("roll-{version}");
     let names = config_maps
         .iter()
         .map(|n| format!("\"{n}\""))
@@ -41,22 +41,19 @@ fn version(addon: TestAddon, version: &str, config_maps: &[&str]) -> TestAddon {
     );
     addon
         .file(
-            &format!("{dir}/metadata.yaml"),
+            "metadata.yaml",
             &format!("name: roll\nversion: {version}\ndescription: Rollback fixture\n"),
         )
         .file(
-            &format!("{dir}/parameter.rhai"),
+            "parameter.rhai",
             "#{\n    greeting: string(\"hello\"),\n    token: string().optional().secret(),\n    clusters: list(string()).optional(),\n}\n",
         )
-        .file(&format!("{dir}/template.rhai"), &template)
+        .file("template.rhai", &template)
 }
 
-/// A registry holding `roll` 1.0.0 (ConfigMaps `a`, `b`) and 2.0.0 (`a`, `c`).
+/// A directory registry holding `roll` 1.0.0 (ConfigMaps `a`, `b`); 2.0.0 has `a`, `c`.
 fn registry() -> TestAddon {
-    let addon = TestAddon::new("roll");
-    std::fs::remove_file(addon.path().join("metadata.yaml")).unwrap();
-    let addon = version(addon, "1.0.0", &["a", "b"]);
-    version(addon, "2.0.0", &["a", "c"])
+    version(TestAddon::new("roll"), "1.0.0", &["a", "b"])
 }
 
 /// `roll`'s ConfigMaps on a cluster: name → greeting.
@@ -159,13 +156,29 @@ async fn rollback_after_the_registry_dropped_the_version_restores_its_objects_an
     sb.join("m1", Env::get().managed_n(1), &[]).await;
     let m1 = Env::get().managed_n(1).admin().await;
     enable_v1(&sb, None).await;
-    upgrade(&sb, "2.0.0", "two", None).await;
+    // The registry moves on: 2.0.0 replaces 1.0.0 (a fresh process reads it).
+    let registry = version(registry, "2.0.0", &["a", "c"]);
+    let output = sb
+        .cli()
+        .args(["upgrade", "roll", "--version", "2.0.0", "greeting=two"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(
         config_maps(&sb, &m1).await,
         pairs(&[("roll-a", "two"), ("roll-c", "two")])
     );
+    let output = sb
+        .cli()
+        .args(["enable", "roll", "--version", "1.0.0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "the registry has no 1.0.0 any more");
 
-    std::fs::remove_dir_all(registry.path().join("roll-1.0.0")).unwrap();
     let output = sb.cli().args(["rollback", "roll"]).output().unwrap();
 
     assert!(
@@ -247,6 +260,7 @@ async fn rollback_after_the_registry_dropped_the_version_restores_its_objects_an
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(record_secrets(&sb).await.is_empty());
+    drop(registry);
 }
 
 #[tokio::test(flavor = "multi_thread")]
