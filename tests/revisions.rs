@@ -177,7 +177,10 @@ async fn rollback_after_the_registry_dropped_the_version_restores_its_objects_an
         .args(["enable", "roll", "--version", "1.0.0"])
         .output()
         .unwrap();
-    assert!(!output.status.success(), "the registry has no 1.0.0 any more");
+    assert!(
+        !output.status.success(),
+        "the registry has no 1.0.0 any more"
+    );
 
     let output = sb.cli().args(["rollback", "roll"]).output().unwrap();
 
