@@ -380,8 +380,8 @@ pub struct EnableArgs {
     /// addon (otherwise what is given is merged over them).
     #[arg(long)]
     pub reset_values: bool,
-    /// Revisions the addon's history keeps (oldest dropped first; see `addonctl history`).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Revisions kept in `addonctl history` (default 10).
+    #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub history_max: u32,
 }
 
@@ -449,8 +449,8 @@ pub struct UpgradeArgs {
     /// what is given is merged over them).
     #[arg(long)]
     pub reset_values: bool,
-    /// Revisions the addon's history keeps (oldest dropped first; see `addonctl history`).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Revisions kept in `addonctl history` (default 10).
+    #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub history_max: u32,
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
