@@ -10,6 +10,11 @@
 //! an enable has not finished everywhere — a [`PendingRevision`] listing what that enable plans,
 //! written before anything is applied: whatever happens to the process, every object it may have
 //! created is listed somewhere ([`Record::dispatched_or_planned`]).
+//!
+//! How it is stored (inline, or gzipped and sharded when large) is [`storage`]'s; read and
+//! write records through [`storage::read`], [`storage::read_all`] and [`storage::write`]
+//! ([`Record::from_secret`] reads only the inline format). It also keeps the addon's last
+//! revisions ([`crate::state::revisions`]).
 
 pub mod storage;
 
