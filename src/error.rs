@@ -58,6 +58,12 @@ pub enum Error {
     /// Another command holds the addon's (or registry's) lock.
     #[error(transparent)]
     Busy(#[from] Busy),
+    /// An addon's record cannot be read, or would not fit its budget.
+    #[error(transparent)]
+    Record(#[from] crate::state::record::storage::RecordError),
+    /// A revision of an addon's history cannot be used.
+    #[error(transparent)]
+    Revision(#[from] crate::state::revisions::RevisionError),
     /// An addon the command works on is not enabled.
     #[error("addon `{addon}` is not enabled (see `addonctl list`)")]
     NotEnabled {
@@ -370,6 +376,11 @@ impl Error {
             Error::Locate(e) => e.is_user_error(),
             Error::Catalog(e) => e.is_user_error(),
             Error::Cluster(e) => e.is_user_error(),
+            Error::Record(e) => matches!(
+                e,
+                crate::state::record::storage::RecordError::TooLarge { .. }
+            ),
+            Error::Revision(e) => e.is_user_error(),
             Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
                 source.is_user_error()
             }

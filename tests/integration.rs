@@ -20,6 +20,7 @@ mod multi_cluster;
 mod publish;
 mod registry;
 mod render;
+mod revisions;
 mod safety_authz;
 mod safety_delete;
 mod sources;

@@ -22,7 +22,7 @@ use crate::plan::Step;
 use crate::state::record::{
     self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
 };
-use crate::state::{clusters_of, to_value};
+use crate::state::{clusters_of, revisions};
 use crate::{Error, Result};
 
 fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
@@ -86,19 +86,10 @@ pub(super) async fn apply_rendered(
         report.applied.push(format!("Namespace `{ns}`"));
         report.changed.push(format!("Namespace `{ns}`"));
     }
-    let stored_previous = cluster
-        .get(
-            &secret_gvk(),
-            Some(ns),
-            &record::record_name(&rendered.name),
-        )
-        .await?;
     // Every write of the record is conditional on the version read here (then on the one
     // written): a record changed by anyone else meanwhile is never overwritten.
-    let mut record_version = stored_previous
-        .as_ref()
-        .and_then(|s| s.metadata.resource_version.clone());
-    let previous = stored_previous.and_then(|s| Record::from_secret(&to_value(&s)));
+    let mut stored_previous = record::storage::read(cluster, ns, &rendered.name).await?;
+    let previous = stored_previous.record.take();
     let vela = uses_vela(ctx).await?;
     report.engine = if vela {
         EngineChoice::Vela
@@ -129,7 +120,8 @@ pub(super) async fn apply_rendered(
     // disabled or finished) and, with the direct engine, the pending revision listing
     // everything about to be applied; then everything it owns.
     let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
-    let stored_record = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    record::storage::check_room(&record, &record::storage::Layout::DEFAULT)?;
+    let stored_record = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored_record, record_name.clone());
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
@@ -161,16 +153,22 @@ pub(super) async fn apply_rendered(
         .adopted
         .retain(|a| inventory.iter().any(|o| o.same_object(a)));
     record.inventory = inventory;
+    let upgrade = previous.is_some();
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
-        let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+        let forget = note_revision(cluster, ns, step, &mut record, true, upgrade).await?;
+        let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
         writes.note(report, &stored, record_name);
+        revisions::forget(cluster, ns, &forget).await;
         return Ok(());
     };
     let failed = dispatch(prepared, step, &mut record, report, reporter).await;
-    let stored = write_record(cluster, &mut record, ns, &mut record_version).await?;
+    let succeeded = failed.is_empty();
+    let forget = note_revision(cluster, ns, step, &mut record, succeeded, upgrade).await?;
+    let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored, record_name);
+    revisions::forget(cluster, ns, &forget).await;
     if failed.is_empty() {
         Ok(())
     } else {
@@ -232,6 +230,7 @@ fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> R
             .map(Record::inventory_or_planned)
             .unwrap_or_default(),
         adopted: previous.map(|p| p.adopted.clone()).unwrap_or_default(),
+        revisions: previous.map(|p| p.revisions.clone()).unwrap_or_default(),
     }
 }
 
@@ -536,32 +535,50 @@ async fn write_record(
     cluster: &Cluster,
     record: &mut Record,
     ns: &str,
-    version: &mut Option<String>,
+    known: &mut record::storage::Stored,
 ) -> Result<DynamicObject> {
-    let name = record::record_name(&record.name);
     for _ in 0..record::WRITE_ATTEMPTS {
-        let mut secret = record.to_secret(ns);
-        if let Some(known) = version.as_deref() {
-            secret["metadata"]["resourceVersion"] = json!(known);
-        }
-        match cluster.apply(&secret, ns).await {
-            Ok(stored) => {
-                version.clone_from(&stored.metadata.resource_version);
-                return Ok(stored);
+        let version = known.resource_version.as_deref();
+        match record::storage::write(cluster, ns, record, version, known.sharded).await? {
+            record::storage::Written::Stored(stored, sharded) => {
+                known
+                    .resource_version
+                    .clone_from(&stored.metadata.resource_version);
+                known.sharded = sharded;
+                return Ok(*stored);
             }
-            Err(cluster::Error::Conflict { .. }) => {
-                let stored = cluster.get(&secret_gvk(), Some(ns), &name).await?;
-                *version = stored
-                    .as_ref()
-                    .and_then(|s| s.metadata.resource_version.clone());
-                if let Some(theirs) = stored.and_then(|s| Record::from_secret(&to_value(&s))) {
+            record::storage::Written::Conflict => {
+                let theirs = record::storage::read(cluster, ns, &record.name).await?;
+                known.resource_version = theirs.resource_version;
+                known.sharded = theirs.sharded;
+                if let Some(theirs) = theirs.record {
                     record.absorb(&theirs);
                 }
             }
-            Err(e) => return Err(e.into()),
         }
     }
     Err(record::conflict(ns, &record.name))
+}
+
+/// Adds the revision this apply makes to the record (see [`revisions::note`]); returns the
+/// revision Secrets to delete once the record is written.
+async fn note_revision(
+    cluster: &Cluster,
+    ns: &str,
+    step: &Step,
+    record: &mut Record,
+    succeeded: bool,
+    upgrade: bool,
+) -> Result<Vec<String>> {
+    let applied = revisions::Applied {
+        package: &step.package,
+        args: &step.rendered.args,
+        schema: &step.rendered.schema,
+        history: &step.history,
+        succeeded,
+        upgrade,
+    };
+    revisions::note(cluster, ns, record, &applied).await
 }
 
 /// Why objects of a kind the control plane does not serve were skipped: the objects, and the

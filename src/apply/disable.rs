@@ -240,7 +240,13 @@ pub(super) async fn disable_one(
     if let Some(record) = &current.record {
         remove_dispatched(ctx, record, &others, options.dry_run, &mut report, reporter).await?;
     }
-    let result = remove_control_plane(ctx, current, &others, &mut report).await;
+    let mut result = remove_control_plane(ctx, current, &others, &mut report).await;
+    if result.is_ok() && current.record.is_some() && !options.dry_run {
+        // The record is gone: its shards and revision Secrets go with it.
+        result = record::storage::delete_parts(&ctx.cluster, &ctx.namespace, name, "", &[])
+            .await
+            .map(|_| ());
+    }
     if let Err(e) = result {
         return Err(Error::Unfinished {
             source: Box::new(e),

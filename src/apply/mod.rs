@@ -38,6 +38,7 @@ pub mod direct;
 mod disable;
 mod guard;
 pub mod review;
+mod rollback;
 #[cfg(test)]
 mod tests;
 mod upgrade;
@@ -56,6 +57,7 @@ use crate::{Error, Result};
 pub use disable::{
     disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
 };
+pub use rollback::{rollback, RollbackReport, RollbackRequest};
 pub use upgrade::{upgrade, UpgradeRequest};
 
 /// What applying works with: the control plane, the system namespace, the engine choice and

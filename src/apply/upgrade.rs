@@ -27,6 +27,8 @@ pub struct UpgradeRequest {
     pub skip_api_check: bool,
     /// Start from the defaults instead of the stored arguments and clusters.
     pub reset_values: bool,
+    /// Revisions to keep (`--history-max`; `None`: the default).
+    pub history_max: Option<usize>,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -63,6 +65,11 @@ pub async fn upgrade(
         adopt: request.adopt,
         skip_api_check: request.skip_api_check,
         reset_values: request.reset_values,
+        history: crate::state::revisions::History {
+            max: request.history_max,
+            description: None,
+        },
+        revision_package: None,
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
     for note in &plan.notes {

@@ -146,6 +146,12 @@ pub enum Command {
     /// Print what is stored for an installed addon.
     #[command(subcommand, after_help = help::GET)]
     Get(GetCommand),
+    /// Show an installed addon's revisions (as `helm history`).
+    #[command(after_help = help::HISTORY)]
+    History(HistoryArgs),
+    /// Apply an earlier revision of an installed addon again (its package and arguments).
+    #[command(after_help = help::ROLLBACK)]
+    Rollback(RollbackArgs),
     /// Package an addon (or a directory of addons) as `<name>-<version>.tgz`, after linting it.
     #[command(after_help = help::PACKAGE)]
     Package(PackageArgs),
@@ -202,6 +208,40 @@ pub struct GetValuesArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ObjectFormat::Yaml)]
     pub output: ObjectFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The installed addon.
+    pub addon: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The installed addon.
+    pub addon: String,
+    /// The revision to go back to (default: the one before the deployed one).
+    pub revision: Option<u32>,
+    /// Revisions the addon's history keeps.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub history_max: u32,
+    /// Take over definitions owned by another addon or by nobody.
+    #[arg(long)]
+    pub override_definitions: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]
@@ -344,6 +384,9 @@ pub struct EnableArgs {
     /// addon (otherwise what is given is merged over them).
     #[arg(long)]
     pub reset_values: bool,
+    /// Revisions kept in `addonctl history` (default 10).
+    #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub history_max: u32,
 }
 
 #[derive(Debug, Args)]
@@ -465,6 +508,9 @@ pub struct UpgradeArgs {
     /// what is given is merged over them).
     #[arg(long)]
     pub reset_values: bool,
+    /// Revisions kept in `addonctl history` (default 10).
+    #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub history_max: u32,
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,

@@ -46,6 +46,12 @@ pub const UPGRADE: &str = "Examples:
   addonctl upgrade strongbox-operator --latest
   addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0
   addonctl upgrade strongbox-dashboard --reset-values";
+pub const HISTORY: &str = "Examples:
+  addonctl history strongbox-dashboard
+  addonctl history strongbox-dashboard -o json";
+pub const ROLLBACK: &str = "Examples:
+  addonctl rollback strongbox-dashboard
+  addonctl rollback strongbox-dashboard 3";
 pub const GET: &str = "Examples:
   addonctl get values strongbox-dashboard > values.yaml";
 pub const GET_VALUES: &str = "Examples:

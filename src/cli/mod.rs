@@ -123,6 +123,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (global, cluster) = cluster_settings(global)?;
             commands::get::values(&global, &cluster, printer, &args).await
         }
+        Command::History(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::history::run(&global, &cluster, printer, &args).await
+        }
+        Command::Rollback(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::rollback::run(&global, &cluster, printer, args).await
+        }
         Command::Package(args) => {
             commands::publish::package(&GlobalSettings::resolve(global)?, printer, args).await
         }

@@ -124,6 +124,10 @@ pub fn from_files(
         .ok_or_else(|| Error::MissingMetadata {
             addon: addon.to_owned(),
         })?;
+    let metadata_path = files
+        .iter()
+        .find(|(p, _)| classify(p) == FileKind::Metadata)
+        .map_or_else(|| "metadata.yaml".to_owned(), |(p, _)| p.clone());
     let (metadata, warnings) =
         AddonMeta::parse(&metadata_text).map_err(|source| Error::Metadata {
             addon: addon.to_owned(),
@@ -133,6 +137,7 @@ pub fn from_files(
     let mut package = AddonPackage {
         registry: registry.to_owned(),
         metadata,
+        metadata_file: SourceFile::new(metadata_path, metadata_text),
         readme: None,
         parameter: None,
         parameter_schema: None,

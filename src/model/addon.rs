@@ -43,6 +43,8 @@ pub struct AddonPackage {
     pub registry: String,
     /// `metadata.yaml`.
     pub metadata: AddonMeta,
+    /// `metadata.yaml` as written (kept so that the package can be stored and read back).
+    pub metadata_file: SourceFile,
     /// `README.md` / `readme.md`.
     pub readme: Option<String>,
     /// `parameter.rhai`.
@@ -92,6 +94,46 @@ impl AddonPackage {
                 .notes
                 .as_ref()
                 .is_some_and(|f| f.path.ends_with(".cue"))
+    }
+
+    /// Every file of the package as `(path, text)`, in path order: what
+    /// [`crate::loader::from_files`] reads back into the same package.
+    pub fn files(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut add = |f: &SourceFile| out.push((f.path.clone(), f.text.to_string()));
+        add(&self.metadata_file);
+        if let Some(readme) = &self.readme {
+            add(&SourceFile::new("README.md", readme.as_str()));
+        }
+        for file in [
+            &self.parameter,
+            &self.parameter_schema,
+            &self.parameter_cue,
+            &self.notes,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            add(file);
+        }
+        if let Some(Template::Rhai(f) | Template::Yaml(f) | Template::Cue(f)) = &self.template {
+            add(f);
+        }
+        for list in [
+            &self.resource_yamls,
+            &self.resource_scripts,
+            &self.resource_cues,
+            &self.definitions,
+            &self.schemas,
+            &self.views,
+            &self.config_templates,
+        ] {
+            list.iter().for_each(&mut add);
+        }
+        self.lib.values().for_each(&mut add);
+        out.sort();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
     }
 
     /// Every script of the package (paths and texts), in a stable order.

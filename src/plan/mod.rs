@@ -105,6 +105,11 @@ pub struct EnableRequest {
     /// Start the addon asked for from its defaults instead of its stored arguments and
     /// clusters (`--reset-values`); without it, what is given is merged over what is stored.
     pub reset_values: bool,
+    /// What the history keeps (`--history-max`) and how the revision is described.
+    pub history: crate::state::revisions::History,
+    /// The addon asked for, read from a revision's kept package (`rollback`): a reader named
+    /// after the revision's registry, holding that one addon.
+    pub revision_package: Option<crate::source::Reader>,
 }
 
 /// What happens to one addon of a plan.
@@ -138,6 +143,8 @@ pub struct Step {
     pub needed_by: Vec<String>,
     /// Its layer: 0 depends on nothing in the plan, each next layer only on earlier ones.
     pub layer: usize,
+    /// What its revision is called and how many the history keeps.
+    pub history: crate::state::revisions::History,
 }
 
 /// An installed addon the plan needs and leaves as it is.
@@ -293,6 +300,20 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
 
 /// The addon asked for, when it is a directory: its reader and package.
 async fn open_directory(request: &EnableRequest) -> Result<Option<(Reader, AddonPackage)>> {
+    if let Some(reader) = &request.revision_package {
+        let name = request
+            .reference
+            .rsplit_once('/')
+            .map_or(request.reference.as_str(), |(_, name)| name);
+        let addon = crate::source::AddonRef {
+            name: name.to_owned(),
+            version: request.version.clone(),
+        };
+        let package = crate::loader::load(reader.as_ref(), &addon)
+            .await
+            .map_err(crate::Error::from)?;
+        return Ok(Some((Arc::clone(reader), package)));
+    }
     if !Path::new(&request.reference).is_dir() {
         return Ok(None);
     }

@@ -179,6 +179,12 @@ impl Planner<'_> {
             depends_on: planned.depends_on.clone(),
             needed_by: planned.needed_by.clone(),
             layer: self.layers.get(&planned.name).copied().unwrap_or_default(),
+            history: crate::state::revisions::History {
+                max: self.request.history.max,
+                description: (planned.name == self.root)
+                    .then(|| self.request.history.description.clone())
+                    .flatten(),
+            },
             rendered,
             package,
         })))

@@ -6,6 +6,7 @@
 pub mod clusters;
 pub mod lease;
 pub mod record;
+pub mod revisions;
 #[cfg(test)]
 mod tests;
 
@@ -18,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::cluster::Cluster;
 use crate::model::wire::{
     application_gvk, args_secret_name, secret_gvk, string_list, topology_properties,
-    ARGS_SECRET_KEY, LABEL_NAME, LABEL_RECORD, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
+    ARGS_SECRET_KEY, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
 use crate::{Error, Result};
 use record::Record;
@@ -53,28 +54,17 @@ impl Store<'_> {
     /// records: O(1) calls whatever the number of addons.
     pub async fn installed(&self) -> Result<BTreeMap<String, Installed>> {
         let mut out: BTreeMap<String, Installed> = BTreeMap::new();
-        let records = self
-            .cluster
-            .list(
-                &secret_gvk(),
-                Some(self.namespace),
-                &format!("{LABEL_RECORD}=true"),
-            )
-            .await?;
-        for secret in records {
-            let value = to_value(&secret);
-            if let Some(record) = Record::from_secret(&value) {
-                out.insert(
-                    record.name.clone(),
-                    Installed {
-                        name: record.name.clone(),
-                        version: record.version.clone(),
-                        registry: record.registry.clone(),
-                        application: None,
-                        record: Some(record),
-                    },
-                );
-            }
+        for record in self.records().await? {
+            out.insert(
+                record.name.clone(),
+                Installed {
+                    name: record.name.clone(),
+                    version: record.version.clone(),
+                    registry: record.registry.clone(),
+                    application: None,
+                    record: Some(record),
+                },
+            );
         }
         let apps = self
             .cluster
@@ -142,19 +132,17 @@ impl Store<'_> {
         Ok(names)
     }
 
-    /// Every record in the system namespace (one labelled list).
+    /// Every record in the system namespace (one labelled list; one more when a record is
+    /// sharded, see [`record::storage`]).
     pub async fn records(&self) -> Result<Vec<Record>> {
-        Ok(self
-            .cluster
-            .list(
-                &secret_gvk(),
-                Some(self.namespace),
-                &format!("{LABEL_RECORD}=true"),
-            )
+        record::storage::read_all(self.cluster, self.namespace).await
+    }
+
+    /// The record of one addon, `None` when it has none.
+    pub async fn record(&self, addon: &str) -> Result<Option<Record>> {
+        Ok(record::storage::read(self.cluster, self.namespace, addon)
             .await?
-            .iter()
-            .filter_map(|secret| Record::from_secret(&to_value(secret)))
-            .collect())
+            .record)
     }
 }
 

@@ -37,6 +37,11 @@ pub async fn run(
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
         reset_values: args.reset_values,
+        history: addonctl::state::revisions::History {
+            max: Some(args.history_max as usize),
+            description: None,
+        },
+        revision_package: None,
     };
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =

@@ -29,6 +29,7 @@ pub async fn run(
         adopt: args.adopt,
         skip_api_check: args.skip_api_check,
         reset_values: args.reset_values,
+        history_max: Some(args.history_max as usize),
     };
     let reporter = printer;
     let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;

@@ -10,6 +10,13 @@
 //! an enable has not finished everywhere — a [`PendingRevision`] listing what that enable plans,
 //! written before anything is applied: whatever happens to the process, every object it may have
 //! created is listed somewhere ([`Record::dispatched_or_planned`]).
+//!
+//! How it is stored (inline, or gzipped and sharded when large) is [`storage`]'s; read and
+//! write records through [`storage::read`], [`storage::read_all`] and [`storage::write`]
+//! ([`Record::from_secret`] reads only the inline format). It also keeps the addon's last
+//! revisions ([`crate::state::revisions`]).
+
+pub mod storage;
 
 use std::collections::BTreeMap;
 
@@ -135,6 +142,9 @@ pub struct Record {
         deserialize_with = "pending_revision"
     )]
     pub pending: Option<PendingRevision>,
+    /// The last revisions, oldest first (see [`crate::state::revisions`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<crate::state::revisions::Revision>,
 }
 
 /// A revision written before it is applied (next to the last good one, which `inventory` and
@@ -352,24 +362,21 @@ pub async fn update(
     addon: &str,
     mut change: impl FnMut(Option<Record>) -> Option<Record>,
 ) -> crate::Result<()> {
-    let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
     for _ in 0..WRITE_ATTEMPTS {
-        let stored = cluster.get(&gvk, Some(ns), &record_name(addon)).await?;
-        let version = stored
-            .as_ref()
-            .and_then(|s| s.metadata.resource_version.clone());
-        let current = stored.and_then(|s| Record::from_secret(&serde_json::to_value(s).ok()?));
-        let Some(record) = change(current) else {
+        let stored = storage::read(cluster, ns, addon).await?;
+        let Some(record) = change(stored.record) else {
             return Ok(());
         };
-        let mut secret = record.to_secret(ns);
-        if let Some(version) = version {
-            secret["metadata"]["resourceVersion"] = json!(version);
-        }
-        match cluster.apply(&secret, ns).await {
-            Ok(_) => return Ok(()),
-            Err(crate::cluster::Error::Conflict { .. }) => {}
-            Err(e) => return Err(e.into()),
+        let written = storage::write(
+            cluster,
+            ns,
+            &record,
+            stored.resource_version.as_deref(),
+            stored.sharded,
+        )
+        .await?;
+        if let storage::Written::Stored(..) = written {
+            return Ok(());
         }
     }
     Err(conflict(ns, addon))

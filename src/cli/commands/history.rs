@@ -1,0 +1,78 @@
+//! `addonctl history`: an installed addon's revisions, as `helm history` lists a release's.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use addonctl::state::revisions::{Revision, RevisionError};
+
+use crate::cli::args::HistoryArgs;
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `history`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: &HistoryArgs,
+) -> anyhow::Result<ExitCode> {
+    let ctx = connect(global, cluster, printer, true).await?;
+    let Some(record) = ctx.state().record(&args.addon).await? else {
+        return Err(addonctl::Error::from(RevisionError::NoHistory {
+            addon: args.addon.clone(),
+        })
+        .into());
+    };
+    if printer.structured(&record.revisions, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = printer.stdout();
+    if record.revisions.is_empty() {
+        writeln!(
+            stdout,
+            "addon `{}` {} has no revisions yet (installed by an earlier addonctl; the next enable or upgrade that changes it adds one)",
+            record.name, record.version
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    write!(stdout, "{}", table(&record.revisions))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The revisions as a table: REVISION, UPDATED, VERSION, STATUS, DESCRIPTION.
+fn table(revisions: &[Revision]) -> String {
+    let rows: Vec<[String; 5]> = revisions
+        .iter()
+        .map(|r| {
+            let mut description = r.description.clone();
+            if let Some(note) = &r.note {
+                description.push_str(&format!(" ({note})"));
+            }
+            [
+                r.revision.to_string(),
+                r.updated.clone(),
+                r.version.clone(),
+                r.status.to_string(),
+                description,
+            ]
+        })
+        .collect();
+    let header = ["REVISION", "UPDATED", "VERSION", "STATUS", "DESCRIPTION"].map(str::to_owned);
+    let mut widths = [0usize; 5];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,61 @@
+//! `addonctl rollback`: an earlier revision of an installed addon applied again.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::args::RollbackArgs;
+use crate::cli::commands::{check_addon_state, lock_options};
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// `rollback`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: RollbackArgs,
+) -> anyhow::Result<ExitCode> {
+    let mut ctx = connect(global, cluster, printer, true).await?;
+    ctx.lock = lock_options(&format!("rollback {}", args.addon), args.lock.force_unlock);
+    check_addon_state(&ctx, &format!("`addonctl rollback {}`", args.addon)).await?;
+    let request = addonctl::apply::RollbackRequest {
+        name: args.addon.clone(),
+        revision: args.revision,
+        history_max: Some(args.history_max as usize),
+        override_definitions: args.override_definitions,
+        adopt: args.adopt,
+        skip_version_check: args.skip_version_check,
+    };
+    let reporter = printer;
+    let report = addonctl::apply::rollback(&ctx, &request, &reporter).await?;
+    if printer.structured(&report, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut stdout = printer.stdout();
+    writeln!(
+        stdout,
+        "addon `{}` rolled back to revision {} ({}{})",
+        args.addon,
+        report.revision,
+        report.version,
+        if report.package_kept {
+            ", from its kept package"
+        } else {
+            ", from its registry"
+        }
+    )?;
+    for step in &report.steps {
+        writeln!(
+            stdout,
+            "addon `{}` {}: {} objects applied, {} deleted",
+            step.name,
+            step.version,
+            step.applied.len(),
+            step.deleted.len()
+        )?;
+        for deleted in &step.deleted {
+            writeln!(stdout, "  deleted {deleted}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,400 @@
+//! Revisions, history and rollback, and the record's storage, against the real API servers:
+//! enable 1.0.0 → the registry moves to 2.0.0 (a directory registry holds one version, so
+//! 1.0.0 is gone from it) → upgrade 2.0.0 → `rollback` restores 1.0.0's
+//! objects and arguments (secret ones included) and prunes what only 2.0.0 had; `history`
+//! lists the revisions; `--history-max` is honoured; no secret value is in clear in a record
+//! Secret; a large record is sharded and reads back identically; disable removes every part.
+
+use addonctl::apply::UpgradeRequest;
+use addonctl::context::NoopReporter;
+use addonctl::plan::EnableRequest;
+use addonctl::state::record::storage::{self, LABEL_RECORD_OF};
+use addonctl::state::record::{record_name, ClusterInventory, DispatchedObject, ObjectRef, Record};
+use addonctl::state::revisions::{History, RevisionStatus};
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{args, get_on, list_on, Env, Kind, Sandbox};
+
+const LABEL: &str = "test.addonctl.io/addon";
+const TOKEN: &str = "tok-one-s3cr3t-value";
+
+/// Version `version` of addon `roll` written over the directory: ConfigMaps `roll-<name>` (each
+/// with the `greeting` argument) on the clusters of the `clusters` argument.
+fn version(addon: TestAddon, version: &str, config_maps: &[&str]) -> TestAddon {
+    let names = config_maps
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let template = format!(
+        "let labels = #{{ \"{LABEL}\": \"roll\" }};\n\
+         let objects = [];\n\
+         for n in [{names}] {{\n\
+             objects.push(#{{ apiVersion: \"v1\", kind: \"ConfigMap\",\n\
+                 metadata: #{{ name: `roll-${{n}}`, labels: labels }},\n\
+                 data: #{{ greeting: parameter.greeting }} }});\n\
+         }}\n\
+         #{{ output: application(#{{ components: [k8s_objects(\"roll\", objects)],\n\
+             policies: [topology(\"where\", parameter.clusters)] }}) }}\n"
+    );
+    addon
+        .file(
+            "metadata.yaml",
+            &format!("name: roll\nversion: {version}\ndescription: Rollback fixture\n"),
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    greeting: string(\"hello\"),\n    token: string().optional().secret(),\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file("template.rhai", &template)
+}
+
+/// A directory registry holding `roll` 1.0.0 (ConfigMaps `a`, `b`); 2.0.0 has `a`, `c`.
+fn registry() -> TestAddon {
+    version(TestAddon::new("roll"), "1.0.0", &["a", "b"])
+}
+
+/// `roll`'s ConfigMaps on a cluster: name → greeting.
+async fn config_maps(sb: &Sandbox, cluster: &addonctl::cluster::Cluster) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = list_on(cluster, Kind::CONFIG_MAP, Some(sb.ns()))
+        .await
+        .into_iter()
+        .filter(|o| o["metadata"]["labels"][LABEL] == "roll")
+        .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_owned(),
+                o["data"]["greeting"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+async fn enable_v1(sb: &Sandbox, history_max: Option<usize>) {
+    let request = EnableRequest {
+        reference: "roll".to_owned(),
+        version: Some("1.0.0".to_owned()),
+        args: args(json!({"greeting": "one", "token": TOKEN, "clusters": ["m1"]})).into(),
+        history: History {
+            max: history_max,
+            description: None,
+        },
+        ..EnableRequest::default()
+    };
+    addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
+}
+
+async fn upgrade(sb: &Sandbox, version: &str, greeting: &str, history_max: Option<usize>) {
+    addonctl::apply::upgrade(
+        &sb.ctx,
+        &UpgradeRequest {
+            name: "roll".to_owned(),
+            version: Some(version.to_owned()),
+            args: args(json!({"greeting": greeting})).into(),
+            history_max,
+            ..UpgradeRequest::default()
+        },
+        &NoopReporter,
+    )
+    .await
+    .unwrap();
+}
+
+/// Every Secret of the record (the record itself, its shards and revision Secrets), decoded:
+/// name → key → text.
+async fn record_secrets(sb: &Sandbox) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out = Vec::new();
+    let secrets = list_on(sb.api(), Kind::SECRET, Some(sb.ns())).await;
+    for secret in secrets {
+        let name = secret["metadata"]["name"].as_str().unwrap().to_owned();
+        let ours =
+            name == record_name("roll") || secret["metadata"]["labels"][LABEL_RECORD_OF] == "roll";
+        if !ours {
+            continue;
+        }
+        let data = secret["data"].as_object().cloned().unwrap_or_default();
+        let decoded = data
+            .iter()
+            .map(|(key, value)| {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(value.as_str().unwrap())
+                    .unwrap();
+                let text = match storage::gunzip(&bytes, 1 << 30) {
+                    Ok(inflated) => String::from_utf8_lossy(&inflated).into_owned(),
+                    Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+                };
+                (key.clone(), text)
+            })
+            .collect();
+        out.push((name, decoded));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_after_the_registry_dropped_the_version_restores_its_objects_and_arguments() {
+    let registry = registry();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&registry]);
+    sb.join("m1", Env::get().managed_n(1), &[]).await;
+    let m1 = Env::get().managed_n(1).admin().await;
+    enable_v1(&sb, None).await;
+    // The registry moves on: 2.0.0 replaces 1.0.0 (a fresh process reads it).
+    let registry = version(registry, "2.0.0", &["a", "c"]);
+    let output = sb
+        .cli()
+        .args(["upgrade", "roll", "--version", "2.0.0", "greeting=two"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        config_maps(&sb, &m1).await,
+        pairs(&[("roll-a", "two"), ("roll-c", "two")])
+    );
+    let output = sb
+        .cli()
+        .args(["enable", "roll", "--version", "1.0.0"])
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "the registry has no 1.0.0 any more"
+    );
+
+    let output = sb.cli().args(["rollback", "roll"]).output().unwrap();
+
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("rolled back to revision 1 (1.0.0, from its kept package)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        config_maps(&sb, &m1).await,
+        pairs(&[("roll-a", "one"), ("roll-b", "one")]),
+        "1.0.0's objects and arguments are back, 2.0.0's `roll-c` is pruned"
+    );
+    let stored = sb.stored_args("roll").await.unwrap();
+    assert_eq!(stored["greeting"], "one");
+    assert_eq!(stored["token"], TOKEN, "the secret argument is restored");
+    assert!(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "roll-c")
+        .await
+        .is_none_or(|o| !o["metadata"]["deletionTimestamp"].is_null()));
+
+    let output = sb
+        .cli()
+        .args(["history", "roll", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let history: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let seen: Vec<(u64, &str, &str, &str)> = history
+        .iter()
+        .map(|r| {
+            (
+                r["revision"].as_u64().unwrap(),
+                r["version"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["description"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, "1.0.0", "superseded", "install"),
+            (2, "2.0.0", "superseded", "upgrade"),
+            (3, "1.0.0", "deployed", "rollback to 1"),
+        ]
+    );
+    let table = sb.cli().args(["history", "roll"]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.starts_with("REVISION  UPDATED"), "{table}");
+    assert!(table.contains("rollback to 1"), "{table}");
+
+    // The secret value is never in clear in the record, only in the revision Secrets' key
+    // `secretArgs`.
+    let secrets = record_secrets(&sb).await;
+    assert!(secrets.len() >= 4, "{secrets:?}");
+    for (name, data) in &secrets {
+        for (key, text) in data {
+            if text.contains(TOKEN) {
+                assert!(
+                    key == "secretArgs" && name.contains("-rev-"),
+                    "`{TOKEN}` in clear in Secret `{name}` key `{key}`"
+                );
+            }
+        }
+    }
+    let record = sb.record("roll").await;
+    assert!(!serde_json::to_string(&record).unwrap().contains(TOKEN));
+    assert_eq!(record.revisions[0].secret_args, ["token"]);
+
+    // Disable removes the record and every part of it.
+    let output = sb.cli().args(["disable", "roll"]).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(record_secrets(&sb).await.is_empty());
+    drop(registry);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_max_keeps_the_newest_revisions_and_deletes_the_others_secrets() {
+    let registry = registry();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&registry]);
+    sb.join("m1", Env::get().managed_n(1), &[]).await;
+    enable_v1(&sb, Some(2)).await;
+    // Unchanged: no revision.
+    upgrade(&sb, "1.0.0", "one", Some(2)).await;
+    assert_eq!(sb.record("roll").await.revisions.len(), 1);
+    for greeting in ["x", "y", "z"] {
+        upgrade(&sb, "1.0.0", greeting, Some(2)).await;
+    }
+
+    let record = sb.record("roll").await;
+    let kept: Vec<(u32, RevisionStatus)> = record
+        .revisions
+        .iter()
+        .map(|r| (r.revision, r.status))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (3, RevisionStatus::Superseded),
+            (4, RevisionStatus::Deployed)
+        ]
+    );
+    let mut names: Vec<String> = record_secrets(&sb)
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            record_name("roll"),
+            format!("{}-rev-3", record_name("roll")),
+            format!("{}-rev-4", record_name("roll")),
+        ]
+    );
+    let output = sb.cli().args(["rollback", "roll", "1"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("has no revision 1; it keeps 3, 4"),
+        "{stderr}"
+    );
+}
+
+/// A record of `objects` ConfigMaps on each of `clusters` clusters.
+fn large(objects: usize, clusters: usize) -> Record {
+    let mut record: Record = serde_json::from_value(json!({
+        "name": "large", "version": "1.0.0", "registry": "local", "installedBy": "user",
+        "argsHash": "h", "application": false,
+    }))
+    .unwrap();
+    for c in 0..clusters {
+        let objects = (0..objects)
+            .map(|o| DispatchedObject {
+                object: ObjectRef {
+                    api_version: "v1".to_owned(),
+                    kind: "ConfigMap".to_owned(),
+                    namespace: Some("large-system".to_owned()),
+                    name: format!("large-config-{o}"),
+                },
+                uid: format!(
+                    "{:016x}-{c:04}-{o:04}",
+                    (c * 7919 + o * 104_729) as u64 * 0x9e37_79b9
+                ),
+                created: true,
+            })
+            .collect();
+        record.dispatched.insert(
+            format!("cluster-{c}"),
+            ClusterInventory {
+                objects,
+                error: None,
+            },
+        );
+    }
+    record
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_record_is_sharded_on_the_server_and_reads_back_identically() {
+    let sb = Sandbox::without_kubevela().await;
+    sb.api()
+        .create_if_missing(&addonctl::model::wire::namespace_object(sb.ns()))
+        .await
+        .unwrap();
+    let record = large(800, 10);
+    assert!(serde_json::to_vec(&record).unwrap().len() > 1024 * 1024);
+
+    let written = storage::write(sb.api(), sb.ns(), &record, None, false)
+        .await
+        .unwrap();
+
+    assert!(matches!(written, storage::Written::Stored(_, true)));
+    let read = storage::read(sb.api(), sb.ns(), "large").await.unwrap();
+    assert!(read.sharded);
+    assert_eq!(read.record.as_ref(), Some(&record));
+    let all = sb.ctx.state().records().await.unwrap();
+    assert_eq!(all, std::slice::from_ref(&record));
+    let shards = list_on(sb.api(), Kind::SECRET, Some(sb.ns()))
+        .await
+        .into_iter()
+        .filter(|s| s["metadata"]["labels"][LABEL_RECORD_OF] == "large")
+        .count();
+    assert!(shards >= 1);
+
+    // Smaller again: back to one Secret, the shards deleted.
+    let small = large(2, 1);
+    let written = storage::write(
+        sb.api(),
+        sb.ns(),
+        &small,
+        read.resource_version.as_deref(),
+        true,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(written, storage::Written::Stored(_, false)));
+    let read = storage::read(sb.api(), sb.ns(), "large").await.unwrap();
+    assert_eq!(read.record, Some(small));
+    assert!(!list_on(sb.api(), Kind::SECRET, Some(sb.ns()))
+        .await
+        .iter()
+        .any(|s| s["metadata"]["labels"][LABEL_RECORD_OF] == "large"));
+}
