@@ -36,6 +36,23 @@ pub const UPGRADE: &str = "Examples:
   addonctl upgrade strongbox-operator --latest
   addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0
   addonctl upgrade strongbox-dashboard --reset-values";
+pub const ROLLOUT: &str = "Examples:
+  addonctl rollout run strongbox-operator --stages stages.yaml";
+pub const ROLLOUT_RUN: &str = "Examples:
+  addonctl rollout run strongbox-operator --stages stages.yaml
+  addonctl rollout run strongbox-dashboard --stages stages.yaml replicas=3 --version 1.2.0
+
+stages.yaml:
+  stages:
+    - name: staging
+      clusterSelector: {matchLabels: {env: staging}}
+      soakSeconds: 300
+    - name: production
+      clusterSelector: {matchLabels: {env: prod}}
+      maxConcurrency: 25%
+      maxFailures: 1
+      soakSeconds: 600
+  progressDeadlineSeconds: 1800";
 pub const GET: &str = "Examples:
   addonctl get values strongbox-dashboard > values.yaml";
 pub const GET_VALUES: &str = "Examples:

@@ -12,6 +12,7 @@ pub mod publish;
 pub mod rbac;
 pub mod registry;
 pub mod render;
+pub mod rollout;
 pub mod status;
 pub mod upgrade;
 pub mod version;
