@@ -108,8 +108,16 @@ async fn main() {
             .unwrap_or_else(|e| panic!("no test environment in {} ({e})", dir.display())),
     )
     .unwrap();
-    let control_plane = env.clusters.iter().find(|c| c.role == "control-plane").unwrap();
-    let managed: Vec<&ClusterEntry> = env.clusters.iter().filter(|c| c.role == "managed").collect();
+    let control_plane = env
+        .clusters
+        .iter()
+        .find(|c| c.role == "control-plane")
+        .unwrap();
+    let managed: Vec<&ClusterEntry> = env
+        .clusters
+        .iter()
+        .filter(|c| c.role == "managed")
+        .collect();
     let registry = tempfile::tempdir().unwrap();
     let addon = registry.path().join("driftbench");
     fs_err::create_dir_all(&addon).unwrap();
@@ -141,7 +149,9 @@ async fn main() {
         reference: "driftbench".to_owned(),
         ..EnableRequest::default()
     };
-    addonctl::apply::enable(&ctx, &request, &NoopReporter).await.unwrap();
+    addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
     println!(
         "drift benchmark: addon of {OBJECTS} objects, direct engine, {} managed API servers",
         managed.len()
@@ -159,16 +169,24 @@ async fn main() {
     };
     let mut cache = DriftCache::new();
     let started = Instant::now();
-    let cold = check_with(&ctx, &stored, &desired, &warn, &mut cache).await.unwrap();
+    let cold = check_with(&ctx, &stored, &desired, &warn, &mut cache)
+        .await
+        .unwrap();
     line("cold cache", started.elapsed(), &cold);
 
     let mut walls = Vec::new();
     for round in 0..WARM_ROUNDS {
         let started = Instant::now();
-        let warm = check_with(&ctx, &stored, &desired, &warn, &mut cache).await.unwrap();
+        let warm = check_with(&ctx, &stored, &desired, &warn, &mut cache)
+            .await
+            .unwrap();
         walls.push(started.elapsed());
         if round == WARM_ROUNDS - 1 {
-            line("warm cache, unchanged (last round)", started.elapsed(), &warm);
+            line(
+                "warm cache, unchanged (last round)",
+                started.elapsed(),
+                &warm,
+            );
         }
     }
     walls.sort();
@@ -180,16 +198,23 @@ async fn main() {
     // A hand edit on the first managed cluster.
     let first = connect(&managed[0].kubeconfig).await;
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));
-    let api: Api<DynamicObject> = Api::namespaced_with(first.client().clone(), &namespace, &resource);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(first.client().clone(), &namespace, &resource);
     let params = PatchParams {
         field_manager: Some("kubectl-edit".to_owned()),
         ..PatchParams::default()
     };
-    api.patch("drift-0", &params, &Patch::Merge(json!({"data": {"index": "edited"}})))
+    api.patch(
+        "drift-0",
+        &params,
+        &Patch::Merge(json!({"data": {"index": "edited"}})),
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let found = check_with(&ctx, &stored, &desired, &warn, &mut cache)
         .await
         .unwrap();
-    let started = Instant::now();
-    let found = check_with(&ctx, &stored, &desired, &warn, &mut cache).await.unwrap();
     line("after one hand edit (detection)", started.elapsed(), &found);
     assert_eq!(found.drifts.len(), 1, "{:?}", found.drifts);
     let correct = DriftSpec {
@@ -197,7 +222,9 @@ async fn main() {
         exclusions: Vec::new(),
     };
     let started = Instant::now();
-    let corrected = check_with(&ctx, &stored, &desired, &correct, &mut cache).await.unwrap();
+    let corrected = check_with(&ctx, &stored, &desired, &correct, &mut cache)
+        .await
+        .unwrap();
     line("correction", started.elapsed(), &corrected);
 
     addonctl::apply::disable(&ctx, "driftbench", true, &NoopReporter)

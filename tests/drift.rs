@@ -58,7 +58,9 @@ async fn enabled() -> (Sandbox, addonctl::cluster::Cluster, TestAddon) {
         .direct()
         .registries(&[&addon]);
     sb.join("m1", Env::get().managed_n(1), &[]).await;
-    sb.enable("drifty", json!({"clusters": ["m1"]})).await.unwrap();
+    sb.enable("drifty", json!({"clusters": ["m1"]}))
+        .await
+        .unwrap();
     let m1 = Env::get().managed_n(1).admin().await;
     (sb, m1, addon)
 }
@@ -70,7 +72,9 @@ async fn edit_deployment(m1: &addonctl::cluster::Cluster, ns: &str, patch: Value
         field_manager: Some("kubectl-edit".to_owned()),
         ..PatchParams::default()
     };
-    api.patch("web", &params, &Patch::Merge(&patch)).await.unwrap();
+    api.patch("web", &params, &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
 async fn web(m1: &addonctl::cluster::Cluster, ns: &str) -> Value {
@@ -125,9 +129,14 @@ async fn a_hand_edit_is_reported_under_warn_and_reverted_under_correct() {
         "warn changes nothing"
     );
 
-    let corrected = check(&sb.ctx, "drifty", &spec(Policy::Correct, vec![]), &mut cache)
-        .await
-        .unwrap();
+    let corrected = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
     assert_eq!(corrected.corrected.len(), 1, "{corrected:?}");
     assert_eq!(
         web(&m1, sb.ns()).await["spec"]["template"]["spec"]["containers"][0]["image"],
@@ -144,11 +153,18 @@ async fn a_deleted_object_is_reported_and_recreated() {
     let (sb, m1, _addon) = enabled().await;
     let mut cache = DriftCache::new();
     let api: Api<ConfigMap> = Api::namespaced(m1.client().clone(), sb.ns());
-    api.delete("settings", &DeleteParams::default()).await.unwrap();
-
-    let report = check(&sb.ctx, "drifty", &spec(Policy::Correct, vec![]), &mut cache)
+    api.delete("settings", &DeleteParams::default())
         .await
         .unwrap();
+
+    let report = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
 
     assert_eq!(report.drifts.len(), 1, "{:?}", report.drifts);
     assert_eq!(report.drifts[0].kind, DriftKind::Deleted);
@@ -158,7 +174,10 @@ async fn a_deleted_object_is_reported_and_recreated() {
         .await
         .expect("recreated");
     assert_eq!(recreated["data"]["mode"], "strict");
-    assert_eq!(recreated["metadata"]["labels"]["addons.oam.dev/name"], "drifty");
+    assert_eq!(
+        recreated["metadata"]["labels"]["addons.oam.dev/name"],
+        "drifty"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -230,12 +249,19 @@ async fn an_unchanged_cluster_costs_one_list_per_kind_and_no_full_read() {
     assert_eq!(report.full_reads, 0);
     let made = client.counters().requests() - before;
     assert_eq!(made, report.requests);
-    assert_eq!(made, 3, "one metadata list per kind: Namespace, ConfigMap, Deployment");
+    assert_eq!(
+        made, 3,
+        "one metadata list per kind: Namespace, ConfigMap, Deployment"
+    );
     assert_eq!(client.counters().writes(), writes, "nothing written");
 
     let ignored = check(&sb.ctx, "drifty", &spec(Policy::Ignore, vec![]), &mut cache)
         .await
         .unwrap();
     assert_eq!(ignored.requests, 0);
-    assert_eq!(client.counters().requests() - before, 3, "ignore reads nothing");
+    assert_eq!(
+        client.counters().requests() - before,
+        3,
+        "ignore reads nothing"
+    );
 }

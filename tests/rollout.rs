@@ -64,8 +64,15 @@ fn mark_ready(
                 if web["status"]["observedGeneration"] != generation {
                     let status = json!({"observedGeneration": generation, "replicas": 2,
                         "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2});
-                    patch_status_on(cluster, Kind::DEPLOYMENT, "deployments", &namespace, "web", status)
-                        .await;
+                    patch_status_on(
+                        cluster,
+                        Kind::DEPLOYMENT,
+                        "deployments",
+                        &namespace,
+                        "web",
+                        status,
+                    )
+                    .await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -122,7 +129,7 @@ async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
         parts[0] * 3600 + parts[1] * 60 + parts[2]
     };
     assert!(
-        second("m2") >= second("m1") + 1,
+        second("m2") > second("m1"),
         "m2 applied before m1 soaked: {created:?}"
     );
 }
@@ -145,7 +152,14 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
 
     let output = sb
         .cli()
-        .args(["rollout", "run", "staged", "--poll-interval", "0.2", "--stages"])
+        .args([
+            "rollout",
+            "run",
+            "staged",
+            "--poll-interval",
+            "0.2",
+            "--stages",
+        ])
         .arg(stages.path())
         .output()
         .unwrap();
@@ -154,7 +168,9 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("rollout of `staged` 1.0.0 stopped: stage `canary`: the progress deadline passed"),
+        stdout.contains(
+            "rollout of `staged` 1.0.0 stopped: stage `canary`: the progress deadline passed"
+        ),
         "{stdout}"
     );
     assert!(
@@ -168,7 +184,9 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
     assert_eq!(applied, ["m1"]);
     for (name, cluster) in &clusters[1..] {
         assert!(
-            get_on(cluster, Kind::NAMESPACE, None, sb.ns()).await.is_none(),
+            get_on(cluster, Kind::NAMESPACE, None, sb.ns())
+                .await
+                .is_none(),
             "{name} was touched"
         );
     }

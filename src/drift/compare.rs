@@ -212,7 +212,8 @@ mod tests {
 
     #[test]
     fn many_changed_paths_are_capped() {
-        let desired = json!({"data": (0..50).map(|i| (format!("k{i}"), json!("v"))).collect::<Map<_, _>>()});
+        let desired =
+            json!({"data": (0..50).map(|i| (format!("k{i}"), json!("v"))).collect::<Map<_, _>>()});
         let found = diff(&desired, &json!({"data": {}}), &[]);
         assert_eq!(found.len(), MAX_PATHS);
         assert!(found[MAX_PATHS - 1].contains("more"), "{found:?}");

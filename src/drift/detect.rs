@@ -227,13 +227,7 @@ async fn list_metadata(
     let list = api
         .list_metadata(&ListParams::default().labels(selector))
         .await
-        .map_err(|e| {
-            format!(
-                "listing {} on cluster `{}`: {e}",
-                gvk.kind,
-                cluster.name()
-            )
-        })?;
+        .map_err(|e| format!("listing {} on cluster `{}`: {e}", gvk.kind, cluster.name()))?;
     Ok(Some(
         list.items
             .into_iter()

@@ -104,10 +104,7 @@ pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Vec<Value
         return Ok(Vec::new());
     };
     let objects = crate::apply::direct::component_objects(&step.rendered.application)?;
-    Ok(objects
-        .iter()
-        .map(|o| labelled(o, &record.name))
-        .collect())
+    Ok(objects.iter().map(|o| labelled(o, &record.name)).collect())
 }
 
 /// The desired object for a recorded one: the same kind and name, in the same namespace when

@@ -97,9 +97,11 @@ impl FieldPath {
     /// step.
     pub fn covers(&self, path: &[Segment]) -> bool {
         self.0.len() <= path.len()
-            && self.0.iter().zip(path).all(|(mine, theirs)| {
-                matches!(mine, Segment::Any) || mine == theirs
-            })
+            && self
+                .0
+                .iter()
+                .zip(path)
+                .all(|(mine, theirs)| matches!(mine, Segment::Any) || mine == theirs)
     }
 }
 

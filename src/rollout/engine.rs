@@ -70,7 +70,11 @@ impl RunReport {
 }
 
 /// Runs a staged rollout to its end: every stage passed, or the first failed gate.
-pub async fn run(ctx: &Context, request: &RunRequest, reporter: &dyn Reporter) -> Result<RunReport> {
+pub async fn run(
+    ctx: &Context,
+    request: &RunRequest,
+    reporter: &dyn Reporter,
+) -> Result<RunReport> {
     request.rollout.validate()?;
     let clusters = known_clusters(ctx).await?;
     let planned = plan(&request.rollout, &clusters);
@@ -302,7 +306,8 @@ async fn workloads_healthy(
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{} is missing", object.object))?;
-        workload_ready(kind, &to_value(&live)).map_err(|why| format!("{}: {why}", object.object))?;
+        workload_ready(kind, &to_value(&live))
+            .map_err(|why| format!("{}: {why}", object.object))?;
     }
     Ok(())
 }

@@ -130,7 +130,11 @@ pub fn evaluate(
         }
         match observations.iter().find(|o| &o.cluster == name) {
             Some(o) if o.failed => {
-                gate.failed = Some(o.reason.clone().unwrap_or_else(|| "the apply failed".into()));
+                gate.failed = Some(
+                    o.reason
+                        .clone()
+                        .unwrap_or_else(|| "the apply failed".into()),
+                );
                 gate.healthy_since_ms = None;
             }
             Some(o) if o.healthy && o.revision.as_deref() == Some(target_revision) => {
@@ -274,7 +278,10 @@ impl RolloutState {
     }
 
     /// The current stage and batch (stages without clusters skipped); `None` once done.
-    pub fn current<'a>(&mut self, plan: &'a RolloutPlan) -> Option<(&'a PlannedStage, &'a [String])> {
+    pub fn current<'a>(
+        &mut self,
+        plan: &'a RolloutPlan,
+    ) -> Option<(&'a PlannedStage, &'a [String])> {
         if self.phase != Phase::Progressing {
             return None;
         }
@@ -301,7 +308,11 @@ impl RolloutState {
     /// The gate limits of the current batch (`None` once done).
     pub fn limits(&mut self, plan: &RolloutPlan) -> Option<GateLimits> {
         let (stage, _) = self.current(plan)?;
-        let used = self.failures.iter().filter(|f| f.stage == stage.name).count();
+        let used = self
+            .failures
+            .iter()
+            .filter(|f| f.stage == stage.name)
+            .count();
         Some(GateLimits {
             soak_ms: stage.soak_seconds.saturating_mul(1000),
             max_failures: stage

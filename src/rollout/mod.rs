@@ -265,7 +265,13 @@ mod tests {
                 expected
             );
         }
-        for bad in [json!(0), json!("0%"), json!("150%"), json!("many"), json!(-1)] {
+        for bad in [
+            json!(0),
+            json!("0%"),
+            json!("150%"),
+            json!("many"),
+            json!(-1),
+        ] {
             assert!(
                 serde_json::from_value::<MaxConcurrency>(bad.clone()).is_err(),
                 "{bad}"

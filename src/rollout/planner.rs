@@ -53,7 +53,10 @@ pub struct RolloutPlan {
 impl RolloutPlan {
     /// Every cluster some stage covers.
     pub fn selected(&self) -> Vec<String> {
-        self.stages.iter().flat_map(|s| s.clusters().cloned()).collect()
+        self.stages
+            .iter()
+            .flat_map(|s| s.clusters().cloned())
+            .collect()
     }
 }
 

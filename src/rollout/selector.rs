@@ -118,7 +118,10 @@ mod tests {
         let bare = labels(&[]);
         let cases = [
             (json!({}), [true, true, true]),
-            (json!({"matchLabels": {"env": "prod"}}), [true, false, false]),
+            (
+                json!({"matchLabels": {"env": "prod"}}),
+                [true, false, false],
+            ),
             (
                 json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "staging"]}]}),
                 [true, true, false],
@@ -150,7 +153,10 @@ mod tests {
     #[test]
     fn operators_with_the_wrong_values_are_refused() {
         for (given, expected) in [
-            (json!({"key": "env", "operator": "In"}), "needs at least one value"),
+            (
+                json!({"key": "env", "operator": "In"}),
+                "needs at least one value",
+            ),
             (
                 json!({"key": "env", "operator": "Exists", "values": ["x"]}),
                 "takes no values",

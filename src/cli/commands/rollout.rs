@@ -46,15 +46,13 @@ pub async fn run(
         adopt: args.adopt,
         poll_interval,
     };
-    let report = run_rollout(&ctx, &request, &printer)
-        .await
-        .map_err(|e| {
-            if e.is_user_error() {
-                user(e.to_string())
-            } else {
-                anyhow::Error::new(e)
-            }
-        })?;
+    let report = run_rollout(&ctx, &request, &printer).await.map_err(|e| {
+        if e.is_user_error() {
+            user(e.to_string())
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
     if !printer.structured(&report, args.output)? {
         print_report(printer, &report)?;
     }
