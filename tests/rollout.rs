@@ -193,3 +193,33 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
     let web: Option<Value> = get_on(&clusters[0].1, Kind::DEPLOYMENT, Some(sb.ns()), "web").await;
     assert!(web.is_some(), "the first stage was applied");
 }
+
+#[test]
+fn a_stages_file_that_is_not_a_usable_rollout_is_refused_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stages.yaml");
+    for (text, expected) in [
+        (
+            "stages:\n  - name: prod\n    clusterSelector: {matchExpressions: [{key: env, operator: In}]}\n",
+            "stage `prod`: `clusterSelector`: `env` In needs at least one value",
+        ),
+        (
+            "stages:\n  - name: prod\n    maxConcurrency: 150%\n",
+            "a percentage must be 1% to 100%",
+        ),
+        ("stages: []\n", "`stages` is empty"),
+    ] {
+        fs_err::write(&file, text).unwrap();
+        let output = assert_cmd::Command::cargo_bin("addonctl")
+            .unwrap()
+            .env_remove("KUBECONFIG")
+            .args(["rollout", "run", "x", "--stages"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(stderr.contains("stages.yaml"), "{stderr}");
+    }
+}
