@@ -223,3 +223,35 @@ fn a_stages_file_that_is_not_a_usable_rollout_is_refused_with_exit_code_2() {
         assert!(stderr.contains("stages.yaml"), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staged_upgrade_that_would_remove_the_installed_version_from_later_stages_is_refused() {
+    let installed = workload_addon("staged", "1.0.0");
+    let newer = workload_addon("staged", "1.1.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&installed]);
+    for (name, n, tier) in [("m1", 1, "canary"), ("m2", 2, "rest")] {
+        sb.join(name, Env::get().managed_n(n), &[("tier", tier)])
+            .await;
+    }
+    sb.enable("staged", json!({"clusters": ["m1", "m2"]}))
+        .await
+        .unwrap();
+    let mut upgrade = request(two_stages(1, 10));
+    upgrade.reference = newer.path().display().to_string();
+
+    let error = run(&sb.ctx, &upgrade, &NoopReporter).await.unwrap_err();
+
+    assert!(error.is_user_error());
+    let message = error.to_string();
+    assert!(
+        message.contains("addon `staged` 1.0.0 is installed on `m2`: a staged rollout of 1.1.0"),
+        "{message}"
+    );
+    let record = sb.record("staged").await;
+    assert_eq!(record.version, "1.0.0", "nothing applied");
+    let applied: Vec<&str> = record.dispatched.keys().map(String::as_str).collect();
+    assert_eq!(applied, ["m1", "m2"]);
+}

@@ -89,11 +89,24 @@ pub async fn run(
         ));
     }
     let mut state = RolloutState::default();
+    let first = state.cumulative(&planned);
+    let kept = already_running(ctx, request, &first).await?;
+    if !kept.is_empty() {
+        reporter.step(&format!(
+            "{} already run this version: kept in every step",
+            quoted(&kept)
+        ));
+    }
     let mut addon = String::new();
     let mut applied: BTreeSet<String> = BTreeSet::new();
     while let Some((stage, batch)) = state.current(&planned) {
         let (stage_name, batch) = (stage.name.clone(), batch.to_vec());
-        let targets = state.cumulative(&planned);
+        let mut targets = state.cumulative(&planned);
+        for cluster in &kept {
+            if !targets.contains(cluster) {
+                targets.push(cluster.clone());
+            }
+        }
         reporter.step(&format!(
             "stage `{stage_name}`: applying to {}",
             quoted(&batch)
@@ -151,14 +164,49 @@ async fn known_clusters(ctx: &Context) -> Result<Vec<ClusterLabels>> {
     Ok(clusters)
 }
 
-/// The library's enable with `clusters` as the `clusters` argument. Clusters that fail are not
-/// an error here: the gate sees them failed. Returns the addon's name.
-async fn apply(
+/// The clusters that already hold the addon at the version about to be rolled out: every step
+/// keeps them in its cluster list, so that none of them loses the addon. The record holds one
+/// revision for every cluster, so an installed addon at ANOTHER version on clusters outside the
+/// first batch is refused: the first step would remove it from them until their stage comes.
+async fn already_running(
+    ctx: &Context,
+    request: &RunRequest,
+    first: &[String],
+) -> Result<Vec<String>> {
+    let planned = enable_plan(ctx, request, first).await?;
+    let Some(step) = planned.steps.last() else {
+        return Ok(Vec::new());
+    };
+    let Some(record) = find_record(ctx, &step.rendered.name).await? else {
+        return Ok(Vec::new());
+    };
+    let holding: Vec<String> = record
+        .dispatched_or_planned()
+        .into_iter()
+        .filter(|(_, inventory)| !inventory.objects.is_empty())
+        .map(|(name, _)| name)
+        .collect();
+    if record.version == step.rendered.version {
+        return Ok(holding);
+    }
+    let outside: Vec<String> = holding.into_iter().filter(|c| !first.contains(c)).collect();
+    if outside.is_empty() {
+        return Ok(Vec::new());
+    }
+    Err(Error::StagedUpgrade {
+        addon: record.name,
+        installed: record.version,
+        target: step.rendered.version.clone(),
+        clusters: outside,
+    })
+}
+
+/// The library's plan of an enable with `clusters` as the `clusters` argument.
+async fn enable_plan(
     ctx: &Context,
     request: &RunRequest,
     clusters: &[String],
-    reporter: &dyn Reporter,
-) -> Result<String> {
+) -> Result<crate::plan::Plan> {
     let (args, _) = Input::read(&RawInput {
         values_files: &request.values_files,
         pairs: &request.pairs,
@@ -174,7 +222,18 @@ async fn apply(
         adopt: request.adopt,
         ..EnableRequest::default()
     };
-    let planned = crate::plan::plan(ctx, &enable, false).await?;
+    Ok(crate::plan::plan(ctx, &enable, false).await?)
+}
+
+/// The library's enable with `clusters` as the `clusters` argument. Clusters that fail are not
+/// an error here: the gate sees them failed. Returns the addon's name.
+async fn apply(
+    ctx: &Context,
+    request: &RunRequest,
+    clusters: &[String],
+    reporter: &dyn Reporter,
+) -> Result<String> {
+    let planned = enable_plan(ctx, request, clusters).await?;
     let name = planned
         .steps
         .last()
@@ -186,20 +245,23 @@ async fn apply(
     }
 }
 
-async fn read_record(ctx: &Context, addon: &str) -> Result<Record> {
+async fn find_record(ctx: &Context, addon: &str) -> Result<Option<Record>> {
     let secret = ctx
         .cluster
         .get(&secret_gvk(), Some(&ctx.namespace), &record_name(addon))
         .await
         .map_err(crate::Error::from)?;
-    secret
+    Ok(secret
         .as_ref()
-        .and_then(|s| Record::from_secret(&to_value(s)))
-        .ok_or_else(|| {
-            Error::from(crate::Error::NotEnabled {
-                addon: addon.to_owned(),
-            })
+        .and_then(|s| Record::from_secret(&to_value(s))))
+}
+
+async fn read_record(ctx: &Context, addon: &str) -> Result<Record> {
+    find_record(ctx, addon).await?.ok_or_else(|| {
+        Error::from(crate::Error::NotEnabled {
+            addon: addon.to_owned(),
         })
+    })
 }
 
 /// The revision a record describes: its version and arguments.

@@ -198,6 +198,19 @@ pub enum Error {
         /// The clusters there are.
         known: Vec<String>,
     },
+    /// The addon is installed at another version on clusters after the first batch: one record
+    /// holds one revision for every cluster, so the first step would remove it from them.
+    #[error("addon `{addon}` {installed} is installed on {}: a staged rollout of {target} would remove it from them until their stage comes (the record holds one revision for every cluster); upgrade it with `addonctl upgrade`, or disable it first", clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "))]
+    StagedUpgrade {
+        /// The addon.
+        addon: String,
+        /// The version installed.
+        installed: String,
+        /// The version rolled out.
+        target: String,
+        /// The clusters holding it outside the first batch.
+        clusters: Vec<String>,
+    },
     /// The library failed (planning, applying, reading the record or clusters).
     #[error(transparent)]
     Library(#[from] Box<crate::Error>),
@@ -213,7 +226,9 @@ impl Error {
     /// Whether the user can fix it.
     pub fn is_user_error(&self) -> bool {
         match self {
-            Error::Invalid { .. } | Error::NothingSelected { .. } => true,
+            Error::Invalid { .. } | Error::NothingSelected { .. } | Error::StagedUpgrade { .. } => {
+                true
+            }
             Error::Library(e) => e.is_user_error(),
         }
     }
