@@ -179,6 +179,11 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
     );
     assert!(stdout.contains("has not observed generation 1"), "{stdout}");
     assert!(stdout.contains("untouched: `m2`, `m3`"), "{stdout}");
+    assert!(
+        stderr.contains("stage `canary`: applying to `m1`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("waiting for `m1`: Deployment"), "{stderr}");
     let record = sb.record("staged").await;
     let applied: Vec<&str> = record.dispatched.keys().map(String::as_str).collect();
     assert_eq!(applied, ["m1"]);

@@ -115,7 +115,8 @@ pub async fn run(
         applied.extend(targets);
         let record = read_record(ctx, &addon).await?;
         state.revision.clone_from(&record.version);
-        let verdict = await_gate(ctx, &addon, &batch, &mut state, &planned, request).await?;
+        let verdict =
+            await_gate(ctx, &addon, &batch, &mut state, &planned, request, reporter).await?;
         state.settle(&planned, &verdict);
         match &verdict {
             Verdict::Passed { tolerated } if tolerated.is_empty() => {
@@ -284,6 +285,7 @@ async fn await_gate(
     state: &mut RolloutState,
     planned: &RolloutPlan,
     request: &RunRequest,
+    reporter: &dyn Reporter,
 ) -> Result<Verdict> {
     let Some(limits) = state.limits(planned) else {
         return Ok(Verdict::Passed {
@@ -292,13 +294,32 @@ async fn await_gate(
     };
     let target = revision_of(&read_record(ctx, addon).await?);
     let mut gate = GateState::new(batch, now_ms());
+    let mut last_said: Vec<(String, String)> = Vec::new();
     loop {
         let record = read_record(ctx, addon).await?;
         let observations = observe(ctx, &record, batch).await?;
         let verdict = evaluate(&mut gate, &target, &observations, limits, now_ms());
         state.gate = Some(gate.clone());
-        if !matches!(verdict, Verdict::Waiting { .. }) {
+        let Verdict::Waiting { pending } = &verdict else {
             return Ok(verdict);
+        };
+        // Said when the reasons change (a soak's countdown is not a change).
+        let reasons: Vec<(String, String)> = pending
+            .iter()
+            .map(|(c, why)| {
+                let why = if why.starts_with("soaking") {
+                    "soaking"
+                } else {
+                    why
+                };
+                (c.clone(), why.to_owned())
+            })
+            .collect();
+        if reasons != last_said {
+            for (cluster, why) in &reasons {
+                reporter.step(&format!("waiting for `{cluster}`: {why}"));
+            }
+            last_said = reasons;
         }
         tokio::time::sleep(request.poll_interval.max(Duration::from_millis(50))).await;
     }
