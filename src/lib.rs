@@ -24,6 +24,11 @@
 //! apply   pending revision → control-plane objects → direct dispatch → prune; disable, upgrade
 //! ```
 //!
+//! Two library pieces sit beside `apply` for long-running front ends (a controller) and the
+//! CLI's one-shot runs: [`drift`] compares what each cluster holds with what the record says
+//! addonctl applied (and corrects it), and [`rollout`] plans and gates a staged rollout over
+//! clusters.
+//!
 //! [`cluster`] is the kube-rs access every stage uses; [`model::wire`] holds the names (labels,
 //! object names, `local`) rendering writes and the stages read, so applying never imports the
 //! renderer. Every module's typed error (and the stages' own refusals, each a variant with its
@@ -37,6 +42,7 @@ mod chain;
 pub mod cluster;
 pub mod context;
 pub mod cue;
+pub mod drift;
 pub mod error;
 pub mod lint;
 pub mod loader;
@@ -47,6 +53,7 @@ pub mod publish;
 pub mod registry;
 pub mod render;
 pub mod resolve;
+pub mod rollout;
 pub mod scaffold;
 pub mod source;
 pub mod state;

@@ -256,6 +256,8 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
         &["cluster", "list"],
         &["cluster", "detach"],
         &["cluster", "labels"],
+        &["rollout"],
+        &["rollout", "run"],
         &["rbac"],
         &["completion"],
         &["version"],

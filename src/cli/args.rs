@@ -164,6 +164,9 @@ pub enum Command {
     /// Manage the clusters addons are deployed to.
     #[command(subcommand, after_help = help::CLUSTER)]
     Cluster(ClusterCommand),
+    /// Roll an addon out to clusters stage by stage, each stage gated on health.
+    #[command(subcommand, after_help = help::ROLLOUT)]
+    Rollout(RolloutCommand),
     /// Print the ClusterRoles addonctl ships (`addonctl-viewer`, `-operator`, `-admin`), for
     /// `kubectl apply -f -`.
     #[command(after_help = help::RBAC)]
@@ -321,6 +324,44 @@ pub enum ClusterCommand {
         /// Labels `k=v` (all of them; the old ones are replaced).
         labels: Vec<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Enable an addon stage by stage: each batch of clusters is applied (with the clusters
+    /// before it), then must stay healthy on the new revision for the stage's soak time before
+    /// the next one; stops at the first failed gate (exit 1), later stages untouched.
+    #[command(after_help = help::ROLLOUT_RUN)]
+    Run(RolloutRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutRunArgs {
+    /// The addon: `name`, `registry/name`, or a directory.
+    pub addon: String,
+    /// The stages: a YAML file `{stages: [{name, clusterSelector, maxConcurrency, maxFailures,
+    /// soakSeconds}], progressDeadlineSeconds}`.
+    #[arg(long, value_name = "FILE")]
+    pub stages: PathBuf,
+    #[command(flatten)]
+    pub parameters: ParameterArgs,
+    /// The version to roll out (default: the newest).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// How often each gate is checked, in seconds.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub poll_interval: f64,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]

@@ -52,6 +52,23 @@ pub const HISTORY: &str = "Examples:
 pub const ROLLBACK: &str = "Examples:
   addonctl rollback strongbox-dashboard
   addonctl rollback strongbox-dashboard 3";
+pub const ROLLOUT: &str = "Examples:
+  addonctl rollout run strongbox-operator --stages stages.yaml";
+pub const ROLLOUT_RUN: &str = "Examples:
+  addonctl rollout run strongbox-operator --stages stages.yaml
+  addonctl rollout run strongbox-dashboard --stages stages.yaml replicas=3 --version 1.2.0
+
+stages.yaml:
+  stages:
+    - name: staging
+      clusterSelector: {matchLabels: {env: staging}}
+      soakSeconds: 300
+    - name: production
+      clusterSelector: {matchLabels: {env: prod}}
+      maxConcurrency: 25%
+      maxFailures: 1
+      soakSeconds: 600
+  progressDeadlineSeconds: 1800";
 pub const GET: &str = "Examples:
   addonctl get values strongbox-dashboard > values.yaml";
 pub const GET_VALUES: &str = "Examples:

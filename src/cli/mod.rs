@@ -147,6 +147,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (global, cluster) = cluster_settings(global)?;
             Box::pin(commands::cluster::run(&global, &cluster, printer, command)).await
         }
+        Command::Rollout(args::RolloutCommand::Run(args)) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::rollout::run(&global, &cluster, printer, args).await
+        }
         Command::Rbac(args) => commands::rbac::run(printer, &args),
         Command::Completion(args) => commands::completion::run(printer, &args),
         Command::Version(args) => commands::version::run(global, printer, &args).await,

@@ -14,6 +14,7 @@ pub mod rbac;
 pub mod registry;
 pub mod render;
 pub mod rollback;
+pub mod rollout;
 pub mod status;
 pub mod upgrade;
 pub mod version;

@@ -1,0 +1,147 @@
+//! `addonctl rollout run`: the one-shot staged rollout (the library's [`addonctl::rollout::engine`]).
+//! `rollout status|pause|resume` belong to the controller.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use addonctl::rollout::engine::{run as run_rollout, RunReport, RunRequest};
+use addonctl::rollout::Rollout;
+
+use crate::cli::args::RolloutRunArgs;
+use crate::cli::commands::{check_addon_state, lock_options};
+use crate::cli::diagnostics::user;
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// The largest stages file read.
+const MAX_STAGES_FILE_BYTES: u64 = 1024 * 1024;
+
+/// `rollout run`.
+pub async fn run(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: RolloutRunArgs,
+) -> anyhow::Result<ExitCode> {
+    let rollout = read_stages(&args)?;
+    let poll_interval = Duration::try_from_secs_f64(args.poll_interval)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| user("`--poll-interval` must be a positive number of seconds"))?;
+    let mut ctx = connect(global, cluster, printer, true).await?;
+    ctx.lock = lock_options(
+        &format!("rollout run {}", args.addon),
+        args.lock.force_unlock,
+    );
+    check_addon_state(&ctx, &format!("`addonctl rollout run {}`", args.addon)).await?;
+    let request = RunRequest {
+        reference: args.addon.clone(),
+        version: args.version.clone(),
+        values_files: args.parameters.values.clone(),
+        pairs: args.parameters.args.clone(),
+        set_files: args.parameters.set_file.clone(),
+        rollout,
+        skip_version_check: args.skip_version_check,
+        adopt: args.adopt,
+        poll_interval,
+    };
+    let report = run_rollout(&ctx, &request, &printer).await.map_err(|e| {
+        if e.is_user_error() {
+            user(e.to_string())
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
+    if !printer.structured(&report, args.output)? {
+        print_report(printer, &report)?;
+    }
+    Ok(if report.succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The stages file, checked.
+fn read_stages(args: &RolloutRunArgs) -> anyhow::Result<Rollout> {
+    let path = &args.stages;
+    let shown = path.display();
+    let size = fs_err::metadata(path)
+        .map_err(|e| user(format!("cannot read the stages file: {e}")))?
+        .len();
+    if size > MAX_STAGES_FILE_BYTES {
+        return Err(user(format!(
+            "the stages file `{shown}` is larger than {MAX_STAGES_FILE_BYTES} bytes"
+        )));
+    }
+    let text = fs_err::read_to_string(path)
+        .map_err(|e| user(format!("cannot read the stages file: {e}")))?;
+    let (value, _) = addonctl::yaml::parse_single(&text)
+        .map_err(|e| user(format!("the stages file `{shown}` is not valid YAML: {e}")))?;
+    let rollout: Rollout = serde_json::from_value(value).map_err(|e| {
+        user(format!(
+            "the stages file `{shown}` is not a rollout (`stages`, `progressDeadlineSeconds`): {e}"
+        ))
+    })?;
+    rollout
+        .validate()
+        .map_err(|e| user(format!("the stages file `{shown}`: {e}")))?;
+    Ok(rollout)
+}
+
+fn print_report(printer: Printer, report: &RunReport) -> anyhow::Result<()> {
+    let mut stdout = printer.stdout();
+    let state = &report.state;
+    if report.succeeded() {
+        writeln!(
+            stdout,
+            "rollout of `{}` {} finished: {} stage(s), {} cluster(s)",
+            report.addon,
+            state.revision,
+            report.plan.stages.len(),
+            state.done.len()
+        )?;
+    } else {
+        writeln!(
+            stdout,
+            "rollout of `{}` {} stopped: {}",
+            report.addon,
+            state.revision,
+            state.message.as_deref().unwrap_or("a gate failed")
+        )?;
+    }
+    for failure in &state.failures {
+        writeln!(
+            stdout,
+            "  cluster `{}` (stage `{}`): {}",
+            failure.cluster, failure.stage, failure.reason
+        )?;
+    }
+    if !report.untouched.is_empty() {
+        writeln!(
+            stdout,
+            "  untouched: {}",
+            report
+                .untouched
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
+    if !report.plan.unselected.is_empty() {
+        writeln!(
+            stdout,
+            "  selected by no stage (not touched): {}",
+            report
+                .plan
+                .unselected
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
+    Ok(())
+}

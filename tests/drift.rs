@@ -1,0 +1,267 @@
+//! Drift detection and correction against real API servers: an addon enabled with the direct
+//! engine on `managed-1`, its objects edited and deleted by hand there.
+
+use addonctl::drift::engine::check;
+use addonctl::drift::{DriftCache, DriftKind, DriftSpec, Exclusion, Policy, Report};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{get_on, Env, Kind, Sandbox};
+
+/// A fixture addon `name` at `version` for the direct engine, on the clusters of its `clusters`
+/// argument: the Namespace named after the system namespace, a ConfigMap `settings`, and a
+/// Deployment `web` with 2 replicas.
+pub(crate) fn workload_addon(name: &str, version: &str) -> TestAddon {
+    let template = r#"let ns = context.namespace;
+let addon = context.metadata.name;
+let labels = #{ "addonctl.test/addon": addon };
+let objects = [];
+objects.push(#{ apiVersion: "v1", kind: "Namespace", metadata: #{ name: ns, labels: labels } });
+objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: "settings", labels: labels },
+    data: #{ mode: "strict" } });
+objects.push(#{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{ name: "web", labels: labels },
+    spec: #{
+        replicas: 2,
+        selector: #{ matchLabels: #{ app: "web" } },
+        template: #{
+            metadata: #{ labels: #{ app: "web" } },
+            spec: #{ containers: [#{ name: "web", image: `registry.example/web:${context.metadata.version}` }] },
+        },
+    } });
+#{ output: application(#{ components: [k8s_objects(addon, objects)],
+    policies: [topology("where", parameter.clusters)] }) }
+"#;
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: {version}\ndescription: Fixture addon {name}\n"),
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file("template.rhai", template)
+}
+
+fn spec(policy: Policy, exclusions: Vec<Exclusion>) -> DriftSpec {
+    DriftSpec { policy, exclusions }
+}
+
+/// Enables `drifty` on `m1` (managed-1) and returns the sandbox and managed-1's admin client.
+async fn enabled() -> (Sandbox, addonctl::cluster::Cluster, TestAddon) {
+    let addon = workload_addon("drifty", "1.0.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    sb.join("m1", Env::get().managed_n(1), &[]).await;
+    sb.enable("drifty", json!({"clusters": ["m1"]}))
+        .await
+        .unwrap();
+    let m1 = Env::get().managed_n(1).admin().await;
+    (sb, m1, addon)
+}
+
+/// Patches an object as a person with `kubectl edit` would (another field manager).
+async fn edit_deployment(m1: &addonctl::cluster::Cluster, ns: &str, patch: Value) {
+    let api: Api<Deployment> = Api::namespaced(m1.client().clone(), ns);
+    let params = PatchParams {
+        field_manager: Some("kubectl-edit".to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch("web", &params, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+async fn web(m1: &addonctl::cluster::Cluster, ns: &str) -> Value {
+    get_on(m1, Kind::DEPLOYMENT, Some(ns), "web").await.unwrap()
+}
+
+fn changed_paths(report: &Report) -> Vec<(String, Vec<String>)> {
+    report
+        .drifts
+        .iter()
+        .filter_map(|d| match &d.kind {
+            DriftKind::Changed { paths } => Some((d.object.name.clone(), paths.clone())),
+            DriftKind::Deleted => None,
+        })
+        .collect()
+}
+
+const IMAGE_EDIT: &str = "registry.example/evil:6";
+
+fn image_patch() -> Value {
+    json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": IMAGE_EDIT}]}}}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_edit_is_reported_under_warn_and_reverted_under_correct() {
+    let (sb, m1, _addon) = enabled().await;
+    let mut cache = DriftCache::new();
+
+    let first = check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
+        .await
+        .unwrap();
+    assert!(first.drifts.is_empty(), "{:?}", first.drifts);
+    assert_eq!(first.objects, 3, "Namespace, ConfigMap, Deployment");
+    assert_eq!(cache.len(), 3);
+
+    edit_deployment(&m1, sb.ns(), image_patch()).await;
+    let warned = check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
+        .await
+        .unwrap();
+    assert_eq!(
+        changed_paths(&warned),
+        [(
+            "web".to_owned(),
+            vec!["spec.template.spec.containers[0].image".to_owned()]
+        )]
+    );
+    assert_eq!(warned.drifts[0].cluster, "m1");
+    assert!(warned.corrected.is_empty());
+    assert_eq!(
+        web(&m1, sb.ns()).await["spec"]["template"]["spec"]["containers"][0]["image"],
+        IMAGE_EDIT,
+        "warn changes nothing"
+    );
+
+    let corrected = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
+    assert_eq!(corrected.corrected.len(), 1, "{corrected:?}");
+    assert_eq!(
+        web(&m1, sb.ns()).await["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/web:1.0.0"
+    );
+    let after = check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
+        .await
+        .unwrap();
+    assert!(after.drifts.is_empty(), "{:?}", after.drifts);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_object_is_reported_and_recreated() {
+    let (sb, m1, _addon) = enabled().await;
+    let mut cache = DriftCache::new();
+    let api: Api<ConfigMap> = Api::namespaced(m1.client().clone(), sb.ns());
+    api.delete("settings", &DeleteParams::default())
+        .await
+        .unwrap();
+
+    let report = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(report.drifts.len(), 1, "{:?}", report.drifts);
+    assert_eq!(report.drifts[0].kind, DriftKind::Deleted);
+    assert_eq!(report.drifts[0].object.name, "settings");
+    assert_eq!(report.corrected.len(), 1);
+    let recreated = get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "settings")
+        .await
+        .expect("recreated");
+    assert_eq!(recreated["data"]["mode"], "strict");
+    assert_eq!(
+        recreated["metadata"]["labels"]["addons.oam.dev/name"],
+        "drifty"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_excluded_path_is_neither_reported_nor_reverted() {
+    let (sb, m1, _addon) = enabled().await;
+    let mut cache = DriftCache::new();
+    let replicas = Exclusion {
+        kind: "Deployment".to_owned(),
+        paths: vec!["spec.replicas".to_owned()],
+        ..Exclusion::default()
+    };
+    let mut patch = image_patch();
+    patch["spec"]["replicas"] = json!(5);
+    edit_deployment(&m1, sb.ns(), patch).await;
+
+    let report = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![replicas.clone()]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(
+        changed_paths(&report),
+        [(
+            "web".to_owned(),
+            vec!["spec.template.spec.containers[0].image".to_owned()]
+        )],
+        "the replicas are excluded"
+    );
+    let live = web(&m1, sb.ns()).await;
+    assert_eq!(live["spec"]["replicas"], 5, "left to its new owner");
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/web:1.0.0"
+    );
+    let again = check(
+        &sb.ctx,
+        "drifty",
+        &spec(Policy::Correct, vec![replicas]),
+        &mut cache,
+    )
+    .await
+    .unwrap();
+    assert!(again.drifts.is_empty(), "{:?}", again.drifts);
+    assert_eq!(web(&m1, sb.ns()).await["spec"]["replicas"], 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_cluster_costs_one_list_per_kind_and_no_full_read() {
+    let (sb, _m1, _addon) = enabled().await;
+    let mut cache = DriftCache::new();
+    check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
+        .await
+        .unwrap();
+    let names = ["m1".to_owned()].into_iter().collect();
+    let clients = sb.ctx.state().clients(&names).await.unwrap();
+    let client = clients["m1"].as_ref().unwrap();
+    let before = client.counters().requests();
+    let writes = client.counters().writes();
+
+    let report = check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
+        .await
+        .unwrap();
+
+    assert!(report.drifts.is_empty(), "{:?}", report.drifts);
+    assert_eq!(report.full_reads, 0);
+    let made = client.counters().requests() - before;
+    assert_eq!(made, report.requests);
+    assert_eq!(
+        made, 3,
+        "one metadata list per kind: Namespace, ConfigMap, Deployment"
+    );
+    assert_eq!(client.counters().writes(), writes, "nothing written");
+
+    let ignored = check(&sb.ctx, "drifty", &spec(Policy::Ignore, vec![]), &mut cache)
+        .await
+        .unwrap();
+    assert_eq!(ignored.requests, 0);
+    assert_eq!(
+        client.counters().requests() - before,
+        3,
+        "ignore reads nothing"
+    );
+}

@@ -1,0 +1,262 @@
+//! Staged rollouts against real API servers: `m1` (managed-1) in a first stage, `m2` and `m3`
+//! (managed-2 and managed-3) in a second. There is no kubelet: a test marks workloads ready by
+//! patching their Deployments' status subresource, as their controller would.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use addonctl::cluster::Cluster;
+use addonctl::context::NoopReporter;
+use addonctl::rollout::engine::{run, RunRequest};
+use addonctl::rollout::Rollout;
+use serde_json::{json, Value};
+
+use crate::drift::workload_addon;
+use crate::support::k8s::{fault_cluster_lock, get_on, patch_status_on, Env, Kind, Sandbox};
+
+fn two_stages(soak_seconds: u64, deadline_seconds: u64) -> Rollout {
+    serde_json::from_value(json!({
+        "stages": [
+            {"name": "canary", "clusterSelector": {"matchLabels": {"tier": "canary"}},
+             "soakSeconds": soak_seconds},
+            {"name": "rest", "clusterSelector": {"matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["rest"]}]},
+             "soakSeconds": soak_seconds},
+        ],
+        "progressDeadlineSeconds": deadline_seconds,
+    }))
+    .unwrap()
+}
+
+/// Joins managed-1 as `m1` (canary), managed-2 and managed-3 as `m2`, `m3` (rest).
+async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "canary"), ("m2", 2, "rest"), ("m3", 3, "rest")] {
+        let env = Env::get().managed_n(n);
+        sb.join(name, env, &[("tier", tier)]).await;
+        clusters.push((name, env.admin().await));
+    }
+    clusters
+}
+
+/// Marks the Deployment `web` ready wherever it exists, as its controller would, until stopped;
+/// returns when each cluster's Deployment was first seen (its creation timestamp).
+fn mark_ready(
+    clusters: Vec<(&'static str, Cluster)>,
+    namespace: String,
+) -> (
+    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut created = BTreeMap::new();
+        while stopped.try_recv().is_err() {
+            for (name, cluster) in &clusters {
+                let Some(web) = get_on(cluster, Kind::DEPLOYMENT, Some(&namespace), "web").await
+                else {
+                    continue;
+                };
+                created
+                    .entry(*name)
+                    .or_insert_with(|| web["metadata"]["creationTimestamp"].to_string());
+                let generation = web["metadata"]["generation"].clone();
+                if web["status"]["observedGeneration"] != generation {
+                    let status = json!({"observedGeneration": generation, "replicas": 2,
+                        "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2});
+                    patch_status_on(
+                        cluster,
+                        Kind::DEPLOYMENT,
+                        "deployments",
+                        &namespace,
+                        "web",
+                        status,
+                    )
+                    .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        created
+    });
+    (task, stop)
+}
+
+fn request(rollout: Rollout) -> RunRequest {
+    RunRequest {
+        reference: "staged".to_owned(),
+        version: None,
+        values_files: Vec::new(),
+        pairs: Vec::new(),
+        set_files: Vec::new(),
+        rollout,
+        skip_version_check: false,
+        adopt: false,
+        poll_interval: Duration::from_millis(200),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
+    let _managed_3 = fault_cluster_lock().await;
+    let addon = workload_addon("staged", "1.0.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    let clusters = fleet(&sb).await;
+    let (marker, stop) = mark_ready(clusters, sb.ns().to_owned());
+
+    let report = run(&sb.ctx, &request(two_stages(2, 60)), &NoopReporter)
+        .await
+        .unwrap();
+
+    stop.send(()).unwrap();
+    let created = marker.await.unwrap();
+    assert!(report.succeeded(), "{:?}", report.state);
+    assert_eq!(report.state.done, ["m1", "m2", "m3"]);
+    assert!(report.untouched.is_empty());
+    assert_eq!(report.plan.unselected, ["local"]);
+    let record = sb.record("staged").await;
+    let applied: Vec<&str> = record.dispatched.keys().map(String::as_str).collect();
+    assert_eq!(applied, ["m1", "m2", "m3"]);
+    assert_eq!(record.pending, None);
+    // The second stage started only after the first soaked (timestamps have seconds).
+    let second = |c: &str| {
+        let text = created[c].trim_matches('"').to_owned();
+        let time: String = text.chars().skip(11).take(8).collect();
+        let parts: Vec<u64> = time.split(':').map(|p| p.parse().unwrap()).collect();
+        parts[0] * 3600 + parts[1] * 60 + parts[2]
+    };
+    assert!(
+        second("m2") > second("m1"),
+        "m2 applied before m1 soaked: {created:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_are_untouched() {
+    let _managed_3 = fault_cluster_lock().await;
+    let addon = workload_addon("staged", "1.0.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    let clusters = fleet(&sb).await;
+    let stages = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(
+        stages.path(),
+        serde_json::to_string(&two_stages(1, 3)).unwrap(),
+    )
+    .unwrap();
+
+    let output = sb
+        .cli()
+        .args([
+            "rollout",
+            "run",
+            "staged",
+            "--poll-interval",
+            "0.2",
+            "--stages",
+        ])
+        .arg(stages.path())
+        .output()
+        .unwrap();
+
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "rollout of `staged` 1.0.0 stopped: stage `canary`: the progress deadline passed"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cluster `m1` (stage `canary`): not healthy on revision"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("has not observed generation 1"), "{stdout}");
+    assert!(stdout.contains("untouched: `m2`, `m3`"), "{stdout}");
+    assert!(
+        stderr.contains("stage `canary`: applying to `m1`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("waiting for `m1`: Deployment"), "{stderr}");
+    let record = sb.record("staged").await;
+    let applied: Vec<&str> = record.dispatched.keys().map(String::as_str).collect();
+    assert_eq!(applied, ["m1"]);
+    for (name, cluster) in &clusters[1..] {
+        assert!(
+            get_on(cluster, Kind::NAMESPACE, None, sb.ns())
+                .await
+                .is_none(),
+            "{name} was touched"
+        );
+    }
+    let web: Option<Value> = get_on(&clusters[0].1, Kind::DEPLOYMENT, Some(sb.ns()), "web").await;
+    assert!(web.is_some(), "the first stage was applied");
+}
+
+#[test]
+fn a_stages_file_that_is_not_a_usable_rollout_is_refused_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stages.yaml");
+    for (text, expected) in [
+        (
+            "stages:\n  - name: prod\n    clusterSelector: {matchExpressions: [{key: env, operator: In}]}\n",
+            "stage `prod`: `clusterSelector`: `env` In needs at least one value",
+        ),
+        (
+            "stages:\n  - name: prod\n    maxConcurrency: 150%\n",
+            "a percentage must be 1% to 100%",
+        ),
+        ("stages: []\n", "`stages` is empty"),
+    ] {
+        fs_err::write(&file, text).unwrap();
+        let output = assert_cmd::Command::cargo_bin("addonctl")
+            .unwrap()
+            .env_remove("KUBECONFIG")
+            .args(["rollout", "run", "x", "--stages"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(stderr.contains("stages.yaml"), "{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staged_upgrade_that_would_remove_the_installed_version_from_later_stages_is_refused() {
+    let installed = workload_addon("staged", "1.0.0");
+    let newer = workload_addon("staged", "1.1.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&installed]);
+    for (name, n, tier) in [("m1", 1, "canary"), ("m2", 2, "rest")] {
+        sb.join(name, Env::get().managed_n(n), &[("tier", tier)])
+            .await;
+    }
+    sb.enable("staged", json!({"clusters": ["m1", "m2"]}))
+        .await
+        .unwrap();
+    let mut upgrade = request(two_stages(1, 10));
+    upgrade.reference = newer.path().display().to_string();
+
+    let error = run(&sb.ctx, &upgrade, &NoopReporter).await.unwrap_err();
+
+    assert!(error.is_user_error());
+    let message = error.to_string();
+    assert!(
+        message.contains("addon `staged` 1.0.0 is installed on `m2`: a staged rollout of 1.1.0"),
+        "{message}"
+    );
+    let record = sb.record("staged").await;
+    assert_eq!(record.version, "1.0.0", "nothing applied");
+    let applied: Vec<&str> = record.dispatched.keys().map(String::as_str).collect();
+    assert_eq!(applied, ["m1", "m2"]);
+}
