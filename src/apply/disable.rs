@@ -243,7 +243,7 @@ pub(super) async fn disable_one(
     let mut result = remove_control_plane(ctx, current, &others, &mut report).await;
     if result.is_ok() && current.record.is_some() && !options.dry_run {
         // The record is gone: its shards and revision Secrets go with it.
-        result = record::storage::delete_parts(&ctx.cluster, &ctx.namespace, name, "", &[])
+        result = record::storage::delete_parts(ctx.cluster, ctx.namespace, name, "", &[])
             .await
             .map(|_| ());
     }
