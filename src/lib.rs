@@ -36,6 +36,7 @@ pub mod apply;
 mod chain;
 pub mod cluster;
 pub mod context;
+pub mod controller;
 pub mod cue;
 pub mod error;
 pub mod lint;
