@@ -172,8 +172,8 @@ mod tests {
 
     #[test]
     fn the_manifests_hold_the_crd_rbac_and_a_deployment_with_the_image() {
-        let documents = documents(&options(false));
-        let kinds: Vec<&str> = documents
+        let operator = documents(&options(false));
+        let kinds: Vec<&str> = operator
             .iter()
             .map(|(_, d)| d["kind"].as_str().unwrap())
             .collect();
@@ -189,12 +189,12 @@ mod tests {
                 "Deployment"
             ]
         );
-        let deployment = &documents[6].1;
+        let deployment = &operator[6].1;
         assert_eq!(
             deployment["spec"]["template"]["spec"]["containers"][0]["image"],
             "example/addonctl:1"
         );
-        assert_eq!(documents[4].1["metadata"]["name"], "addonctl-operator");
+        assert_eq!(operator[4].1["metadata"]["name"], "addonctl-operator");
         assert_eq!(
             documents(&options(true))[4].1["metadata"]["name"],
             "addonctl-admin"
