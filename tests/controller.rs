@@ -99,7 +99,12 @@ async fn install_crd(sb: &Sandbox) {
     static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let output = sb
         .cli()
-        .args(["controller", "manifests", "--image", "example/addonctl:test"])
+        .args([
+            "controller",
+            "manifests",
+            "--image",
+            "example/addonctl:test",
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -139,8 +144,19 @@ async fn install_crd(sb: &Sandbox) {
     .await;
 }
 
+/// The system namespace, made if no join made it yet.
+async fn ensure_namespace(sb: &Sandbox) {
+    sb.api()
+        .create_if_missing(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
+        )
+        .await
+        .unwrap();
+}
+
 /// Creates or updates the `Addon` `name` with `spec`.
 async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
+    ensure_namespace(sb).await;
     let object = json!({
         "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
         "metadata": {"name": name, "namespace": sb.ns()},
@@ -208,12 +224,11 @@ impl Child {
                 eprintln!("[controller] {line}");
             }
         });
-        let address = tokio::task::spawn_blocking(move || {
-            address.recv_timeout(Duration::from_secs(30))
-        })
-        .await
-        .unwrap()
-        .expect("the controller prints its address within 30s");
+        let address =
+            tokio::task::spawn_blocking(move || address.recv_timeout(Duration::from_secs(30)))
+                .await
+                .unwrap()
+                .expect("the controller prints its address within 30s");
         Child { process, address }
     }
 
@@ -260,13 +275,19 @@ async fn an_addon_resource_follows_its_selector_across_joins_label_changes_detac
     .await;
 
     let ready = wait_ready(&sb, "spread").await;
-    assert_eq!(config_maps(&m1, sb.ns(), "spread").await, numbered("spread", 2));
+    assert_eq!(
+        config_maps(&m1, sb.ns(), "spread").await,
+        numbered("spread", 2)
+    );
     assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
     assert_eq!(ready["status"]["appliedVersion"], "1.0.0");
     assert_eq!(ready["status"]["clusters"][0]["name"], "m1");
     assert_eq!(ready["status"]["clusters"][0]["health"], "healthy");
     assert_eq!(ready["status"]["clusterSummary"], "1/1");
-    assert_eq!(ready["metadata"]["finalizers"], json!(["addonctl.io/disable"]));
+    assert_eq!(
+        ready["metadata"]["finalizers"],
+        json!(["addonctl.io/disable"])
+    );
     let record = sb.record("spread").await;
     assert_eq!(record.dispatched.keys().collect::<Vec<_>>(), ["m1"]);
     let (code, body) = controller.get("/healthz").await;
@@ -275,7 +296,9 @@ async fn an_addon_resource_follows_its_selector_across_joins_label_changes_detac
     assert_eq!(code, 200);
     assert!(
         metrics.contains("addonctl_controller_reconciles_total{addon=\"spread\"}")
-            && metrics.contains("addonctl_controller_cluster_applies_total{cluster=\"m1\",outcome=\"applied\"} 1"),
+            && metrics.contains(
+                "addonctl_controller_cluster_applies_total{cluster=\"m1\",outcome=\"applied\"} 1"
+            ),
         "{metrics}"
     );
 
@@ -298,7 +321,10 @@ async fn an_addon_resource_follows_its_selector_across_joins_label_changes_detac
         .unwrap();
     assert!(m1_labels.status.success(), "{m1_labels:?}");
     wait_for("m1 cleaned after its label change", || async {
-        config_maps(&m1, sb.ns(), "spread").await.is_empty().then_some(())
+        config_maps(&m1, sb.ns(), "spread")
+            .await
+            .is_empty()
+            .then_some(())
     })
     .await;
     let status = wait_for("the status lists m2 only", || async {
@@ -309,7 +335,10 @@ async fn an_addon_resource_follows_its_selector_across_joins_label_changes_detac
             .then_some(addon)
     })
     .await;
-    assert_eq!(status["metadata"]["generation"], ready["metadata"]["generation"]);
+    assert_eq!(
+        status["metadata"]["generation"],
+        ready["metadata"]["generation"]
+    );
 
     // Detached: its objects are cleaned (by the detach) and the controller follows.
     let detach = sb.cli().args(["cluster", "detach", "m2"]).output().unwrap();
@@ -347,11 +376,15 @@ async fn an_unchanged_addon_is_not_applied_again_and_an_edit_is() {
     install_crd(&sb).await;
     sb.join("m1", managed(1), &[("env", "prod")]).await;
     let m1 = managed(1).admin().await;
-    let (controller, stop, cluster, address) = in_process(&sb, &[&spread], Backoff::default()).await;
+    let (controller, stop, cluster, address) =
+        in_process(&sb, &[&spread], Backoff::default()).await;
 
     apply_addon(&sb, "steady", json!({"clusters": ["m1"]})).await;
     let ready = wait_ready(&sb, "steady").await;
-    assert_eq!(config_maps(&m1, sb.ns(), "steady").await, numbered("steady", 2));
+    assert_eq!(
+        config_maps(&m1, sb.ns(), "steady").await,
+        numbered("steady", 2)
+    );
     let version = ready["metadata"]["resourceVersion"].clone();
     let writes = cluster.counters().writes();
 
@@ -363,7 +396,11 @@ async fn an_unchanged_addon_is_not_applied_again_and_an_edit_is() {
         .unwrap();
     assert!(labels.status.success(), "{labels:?}");
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(cluster.counters().writes(), writes, "no writes for an unchanged Addon");
+    assert_eq!(
+        cluster.counters().writes(),
+        writes,
+        "no writes for an unchanged Addon"
+    );
     assert_eq!(
         addon(&sb, "steady").await.unwrap()["metadata"]["resourceVersion"],
         version
@@ -375,7 +412,12 @@ async fn an_unchanged_addon_is_not_applied_again_and_an_edit_is() {
     );
 
     // An edit of the spec is applied.
-    apply_addon(&sb, "steady", json!({"clusters": ["m1"], "parameters": {"count": 3}})).await;
+    apply_addon(
+        &sb,
+        "steady",
+        json!({"clusters": ["m1"], "parameters": {"count": 3}}),
+    )
+    .await;
     wait_for("the third ConfigMap", || async {
         (config_maps(&m1, sb.ns(), "steady").await == numbered("steady", 3)).then_some(())
     })
@@ -455,9 +497,16 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     })
     .await;
     // Failures 1, 2 and 3 are 0.5 s and 1 s apart at least.
-    assert!(started.elapsed() >= Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(stalled["status"]["consecutiveFailures"], 3);
-    assert_eq!(condition(&stalled, "Stalled").unwrap()["reason"], "RetryBudgetExhausted");
+    assert_eq!(
+        condition(&stalled, "Stalled").unwrap()["reason"],
+        "RetryBudgetExhausted"
+    );
     let ready = condition(&stalled, "Ready").unwrap();
     assert_eq!(ready["status"], "False");
     let error = stalled["status"]["lastError"].as_str().unwrap();
@@ -468,7 +517,10 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     tokio::time::sleep(Duration::from_secs(6)).await;
     let later = addon(&sb, "broken").await.unwrap();
     let failures = later["status"]["consecutiveFailures"].as_u64().unwrap();
-    assert!((3..=7).contains(&failures), "{failures} failures in 6 s at one per 2 s");
+    assert!(
+        (3..=7).contains(&failures),
+        "{failures} failures in 6 s at one per 2 s"
+    );
     let spent = cluster.counters().requests() - requests;
     assert!(spent <= 80, "{spent} requests in 6 s while stalled");
     let (_, metrics) = http_get(&address, "/metrics").await;
@@ -502,6 +554,7 @@ async fn a_missing_secret_parameter_is_reported_without_any_secret_value() {
         .registries(&[&spread]);
     install_crd(&sb).await;
     let (controller, stop, _, _) = in_process(&sb, &[&spread], Backoff::default()).await;
+    ensure_namespace(&sb).await;
     sb.api()
         .apply(
             &json!({"apiVersion": "v1", "kind": "Secret",
@@ -530,7 +583,10 @@ async fn a_missing_secret_parameter_is_reported_without_any_secret_value() {
         error.contains("`creds`") && error.contains("no key `token`") && error.contains("other"),
         "{error}"
     );
-    assert_eq!(condition(&failed, "Ready").unwrap()["reason"], "InvalidSpec");
+    assert_eq!(
+        condition(&failed, "Ready").unwrap()["reason"],
+        "InvalidSpec"
+    );
     assert!(!failed.to_string().contains("hunter2"));
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(30), controller)
@@ -559,14 +615,23 @@ async fn two_controllers_elect_one_leader_and_the_other_takes_over_when_it_dies(
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (_, first_metrics) = first.get("/metrics").await;
     let (_, second_metrics) = second.get("/metrics").await;
-    assert!(first_metrics.contains("addonctl_controller_leader 1"), "{first_metrics}");
-    assert!(second_metrics.contains("addonctl_controller_leader 0"), "{second_metrics}");
+    assert!(
+        first_metrics.contains("addonctl_controller_leader 1"),
+        "{first_metrics}"
+    );
+    assert!(
+        second_metrics.contains("addonctl_controller_leader 0"),
+        "{second_metrics}"
+    );
     let (code, _) = second.get("/readyz").await;
     assert_eq!(code, 200, "a standby is ready");
 
     apply_addon(&sb, "elected", json!({"clusters": ["local"]})).await;
     wait_ready(&sb, "elected").await;
-    assert_eq!(config_maps(sb.api(), sb.ns(), "elected").await, numbered("elected", 2));
+    assert_eq!(
+        config_maps(sb.api(), sb.ns(), "elected").await,
+        numbered("elected", 2)
+    );
 
     // The leader dies without releasing the Lease: the standby takes over and reconciles.
     let second_pid = second.pid();
@@ -580,11 +645,19 @@ async fn two_controllers_elect_one_leader_and_the_other_takes_over_when_it_dies(
             .then_some(())
     })
     .await;
-    apply_addon(&sb, "elected", json!({"clusters": ["local"], "parameters": {"count": 3}})).await;
+    apply_addon(
+        &sb,
+        "elected",
+        json!({"clusters": ["local"], "parameters": {"count": 3}}),
+    )
+    .await;
     wait_for("the new leader applies the edit", || async {
         (config_maps(sb.api(), sb.ns(), "elected").await == numbered("elected", 3)).then_some(())
     })
     .await;
     let (_, metrics) = second.get("/metrics").await;
-    assert!(metrics.contains("addonctl_controller_leader 1"), "{metrics}");
+    assert!(
+        metrics.contains("addonctl_controller_leader 1"),
+        "{metrics}"
+    );
 }

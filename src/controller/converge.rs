@@ -31,8 +31,18 @@ use super::targets::{self, KnownCluster, Targets};
 use super::{Error, Result};
 use crate::state::record::record_name;
 
-/// The field manager of status writes.
-pub const STATUS_MANAGER: &str = "addonctl-controller";
+/// The status fields that may be absent (removed by writing `null`).
+const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
+    "observedGeneration",
+    "appliedVersion",
+    "registry",
+    "appliedRevision",
+    "inputsDigest",
+    "clusters",
+    "clusterSummary",
+    "rolloutStage",
+    "lastError",
+];
 /// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
 const HEALTH_RECHECK: Duration = Duration::from_secs(10);
 
@@ -61,11 +71,19 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
             .reconciled(&name, started.elapsed(), false, true);
         return Ok(Action::await_change());
     }
+    let memo = data.memo(&name);
+    if let (true, Some(at)) = (memo.failed_generation == generation, memo.retry_at) {
+        let wait = at.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            return Ok(Action::requeue(wait));
+        }
+    }
     match converge(addon, data, &current).await {
         Ok((status, action, skipped)) => {
             data.update_memo(&name, |memo| {
                 memo.failures = 0;
                 memo.failed_generation = None;
+                memo.retry_at = None;
             });
             write_status(data, &name, &current, &status).await?;
             data.shared
@@ -102,7 +120,9 @@ pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
                     "Degraded",
                     true,
                     "DisableRefused",
-                    &format!("the Addon is being deleted but the addon cannot be disabled: {error}"),
+                    &format!(
+                        "the Addon is being deleted but the addon cannot be disabled: {error}"
+                    ),
                     addon.metadata.generation,
                 ),
                 &now(),
@@ -148,21 +168,34 @@ async fn converge(
     status.observed_generation = generation;
     status.consecutive_failures = 0;
     status.last_error = None;
-    status.set_condition(condition("Stalled", false, "Reconciling", "", generation), &now());
+    status.set_condition(
+        condition("Stalled", false, "Reconciling", "", generation),
+        &now(),
+    );
     if unchanged && !poll_due {
         let ready = status
             .condition("Ready")
             .is_some_and(|c| c.status == "True");
         if memo.healthy || (memo.planned.is_none() && ready) {
-            return Ok((status, Action::requeue(data.shared.settings.registry_poll), true));
+            return Ok((
+                status,
+                Action::requeue(data.shared.settings.registry_poll),
+                true,
+            ));
         }
         let healthy = observe_health(data, &name, &targets, &known, None, &mut status).await?;
         return Ok((status, next(data, healthy), true));
     }
     if targets.clusters.as_ref().is_some_and(Vec::is_empty) {
         let message = "no cluster matches `clusters` / `clusterSelector`: nothing is applied (the addon stays as it is)";
-        status.set_condition(condition("Ready", false, "NoTargetClusters", message, generation), &now());
-        status.set_condition(condition("Degraded", true, "NoTargetClusters", message, generation), &now());
+        status.set_condition(
+            condition("Ready", false, "NoTargetClusters", message, generation),
+            &now(),
+        );
+        status.set_condition(
+            condition("Degraded", true, "NoTargetClusters", message, generation),
+            &now(),
+        );
         return Ok((status, Action::await_change(), false));
     }
     // [rollout gate] The rollout module narrows `targets` to the clusters this pass may change
@@ -217,7 +250,11 @@ async fn observe_health(
 ) -> Result<bool> {
     let health = engine::health(&data.shared.ctx, name).await?;
     let generation = status.observed_generation;
-    let mut names: Vec<String> = targets.names(known).into_iter().map(str::to_owned).collect();
+    let mut names: Vec<String> = targets
+        .names(known)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     if targets.clusters.is_none() {
         names = health.clusters.keys().cloned().collect();
     }
@@ -256,12 +293,20 @@ async fn observe_health(
     let ready_message = if all_healthy {
         format!("enabled on {healthy_count} cluster(s)")
     } else {
-        health.reason.clone().unwrap_or_else(|| {
-            format!("{healthy_count} of {} cluster(s) healthy", names.len())
-        })
+        health
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("{healthy_count} of {} cluster(s) healthy", names.len()))
     };
-    let reason = if all_healthy { "Enabled" } else { "Progressing" };
-    status.set_condition(condition("Ready", all_healthy, reason, &ready_message, generation), &now);
+    let reason = if all_healthy {
+        "Enabled"
+    } else {
+        "Progressing"
+    };
+    status.set_condition(
+        condition("Ready", all_healthy, reason, &ready_message, generation),
+        &now,
+    );
     status.set_condition(
         condition(
             "Progressing",
@@ -286,7 +331,11 @@ async fn observe_health(
         condition(
             "Degraded",
             !problems.is_empty(),
-            if problems.is_empty() { "AsDeclared" } else { "ClusterProblems" },
+            if problems.is_empty() {
+                "AsDeclared"
+            } else {
+                "ClusterProblems"
+            },
             &problems.join("; "),
             generation,
         ),
@@ -317,10 +366,12 @@ async fn record_failure(
         0
     };
     let failures = from_status.max(from_memo).saturating_add(1);
+    let delay = backoff.delay(failures);
     data.update_memo(&name, |memo| {
         memo.failures = failures;
         memo.failed_generation = generation;
         memo.healthy = false;
+        memo.retry_at = Some(Instant::now() + delay);
     });
     tracing::warn!(addon = %name, failures, "reconcile failed: {error}");
     let mut status = current.clone();
@@ -328,8 +379,15 @@ async fn record_failure(
     status.consecutive_failures = failures;
     status.last_error = Some(error.to_string());
     let now = now();
-    let reason = if error.is_user_error() { "InvalidSpec" } else { "ReconcileFailed" };
-    status.set_condition(condition("Ready", false, reason, &error.to_string(), generation), &now);
+    let reason = if error.is_user_error() {
+        "InvalidSpec"
+    } else {
+        "ReconcileFailed"
+    };
+    status.set_condition(
+        condition("Ready", false, reason, &error.to_string(), generation),
+        &now,
+    );
     let stalled = failures >= backoff.budget;
     let message = if stalled {
         format!(
@@ -344,14 +402,18 @@ async fn record_failure(
         condition(
             "Stalled",
             stalled,
-            if stalled { "RetryBudgetExhausted" } else { "Retrying" },
+            if stalled {
+                "RetryBudgetExhausted"
+            } else {
+                "Retrying"
+            },
             &message,
             generation,
         ),
         &now,
     );
     write_status(data, &name, current, &status).await?;
-    Ok(Action::requeue(backoff.delay(failures)))
+    Ok(Action::requeue(delay))
 }
 
 /// `local` and the joined clusters, from the cluster Secret cache.
@@ -428,16 +490,20 @@ async fn write_status(
     if status == current {
         return Ok(());
     }
-    let patch = json!({
-        "apiVersion": format!("{}/{}", super::crd::GROUP, super::crd::VERSION),
-        "kind": "Addon",
-        "status": status,
-    });
+    // A merge patch of the whole status, every optional field absent now written as `null` so
+    // that it is removed (Kubernetes 1.20's server-side apply turns empty strings of a custom
+    // resource's status into `null`s its own schema then refuses).
+    let mut body = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut body {
+        for key in OPTIONAL_STATUS_FIELDS {
+            map.entry(key.to_owned()).or_insert(Value::Null);
+        }
+    }
     data.api
         .patch_status(
             name,
-            &PatchParams::apply(STATUS_MANAGER).force(),
-            &Patch::Apply(&patch),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": body })),
         )
         .await?;
     Ok(())

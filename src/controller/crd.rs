@@ -267,8 +267,9 @@ pub struct Condition {
     pub status: String,
     /// One CamelCase word.
     pub reason: String,
-    /// What happened, for people.
-    #[serde(default)]
+    /// What happened, for people (left out when empty: Kubernetes 1.20 stores an empty string
+    /// of a custom resource as `null`, which its own schema then refuses).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// The generation it describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,7 +287,10 @@ impl AddonStatus {
 
     /// Sets a condition, keeping its transition time when its status does not change.
     pub fn set_condition(&mut self, mut condition: Condition, now: &str) {
-        let previous = self.conditions.iter().position(|c| c.type_ == condition.type_);
+        let previous = self
+            .conditions
+            .iter()
+            .position(|c| c.type_ == condition.type_);
         match previous {
             Some(i) => {
                 condition.last_transition_time = if self.conditions[i].status == condition.status {
@@ -359,12 +363,20 @@ mod tests {
         status.set_condition(ready("False"), "t1");
         status.set_condition(ready("False"), "t2");
         assert_eq!(
-            status.condition("Ready").unwrap().last_transition_time.as_deref(),
+            status
+                .condition("Ready")
+                .unwrap()
+                .last_transition_time
+                .as_deref(),
             Some("t1")
         );
         status.set_condition(ready("True"), "t3");
         assert_eq!(
-            status.condition("Ready").unwrap().last_transition_time.as_deref(),
+            status
+                .condition("Ready")
+                .unwrap()
+                .last_transition_time
+                .as_deref(),
             Some("t3")
         );
     }

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 use super::crd::ClusterStatus;
 use super::targets::KnownCluster;
+use super::{Error, Result};
 use crate::context::{Context, NoopReporter};
 use crate::model::Constraint;
-use super::{Error, Result};
 
 /// What the reconciler asks for.
 #[derive(Debug, Clone)]
@@ -122,8 +122,8 @@ async fn exact_version(
     if plain {
         return Ok(Some(version.to_owned()));
     }
-    let constraint =
-        Constraint::parse(version).map_err(|reason| Error::Spec(format!("`spec.version`: {reason}")))?;
+    let constraint = Constraint::parse(version)
+        .map_err(|reason| Error::Spec(format!("`spec.version`: {reason}")))?;
     let found = ctx
         .catalog
         .find(reference, None, Some(&constraint), None)
@@ -159,7 +159,10 @@ pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
                 "progressing".to_owned(),
                 Some(format!("{ready}/{total} workloads ready")),
             ),
-            (None, m, _) => ("progressing".to_owned(), Some(format!("{m} objects missing"))),
+            (None, m, _) => (
+                "progressing".to_owned(),
+                Some(format!("{m} objects missing")),
+            ),
         };
         clusters.insert(cluster.cluster.clone(), entry);
     }
@@ -190,7 +193,6 @@ pub fn known_cluster(secret: &Value) -> Option<KnownCluster> {
     })
 }
 
-
 pub use crate::state::lease::Decision as LeaseDecision;
 
 /// What `holder` does with the Lease as stored (`None`: there is none): the library's lock
@@ -218,4 +220,3 @@ pub fn lease_decision(
     );
     (decision, acquired)
 }
-

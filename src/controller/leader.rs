@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use super::engine::{lease_decision, LeaseDecision};
 use super::Shared;
 use crate::cluster;
+use crate::model::wire::namespace_object;
 
 /// The Lease's name.
 pub const LEASE: &str = "addonctl-controller";
@@ -90,9 +91,17 @@ async fn try_hold(shared: &Shared) -> cluster::Result<bool> {
     let written = match decision {
         LeaseDecision::Busy { .. } => return Ok(false),
         LeaseDecision::Create => {
-            cluster
-                .create(&lease(namespace, identity, now, now, 0, None))
-                .await
+            let object = lease(namespace, identity, now, now, 0, None);
+            match cluster.create(&object).await {
+                // The system namespace does not exist yet: make it, as a first enable would.
+                Err(cluster::Error::NotFound { .. }) => {
+                    cluster
+                        .create_if_missing(&namespace_object(namespace))
+                        .await?;
+                    cluster.create(&object).await
+                }
+                other => other,
+            }
         }
         LeaseDecision::TakeOver {
             resource_version,

@@ -29,7 +29,8 @@ pub struct ManifestOptions {
 /// The documents, each with a comment saying why it is there.
 pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
     let ns = options.namespace.as_str();
-    let labels = json!({"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "addonctl"});
+    let labels =
+        json!({"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "addonctl"});
     let role = if options.admin {
         Role::Admin
     } else {
@@ -38,7 +39,7 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
     let mut out = vec![
         (
             "The Addon resource: addons declared in the system namespace".to_owned(),
-            serde_json::to_value(Addon::crd()).unwrap_or(Value::Null),
+            crd(),
         ),
         (
             "The identity the controller runs as".to_owned(),
@@ -96,6 +97,34 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
     out
 }
 
+/// The `Addon` CRD, its schema without `default`s: the API server stores an `Addon` as it
+/// was written (and refuses the `null` defaults schemars writes for optional fields).
+pub fn crd() -> Value {
+    let mut crd = serde_json::to_value(Addon::crd()).unwrap_or(Value::Null);
+    strip_defaults(&mut crd);
+    crd
+}
+
+/// Removes `default` from every schema under `value` (not a property named `default`).
+fn strip_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("default");
+            for (key, inner) in map.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(properties) = inner {
+                        properties.values_mut().for_each(strip_defaults);
+                    }
+                } else {
+                    strip_defaults(inner);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_defaults),
+        _ => {}
+    }
+}
+
 fn binding(kind: &str, name: &str, role_kind: &str, role: &str, ns: &str, labels: &Value) -> Value {
     let mut metadata = json!({"name": name, "labels": labels});
     if kind == "RoleBinding" {
@@ -107,7 +136,8 @@ fn binding(kind: &str, name: &str, role_kind: &str, role: &str, ns: &str, labels
 }
 
 fn deployment(options: &ManifestOptions, labels: &Value) -> Value {
-    let probe = |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10});
+    let probe =
+        |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10});
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": NAME, "namespace": options.namespace, "labels": labels},
@@ -198,6 +228,10 @@ mod tests {
         assert_eq!(
             documents(&options(true))[4].1["metadata"]["name"],
             "addonctl-admin"
+        );
+        assert!(
+            !operator[0].1.to_string().contains("\"default\""),
+            "the CRD's schema has no defaults"
         );
         let text = render(&options(false)).unwrap();
         assert!(text.contains("# - leases: leader election"), "{text}");

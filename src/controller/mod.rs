@@ -25,6 +25,7 @@
 //! `Stalled` and retried at the slowest pace only; every request goes through the cluster's
 //! rate limit.
 
+mod converge;
 pub mod crd;
 pub mod engine;
 mod leader;
@@ -32,7 +33,6 @@ pub mod manifests;
 mod metrics;
 mod reconcile;
 mod serve;
-mod converge;
 pub mod targets;
 
 use std::net::SocketAddr;
@@ -190,13 +190,12 @@ impl Controller {
     /// Opens the HTTP endpoint (see [`Controller::address`] for the port chosen for port 0).
     pub async fn bind(ctx: Context, settings: ControllerSettings) -> Result<Controller> {
         let address = settings.metrics_address;
-        let listener =
-            tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|source| Error::Listen {
-                    address: address.to_string(),
-                    source,
-                })?;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Listen {
+                address: address.to_string(),
+                source,
+            })?;
         let address = listener.local_addr().map_err(|source| Error::Listen {
             address: address.to_string(),
             source,
@@ -230,9 +229,11 @@ impl Controller {
             Arc::clone(&self.shared),
             stopped.clone(),
         ));
-        let election = self.shared.settings.leader_elect.then(|| {
-            tokio::spawn(leader::elect(Arc::clone(&self.shared), stopped.clone()))
-        });
+        let election = self
+            .shared
+            .settings
+            .leader_elect
+            .then(|| tokio::spawn(leader::elect(Arc::clone(&self.shared), stopped.clone())));
         let reconciling = reconcile::run_while_leading(Arc::clone(&self.shared), stopped);
         tokio::pin!(reconciling);
         let finished = tokio::select! {

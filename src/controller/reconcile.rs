@@ -44,6 +44,9 @@ pub(super) struct Memo {
     pub failures: u32,
     /// The generation of those failures.
     pub failed_generation: Option<i64>,
+    /// Not before this instant is a failed generation tried again (the `Addon`'s own status
+    /// writes trigger reconciles too; they must not shorten the back-off).
+    pub retry_at: Option<Instant>,
 }
 
 /// What every reconcile of one leadership term shares.
@@ -152,7 +155,10 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     let (clusters, clusters_writer) = reflector::store();
     let cluster_events = reflector::reflector(
         clusters_writer,
-        watcher(secrets.clone(), config.clone().labels(LABEL_CREDENTIAL_TYPE)),
+        watcher(
+            secrets.clone(),
+            config.clone().labels(LABEL_CREDENTIAL_TYPE),
+        ),
     )
     .touched_objects();
     let (records, records_writer) = reflector::store();

@@ -42,10 +42,7 @@ impl Targets {
 }
 
 /// Whether `labels` satisfy `selector`; an unknown operator is an error naming it.
-pub fn matches(
-    selector: &LabelSelector,
-    labels: &BTreeMap<String, String>,
-) -> Result<bool, Error> {
+pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, Error> {
     if !selector
         .match_labels
         .iter()
@@ -341,7 +338,12 @@ mod tests {
     #[test]
     fn overrides_apply_when_every_target_gets_the_same_ones_and_are_refused_otherwise() {
         let mut spec = AddonSpec {
-            parameters: Some(json!({"replicas": 1, "image": {"tag": "a"}}).as_object().unwrap().clone()),
+            parameters: Some(
+                json!({"replicas": 1, "image": {"tag": "a"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
             cluster_selector: Some(selector(&[("env", "prod")])),
             overrides: vec![Override {
                 cluster_selector: selector(&[("env", "prod")]),

@@ -159,7 +159,10 @@ mod tests {
 
     #[test]
     fn durations_take_a_unit_and_refuse_nonsense() {
-        assert_eq!(duration("--x", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            duration("--x", "250ms").unwrap(),
+            Duration::from_millis(250)
+        );
         assert_eq!(duration("--x", "30").unwrap(), Duration::from_secs(30));
         assert_eq!(duration("--x", "5m").unwrap(), Duration::from_secs(300));
         assert_eq!(duration("--x", "1h").unwrap(), Duration::from_secs(3600));
