@@ -291,19 +291,16 @@ impl AddonStatus {
             .conditions
             .iter()
             .position(|c| c.type_ == condition.type_);
-        match previous {
-            Some(i) => {
-                condition.last_transition_time = if self.conditions[i].status == condition.status {
-                    self.conditions[i].last_transition_time.clone()
-                } else {
-                    Some(now.to_owned())
-                };
-                self.conditions[i] = condition;
-            }
-            None => {
-                condition.last_transition_time = Some(now.to_owned());
-                self.conditions.push(condition);
-            }
+        if let Some(i) = previous {
+            condition.last_transition_time = if self.conditions[i].status == condition.status {
+                self.conditions[i].last_transition_time.clone()
+            } else {
+                Some(now.to_owned())
+            };
+            self.conditions[i] = condition;
+        } else {
+            condition.last_transition_time = Some(now.to_owned());
+            self.conditions.push(condition);
         }
     }
 }

@@ -119,6 +119,10 @@ pub(super) async fn run_while_leading(
 }
 
 /// Resolves when leadership is lost or the controller stops.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "`graceful_shutdown_on` needs the future to be `Sync`, which this signature states"
+)]
 fn term_ended(
     mut leader: tokio::sync::watch::Receiver<bool>,
     mut stopped: tokio::sync::watch::Receiver<bool>,

@@ -4,6 +4,7 @@
 //! one.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
@@ -227,7 +228,10 @@ pub fn digest(
     }
     hasher.update(secret_versions.join(","));
     let bytes = hasher.finalize();
-    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    bytes.iter().take(16).fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }
 
 /// `local` and the joined clusters (name, labels), `local` first.
