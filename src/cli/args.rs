@@ -238,6 +238,7 @@ pub struct ControllerArgs {
 pub enum ControllerCommand {
     /// Print the `Addon` CRD, the controller's ServiceAccount, least-privilege RBAC and
     /// Deployment, for `kubectl apply -f -`.
+    #[command(after_help = help::CONTROLLER_MANIFESTS)]
     Manifests(ManifestsArgs),
 }
 
