@@ -216,8 +216,8 @@ pub struct ControllerArgs {
     /// safely); `--leader-elect=false` reconciles at once.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: bool,
-    /// How often every `Addon` is planned again, so new versions matching its constraint are
-    /// applied (`30s`, `5m`, `1h`).
+    /// How often every `Addon` is planned again (`30s`, `5m`, `1h`); registries are listed once
+    /// per process, so a newly published version is seen after a restart.
     #[arg(long, default_value = "5m")]
     pub registry_poll: String,
     /// The first retry's delay after a failed reconcile (doubling each failure).

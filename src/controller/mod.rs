@@ -144,8 +144,8 @@ pub struct ControllerSettings {
     pub metrics_address: SocketAddr,
     /// Reconcile only while holding the Lease `addonctl-controller` (several replicas).
     pub leader_elect: bool,
-    /// Every `Addon` is planned again at this pace, so a new version matching its constraint
-    /// is rolled out.
+    /// Every `Addon` is planned again at this pace (the registries' listings are read once
+    /// per process for now, so a version published later is seen after a restart).
     pub registry_poll: Duration,
     /// Retry pacing.
     pub backoff: Backoff,
