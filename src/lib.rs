@@ -41,6 +41,7 @@ pub mod apply;
 mod chain;
 pub mod cluster;
 pub mod context;
+pub mod controller;
 pub mod cue;
 pub mod drift;
 pub mod error;

@@ -259,6 +259,8 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
         &["rollout"],
         &["rollout", "run"],
         &["rbac"],
+        &["controller"],
+        &["controller", "manifests"],
         &["completion"],
         &["version"],
     ];

@@ -9,6 +9,7 @@ mod cli_conventions;
 mod cli_kubeconfig;
 mod cli_lint;
 mod control_plane;
+mod controller;
 mod cue_addons;
 mod cue_oracle;
 mod day_two;

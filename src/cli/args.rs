@@ -171,6 +171,9 @@ pub enum Command {
     /// `kubectl apply -f -`.
     #[command(after_help = help::RBAC)]
     Rbac(RbacArgs),
+    /// Run the controller that reconciles `Addon` resources, or print its manifests.
+    #[command(after_help = help::CONTROLLER)]
+    Controller(ControllerArgs),
     /// Print a shell completion script (bash, zsh, fish or powershell) on stdout.
     #[command(after_help = help::COMPLETION)]
     Completion(CompletionArgs),
@@ -245,6 +248,62 @@ pub struct RollbackArgs {
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// `manifests`: print the CRD, RBAC and Deployment instead of running.
+    #[command(subcommand)]
+    pub command: Option<ControllerCommand>,
+    /// Where `/healthz`, `/readyz` and `/metrics` listen (port 0: any free port, printed on
+    /// stderr).
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub metrics_addr: String,
+    /// Reconcile only while holding the Lease `addonctl-controller` (run several replicas
+    /// safely); `--leader-elect=false` reconciles at once.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How often every `Addon` is planned again (`30s`, `5m`, `1h`); registries are listed once
+    /// per process, so a newly published version is seen after a restart.
+    #[arg(long, default_value = "5m")]
+    pub registry_poll: String,
+    /// The first retry's delay after a failed reconcile (doubling each failure).
+    #[arg(long, default_value = "5s")]
+    pub backoff_initial: String,
+    /// The longest retry delay, and the pace of a `Stalled` `Addon`'s retries.
+    #[arg(long, default_value = "5m")]
+    pub backoff_max: String,
+    /// Failures in a row before an `Addon` is `Stalled`.
+    #[arg(long, default_value_t = 6)]
+    pub retry_budget: u32,
+    /// `Addon`s reconciled at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u16,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ControllerCommand {
+    /// Print the `Addon` CRD, the controller's ServiceAccount, least-privilege RBAC and
+    /// Deployment, for `kubectl apply -f -`.
+    #[command(after_help = help::CONTROLLER_MANIFESTS)]
+    Manifests(ManifestsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// The controller's image (an image of this build of addonctl; there is no default).
+    #[arg(long)]
+    pub image: String,
+    /// The namespace (default: the system namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Replicas of the Deployment (one leads, the others stand by).
+    #[arg(long, default_value_t = 2)]
+    pub replicas: u32,
+    /// Bind ClusterRole `addonctl-admin` instead of `addonctl-operator` (addons that put
+    /// arbitrary objects on the control plane need it).
+    #[arg(long)]
+    pub admin: bool,
 }
 
 #[derive(Debug, Args)]

@@ -121,6 +121,13 @@ pub const CLUSTER_LABELS: &str = "Examples:
   addonctl cluster labels edge-1 region=eu tier=edge";
 pub const RBAC: &str = "Examples:
   addonctl rbac | kubectl apply -f -";
+pub const CONTROLLER: &str = "Examples:
+  addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
+  addonctl controller --kubeconfig ~/.kube/config --metrics-addr 127.0.0.1:9090
+  addonctl controller --leader-elect=false --registry-poll 1m";
+pub const CONTROLLER_MANIFESTS: &str = "Examples:
+  addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
+  addonctl controller manifests --image example/addonctl:0.1 --admin --replicas 3";
 pub const COMPLETION: &str = "Examples:
   addonctl completion bash > ~/.local/share/bash-completion/completions/addonctl
   addonctl completion zsh > \"${fpath[1]}/_addonctl\"

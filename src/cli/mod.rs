@@ -152,6 +152,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands::rollout::run(&global, &cluster, printer, args).await
         }
         Command::Rbac(args) => commands::rbac::run(printer, &args),
+        Command::Controller(args) => {
+            if let Some(args::ControllerCommand::Manifests(manifests)) = &args.command {
+                return commands::controller::manifests(
+                    &GlobalSettings::resolve(global)?,
+                    printer,
+                    manifests,
+                );
+            }
+            let (global, cluster) = cluster_settings(global)?;
+            commands::controller::run(&global, &cluster, printer, args).await
+        }
         Command::Completion(args) => commands::completion::run(printer, &args),
         Command::Version(args) => commands::version::run(global, printer, &args).await,
     }

@@ -49,6 +49,11 @@ impl Printer {
         Ok(true)
     }
 
+    /// Whether `-q` was given.
+    pub fn quiet(self) -> bool {
+        self.quiet
+    }
+
     /// A progress line on stderr (hidden with `-q`).
     pub fn step(self, message: &str) {
         if !self.quiet {

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod completion;
+pub mod controller;
 pub mod disable;
 pub mod enable;
 pub mod get;

@@ -1,0 +1,531 @@
+//! One reconcile of one `Addon`:
+//!
+//! ```text
+//! read spec → resolve target clusters and parameters (secret ones read now)
+//!   → unchanged inputs and record?  → (health only, when not yet healthy)
+//!   → [rollout gate: which targets this pass may change — the rollout module plugs in here]
+//!   → plan → apply (the CLI's path; the record is written by apply)
+//!   → [drift: compare what the clusters hold with the record — the drift module plugs in here]
+//!   → health → status (written only when it changed)
+//! ```
+//!
+//! A failure is recorded in the status (`lastError`, `consecutiveFailures`, `Ready=False`) and
+//! retried after the back-off; once the retry budget is spent the `Addon` is `Stalled` and
+//! retried at the slowest pace. A suspended `Addon` is not applied.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::chrono::{SecondsFormat, Utc};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::ResourceExt;
+use serde_json::{json, Value};
+
+use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition};
+use super::engine::{self, Applied, Desired};
+use super::reconcile::Data;
+use super::targets::{self, KnownCluster, Targets};
+use super::{Error, Result};
+use crate::state::record::record_name;
+
+/// The status fields that may be absent (removed by writing `null`).
+const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
+    "observedGeneration",
+    "appliedVersion",
+    "registry",
+    "appliedRevision",
+    "inputsDigest",
+    "clusters",
+    "clusterSummary",
+    "rolloutStage",
+    "lastError",
+];
+/// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
+const HEALTH_RECHECK: Duration = Duration::from_secs(10);
+
+/// Reconciles an `Addon` that is not being deleted.
+pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
+    let started = Instant::now();
+    let name = addon.name_any();
+    let current = addon.status.clone().unwrap_or_default();
+    let generation = addon.metadata.generation;
+    if addon.spec.suspend {
+        let mut status = current.clone();
+        status.observed_generation = generation;
+        status.set_condition(
+            condition(
+                "Progressing",
+                false,
+                "Suspended",
+                "`spec.suspend` is true: nothing is applied until it is false",
+                generation,
+            ),
+            &now(),
+        );
+        write_status(data, &name, &current, &status).await?;
+        data.shared
+            .metrics
+            .reconciled(&name, started.elapsed(), false, true);
+        return Ok(Action::await_change());
+    }
+    let memo = data.memo(&name);
+    if let (true, Some(at)) = (memo.failed_generation == generation, memo.retry_at) {
+        let wait = at.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            return Ok(Action::requeue(wait));
+        }
+    }
+    match converge(addon, data, &current).await {
+        Ok((status, action, skipped)) => {
+            data.update_memo(&name, |memo| {
+                memo.failures = 0;
+                memo.failed_generation = None;
+                memo.retry_at = None;
+            });
+            write_status(data, &name, &current, &status).await?;
+            data.shared
+                .metrics
+                .reconciled(&name, started.elapsed(), false, skipped);
+            Ok(action)
+        }
+        Err(error) => {
+            let action = record_failure(addon, data, &current, &error).await?;
+            data.shared
+                .metrics
+                .reconciled(&name, started.elapsed(), true, false);
+            Ok(action)
+        }
+    }
+}
+
+/// Disables the addon of a deleted `Addon` (with the library's guards); a refusal is shown in
+/// the status and the finalizer stays.
+pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
+    let name = addon.name_any();
+    match engine::disable(&data.shared.ctx, &name).await {
+        Ok(disabled) => {
+            tracing::info!(addon = %name, disabled, "Addon deleted: addon disabled");
+            data.forget(&name);
+            Ok(Action::await_change())
+        }
+        Err(error) => {
+            let current = addon.status.clone().unwrap_or_default();
+            let mut status = current.clone();
+            status.last_error = Some(error.to_string());
+            status.set_condition(
+                condition(
+                    "Degraded",
+                    true,
+                    "DisableRefused",
+                    &format!(
+                        "the Addon is being deleted but the addon cannot be disabled: {error}"
+                    ),
+                    addon.metadata.generation,
+                ),
+                &now(),
+            );
+            write_status(data, &name, &current, &status).await?;
+            Err(error)
+        }
+    }
+}
+
+/// Resolves, applies when the inputs or the record changed, reads health; returns the new
+/// status, what to do next and whether the apply was skipped.
+async fn converge(
+    addon: &Addon,
+    data: &Data,
+    current: &AddonStatus,
+) -> Result<(AddonStatus, Action, bool)> {
+    let name = addon.name_any();
+    let spec = &addon.spec;
+    let generation = addon.metadata.generation;
+    let ctx = &data.shared.ctx;
+    let known = known_clusters(data);
+    let targets = targets::resolve(spec, &known)?;
+    let (secrets, versions) = read_secrets(data, spec).await?;
+    let digest = targets::digest(spec, &targets, &known, &versions);
+    let revision = data
+        .records
+        .get(&ObjectRef::<Secret>::new(&record_name(&name)).within(&ctx.namespace))
+        .and_then(|s| s.metadata.resource_version.clone());
+    let memo = data.memo(&name);
+    let poll_due = memo
+        .planned
+        .is_some_and(|t| t.elapsed() >= data.shared.settings.registry_poll);
+    let unchanged = if memo.planned.is_some() {
+        memo.digest == digest && memo.revision == revision
+    } else {
+        current.inputs_digest.as_deref() == Some(digest.as_str())
+            && current.applied_revision == revision
+            && current.observed_generation == generation
+            && current.consecutive_failures == 0
+    };
+    let mut status = current.clone();
+    status.observed_generation = generation;
+    status.consecutive_failures = 0;
+    status.last_error = None;
+    status.set_condition(
+        condition("Stalled", false, "Reconciling", "", generation),
+        &now(),
+    );
+    if unchanged && !poll_due {
+        let ready = status
+            .condition("Ready")
+            .is_some_and(|c| c.status == "True");
+        if memo.healthy || (memo.planned.is_none() && ready) {
+            return Ok((
+                status,
+                Action::requeue(data.shared.settings.registry_poll),
+                true,
+            ));
+        }
+        let healthy = observe_health(data, &name, &targets, &known, None, &mut status).await?;
+        return Ok((status, next(data, healthy), true));
+    }
+    if targets.clusters.as_ref().is_some_and(Vec::is_empty) {
+        let message = "no cluster matches `clusters` / `clusterSelector`: nothing is applied (the addon stays as it is)";
+        status.set_condition(
+            condition("Ready", false, "NoTargetClusters", message, generation),
+            &now(),
+        );
+        status.set_condition(
+            condition("Degraded", true, "NoTargetClusters", message, generation),
+            &now(),
+        );
+        return Ok((status, Action::await_change(), false));
+    }
+    // [rollout gate] The rollout module narrows `targets` to the clusters this pass may change
+    // (the current stage, `maxConcurrency`) and holds the rest; without a rollout every target
+    // changes at once.
+    let parameters = targets::parameters(spec, &targets, &known, &secrets)?;
+    let desired = Desired {
+        name: name.clone(),
+        registry: spec.registry.clone(),
+        version: spec.version.clone(),
+        args: parameters,
+    };
+    let applied = engine::apply(ctx, &desired).await?;
+    // [drift] The drift module compares what each cluster holds with the record here and, per
+    // `spec.drift.policy`, corrects, reports (`Drifted`) or ignores it.
+    let revision = engine::record_revision(ctx, &name).await?;
+    for cluster in &applied.clusters {
+        data.shared.metrics.applied(&cluster.name, &cluster.outcome);
+    }
+    status.applied_version = Some(applied.version.clone()).filter(|v| !v.is_empty());
+    status.registry = Some(applied.registry.clone()).filter(|r| !r.is_empty());
+    status.applied_revision.clone_from(&revision);
+    status.inputs_digest = Some(digest.clone());
+    let healthy =
+        observe_health(data, &name, &targets, &known, Some(&applied), &mut status).await?;
+    data.update_memo(&name, |memo| {
+        memo.digest = digest;
+        memo.revision = revision;
+        memo.planned = Some(Instant::now());
+        memo.healthy = healthy;
+    });
+    Ok((status, next(data, healthy), false))
+}
+
+fn next(data: &Data, healthy: bool) -> Action {
+    if healthy {
+        Action::requeue(data.shared.settings.registry_poll)
+    } else {
+        Action::requeue(HEALTH_RECHECK)
+    }
+}
+
+/// Reads the addon's health and sets the per-cluster list and the `Ready`, `Progressing` and
+/// `Degraded` conditions; returns whether every target is healthy.
+async fn observe_health(
+    data: &Data,
+    name: &str,
+    targets: &Targets,
+    known: &[KnownCluster],
+    applied: Option<&Applied>,
+    status: &mut AddonStatus,
+) -> Result<bool> {
+    let health = engine::health(&data.shared.ctx, name).await?;
+    let generation = status.observed_generation;
+    let mut names: Vec<String> = targets
+        .names(known)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    if targets.clusters.is_none() {
+        names = health.clusters.keys().cloned().collect();
+    }
+    let previous: BTreeMap<String, ClusterStatus> = status
+        .clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.clone()))
+        .collect();
+    let mut clusters = Vec::new();
+    for cluster in &names {
+        let outcome = applied
+            .and_then(|a| a.clusters.iter().find(|c| &c.name == cluster))
+            .or_else(|| previous.get(cluster));
+        let (state, message) = health
+            .clusters
+            .get(cluster)
+            .cloned()
+            .unwrap_or_else(|| ("unknown".to_owned(), None));
+        clusters.push(ClusterStatus {
+            name: cluster.clone(),
+            outcome: outcome.map_or_else(|| "unknown".to_owned(), |c| c.outcome.clone()),
+            health: state,
+            message: outcome.and_then(|c| c.message.clone()).or(message),
+        });
+    }
+    let healthy_count = clusters.iter().filter(|c| c.health == "healthy").count();
+    let failed: Vec<String> = clusters
+        .iter()
+        .filter(|c| c.outcome == "failed")
+        .map(|c| c.name.clone())
+        .collect();
+    let all_healthy = health.enabled && failed.is_empty();
+    status.cluster_summary = Some(format!("{healthy_count}/{}", clusters.len()));
+    status.clusters = clusters;
+    let now = now();
+    let ready_message = if all_healthy {
+        format!("enabled on {healthy_count} cluster(s)")
+    } else {
+        health
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("{healthy_count} of {} cluster(s) healthy", names.len()))
+    };
+    let reason = if all_healthy {
+        "Enabled"
+    } else {
+        "Progressing"
+    };
+    status.set_condition(
+        condition("Ready", all_healthy, reason, &ready_message, generation),
+        &now,
+    );
+    status.set_condition(
+        condition(
+            "Progressing",
+            !all_healthy,
+            if all_healthy { "Converged" } else { "Applying" },
+            "",
+            generation,
+        ),
+        &now,
+    );
+    let mut problems = Vec::new();
+    if !failed.is_empty() {
+        problems.push(format!("failed on {}", failed.join(", ")));
+    }
+    if !targets.unknown.is_empty() {
+        problems.push(format!(
+            "clusters not joined (skipped until they are): {}",
+            targets.unknown.join(", ")
+        ));
+    }
+    status.set_condition(
+        condition(
+            "Degraded",
+            !problems.is_empty(),
+            if problems.is_empty() {
+                "AsDeclared"
+            } else {
+                "ClusterProblems"
+            },
+            &problems.join("; "),
+            generation,
+        ),
+        &now,
+    );
+    Ok(all_healthy)
+}
+
+/// Records a failure in the status and returns when to retry.
+async fn record_failure(
+    addon: &Addon,
+    data: &Data,
+    current: &AddonStatus,
+    error: &Error,
+) -> Result<Action> {
+    let name = addon.name_any();
+    let generation = addon.metadata.generation;
+    let backoff = data.shared.settings.backoff;
+    let memo = data.memo(&name);
+    let from_status = if current.observed_generation == generation {
+        current.consecutive_failures
+    } else {
+        0
+    };
+    let from_memo = if memo.failed_generation == generation {
+        memo.failures
+    } else {
+        0
+    };
+    let failures = from_status.max(from_memo).saturating_add(1);
+    let delay = backoff.delay(failures);
+    data.update_memo(&name, |memo| {
+        memo.failures = failures;
+        memo.failed_generation = generation;
+        memo.healthy = false;
+        memo.retry_at = Some(Instant::now() + delay);
+    });
+    tracing::warn!(addon = %name, failures, "reconcile failed: {error}");
+    let mut status = current.clone();
+    status.observed_generation = generation;
+    status.consecutive_failures = failures;
+    status.last_error = Some(error.to_string());
+    let now = now();
+    let reason = if error.is_user_error() {
+        "InvalidSpec"
+    } else {
+        "ReconcileFailed"
+    };
+    status.set_condition(
+        condition("Ready", false, reason, &error.to_string(), generation),
+        &now,
+    );
+    let stalled = failures >= backoff.budget;
+    let message = if stalled {
+        format!(
+            "failed {failures} times in a row (the retry budget is {}): retrying every {}s only; fix the cause or edit the Addon",
+            backoff.budget,
+            backoff.max.as_secs()
+        )
+    } else {
+        String::new()
+    };
+    status.set_condition(
+        condition(
+            "Stalled",
+            stalled,
+            if stalled {
+                "RetryBudgetExhausted"
+            } else {
+                "Retrying"
+            },
+            &message,
+            generation,
+        ),
+        &now,
+    );
+    write_status(data, &name, current, &status).await?;
+    Ok(Action::requeue(delay))
+}
+
+/// `local` and the joined clusters, from the cluster Secret cache.
+fn known_clusters(data: &Data) -> Vec<KnownCluster> {
+    let joined = data
+        .clusters
+        .state()
+        .iter()
+        .filter_map(|secret| engine::known_cluster(&serde_json::to_value(secret.as_ref()).ok()?))
+        .collect();
+    targets::known_clusters(joined)
+}
+
+/// The secret parameters' values (by parameter path) and the versions of their Secrets (for
+/// the digest). A missing Secret or key is an error that says which and what to do.
+async fn read_secrets(
+    data: &Data,
+    spec: &AddonSpec,
+) -> Result<(Vec<(String, Value)>, Vec<String>)> {
+    let mut values = Vec::new();
+    let mut versions = Vec::new();
+    for parameter in &spec.secret_parameters {
+        let reference = &parameter.secret_ref;
+        let secret = data.secrets.get_opt(&reference.name).await?;
+        let namespace = &data.shared.ctx.namespace;
+        let Some(secret) = secret else {
+            return Err(Error::SecretParameter {
+                parameter: parameter.name.clone(),
+                reason: format!(
+                    "Secret `{}` does not exist in namespace `{namespace}`; create it (`kubectl -n {namespace} create secret generic {} --from-literal={}=…`)",
+                    reference.name, reference.name, reference.key
+                ),
+            });
+        };
+        let data_map = secret.data.clone().unwrap_or_default();
+        let Some(bytes) = data_map.get(&reference.key) else {
+            let keys: Vec<&str> = data_map.keys().map(String::as_str).collect();
+            return Err(Error::SecretParameter {
+                parameter: parameter.name.clone(),
+                reason: format!(
+                    "Secret `{}` has no key `{}` (its keys: {}); add the key or fix `secretRef.key`",
+                    reference.name,
+                    reference.key,
+                    if keys.is_empty() { "none".to_owned() } else { keys.join(", ") }
+                ),
+            });
+        };
+        let Ok(text) = String::from_utf8(bytes.0.clone()) else {
+            return Err(Error::SecretParameter {
+                parameter: parameter.name.clone(),
+                reason: format!(
+                    "key `{}` of Secret `{}` is not UTF-8 text",
+                    reference.key, reference.name
+                ),
+            });
+        };
+        values.push((parameter.name.clone(), Value::String(text)));
+        versions.push(format!(
+            "{}@{}",
+            reference.name,
+            secret.metadata.resource_version.unwrap_or_default()
+        ));
+    }
+    Ok((values, versions))
+}
+
+/// Writes the status with server-side apply, only when it changed.
+async fn write_status(
+    data: &Data,
+    name: &str,
+    current: &AddonStatus,
+    status: &AddonStatus,
+) -> Result<()> {
+    if status == current {
+        return Ok(());
+    }
+    // A merge patch of the whole status, every optional field absent now written as `null` so
+    // that it is removed (Kubernetes 1.20's server-side apply turns empty strings of a custom
+    // resource's status into `null`s its own schema then refuses).
+    let mut body = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut body {
+        for key in OPTIONAL_STATUS_FIELDS {
+            map.entry(key.to_owned()).or_insert(Value::Null);
+        }
+    }
+    data.api
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": body })),
+        )
+        .await?;
+    Ok(())
+}
+
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        observed_generation: generation,
+        last_transition_time: None,
+    }
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}

@@ -1,0 +1,222 @@
+//! The controller's only way into the stages: every call into [`crate::plan`], [`crate::apply`],
+//! [`crate::state`] and [`crate::status`] is in this file, so the reconciler above it works
+//! with the controller's own small types. It is the CLI's path: plan → apply (which writes the
+//! record, the one source of truth) → status; disable with its guards.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::crd::ClusterStatus;
+use super::targets::KnownCluster;
+use super::{Error, Result};
+use crate::context::{Context, NoopReporter};
+use crate::model::Constraint;
+
+/// What the reconciler asks for.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    /// The addon.
+    pub name: String,
+    /// Its registry, if pinned.
+    pub registry: Option<String>,
+    /// A version or a version constraint; `None` = the newest.
+    pub version: Option<String>,
+    /// Every argument (the `clusters` argument included when the spec names targets).
+    pub args: Map<String, Value>,
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// The version applied.
+    pub version: String,
+    /// The registry it came from.
+    pub registry: String,
+    /// Per cluster (direct engine): `applied` / `unchanged` / `failed`.
+    pub clusters: Vec<ClusterStatus>,
+    /// Whether the apply wrote nothing.
+    pub unchanged: bool,
+}
+
+/// The addon's health as `status` reads it.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    /// Per cluster the direct engine deployed to: `healthy`, `progressing` or `unreachable`.
+    pub clusters: BTreeMap<String, (String, Option<String>)>,
+    /// Whether the addon is enabled (every object there, every workload ready).
+    pub enabled: bool,
+    /// Why not, when `status` says.
+    pub reason: Option<String>,
+}
+
+/// Plans and applies `desired` as `addonctl enable` does, starting from the given arguments
+/// only (the spec is the whole truth: `--reset-values`).
+pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
+    let reference = match &desired.registry {
+        Some(registry) => format!("{registry}/{}", desired.name),
+        None => desired.name.clone(),
+    };
+    let version = exact_version(ctx, &reference, desired.version.as_deref()).await?;
+    let request = crate::plan::EnableRequest {
+        reference,
+        version,
+        args: desired.args.clone().into(),
+        reset_values: true,
+        ..crate::plan::EnableRequest::default()
+    };
+    let plan = crate::plan::plan(&ctx.planner(), &request, false).await?;
+    let reports = crate::apply::execute(&ctx.applier(), &plan, false, &NoopReporter).await?;
+    let Some(root) = reports.iter().find(|r| r.name == desired.name) else {
+        return Ok(Applied {
+            unchanged: true,
+            ..Applied::default()
+        });
+    };
+    let clusters = root
+        .clusters
+        .iter()
+        .map(|c| ClusterStatus {
+            name: c.cluster.clone(),
+            outcome: match (&c.error, c.changed + c.deleted) {
+                (Some(_), _) => "failed",
+                (None, 0) => "unchanged",
+                (None, _) => "applied",
+            }
+            .to_owned(),
+            health: "unknown".to_owned(),
+            message: c.error.clone(),
+        })
+        .collect();
+    Ok(Applied {
+        version: root.version.clone(),
+        registry: plan
+            .steps
+            .iter()
+            .find(|s| s.rendered.name == desired.name)
+            .map(|s| s.rendered.registry.clone())
+            .unwrap_or_default(),
+        clusters,
+        unchanged: reports.iter().all(crate::apply::StepReport::unchanged),
+    })
+}
+
+/// A plain version as it is; a constraint → the newest version of the registries matching it.
+async fn exact_version(
+    ctx: &Context,
+    reference: &str,
+    version: Option<&str>,
+) -> Result<Option<String>> {
+    let Some(version) = version.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let plain = version
+        .trim_start_matches('v')
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        && !version.contains(".x");
+    if plain {
+        return Ok(Some(version.to_owned()));
+    }
+    let constraint = Constraint::parse(version)
+        .map_err(|reason| Error::Spec(format!("`spec.version`: {reason}")))?;
+    let found = ctx
+        .catalog
+        .find(reference, None, Some(&constraint), None)
+        .await
+        .map_err(crate::Error::from)?;
+    Ok(found.addon.version)
+}
+
+/// The record's revision (its resourceVersion), `None` when there is no record.
+pub async fn record_revision(ctx: &Context, name: &str) -> Result<Option<String>> {
+    let record = ctx
+        .cluster
+        .get(
+            &crate::model::wire::secret_gvk(),
+            Some(&ctx.namespace),
+            &crate::state::record::record_name(name),
+        )
+        .await
+        .map_err(crate::Error::from)?;
+    Ok(record.and_then(|r| r.metadata.resource_version))
+}
+
+/// The addon's health, per cluster, as `addonctl status` reads it.
+pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
+    let status = crate::status::status(ctx.state(), name, None).await?;
+    let mut clusters = BTreeMap::new();
+    for cluster in &status.resources {
+        let (ready, total, missing) = cluster.readiness();
+        let entry = match (&cluster.error, missing, ready == total) {
+            (Some(e), _, _) => ("unreachable".to_owned(), Some(e.clone())),
+            (None, 0, true) => ("healthy".to_owned(), None),
+            (None, 0, false) => (
+                "progressing".to_owned(),
+                Some(format!("{ready}/{total} workloads ready")),
+            ),
+            (None, m, _) => (
+                "progressing".to_owned(),
+                Some(format!("{m} objects missing")),
+            ),
+        };
+        clusters.insert(cluster.cluster.clone(), entry);
+    }
+    Ok(Health {
+        clusters,
+        enabled: status.phase == crate::status::Phase::Enabled,
+        reason: status.reason,
+    })
+}
+
+/// Disables the addon with the library's guards (dependents, users of its definitions);
+/// `Ok(false)` when it was not enabled.
+pub async fn disable(ctx: &Context, name: &str) -> Result<bool> {
+    match crate::apply::disable(&ctx.applier(), name, false, &NoopReporter).await {
+        Ok(_) => Ok(true),
+        Err(crate::Error::NotEnabled { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A cluster Secret's cluster name and labels; `None` for a Secret that is not a valid
+/// cluster Secret (logged by the library).
+pub fn known_cluster(secret: &Value) -> Option<KnownCluster> {
+    let (info, _) = crate::cluster::set::ClusterCredentials::from_secret(secret).ok()?;
+    Some(KnownCluster {
+        name: info.name,
+        labels: crate::apply::clusters::stored_labels(secret),
+    })
+}
+
+pub use crate::state::lease::Decision as LeaseDecision;
+
+/// What `holder` does with the Lease as stored (`None`: there is none): the library's lock
+/// rules ([`crate::state::lease::decide`]), a holder whose process on this host is gone
+/// counting as expired. Also returns when the holder acquired it.
+pub fn lease_decision(
+    stored: Option<&Value>,
+    holder: &str,
+    now: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
+) -> (
+    LeaseDecision,
+    Option<k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>>,
+) {
+    let state = stored.map(crate::state::lease::LeaseState::of);
+    let acquired = state
+        .as_ref()
+        .filter(|s| s.holder == holder)
+        .and_then(|s| s.acquired);
+    let decision = crate::state::lease::decide(
+        state.as_ref(),
+        holder,
+        now,
+        false,
+        crate::state::lease::holder_is_gone,
+    );
+    (decision, acquired)
+}

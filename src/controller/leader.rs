@@ -1,0 +1,175 @@
+//! Leader election: the Lease `addonctl-controller` (`coordination.k8s.io/v1`) in the system
+//! namespace, held by one process at a time.
+//!
+//! Expected flow: every [`RETRY_PERIOD`] a follower reads the Lease and takes it when it is
+//! free, expired ([`LEASE_DURATION`] after its last renewal) or held by a process of this host
+//! that is gone; the leader renews it every [`RENEW_PERIOD`] (a replace with the read
+//! resourceVersion as precondition, so two processes never both win). A leader that has not
+//! renewed for [`RENEW_DEADLINE`] (the API server does not answer, or another took the Lease)
+//! stops leading before the Lease can expire for the others. On shutdown the leader releases
+//! the Lease (empty holder) so a standby takes over at once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
+use kube::core::GroupVersionKind;
+use serde_json::{json, Value};
+
+use super::engine::{lease_decision, LeaseDecision};
+use super::Shared;
+use crate::cluster;
+use crate::model::wire::namespace_object;
+
+/// The Lease's name.
+pub const LEASE: &str = "addonctl-controller";
+/// How long the Lease lasts without renewal.
+pub const LEASE_DURATION: Duration = Duration::from_secs(15);
+/// How long a leader goes on without a successful renewal.
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// How often the leader renews.
+pub const RENEW_PERIOD: Duration = Duration::from_secs(4);
+/// How often a follower tries.
+pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
+
+fn lease_gvk() -> GroupVersionKind {
+    GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
+}
+
+fn stamp(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Runs the election until `stopped` turns `true`, publishing leadership in `shared.leader`.
+pub(super) async fn elect(shared: Arc<Shared>, mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let mut last_renewal: Option<Instant> = None;
+    loop {
+        if *stopped.borrow() {
+            break;
+        }
+        match try_hold(&shared).await {
+            Ok(true) => last_renewal = Some(Instant::now()),
+            Ok(false) => last_renewal = None,
+            Err(e) => tracing::warn!("leader election: {e}"),
+        }
+        let leading = last_renewal.is_some_and(|t| t.elapsed() < RENEW_DEADLINE);
+        if leading != *shared.leader.borrow() {
+            if leading {
+                tracing::info!(identity = %shared.settings.identity, "became the leader");
+            } else {
+                tracing::warn!("lost the leadership: reconciling stops");
+            }
+            shared.leader.send_replace(leading);
+            shared.metrics.set_leader(leading);
+        }
+        let pause = if leading { RENEW_PERIOD } else { RETRY_PERIOD };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stopped.changed() => {}
+        }
+    }
+    if *shared.leader.borrow() {
+        shared.leader.send_replace(false);
+        shared.metrics.set_leader(false);
+        if let Err(e) = release(&shared).await {
+            tracing::warn!("releasing the Lease `{LEASE}`: {e}");
+        }
+    }
+}
+
+/// Takes or renews the Lease: `Ok(true)` when this process holds it now.
+async fn try_hold(shared: &Shared) -> cluster::Result<bool> {
+    let cluster = &shared.ctx.cluster;
+    let namespace = &shared.ctx.namespace;
+    let identity = &shared.settings.identity;
+    let stored = cluster
+        .get(&lease_gvk(), Some(namespace), LEASE)
+        .await?
+        .map(|s| serde_json::to_value(&s).unwrap_or(Value::Null));
+    let now = Utc::now();
+    let (decision, acquired) = lease_decision(stored.as_ref(), identity, now);
+    let written = match decision {
+        LeaseDecision::Busy { .. } => return Ok(false),
+        LeaseDecision::Create => {
+            let object = lease(namespace, identity, now, now, 0, None);
+            match cluster.create(&object).await {
+                // The system namespace does not exist yet: make it, as a first enable would.
+                Err(cluster::Error::NotFound { .. }) => {
+                    cluster
+                        .create_if_missing(&namespace_object(namespace))
+                        .await?;
+                    cluster.create(&object).await
+                }
+                other => other,
+            }
+        }
+        LeaseDecision::TakeOver {
+            resource_version,
+            transitions,
+        } => {
+            let object = lease(
+                namespace,
+                identity,
+                acquired.unwrap_or(now),
+                now,
+                transitions,
+                Some(&resource_version),
+            );
+            cluster.replace(&object).await
+        }
+    };
+    match written {
+        Ok(_) => Ok(true),
+        Err(cluster::Error::Conflict { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Empties the holder of the Lease if this process still holds it.
+async fn release(shared: &Shared) -> cluster::Result<()> {
+    let cluster = &shared.ctx.cluster;
+    let namespace = &shared.ctx.namespace;
+    let Some(stored) = cluster.get(&lease_gvk(), Some(namespace), LEASE).await? else {
+        return Ok(());
+    };
+    let value = serde_json::to_value(&stored).unwrap_or(Value::Null);
+    if value["spec"]["holderIdentity"] != shared.settings.identity.as_str() {
+        return Ok(());
+    }
+    let mut object = value;
+    object["spec"]["holderIdentity"] = json!("");
+    cluster.replace(&object).await?;
+    tracing::info!("released the Lease `{LEASE}`");
+    Ok(())
+}
+
+/// The Lease as `holder` writes it.
+fn lease(
+    namespace: &str,
+    holder: &str,
+    acquired: DateTime<Utc>,
+    now: DateTime<Utc>,
+    transitions: i64,
+    resource_version: Option<&str>,
+) -> Value {
+    let mut metadata = json!({
+        "name": LEASE,
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "addonctl"},
+    });
+    if let Some(version) = resource_version {
+        metadata["resourceVersion"] = json!(version);
+    }
+    json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": LEASE_DURATION.as_secs(),
+            "acquireTime": stamp(acquired),
+            "renewTime": stamp(now),
+            "leaseTransitions": transitions,
+        },
+    })
+}

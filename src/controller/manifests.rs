@@ -1,0 +1,239 @@
+//! What `addonctl controller manifests` prints: the `Addon` CRD, the controller's
+//! ServiceAccount, its least-privilege RBAC (each rule with the reason it is there) and its
+//! Deployment, as one multi-document YAML stream for `kubectl apply -f -`.
+
+use kube::CustomResourceExt as _;
+use serde_json::{json, Value};
+
+use super::crd::Addon;
+use super::leader::LEASE;
+use crate::model::access::Role;
+
+/// The controller's name (ServiceAccount, Role, bindings, Deployment).
+pub const NAME: &str = "addonctl-controller";
+
+/// What the manifests are made for.
+#[derive(Debug, Clone)]
+pub struct ManifestOptions {
+    /// The system namespace (where `Addon`s, records and cluster Secrets live).
+    pub namespace: String,
+    /// The controller's image.
+    pub image: String,
+    /// Replicas (with leader election one leads, the others stand by).
+    pub replicas: u32,
+    /// Bind `addonctl-admin` (every verb on every resource) instead of `addonctl-operator`:
+    /// needed when addons put arbitrary objects (CRDs, RBAC, workloads) on the control plane.
+    pub admin: bool,
+}
+
+/// The documents, each with a comment saying why it is there.
+pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
+    let ns = options.namespace.as_str();
+    let labels =
+        json!({"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "addonctl"});
+    let role = if options.admin {
+        Role::Admin
+    } else {
+        Role::Operator
+    };
+    let mut out = vec![
+        (
+            "The Addon resource: addons declared in the system namespace".to_owned(),
+            crd(),
+        ),
+        (
+            "The identity the controller runs as".to_owned(),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                   "metadata": {"name": NAME, "namespace": ns, "labels": labels}}),
+        ),
+        (
+            format!(
+                "The controller's own state, in the system namespace only:\n\
+                 - addons: watch the Addon resources and set their finalizer (get/list/watch/update/patch);\n\
+                 - addons/status: write conditions and per-cluster outcomes;\n\
+                 - leases: leader election (`{LEASE}`) and the per-addon locks every writer takes;\n\
+                 - events: report what it did on the Addon"
+            ),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": NAME, "namespace": ns, "labels": labels},
+                   "rules": [
+                       {"apiGroups": ["addonctl.io"], "resources": ["addons"],
+                        "verbs": ["get", "list", "watch", "update", "patch"]},
+                       {"apiGroups": ["addonctl.io"], "resources": ["addons/status", "addons/finalizers"],
+                        "verbs": ["get", "update", "patch"]},
+                       {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                        "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+                       {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+                   ]}),
+        ),
+        (
+            "Binds the Role above in the system namespace".to_owned(),
+            binding("RoleBinding", NAME, "Role", NAME, ns, &labels),
+        ),
+        (
+            format!(
+                "What `addonctl enable` itself needs (the shipped ClusterRole `{}`): records, argument and\n\
+                 cluster Secrets and registry ConfigMaps (read/write), KubeVela Applications and definitions,\n\
+                 namespaces (create), CRDs (read){}",
+                role.name(),
+                if options.admin {
+                    "; here `addonctl-admin`: addons that put arbitrary objects on the control plane need it"
+                } else {
+                    ".\nAddons that put other objects (CRDs, RBAC, workloads) on the control plane need\n\
+                     `addonctl-admin` instead: `addonctl controller manifests --admin`"
+                }
+            ),
+            role.cluster_role(),
+        ),
+        (
+            format!("Grants `{}` to the controller", role.name()),
+            binding("ClusterRoleBinding", NAME, "ClusterRole", role.name(), ns, &labels),
+        ),
+    ];
+    out.push((
+        "The controller: leader election through a Lease, so several replicas are safe".to_owned(),
+        deployment(options, &labels),
+    ));
+    out
+}
+
+/// The `Addon` CRD, its schema without `default`s: the API server stores an `Addon` as it
+/// was written (and refuses the `null` defaults schemars writes for optional fields).
+pub fn crd() -> Value {
+    let mut crd = serde_json::to_value(Addon::crd()).unwrap_or(Value::Null);
+    strip_defaults(&mut crd);
+    crd
+}
+
+/// Removes `default` from every schema under `value` (not a property named `default`).
+fn strip_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("default");
+            for (key, inner) in map.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(properties) = inner {
+                        properties.values_mut().for_each(strip_defaults);
+                    }
+                } else {
+                    strip_defaults(inner);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_defaults),
+        _ => {}
+    }
+}
+
+fn binding(kind: &str, name: &str, role_kind: &str, role: &str, ns: &str, labels: &Value) -> Value {
+    let mut metadata = json!({"name": name, "labels": labels});
+    if kind == "RoleBinding" {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": metadata,
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+           "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": ns}]})
+}
+
+fn deployment(options: &ManifestOptions, labels: &Value) -> Value {
+    let probe =
+        |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": NAME, "namespace": options.namespace, "labels": labels},
+        "spec": {
+            "replicas": options.replicas,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532},
+                    "containers": [{
+                        "name": "controller",
+                        "image": options.image,
+                        "args": ["controller", "--system-namespace", options.namespace,
+                                 "--metrics-addr", "0.0.0.0:9090", "--leader-elect"],
+                        "ports": [{"name": "http", "containerPort": 9090}],
+                        "livenessProbe": probe("/healthz"),
+                        "readinessProbe": probe("/readyz"),
+                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                      "limits": {"memory": "256Mi"}},
+                        "securityContext": {"allowPrivilegeEscalation": false,
+                                            "readOnlyRootFilesystem": true,
+                                            "capabilities": {"drop": ["ALL"]}},
+                        "env": [{"name": "HOME", "value": "/tmp"}],
+                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                    }],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                }
+            }
+        }
+    })
+}
+
+/// The documents as one YAML stream, each preceded by its comment.
+pub fn render(options: &ManifestOptions) -> Result<String, serde_yaml::Error> {
+    let mut out = String::new();
+    for (comment, document) in documents(options) {
+        out.push_str("---\n");
+        for line in comment.lines() {
+            out.push_str("# ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str(&serde_yaml::to_string(&document)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(admin: bool) -> ManifestOptions {
+        ManifestOptions {
+            namespace: "vela-system".into(),
+            image: "example/addonctl:1".into(),
+            replicas: 2,
+            admin,
+        }
+    }
+
+    #[test]
+    fn the_manifests_hold_the_crd_rbac_and_a_deployment_with_the_image() {
+        let operator = documents(&options(false));
+        let kinds: Vec<&str> = operator
+            .iter()
+            .map(|(_, d)| d["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "ServiceAccount",
+                "Role",
+                "RoleBinding",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Deployment"
+            ]
+        );
+        let deployment = &operator[6].1;
+        assert_eq!(
+            deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+            "example/addonctl:1"
+        );
+        assert_eq!(operator[4].1["metadata"]["name"], "addonctl-operator");
+        assert_eq!(
+            documents(&options(true))[4].1["metadata"]["name"],
+            "addonctl-admin"
+        );
+        assert!(
+            !operator[0].1.to_string().contains("\"default\""),
+            "the CRD's schema has no defaults"
+        );
+        let text = render(&options(false)).unwrap();
+        assert!(text.contains("# - leases: leader election"), "{text}");
+    }
+}

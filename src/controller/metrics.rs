@@ -1,0 +1,163 @@
+//! The controller's Prometheus metrics, written in the text exposition format (version 0.0.4)
+//! by hand: a few counters, one histogram and one gauge.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the reconcile duration histogram.
+const BUCKETS: [f64; 11] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+/// Every metric.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    reconciles: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
+    skipped: BTreeMap<String, u64>,
+    /// (cluster, outcome) → applies.
+    applies: BTreeMap<(String, String), u64>,
+    buckets: [u64; BUCKETS.len()],
+    duration_count: u64,
+    duration_sum: f64,
+    leader: bool,
+}
+
+impl Metrics {
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// One reconcile of `addon` finished (`error`: it failed; `skipped`: nothing to do).
+    pub fn reconciled(&self, addon: &str, took: Duration, error: bool, skipped: bool) {
+        self.with(|m| {
+            *m.reconciles.entry(addon.to_owned()).or_default() += 1;
+            if error {
+                *m.errors.entry(addon.to_owned()).or_default() += 1;
+            }
+            if skipped {
+                *m.skipped.entry(addon.to_owned()).or_default() += 1;
+            }
+            let seconds = took.as_secs_f64();
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                if seconds <= *bound {
+                    m.buckets[i] += 1;
+                }
+            }
+            m.duration_count += 1;
+            m.duration_sum += seconds;
+        });
+    }
+
+    /// An apply reached `cluster` with `outcome` (`applied`, `unchanged`, `failed`).
+    pub fn applied(&self, cluster: &str, outcome: &str) {
+        self.with(|m| {
+            *m.applies
+                .entry((cluster.to_owned(), outcome.to_owned()))
+                .or_default() += 1;
+        });
+    }
+
+    /// Whether this process leads.
+    pub fn set_leader(&self, leader: bool) {
+        self.with(|m| m.leader = leader);
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        self.with(|m| {
+            let mut out = String::new();
+            counter(
+                &mut out,
+                "addonctl_controller_reconciles_total",
+                "Reconciles of Addon resources, by addon.",
+                &m.reconciles,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_reconcile_errors_total",
+                "Reconciles that failed, by addon.",
+                &m.errors,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_reconciles_skipped_total",
+                "Reconciles that found nothing to apply (unchanged Addon and record), by addon.",
+                &m.skipped,
+            );
+            out.push_str("# HELP addonctl_controller_cluster_applies_total Applies per cluster and outcome.\n# TYPE addonctl_controller_cluster_applies_total counter\n");
+            for ((cluster, outcome), n) in &m.applies {
+                let _ = writeln!(
+                    out,
+                    "addonctl_controller_cluster_applies_total{{cluster=\"{}\",outcome=\"{}\"}} {n}",
+                    escape(cluster),
+                    escape(outcome)
+                );
+            }
+            out.push_str("# HELP addonctl_controller_reconcile_duration_seconds Time of one reconcile.\n# TYPE addonctl_controller_reconcile_duration_seconds histogram\n");
+            for (bound, n) in BUCKETS.iter().zip(m.buckets) {
+                let _ = writeln!(
+                    out,
+                    "addonctl_controller_reconcile_duration_seconds_bucket{{le=\"{bound}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "addonctl_controller_reconcile_duration_seconds_bucket{{le=\"+Inf\"}} {}\naddonctl_controller_reconcile_duration_seconds_sum {}\naddonctl_controller_reconcile_duration_seconds_count {}",
+                m.duration_count, m.duration_sum, m.duration_count
+            );
+            let _ = writeln!(
+                out,
+                "# HELP addonctl_controller_leader Whether this process leads (1) or stands by (0).\n# TYPE addonctl_controller_leader gauge\naddonctl_controller_leader {}",
+                u8::from(m.leader)
+            );
+            out
+        })
+    }
+}
+
+fn counter(out: &mut String, name: &str, help: &str, values: &BTreeMap<String, u64>) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (addon, n) in values {
+        let _ = writeln!(out, "{name}{{addon=\"{}\"}} {n}", escape(addon));
+    }
+}
+
+/// A label value escaped as the exposition format wants (`\`, `"`, newline).
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_counts_reconciles_errors_durations_and_leadership() {
+        let metrics = Metrics::default();
+        metrics.reconciled("fluxcd", Duration::from_millis(30), false, false);
+        metrics.reconciled("fluxcd", Duration::from_secs(3), true, false);
+        metrics.applied("m\"1", "applied");
+        metrics.set_leader(true);
+        let text = metrics.render();
+        for line in [
+            "addonctl_controller_reconciles_total{addon=\"fluxcd\"} 2",
+            "addonctl_controller_reconcile_errors_total{addon=\"fluxcd\"} 1",
+            "addonctl_controller_cluster_applies_total{cluster=\"m\\\"1\",outcome=\"applied\"} 1",
+            "addonctl_controller_reconcile_duration_seconds_bucket{le=\"0.05\"} 1",
+            "addonctl_controller_reconcile_duration_seconds_bucket{le=\"5\"} 2",
+            "addonctl_controller_reconcile_duration_seconds_count 2",
+            "addonctl_controller_leader 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Controller mode: `Addon` resources (`addonctl.io/v1alpha1`, in the system namespace)
+//! reconciled continuously through the CLI's own path (plan → apply → record → status).
+//!
+//! Parts:
+//! - [`crd`]: the `Addon` resource (spec, status, conditions);
+//! - [`manifests`]: the CRD, ServiceAccount, least-privilege RBAC and Deployment to install it;
+//! - [`targets`]: pure decisions (target clusters, parameters, the inputs digest);
+//! - [`engine`]: the only file that calls [`crate::plan`], [`crate::apply`], [`crate::state`]
+//!   and [`crate::status`];
+//! - `reconcile`: one reconcile of one `Addon` (resolve targets → [rollout gate] → plan/apply
+//!   → [drift] → status), back-off and retry budget;
+//! - `leader`: leader election with a `coordination.k8s.io` Lease;
+//! - `serve`: `/healthz`, `/readyz` and Prometheus `/metrics`;
+//!
+//! Expected flow: [`Controller::bind`] opens the HTTP endpoint; [`Controller::run`] elects a
+//! leader (or not, `leader_elect: false`), and while this process leads runs kube-runtime's
+//! `Controller` on `Addon` (a reflector cache and a work queue), also triggered by every
+//! cluster Secret (join, detach, label change: every `Addon` is looked at again) and by the
+//! records (an addon's record changed: its `Addon`). It returns when `shutdown` resolves,
+//! after releasing the Lease.
+//!
+//! Guarantees: only the leader writes; an unchanged `Addon` (same spec, target clusters and
+//! referenced Secret versions, unchanged record) is not planned again and writes nothing; a
+//! failing `Addon` is retried with exponential back-off and, after the retry budget, marked
+//! `Stalled` and retried at the slowest pace only; every request goes through the cluster's
+//! rate limit.
+
+mod converge;
+pub mod crd;
+pub mod engine;
+mod leader;
+pub mod manifests;
+mod metrics;
+mod reconcile;
+mod serve;
+pub mod targets;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::context::Context;
+
+/// The controller's errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A library stage failed.
+    #[error(transparent)]
+    Library(Box<crate::Error>),
+    /// The Kubernetes API failed.
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// The `Addon`'s spec cannot be reconciled as written.
+    #[error("invalid `Addon` spec: {0}")]
+    Spec(String),
+    /// Overrides that would give target clusters different parameters.
+    #[error("overrides give the target clusters different parameters ({0}); addonctl keeps one parameter set per addon (its record), so each override must select every target cluster or none of them")]
+    OverridesDiverge(String),
+    /// A `secretParameters` entry cannot be read.
+    #[error("secret parameter `{parameter}`: {reason}")]
+    SecretParameter {
+        /// The parameter.
+        parameter: String,
+        /// Why (the Secret or key is missing; never the value).
+        reason: String,
+    },
+    /// The HTTP endpoint cannot listen.
+    #[error("cannot listen on `{address}` for /healthz, /readyz and /metrics: {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The thread that runs reconciles is gone.
+    #[error("{0}")]
+    Worker(String),
+    /// The finalizer could not be added or removed.
+    #[error("finalizer `addonctl.io/disable`: {0}")]
+    Finalizer(String),
+}
+
+impl From<crate::Error> for Error {
+    fn from(e: crate::Error) -> Self {
+        Error::Library(Box::new(e))
+    }
+}
+
+impl Error {
+    /// Whether the user (or the author of the `Addon`) can fix it.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Error::Library(e) => e.is_user_error(),
+            Error::Spec(_)
+            | Error::OverridesDiverge(_)
+            | Error::SecretParameter { .. }
+            | Error::Listen { .. } => true,
+            Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
+        }
+    }
+}
+
+/// The controller's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Retry pacing of failing `Addon`s.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    /// The first retry's delay (doubled at each failure).
+    pub initial: Duration,
+    /// The longest delay; also the pace after the budget is spent.
+    pub max: Duration,
+    /// Failures in a row before the `Addon` is `Stalled`.
+    pub budget: u32,
+}
+
+impl Default for Backoff {
+    /// 5 s doubling to 5 min; `Stalled` after 6 failures in a row.
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+            budget: 6,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay after `failures` failures in a row (1 = the first).
+    pub fn delay(&self, failures: u32) -> Duration {
+        if failures >= self.budget {
+            return self.max;
+        }
+        let factor = 2u32.saturating_pow(failures.saturating_sub(1));
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerSettings {
+    /// Where `/healthz`, `/readyz` and `/metrics` listen (port 0: any free port).
+    pub metrics_address: SocketAddr,
+    /// Reconcile only while holding the Lease `addonctl-controller` (several replicas).
+    pub leader_elect: bool,
+    /// Every `Addon` is planned again at this pace (the registries' listings are read once
+    /// per process for now, so a version published later is seen after a restart).
+    pub registry_poll: Duration,
+    /// Retry pacing.
+    pub backoff: Backoff,
+    /// `Addon`s reconciled at once.
+    pub concurrency: u16,
+    /// Who this process is in the Lease.
+    pub identity: String,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        ControllerSettings {
+            metrics_address: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            leader_elect: true,
+            registry_poll: Duration::from_secs(300),
+            backoff: Backoff::default(),
+            concurrency: 4,
+            identity: crate::state::lease::holder_identity("controller"),
+        }
+    }
+}
+
+/// A controller whose HTTP endpoint listens.
+pub struct Controller {
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    address: SocketAddr,
+}
+
+/// What every task of the controller shares.
+struct Shared {
+    ctx: Context,
+    settings: ControllerSettings,
+    metrics: metrics::Metrics,
+    /// Whether this process leads (always `true` without leader election).
+    leader: tokio::sync::watch::Sender<bool>,
+    /// Whether `/readyz` answers 200.
+    ready: std::sync::atomic::AtomicBool,
+}
+
+impl Controller {
+    /// Opens the HTTP endpoint (see [`Controller::address`] for the port chosen for port 0).
+    pub async fn bind(ctx: Context, settings: ControllerSettings) -> Result<Controller> {
+        let address = settings.metrics_address;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Listen {
+                address: address.to_string(),
+                source,
+            })?;
+        let address = listener.local_addr().map_err(|source| Error::Listen {
+            address: address.to_string(),
+            source,
+        })?;
+        let (leader, _) = tokio::sync::watch::channel(!settings.leader_elect);
+        let shared = Arc::new(Shared {
+            ready: std::sync::atomic::AtomicBool::new(settings.leader_elect),
+            ctx,
+            settings,
+            metrics: metrics::Metrics::default(),
+            leader,
+        });
+        Ok(Controller {
+            shared,
+            listener,
+            address,
+        })
+    }
+
+    /// The address the HTTP endpoint listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Runs until `shutdown` resolves: serves HTTP, elects a leader, reconciles while leading;
+    /// then stops reconciling and releases the Lease.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<()> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let server = tokio::spawn(serve::serve(
+            self.listener,
+            Arc::clone(&self.shared),
+            stopped.clone(),
+        ));
+        let election = self
+            .shared
+            .settings
+            .leader_elect
+            .then(|| tokio::spawn(leader::elect(Arc::clone(&self.shared), stopped.clone())));
+        let reconciling = reconcile::run_while_leading(Arc::clone(&self.shared), stopped);
+        tokio::pin!(reconciling);
+        let finished = tokio::select! {
+            () = shutdown => false,
+            result = &mut reconciling => {
+                result?;
+                true
+            }
+        };
+        tracing::info!("shutting down: finishing the reconciles under way");
+        let _ = stop.send(true);
+        if !finished {
+            // The reconciles under way finish; nothing new starts.
+            let _ = tokio::time::timeout(Duration::from_secs(30), reconciling).await;
+        }
+        if let Some(election) = election {
+            let _ = tokio::time::timeout(Duration::from_secs(10), election).await;
+        }
+        server.abort();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_back_off_doubles_up_to_its_maximum_and_stays_there_after_the_budget() {
+        let backoff = Backoff {
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+            budget: 10,
+        };
+        let delays: Vec<u64> = (1..=9).map(|n| backoff.delay(n).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(backoff.delay(10).as_secs(), 300);
+        assert_eq!(backoff.delay(1000).as_secs(), 300);
+    }
+}

@@ -1,0 +1,356 @@
+//! The runtime wiring: while this process leads, kube-runtime's `Controller` on `Addon` (one
+//! reflector cache, one work queue), triggered by the `Addon`s, by every cluster Secret (a
+//! join, detach or label change maps to every `Addon`), by the records (a record maps to its
+//! `Addon`) and by the registry poll; each reconcile goes through the finalizer helper to
+//! [`converge`](super::converge).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::{Action, Config};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, ResourceExt};
+
+use super::converge;
+use super::crd::{Addon, FINALIZER};
+use super::{Error, Result, Shared};
+use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
+use crate::model::wire::LABEL_RECORD;
+
+/// Requeue delay when a reconcile returned an error the reconcile could not record.
+const ERROR_REQUEUE: Duration = Duration::from_secs(15);
+/// Triggers closer than this are merged into one reconcile.
+const DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// What a reconcile remembers of the last one of its `Addon` (this process only; after a
+/// leader change the status holds the same).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Memo {
+    /// The digest of the inputs last applied successfully.
+    pub digest: String,
+    /// The record's revision after that apply.
+    pub revision: Option<String>,
+    /// When it was last planned.
+    pub planned: Option<Instant>,
+    /// Whether every target cluster was healthy at the last look.
+    pub healthy: bool,
+    /// Failures in a row, with the generation they failed at.
+    pub failures: u32,
+    /// The generation of those failures.
+    pub failed_generation: Option<i64>,
+    /// Not before this instant is a failed generation tried again (the `Addon`'s own status
+    /// writes trigger reconciles too; they must not shorten the back-off).
+    pub retry_at: Option<Instant>,
+}
+
+/// What every reconcile of one leadership term shares.
+pub(super) struct Data {
+    pub shared: Arc<Shared>,
+    pub api: Api<Addon>,
+    pub secrets: Api<Secret>,
+    pub clusters: Store<Secret>,
+    pub records: Store<Secret>,
+    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
+    memo: Mutex<HashMap<String, Memo>>,
+}
+
+impl Data {
+    /// The memo of `name` (default when none).
+    pub fn memo(&self, name: &str) -> Memo {
+        self.memo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Changes the memo of `name`.
+    pub fn update_memo(&self, name: &str, f: impl FnOnce(&mut Memo)) {
+        f(self
+            .memo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(name.to_owned())
+            .or_default());
+    }
+
+    /// Forgets `name`.
+    pub fn forget(&self, name: &str) {
+        self.memo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+}
+
+/// Waits for leadership, reconciles while it lasts, and again, until `stopped` turns `true`.
+pub(super) async fn run_while_leading(
+    shared: Arc<Shared>,
+    stopped: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    let mut leader = shared.leader.subscribe();
+    let mut stopping = stopped.clone();
+    loop {
+        loop {
+            if *stopping.borrow() {
+                return Ok(());
+            }
+            if *leader.borrow_and_update() {
+                break;
+            }
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() { return Ok(()) },
+                changed = stopping.changed() => if changed.is_err() { return Ok(()) },
+            }
+        }
+        let ended = term_ended(shared.leader.subscribe(), stopped.clone());
+        run_term(&shared, ended).await;
+        if !shared.settings.leader_elect {
+            return Ok(());
+        }
+    }
+}
+
+/// Resolves when leadership is lost or the controller stops.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "`graceful_shutdown_on` needs the future to be `Sync`, which this signature states"
+)]
+fn term_ended(
+    mut leader: tokio::sync::watch::Receiver<bool>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send + Sync + 'static {
+    async move {
+        loop {
+            if !*leader.borrow_and_update() || *stopped.borrow_and_update() {
+                return;
+            }
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() { return },
+                changed = stopped.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+}
+
+/// One leadership term: the caches, the work queue and the reconciles, until `ended`.
+async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send + Sync + 'static) {
+    let client = shared.ctx.cluster.client().clone();
+    let namespace = shared.ctx.namespace.clone();
+    let api: Api<Addon> = Api::namespaced(client.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(client, &namespace);
+    // A watch ends before the connection's read timeout would cut it.
+    let seconds = shared
+        .ctx
+        .cluster
+        .request_timeout()
+        .saturating_sub(Duration::from_secs(5))
+        .as_secs()
+        .clamp(1, 290);
+    let config = watcher::Config::default().timeout(u32::try_from(seconds).unwrap_or(290));
+
+    let (clusters, clusters_writer) = reflector::store();
+    let cluster_events = reflector::reflector(
+        clusters_writer,
+        watcher(
+            secrets.clone(),
+            config.clone().labels(LABEL_CREDENTIAL_TYPE),
+        ),
+    )
+    .touched_objects();
+    let (records, records_writer) = reflector::store();
+    let record_events = reflector::reflector(
+        records_writer,
+        watcher(
+            secrets.clone(),
+            config.clone().labels(&format!("{LABEL_RECORD}=true")),
+        ),
+    )
+    .touched_objects();
+
+    let runtime = kube::runtime::Controller::new(api.clone(), config).with_config(
+        Config::default()
+            .debounce(DEBOUNCE)
+            .concurrency(shared.settings.concurrency.max(1)),
+    );
+    let addons = runtime.store();
+    mark_ready_when_synced(shared, addons.clone());
+    let every_addon = addons.clone();
+    let record_namespace = namespace.clone();
+    let poll = shared.settings.registry_poll.max(Duration::from_secs(1));
+    let ticks = futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(poll).await;
+        Some(((), ()))
+    });
+    let data = Arc::new(Data {
+        shared: Arc::clone(shared),
+        api,
+        secrets,
+        clusters,
+        records,
+        jobs: worker(),
+        memo: Mutex::new(HashMap::new()),
+    });
+    runtime
+        .watches_stream(cluster_events, move |_: Secret| {
+            every_addon
+                .state()
+                .iter()
+                .map(|a| ObjectRef::from_obj(a.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .watches_stream(record_events, move |record: Secret| {
+            record
+                .name_any()
+                .strip_prefix("addon-record-")
+                .map(|addon| ObjectRef::<Addon>::new(addon).within(&record_namespace))
+        })
+        .reconcile_all_on(ticks)
+        .graceful_shutdown_on(ended)
+        .run(reconcile, error_policy, data)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!("controller: {e}");
+            }
+        })
+        .await;
+}
+
+/// Without leader election, `/readyz` turns ready once the `Addon` cache has synced.
+fn mark_ready_when_synced(shared: &Arc<Shared>, addons: Store<Addon>) {
+    if shared.settings.leader_elect {
+        return;
+    }
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        if addons.wait_until_ready().await.is_ok() {
+            shared.ready.store(true, Ordering::Relaxed);
+        }
+    });
+}
+
+/// One reconcile: the finalizer is added first (the patch triggers the next reconcile); a
+/// deleted `Addon` is disabled before its finalizer goes (a refused disable keeps it).
+///
+/// The library's futures are not `Send` (the compiler cannot prove it through their stream
+/// combinators), so the reconcile itself runs on the term's worker thread ([`worker`]) and this
+/// future only waits for its answer.
+fn reconcile(
+    addon: Arc<Addon>,
+    data: Arc<Data>,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<Action>> + Send>> {
+    Box::pin(async move {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            addon,
+            data: Arc::clone(&data),
+            reply,
+        };
+        if data.jobs.send(job).is_err() {
+            return Err(Error::Worker("the reconcile thread has stopped".to_owned()));
+        }
+        answer
+            .await
+            .map_err(|_| Error::Worker("the reconcile thread dropped a reconcile".to_owned()))?
+    })
+}
+
+/// One reconcile for the worker thread.
+pub(super) struct Job {
+    addon: Arc<Addon>,
+    data: Arc<Data>,
+    reply: tokio::sync::oneshot::Sender<Result<Action>>,
+}
+
+/// The term's worker thread: a single-threaded runtime whose local task set runs every
+/// reconcile (concurrently, as tasks) until the term's job queue closes.
+fn worker() -> tokio::sync::mpsc::UnboundedSender<Job> {
+    let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
+    let spawned = std::thread::Builder::new()
+        .name("addonctl-reconcile".to_owned())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    tracing::error!("cannot start the reconcile thread's runtime: {e}");
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, async move {
+                while let Some(job) = queue.recv().await {
+                    tokio::task::spawn_local(async move {
+                        let result = reconcile_one(job.addon, job.data).await;
+                        let _ = job.reply.send(result);
+                    });
+                }
+            });
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the reconcile thread: {e}");
+    }
+    jobs
+}
+
+async fn reconcile_one(addon: Arc<Addon>, data: Arc<Data>) -> Result<Action> {
+    let finalizers = addon.finalizers();
+    let ours = finalizers.iter().any(|f| f == FINALIZER);
+    if addon.metadata.deletion_timestamp.is_some() {
+        if !ours {
+            return Ok(Action::await_change());
+        }
+        let action = converge::cleanup(&addon, &data).await?;
+        let rest: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
+        set_finalizers(&data, &addon, &rest).await?;
+        return Ok(action);
+    }
+    if !ours {
+        let mut all: Vec<&String> = finalizers.iter().collect();
+        let ours = FINALIZER.to_owned();
+        all.push(&ours);
+        set_finalizers(&data, &addon, &all).await?;
+        return Ok(Action::await_change());
+    }
+    converge::apply(&addon, &data).await
+}
+
+/// Replaces the `Addon`'s finalizers, as long as it is unchanged since it was read (its
+/// resourceVersion as precondition).
+async fn set_finalizers(data: &Data, addon: &Addon, finalizers: &[&String]) -> Result<()> {
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": addon.resource_version(),
+        }
+    });
+    let params = kube::api::PatchParams::default();
+    data.api
+        .patch(&addon.name_any(), &params, &kube::api::Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::Finalizer(e.to_string()))?;
+    Ok(())
+}
+
+/// A reconcile that failed without recording it (the status could not be written, a disable
+/// was refused): retried with the back-off of its failures.
+fn error_policy(addon: Arc<Addon>, error: &Error, data: Arc<Data>) -> Action {
+    let name = addon.name_any();
+    tracing::warn!(addon = %name, "reconcile failed: {error}");
+    let mut failures = 0;
+    data.update_memo(&name, |memo| {
+        memo.failures += 1;
+        failures = memo.failures;
+    });
+    let delay = data.shared.settings.backoff.delay(failures);
+    Action::requeue(delay.max(ERROR_REQUEUE.min(data.shared.settings.backoff.max)))
+}

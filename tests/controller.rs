@@ -1,0 +1,663 @@
+//! Controller mode against the real API servers: the `Addon` CRD applied from
+//! `addonctl controller manifests`, the controller run as a child process of the test (or
+//! in-process, where the test counts its requests), managed clusters joined into the test's
+//! system namespace. Every child is killed on drop; every wait is bounded.
+
+use std::collections::BTreeSet;
+use std::io::BufRead as _;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use addonctl::cluster::Cluster;
+use addonctl::context::{Context, Settings};
+use addonctl::controller::{Backoff, Controller, ControllerSettings};
+use serde::Deserialize as _;
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
+
+/// The label every fixture object carries: the addon's name.
+const LABEL: &str = "addonctl.test/addon";
+/// The `Addon` kind.
+const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
+/// The longest any condition is waited for.
+const WAIT: Duration = Duration::from_secs(60);
+/// The CRD kind.
+const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+
+/// An addon `name` at `version`: `count` (default 2) ConfigMaps in a namespace named after the
+/// system namespace, on the clusters of the `clusters` argument (every cluster without it).
+/// `broken`: rendering fails.
+fn fixture(name: &str, version: &str, broken: bool) -> TestAddon {
+    let fail = if broken {
+        "throw \"this addon is broken on purpose\";\n"
+    } else {
+        ""
+    };
+    let template = format!(
+        r#"{fail}let ns = context.namespace;
+let addon = context.metadata.name;
+let labels = #{{ "{LABEL}": addon }};
+let objects = [#{{ apiVersion: "v1", kind: "Namespace", metadata: #{{ name: ns, labels: labels }} }}];
+for i in 0..parameter.count {{
+    objects.push(#{{ apiVersion: "v1", kind: "ConfigMap",
+        metadata: #{{ name: `${{addon}}-${{i}}`, labels: labels }}, data: #{{ index: `${{i}}` }} }});
+}}
+#{{ output: application(#{{ components: [k8s_objects(addon, objects)],
+    policies: [topology("where", parameter.clusters)] }}) }}
+"#
+    );
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: {version}\ndescription: Fixture addon {name}\n"),
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    count: pint(2),\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file("template.rhai", &template)
+}
+
+fn managed(n: usize) -> &'static ClusterEnv {
+    Env::get().managed_n(n)
+}
+
+/// Names of the fixture ConfigMaps of `addon` in `namespace` on a cluster.
+async fn config_maps(cluster: &Cluster, namespace: &str, addon: &str) -> BTreeSet<String> {
+    list_on(cluster, Kind::CONFIG_MAP, Some(namespace))
+        .await
+        .into_iter()
+        .filter(|o| o["metadata"]["labels"][LABEL] == addon)
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
+    (0..count).map(|i| format!("{addon}-{i}")).collect()
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, at most [`WAIT`].
+async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(started.elapsed() < WAIT, "{what}: not within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The `Addon` CRD from `addonctl controller manifests`, applied once per test run.
+async fn install_crd(sb: &Sandbox) {
+    static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let output = sb
+        .cli()
+        .args([
+            "controller",
+            "manifests",
+            "--image",
+            "example/addonctl:test",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    INSTALLED
+        .get_or_init(|| async {
+            let admin = Env::get().control_plane().admin().await;
+            let crd = serde_yaml::Deserializer::from_str(&text)
+                .map(|d| Value::deserialize(d).unwrap())
+                .find(|d| d["kind"] == "CustomResourceDefinition")
+                .expect("the manifests hold the CRD");
+            admin.apply(&crd, "default").await.unwrap();
+            wait_for("the Addon CRD is established", || async {
+                let stored = admin
+                    .get(&CRD.gvk(), None, "addons.addonctl.io")
+                    .await
+                    .unwrap()?;
+                let stored = serde_json::to_value(stored).unwrap();
+                let established = stored["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True");
+                established.then_some(())
+            })
+            .await;
+        })
+        .await;
+    // Each test's own client must see the new group.
+    wait_for("the Addon kind is served", || async {
+        sb.api().refresh_discovery();
+        sb.api()
+            .serves(&ADDON.gvk())
+            .await
+            .unwrap_or(false)
+            .then_some(())
+    })
+    .await;
+}
+
+/// The system namespace, made if no join made it yet.
+async fn ensure_namespace(sb: &Sandbox) {
+    sb.api()
+        .create_if_missing(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
+        )
+        .await
+        .unwrap();
+}
+
+/// Creates or updates the `Addon` `name` with `spec`.
+async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
+    ensure_namespace(sb).await;
+    let object = json!({
+        "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+        "metadata": {"name": name, "namespace": sb.ns()},
+        "spec": spec,
+    });
+    let stored = sb.api().apply(&object, sb.ns()).await.unwrap();
+    serde_json::to_value(stored).unwrap()
+}
+
+async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
+    sb.get(ADDON, name).await
+}
+
+fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
+    addon["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// Waits until the `Addon` is `Ready` for its current generation.
+async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
+    wait_for(&format!("Addon `{name}` Ready"), || async {
+        let addon = addon(sb, name).await?;
+        let ready = condition(&addon, "Ready")?;
+        (ready["status"] == "True"
+            && ready["observedGeneration"] == addon["metadata"]["generation"]
+            && addon["status"]["observedGeneration"] == addon["metadata"]["generation"])
+            .then_some(addon)
+    })
+    .await
+}
+
+/// A controller running as a child process; killed when dropped.
+struct Child {
+    process: tokio::process::Child,
+    address: String,
+}
+
+impl Child {
+    /// `addonctl controller` for the sandbox (its kubeconfig, namespace, registries and
+    /// engine), with `extra` flags; waits until it prints its address.
+    async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
+        let mut command = sb.command();
+        command
+            .args(["controller", "--metrics-addr", "127.0.0.1:0"])
+            .args(["--backoff-initial", "1s", "--backoff-max", "4s"])
+            .args(extra)
+            .env("ADDONCTL_LOG", "addonctl=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut command = tokio::process::Command::from(command);
+        command.kill_on_drop(true);
+        let mut process = command.spawn().unwrap();
+        let stderr = process.stderr.take().unwrap().into_owned_fd().unwrap();
+        let (found, address) = std::sync::mpsc::channel();
+        // Reads stderr to its end (so the pipe never fills), echoing it for failing tests.
+        std::thread::spawn(move || {
+            let reader = std::io::BufReader::new(std::fs::File::from(stderr));
+            for line in reader.lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("http://").nth(1) {
+                    let _ = found.send(rest.split(';').next().unwrap_or_default().to_owned());
+                }
+                eprintln!("[controller] {line}");
+            }
+        });
+        let address =
+            tokio::task::spawn_blocking(move || address.recv_timeout(Duration::from_secs(30)))
+                .await
+                .unwrap()
+                .expect("the controller prints its address within 30s");
+        Child { process, address }
+    }
+
+    fn pid(&self) -> u32 {
+        self.process.id().unwrap()
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        http_get(&self.address, path).await
+    }
+}
+
+async fn http_get(address: &str, path: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .get(format!("http://{address}{path}"))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+// ------------------------------------------------------------------------------------ tests
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_addon_resource_follows_its_selector_across_joins_label_changes_detach_and_deletion() {
+    let spread = fixture("spread", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&spread]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[("env", "prod")]).await;
+    sb.join("m2", managed(2), &[("env", "staging")]).await;
+    let m1 = managed(1).admin().await;
+    let m2 = managed(2).admin().await;
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+
+    apply_addon(
+        &sb,
+        "spread",
+        json!({"clusterSelector": {"matchLabels": {"env": "prod"}}, "parameters": {"count": 2}}),
+    )
+    .await;
+
+    let ready = wait_ready(&sb, "spread").await;
+    assert_eq!(
+        config_maps(&m1, sb.ns(), "spread").await,
+        numbered("spread", 2)
+    );
+    assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
+    assert_eq!(ready["status"]["appliedVersion"], "1.0.0");
+    assert_eq!(ready["status"]["clusters"][0]["name"], "m1");
+    assert_eq!(ready["status"]["clusters"][0]["health"], "healthy");
+    assert_eq!(ready["status"]["clusterSummary"], "1/1");
+    assert_eq!(
+        ready["metadata"]["finalizers"],
+        json!(["addonctl.io/disable"])
+    );
+    let record = sb.record("spread").await;
+    assert_eq!(record.dispatched.keys().collect::<Vec<_>>(), ["m1"]);
+    let (code, body) = controller.get("/healthz").await;
+    assert_eq!((code, body.trim()), (200, "ok"));
+    let (code, metrics) = controller.get("/metrics").await;
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("addonctl_controller_reconciles_total{addon=\"spread\"}")
+            && metrics.contains(
+                "addonctl_controller_cluster_applies_total{cluster=\"m1\",outcome=\"applied\"} 1"
+            ),
+        "{metrics}"
+    );
+
+    // A cluster joined with matching labels is covered without touching the Addon.
+    let m2_labels = sb
+        .cli()
+        .args(["cluster", "labels", "m2", "env=prod"])
+        .output()
+        .unwrap();
+    assert!(m2_labels.status.success(), "{m2_labels:?}");
+    wait_for("m2 covered after its label change", || async {
+        (config_maps(&m2, sb.ns(), "spread").await == numbered("spread", 2)).then_some(())
+    })
+    .await;
+    // A cluster whose labels stop matching is cleaned.
+    let m1_labels = sb
+        .cli()
+        .args(["cluster", "labels", "m1", "env=staging"])
+        .output()
+        .unwrap();
+    assert!(m1_labels.status.success(), "{m1_labels:?}");
+    wait_for("m1 cleaned after its label change", || async {
+        config_maps(&m1, sb.ns(), "spread")
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    let status = wait_for("the status lists m2 only", || async {
+        let addon = addon(&sb, "spread").await?;
+        (addon["status"]["clusters"].as_array()?.len() == 1
+            && addon["status"]["clusters"][0]["name"] == "m2"
+            && condition(&addon, "Ready")?["status"] == "True")
+            .then_some(addon)
+    })
+    .await;
+    assert_eq!(
+        status["metadata"]["generation"],
+        ready["metadata"]["generation"]
+    );
+
+    // Detached: its objects are cleaned (by the detach) and the controller follows.
+    let detach = sb.cli().args(["cluster", "detach", "m2"]).output().unwrap();
+    assert!(detach.status.success(), "{detach:?}");
+    assert!(config_maps(&m2, sb.ns(), "spread").await.is_empty());
+    wait_for("the Addon has no target left", || async {
+        let addon = addon(&sb, "spread").await?;
+        (condition(&addon, "Ready")?["reason"] == "NoTargetClusters").then_some(())
+    })
+    .await;
+
+    // Deleted: disabled, then the finalizer goes and so does the resource.
+    sb.api()
+        .delete(&ADDON.gvk(), Some(sb.ns()), "spread")
+        .await
+        .unwrap();
+    wait_for("the Addon is gone", || async {
+        addon(&sb, "spread").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        sb.get(Kind::SECRET, "addon-record-spread").await.is_none(),
+        "the record is deleted with the addon"
+    );
+    drop(controller);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_addon_is_not_applied_again_and_an_edit_is() {
+    let spread = fixture("steady", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&spread]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[("env", "prod")]).await;
+    let m1 = managed(1).admin().await;
+    let (controller, stop, cluster, address) =
+        in_process(&sb, &[&spread], Backoff::default()).await;
+
+    apply_addon(&sb, "steady", json!({"clusters": ["m1"]})).await;
+    let ready = wait_ready(&sb, "steady").await;
+    assert_eq!(
+        config_maps(&m1, sb.ns(), "steady").await,
+        numbered("steady", 2)
+    );
+    let version = ready["metadata"]["resourceVersion"].clone();
+    let writes = cluster.counters().writes();
+
+    // A cluster Secret event re-evaluates every Addon; nothing changed, so nothing is written.
+    let labels = sb
+        .cli()
+        .args(["cluster", "labels", "m1", "team=a"])
+        .output()
+        .unwrap();
+    assert!(labels.status.success(), "{labels:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        cluster.counters().writes(),
+        writes,
+        "no writes for an unchanged Addon"
+    );
+    assert_eq!(
+        addon(&sb, "steady").await.unwrap()["metadata"]["resourceVersion"],
+        version
+    );
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(
+        metrics.contains("addonctl_controller_reconciles_skipped_total{addon=\"steady\"}"),
+        "{metrics}"
+    );
+
+    // An edit of the spec is applied.
+    apply_addon(
+        &sb,
+        "steady",
+        json!({"clusters": ["m1"], "parameters": {"count": 3}}),
+    )
+    .await;
+    wait_for("the third ConfigMap", || async {
+        (config_maps(&m1, sb.ns(), "steady").await == numbered("steady", 3)).then_some(())
+    })
+    .await;
+    wait_ready(&sb, "steady").await;
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), controller)
+        .await
+        .expect("the controller stops within 30s")
+        .unwrap();
+}
+
+/// A controller in this process on its own connection (so its requests are counted), without
+/// leader election; returns its task, its stop switch, its control-plane client and address.
+async fn in_process(
+    sb: &Sandbox,
+    addons: &[&TestAddon],
+    backoff: Backoff,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+    Cluster,
+    String,
+) {
+    let cluster = sb.cluster.admin().await;
+    let settings = Settings {
+        registry_dirs: addons.iter().map(|a| a.path_buf()).collect(),
+        engine: addonctl::context::EngineChoice::Direct,
+        ..Settings::new(sb.ns())
+    };
+    let ctx = Context::with_cluster(&settings, cluster.clone()).unwrap();
+    let controller = Controller::bind(
+        ctx,
+        ControllerSettings {
+            metrics_address: "127.0.0.1:0".parse().unwrap(),
+            leader_elect: false,
+            backoff,
+            ..ControllerSettings::default()
+        },
+    )
+    .await
+    .unwrap();
+    let address = controller.address().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        controller
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (task, stop, cluster, address)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_requests() {
+    let broken = fixture("broken", "1.0.0", true);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&broken]);
+    install_crd(&sb).await;
+    let backoff = Backoff {
+        initial: Duration::from_millis(500),
+        max: Duration::from_secs(2),
+        budget: 3,
+    };
+    let (controller, stop, cluster, address) = in_process(&sb, &[&broken], backoff).await;
+    let started = Instant::now();
+
+    apply_addon(&sb, "broken", json!({"clusters": ["local"]})).await;
+
+    let stalled = wait_for("Stalled", || async {
+        let addon = addon(&sb, "broken").await?;
+        (condition(&addon, "Stalled")?["status"] == "True").then_some(addon)
+    })
+    .await;
+    // Failures 1, 2 and 3 are 0.5 s and 1 s apart at least.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(stalled["status"]["consecutiveFailures"], 3);
+    assert_eq!(
+        condition(&stalled, "Stalled").unwrap()["reason"],
+        "RetryBudgetExhausted"
+    );
+    let ready = condition(&stalled, "Ready").unwrap();
+    assert_eq!(ready["status"], "False");
+    let error = stalled["status"]["lastError"].as_str().unwrap();
+    assert!(error.contains("broken on purpose"), "{error}");
+
+    // Stalled: retries at the slowest pace only, each costing a handful of requests.
+    let requests = cluster.counters().requests();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let later = addon(&sb, "broken").await.unwrap();
+    let failures = later["status"]["consecutiveFailures"].as_u64().unwrap();
+    assert!(
+        (3..=7).contains(&failures),
+        "{failures} failures in 6 s at one per 2 s"
+    );
+    let spent = cluster.counters().requests() - requests;
+    assert!(spent <= 80, "{spent} requests in 6 s while stalled");
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(
+        metrics.contains("addonctl_controller_reconcile_errors_total{addon=\"broken\"}"),
+        "{metrics}"
+    );
+
+    // Deleting it disables nothing (it was never enabled) and lets it go.
+    sb.api()
+        .delete(&ADDON.gvk(), Some(sb.ns()), "broken")
+        .await
+        .unwrap();
+    wait_for("the broken Addon is gone", || async {
+        addon(&sb, "broken").await.is_none().then_some(())
+    })
+    .await;
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), controller)
+        .await
+        .expect("the controller stops within 30s")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_secret_parameter_is_reported_without_any_secret_value() {
+    let spread = fixture("secretive", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&spread]);
+    install_crd(&sb).await;
+    let (controller, stop, _, _) = in_process(&sb, &[&spread], Backoff::default()).await;
+    ensure_namespace(&sb).await;
+    sb.api()
+        .apply(
+            &json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "creds", "namespace": sb.ns()},
+                    "stringData": {"other": "hunter2"}}),
+            sb.ns(),
+        )
+        .await
+        .unwrap();
+
+    apply_addon(
+        &sb,
+        "secretive",
+        json!({"clusters": ["local"],
+               "secretParameters": [{"name": "token", "secretRef": {"name": "creds", "key": "token"}}]}),
+    )
+    .await;
+
+    let failed = wait_for("the missing key reported", || async {
+        let addon = addon(&sb, "secretive").await?;
+        addon["status"]["lastError"].is_string().then_some(addon)
+    })
+    .await;
+    let error = failed["status"]["lastError"].as_str().unwrap();
+    assert!(
+        error.contains("`creds`") && error.contains("no key `token`") && error.contains("other"),
+        "{error}"
+    );
+    assert_eq!(
+        condition(&failed, "Ready").unwrap()["reason"],
+        "InvalidSpec"
+    );
+    assert!(!failed.to_string().contains("hunter2"));
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), controller)
+        .await
+        .expect("the controller stops within 30s")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_controllers_elect_one_leader_and_the_other_takes_over_when_it_dies() {
+    let spread = fixture("elected", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&spread]);
+    install_crd(&sb).await;
+    let first = Child::start(&sb, &["--leader-elect"]).await;
+    let lease = wait_for("a leader", || async {
+        let lease = sb.get(Kind::LEASE, "addonctl-controller").await?;
+        let holder = lease["spec"]["holderIdentity"].as_str()?.to_owned();
+        (!holder.is_empty()).then_some(holder)
+    })
+    .await;
+    assert!(lease.contains(&format!("pid {} ", first.pid())), "{lease}");
+    let second = Child::start(&sb, &["--leader-elect"]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, first_metrics) = first.get("/metrics").await;
+    let (_, second_metrics) = second.get("/metrics").await;
+    assert!(
+        first_metrics.contains("addonctl_controller_leader 1"),
+        "{first_metrics}"
+    );
+    assert!(
+        second_metrics.contains("addonctl_controller_leader 0"),
+        "{second_metrics}"
+    );
+    let (code, _) = second.get("/readyz").await;
+    assert_eq!(code, 200, "a standby is ready");
+
+    apply_addon(&sb, "elected", json!({"clusters": ["local"]})).await;
+    wait_ready(&sb, "elected").await;
+    assert_eq!(
+        config_maps(sb.api(), sb.ns(), "elected").await,
+        numbered("elected", 2)
+    );
+
+    // The leader dies without releasing the Lease: the standby takes over and reconciles.
+    let second_pid = second.pid();
+    let mut first = first;
+    first.process.kill().await.unwrap();
+    wait_for("the standby leads", || async {
+        let lease = sb.get(Kind::LEASE, "addonctl-controller").await?;
+        lease["spec"]["holderIdentity"]
+            .as_str()?
+            .contains(&format!("pid {second_pid} "))
+            .then_some(())
+    })
+    .await;
+    apply_addon(
+        &sb,
+        "elected",
+        json!({"clusters": ["local"], "parameters": {"count": 3}}),
+    )
+    .await;
+    wait_for("the new leader applies the edit", || async {
+        (config_maps(sb.api(), sb.ns(), "elected").await == numbered("elected", 3)).then_some(())
+    })
+    .await;
+    let (_, metrics) = second.get("/metrics").await;
+    assert!(
+        metrics.contains("addonctl_controller_leader 1"),
+        "{metrics}"
+    );
+}
