@@ -267,6 +267,10 @@ pub struct ControllerArgs {
     /// per process, so a newly published version is seen after a restart.
     #[arg(long, default_value = "5m")]
     pub registry_poll: String,
+    /// How often an `Addon`'s clusters are compared with its record when its drift policy is
+    /// `correct` or `warn` (`10s`, `1m`).
+    #[arg(long, default_value = "10s")]
+    pub drift_interval: String,
     /// The first retry's delay after a failed reconcile (doubling each failure).
     #[arg(long, default_value = "5s")]
     pub backoff_initial: String,

@@ -177,14 +177,11 @@ async fn converge(
             .condition("Ready")
             .is_some_and(|c| c.status == "True");
         if memo.healthy || (memo.planned.is_none() && ready) {
-            return Ok((
-                status,
-                Action::requeue(data.shared.settings.registry_poll),
-                true,
-            ));
+            observe_drift(data, addon, revision.as_ref(), &mut status).await?;
+            return Ok((status, next(data, addon, true), true));
         }
         let healthy = observe_health(data, &name, &targets, &known, None, &mut status).await?;
-        return Ok((status, next(data, healthy), true));
+        return Ok((status, next(data, addon, healthy), true));
     }
     if targets.clusters.as_ref().is_some_and(Vec::is_empty) {
         let message = "no cluster matches `clusters` / `clusterSelector`: nothing is applied (the addon stays as it is)";
@@ -209,9 +206,8 @@ async fn converge(
         args: parameters,
     };
     let applied = engine::apply(ctx, &desired).await?;
-    // [drift] The drift module compares what each cluster holds with the record here and, per
-    // `spec.drift.policy`, corrects, reports (`Drifted`) or ignores it.
     let revision = engine::record_revision(ctx, &name).await?;
+    observe_drift(data, addon, revision.as_ref(), &mut status).await?;
     for cluster in &applied.clusters {
         data.shared.metrics.applied(&cluster.name, &cluster.outcome);
     }
@@ -227,15 +223,101 @@ async fn converge(
         memo.planned = Some(Instant::now());
         memo.healthy = healthy;
     });
-    Ok((status, next(data, healthy), false))
+    Ok((status, next(data, addon, healthy), false))
 }
 
-fn next(data: &Data, healthy: bool) -> Action {
-    if healthy {
-        Action::requeue(data.shared.settings.registry_poll)
-    } else {
-        Action::requeue(HEALTH_RECHECK)
+/// When to look again: soon while not healthy; at the drift interval while drift is watched;
+/// else at the registry poll.
+fn next(data: &Data, addon: &Addon, healthy: bool) -> Action {
+    let settings = &data.shared.settings;
+    let watched =
+        engine::drift_spec(addon.spec.drift.as_ref()).policy != crate::drift::Policy::Ignore;
+    match (healthy, watched) {
+        (false, _) => Action::requeue(HEALTH_RECHECK.min(settings.registry_poll)),
+        (true, true) => Action::requeue(settings.drift_interval.min(settings.registry_poll)),
+        (true, false) => Action::requeue(settings.registry_poll),
     }
+}
+
+/// Compares the clusters with the record per the `Addon`'s drift policy and sets `Drifted`:
+/// `True` while objects differ (policy `warn`), `False` when none do or all were corrected
+/// (policy `correct`, reason `Corrected`). Clusters that cannot be read are left to the health
+/// conditions.
+async fn observe_drift(
+    data: &Data,
+    addon: &Addon,
+    revision: Option<&String>,
+    status: &mut AddonStatus,
+) -> Result<()> {
+    // A failed check is reported in `Drifted` and does not fail the reconcile: the addon is
+    // applied; drift is looked at again at the next interval.
+    let spec = engine::drift_spec(addon.spec.drift.as_ref());
+    let generation = status.observed_generation;
+    if spec.policy == crate::drift::Policy::Ignore {
+        status.conditions.retain(|c| c.type_ != "Drifted");
+        return Ok(());
+    }
+    let name = addon.name_any();
+    let mut memo = data.take_drift(&name);
+    let report = engine::drift(&data.shared.ctx, &name, revision, &spec, &mut memo).await;
+    data.put_drift(&name, memo);
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            tracing::warn!(addon = %name, %error, "drift check failed");
+            status.set_condition(
+                condition(
+                    "Drifted",
+                    false,
+                    "CheckFailed",
+                    &format!("the clusters could not be compared with the record: {error}"),
+                    generation,
+                ),
+                &now(),
+            );
+            return Ok(());
+        }
+    };
+    data.shared
+        .metrics
+        .drift(&name, report.drifts.len(), report.corrected.len());
+    let left: Vec<String> = report
+        .drifts
+        .iter()
+        .filter(|d| !report.corrected.contains(d))
+        .map(ToString::to_string)
+        .collect();
+    let shown = |items: &[String]| {
+        let mut text = items.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
+        if items.len() > 5 {
+            text.push_str(&format!("; and {} more", items.len() - 5));
+        }
+        text
+    };
+    let drifted = if !left.is_empty() {
+        tracing::warn!(addon = %name, drifted = left.len(), "objects differ from the record");
+        condition("Drifted", true, "Drifted", &shown(&left), generation)
+    } else if !report.corrected.is_empty() {
+        let corrected: Vec<String> = report.corrected.iter().map(ToString::to_string).collect();
+        tracing::info!(addon = %name, corrected = corrected.len(), "drift corrected");
+        condition(
+            "Drifted",
+            false,
+            "Corrected",
+            &format!("applied again: {}", shown(&corrected)),
+            generation,
+        )
+    } else {
+        condition(
+            "Drifted",
+            false,
+            "InSync",
+            "every object is as the record says",
+            generation,
+        )
+    };
+    status.set_condition(drifted, &now());
+    Ok(())
 }
 
 /// Reads the addon's health and sets the per-cluster list and the `Ready`, `Progressing` and

@@ -220,3 +220,74 @@ pub fn lease_decision(
     );
     (decision, acquired)
 }
+
+/// What drift handling keeps per addon between reconciles: the `resourceVersion` cache and the
+/// desired objects of the record's revision (rendered again only when the record changes).
+#[derive(Debug, Default)]
+pub struct DriftMemo {
+    /// Objects as last applied or observed in sync.
+    pub cache: crate::drift::DriftCache,
+    /// The record revision `desired` was rendered for, and the objects.
+    pub desired: Option<(Option<String>, Vec<Value>)>,
+}
+
+/// The `Addon`'s drift field in the drift module's terms.
+pub fn drift_spec(drift: Option<&super::crd::Drift>) -> crate::drift::DriftSpec {
+    use super::crd::DriftPolicy;
+    let drift = drift.cloned().unwrap_or_default();
+    crate::drift::DriftSpec {
+        policy: match drift.policy {
+            DriftPolicy::Correct => crate::drift::Policy::Correct,
+            DriftPolicy::Warn => crate::drift::Policy::Warn,
+            DriftPolicy::Ignore => crate::drift::Policy::Ignore,
+        },
+        exclusions: drift
+            .exclusions
+            .into_iter()
+            .map(|e| crate::drift::Exclusion {
+                kind: e.kind.unwrap_or_default(),
+                namespace: e.namespace,
+                name: e.name,
+                paths: e.paths,
+            })
+            .collect(),
+    }
+}
+
+/// Compares what the clusters hold with the addon's record (direct engine) and, per policy,
+/// corrects or reports; `revision` is the record's revision, so the desired objects are
+/// rendered once per revision.
+pub async fn drift(
+    ctx: &Context,
+    name: &str,
+    revision: Option<&String>,
+    spec: &crate::drift::DriftSpec,
+    memo: &mut DriftMemo,
+) -> Result<crate::drift::Report> {
+    if spec.policy == crate::drift::Policy::Ignore {
+        return Ok(crate::drift::Report::default());
+    }
+    let record = crate::drift::engine::record(ctx, name).await?;
+    if record.dispatched.is_empty() {
+        // KubeVela dispatched it (or it has no managed-cluster objects): nothing of addonctl's
+        // own to compare.
+        return Ok(crate::drift::Report {
+            policy: spec.policy,
+            ..crate::drift::Report::default()
+        });
+    }
+    let current = memo
+        .desired
+        .as_ref()
+        .is_some_and(|(r, _)| r.as_ref() == revision);
+    if !current {
+        let desired = crate::drift::engine::desired_objects(ctx, &record).await?;
+        memo.desired = Some((revision.cloned(), desired));
+    }
+    let desired = memo
+        .desired
+        .as_ref()
+        .map(|(_, d)| d.as_slice())
+        .unwrap_or(&[]);
+    Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
+}

@@ -20,6 +20,8 @@ struct Inner {
     reconciles: BTreeMap<String, u64>,
     errors: BTreeMap<String, u64>,
     skipped: BTreeMap<String, u64>,
+    drifted: BTreeMap<String, u64>,
+    corrected: BTreeMap<String, u64>,
     /// (cluster, outcome) → applies.
     applies: BTreeMap<(String, String), u64>,
     buckets: [u64; BUCKETS.len()],
@@ -63,6 +65,14 @@ impl Metrics {
         });
     }
 
+    /// A drift check of `addon` found `found` drifted objects and applied `corrected` again.
+    pub fn drift(&self, addon: &str, found: usize, corrected: usize) {
+        self.with(|m| {
+            *m.drifted.entry(addon.to_owned()).or_default() += found as u64;
+            *m.corrected.entry(addon.to_owned()).or_default() += corrected as u64;
+        });
+    }
+
     /// Whether this process leads.
     pub fn set_leader(&self, leader: bool) {
         self.with(|m| m.leader = leader);
@@ -89,6 +99,18 @@ impl Metrics {
                 "addonctl_controller_reconciles_skipped_total",
                 "Reconciles that found nothing to apply (unchanged Addon and record), by addon.",
                 &m.skipped,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_drifted_objects_total",
+                "Objects found different from the record by drift checks, by addon.",
+                &m.drifted,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_drift_corrections_total",
+                "Drifted objects applied again (policy `correct`), by addon.",
+                &m.corrected,
             );
             out.push_str("# HELP addonctl_controller_cluster_applies_total Applies per cluster and outcome.\n# TYPE addonctl_controller_cluster_applies_total counter\n");
             for ((cluster, outcome), n) in &m.applies {

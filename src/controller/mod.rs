@@ -79,6 +79,9 @@ pub enum Error {
     /// The finalizer could not be added or removed.
     #[error("finalizer `addonctl.io/disable`: {0}")]
     Finalizer(String),
+    /// Drift could not be checked or corrected.
+    #[error("drift: {0}")]
+    Drift(#[from] crate::drift::Error),
 }
 
 impl From<crate::Error> for Error {
@@ -92,6 +95,7 @@ impl Error {
     pub fn is_user_error(&self) -> bool {
         match self {
             Error::Library(e) => e.is_user_error(),
+            Error::Drift(e) => e.is_user_error(),
             Error::Spec(_)
             | Error::OverridesDiverge(_)
             | Error::SecretParameter { .. }
@@ -147,6 +151,10 @@ pub struct ControllerSettings {
     /// Every `Addon` is planned again at this pace (the registries' listings are read once
     /// per process for now, so a version published later is seen after a restart).
     pub registry_poll: Duration,
+    /// How often the clusters of an `Addon` whose drift policy is not `ignore` are compared
+    /// with its record (one metadata list per kind and cluster; full reads only of objects
+    /// whose `resourceVersion` moved).
+    pub drift_interval: Duration,
     /// Retry pacing.
     pub backoff: Backoff,
     /// `Addon`s reconciled at once.
@@ -161,6 +169,7 @@ impl Default for ControllerSettings {
             metrics_address: SocketAddr::from(([127, 0, 0, 1], 9090)),
             leader_elect: true,
             registry_poll: Duration::from_secs(300),
+            drift_interval: Duration::from_secs(10),
             backoff: Backoff::default(),
             concurrency: 4,
             identity: crate::state::lease::holder_identity("controller"),

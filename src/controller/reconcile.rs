@@ -58,6 +58,9 @@ pub(super) struct Data {
     pub records: Store<Secret>,
     jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     memo: Mutex<HashMap<String, Memo>>,
+    /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
+    /// `Addon` never overlap).
+    drift: Mutex<HashMap<String, super::engine::DriftMemo>>,
 }
 
 impl Data {
@@ -87,6 +90,27 @@ impl Data {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name);
+        self.drift
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+
+    /// Takes the drift state of `name` (empty when none) for one reconcile.
+    pub fn take_drift(&self, name: &str) -> super::engine::DriftMemo {
+        self.drift
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name)
+            .unwrap_or_default()
+    }
+
+    /// Puts the drift state of `name` back.
+    pub fn put_drift(&self, name: &str, memo: super::engine::DriftMemo) {
+        self.drift
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), memo);
     }
 }
 
@@ -197,6 +221,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         records,
         jobs: worker(),
         memo: Mutex::new(HashMap::new()),
+        drift: Mutex::new(HashMap::new()),
     });
     runtime
         .watches_stream(cluster_events, move |_: Secret| {

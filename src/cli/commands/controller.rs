@@ -99,6 +99,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
         metrics_address,
         leader_elect: args.leader_elect,
         registry_poll: duration("--registry-poll", &args.registry_poll)?,
+        drift_interval: duration("--drift-interval", &args.drift_interval)?,
         backoff,
         concurrency: args.concurrency.max(1),
         ..ControllerSettings::default()
