@@ -37,6 +37,7 @@ mod chain;
 pub mod cluster;
 pub mod context;
 pub mod cue;
+pub mod diff;
 pub mod error;
 pub mod lint;
 pub mod loader;

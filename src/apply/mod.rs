@@ -54,7 +54,10 @@ use crate::{Error, Result};
 pub use disable::{
     disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
 };
-pub use upgrade::{upgrade, UpgradeRequest};
+pub use upgrade::{upgrade, upgrade_plan, UpgradeRequest};
+// The pieces of applying that a dry run (`crate::diff`) reuses.
+pub(crate) use control_plane::{apply_order, owner_reference, stale, uses_vela, with_owner};
+pub(crate) use disable::control_plane_listing;
 
 /// Runs `work` control plane first: checks `needs` (refusing with every missing permission
 /// before any write), takes the lock of every addon in `addons` (in name order; refusing when

@@ -137,6 +137,10 @@ pub enum Command {
     /// List the addons of the registries and whether they are installed.
     #[command(visible_alias = "ls", after_help = help::LIST)]
     List(ListArgs),
+    /// Show what `enable` (with these arguments) would change, per cluster; change nothing.
+    /// Exits 1 when something would change, 0 when nothing would.
+    #[command(after_help = help::DIFF)]
+    Diff(DiffArgs),
     /// Change an installed addon's parameters or version.
     #[command(after_help = help::UPGRADE)]
     Upgrade(UpgradeArgs),
@@ -304,9 +308,11 @@ pub struct EnableArgs {
     /// Clusters to deploy to (the `clusters` parameter), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub clusters: Option<Vec<String>>,
-    /// Print the plan and every object; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// Change nothing: `--dry-run` (`=client`) prints the plan and every object (without a
+    /// reachable cluster, planned against an empty one); `--dry-run=server` has the API servers
+    /// dry-run every object and reports each as created, changed, unchanged or rejected.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,
@@ -419,11 +425,55 @@ pub struct UpgradeArgs {
     /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
     #[arg(long)]
     pub skip_api_check: bool,
+    /// Change nothing: `--dry-run` (`=client`) prints the plan and every object;
+    /// `--dry-run=server` has the API servers dry-run every object and reports each as
+    /// created, changed, unchanged or rejected.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
+    /// Print Secret data and `secret()` parameters in `--dry-run` output.
+    #[arg(long)]
+    pub show_secrets: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+/// `--dry-run`'s modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    /// The plan and every object, rendered here.
+    Client,
+    /// Every object dry-run by the API servers (`dryRun=All`), nothing stored.
+    Server,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The addon: `name`, `registry/name`, or a directory.
+    pub addon: String,
+    #[command(flatten)]
+    pub parameters: ParameterArgs,
+    /// Compare with this version (default: what `enable` would pick, the newest).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Clusters to deploy to (the `clusters` parameter), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub clusters: Option<Vec<String>>,
+    /// Start from the defaults instead of the stored arguments and clusters (keys dropped show
+    /// as "reset to default").
+    #[arg(long)]
+    pub reset_values: bool,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Plan even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
 }
 
 /// The engine choice on the command line.

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod completion;
+pub mod diff;
 pub mod disable;
 pub mod enable;
 pub mod get;
