@@ -241,6 +241,7 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
         &["status"],
         &["list"],
         &["upgrade"],
+        &["diff"],
         &["package"],
         &["index"],
         &["registry"],

@@ -13,6 +13,7 @@ mod cue_addons;
 mod cue_oracle;
 mod definition_apply;
 mod dependencies;
+mod diff;
 mod hostile_input;
 mod lint_oracle;
 mod multi_cluster;

@@ -434,10 +434,7 @@ async fn clusters(
                 }
             }
         }
-        let held = previous
-            .get(name)
-            .map(|p| p.objects.as_slice())
-            .unwrap_or(&[]);
+        let held = previous.get(name).map_or(&[][..], |p| p.objects.as_slice());
         let stale: Vec<DispatchedObject> = held
             .iter()
             .rev()

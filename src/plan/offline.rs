@@ -18,8 +18,11 @@ use crate::cluster::Cluster;
 /// What offline planning assumes, for the user to read.
 pub const ASSUMPTIONS: &str = "the control plane cannot be reached: planning against an empty cluster (nothing installed, no clusters besides `local`, KubeVela absent so the direct engine, Kubernetes' built-in APIs served, its version unknown); stored registries are not read";
 
-/// Kubernetes' built-in APIs: group/version, then `(plural, kind, namespaced)`.
-const BUILTIN: &[(&str, &[(&str, &str, bool)])] = &[
+/// A served resource: plural, kind, namespaced.
+type Resource = (&'static str, &'static str, bool);
+
+/// Kubernetes' built-in APIs: group/version, then its resources.
+const BUILTIN: &[(&str, &[Resource])] = &[
     (
         "v1",
         &[
