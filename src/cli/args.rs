@@ -308,9 +308,7 @@ pub struct EnableArgs {
     /// Clusters to deploy to (the `clusters` parameter), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub clusters: Option<Vec<String>>,
-    /// Change nothing: `--dry-run` (`=client`) prints the plan and every object (without a
-    /// reachable cluster, planned against an empty one); `--dry-run=server` has the API servers
-    /// dry-run every object and reports each as created, changed, unchanged or rejected.
+    /// Change nothing: print the plan (`client`; offline too) or the servers' verdicts (`server`).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
     pub dry_run: Option<DryRun>,
     /// Take over definitions owned by another addon or by nobody.
@@ -425,9 +423,8 @@ pub struct UpgradeArgs {
     /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
     #[arg(long)]
     pub skip_api_check: bool,
-    /// Change nothing: `--dry-run` (`=client`) prints the plan and every object;
-    /// `--dry-run=server` has the API servers dry-run every object and reports each as
-    /// created, changed, unchanged or rejected.
+    /// Change nothing: print the plan (`client`) or the API servers' verdict on each object
+    /// (`server`).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
     pub dry_run: Option<DryRun>,
     /// Print Secret data and `secret()` parameters in `--dry-run` output.
@@ -443,9 +440,9 @@ pub struct UpgradeArgs {
 /// `--dry-run`'s modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DryRun {
-    /// The plan and every object, rendered here.
+    // The plan and every object, rendered here.
     Client,
-    /// Every object dry-run by the API servers (`dryRun=All`), nothing stored.
+    // Every object dry-run by the API servers (`dryRun=All`), nothing stored.
     Server,
 }
 

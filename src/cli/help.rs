@@ -21,8 +21,7 @@ pub const INIT: &str = "Examples:
 pub const ENABLE: &str = "Examples:
   addonctl enable strongbox-operator
   addonctl enable myrepo/strongbox-dashboard -f values.yaml --clusters edge-1,edge-2
-  addonctl enable ./my-addon --dry-run
-  addonctl enable strongbox-dashboard replicas=3 --dry-run=server
+  addonctl enable ./my-addon --dry-run=server
   addonctl enable strongbox-dashboard replicas=3 --reset-values";
 pub const DISABLE: &str = "Examples:
   addonctl disable strongbox-dashboard
