@@ -243,6 +243,7 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
         &["upgrade"],
         &["history"],
         &["rollback"],
+        &["diff"],
         &["package"],
         &["index"],
         &["registry"],

@@ -15,6 +15,7 @@ mod cue_oracle;
 mod day_two;
 mod definition_apply;
 mod dependencies;
+mod diff;
 mod drift;
 mod hostile_input;
 mod lint_oracle;

@@ -25,7 +25,7 @@ use crate::state::record::{
 use crate::state::{clusters_of, revisions};
 use crate::{Error, Result};
 
-fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
+pub(crate) fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
     json!([{
         "apiVersion": api_version,
         "kind": kind,
@@ -36,7 +36,7 @@ fn owner_reference(kind: &str, api_version: &str, name: &str, uid: &str) -> Valu
     }])
 }
 
-fn with_owner(object: &Value, owner: &Value) -> Value {
+pub(crate) fn with_owner(object: &Value, owner: &Value) -> Value {
     let mut object = object.clone();
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.insert("ownerReferences".into(), owner.clone());
@@ -182,7 +182,7 @@ pub(super) async fn apply_rendered(
 
 /// Whether the addon goes through KubeVela (`--engine`, or whether the control plane serves
 /// KubeVela's Application).
-async fn uses_vela(ctx: &Applier<'_>) -> Result<bool> {
+pub(crate) async fn uses_vela(ctx: &Applier<'_>) -> Result<bool> {
     let served = ctx.cluster.serves(&application_gvk()).await?;
     match ctx.engine {
         EngineChoice::Auto => Ok(served),
@@ -249,7 +249,7 @@ fn ordered_objects(step: &Step) -> Vec<&Value> {
 
 /// Namespaces and CRDs among the `outputs` first, then definitions, ConfigMaps and views (in
 /// `then`), then the other outputs.
-pub(super) fn apply_order<'a>(
+pub(crate) fn apply_order<'a>(
     outputs: &'a [(String, Value)],
     then: [&'a [Value]; 3],
 ) -> Vec<&'a Value> {
@@ -425,7 +425,7 @@ async fn apply_args_secret(
 
 /// What the previous version (or an interrupted enable) applied to the control plane and this
 /// one did not, latest first (addonctl's and KubeVela's own state never).
-fn stale(record: &Record, inventory: &[ObjectRef], ns: &str) -> Vec<DispatchedObject> {
+pub(crate) fn stale(record: &Record, inventory: &[ObjectRef], ns: &str) -> Vec<DispatchedObject> {
     record
         .inventory
         .iter()

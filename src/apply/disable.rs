@@ -258,7 +258,7 @@ pub(super) async fn disable_one(
 }
 
 /// What the other addons' records list on the control plane, as [`deletion::decide`] takes it.
-pub(super) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef, (String, bool)> {
+pub(crate) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef, (String, bool)> {
     others
         .inventory
         .iter()

@@ -58,7 +58,10 @@ pub use disable::{
     disable, disable_all, disable_all_with, disable_with, DisableOptions, DisableReport,
 };
 pub use rollback::{rollback, RollbackReport, RollbackRequest};
-pub use upgrade::{upgrade, UpgradeRequest};
+pub use upgrade::{upgrade, upgrade_plan, UpgradeRequest};
+// The pieces of applying that a dry run (`crate::diff`) reuses.
+pub(crate) use control_plane::{apply_order, owner_reference, stale, uses_vela, with_owner};
+pub(crate) use disable::control_plane_listing;
 
 /// What applying works with: the control plane, the system namespace, the engine choice and
 /// how locks are taken. Borrowed from a [`Context`] ([`Context::applier`]) or built by a front

@@ -2,7 +2,7 @@
 
 use super::{execute, StepReport};
 use crate::context::{Context, Reporter};
-use crate::plan::{plan, EnableRequest};
+use crate::plan::{plan, EnableRequest, Plan};
 use crate::{Error, Result};
 
 /// What to upgrade.
@@ -38,6 +38,22 @@ pub async fn upgrade(
     request: &UpgradeRequest,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
+    let plan = upgrade_plan(ctx, request).await?;
+    for note in &plan.notes {
+        reporter.step(&format!("note: {note}"));
+    }
+    execute(
+        &ctx.applier(),
+        &plan,
+        request.override_definitions,
+        reporter,
+    )
+    .await
+}
+
+/// The plan of an upgrade (writes nothing): the installed addon at its version (unless
+/// `version` or `latest`), new arguments over the stored ones.
+pub async fn upgrade_plan(ctx: &Context, request: &UpgradeRequest) -> Result<Plan> {
     let all = ctx.state().installed().await?;
     let Some(current) = all.get(&request.name) else {
         return Err(Error::NotEnabledToUpgrade {
@@ -71,15 +87,5 @@ pub async fn upgrade(
         },
         revision_package: None,
     };
-    let plan = plan(&ctx.planner(), &enable_request, true).await?;
-    for note in &plan.notes {
-        reporter.step(&format!("note: {note}"));
-    }
-    execute(
-        &ctx.applier(),
-        &plan,
-        request.override_definitions,
-        reporter,
-    )
-    .await
+    plan(&ctx.planner(), &enable_request, true).await
 }

@@ -140,6 +140,10 @@ pub enum Command {
     /// List the addons of the registries and whether they are installed.
     #[command(visible_alias = "ls", after_help = help::LIST)]
     List(ListArgs),
+    /// Show what `enable` (with these arguments) would change, per cluster; change nothing.
+    /// Exits 1 when something would change, 0 when nothing would.
+    #[command(after_help = help::DIFF)]
+    Diff(DiffArgs),
     /// Change an installed addon's parameters or version.
     #[command(after_help = help::UPGRADE)]
     Upgrade(UpgradeArgs),
@@ -451,9 +455,9 @@ pub struct EnableArgs {
     /// Clusters to deploy to (the `clusters` parameter), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub clusters: Option<Vec<String>>,
-    /// Print the plan and every object; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// Change nothing: print the plan (`client`; offline too) or the servers' verdicts (`server`).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
     /// Take over definitions owned by another addon or by nobody.
     #[arg(long)]
     pub override_definitions: bool,
@@ -627,11 +631,54 @@ pub struct UpgradeArgs {
     /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
     #[arg(long)]
     pub skip_api_check: bool,
+    /// Change nothing: print the plan (`client`) or the API servers' verdict on each object
+    /// (`server`).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
+    /// Print Secret data and `secret()` parameters in `--dry-run` output.
+    #[arg(long)]
+    pub show_secrets: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+/// `--dry-run`'s modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    // The plan and every object, rendered here.
+    Client,
+    // Every object dry-run by the API servers (`dryRun=All`), nothing stored.
+    Server,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The addon: `name`, `registry/name`, or a directory.
+    pub addon: String,
+    #[command(flatten)]
+    pub parameters: ParameterArgs,
+    /// Compare with this version (default: what `enable` would pick, the newest).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Clusters to deploy to (the `clusters` parameter), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub clusters: Option<Vec<String>>,
+    /// Start from the defaults instead of the stored arguments and clusters (keys dropped show
+    /// as "reset to default").
+    #[arg(long)]
+    pub reset_values: bool,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Plan even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
 }
 
 /// The engine choice on the command line.

@@ -22,7 +22,7 @@ pub const INIT: &str = "Examples:
 pub const ENABLE: &str = "Examples:
   addonctl enable strongbox-operator
   addonctl enable myrepo/strongbox-dashboard -f values.yaml --clusters edge-1,edge-2
-  addonctl enable ./my-addon --dry-run
+  addonctl enable ./my-addon --dry-run=server
   addonctl enable strongbox-dashboard replicas=3 --reset-values";
 pub const DISABLE: &str = "Examples:
   addonctl disable strongbox-dashboard
@@ -42,7 +42,16 @@ pub const LIST: &str = "Examples:
   addonctl list
   addonctl list --installed
   addonctl list --registry myrepo -o json";
+pub const DIFF: &str = "Examples:
+  addonctl diff strongbox-dashboard replicas=3
+  addonctl diff strongbox-dashboard --version 1.2.0 -f values.yaml
+  addonctl diff strongbox-dashboard --reset-values -o json
+  addonctl diff strongbox-dashboard replicas=3 && echo 'nothing to change'
+
+Exit codes: 0 no differences, 1 differences (or a cluster could not be compared),
+2 the user's error (a bad argument, or an object the server would reject).";
 pub const UPGRADE: &str = "Examples:
+  addonctl upgrade strongbox-dashboard replicas=3 --dry-run=server
   addonctl upgrade strongbox-operator --latest
   addonctl upgrade strongbox-dashboard replicas=3 --version 1.2.0
   addonctl upgrade strongbox-dashboard --reset-values";

@@ -115,6 +115,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (global, cluster) = cluster_settings(global)?;
             commands::list::run(&global, &cluster, printer, args).await
         }
+        Command::Diff(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::diff::run(&global, &cluster, printer, args).await
+        }
         Command::Upgrade(args) => {
             let (global, cluster) = cluster_settings(global)?;
             commands::upgrade::run(&global, &cluster, printer, args).await

@@ -77,11 +77,18 @@ impl Counters {
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
-    /// Requests with a writing method (POST, PUT, PATCH, DELETE) so far, access reviews
-    /// excepted.
+    /// Requests with a writing method (POST, PUT, PATCH, DELETE) so far, access reviews and
+    /// server-side dry runs (`dryRun=All`) excepted.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
+}
+
+/// Whether a request is a server-side dry run (`dryRun=All` in its query): the server stores
+/// nothing, so it is not a write.
+fn is_dry_run(uri: &http::Uri) -> bool {
+    uri.query()
+        .is_some_and(|query| query.split('&').any(|pair| pair == "dryRun=All"))
 }
 
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
@@ -166,12 +173,14 @@ impl Cluster {
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
                     counting.requests.fetch_add(1, Ordering::Relaxed);
-                    // An access review is a POST that changes nothing.
+                    // An access review is a POST that changes nothing, and so is a
+                    // server-side dry run.
                     let review = request
                         .uri()
                         .path()
                         .starts_with("/apis/authorization.k8s.io/");
                     if !review
+                        && !is_dry_run(request.uri())
                         && !matches!(*request.method(), http::Method::GET | http::Method::HEAD)
                     {
                         counting.writes.fetch_add(1, Ordering::Relaxed);

@@ -69,6 +69,30 @@ impl Cluster {
         default_namespace: &str,
         namespace_override: Option<&str>,
     ) -> Result<DynamicObject> {
+        self.apply_mode(object, default_namespace, namespace_override, false)
+            .await
+    }
+
+    /// [`Cluster::apply_placed`] as a server-side dry run (`dryRun=All`): the server defaults,
+    /// validates and runs admission on the object and returns what it would store, storing
+    /// nothing. Not counted as a write ([`super::Counters::writes`]).
+    pub async fn dry_run_apply(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+    ) -> Result<DynamicObject> {
+        self.apply_mode(object, default_namespace, namespace_override, true)
+            .await
+    }
+
+    async fn apply_mode(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+        dry_run: bool,
+    ) -> Result<DynamicObject> {
         let what = describe(object);
         let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
             cluster: self.name.clone(),
@@ -99,7 +123,8 @@ impl Cluster {
                 metadata.remove("namespace");
             }
         }
-        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        params.dry_run = dry_run;
         api.patch(&name, &params, &Patch::Apply(&body))
             .await
             .map_err(|e| self.map_error(e, &what))

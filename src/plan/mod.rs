@@ -32,6 +32,7 @@ use crate::{Error, Result};
 
 mod clusters;
 pub mod inventory;
+pub mod offline;
 pub mod protect;
 mod sources;
 mod step;

@@ -162,6 +162,12 @@ impl Rendered {
             .collect()
     }
 
+    /// The values of `secret()` parameters among other arguments of this addon (the stored
+    /// ones, read by this schema), with their base64 forms: to mask them too.
+    pub fn secret_values_in(&self, args: &Value) -> Vec<String> {
+        secret_strings(&self.schema, args)
+    }
+
     /// The notes with secret parameter values masked.
     pub fn masked_notes(&self) -> Option<String> {
         let secrets = self.secret_values();

@@ -62,8 +62,9 @@ mod targets;
 
 use cluster::{apply_to_cluster, prune, survey, ClusterPlan, Target};
 pub(crate) use cluster::{served_kind, wait_established};
+use targets::crd_scopes;
 pub use targets::{component_objects, placements, resolve_targets};
-use targets::{crd_scopes, labelled, rank};
+pub(crate) use targets::{labelled, rank};
 
 /// The outcome on one cluster.
 #[derive(Debug, Clone, Serialize)]

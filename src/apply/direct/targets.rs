@@ -106,7 +106,7 @@ pub fn component_objects(application: &Value) -> Result<Vec<Value>> {
     Ok(crate::plan::inventory::component_objects(application))
 }
 
-pub(super) fn rank(object: &Value) -> u8 {
+pub(crate) fn rank(object: &Value) -> u8 {
     match object.get("kind").and_then(Value::as_str) {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,
@@ -116,7 +116,7 @@ pub(super) fn rank(object: &Value) -> u8 {
 
 /// The object with the label `addons.oam.dev/name: <addon>` (unless it sets that label itself),
 /// so that what an addon dispatched can be found by label on every cluster.
-pub(super) fn labelled(object: &Value, addon: &str) -> Value {
+pub(crate) fn labelled(object: &Value, addon: &str) -> Value {
     let mut object = object.clone();
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         let labels = metadata

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use addonctl::context::Context;
 use addonctl::render::output::{format_objects, Format};
 
-use crate::cli::args::EnableArgs;
+use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
 use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
 use crate::cli::printer::Printer;
-use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
 
 /// `enable`.
 pub async fn run(
@@ -23,9 +23,19 @@ pub async fn run(
     args: EnableArgs,
 ) -> anyhow::Result<ExitCode> {
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
-    let mut ctx = connect(global, cluster, printer, true).await?;
+    let (mut ctx, offline) = match connect(global, cluster, printer, true).await {
+        Ok(ctx) => (ctx, false),
+        Err(e) if args.dry_run == Some(DryRun::Client) && cannot_connect(&e) => {
+            printer.note(&format!("{e:#}"));
+            printer.note(addonctl::plan::offline::ASSUMPTIONS);
+            let empty = addonctl::plan::offline::empty_cluster();
+            let ctx = Context::with_cluster(&library(global, cluster, printer), empty)?;
+            (ctx, true)
+        }
+        Err(e) => return Err(e),
+    };
     ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
-    if !args.dry_run {
+    if args.dry_run.is_none() {
         check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
     }
     let request = addonctl::plan::EnableRequest {
@@ -47,8 +57,18 @@ pub async fn run(
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     let untargeted = untargeted_clusters(&plan);
-    if args.dry_run {
-        return print_plan(&ctx, printer, &plan, &args).await;
+    let shown = PlanOutput {
+        override_definitions: args.override_definitions,
+        show_secrets: args.show_secrets,
+        output: args.output,
+        offline,
+    };
+    match args.dry_run {
+        Some(DryRun::Client) => return print_plan(&ctx, printer, &plan, &shown).await,
+        Some(DryRun::Server) => {
+            return super::diff::server_dry_run(&ctx, printer, &plan, args.output).await;
+        }
+        None => {}
     }
     let reporter = printer;
     for note in &plan.notes {
@@ -210,11 +230,44 @@ async fn confirm_adoptions(
     }
 }
 
-async fn print_plan(
+/// Whether connecting failed because there is no control plane to talk to (no kubeconfig, or a
+/// server that does not answer), as opposed to one that refused.
+fn cannot_connect(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let cluster = cause
+            .downcast_ref::<addonctl::cluster::Error>()
+            .or_else(|| match cause.downcast_ref::<addonctl::Error>() {
+                Some(addonctl::Error::Cluster(e)) => Some(e),
+                _ => None,
+            });
+        matches!(
+            cluster,
+            Some(
+                addonctl::cluster::Error::Unreachable { .. } | addonctl::cluster::Error::Config(_)
+            )
+        )
+    })
+}
+
+/// How `--dry-run` (client) shows a plan.
+pub(crate) struct PlanOutput {
+    /// `--override-definitions`: conflicts are not listed.
+    pub override_definitions: bool,
+    /// `--show-secrets`.
+    pub show_secrets: bool,
+    /// `-o`.
+    pub output: ReportFormat,
+    /// Planned against an empty cluster (no control plane reachable).
+    pub offline: bool,
+}
+
+/// The plan as a table, its notes, conflicts and flags, then every object (`-o json|yaml`: one
+/// document).
+pub(crate) async fn print_plan(
     ctx: &Context,
     printer: Printer,
     plan: &addonctl::plan::Plan,
-    args: &EnableArgs,
+    args: &PlanOutput,
 ) -> anyhow::Result<ExitCode> {
     let conflicts = if args.override_definitions {
         Vec::new()
@@ -278,7 +331,14 @@ async fn print_plan(
         };
         write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
     }
-    writeln!(stdout, "# dry run: nothing was changed")?;
+    if args.offline {
+        writeln!(
+            stdout,
+            "# dry run, planned offline against an empty cluster: nothing was changed"
+        )?;
+    } else {
+        writeln!(stdout, "# dry run: nothing was changed")?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::cli::args::UpgradeArgs;
+use crate::cli::args::{DryRun, UpgradeArgs};
+use crate::cli::commands::enable::PlanOutput;
 use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -18,7 +19,9 @@ pub async fn run(
     let given = parameter_input(&args.parameters, None)?;
     let mut ctx = connect(global, cluster, printer, true).await?;
     ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
-    check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
+    if args.dry_run.is_none() {
+        check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
+    }
     let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),
         version: args.version.clone(),
@@ -31,6 +34,21 @@ pub async fn run(
         reset_values: args.reset_values,
         history_max: Some(args.history_max as usize),
     };
+    if let Some(dry_run) = args.dry_run {
+        let plan = addonctl::apply::upgrade_plan(&ctx, &request).await?;
+        return match dry_run {
+            DryRun::Client => {
+                let shown = PlanOutput {
+                    override_definitions: args.override_definitions,
+                    show_secrets: args.show_secrets,
+                    output: args.output,
+                    offline: false,
+                };
+                super::enable::print_plan(&ctx, printer, &plan, &shown).await
+            }
+            DryRun::Server => super::diff::server_dry_run(&ctx, printer, &plan, args.output).await,
+        };
+    }
     let reporter = printer;
     let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;
     if !printer.structured(&reports, args.output)? {
