@@ -284,10 +284,6 @@ pub async fn drift(
         let desired = crate::drift::engine::desired_objects(ctx, &record).await?;
         memo.desired = Some((revision.cloned(), desired));
     }
-    let desired = memo
-        .desired
-        .as_ref()
-        .map(|(_, d)| d.as_slice())
-        .unwrap_or(&[]);
+    let desired = memo.desired.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
     Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
 }
