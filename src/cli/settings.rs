@@ -132,6 +132,12 @@ pub fn library(global: &GlobalSettings, cluster: &ClusterSettings, printer: Prin
         registry_dirs: global.registry_dirs.clone(),
         lock: LockOptions::default(),
         notice: printer.notice(),
+        // `--refresh` reads discovery from the servers again (and keeps it in memory only).
+        discovery_cache: if global.refresh {
+            None
+        } else {
+            addonctl::source::cache::default_root()
+        },
     }
 }
 
