@@ -1007,3 +1007,47 @@ async fn discovery_reads_each_group_version_once() {
         "/api/v1 read again once"
     );
 }
+
+/// With discovery kept on disk, a later process reads it from there: it asks the server its
+/// version once instead of reading group versions, and an unchanged re-enable makes at most
+/// N + 4 requests (N: the objects the addon keeps, its Application and its record).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_re_enable_with_a_warm_discovery_cache_reads_little() {
+    let cache = tempfile::tempdir().unwrap();
+    let fixture = addon("warm-cache")
+        .definition(Kind::COMPONENT_DEFINITION, "warm-cache-comp")
+        .write();
+    let sb = Sandbox::with_kubevela().await.registries(&[&fixture]);
+    sb.ctx.cluster.set_discovery_cache(Some(cache.path()));
+    sb.enable("warm-cache", json!({})).await.unwrap();
+    let cold = sb.api().counters().requests();
+    let stored = std::fs::read_dir(cache.path().join("discovery"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 1, "one directory for the control plane");
+
+    // A new process: a new client, the same cache.
+    let settings = addonctl::context::Settings {
+        registry_dirs: vec![fixture.path_buf()],
+        discovery_cache: Some(cache.path().to_path_buf()),
+        kubeconfig: Some(sb.cluster.kubeconfig.clone()),
+        ..addonctl::context::Settings::new(sb.ns())
+    };
+    let ctx = addonctl::context::Context::connect(&settings)
+        .await
+        .unwrap();
+    let before = sb.resource_versions().await;
+    let request = EnableRequest {
+        reference: "warm-cache".to_owned(),
+        ..EnableRequest::default()
+    };
+    addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
+    let warm = ctx.cluster.counters().requests();
+    assert_eq!(before, sb.resource_versions().await, "nothing changed");
+    let n = sb.record("warm-cache").await.inventory.len() as u64 + 2;
+    eprintln!("fresh enable (cold cache): {cold} requests; unchanged re-enable (warm cache): {warm} requests; N = {n}");
+    assert!(warm <= n + 4, "{warm} requests for N = {n}");
+    assert!(warm < cold, "{warm} requests warm, {cold} cold");
+}

@@ -84,6 +84,7 @@ impl Cluster {
     /// A group version's resources from the disk cache, when one is set, the server's version
     /// is known and the entry was read from that version (never twice for a group version
     /// after [`Cluster::forget_disk_entry`] or `refresh_discovery`).
+    #[allow(clippy::option_option)] // not stored / stored as not served / stored resources
     async fn from_disk(
         &self,
         key: &(String, String),

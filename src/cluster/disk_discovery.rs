@@ -69,6 +69,7 @@ impl DiscoveryCache {
     /// The stored resources of a group version read from a server of version
     /// `server_version` (`Some(None)`: stored as not served); `None` when nothing usable is
     /// stored.
+    #[allow(clippy::option_option)] // not stored / stored as not served / stored resources
     pub fn load(
         &self,
         group: &str,
@@ -155,7 +156,7 @@ impl DiscoveryCache {
 }
 
 fn entries(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
+    fs_err::read_dir(dir)
         .map(|d| {
             d.filter_map(std::result::Result::ok)
                 .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
@@ -269,10 +270,10 @@ mod tests {
         let cache = DiscoveryCache::new(root.path(), "https://127.0.0.1:6443");
         cache.store("apps", "v1", "v1.20.2", Some(&deployments()));
         let path = cache.dir().join(file_name("apps", "v1"));
-        std::fs::write(&path, b"{\"server_version\": \"v1.20.2\", \"resou").unwrap();
+        fs_err::write(&path, b"{\"server_version\": \"v1.20.2\", \"resou").unwrap();
         assert!(cache.load("apps", "v1", "v1.20.2").is_none());
         let big = vec![b' '; usize::try_from(MAX_ENTRY_BYTES).unwrap() + 1];
-        std::fs::write(&path, big).unwrap();
+        fs_err::write(&path, big).unwrap();
         assert!(cache.load("apps", "v1", "v1.20.2").is_none());
         // Rewritten after the next read from the server.
         cache.store("apps", "v1", "v1.20.2", Some(&deployments()));
