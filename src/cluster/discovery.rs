@@ -54,7 +54,7 @@ impl Cluster {
         {
             return Ok(known.clone());
         }
-        if let Some(stored) = self.from_disk(&key).await {
+        if let Some(stored) = self.read_disk(&key).await {
             self.versions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -73,7 +73,7 @@ impl Cluster {
                 ))
             }
         };
-        self.to_disk(&key, found.as_deref()).await;
+        self.write_disk(&key, found.as_deref()).await;
         self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -85,7 +85,7 @@ impl Cluster {
     /// is known and the entry was read from that version (never twice for a group version
     /// after [`Cluster::forget_disk_entry`] or `refresh_discovery`).
     #[allow(clippy::option_option)] // not stored / stored as not served / stored resources
-    async fn from_disk(
+    async fn read_disk(
         &self,
         key: &(String, String),
     ) -> Option<Option<Vec<(ApiResource, ApiCapabilities)>>> {
@@ -114,7 +114,7 @@ impl Cluster {
         Some(stored)
     }
 
-    async fn to_disk(
+    async fn write_disk(
         &self,
         key: &(String, String),
         found: Option<&[(ApiResource, ApiCapabilities)]>,

@@ -156,13 +156,11 @@ impl DiscoveryCache {
 }
 
 fn entries(dir: &Path) -> usize {
-    fs_err::read_dir(dir)
-        .map(|d| {
-            d.filter_map(std::result::Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
+    fs_err::read_dir(dir).map_or(0, |d| {
+        d.filter_map(std::result::Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .count()
+    })
 }
 
 impl StoredResource {
