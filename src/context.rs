@@ -41,6 +41,9 @@ pub struct Settings {
     pub lock: LockOptions,
     /// Where "still waiting for the server" lines go (the CLI prints them on stderr).
     pub notice: Option<Notice>,
+    /// The cache root under which discovery is kept across runs (`<root>/discovery/`);
+    /// `None` = discovery is read once per process and kept in memory only.
+    pub discovery_cache: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -56,6 +59,7 @@ impl std::fmt::Debug for Settings {
             .field("registry_dirs", &self.registry_dirs)
             .field("lock", &self.lock)
             .field("notice", &self.notice.is_some())
+            .field("discovery_cache", &self.discovery_cache)
             .finish()
     }
 }
@@ -75,6 +79,7 @@ impl Default for Settings {
             registry_dirs: Vec::new(),
             lock: LockOptions::default(),
             notice: None,
+            discovery_cache: None,
         }
     }
 }
@@ -129,6 +134,7 @@ impl Context {
         if let Some(notice) = &settings.notice {
             cluster.set_notice(notice.clone());
         }
+        cluster.set_discovery_cache(settings.discovery_cache.as_deref());
         Ok(Context {
             cluster,
             namespace: settings.namespace.clone(),

@@ -1007,3 +1007,64 @@ async fn discovery_reads_each_group_version_once() {
         "/api/v1 read again once"
     );
 }
+
+/// With discovery kept on disk, a later process reads it from there: it asks the server its
+/// version once instead of reading group versions (an unchanged re-enable makes fewer
+/// requests than the first), and a kind an entry does not list is looked up on the server
+/// once more.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_re_enable_with_a_warm_discovery_cache_reads_little() {
+    let cache = tempfile::tempdir().unwrap();
+    let fixture = addon("warm-cache")
+        .definition(Kind::COMPONENT_DEFINITION, "warm-cache-comp")
+        .write();
+    let sb = Sandbox::with_kubevela().await.registries(&[&fixture]);
+    sb.ctx.cluster.set_discovery_cache(Some(cache.path()));
+    sb.enable("warm-cache", json!({})).await.unwrap();
+    let cold = sb.api().counters().requests();
+    let stored = std::fs::read_dir(cache.path().join("discovery"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 1, "one directory for the control plane");
+
+    // A new process: a new client, the same cache.
+    let settings = addonctl::context::Settings {
+        registry_dirs: vec![fixture.path_buf()],
+        discovery_cache: Some(cache.path().to_path_buf()),
+        kubeconfig: Some(sb.cluster.kubeconfig.clone()),
+        ..addonctl::context::Settings::new(sb.ns())
+    };
+    let ctx = addonctl::context::Context::connect(&settings)
+        .await
+        .unwrap();
+    let before = sb.resource_versions().await;
+    let request = EnableRequest {
+        reference: "warm-cache".to_owned(),
+        ..EnableRequest::default()
+    };
+    addonctl::apply::enable(&ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
+    let warm = ctx.cluster.counters().requests();
+    assert_eq!(before, sb.resource_versions().await, "nothing changed");
+    eprintln!("fresh enable (cold cache): {cold} requests; unchanged re-enable (warm cache): {warm} requests");
+    assert!(warm < cold, "{warm} requests warm, {cold} cold");
+
+    // Every kind the addon uses comes from the disk: one request, `/version`.
+    let api = cluster::Cluster::connect(&cluster::ConnectOptions {
+        kubeconfig: Some(sb.cluster.kubeconfig.clone()),
+        ..cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    api.set_discovery_cache(Some(cache.path()));
+    for kind in [Kind::SECRET, Kind::APPLICATION, Kind::COMPONENT_DEFINITION] {
+        assert!(api.serves(&kind.gvk()).await.unwrap(), "{kind:?}");
+    }
+    assert_eq!(api.counters().requests(), 1, "only /version");
+    // A kind the cached `/api/v1` does not list: the server is asked once, then remembered.
+    let missing = kube::core::GroupVersionKind::gvk("", "v1", "NoSuchKind");
+    assert!(!api.serves(&missing).await.unwrap());
+    assert!(!api.serves(&missing).await.unwrap());
+    assert_eq!(api.counters().requests(), 2, "/api/v1 read once more");
+}

@@ -442,6 +442,28 @@ async fn in_process(
     Cluster,
     String,
 ) {
+    in_process_with(
+        sb,
+        addons,
+        ControllerSettings {
+            backoff,
+            ..ControllerSettings::default()
+        },
+    )
+    .await
+}
+
+/// [`in_process`] with `settings` (its address and leader election are the test's).
+async fn in_process_with(
+    sb: &Sandbox,
+    addons: &[&TestAddon],
+    controller_settings: ControllerSettings,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+    Cluster,
+    String,
+) {
     let cluster = sb.cluster.admin().await;
     let settings = Settings {
         registry_dirs: addons.iter().map(|a| a.path_buf()).collect(),
@@ -454,8 +476,7 @@ async fn in_process(
         ControllerSettings {
             metrics_address: "127.0.0.1:0".parse().unwrap(),
             leader_elect: false,
-            backoff,
-            ..ControllerSettings::default()
+            ..controller_settings
         },
     )
     .await
@@ -660,4 +681,123 @@ async fn two_controllers_elect_one_leader_and_the_other_takes_over_when_it_dies(
         metrics.contains("addonctl_controller_leader 1"),
         "{metrics}"
     );
+}
+
+/// The `data.index` of the fixture ConfigMap `name` on a cluster.
+async fn config_map_index(cluster: &Cluster, namespace: &str, name: &str) -> Option<String> {
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(cluster.client().clone(), namespace);
+    let map = api.get_opt(name).await.unwrap()?;
+    map.data?.get("index").cloned()
+}
+
+/// Edits the fixture ConfigMap `name` by hand, as another writer would.
+async fn edit_config_map(cluster: &Cluster, namespace: &str, name: &str, index: &str) {
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(cluster.client().clone(), namespace);
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&json!({"data": {"index": index}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_edit_is_corrected_under_correct_and_only_reported_under_warn() {
+    let fixed = fixture("fixed", "1.0.0", false);
+    let watched = fixture("watched", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&fixed, &watched]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[]).await;
+    let m1 = managed(1).admin().await;
+    let (controller, stop, _cluster, address) = in_process_with(
+        &sb,
+        &[&fixed, &watched],
+        ControllerSettings {
+            drift_interval: Duration::from_secs(1),
+            ..ControllerSettings::default()
+        },
+    )
+    .await;
+
+    apply_addon(
+        &sb,
+        "fixed",
+        json!({"clusters": ["m1"], "drift": {"policy": "correct"}}),
+    )
+    .await;
+    apply_addon(
+        &sb,
+        "watched",
+        json!({"clusters": ["m1"], "drift": {"policy": "warn"}}),
+    )
+    .await;
+    wait_ready(&sb, "fixed").await;
+    let watched_ready = wait_ready(&sb, "watched").await;
+    assert_eq!(
+        config_map_index(&m1, sb.ns(), "fixed-0").await.as_deref(),
+        Some("0")
+    );
+
+    // `correct`: the hand edit is applied over again, without touching the `Addon`.
+    edit_config_map(&m1, sb.ns(), "fixed-0", "edited").await;
+    wait_for("the edit under `correct` reverted", || async {
+        (config_map_index(&m1, sb.ns(), "fixed-0").await.as_deref() == Some("0")).then_some(())
+    })
+    .await;
+    let fixed = wait_for("Drifted=False (Corrected)", || async {
+        let addon = addon(&sb, "fixed").await?;
+        (condition(&addon, "Drifted")?["reason"] == "Corrected").then_some(addon)
+    })
+    .await;
+    let message = condition(&fixed, "Drifted").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("fixed-0"), "{message}");
+
+    // `warn`: reported in `Drifted`, left as edited.
+    edit_config_map(&m1, sb.ns(), "watched-1", "edited").await;
+    let drifted = wait_for("Drifted=True under `warn`", || async {
+        let addon = addon(&sb, "watched").await?;
+        (condition(&addon, "Drifted")?["status"] == "True").then_some(addon)
+    })
+    .await;
+    let message = condition(&drifted, "Drifted").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("watched-1") && message.contains("data.index"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        config_map_index(&m1, sb.ns(), "watched-1").await.as_deref(),
+        Some("edited"),
+        "`warn` never reverts"
+    );
+    assert_eq!(
+        addon(&sb, "watched").await.unwrap()["metadata"]["generation"],
+        watched_ready["metadata"]["generation"]
+    );
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(
+        metrics.contains("addonctl_controller_drift_corrections_total{addon=\"fixed\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("addonctl_controller_drifted_objects_total{addon=\"watched\"}"),
+        "{metrics}"
+    );
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), controller)
+        .await
+        .expect("the controller stops within 30s")
+        .unwrap();
 }

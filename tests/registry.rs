@@ -401,7 +401,7 @@ async fn registries_on_the_cluster_use_kubevelas_configmap_and_a_secret() {
         )
         .await;
     let store = Store::Cluster {
-        cluster: sandbox.api().clone(),
+        cluster: Box::new(sandbox.api().clone()),
         namespace: sandbox.ns().to_owned(),
     };
     let loaded = store.load().await.unwrap();

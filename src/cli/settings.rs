@@ -132,6 +132,12 @@ pub fn library(global: &GlobalSettings, cluster: &ClusterSettings, printer: Prin
         registry_dirs: global.registry_dirs.clone(),
         lock: LockOptions::default(),
         notice: printer.notice(),
+        // `--refresh` reads discovery from the servers again (and keeps it in memory only).
+        discovery_cache: if global.refresh {
+            None
+        } else {
+            addonctl::source::cache::default_root()
+        },
     }
 }
 
@@ -210,7 +216,7 @@ fn open_options(global: &GlobalSettings) -> addonctl::source::OpenOptions {
 /// A stored registry that cannot be opened is a warning, not a silent omission.
 async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
     let store = addonctl::registry::Store::Cluster {
-        cluster: cluster.clone(),
+        cluster: Box::new(cluster.clone()),
         namespace: global.namespace.clone(),
     };
     let stored = match store.load().await {

@@ -21,11 +21,18 @@ impl Cluster {
         {
             return Ok(found.clone());
         }
-        let found = self.group_version(gvk).await?.and_then(|resources| {
-            resources
-                .into_iter()
-                .find(|(resource, _)| resource.kind == gvk.kind)
-        });
+        let pick = |resources: Option<Vec<(ApiResource, ApiCapabilities)>>| {
+            resources.and_then(|resources| {
+                resources
+                    .into_iter()
+                    .find(|(resource, _)| resource.kind == gvk.kind)
+            })
+        };
+        let mut found = pick(self.group_version(gvk).await?);
+        // A kind the disk cache does not know: ask the server once.
+        if found.is_none() && self.forget_disk_entry(gvk) {
+            found = pick(self.group_version(gvk).await?);
+        }
         self.discovery
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -47,6 +54,13 @@ impl Cluster {
         {
             return Ok(known.clone());
         }
+        if let Some(stored) = self.read_disk(&key).await {
+            self.versions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key, stored.clone());
+            return Ok(stored);
+        }
         let gv = kube::core::GroupVersion::gv(&gvk.group, &gvk.version);
         let found = match kube::discovery::pinned_group(&self.client, &gv).await {
             Ok(group) => Some(group.versioned_resources(&gvk.version)),
@@ -59,11 +73,97 @@ impl Cluster {
                 ))
             }
         };
+        self.write_disk(&key, found.as_deref()).await;
         self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(key, found.clone());
         Ok(found)
+    }
+
+    /// A group version's resources from the disk cache, when one is set, the server's version
+    /// is known and the entry was read from that version (never twice for a group version
+    /// after [`Cluster::forget_disk_entry`] or `refresh_discovery`).
+    #[allow(clippy::option_option)] // not stored / stored as not served / stored resources
+    async fn read_disk(
+        &self,
+        key: &(String, String),
+    ) -> Option<Option<Vec<(ApiResource, ApiCapabilities)>>> {
+        let cache = self
+            .disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cache
+            .clone()?;
+        if self
+            .disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .bypass
+            .contains(key)
+        {
+            return None;
+        }
+        let version = self.cached_server_version().await?;
+        let stored = cache.load(&key.0, &key.1, &version)?;
+        self.disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .loaded
+            .insert(key.clone());
+        Some(stored)
+    }
+
+    async fn write_disk(
+        &self,
+        key: &(String, String),
+        found: Option<&[(ApiResource, ApiCapabilities)]>,
+    ) {
+        let cache = self
+            .disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cache
+            .clone();
+        if let Some(cache) = cache {
+            if let Some(version) = self.cached_server_version().await {
+                cache.store(&key.0, &key.1, &version, found);
+            }
+        }
+    }
+
+    /// When a kind's group version was read from the disk cache: forgets it, so that the next
+    /// look-up asks the server (true), else false.
+    fn forget_disk_entry(&self, gvk: &GroupVersionKind) -> bool {
+        let key = (gvk.group.clone(), gvk.version.clone());
+        let mut disk = self.disk.lock().unwrap_or_else(PoisonError::into_inner);
+        if !disk.loaded.remove(&key) {
+            return false;
+        }
+        disk.bypass.insert(key.clone());
+        drop(disk);
+        self.versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        true
+    }
+
+    /// The server's `gitVersion`, read once per process (`None` when it cannot be read: the
+    /// disk cache is then not used).
+    async fn cached_server_version(&self) -> Option<String> {
+        self.server_version
+            .get_or_init(|| async {
+                match self.client.apiserver_version().await {
+                    Ok(info) => Some(info.git_version),
+                    Err(e) => {
+                        tracing::debug!(cluster = %self.name, "cannot read /version: {e}");
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
     }
 
     /// Forgets kinds found not served, and the group versions they were looked up in (call
@@ -80,6 +180,13 @@ impl Cluster {
             .collect();
         discovery.retain(|_, v| v.is_some());
         drop(discovery);
+        // What the disk held for them predates the change: ask the server.
+        let mut disk = self.disk.lock().unwrap_or_else(PoisonError::into_inner);
+        for key in &missing {
+            disk.loaded.remove(key);
+            disk.bypass.insert(key.clone());
+        }
+        drop(disk);
         self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -131,11 +238,17 @@ impl Cluster {
 
     /// The server's Kubernetes version (`v1.20.2`).
     pub async fn kubernetes_version(&self) -> Result<String> {
-        self.client
+        if let Some(known) = self.server_version.get().cloned().flatten() {
+            return Ok(known);
+        }
+        let version = self
+            .client
             .apiserver_version()
             .await
             .map(|v| v.git_version)
-            .map_err(|e| self.map_error(e, "/version"))
+            .map_err(|e| self.map_error(e, "/version"))?;
+        let _ = self.server_version.set(Some(version.clone()));
+        Ok(version)
     }
 
     pub(super) async fn api_for(

@@ -11,6 +11,7 @@
 
 mod connect;
 mod discovery;
+pub mod disk_discovery;
 mod error;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -91,6 +92,15 @@ fn is_dry_run(uri: &http::Uri) -> bool {
         .is_some_and(|query| query.split('&').any(|pair| pair == "dryRun=All"))
 }
 
+/// The disk cache of one cluster's discovery: where it is (`None`: not used), the group
+/// versions read from it, and those it must no longer answer (found stale in this process).
+#[derive(Debug, Default)]
+struct DiskState {
+    cache: Option<disk_discovery::DiscoveryCache>,
+    loaded: std::collections::HashSet<(String, String)>,
+    bypass: std::collections::HashSet<(String, String)>,
+}
+
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
 /// The resources of one group version (`None`: not served), by group and version.
 type Versions = HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>;
@@ -108,6 +118,10 @@ pub struct Cluster {
     /// group version is read once, whatever number of its kinds are looked up.
     versions: Arc<Mutex<Versions>>,
     counters: Arc<Counters>,
+    /// The disk cache of discovery, and what came from it.
+    disk: Arc<Mutex<DiskState>>,
+    /// The server's `gitVersion`, read once (`None` inside: it could not be read).
+    server_version: Arc<tokio::sync::OnceCell<Option<String>>>,
     limits: rate::Limits,
     timeout: Duration,
     notice: watchdog::NoticeSlot,
@@ -173,6 +187,7 @@ impl Cluster {
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
                     counting.requests.fetch_add(1, Ordering::Relaxed);
+                    tracing::trace!(target: "addonctl::requests", method = %request.method(), uri = %request.uri(), "request");
                     // An access review is a POST that changes nothing, and so is a
                     // server-side dry run.
                     let review = request
@@ -197,6 +212,8 @@ impl Cluster {
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
             versions: Arc::default(),
+            disk: Arc::default(),
+            server_version: Arc::default(),
             counters,
             limits,
             timeout,
@@ -216,6 +233,8 @@ impl Cluster {
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
             versions: Arc::default(),
+            disk: Arc::default(),
+            server_version: Arc::default(),
             counters: Arc::new(Counters::default()),
             limits: rate::Limits::new(RateLimit::default()),
             timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -266,7 +285,24 @@ impl Cluster {
         if let Some(notice) = self.notice.get() {
             client.set_notice(notice);
         }
+        client.set_discovery_cache(self.discovery_cache_root().as_deref());
         Ok(client)
+    }
+
+    /// Keeps discovery on disk under `root` (`<root>/discovery/<host>/`, see [`disk_discovery`])
+    /// across runs; `None` = memory only (the default). Managed clusters reached through this
+    /// one take the same root.
+    pub fn set_discovery_cache(&self, root: Option<&std::path::Path>) {
+        let mut disk = self.disk.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = disk.cache.as_ref().map(|c| c.root().to_path_buf());
+        if current.as_deref() != root {
+            disk.cache = root.map(|r| disk_discovery::DiscoveryCache::new(r, &self.server));
+        }
+    }
+
+    fn discovery_cache_root(&self) -> Option<PathBuf> {
+        let disk = self.disk.lock().unwrap_or_else(PoisonError::into_inner);
+        disk.cache.as_ref().map(|c| c.root().to_path_buf())
     }
 
     /// Changes the request rate limit of this cluster (and its clones).

@@ -38,7 +38,7 @@ pub enum Store {
     /// ConfigMap `vela-addon-registry` and Secrets `addon-registry-<name>` in a namespace.
     Cluster {
         /// The cluster.
-        cluster: Cluster,
+        cluster: Box<Cluster>,
         /// The system namespace.
         namespace: String,
     },

@@ -120,7 +120,7 @@ async fn store(
                 cluster.set_notice(notice);
             }
             Ok(Store::Cluster {
-                cluster,
+                cluster: Box::new(cluster),
                 namespace: global.namespace.clone(),
             })
         }
