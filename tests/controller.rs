@@ -704,49 +704,68 @@ async fn edit_config_map(cluster: &Cluster, namespace: &str, name: &str, index: 
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_hand_edit_is_corrected_under_correct_and_only_reported_under_warn() {
-    let fixed = fixture("fixed", "1.0.0", false);
-    let watched = fixture("watched", "1.0.0", false);
+/// A sandbox with one fixture addon `name` on m1 under the drift `policy`, its controller in
+/// this process checking drift every second; returns what the test needs.
+async fn drift_case(
+    name: &str,
+    policy: &str,
+) -> (
+    Sandbox,
+    Cluster,
+    String,
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let addon_dir = fixture(name, "1.0.0", false);
     let sb = Sandbox::with_kubevela()
         .await
         .direct()
-        .registries(&[&fixed, &watched]);
+        .registries(&[&addon_dir]);
     install_crd(&sb).await;
     sb.join("m1", managed(1), &[]).await;
     let m1 = managed(1).admin().await;
     let (controller, stop, _cluster, address) = in_process_with(
         &sb,
-        &[&fixed, &watched],
+        &[&addon_dir],
         ControllerSettings {
             drift_interval: Duration::from_secs(1),
             ..ControllerSettings::default()
         },
     )
     .await;
-
     apply_addon(
         &sb,
-        "fixed",
-        json!({"clusters": ["m1"], "drift": {"policy": "correct"}}),
+        name,
+        json!({"clusters": ["m1"], "drift": {"policy": policy}}),
     )
     .await;
-    apply_addon(
-        &sb,
-        "watched",
-        json!({"clusters": ["m1"], "drift": {"policy": "warn"}}),
-    )
-    .await;
-    wait_ready(&sb, "fixed").await;
-    let watched_ready = wait_ready(&sb, "watched").await;
+    wait_ready(&sb, name).await;
     assert_eq!(
-        config_map_index(&m1, sb.ns(), "fixed-0").await.as_deref(),
+        config_map_index(&m1, sb.ns(), &format!("{name}-0"))
+            .await
+            .as_deref(),
         Some("0")
     );
+    (sb, m1, address, controller, stop)
+}
 
-    // `correct`: the hand edit is applied over again, without touching the `Addon`.
+async fn stop_controller(
+    controller: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+) {
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), controller)
+        .await
+        .expect("the controller stops within 30s")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_edit_is_corrected_under_correct() {
+    let (sb, m1, address, controller, stop) = drift_case("fixed", "correct").await;
+    let generation = addon(&sb, "fixed").await.unwrap()["metadata"]["generation"].clone();
     edit_config_map(&m1, sb.ns(), "fixed-0", "edited").await;
-    wait_for("the edit under `correct` reverted", || async {
+    wait_for("the edit reverted", || async {
         (config_map_index(&m1, sb.ns(), "fixed-0").await.as_deref() == Some("0")).then_some(())
     })
     .await;
@@ -760,10 +779,29 @@ async fn a_hand_edit_is_corrected_under_correct_and_only_reported_under_warn() {
         .unwrap()
         .to_owned();
     assert!(message.contains("fixed-0"), "{message}");
+    assert_eq!(
+        fixed["metadata"]["generation"], generation,
+        "the Addon is not touched"
+    );
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(
+        metrics.contains("addonctl_controller_drift_corrections_total{addon=\"fixed\"} 1"),
+        "{metrics}"
+    );
+    stop_controller(controller, stop).await;
+}
 
-    // `warn`: reported in `Drifted`, left as edited.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_edit_is_only_reported_under_warn() {
+    let (sb, m1, address, controller, stop) = drift_case("watched", "warn").await;
+    let in_sync = wait_for("Drifted=False (InSync)", || async {
+        let addon = addon(&sb, "watched").await?;
+        (condition(&addon, "Drifted")?["reason"] == "InSync").then_some(addon)
+    })
+    .await;
+    assert_eq!(condition(&in_sync, "Drifted").unwrap()["status"], "False");
     edit_config_map(&m1, sb.ns(), "watched-1", "edited").await;
-    let drifted = wait_for("Drifted=True under `warn`", || async {
+    let drifted = wait_for("Drifted=True", || async {
         let addon = addon(&sb, "watched").await?;
         (condition(&addon, "Drifted")?["status"] == "True").then_some(addon)
     })
@@ -782,22 +820,14 @@ async fn a_hand_edit_is_corrected_under_correct_and_only_reported_under_warn() {
         Some("edited"),
         "`warn` never reverts"
     );
-    assert_eq!(
-        addon(&sb, "watched").await.unwrap()["metadata"]["generation"],
-        watched_ready["metadata"]["generation"]
-    );
     let (_, metrics) = http_get(&address, "/metrics").await;
-    assert!(
-        metrics.contains("addonctl_controller_drift_corrections_total{addon=\"fixed\"} 1"),
-        "{metrics}"
-    );
     assert!(
         metrics.contains("addonctl_controller_drifted_objects_total{addon=\"watched\"}"),
         "{metrics}"
     );
-    let _ = stop.send(());
-    tokio::time::timeout(Duration::from_secs(30), controller)
-        .await
-        .expect("the controller stops within 30s")
-        .unwrap();
+    assert!(
+        !metrics.contains("addonctl_controller_drift_corrections_total{addon=\"watched\"} 1"),
+        "{metrics}"
+    );
+    stop_controller(controller, stop).await;
 }

@@ -323,8 +323,8 @@ pub struct RbacArgs {
 
 #[derive(Debug, Args)]
 pub struct LockArgs {
-    /// Take the lock of the addon (or registry) even though another command holds it: use it
-    /// only when that command is gone (its lock otherwise expires a minute after it stopped).
+    /// Take the addon's (or registry's) lock from another command: only when that command is
+    /// gone (a lock expires a minute after its command stopped).
     #[arg(long)]
     pub force_unlock: bool,
 }
@@ -473,8 +473,8 @@ pub struct EnableArgs {
     /// How long `--wait` waits, in seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
-    /// With the direct engine, how long to wait for a dependency's workloads to be ready before
-    /// applying what needs it, in seconds (0 = do not wait).
+    /// Direct engine: seconds to wait for a dependency's workloads before applying what
+    /// needs it (0 = do not wait).
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     pub dependency_timeout: u64,
     /// Output format.
@@ -488,8 +488,8 @@ pub struct EnableArgs {
     /// Take over existing objects addonctl did not create (`disable` gives them back).
     #[arg(long)]
     pub adopt: bool,
-    /// Start from the defaults instead of the stored arguments and clusters of an installed
-    /// addon (otherwise what is given is merged over them).
+    /// Start from the defaults, not an installed addon's stored arguments and clusters
+    /// (otherwise what is given is merged over them).
     #[arg(long)]
     pub reset_values: bool,
     /// Revisions kept in `addonctl history` (default 10).
