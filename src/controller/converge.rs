@@ -25,8 +25,8 @@ use kube::ResourceExt;
 use serde_json::{json, Value};
 
 use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition};
+use super::data::Data;
 use super::engine::{self, Applied, Desired};
-use super::reconcile::Data;
 use super::targets::{self, KnownCluster, Targets};
 use super::{Error, Result};
 use crate::state::record::record_name;

@@ -27,6 +27,7 @@
 
 mod converge;
 pub mod crd;
+mod data;
 pub mod engine;
 mod leader;
 pub mod manifests;

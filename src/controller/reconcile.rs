@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -19,6 +19,7 @@ use kube::{Api, ResourceExt};
 
 use super::converge;
 use super::crd::{Addon, FINALIZER};
+use super::data::{Data, Job};
 use super::{Error, Result, Shared};
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
 use crate::model::wire::LABEL_RECORD;
@@ -27,92 +28,6 @@ use crate::model::wire::LABEL_RECORD;
 const ERROR_REQUEUE: Duration = Duration::from_secs(15);
 /// Triggers closer than this are merged into one reconcile.
 const DEBOUNCE: Duration = Duration::from_secs(1);
-
-/// What a reconcile remembers of the last one of its `Addon` (this process only; after a
-/// leader change the status holds the same).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Memo {
-    /// The digest of the inputs last applied successfully.
-    pub digest: String,
-    /// The record's revision after that apply.
-    pub revision: Option<String>,
-    /// When it was last planned.
-    pub planned: Option<Instant>,
-    /// Whether every target cluster was healthy at the last look.
-    pub healthy: bool,
-    /// Failures in a row, with the generation they failed at.
-    pub failures: u32,
-    /// The generation of those failures.
-    pub failed_generation: Option<i64>,
-    /// Not before this instant is a failed generation tried again (the `Addon`'s own status
-    /// writes trigger reconciles too; they must not shorten the back-off).
-    pub retry_at: Option<Instant>,
-}
-
-/// What every reconcile of one leadership term shares.
-pub(super) struct Data {
-    pub shared: Arc<Shared>,
-    pub api: Api<Addon>,
-    pub secrets: Api<Secret>,
-    pub clusters: Store<Secret>,
-    pub records: Store<Secret>,
-    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
-    memo: Mutex<HashMap<String, Memo>>,
-    /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
-    /// `Addon` never overlap).
-    drift: Mutex<HashMap<String, super::engine::DriftMemo>>,
-}
-
-impl Data {
-    /// The memo of `name` (default when none).
-    pub fn memo(&self, name: &str) -> Memo {
-        self.memo
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// Changes the memo of `name`.
-    pub fn update_memo(&self, name: &str, f: impl FnOnce(&mut Memo)) {
-        f(self
-            .memo
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(name.to_owned())
-            .or_default());
-    }
-
-    /// Forgets `name`.
-    pub fn forget(&self, name: &str) {
-        self.memo
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name);
-        self.drift
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name);
-    }
-
-    /// Takes the drift state of `name` (empty when none) for one reconcile.
-    pub fn take_drift(&self, name: &str) -> super::engine::DriftMemo {
-        self.drift
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name)
-            .unwrap_or_default()
-    }
-
-    /// Puts the drift state of `name` back.
-    pub fn put_drift(&self, name: &str, memo: super::engine::DriftMemo) {
-        self.drift
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.to_owned(), memo);
-    }
-}
 
 /// Waits for leadership, reconciles while it lasts, and again, until `stopped` turns `true`.
 pub(super) async fn run_while_leading(
@@ -285,13 +200,6 @@ fn reconcile(
             .await
             .map_err(|_| Error::Worker("the reconcile thread dropped a reconcile".to_owned()))?
     })
-}
-
-/// One reconcile for the worker thread.
-pub(super) struct Job {
-    addon: Arc<Addon>,
-    data: Arc<Data>,
-    reply: tokio::sync::oneshot::Sender<Result<Action>>,
 }
 
 /// The term's worker thread: a single-threaded runtime whose local task set runs every

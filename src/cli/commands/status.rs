@@ -1,15 +1,19 @@
 //! `addonctl status`: an addon's phase, version, clusters and objects (`✓` ready, `~` there but
 //! not ready, `✗` missing); `-v` adds what the registries say; `--watch` keeps watching.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use addonctl::context::Context;
 use addonctl::status::health::{ClusterStatus, ResourceState};
+use addonctl::status::wait::cluster_readiness;
 use addonctl::status::Status;
 
-use crate::cli::args::StatusArgs;
+use super::wait::seconds;
+use crate::cli::args::{ReportFormat, StatusArgs};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -22,7 +26,7 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, args.detail).await?;
     if args.watch {
-        return super::wait::watch(&ctx, printer, &args).await;
+        return watch(&ctx, printer, &args).await;
     }
     let detail = args.detail.then(|| addonctl::status::Detail::of(&ctx));
     let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
@@ -170,5 +174,73 @@ fn print_detail(out: &mut impl Write, status: &addonctl::status::Status) -> anyh
             )?;
         }
     }
+    Ok(())
+}
+
+/// `status --watch`: on a terminal the status redrawn at each change; piped, one line per
+/// change (`-o json|yaml`: one compact JSON document per change). Ends with exit 0 on Ctrl-C or
+/// after `--timeout`.
+pub async fn watch(ctx: &Context, printer: Printer, args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let mut watch = addonctl::status::wait::Watch::new(ctx.state(), &args.addon);
+    let terminal = std::io::stdout().is_terminal() && args.output == ReportFormat::Text;
+    let until = args.timeout.map(|t| tokio::time::Instant::now() + t);
+    let stop = async {
+        match until {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stop);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            next = watch.next() => {
+                let status = next?;
+                show(printer, args.output, terminal, started.elapsed(), &status)?;
+            }
+            _ = &mut ctrl_c => return Ok(ExitCode::SUCCESS),
+            () = &mut stop => return Ok(ExitCode::SUCCESS),
+        }
+    }
+}
+
+/// One change of `status --watch`.
+fn show(
+    printer: Printer,
+    output: ReportFormat,
+    terminal: bool,
+    elapsed: Duration,
+    status: &Status,
+) -> anyhow::Result<()> {
+    let mut out = printer.stdout();
+    if output != ReportFormat::Text {
+        writeln!(out, "{}", serde_json::to_string(status)?)?;
+    } else if terminal {
+        // Home, clear the screen, draw again.
+        write!(out, "\x1b[H\x1b[2J")?;
+        writeln!(
+            out,
+            "watching `{}` for {} (Ctrl-C to stop)\n",
+            status.name,
+            seconds(elapsed)
+        )?;
+        print_status(&mut out, status)?;
+    } else {
+        let mut line = format!("{:>7} {} {}", seconds(elapsed), status.name, status.phase);
+        for cluster in &status.resources {
+            line.push_str(&format!(
+                "; {}: {}",
+                cluster.cluster,
+                cluster_readiness(cluster)
+            ));
+        }
+        if let Some(reason) = &status.reason {
+            line.push_str(&format!("; reason: {reason}"));
+        }
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
     Ok(())
 }

@@ -16,6 +16,7 @@
 //! ([`Record::from_secret`] reads only the inline format). It also keeps the addon's last
 //! revisions ([`crate::state::revisions`]).
 
+pub mod revision;
 pub mod storage;
 
 use std::collections::BTreeMap;
@@ -144,7 +145,7 @@ pub struct Record {
     pub pending: Option<PendingRevision>,
     /// The last revisions, oldest first (see [`crate::state::revisions`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub revisions: Vec<crate::state::revisions::Revision>,
+    pub revisions: Vec<revision::Revision>,
 }
 
 /// A revision written before it is applied (next to the last good one, which `inventory` and
