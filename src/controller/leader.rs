@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
+use k8s_openapi::chrono::{DateTime, Utc};
 use kube::core::GroupVersionKind;
 use serde_json::{json, Value};
 
@@ -34,10 +34,6 @@ pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
 
 fn lease_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease")
-}
-
-fn stamp(time: DateTime<Utc>) -> String {
-    time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
 /// Runs the election until `stopped` turns `true`, publishing leadership in `shared.leader`.
@@ -152,24 +148,14 @@ fn lease(
     transitions: i64,
     resource_version: Option<&str>,
 ) -> Value {
-    let mut metadata = json!({
-        "name": LEASE,
-        "namespace": namespace,
-        "labels": {"app.kubernetes.io/managed-by": "addonctl"},
-    });
-    if let Some(version) = resource_version {
-        metadata["resourceVersion"] = json!(version);
-    }
-    json!({
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": metadata,
-        "spec": {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": LEASE_DURATION.as_secs(),
-            "acquireTime": stamp(acquired),
-            "renewTime": stamp(now),
-            "leaseTransitions": transitions,
-        },
+    crate::state::lease::written(&crate::state::lease::LeaseWrite {
+        namespace,
+        name: LEASE,
+        holder,
+        duration: LEASE_DURATION,
+        acquired,
+        now,
+        transitions,
+        resource_version,
     })
 }

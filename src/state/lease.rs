@@ -164,7 +164,28 @@ fn stamp(time: DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// The Lease object `holder` writes at `now`.
+/// A Lease as its holder writes it (the per-addon locks here, the controller's leader election).
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseWrite<'a> {
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Who holds it.
+    pub holder: &'a str,
+    /// How long it lasts without a renewal.
+    pub duration: Duration,
+    /// When the holder took it.
+    pub acquired: DateTime<Utc>,
+    /// Now (the renewal).
+    pub now: DateTime<Utc>,
+    /// How many times it changed hands.
+    pub transitions: i64,
+    /// The version replaced (`None`: created).
+    pub resource_version: Option<&'a str>,
+}
+
+/// A lock's Lease object, `holder`'s at `now` ([`LEASE_DURATION`]).
 fn lease_object(
     namespace: &str,
     name: &str,
@@ -174,12 +195,26 @@ fn lease_object(
     transitions: i64,
     resource_version: Option<&str>,
 ) -> Value {
+    written(&LeaseWrite {
+        namespace,
+        name,
+        holder,
+        duration: LEASE_DURATION,
+        acquired,
+        now,
+        transitions,
+        resource_version,
+    })
+}
+
+/// The Lease object of `write`.
+pub fn written(write: &LeaseWrite<'_>) -> Value {
     let mut metadata = json!({
-        "name": name,
-        "namespace": namespace,
+        "name": write.name,
+        "namespace": write.namespace,
         "labels": {"app.kubernetes.io/managed-by": "addonctl"},
     });
-    if let Some(version) = resource_version {
+    if let Some(version) = write.resource_version {
         metadata["resourceVersion"] = json!(version);
     }
     json!({
@@ -187,11 +222,11 @@ fn lease_object(
         "kind": "Lease",
         "metadata": metadata,
         "spec": {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": LEASE_DURATION.as_secs(),
-            "acquireTime": stamp(acquired),
-            "renewTime": stamp(now),
-            "leaseTransitions": transitions,
+            "holderIdentity": write.holder,
+            "leaseDurationSeconds": write.duration.as_secs(),
+            "acquireTime": stamp(write.acquired),
+            "renewTime": stamp(write.now),
+            "leaseTransitions": write.transitions,
         },
     })
 }
