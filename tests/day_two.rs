@@ -407,7 +407,7 @@ async fn enable_warns_about_clusters_its_template_does_not_reach_and_status_show
     );
     let reports = stdout_json(&output);
     assert_eq!(
-        reports[0]["untargeted_clusters"],
+        reports[0]["untargetedClusters"],
         json!(["m1"]),
         "{reports}"
     );

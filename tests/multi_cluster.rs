@@ -1483,7 +1483,7 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
         json!({
             "name": "m1",
             "endpoint": managed(1).server,
-            "credential_type": "ServiceAccountToken",
+            "credentialType": "ServiceAccountToken",
             "labels": {"region": "east", "tier": "gold"},
             "reachable": true,
             "version": "v1.20.2",
@@ -1545,7 +1545,7 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
         .map(|r| {
             (
                 r["name"].as_str().unwrap().to_owned(),
-                r["credential_type"].clone(),
+                r["credentialType"].clone(),
                 r["reachable"].as_bool().unwrap(),
                 r["version"].clone(),
             )

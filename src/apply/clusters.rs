@@ -15,6 +15,7 @@ use crate::{Error, Result};
 
 /// A managed cluster as `cluster list` shows it (never its credentials).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterRow {
     /// Its name.
     pub name: String,

@@ -161,6 +161,7 @@ async fn release_all(locks: Vec<lease::Lock>) {
 
 /// What one applied addon changed.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StepReport {
     /// The addon.
     pub name: String,

@@ -34,6 +34,7 @@ pub struct RollbackRequest {
 
 /// What a rollback did: the revision it went back to, and the reports of the addons applied.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RollbackReport {
     /// The revision rolled back to.
     pub revision: u32,

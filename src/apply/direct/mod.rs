@@ -68,6 +68,7 @@ pub(crate) use targets::{labelled, rank};
 
 /// The outcome on one cluster.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterOutcome {
     /// The cluster.
     pub cluster: String,
