@@ -406,11 +406,7 @@ async fn enable_warns_about_clusters_its_template_does_not_reach_and_status_show
         "{stderr}"
     );
     let reports = stdout_json(&output);
-    assert_eq!(
-        reports[0]["untargetedClusters"],
-        json!(["m1"]),
-        "{reports}"
-    );
+    assert_eq!(reports[0]["untargetedClusters"], json!(["m1"]), "{reports}");
 
     let status = stdout_json(&run(sb.cli().args(["status", "local-only", "-o", "json"])));
     assert_eq!(status["clusters"], json!(["local"]), "{status}");
