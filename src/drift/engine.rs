@@ -3,12 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::detect::{detect, DetectRequest, Target};
 use super::{DriftCache, DriftSpec, Error, Policy, Report, Result};
 use crate::context::Context;
-use crate::model::wire::LABEL_NAME;
 use crate::plan::{plan, EnableRequest};
 use crate::state::record::{ObjectRef, Record};
 
@@ -98,7 +97,10 @@ pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Vec<Value
         return Ok(Vec::new());
     };
     let objects = crate::apply::direct::component_objects(&step.rendered.application)?;
-    Ok(objects.iter().map(|o| labelled(o, &record.name)).collect())
+    Ok(objects
+        .iter()
+        .map(|o| crate::apply::direct::labelled(o, &record.name))
+        .collect())
 }
 
 /// The desired object for a recorded one: the same kind and name, in the same namespace when
@@ -116,24 +118,4 @@ fn matching<'a>(desired: &'a [Value], object: &ObjectRef) -> Option<&'a Value> {
         .iter()
         .find(|d| same(d, true))
         .or_else(|| desired.iter().find(|d| same(d, false)))
-}
-
-/// The object with the label `addons.oam.dev/name: <addon>` unless it sets it (as the direct
-/// engine dispatches it).
-fn labelled(object: &Value, addon: &str) -> Value {
-    let mut object = object.clone();
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        let labels = metadata
-            .entry("labels")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !labels.is_object() {
-            *labels = Value::Object(Map::new());
-        }
-        if let Some(labels) = labels.as_object_mut() {
-            labels
-                .entry(LABEL_NAME)
-                .or_insert_with(|| Value::String(addon.to_owned()));
-        }
-    }
-    object
 }
