@@ -13,18 +13,19 @@
     clippy::cast_precision_loss
 )]
 
+#[path = "support/env.rs"]
+mod env;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use addonctl::cluster::{Cluster, ConnectOptions};
 use addonctl::context::{Context, EngineChoice, NoopReporter, Settings};
 use addonctl::drift::engine::{check_with, desired_objects, record};
 use addonctl::drift::{DriftCache, DriftSpec, Policy, Report};
 use addonctl::plan::EnableRequest;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use serde::Deserialize;
+use env::{connect, median, EnvFile};
 use serde_json::json;
 
 /// Objects per cluster: 1 Namespace + 49 namespaced objects.
@@ -32,18 +33,6 @@ const OBJECTS: usize = 50;
 /// Warm, unchanged checks measured.
 const WARM_ROUNDS: usize = 5;
 const SELECTOR: (&str, &str) = ("bench", "drift");
-
-#[derive(Deserialize)]
-struct EnvFile {
-    clusters: Vec<ClusterEntry>,
-}
-
-#[derive(Deserialize)]
-struct ClusterEntry {
-    name: String,
-    role: String,
-    kubeconfig: PathBuf,
-}
 
 fn template() -> String {
     let per_kind = (OBJECTS - 1) / 4;
@@ -74,16 +63,6 @@ for i in 0..{per_kind} {{
     )
 }
 
-async fn connect(kubeconfig: &Path) -> Cluster {
-    Cluster::connect(&ConnectOptions {
-        kubeconfig: Some(kubeconfig.to_path_buf()),
-        context: None,
-        ..ConnectOptions::default()
-    })
-    .await
-    .unwrap()
-}
-
 fn line(what: &str, wall: Duration, report: &Report) {
     println!(
         "{what}: {:.1} ms wall, {} objects on {} clusters, {} requests ({:.2} per cluster), {} full reads, {} drifted, {} corrected",
@@ -100,24 +79,9 @@ fn line(what: &str, wall: Duration, report: &Report) {
 
 #[tokio::main]
 async fn main() {
-    let dir = PathBuf::from(
-        std::env::var("ADDONCTL_TEST_ENV").unwrap_or_else(|_| "/tmp/addonctl-k8s".into()),
-    );
-    let env: EnvFile = serde_json::from_str(
-        &fs_err::read_to_string(dir.join("env.json"))
-            .unwrap_or_else(|e| panic!("no test environment in {} ({e})", dir.display())),
-    )
-    .unwrap();
-    let control_plane = env
-        .clusters
-        .iter()
-        .find(|c| c.role == "control-plane")
-        .unwrap();
-    let managed: Vec<&ClusterEntry> = env
-        .clusters
-        .iter()
-        .filter(|c| c.role == "managed")
-        .collect();
+    let env = EnvFile::load("scripts/k8s/up.sh --managed 3");
+    let control_plane = env.control_plane();
+    let managed = env.managed(1);
     let registry = tempfile::tempdir().unwrap();
     let addon = registry.path().join("driftbench");
     fs_err::create_dir_all(&addon).unwrap();
@@ -174,13 +138,13 @@ async fn main() {
         .unwrap();
     line("cold cache", started.elapsed(), &cold);
 
-    let mut walls = Vec::new();
+    let mut walls: Vec<f64> = Vec::new();
     for round in 0..WARM_ROUNDS {
         let started = Instant::now();
         let warm = check_with(&ctx, &stored, &desired, &warn, &mut cache)
             .await
             .unwrap();
-        walls.push(started.elapsed());
+        walls.push(started.elapsed().as_secs_f64());
         if round == WARM_ROUNDS - 1 {
             line(
                 "warm cache, unchanged (last round)",
@@ -189,10 +153,9 @@ async fn main() {
             );
         }
     }
-    walls.sort();
     println!(
         "warm cache, unchanged: median {:.1} ms over {WARM_ROUNDS} rounds",
-        walls[WARM_ROUNDS / 2].as_secs_f64() * 1e3
+        median(&walls) * 1e3
     );
 
     // A hand edit on the first managed cluster.

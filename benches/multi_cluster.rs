@@ -15,18 +15,21 @@
     clippy::cast_precision_loss
 )]
 
+#[path = "support/env.rs"]
+mod env;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use addonctl::apply::direct::ClusterOutcome;
-use addonctl::cluster::{Cluster, ConnectOptions};
+use addonctl::cluster::Cluster;
 use addonctl::context::EngineChoice;
 use addonctl::context::NoopReporter;
 use addonctl::context::{Context, Settings};
 use addonctl::plan::EnableRequest;
+use env::{connect, median, EnvFile};
 use kube::core::GroupVersionKind;
-use serde::Deserialize;
 
 /// Objects per addon: 1 Namespace + 49 namespaced objects.
 const OBJECTS: usize = 50;
@@ -34,18 +37,6 @@ const OBJECTS: usize = 50;
 const ROUNDS: usize = 3;
 /// The label the benchmark's clusters are joined with; the addon selects it.
 const SELECTOR: (&str, &str) = ("bench", "multi-cluster");
-
-#[derive(Deserialize)]
-struct EnvFile {
-    clusters: Vec<ClusterEntry>,
-}
-
-#[derive(Deserialize)]
-struct ClusterEntry {
-    name: String,
-    role: String,
-    kubeconfig: PathBuf,
-}
 
 /// `template.rhai` of the benchmark addon: objects spread over four kinds in the namespace named
 /// after the system namespace, on every cluster labelled `bench=multi-cluster`.
@@ -85,16 +76,6 @@ fn write_addon(dir: &Path) {
     )
     .unwrap();
     fs_err::write(dir.join("template.rhai"), template()).unwrap();
-}
-
-async fn connect(kubeconfig: &Path) -> Cluster {
-    Cluster::connect(&ConnectOptions {
-        kubeconfig: Some(kubeconfig.to_path_buf()),
-        context: None,
-        ..ConnectOptions::default()
-    })
-    .await
-    .unwrap()
 }
 
 /// `cluster Kind namespace/name` → resourceVersion of everything the record lists.
@@ -152,39 +133,11 @@ impl Figures {
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
-    let dir = PathBuf::from(
-        std::env::var("ADDONCTL_TEST_ENV").unwrap_or_else(|_| "/tmp/addonctl-k8s".into()),
-    );
-    let env_file = dir.join("env.json");
-    let env: EnvFile =
-        serde_json::from_str(&fs_err::read_to_string(&env_file).unwrap_or_else(|e| {
-            panic!(
-                "no test environment in {} ({e}): run scripts/bench-multi-cluster.sh",
-                dir.display()
-            )
-        }))
-        .unwrap();
-    let control_plane = env
-        .clusters
-        .iter()
-        .find(|c| c.role == "control-plane")
-        .unwrap();
-    let managed: Vec<&ClusterEntry> = env
-        .clusters
-        .iter()
-        .filter(|c| c.role == "managed")
-        .collect();
-    assert!(
-        !managed.is_empty(),
-        "the environment has no managed clusters"
-    );
+    let env = EnvFile::load("scripts/bench-multi-cluster.sh");
+    let control_plane = env.control_plane();
+    let managed = env.managed(1);
     let addon = tempfile::tempdir().unwrap();
     write_addon(addon.path());
     let mut readers = BTreeMap::new();
@@ -290,9 +243,9 @@ async fn main() {
     }
     println!(
         "median over {ROUNDS} rounds: enable {:.0} ms wall (goal ≤ 5000 ms), {:.2} API calls and {:.2} applies per object per cluster (goal: 1 apply), re-enable unchanged: {} objects changed (goal 0)",
-        median(first_walls) * 1e3,
-        median(calls_per_object),
-        median(applies_per_object),
-        median(unchanged_changed),
+        median(&first_walls) * 1e3,
+        median(&calls_per_object),
+        median(&applies_per_object),
+        median(&unchanged_changed),
     );
 }

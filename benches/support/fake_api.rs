@@ -1,0 +1,3 @@
+//! placeholder
+pub const CHILD_ARGUMENT: &str = "fake-api-server";
+pub async fn child_main() {}
