@@ -1,2 +1,302 @@
-//! placeholder
-pub async fn run() {}
+//! The `fleet` part of the controller benchmark: 1,000 simulated clusters (`support/fake_api.rs`,
+//! a child process adding a fixed latency to every answer) and one `Addon` selecting them all.
+//! What is measured is the controller's reconcile path through its public engine
+//! (`addonctl::controller::{engine, targets}`), called as `converge` calls it:
+//!
+//! - targets: the cluster Secrets (listed once before the passes, standing in for the
+//!   reflector cache) → known clusters → `targets::resolve` of the `Addon`'s `clusterSelector` → `targets::digest` and
+//!   `targets::parameters`;
+//! - pass "first apply": `engine::apply` (plan → apply to every cluster → record),
+//!   `engine::record_revision`, `engine::drift` (cold cache), `engine::health`;
+//! - pass "unchanged": what a reconcile of an unchanged, healthy `Addon` does at each drift
+//!   interval: targets and digest, then `engine::drift` with the warm cache;
+//! - pass "re-plan": the registry poll's pass over unchanged inputs: the first pass again.
+//!
+//! Not measured: kube-runtime's watches and work queue, the `Addon`'s status write and the
+//! finalizer (one request each per reconcile, independent of the number of clusters).
+//! Memory: this process's resident set before the passes and its peak (`VmHWM`); CPU: this
+//! process's user + system time per pass. The fake server's own memory and CPU are not in them.
+
+use std::time::{Duration, Instant};
+
+use addonctl::context::{Context, EngineChoice, Settings};
+use addonctl::controller::crd::AddonSpec;
+use addonctl::controller::engine::{self, Desired, DriftMemo};
+use addonctl::controller::targets;
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt as _;
+
+use super::fake_api::{CHILD_ARGUMENT, FLEET_LABEL, TOKEN};
+use super::{write_addon, ADDON};
+
+/// This process's figures at one moment.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    /// User + system CPU seconds.
+    cpu: f64,
+    /// Resident set, KiB.
+    rss: u64,
+    /// Peak resident set, KiB.
+    peak: u64,
+}
+
+fn usage(ticks_per_second: f64) -> Usage {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    Usage {
+        // Fields 14 and 15 of stat(5), counted from the state (field 3).
+        cpu: (ticks(11) + ticks(12)) / ticks_per_second,
+        rss: kib("VmRSS:"),
+        peak: kib("VmHWM:"),
+    }
+}
+
+fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Requests the fake server counted so far: (control plane, managed) by verb.
+async fn stats(address: &str) -> Value {
+    let text = super::http_get(address, "/_fake/stats").await;
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+fn delta(after: &Value, before: &Value, side: &str) -> Vec<(String, u64)> {
+    let Some(map) = after[side].as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .map(|(verb, n)| {
+            let was = before[side][verb].as_u64().unwrap_or(0);
+            (verb.clone(), n.as_u64().unwrap_or(0) - was)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+fn show(counts: &[(String, u64)]) -> String {
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = counts.iter().map(|(v, n)| format!("{v} {n}")).collect();
+    format!("{total} ({})", parts.join(", "))
+}
+
+/// The cluster Secrets, listed once (the controller's reflector cache holds them).
+async fn cluster_secrets(ctx: &Context) -> Vec<kube::api::DynamicObject> {
+    ctx.cluster
+        .list(
+            &addonctl::model::wire::secret_gvk(),
+            Some(&ctx.namespace),
+            addonctl::cluster::set::LABEL_CREDENTIAL_TYPE,
+        )
+        .await
+        .unwrap()
+}
+
+/// Known clusters → targets → parameters, as `converge` resolves them from its caches.
+fn resolve(secrets: &[kube::api::DynamicObject], spec: &AddonSpec) -> (Desired, String, usize) {
+    let joined = secrets
+        .iter()
+        .filter_map(|s| engine::known_cluster(&serde_json::to_value(s).ok()?))
+        .collect();
+    let known = targets::known_clusters(joined);
+    let resolved = targets::resolve(spec, &known).unwrap();
+    let digest = targets::digest(spec, &resolved, &known, &[]);
+    let args = targets::parameters(spec, &resolved, &known, &[]).unwrap();
+    let count = resolved.clusters.as_ref().map_or(0, Vec::len);
+    let desired = Desired {
+        name: ADDON.to_owned(),
+        registry: None,
+        version: None,
+        args,
+    };
+    (desired, digest, count)
+}
+
+struct Pass {
+    name: &'static str,
+    wall: Duration,
+    steps: Vec<(&'static str, Duration)>,
+    cpu: f64,
+    peak: u64,
+    control_plane: Vec<(String, u64)>,
+    managed: Vec<(String, u64)>,
+    note: String,
+}
+
+/// Runs the part; prints its table.
+pub async fn run() {
+    let clusters = setting("ADDONCTL_BENCH_FLEET_CLUSTERS", 1000);
+    let latency = setting("ADDONCTL_BENCH_FLEET_LATENCY_MS", 5);
+    let namespace = "bench-fleet";
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([CHILD_ARGUMENT, "--clusters", &clusters.to_string()])
+        .args(["--latency-ms", &latency.to_string(), "--namespace", namespace])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the fake API server starts within 60 s")
+        .unwrap()
+        .unwrap_or_default();
+    let address = line
+        .strip_prefix("listening ")
+        .expect("the fake API server says where it listens")
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    fs_err::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{address}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {TOKEN}\n"
+        ),
+    )
+    .unwrap();
+    let registry = dir.path().join("registry");
+    write_addon(&registry);
+    let settings = Settings {
+        engine: EngineChoice::Direct,
+        registry_dirs: vec![registry],
+        ..Settings::new(namespace)
+    };
+    let ctx = Context::with_cluster(&settings, super::env::connect(&kubeconfig).await).unwrap();
+    let spec: AddonSpec = serde_json::from_value(json!({
+        "clusterSelector": {"matchLabels": {FLEET_LABEL.0: FLEET_LABEL.1}},
+        "drift": {"policy": "correct"},
+    }))
+    .unwrap();
+    let drift_spec = engine::drift_spec(spec.drift.as_ref());
+    let secrets = cluster_secrets(&ctx).await;
+    let tps = ticks_per_second();
+    let before = usage(tps);
+    let mut memo = DriftMemo::default();
+    let mut passes = Vec::new();
+    for name in ["first apply", "unchanged", "unchanged", "re-plan"] {
+        let at = usage(tps);
+        let requests = stats(&address).await;
+        let started = Instant::now();
+        let mut steps = Vec::new();
+        let (desired, _digest, count) = resolve(&secrets, &spec);
+        steps.push(("targets", started.elapsed()));
+        let mut note = format!("{count} target clusters");
+        if name != "unchanged" {
+            let step = Instant::now();
+            let applied = engine::apply(&ctx, &desired).await.unwrap();
+            steps.push(("plan + apply + record", step.elapsed()));
+            let failed = applied.clusters.iter().filter(|c| c.outcome == "failed").count();
+            let changed = applied.clusters.iter().filter(|c| c.outcome == "applied").count();
+            note.push_str(&format!(
+                "; apply: {} clusters, {changed} changed, {failed} failed",
+                applied.clusters.len()
+            ));
+        }
+        let step = Instant::now();
+        let revision = engine::record_revision(&ctx, ADDON).await.unwrap();
+        let report = engine::drift(&ctx, ADDON, revision.as_ref(), &drift_spec, &mut memo)
+            .await
+            .unwrap();
+        steps.push(("drift check", step.elapsed()));
+        note.push_str(&format!(
+            "; drift: {} objects, {} drifted, {} full reads, {} cluster errors",
+            report.objects,
+            report.drifts.len(),
+            report.full_reads,
+            report.errors.len()
+        ));
+        if name != "unchanged" {
+            let step = Instant::now();
+            let health = engine::health(&ctx, ADDON).await.unwrap();
+            steps.push(("health", step.elapsed()));
+            let healthy = health.clusters.values().filter(|(s, _)| s == "healthy").count();
+            note.push_str(&format!("; health: {healthy} healthy"));
+        }
+        let wall = started.elapsed();
+        let after = usage(tps);
+        let requests_after = stats(&address).await;
+        passes.push(Pass {
+            name,
+            wall,
+            steps,
+            cpu: after.cpu - at.cpu,
+            peak: after.peak,
+            control_plane: delta(&requests_after, &requests, "controlPlane"),
+            managed: delta(&requests_after, &requests, "managed"),
+            note,
+        });
+    }
+    report(clusters, latency, before, &passes);
+    drop(child.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    let _ = child.kill().await;
+}
+
+fn report(clusters: u64, latency: u64, before: Usage, passes: &[Pass]) {
+    let n = clusters.max(1) as f64;
+    println!(
+        "\n## {clusters} simulated clusters (fake API server in a child process, {latency} ms added to every answer), one Addon selecting all"
+    );
+    println!(
+        "this process before the passes: {:.1} MiB resident",
+        before.rss as f64 / 1024.0
+    );
+    println!("| pass | wall s | steps | CPU s | CPU ms per cluster | peak RSS MiB | control-plane requests | managed-cluster requests (per cluster) |\n|---|---|---|---|---|---|---|---|");
+    for p in passes {
+        let steps: Vec<String> = p
+            .steps
+            .iter()
+            .map(|(s, d)| format!("{s} {:.2}", d.as_secs_f64()))
+            .collect();
+        let managed_total: u64 = p.managed.iter().map(|(_, k)| k).sum();
+        println!(
+            "| {} | {:.2} | {} | {:.2} | {:.2} | {:.1} | {} | {} ({:.1}) |",
+            p.name,
+            p.wall.as_secs_f64(),
+            steps.join(", "),
+            p.cpu,
+            p.cpu * 1e3 / n,
+            p.peak as f64 / 1024.0,
+            show(&p.control_plane),
+            show(&p.managed),
+            managed_total as f64 / n,
+        );
+    }
+    for p in passes {
+        println!("{}: {}", p.name, p.note);
+    }
+    let peak = passes.last().map_or(0, |p| p.peak);
+    println!(
+        "memory: peak {:.1} MiB resident, {:.1} KiB per cluster above the start",
+        peak as f64 / 1024.0,
+        peak.saturating_sub(before.rss) as f64 / n
+    );
+}
