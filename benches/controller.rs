@@ -173,10 +173,13 @@ async fn http_get(address: &str, path: &str) -> String {
     let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut response))
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     response
         .split_once("\r\n\r\n")
         .map(|(_, body)| body.to_owned())
@@ -196,7 +199,9 @@ async fn reconcile_metrics(address: &str) -> (u64, u64, f64) {
     let addon = format!("{{addon=\"{ADDON}\"}}");
     (
         value(&format!("addonctl_controller_reconciles_total{addon}")) as u64,
-        value(&format!("addonctl_controller_reconciles_skipped_total{addon}")) as u64,
+        value(&format!(
+            "addonctl_controller_reconciles_skipped_total{addon}"
+        )) as u64,
         value("addonctl_controller_reconcile_duration_seconds_sum"),
     )
 }
@@ -216,7 +221,10 @@ async fn observe_reconciles(address: &str, n: u64) -> Window {
     let mut durations = Vec::new();
     let started = Instant::now();
     while last < start + n {
-        assert!(started.elapsed() < WAIT, "{n} reconciles not within {WAIT:?}");
+        assert!(
+            started.elapsed() < WAIT,
+            "{n} reconciles not within {WAIT:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
         let (count, _, now_sum) = reconcile_metrics(address).await;
         if count == last + 1 {
@@ -254,12 +262,7 @@ async fn main() {
             "optimized"
         },
         std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split(' ')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" "),
+        env::load_average(),
     );
     for part in &parts {
         match part.as_str() {
@@ -274,7 +277,8 @@ async fn main() {
 /// Part 1: an unchanged `Addon` on 10 clusters.
 async fn unchanged() {
     let env = EnvFile::load("scripts/bench-controller.sh");
-    let managed: Vec<&env::ClusterEntry> = env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
+    let managed: Vec<&env::ClusterEntry> =
+        env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
     let mut names = vec![env.control_plane().name.clone()];
     names.extend(managed.iter().map(|c| c.name.clone()));
     let logs = AuditLogs::open(&env.dir, &names)
@@ -324,7 +328,11 @@ async fn unchanged() {
     ctx.cluster.apply(&object, &namespace).await.unwrap();
     let gvk = GroupVersionKind::gvk("addonctl.io", "v1alpha1", "Addon");
     let ready = wait_for("the Addon is Ready", || async {
-        let stored = ctx.cluster.get(&gvk, Some(&namespace), ADDON).await.ok()??;
+        let stored = ctx
+            .cluster
+            .get(&gvk, Some(&namespace), ADDON)
+            .await
+            .ok()??;
         let stored = serde_json::to_value(stored).ok()?;
         let ready = stored["status"]["conditions"]
             .as_array()?
@@ -477,7 +485,8 @@ impl Reporter for Timeline {
 /// Part 2: a three-stage rollout to 10 clusters.
 async fn rollout() {
     let env = EnvFile::load("scripts/bench-controller.sh");
-    let managed: Vec<&env::ClusterEntry> = env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
+    let managed: Vec<&env::ClusterEntry> =
+        env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
     let registry = tempfile::tempdir().unwrap();
     write_addon(registry.path());
     let namespace = format!("bench-ro-{}", std::process::id());
@@ -562,7 +571,9 @@ fn report_rollout(
             .expect("the gate was observed");
         let end = steps
             .iter()
-            .find(|(t, m)| *t >= gate && m.starts_with(&format!("stage `{stage}`:")) && m.contains("passed"))
+            .find(|(t, m)| {
+                *t >= gate && m.starts_with(&format!("stage `{stage}`:")) && m.contains("passed")
+            })
             .map(|(t, _)| *t)
             .expect("the stage passed");
         // The stage's wall time starts where the previous one ended (planning included).

@@ -23,9 +23,9 @@ use addonctl::context::{Context, EngineChoice, NoopReporter, Settings};
 use addonctl::drift::engine::{check_with, desired_objects, record};
 use addonctl::drift::{DriftCache, DriftSpec, Policy, Report};
 use addonctl::plan::EnableRequest;
+use env::{connect, median, EnvFile};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use env::{connect, median, EnvFile};
 use serde_json::json;
 
 /// Objects per cluster: 1 Namespace + 49 namespaced objects.

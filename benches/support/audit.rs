@@ -115,10 +115,7 @@ impl AuditLogs {
 }
 
 /// Requests counted by a key.
-pub fn count_by<K: Ord>(
-    requests: &[Request],
-    key: impl Fn(&Request) -> K,
-) -> BTreeMap<K, usize> {
+pub fn count_by<K: Ord>(requests: &[Request], key: impl Fn(&Request) -> K) -> BTreeMap<K, usize> {
     let mut counts = BTreeMap::new();
     for request in requests {
         *counts.entry(key(request)).or_insert(0) += 1;

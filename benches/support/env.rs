@@ -60,8 +60,11 @@ impl EnvFile {
     /// The managed clusters, in the file's order (`managed-1` first); panics when there are
     /// fewer than `at_least`.
     pub fn managed(&self, at_least: usize) -> Vec<&ClusterEntry> {
-        let managed: Vec<&ClusterEntry> =
-            self.clusters.iter().filter(|c| c.role == "managed").collect();
+        let managed: Vec<&ClusterEntry> = self
+            .clusters
+            .iter()
+            .filter(|c| c.role == "managed")
+            .collect();
         assert!(
             managed.len() >= at_least.max(1),
             "the environment in {} has {} managed cluster(s); this benchmark needs {}",
@@ -98,4 +101,14 @@ pub fn percentile(values: &[f64], p: usize) -> f64 {
     sorted.sort_by(f64::total_cmp);
     let rank = (p * sorted.len()).div_ceil(100).clamp(1, sorted.len());
     sorted[rank - 1]
+}
+
+/// The machine's load averages (1, 5, 15 minutes) as `/proc/loadavg` says them.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split(' ')
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -54,13 +54,38 @@ const RESOURCES: &[(&str, &str, &str, bool)] = &[
     ("apps/v1", "daemonsets", "DaemonSet", true),
     ("apps/v1", "deployments", "Deployment", true),
     ("apps/v1", "statefulsets", "StatefulSet", true),
-    ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false),
-    ("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", false),
-    ("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+    ),
     ("rbac.authorization.k8s.io/v1", "roles", "Role", true),
     ("coordination.k8s.io/v1", "leases", "Lease", true),
-    ("apiextensions.k8s.io/v1", "customresourcedefinitions", "CustomResourceDefinition", false),
-    ("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+    (
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+    ),
+    (
+        "authorization.k8s.io/v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        false,
+    ),
 ];
 
 /// (cluster, group/version, plural, namespace) → name → object.
@@ -85,8 +110,12 @@ fn option(name: &str) -> Option<String> {
 
 /// The child process: serves until stdin closes; prints `listening <address>` first.
 pub async fn child_main() {
-    let clusters: usize = option("--clusters").and_then(|v| v.parse().ok()).unwrap_or(1000);
-    let latency: u64 = option("--latency-ms").and_then(|v| v.parse().ok()).unwrap_or(5);
+    let clusters: usize = option("--clusters")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let latency: u64 = option("--latency-ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
     let namespace = option("--namespace").unwrap_or_else(|| "vela-system".to_owned());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -241,7 +270,11 @@ fn query(uri: &http::Uri) -> BTreeMap<String, String> {
         .split('&')
         .filter_map(|pair| pair.split_once('='))
         .map(|(k, v)| {
-            let v = v.replace("%3D", "=").replace("%2C", ",").replace("%2F", "/").replace("%21", "!");
+            let v = v
+                .replace("%3D", "=")
+                .replace("%2C", ",")
+                .replace("%2F", "/")
+                .replace("%21", "!");
             (k.to_owned(), v.replace('+', " "))
         })
         .collect()
@@ -252,7 +285,15 @@ impl Fake {
         self.version.fetch_add(1, Ordering::Relaxed).to_string()
     }
 
-    fn store(&self, cluster: &str, gv: &str, plural: &str, ns: &str, name: &str, mut object: Value) {
+    fn store(
+        &self,
+        cluster: &str,
+        gv: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        mut object: Value,
+    ) {
         let version = self.next_version();
         object["metadata"]["resourceVersion"] = json!(version);
         object["metadata"]["uid"] = json!(format!("uid-{version}"));
@@ -260,20 +301,33 @@ impl Fake {
         self.objects
             .lock()
             .unwrap()
-            .entry((cluster.to_owned(), gv.to_owned(), plural.to_owned(), ns.to_owned()))
+            .entry((
+                cluster.to_owned(),
+                gv.to_owned(),
+                plural.to_owned(),
+                ns.to_owned(),
+            ))
             .or_default()
             .insert(name.to_owned(), object);
     }
 
     async fn answer(&self, request: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
         let (parts, body) = request.into_parts();
-        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
         let path = parts.uri.path().to_owned();
         if path == "/_fake/stats" {
             let stats = self.stats.lock().unwrap().clone();
             let mut out = json!({"controlPlane": {}, "managed": {}});
             for ((control_plane, verb), n) in stats {
-                let side = if control_plane { "controlPlane" } else { "managed" };
+                let side = if control_plane {
+                    "controlPlane"
+                } else {
+                    "managed"
+                };
                 out[side][verb] = json!(n);
             }
             return respond(200, &out);
@@ -324,7 +378,11 @@ impl Fake {
             .to_owned();
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let (code, answer) = match verb.as_str() {
-            "list" => self.list(&target, &params, accept.contains("PartialObjectMetadataList")),
+            "list" => self.list(
+                &target,
+                &params,
+                accept.contains("PartialObjectMetadataList"),
+            ),
             "get" => self.get(&target),
             "create" => self.create(&target, body, &params),
             "update" => self.update(&target, body, &params),
@@ -351,7 +409,12 @@ impl Fake {
         )
     }
 
-    fn list(&self, target: &Target, params: &BTreeMap<String, String>, metadata: bool) -> (u16, Value) {
+    fn list(
+        &self,
+        target: &Target,
+        params: &BTreeMap<String, String>,
+        metadata: bool,
+    ) -> (u16, Value) {
         let selector = params.get("labelSelector").cloned().unwrap_or_default();
         let objects = self.objects.lock().unwrap();
         let mut items = Vec::new();
@@ -377,7 +440,10 @@ impl Fake {
         let version = self.version.load(Ordering::Relaxed).to_string();
         let (kind, _) = Self::kind_of(target);
         let (api_version, kind) = if metadata {
-            ("meta.k8s.io/v1".to_owned(), "PartialObjectMetadataList".to_owned())
+            (
+                "meta.k8s.io/v1".to_owned(),
+                "PartialObjectMetadataList".to_owned(),
+            )
         } else {
             (target.group_version.clone(), format!("{kind}List"))
         };
@@ -416,10 +482,16 @@ impl Fake {
             object["metadata"]["namespace"] = json!(target.namespace);
         }
         object["metadata"]["resourceVersion"] = json!(version);
-        let uid = before.map_or_else(|| json!(format!("uid-{version}")), |b| b["metadata"]["uid"].clone());
+        let uid = before.map_or_else(
+            || json!(format!("uid-{version}")),
+            |b| b["metadata"]["uid"].clone(),
+        );
         object["metadata"]["uid"] = uid;
         object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-        let generation = before.and_then(|b| b["metadata"]["generation"].as_i64()).unwrap_or(0) + 1;
+        let generation = before
+            .and_then(|b| b["metadata"]["generation"].as_i64())
+            .unwrap_or(0)
+            + 1;
         object["metadata"]["generation"] = json!(generation);
         self.objects
             .lock()
@@ -430,7 +502,12 @@ impl Fake {
         object
     }
 
-    fn create(&self, target: &Target, body: Value, params: &BTreeMap<String, String>) -> (u16, Value) {
+    fn create(
+        &self,
+        target: &Target,
+        body: Value,
+        params: &BTreeMap<String, String>,
+    ) -> (u16, Value) {
         if target.plural.ends_with("accessreviews") {
             let mut review = body;
             review["status"] = json!({"allowed": true});
@@ -439,7 +516,10 @@ impl Fake {
         let Some(name) = body["metadata"]["name"].as_str().map(str::to_owned) else {
             return status(422, "Invalid", "metadata.name is required");
         };
-        let target = Target { name: Some(name.clone()), ..target.clone_target() };
+        let target = Target {
+            name: Some(name.clone()),
+            ..target.clone_target()
+        };
         if self.stored(&target).is_some() {
             return status(409, "AlreadyExists", &format!("{name} already exists"));
         }
@@ -449,7 +529,12 @@ impl Fake {
         (201, self.put(&target, &name, body, None))
     }
 
-    fn update(&self, target: &Target, body: Value, params: &BTreeMap<String, String>) -> (u16, Value) {
+    fn update(
+        &self,
+        target: &Target,
+        body: Value,
+        params: &BTreeMap<String, String>,
+    ) -> (u16, Value) {
         let Some(name) = target.name.clone() else {
             return status(405, "MethodNotAllowed", "PUT of a collection");
         };
@@ -457,7 +542,9 @@ impl Fake {
         let Some(before) = before else {
             return not_found(target);
         };
-        let given = body["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+        let given = body["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default();
         if !given.is_empty() && Some(given) != before["metadata"]["resourceVersion"].as_str() {
             return status(409, "Conflict", "the object has been modified");
         }
@@ -467,7 +554,13 @@ impl Fake {
         (200, self.put(target, &name, body, Some(&before)))
     }
 
-    fn patch(&self, target: &Target, body: &Value, content_type: &str, params: &BTreeMap<String, String>) -> (u16, Value) {
+    fn patch(
+        &self,
+        target: &Target,
+        body: &Value,
+        content_type: &str,
+        params: &BTreeMap<String, String>,
+    ) -> (u16, Value) {
         let Some(name) = target.name.clone() else {
             return status(405, "MethodNotAllowed", "PATCH of a collection");
         };
@@ -500,8 +593,11 @@ impl Fake {
                 return status(422, "Invalid", &e);
             }
         } else {
-            let given = body["metadata"]["resourceVersion"].as_str().map(str::to_owned);
-            if given.is_some() && given.as_deref() != object["metadata"]["resourceVersion"].as_str() {
+            let given = body["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_owned);
+            if given.is_some() && given.as_deref() != object["metadata"]["resourceVersion"].as_str()
+            {
                 return status(409, "Conflict", "the object has been modified");
             }
             merge(&mut object, body);
@@ -524,7 +620,10 @@ impl Fake {
             .get_mut(&Self::key(target))
             .and_then(|m| m.remove(name));
         match removed {
-            Some(_) => (200, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})),
+            Some(_) => (
+                200,
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+            ),
             None => not_found(target),
         }
     }
@@ -547,13 +646,18 @@ fn not_found(target: &Target) -> (u16, Value) {
     status(
         404,
         "NotFound",
-        &format!("{} \"{}\" not found", target.plural, target.name.as_deref().unwrap_or("")),
+        &format!(
+            "{} \"{}\" not found",
+            target.plural,
+            target.name.as_deref().unwrap_or("")
+        ),
     )
 }
 
 fn respond(code: u16, body: &Value) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
@@ -564,10 +668,18 @@ fn respond(code: u16, body: &Value) -> Response<Full<Bytes>> {
 fn verb(method: &Method, segments: &[&str], params: &BTreeMap<String, String>) -> String {
     let is_item = {
         let n = segments.len();
-        let base = if segments.first() == Some(&"api") { 2 } else { 3 };
+        let base = if segments.first() == Some(&"api") {
+            2
+        } else {
+            3
+        };
         let rest = n.saturating_sub(base);
         let namespaced = segments.get(base) == Some(&"namespaces") && rest >= 3;
-        if namespaced { rest >= 4 } else { rest >= 2 }
+        if namespaced {
+            rest >= 4
+        } else {
+            rest >= 2
+        }
     };
     match *method {
         Method::GET if params.get("watch").is_some_and(|w| w == "true" || w == "1") => "watch",
@@ -585,11 +697,17 @@ fn verb(method: &Method, segments: &[&str], params: &BTreeMap<String, String>) -
 /// Discovery answers; `None` for a resource path.
 fn discovery(segments: &[&str], control_plane: bool) -> Option<Value> {
     match segments {
-        ["version"] => Some(json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2", "platform": "linux/amd64"})),
+        ["version"] => Some(
+            json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2", "platform": "linux/amd64"}),
+        ),
         ["api"] => Some(json!({"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]})),
         ["apis"] => {
-            let mut groups: Vec<&str> = RESOURCES.iter().map(|r| r.0).filter(|gv| gv.contains('/')).collect();
+            let mut groups: Vec<&str> = RESOURCES
+                .iter()
+                .map(|r| r.0)
+                .filter(|gv| gv.contains('/'))
+                .collect();
             groups.dedup();
             let mut list: Vec<Value> = groups
                 .iter()
@@ -606,7 +724,11 @@ fn discovery(segments: &[&str], control_plane: bool) -> Option<Value> {
             Some(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list}))
         }
         ["api", "v1"] | ["apis", _, _] => {
-            let gv = if segments[0] == "api" { "v1".to_owned() } else { format!("{}/{}", segments[1], segments[2]) };
+            let gv = if segments[0] == "api" {
+                "v1".to_owned()
+            } else {
+                format!("{}/{}", segments[1], segments[2])
+            };
             let mut resources: Vec<Value> = RESOURCES
                 .iter()
                 .filter(|r| r.0 == gv)
@@ -622,7 +744,9 @@ fn discovery(segments: &[&str], control_plane: bool) -> Option<Value> {
             if resources.is_empty() {
                 return None;
             }
-            Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+            Some(
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+            )
         }
         _ => None,
     }

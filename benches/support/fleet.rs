@@ -55,7 +55,12 @@ fn usage(ticks_per_second: f64) -> Usage {
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     Usage {
         // Fields 14 and 15 of stat(5), counted from the state (field 3).
         cpu: (ticks(11) + ticks(12)) / ticks_per_second,
@@ -156,7 +161,12 @@ pub async fn run() {
     let namespace = "bench-fleet";
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args([CHILD_ARGUMENT, "--clusters", &clusters.to_string()])
-        .args(["--latency-ms", &latency.to_string(), "--namespace", namespace])
+        .args([
+            "--latency-ms",
+            &latency.to_string(),
+            "--namespace",
+            namespace,
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -208,13 +218,24 @@ pub async fn run() {
         let mut steps = Vec::new();
         let (desired, _digest, count) = resolve(&secrets, &spec);
         steps.push(("targets", started.elapsed()));
-        let mut note = format!("{count} target clusters");
+        let mut note = format!(
+            "load average {} at the start; {count} target clusters",
+            super::env::load_average()
+        );
         if name != "unchanged" {
             let step = Instant::now();
             let applied = engine::apply(&ctx, &desired).await.unwrap();
             steps.push(("plan + apply + record", step.elapsed()));
-            let failed = applied.clusters.iter().filter(|c| c.outcome == "failed").count();
-            let changed = applied.clusters.iter().filter(|c| c.outcome == "applied").count();
+            let failed = applied
+                .clusters
+                .iter()
+                .filter(|c| c.outcome == "failed")
+                .count();
+            let changed = applied
+                .clusters
+                .iter()
+                .filter(|c| c.outcome == "applied")
+                .count();
             note.push_str(&format!(
                 "; apply: {} clusters, {changed} changed, {failed} failed",
                 applied.clusters.len()
@@ -233,11 +254,18 @@ pub async fn run() {
             report.full_reads,
             report.errors.len()
         ));
+        if let Some(first) = report.errors.first() {
+            note.push_str(&format!(" (first: `{}`: {})", first.cluster, first.error));
+        }
         if name != "unchanged" {
             let step = Instant::now();
             let health = engine::health(&ctx, ADDON).await.unwrap();
             steps.push(("health", step.elapsed()));
-            let healthy = health.clusters.values().filter(|(s, _)| s == "healthy").count();
+            let healthy = health
+                .clusters
+                .values()
+                .filter(|(s, _)| s == "healthy")
+                .count();
             note.push_str(&format!("; health: {healthy} healthy"));
         }
         let wall = started.elapsed();
