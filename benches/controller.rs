@@ -193,16 +193,22 @@ async fn reconcile_metrics(address: &str) -> (u64, u64, f64) {
         text.lines()
             .find(|l| l.starts_with(prefix))
             .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+            .unwrap_or("0")
+            .to_owned()
     };
     let addon = format!("{{addon=\"{ADDON}\"}}");
     (
-        value(&format!("addonctl_controller_reconciles_total{addon}")) as u64,
+        value(&format!("addonctl_controller_reconciles_total{addon}"))
+            .parse()
+            .unwrap_or(0),
         value(&format!(
             "addonctl_controller_reconciles_skipped_total{addon}"
-        )) as u64,
-        value("addonctl_controller_reconcile_duration_seconds_sum"),
+        ))
+        .parse()
+        .unwrap_or(0),
+        value("addonctl_controller_reconcile_duration_seconds_sum")
+            .parse()
+            .unwrap_or(0.0),
     )
 }
 
@@ -249,6 +255,10 @@ async fn main() {
         fake_api::child_main().await;
         return;
     }
+    assert!(
+        !parts.iter().any(|p| p == "fleet") || parts.len() == 1,
+        "`fleet` runs alone (its memory figures are its process's): run it in an invocation of its own"
+    );
     let parts = if parts.is_empty() {
         vec!["unchanged".to_owned(), "rollout".to_owned()]
     } else {

@@ -105,7 +105,7 @@ pub fn percentile(values: &[f64], p: usize) -> f64 {
 
 /// The machine's load averages (1, 5, 15 minutes) as `/proc/loadavg` says them.
 pub fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
+    fs_err::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .split(' ')
         .take(3)

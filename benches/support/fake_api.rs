@@ -131,18 +131,19 @@ pub async fn child_main() {
         fake.store("", "v1", "secrets", &namespace, &name, secret);
     }
     println!("listening {address}");
-    std::thread::spawn(|| {
+    let (gone, mut parent_gone) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
         // Stop when the parent goes (its end of our stdin closes).
         let mut buffer = [0u8; 64];
-        loop {
-            match std::io::Read::read(&mut std::io::stdin(), &mut buffer) {
-                Ok(0) | Err(_) => std::process::exit(0),
-                Ok(_) => {}
-            }
-        }
+        while let Ok(1..) = std::io::Read::read(&mut std::io::stdin(), &mut buffer) {}
+        let _ = gone.send(());
     });
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = &mut parent_gone => return,
+        };
+        let Ok((stream, _)) = accepted else {
             continue;
         };
         let fake = Arc::clone(&fake);
@@ -316,7 +317,7 @@ impl Fake {
         let body = body
             .collect()
             .await
-            .map(|b| b.to_bytes())
+            .map(http_body_util::Collected::to_bytes)
             .unwrap_or_default();
         let path = parts.uri.path().to_owned();
         if path == "/_fake/stats" {

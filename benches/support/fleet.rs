@@ -41,7 +41,7 @@ struct Usage {
 }
 
 fn usage(ticks_per_second: f64) -> Usage {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let status = fs_err::read_to_string("/proc/self/status").unwrap_or_default();
     let kib = |field: &str| {
         status
             .lines()
@@ -50,7 +50,7 @@ fn usage(ticks_per_second: f64) -> Usage {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let stat = fs_err::read_to_string("/proc/self/stat").unwrap_or_default();
     let fields: Vec<&str> = stat
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().collect())
