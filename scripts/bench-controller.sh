@@ -11,6 +11,7 @@
 #   ADDONCTL_BENCH_RECONCILES        unchanged reconciles observed in 1 (default 20)
 #   ADDONCTL_BENCH_FLEET_CLUSTERS    simulated clusters in 3 (default 1000)
 #   ADDONCTL_BENCH_FLEET_LATENCY_MS  latency the fake server adds to every answer (default 5)
+#   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 3 (default: the library's)
 # Arguments: the parts to run (default: unchanged rollout fleet).
 set -euo pipefail
 cd "$(dirname "$0")/.."

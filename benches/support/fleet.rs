@@ -199,7 +199,17 @@ pub async fn run() {
         registry_dirs: vec![registry],
         ..Settings::new(namespace)
     };
-    let ctx = Context::with_cluster(&settings, super::env::connect(&kubeconfig).await).unwrap();
+    // The request timeout (also every socket's read timeout) of the control plane and, through
+    // it, of every simulated cluster; 0 = the library's default.
+    let timeout = setting("ADDONCTL_BENCH_FLEET_TIMEOUT_S", 0);
+    let control_plane = addonctl::cluster::Cluster::connect(&addonctl::cluster::ConnectOptions {
+        kubeconfig: Some(kubeconfig.clone()),
+        timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
+        ..addonctl::cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    let ctx = Context::with_cluster(&settings, control_plane).unwrap();
     let spec: AddonSpec = serde_json::from_value(json!({
         "clusterSelector": {"matchLabels": {FLEET_LABEL.0: FLEET_LABEL.1}},
         "drift": {"policy": "correct"},
@@ -282,6 +292,10 @@ pub async fn run() {
             note,
         });
     }
+    println!(
+        "request timeout (and socket read timeout) of every cluster: {} s",
+        ctx.cluster.request_timeout().as_secs()
+    );
     report(clusters, latency, before, &passes);
     drop(child.stdin.take());
     let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
