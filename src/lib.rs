@@ -43,6 +43,7 @@ pub mod cluster;
 pub mod context;
 pub mod controller;
 pub mod cue;
+pub mod declare;
 pub mod diff;
 pub mod drift;
 pub mod error;
