@@ -20,7 +20,7 @@ use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
 /// The label every fixture object carries: the addon's name.
 const LABEL: &str = "addonctl.test/addon";
 /// The `Addon` kind.
-const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
+pub(crate) const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
 /// The longest any condition is waited for.
 const WAIT: Duration = Duration::from_secs(60);
 /// The CRD kind.
@@ -79,7 +79,7 @@ fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, at most [`WAIT`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+pub(crate) async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -95,7 +95,7 @@ where
 }
 
 /// The `Addon` CRD from `addonctl controller manifests`, applied once per test run.
-async fn install_crd(sb: &Sandbox) {
+pub(crate) async fn install_crd(sb: &Sandbox) {
     static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let output = sb
         .cli()
@@ -170,7 +170,7 @@ async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
     sb.get(ADDON, name).await
 }
 
-fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
     addon["status"]["conditions"]
         .as_array()?
         .iter()
@@ -191,7 +191,7 @@ async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
 }
 
 /// A controller running as a child process; killed when dropped.
-struct Child {
+pub(crate) struct Child {
     process: tokio::process::Child,
     address: String,
 }
@@ -199,7 +199,7 @@ struct Child {
 impl Child {
     /// `addonctl controller` for the sandbox (its kubeconfig, namespace, registries and
     /// engine), with `extra` flags; waits until it prints its address.
-    async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
+    pub(crate) async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
         let mut command = sb.command();
         command
             .args(["controller", "--metrics-addr", "127.0.0.1:0"])
