@@ -16,21 +16,19 @@ const TOKEN: &str = "hunter2-Declared-Token";
 /// An addon `name`: `count` ConfigMaps and a Secret `<name>-token` holding the secret `token`,
 /// in a namespace named after the system namespace, on the clusters of `clusters`.
 fn fixture(name: &str) -> TestAddon {
-    let template = format!(
-        r#"let ns = context.namespace;
+    let template = r#"let ns = context.namespace;
 let addon = context.metadata.name;
-let labels = #{{ "addonctl.test/addon": addon }};
-let objects = [#{{ apiVersion: "v1", kind: "Namespace", metadata: #{{ name: ns, labels: labels }} }},
-    #{{ apiVersion: "v1", kind: "Secret", metadata: #{{ name: `${{addon}}-token`, labels: labels }},
-        stringData: #{{ token: parameter.token }} }}];
-for i in 0..parameter.count {{
-    objects.push(#{{ apiVersion: "v1", kind: "ConfigMap",
-        metadata: #{{ name: `${{addon}}-${{i}}`, labels: labels }}, data: #{{ index: `${{i}}` }} }});
-}}
-#{{ output: application(#{{ components: [k8s_objects(addon, objects)],
-    policies: [topology("where", parameter.clusters)] }}) }}
-"#
-    );
+let labels = #{ "addonctl.test/addon": addon };
+let objects = [#{ apiVersion: "v1", kind: "Namespace", metadata: #{ name: ns, labels: labels } },
+    #{ apiVersion: "v1", kind: "Secret", metadata: #{ name: `${addon}-token`, labels: labels },
+        stringData: #{ token: parameter.token } }];
+for i in 0..parameter.count {
+    objects.push(#{ apiVersion: "v1", kind: "ConfigMap",
+        metadata: #{ name: `${addon}-${i}`, labels: labels }, data: #{ index: `${i}` } });
+}
+#{ output: application(#{ components: [k8s_objects(addon, objects)],
+    policies: [topology("where", parameter.clusters)] }) }
+"#;
     TestAddon::new(name)
         .file(
             "metadata.yaml",
@@ -40,7 +38,7 @@ for i in 0..parameter.count {{
             "parameter.rhai",
             "#{\n    count: pint(1),\n    token: string().secret(),\n    clusters: list(string()).optional(),\n}\n",
         )
-        .file("template.rhai", &template)
+        .file("template.rhai", template)
 }
 
 fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {

@@ -27,12 +27,14 @@ const MAX_NOTE: usize = 1000;
 /// Outcomes remembered at most (the oldest are forgotten beyond).
 const MAX_REMEMBERED: usize = 4096;
 
+/// What was published lately: (`Addon` uid, reason) → (message, when).
+type Recent = HashMap<(String, &'static str), (String, Instant)>;
+
 /// The recorder of one leadership term and what it published lately.
 pub(super) struct Events {
     client: kube::Client,
     reporter: Reporter,
-    /// (`Addon` uid, reason) → (message, when).
-    recent: Mutex<HashMap<(String, &'static str), (String, Instant)>>,
+    recent: Mutex<Recent>,
 }
 
 impl Events {

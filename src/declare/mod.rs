@@ -266,6 +266,9 @@ fn params_secret(namespace: &str, name: &str, values: BTreeMap<String, String>) 
     }
 }
 
+/// The plain parameters, and the secret ones by dotted path.
+pub type Split = (Map<String, Value>, BTreeMap<String, String>);
+
 /// Splits the arguments into the plain ones (secret parameters removed, objects left empty by
 /// that removal dropped) and the secret ones by dotted path.
 ///
@@ -274,10 +277,7 @@ fn params_secret(namespace: &str, name: &str, values: BTreeMap<String, String>) 
 /// A secret parameter that is not text (the controller reads Secret keys as text) or that
 /// lies inside a list (`secretParameters` name object paths), or whose path is not a valid
 /// Secret key.
-pub fn split_secrets(
-    args: &Map<String, Value>,
-    schema: &ParameterSchema,
-) -> Result<(Map<String, Value>, BTreeMap<String, String>), Error> {
+pub fn split_secrets(args: &Map<String, Value>, schema: &ParameterSchema) -> Result<Split, Error> {
     let mut secrets = BTreeMap::new();
     let plain = split_at(args, "", schema, &mut secrets)?;
     Ok((plain, secrets))
@@ -383,18 +383,15 @@ pub async fn write(ctx: &Context, declaration: &Declaration) -> Result<Written, 
         }))
         .await?;
     let mut secret_deleted = false;
-    let secret = match &declaration.secret {
-        Some(secret) => {
-            let mut value = serde_json::to_value(secret).unwrap_or(Value::Null);
-            value["apiVersion"] = Value::from("v1");
-            value["kind"] = Value::from("Secret");
-            ctx.cluster.apply(&value, ns).await?;
-            Some(secret.name_any())
-        }
-        None => {
-            secret_deleted = refs::delete_params_secret(&ctx.cluster, ns, &name).await?;
-            None
-        }
+    let secret = if let Some(secret) = &declaration.secret {
+        let mut value = serde_json::to_value(secret).unwrap_or(Value::Null);
+        value["apiVersion"] = Value::from("v1");
+        value["kind"] = Value::from("Secret");
+        ctx.cluster.apply(&value, ns).await?;
+        Some(secret.name_any())
+    } else {
+        secret_deleted = refs::delete_params_secret(&ctx.cluster, ns, &name).await?;
+        None
     };
     let stored = ctx.cluster.apply(&declaration.addon_value(), ns).await?;
     Ok(Written {
