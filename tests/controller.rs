@@ -14,6 +14,7 @@ use addonctl::controller::{Backoff, Controller, ControllerSettings};
 use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use crate::declarative::{addon_events, wait_event};
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
 
@@ -532,6 +533,9 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     assert_eq!(ready["status"], "False");
     let error = stalled["status"]["lastError"].as_str().unwrap();
     assert!(error.contains("broken on purpose"), "{error}");
+    assert!(wait_event(&sb, "broken", "Stalled")
+        .await
+        .contains("retry budget"));
 
     // Stalled: retries at the slowest pace only, each costing a handful of requests.
     let requests = cluster.counters().requests();
@@ -544,6 +548,12 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     );
     let spent = cluster.counters().requests() - requests;
     assert!(spent <= 80, "{spent} requests in 6 s while stalled");
+    let failed = addon_events(&sb, "broken").await;
+    assert_eq!(
+        failed.iter().filter(|(r, _)| r == "ApplyFailed").count(),
+        1,
+        "the same failure is one Event: {failed:?}"
+    );
     let (_, metrics) = http_get(&address, "/metrics").await;
     assert!(
         metrics.contains("addonctl_controller_reconcile_errors_total{addon=\"broken\"}"),
@@ -779,6 +789,9 @@ async fn a_hand_edit_is_corrected_under_correct() {
         .unwrap()
         .to_owned();
     assert!(message.contains("fixed-0"), "{message}");
+    assert!(wait_event(&sb, "fixed", "DriftCorrected")
+        .await
+        .contains("fixed-0"));
     assert_eq!(
         fixed["metadata"]["generation"], generation,
         "the Addon is not touched"
@@ -819,6 +832,16 @@ async fn a_hand_edit_is_only_reported_under_warn() {
         config_map_index(&m1, sb.ns(), "watched-1").await.as_deref(),
         Some("edited"),
         "`warn` never reverts"
+    );
+    let events = addon_events(&sb, "watched").await;
+    let drifted: Vec<&String> = events
+        .iter()
+        .filter(|(r, _)| r == "Drifted")
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        drifted.len() == 1 && drifted[0].contains("watched-1") && drifted[0].contains("data.index"),
+        "one Event while the drift lasts: {events:?}"
     );
     let (_, metrics) = http_get(&address, "/metrics").await;
     assert!(

@@ -41,6 +41,43 @@ for i in 0..parameter.count {
         .file("template.rhai", template)
 }
 
+/// The Events (`events.k8s.io/v1`) the controller published on the `Addon` `name`: (reason,
+/// note), oldest first.
+pub(crate) async fn addon_events(sb: &Sandbox, name: &str) -> Vec<(String, String)> {
+    let mut events: Vec<Value> = sb
+        .list(Kind("events.k8s.io/v1", "Event"))
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["regarding"]["kind"] == "Addon"
+                && e["regarding"]["name"] == name
+                && e["reportingController"] == "addonctl-controller"
+        })
+        .collect();
+    events.sort_by_key(|e| e["eventTime"].as_str().unwrap_or_default().to_owned());
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap_or_default().to_owned(),
+                e["note"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for an Event of `reason` on the `Addon` `name`; returns its note.
+pub(crate) async fn wait_event(sb: &Sandbox, name: &str, reason: &str) -> String {
+    wait_for(&format!("a `{reason}` Event on `{name}`"), || async {
+        addon_events(sb, name)
+            .await
+            .into_iter()
+            .find(|(r, _)| r == reason)
+            .map(|(_, note)| note)
+    })
+    .await
+}
+
 fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
     let output = cmd.output().unwrap();
     (
@@ -297,21 +334,11 @@ async fn a_declared_addon_is_applied_by_the_controller_and_deleted_through_disab
         .unwrap();
     assert_eq!(row["declared"], true);
 
-    // The controller published `Applied` on the Addon.
-    let events = wait_for("an `Applied` Event on the Addon", || async {
-        let events = sb.list(Kind("events.k8s.io/v1", "Event")).await;
-        events
-            .iter()
-            .any(|e| {
-                e["reason"] == "Applied"
-                    && e["regarding"]["kind"] == "Addon"
-                    && e["regarding"]["name"] == "owned"
-                    && e["reportingController"] == "addonctl-controller"
-            })
-            .then_some(events)
-    })
-    .await;
-    assert!(!serde_json::to_string(&events).unwrap().contains(TOKEN));
+    // The controller published `Applied` on the Addon, with the version and cluster.
+    let note = wait_event(&sb, "owned", "Applied").await;
+    assert!(note.contains("1.2.0") && note.contains("m1"), "{note}");
+    let events = addon_events(&sb, "owned").await;
+    assert!(!format!("{events:?}").contains(TOKEN));
 
     // The CLI does not fight the controller.
     let (code, _, stderr) = run(sb.cli().args(["disable", "owned"]));

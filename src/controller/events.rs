@@ -118,14 +118,16 @@ pub(super) async fn applied(data: &Data, addon: &Addon, applied: &Applied) {
 /// `ApplyFailed` and, once the retry budget is spent, `Stalled`.
 pub(super) async fn failed(data: &Data, addon: &Addon, error: &Error, failures: u32) {
     let events = &data.events;
-    let note = format!("reconcile failed ({failures} in a row): {error}");
+    // No count in the message: the same failure again is the same outcome (not published
+    // again within `REPEAT`).
+    let note = format!("reconcile failed: {error}");
     events
         .publish(addon, EventType::Warning, "ApplyFailed", note, false)
         .await;
     let budget = data.shared.settings.backoff.budget;
     if failures >= budget {
         let note = format!(
-            "failed {failures} times in a row (retry budget {budget}): retried every {}s only; fix the cause or edit the Addon",
+            "the retry budget ({budget} failures in a row) is spent: retried every {}s only; fix the cause or edit the Addon",
             data.shared.settings.backoff.max.as_secs()
         );
         events
