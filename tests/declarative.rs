@@ -200,6 +200,43 @@ async fn enable_declarative_writes_the_addon_and_a_secret_and_refuses_bad_argume
     assert_eq!(decoded(&secret, "token"), "second-Token-value");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_crd_declarative_says_how_to_install_it() {
+    let addon = fixture("nocrd");
+    // The managed API servers never get the `Addon` CRD.
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    assert!(!sb.api().serves(&ADDON.gvk()).await.unwrap());
+    let (code, stdout, stderr) =
+        run(sb
+            .cli()
+            .args(["enable", "nocrd", "token=t", "--declarative"]));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("does not serve the `Addon` resource")
+            && stderr.contains("addonctl controller manifests"),
+        "{stderr}"
+    );
+    assert!(sb.get(Kind::SECRET, "addon-params-nocrd").await.is_none());
+    let (code, _, stderr) = run(sb.cli().args(["disable", "nocrd", "--declarative"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("addonctl controller manifests"), "{stderr}");
+    // `status` and `list` work as before, without an `Addon` block.
+    let (code, stdout, stderr) = run(sb.cli().args(["status", "nocrd"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("Declared by"), "{stdout}");
+    let (code, stdout, stderr) = run(sb.cli().args(["list", "-o", "json"]));
+    assert_eq!(code, 0, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(listed["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["declared"] == false));
+}
+
 #[test]
 fn a_declarative_dry_run_without_a_cluster_prints_the_addon_and_a_masked_secret() {
     let addon = fixture("dry");
@@ -347,6 +384,12 @@ async fn a_declared_addon_is_applied_by_the_controller_and_deleted_through_disab
     let (code, _, stderr) = run(sb.cli().args(["enable", "owned", "token=x"]));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--override-controller"), "{stderr}");
+    let (code, _, stderr) = run(sb.cli().args(["upgrade", "owned"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("declared by the `Addon` resource"),
+        "{stderr}"
+    );
     assert!(sb.get(ADDON, "owned").await.is_some());
 
     // Deleting the Addon disables the addon.
