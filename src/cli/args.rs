@@ -480,7 +480,7 @@ pub struct EnableArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
-    /// Print Secret data and `secret()` parameters in `--dry-run` output.
+    /// Print Secret data and `secret()` parameters with `--dry-run`.
     #[arg(long)]
     pub show_secrets: bool,
     #[command(flatten)]
@@ -501,41 +501,48 @@ pub struct EnableArgs {
     pub controller: ControllerGuardArgs,
 }
 
-/// `enable --declarative`: an `Addon` resource for the controller instead of an apply.
+/// `enable --declarative`: an `Addon` resource for the controller instead of an apply. Only
+/// `--declarative` is in `enable --help` (which stays one screen); the others are in the
+/// README, in `--declarative`'s errors and in the examples.
 #[derive(Debug, Args)]
 pub struct DeclarativeArgs {
-    /// Write an `Addon` resource (the system namespace) for `addonctl controller` to apply,
-    /// instead of applying: arguments validated here, `secret()` parameters put in the Secret
-    /// `addon-params-<addon>`.
+    /// Write an `Addon` for `addonctl controller` instead of applying.
     #[arg(long, conflicts_with_all = ["wait", "adopt", "override_definitions", "reset_values", "show_secrets"])]
     pub declarative: bool,
     /// With `--declarative`: the target clusters by the labels of their cluster Secrets
     /// (`env=prod,region=eu`; `''` = every cluster, `local` included).
     #[arg(
         long,
+        hide = true,
         value_name = "K=V,...",
         requires = "declarative",
         conflicts_with = "clusters"
     )]
     pub cluster_selector: Option<String>,
-    /// With `--declarative`: what the controller does when objects on the clusters differ from
-    /// what it applied (default `correct`).
-    #[arg(long, value_enum, value_name = "POLICY", requires = "declarative")]
+    /// With `--declarative`: when objects on the clusters differ from what the controller
+    /// applied, apply them again (`correct`, the default), report (`warn`) or `ignore`.
+    #[arg(
+        long,
+        hide = true,
+        value_enum,
+        value_name = "POLICY",
+        requires = "declarative"
+    )]
     pub drift: Option<DriftChoice>,
     /// With `--declarative`: declare it suspended (the controller writes nothing until
     /// `suspend` is false).
-    #[arg(long, requires = "declarative")]
+    #[arg(long, hide = true, requires = "declarative")]
     pub suspend: bool,
 }
 
 /// The drift policies of an `Addon`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DriftChoice {
-    /// Apply drifted or deleted objects again.
+    // Apply drifted or deleted objects again.
     Correct,
-    /// Report only (condition, Event, metric).
+    // Report only (condition, Event, metric).
     Warn,
-    /// Do nothing.
+    // Do nothing.
     Ignore,
 }
 
@@ -543,8 +550,9 @@ pub enum DriftChoice {
 #[derive(Debug, Args)]
 pub struct ControllerGuardArgs {
     /// Apply even though an `Addon` resource declares this addon (the controller applies the
-    /// `Addon`'s spec again at its next reconcile unless it is suspended).
-    #[arg(long)]
+    /// `Addon`'s spec again at its next reconcile unless it is suspended). Named in the refusal
+    /// it overrides; not in `--help`.
+    #[arg(long, hide = true)]
     pub override_controller: bool,
 }
 
