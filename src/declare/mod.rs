@@ -5,7 +5,7 @@
 //! addon's parameter schema, as `enable --reset-values` would: the `Addon`'s spec is the whole
 //! truth). `secret()` parameters never go into the resource: they are written to the Secret
 //! `addon-params-<name>` (one key per parameter path) and referenced from `secretParameters`.
-//! Reading ([`find`], [`list`]) treats a control plane without the CRD as one without `Addon`s.
+//! Reading ([`find`], [`list()`]) treats a control plane without the CRD as one without `Addon`s.
 
 mod refs;
 
@@ -39,6 +39,9 @@ pub enum Error {
     /// What was asked for cannot be declared.
     #[error("{0}")]
     Invalid(String),
+    /// Resolving the version failed for a reason that is not the user's (a registry).
+    #[error("{0}")]
+    Failed(String),
     /// The control plane does not serve the `Addon` resource.
     #[error("the control plane does not serve the `Addon` resource (CustomResourceDefinition `addons.addonctl.io`): install it with `addonctl controller manifests --image IMAGE | kubectl apply -f -` (the controller's manifests start with the CRD), then run this again")]
     NotInstalled,
@@ -62,6 +65,7 @@ impl Error {
         match self {
             Error::Library(e) => e.is_user_error(),
             Error::Invalid(_) | Error::NotInstalled => true,
+            Error::Failed(_) => false,
         }
     }
 
@@ -172,7 +176,13 @@ pub async fn declare(ctx: &Context, request: &Request) -> Result<Declaration, Er
         request.version.as_deref(),
     )
     .await
-    .map_err(|e| Error::Invalid(e.to_string()))?;
+    .map_err(|e| {
+        if e.is_user_error() {
+            Error::Invalid(e.to_string())
+        } else {
+            Error::Failed(e.to_string())
+        }
+    })?;
     let plan_request = crate::plan::EnableRequest {
         reference: request.reference.clone(),
         version: exact,
@@ -353,7 +363,7 @@ fn has_secret(value: &Value, path: &str, schema: &ParameterSchema) -> bool {
     }
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone)]
 pub struct Written {
     /// The `Addon` as stored.
