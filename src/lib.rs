@@ -27,7 +27,8 @@
 //! Two library pieces sit beside `apply` for long-running front ends (a controller) and the
 //! CLI's one-shot runs: [`drift`] compares what each cluster holds with what the record says
 //! addonctl applied (and corrects it), and [`rollout`] plans and gates a staged rollout over
-//! clusters.
+//! clusters. [`declare`] builds the `Addon` resource `enable --declarative` writes for the
+//! controller (arguments validated by the same plan, secret parameters in their own Secret).
 //!
 //! [`cluster`] is the kube-rs access every stage uses; [`model::wire`] holds the names (labels,
 //! object names, `local`) rendering writes and the stages read, so applying never imports the
@@ -43,6 +44,7 @@ pub mod cluster;
 pub mod context;
 pub mod controller;
 pub mod cue;
+pub mod declare;
 pub mod diff;
 pub mod drift;
 pub mod error;

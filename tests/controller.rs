@@ -14,13 +14,14 @@ use addonctl::controller::{Backoff, Controller, ControllerSettings};
 use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use crate::declarative::{addon_events, wait_event};
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
 
 /// The label every fixture object carries: the addon's name.
 const LABEL: &str = "addonctl.test/addon";
 /// The `Addon` kind.
-const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
+pub(crate) const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
 /// The longest any condition is waited for.
 const WAIT: Duration = Duration::from_secs(60);
 /// The CRD kind.
@@ -79,7 +80,7 @@ fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, at most [`WAIT`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+pub(crate) async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -95,7 +96,7 @@ where
 }
 
 /// The `Addon` CRD from `addonctl controller manifests`, applied once per test run.
-async fn install_crd(sb: &Sandbox) {
+pub(crate) async fn install_crd(sb: &Sandbox) {
     static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let output = sb
         .cli()
@@ -170,7 +171,7 @@ async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
     sb.get(ADDON, name).await
 }
 
-fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
     addon["status"]["conditions"]
         .as_array()?
         .iter()
@@ -191,7 +192,7 @@ async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
 }
 
 /// A controller running as a child process; killed when dropped.
-struct Child {
+pub(crate) struct Child {
     process: tokio::process::Child,
     address: String,
 }
@@ -199,7 +200,7 @@ struct Child {
 impl Child {
     /// `addonctl controller` for the sandbox (its kubeconfig, namespace, registries and
     /// engine), with `extra` flags; waits until it prints its address.
-    async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
+    pub(crate) async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
         let mut command = sb.command();
         command
             .args(["controller", "--metrics-addr", "127.0.0.1:0"])
@@ -532,6 +533,9 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     assert_eq!(ready["status"], "False");
     let error = stalled["status"]["lastError"].as_str().unwrap();
     assert!(error.contains("broken on purpose"), "{error}");
+    assert!(wait_event(&sb, "broken", "Stalled")
+        .await
+        .contains("retry budget"));
 
     // Stalled: retries at the slowest pace only, each costing a handful of requests.
     let requests = cluster.counters().requests();
@@ -544,6 +548,12 @@ async fn a_broken_addon_backs_off_and_stalls_after_the_retry_budget_with_few_req
     );
     let spent = cluster.counters().requests() - requests;
     assert!(spent <= 80, "{spent} requests in 6 s while stalled");
+    let failed = addon_events(&sb, "broken").await;
+    assert_eq!(
+        failed.iter().filter(|(r, _)| r == "ApplyFailed").count(),
+        1,
+        "the same failure is one Event: {failed:?}"
+    );
     let (_, metrics) = http_get(&address, "/metrics").await;
     assert!(
         metrics.contains("addonctl_controller_reconcile_errors_total{addon=\"broken\"}"),
@@ -779,6 +789,9 @@ async fn a_hand_edit_is_corrected_under_correct() {
         .unwrap()
         .to_owned();
     assert!(message.contains("fixed-0"), "{message}");
+    assert!(wait_event(&sb, "fixed", "DriftCorrected")
+        .await
+        .contains("fixed-0"));
     assert_eq!(
         fixed["metadata"]["generation"], generation,
         "the Addon is not touched"
@@ -819,6 +832,16 @@ async fn a_hand_edit_is_only_reported_under_warn() {
         config_map_index(&m1, sb.ns(), "watched-1").await.as_deref(),
         Some("edited"),
         "`warn` never reverts"
+    );
+    let events = addon_events(&sb, "watched").await;
+    let drifted: Vec<&String> = events
+        .iter()
+        .filter(|(r, _)| r == "Drifted")
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        drifted.len() == 1 && drifted[0].contains("watched-1") && drifted[0].contains("data.index"),
+        "one Event while the drift lasts: {events:?}"
     );
     let (_, metrics) = http_get(&address, "/metrics").await;
     assert!(

@@ -13,6 +13,7 @@ mod controller;
 mod cue_addons;
 mod cue_oracle;
 mod day_two;
+mod declarative;
 mod definition_apply;
 mod dependencies;
 mod diff;

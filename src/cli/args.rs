@@ -480,7 +480,7 @@ pub struct EnableArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
-    /// Print Secret data and `secret()` parameters in `--dry-run` output.
+    /// Print Secret data and `secret()` parameters with `--dry-run`.
     #[arg(long)]
     pub show_secrets: bool,
     #[command(flatten)]
@@ -495,6 +495,65 @@ pub struct EnableArgs {
     /// Revisions kept in `addonctl history` (default 10).
     #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub history_max: u32,
+    #[command(flatten)]
+    pub declarative: DeclarativeArgs,
+    #[command(flatten)]
+    pub controller: ControllerGuardArgs,
+}
+
+/// `enable --declarative`: an `Addon` resource for the controller instead of an apply. Only
+/// `--declarative` is in `enable --help` (which stays one screen); the others are in the
+/// README, in `--declarative`'s errors and in the examples.
+#[derive(Debug, Args)]
+pub struct DeclarativeArgs {
+    /// Write an `Addon` for `addonctl controller` instead of applying.
+    #[arg(long, conflicts_with_all = ["wait", "adopt", "override_definitions", "reset_values", "show_secrets"])]
+    pub declarative: bool,
+    /// With `--declarative`: the target clusters by the labels of their cluster Secrets
+    /// (`env=prod,region=eu`; `''` = every cluster, `local` included).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "K=V,...",
+        requires = "declarative",
+        conflicts_with = "clusters"
+    )]
+    pub cluster_selector: Option<String>,
+    /// With `--declarative`: when objects on the clusters differ from what the controller
+    /// applied, apply them again (`correct`, the default), report (`warn`) or `ignore`.
+    #[arg(
+        long,
+        hide = true,
+        value_enum,
+        value_name = "POLICY",
+        requires = "declarative"
+    )]
+    pub drift: Option<DriftChoice>,
+    /// With `--declarative`: declare it suspended (the controller writes nothing until
+    /// `suspend` is false).
+    #[arg(long, hide = true, requires = "declarative")]
+    pub suspend: bool,
+}
+
+/// The drift policies of an `Addon`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DriftChoice {
+    // Apply drifted or deleted objects again.
+    Correct,
+    // Report only (condition, Event, metric).
+    Warn,
+    // Do nothing.
+    Ignore,
+}
+
+/// Commands that write an addon the controller may own.
+#[derive(Debug, Args)]
+pub struct ControllerGuardArgs {
+    /// Apply even though an `Addon` resource declares this addon (the controller applies the
+    /// `Addon`'s spec again at its next reconcile unless it is suspended). Named in the refusal
+    /// it overrides; not in `--help`.
+    #[arg(long, hide = true)]
+    pub override_controller: bool,
 }
 
 #[derive(Debug, Args)]
@@ -521,6 +580,10 @@ pub struct DisableArgs {
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Delete the addon's `Addon` resource (and its secret-parameter Secret); the controller
+    /// then disables the addon (its finalizer runs the guarded disable).
+    #[arg(long, conflicts_with_all = ["force", "prune_dependencies"])]
+    pub declarative: bool,
 }
 
 #[derive(Debug, Args)]
@@ -643,6 +706,8 @@ pub struct UpgradeArgs {
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub controller: ControllerGuardArgs,
 }
 
 /// `--dry-run`'s modes.

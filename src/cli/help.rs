@@ -20,13 +20,14 @@ pub const INIT: &str = "Examples:
   addonctl init my-addon
   addonctl init my-addon --cue --dir ./addons/my-addon";
 pub const ENABLE: &str = "Examples:
-  addonctl enable strongbox-operator
+  addonctl enable strongbox-operator --declarative --cluster-selector env=prod --drift warn
   addonctl enable myrepo/strongbox-dashboard -f values.yaml --clusters edge-1,edge-2
   addonctl enable ./my-addon --dry-run=server
   addonctl enable strongbox-dashboard replicas=3 --reset-values";
 pub const DISABLE: &str = "Examples:
   addonctl disable strongbox-dashboard
-  addonctl disable strongbox-operator --prune-dependencies --dry-run";
+  addonctl disable strongbox-operator --prune-dependencies --dry-run
+  addonctl disable strongbox-operator --declarative --wait";
 pub const STATUS: &str = "Examples:
   addonctl status strongbox-operator
   addonctl status strongbox-operator -v -o json

@@ -112,6 +112,7 @@ pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
             Ok(Action::await_change())
         }
         Err(error) => {
+            super::events::disable_refused(data, addon, &error).await;
             let current = addon.status.clone().unwrap_or_default();
             let mut status = current.clone();
             status.last_error = Some(error.to_string());
@@ -206,6 +207,7 @@ async fn converge(
         args: parameters,
     };
     let applied = engine::apply(ctx, &desired).await?;
+    super::events::applied(data, addon, &applied).await;
     let revision = engine::record_revision(ctx, &name).await?;
     observe_drift(data, addon, revision.as_ref(), &mut status).await?;
     for cluster in &applied.clusters {
@@ -281,6 +283,7 @@ async fn observe_drift(
     data.shared
         .metrics
         .drift(&name, report.drifts.len(), report.corrected.len());
+    super::events::drift(data, addon, &report).await;
     let left: Vec<String> = report
         .drifts
         .iter()
@@ -456,6 +459,7 @@ async fn record_failure(
         memo.retry_at = Some(Instant::now() + delay);
     });
     tracing::warn!(addon = %name, failures, "reconcile failed: {error}");
+    super::events::failed(data, addon, error, failures).await;
     let mut status = current.clone();
     status.observed_generation = generation;
     status.consecutive_failures = failures;

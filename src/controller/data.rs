@@ -47,6 +47,8 @@ pub(super) struct Data {
     /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
     /// `Addon` never overlap).
     pub drift: Mutex<HashMap<String, super::engine::DriftMemo>>,
+    /// The Events published on the `Addon`s.
+    pub events: super::events::Events,
 }
 
 impl Data {

@@ -102,7 +102,7 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
 }
 
 /// A plain version as it is; a constraint → the newest version of the registries matching it.
-async fn exact_version(
+pub(crate) async fn exact_version(
     ctx: &Context,
     reference: &str,
     version: Option<&str>,

@@ -63,7 +63,7 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
                         "verbs": ["get", "update", "patch"]},
                        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
                         "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-                       {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+                       {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
                    ]}),
         ),
         (

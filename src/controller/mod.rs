@@ -29,6 +29,7 @@ mod converge;
 pub mod crd;
 mod data;
 pub mod engine;
+mod events;
 mod leader;
 pub mod manifests;
 mod metrics;

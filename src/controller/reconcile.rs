@@ -137,6 +137,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         jobs: worker(),
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
+        events: super::events::Events::new(shared.ctx.cluster.client().clone()),
     });
     runtime
         .watches_stream(cluster_events, move |_: Secret| {

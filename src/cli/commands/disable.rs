@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cli::args::DisableArgs;
+use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::lock_options;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -18,7 +19,14 @@ pub async fn run(
     printer: Printer,
     args: DisableArgs,
 ) -> anyhow::Result<ExitCode> {
+    if args.declarative {
+        return super::declare::disable(global, cluster, printer, args).await;
+    }
     let mut ctx = connect(global, cluster, printer, false).await?;
+    if !args.dry_run {
+        super::declare::refuse_if_declared(&ctx, printer, &args.addon, Guarded::Disable, false)
+            .await?;
+    }
     ctx.lock = lock_options(&format!("disable {}", args.addon), args.lock.force_unlock);
     let reporter = printer;
     let options = addonctl::apply::DisableOptions {

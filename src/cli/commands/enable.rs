@@ -11,6 +11,7 @@ use addonctl::context::Context;
 use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
+use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
@@ -22,6 +23,9 @@ pub async fn run(
     printer: Printer,
     args: EnableArgs,
 ) -> anyhow::Result<ExitCode> {
+    if args.declarative.declarative {
+        return super::declare::enable(global, cluster, printer, args).await;
+    }
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
     let (mut ctx, offline) = match connect(global, cluster, printer, true).await {
         Ok(ctx) => (ctx, false),
@@ -37,6 +41,14 @@ pub async fn run(
     ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
     if args.dry_run.is_none() {
         check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
+        super::declare::refuse_if_declared(
+            &ctx,
+            printer,
+            &args.addon,
+            Guarded::Enable,
+            args.controller.override_controller,
+        )
+        .await?;
     }
     let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),

@@ -24,10 +24,14 @@ pub async fn run(
         registry: args.registry.as_deref(),
         installed_only: args.installed,
     };
+    let mut declared = std::collections::BTreeSet::new();
     let listed = match connect(global, cluster, printer, true).await {
-        Ok(ctx) => addonctl::status::list(Some(ctx.state()), &ctx.catalog, &options)
-            .await
-            .map_err(anyhow::Error::from),
+        Ok(ctx) => {
+            declared = super::declare::declared_names(&ctx).await;
+            addonctl::status::list(Some(ctx.state()), &ctx.catalog, &options)
+                .await
+                .map_err(anyhow::Error::from)
+        }
         Err(e) => Err(e),
     };
     let (rows, warnings) = match listed {
@@ -44,14 +48,32 @@ pub async fn run(
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
-    if printer.structured(&json!({"addons": rows, "warnings": warnings}), args.output)? {
+    let documents = rows
+        .iter()
+        .map(|row| {
+            let value = serde_json::to_value(row)?;
+            Ok(super::declare::mark_declared(
+                value,
+                declared.contains(&row.name),
+            ))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if printer.structured(
+        &json!({"addons": documents, "warnings": warnings}),
+        args.output,
+    )? {
         return Ok(ExitCode::SUCCESS);
     }
-    print_rows(printer, &rows)?;
+    print_rows(printer, &rows, &declared)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_rows(printer: Printer, rows: &[ListRow]) -> anyhow::Result<()> {
+/// The table; an addon an `Addon` resource declares has ` (declared)` after its phase.
+fn print_rows(
+    printer: Printer,
+    rows: &[ListRow],
+    declared: &std::collections::BTreeSet<String>,
+) -> anyhow::Result<()> {
     let mut out = printer.stdout();
     writeln!(
         out,
@@ -69,7 +91,11 @@ fn print_rows(printer: Printer, rows: &[ListRow]) -> anyhow::Result<()> {
             row.name,
             row.registry,
             row.available_versions.join(","),
-            row.phase.to_string(),
+            if declared.contains(&row.name) {
+                format!("{} (declared)", row.phase)
+            } else {
+                row.phase.to_string()
+            },
             row.installed_version.as_deref().unwrap_or("-"),
         )?;
     }

@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod completion;
 pub mod controller;
+pub mod declare;
 pub mod diff;
 pub mod disable;
 pub mod enable;

@@ -30,15 +30,98 @@ pub async fn run(
     }
     let detail = args.detail.then(|| addonctl::status::Detail::of(&ctx));
     let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
-    if printer.structured(&status, args.output)? {
+    let declared = super::declare::declared_for_status(&ctx, &args.addon)
+        .await
+        .map(|a| addonctl::status::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
+    let mut document = serde_json::to_value(&status)?;
+    if let (Some(map), Some(block)) = (document.as_object_mut(), &declared) {
+        map.insert("addon".into(), serde_json::to_value(block)?);
+    }
+    if printer.structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = printer.stdout();
     print_status(&mut out, &status)?;
+    if let Some(block) = &declared {
+        print_declared(&mut out, block)?;
+    }
     if args.detail {
         print_detail(&mut out, &status)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The "Declared by Addon resource" block: generations, drift policy, rollout stage, then one
+/// line per condition.
+fn print_declared(
+    out: &mut impl Write,
+    block: &addonctl::status::declared::Declared,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "Declared by Addon resource `{}/{}`:",
+        block.namespace, block.name
+    )?;
+    let generation = |g: Option<i64>| g.map_or_else(|| "-".to_owned(), |g| g.to_string());
+    writeln!(
+        out,
+        "  generation {}, observed {}{}",
+        generation(block.generation),
+        generation(block.observed_generation),
+        if block.stale {
+            " (stale: the controller has not seen the latest spec)"
+        } else {
+            ""
+        }
+    )?;
+    let mut facts = vec![format!(
+        "drift policy {}",
+        json!(block.drift_policy).as_str().unwrap_or_default()
+    )];
+    if let Some(version) = &block.version {
+        facts.push(format!("version {version}"));
+    }
+    if let Some(stage) = &block.rollout_stage {
+        facts.push(format!("rollout stage {stage}"));
+    }
+    if let Some(summary) = &block.cluster_summary {
+        facts.push(format!("clusters healthy {summary}"));
+    }
+    if block.suspended {
+        facts.push("suspended".to_owned());
+    }
+    writeln!(out, "  {}", facts.join(", "))?;
+    if block.conditions.is_empty() {
+        writeln!(
+            out,
+            "  no conditions yet: the controller has not reconciled it"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  {:<12} {:<7} {:<22} {:<5} MESSAGE",
+            "CONDITION", "STATUS", "REASON", "AGE"
+        )?;
+    }
+    for c in &block.conditions {
+        writeln!(
+            out,
+            "  {:<12} {:<7} {:<22} {:<5} {}",
+            c.type_,
+            c.status,
+            c.reason,
+            c.age.as_deref().unwrap_or("-"),
+            c.message
+        )?;
+    }
+    if let Some(error) = &block.last_error {
+        writeln!(
+            out,
+            "  last error ({} in a row): {error}",
+            block.consecutive_failures
+        )?;
+    }
+    Ok(())
 }
 
 /// The text of `status`: the addon, then each cluster and its objects.

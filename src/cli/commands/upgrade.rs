@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::args::{DryRun, UpgradeArgs};
+use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::enable::PlanOutput;
 use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
 use crate::cli::printer::Printer;
@@ -21,6 +22,14 @@ pub async fn run(
     ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
     if args.dry_run.is_none() {
         check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
+        super::declare::refuse_if_declared(
+            &ctx,
+            printer,
+            &args.addon,
+            Guarded::Upgrade,
+            args.controller.override_controller,
+        )
+        .await?;
     }
     let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),

@@ -1,0 +1,384 @@
+//! `enable --declarative` and `disable --declarative` (an `Addon` resource written or deleted
+//! for the controller), and the guard that keeps `enable`, `upgrade` and `disable` from
+//! fighting the controller over an addon an `Addon` declares.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use addonctl::context::Context;
+use addonctl::controller::crd::{Addon, DriftPolicy};
+use addonctl::declare;
+
+use crate::cli::args::{DisableArgs, DriftChoice, DryRun, EnableArgs};
+use crate::cli::commands::parameter_input;
+use crate::cli::diagnostics::user;
+use crate::cli::printer::Printer;
+use crate::cli::settings::{connect, is_offline, library, ClusterSettings, GlobalSettings};
+
+/// The command a guard protects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guarded {
+    Enable,
+    Upgrade,
+    Disable,
+}
+
+/// The library's declaration errors as the CLI reports them (user errors exit 2).
+fn reported(error: declare::Error) -> anyhow::Error {
+    match error {
+        declare::Error::Library(inner) => anyhow::Error::from(*inner),
+        other if other.is_user_error() => user(other.to_string()),
+        other => anyhow::Error::from(other),
+    }
+}
+
+/// The addon's name in a reference (`registry/name` → `name`); `None` for a directory.
+fn addon_name(reference: &str) -> Option<&str> {
+    if std::path::Path::new(reference).is_dir() {
+        return None;
+    }
+    Some(
+        reference
+            .rsplit_once('/')
+            .map_or(reference, |(_, name)| name),
+    )
+}
+
+/// Refuses (exit 2) to enable, upgrade or disable an addon an `Addon` resource declares: the
+/// controller would undo it. `--override-controller` (enable and upgrade) turns the refusal
+/// into a warning. One GET; no CRD or no permission to read `Addon`s = nothing declared.
+pub(crate) async fn refuse_if_declared(
+    ctx: &Context,
+    printer: Printer,
+    reference: &str,
+    command: Guarded,
+    override_controller: bool,
+) -> anyhow::Result<()> {
+    let Some(name) = addon_name(reference) else {
+        return Ok(());
+    };
+    let found = match declare::find(&ctx.cluster, &ctx.namespace, name).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::debug!("cannot tell whether an `Addon` declares `{name}`: {e}");
+            return Ok(());
+        }
+    };
+    if found.is_none() {
+        return Ok(());
+    }
+    let ns = &ctx.namespace;
+    let message = match command {
+        Guarded::Disable => format!(
+            "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller would enable it again. Delete the `Addon` instead: `addonctl disable {name} --declarative` (the controller then disables the addon)"
+        ),
+        Guarded::Enable | Guarded::Upgrade => {
+            let verb = if command == Guarded::Enable {
+                "enable"
+            } else {
+                "upgrade"
+            };
+            if override_controller {
+                printer.note(&format!(
+                    "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: applying anyway (`--override-controller`); the controller applies the `Addon`'s spec again at its next reconcile unless it is suspended"
+                ));
+                return Ok(());
+            }
+            format!(
+                "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller owns it and would apply the `Addon`'s spec again. Change the `Addon` (`addonctl enable {name} --declarative …`, or edit it), or pass `--override-controller` to {verb} it anyway"
+            )
+        }
+    };
+    Err(user(message))
+}
+
+/// `enable --declarative`: validates the arguments, then writes (or, `--dry-run`, prints) the
+/// `Addon` and the Secret of its secret parameters.
+pub async fn enable(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: EnableArgs,
+) -> anyhow::Result<ExitCode> {
+    if args.dry_run == Some(DryRun::Server) {
+        return Err(user(
+            "`--declarative` takes `--dry-run` (prints the `Addon` and its Secret, values masked), not `--dry-run=server`",
+        ));
+    }
+    let dry_run = args.dry_run.is_some();
+    let given = parameter_input(&args.parameters, None)?;
+    let selector = args
+        .declarative
+        .cluster_selector
+        .as_deref()
+        .map(declare::parse_selector)
+        .transpose()
+        .map_err(reported)?;
+    let (ctx, offline) = match connect(global, cluster, printer, true).await {
+        Ok(ctx) => (ctx, false),
+        Err(e) if dry_run && is_offline(&e) => {
+            printer.note(&format!("{e:#}"));
+            printer.note(addonctl::plan::offline::ASSUMPTIONS);
+            let empty = addonctl::plan::offline::empty_cluster();
+            let ctx = Context::with_cluster(&library(global, cluster, printer), empty)?;
+            (ctx, true)
+        }
+        Err(e) => return Err(e),
+    };
+    if !offline && !declare::served(&ctx.cluster).await.map_err(reported)? {
+        if !dry_run {
+            return Err(reported(declare::Error::NotInstalled));
+        }
+        printer.note(&declare::Error::NotInstalled.to_string());
+    }
+    let request = declare::Request {
+        reference: args.addon.clone(),
+        version: args.version.clone(),
+        args: given,
+        clusters: args.clusters.clone(),
+        cluster_selector: selector,
+        drift: args.declarative.drift.map(|d| match d {
+            DriftChoice::Correct => DriftPolicy::Correct,
+            DriftChoice::Warn => DriftPolicy::Warn,
+            DriftChoice::Ignore => DriftPolicy::Ignore,
+        }),
+        suspend: args.declarative.suspend,
+        skip_version_check: args.skip_version_check,
+        skip_api_check: args.skip_api_check,
+    };
+    let declaration = declare::declare(&ctx, &request).await.map_err(reported)?;
+    if dry_run {
+        return print_dry_run(printer, &declaration, args.output, offline);
+    }
+    let written = declare::write(&ctx, &declaration).await.map_err(reported)?;
+    if printer.structured(&written.addon, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_written(printer, &ctx, &declaration, &written)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `--dry-run` shows: the `Addon`, then the Secret with its values masked (`-o json|yaml`:
+/// one `List`).
+fn print_dry_run(
+    printer: Printer,
+    declaration: &declare::Declaration,
+    output: crate::cli::args::ReportFormat,
+    offline: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut items = vec![declaration.addon_value()];
+    items.extend(declaration.masked_secret());
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    if printer.structured(&list, output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = printer.stdout();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            writeln!(out, "---")?;
+        }
+        write!(out, "{}", addonctl::yaml::to_string(item)?)?;
+    }
+    writeln!(
+        out,
+        "# dry run{}: nothing was written (arguments validated against `{}` {})",
+        if offline { ", offline" } else { "" },
+        declaration
+            .addon
+            .metadata
+            .name
+            .as_deref()
+            .unwrap_or_default(),
+        declaration.validated_version
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lines of a written declaration.
+fn print_written(
+    printer: Printer,
+    ctx: &Context,
+    declaration: &declare::Declaration,
+    written: &declare::Written,
+) -> anyhow::Result<()> {
+    let spec = &declaration.addon.spec;
+    let name = declaration
+        .addon
+        .metadata
+        .name
+        .as_deref()
+        .unwrap_or_default();
+    let mut what = vec![format!(
+        "version {} (arguments validated against {})",
+        spec.version.as_deref().unwrap_or("newest"),
+        declaration.validated_version
+    )];
+    if let Some(clusters) = &spec.clusters {
+        what.push(format!("clusters {}", clusters.join(", ")));
+    }
+    if let Some(selector) = &spec.cluster_selector {
+        let labels: Vec<String> = selector
+            .match_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        what.push(if labels.is_empty() {
+            "every cluster".to_owned()
+        } else {
+            format!("clusters labelled {}", labels.join(","))
+        });
+    }
+    if let Some(drift) = &spec.drift {
+        what.push(format!(
+            "drift {}",
+            json!(drift.policy).as_str().unwrap_or_default()
+        ));
+    }
+    if spec.suspend {
+        what.push("suspended".to_owned());
+    }
+    let mut out = printer.stdout();
+    writeln!(
+        out,
+        "Addon `{name}` written in namespace `{}`: {}",
+        ctx.namespace,
+        what.join(", ")
+    )?;
+    if let Some(secret) = &written.secret {
+        writeln!(
+            out,
+            "secret parameters {} written to Secret `{secret}` and referenced from `secretParameters` (their values are not in the Addon)",
+            declaration
+                .secret_parameters()
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    } else if written.secret_deleted {
+        writeln!(
+            out,
+            "Secret `{}{name}` deleted: no secret parameters are declared now",
+            declare::SECRET_PREFIX
+        )?;
+    }
+    writeln!(
+        out,
+        "the controller applies it; `addonctl status {name}` shows its conditions"
+    )?;
+    Ok(())
+}
+
+/// `disable --declarative`: deletes the `Addon` (and its secret-parameter Secret); the
+/// controller's finalizer then disables the addon. `--wait`: until the `Addon` is gone.
+pub async fn disable(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    args: DisableArgs,
+) -> anyhow::Result<ExitCode> {
+    let ctx = connect(global, cluster, printer, false).await?;
+    if !declare::served(&ctx.cluster).await.map_err(reported)? {
+        return Err(reported(declare::Error::NotInstalled));
+    }
+    let ns = ctx.namespace.clone();
+    let name = args.addon.as_str();
+    if declare::find(&ctx.cluster, &ns, name)
+        .await
+        .map_err(reported)?
+        .is_none()
+    {
+        return Err(user(format!(
+            "no `Addon` `{name}` in namespace `{ns}`: nothing declares it (without `--declarative`, `disable` disables an addon enabled by the CLI)"
+        )));
+    }
+    let document = json!({"name": name, "namespace": ns, "deleted": !args.dry_run});
+    if args.dry_run {
+        if !printer.structured(&document, args.output)? {
+            writeln!(
+                printer.stdout(),
+                "Addon `{name}` would be deleted (the controller would then disable the addon)\n# dry run: nothing was changed"
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    declare::delete(&ctx.cluster, &ns, name)
+        .await
+        .map_err(reported)?;
+    if args.wait {
+        wait_gone(&ctx, name, Duration::from_secs(args.timeout)).await?;
+    }
+    if printer.structured(&document, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        printer.stdout(),
+        "Addon `{name}` deleted{}: the controller disables the addon (a refused disable shows as `DisableRefused` on the Addon, which stays until it succeeds)",
+        if args.wait { " and gone" } else { "" }
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits until the `Addon` is gone (its finalizer ran: the addon is disabled).
+async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let found: Option<Addon> = declare::find(&ctx.cluster, &ctx.namespace, name)
+            .await
+            .map_err(reported)?;
+        let Some(addon) = found else {
+            return Ok(());
+        };
+        if started.elapsed() > timeout {
+            let refused = addon
+                .status
+                .as_ref()
+                .and_then(|s| s.condition("Degraded"))
+                .filter(|c| c.reason == "DisableRefused")
+                .map(|c| format!(": {}", c.message))
+                .unwrap_or_default();
+            anyhow::bail!(
+                "the `Addon` `{name}` is still there after {}s (the controller has not disabled the addon{refused})",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The `Addon` of `name` for `status` (no CRD, no permission or a failed read: none, logged).
+pub(crate) async fn declared_for_status(ctx: &Context, name: &str) -> Option<Addon> {
+    match declare::find(&ctx.cluster, &ctx.namespace, name).await {
+        Ok(found) => found,
+        Err(e) if e.is_forbidden() => {
+            tracing::debug!("cannot read the `Addon` `{name}`: {e}");
+            None
+        }
+        Err(e) => {
+            tracing::warn!("cannot read the `Addon` `{name}`: {e}");
+            None
+        }
+    }
+}
+
+/// The names of the addons `Addon`s declare, for `list` (no CRD or no permission: none).
+pub(crate) async fn declared_names(ctx: &Context) -> std::collections::BTreeSet<String> {
+    match declare::list(&ctx.cluster, &ctx.namespace).await {
+        Ok(addons) => addons.into_iter().filter_map(|a| a.metadata.name).collect(),
+        Err(e) => {
+            tracing::debug!("cannot list `Addon`s: {e}");
+            std::collections::BTreeSet::new()
+        }
+    }
+}
+
+/// `value` with `declared` set (for `list -o json`).
+pub(crate) fn mark_declared(mut value: Value, declared: bool) -> Value {
+    if let Some(map) = value.as_object_mut() {
+        map.insert("declared".into(), Value::Bool(declared));
+    }
+    value
+}
