@@ -20,8 +20,7 @@ use crate::model::wire::{
 };
 use crate::plan::Step;
 use crate::state::record::{
-    self, ClusterRevision, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record,
-    RecordDependency,
+    self, DispatchedObject, ObjectRef, OtherRecords, PendingRevision, Record, RecordDependency,
 };
 use crate::state::{clusters_of, revisions};
 use crate::{Error, Result};
@@ -284,10 +283,7 @@ struct Direct<'a> {
 /// Every cluster the dispatch worked on (all but the held ones) now says it was applied at the
 /// record's version and newest revision.
 fn stamp_applied(record: &mut Record, hold: &BTreeSet<String>) {
-    let revision = ClusterRevision {
-        version: record.version.clone(),
-        number: record.revisions.last().map(|r| r.revision),
-    };
+    let revision = record.current_revision();
     for (name, inventory) in &mut record.dispatched {
         if !hold.contains(name) {
             inventory.revision = Some(revision.clone());

@@ -354,6 +354,15 @@ impl Record {
         )
     }
 
+    /// The revision an apply of this record puts on the clusters it works on: its version and
+    /// newest revision number.
+    pub fn current_revision(&self) -> ClusterRevision {
+        ClusterRevision {
+            version: self.version.clone(),
+            number: self.revisions.last().map(|r| r.revision),
+        }
+    }
+
     /// The number of the newest revision of `version` the record keeps.
     pub fn latest_number(&self, version: &str) -> Option<u32> {
         self.revisions
