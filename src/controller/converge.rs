@@ -205,6 +205,7 @@ async fn converge(
         registry: spec.registry.clone(),
         version: spec.version.clone(),
         args: parameters,
+        hold: Vec::new(),
     };
     let applied = engine::apply(ctx, &desired).await?;
     super::events::applied(data, addon, &applied).await;
