@@ -139,6 +139,7 @@ fn resolve(secrets: &[kube::api::DynamicObject], spec: &AddonSpec) -> (Desired, 
         registry: None,
         version: None,
         args,
+        hold: Vec::new(),
     };
     (desired, digest, count)
 }
