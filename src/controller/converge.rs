@@ -24,15 +24,16 @@ use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition};
+use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition, RolloutPhase};
 use super::data::Data;
 use super::engine::{self, Applied, Desired};
+use super::stages;
 use super::targets::{self, KnownCluster, Targets};
 use super::{Error, Result};
 use crate::state::record::record_name;
 
 /// The status fields that may be absent (removed by writing `null`).
-const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
+const OPTIONAL_STATUS_FIELDS: [&str; 10] = [
     "observedGeneration",
     "appliedVersion",
     "registry",
@@ -41,6 +42,7 @@ const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
     "clusters",
     "clusterSummary",
     "rolloutStage",
+    "rollout",
     "lastError",
 ];
 /// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
@@ -146,16 +148,16 @@ async fn converge(
     let ctx = &data.shared.ctx;
     let known = known_clusters(data);
     let targets = targets::resolve(spec, &known)?;
-    let (secrets, versions) = read_secrets(data, spec).await?;
+    let (secrets, mut versions) = read_secrets(data, spec).await?;
+    let version = resolve_version(data, addon, current).await?;
+    let key = stages::key(spec, &version, &versions);
+    versions.push(format!("version={version}"));
     let digest = targets::digest(spec, &targets, &known, &versions);
     let revision = data
         .records
         .get(&ObjectRef::<Secret>::new(&record_name(&name)).within(&ctx.namespace))
         .and_then(|s| s.metadata.resource_version.clone());
     let memo = data.memo(&name);
-    let poll_due = memo
-        .planned
-        .is_some_and(|t| t.elapsed() >= data.shared.settings.registry_poll);
     let unchanged = if memo.planned.is_some() {
         memo.digest == digest && memo.revision == revision
     } else {
@@ -172,7 +174,36 @@ async fn converge(
         condition("Stalled", false, "Reconciling", "", generation),
         &now(),
     );
-    if unchanged && !poll_due {
+    let rolling = spec.rollout.is_some()
+        && !targets.clusters.as_ref().is_some_and(Vec::is_empty)
+        && !stages::settled(data, addon, &key);
+    if rolling {
+        let mut parameters = targets::parameters(spec, &targets, &known, &secrets)?;
+        parameters.remove("clusters");
+        let inputs = stages::Inputs {
+            addon,
+            targets: &targets,
+            known: &known,
+            parameters,
+            version: version.clone(),
+            key,
+        };
+        let (rolled, action) = stages::drive(data, &inputs, status).await?;
+        status = rolled;
+        let succeeded = status
+            .rollout
+            .as_ref()
+            .is_some_and(|r| r.phase == RolloutPhase::Succeeded);
+        if !succeeded {
+            return Ok((status, action, false));
+        }
+        // Every stage passed: the ordinary apply below covers every target (clusters selected
+        // since the rollout started get the rolled-out revision now).
+    } else if spec.rollout.is_none() {
+        status.rollout = None;
+        status.rollout_stage = None;
+    }
+    if unchanged && !rolling {
         let ready = status
             .condition("Ready")
             .is_some_and(|c| c.status == "True");
@@ -202,7 +233,7 @@ async fn converge(
     let desired = Desired {
         name: name.clone(),
         registry: spec.registry.clone(),
-        version: spec.version.clone(),
+        version: Some(version),
         args: parameters,
     };
     let applied = engine::apply(ctx, &desired).await?;
@@ -498,6 +529,28 @@ async fn record_failure(
     Ok(Action::requeue(delay))
 }
 
+/// The version the `Addon` resolves to with the registries' listings as they are. When the
+/// registries cannot be read, the version applied last stands (a registry outage does not fail
+/// an `Addon` that is as declared); without one, the error.
+async fn resolve_version(data: &Data, addon: &Addon, current: &AddonStatus) -> Result<String> {
+    let desired = Desired {
+        name: addon.name_any(),
+        registry: addon.spec.registry.clone(),
+        version: addon.spec.version.clone(),
+        args: serde_json::Map::new(),
+    };
+    match engine::resolve_version(&data.shared.ctx, &desired).await {
+        Ok(version) => Ok(version),
+        Err(error) => match &current.applied_version {
+            Some(applied) if !error.is_user_error() => {
+                tracing::warn!(addon = %desired.name, %error, "registries unreadable: keeping {applied}");
+                Ok(applied.clone())
+            }
+            _ => Err(error),
+        },
+    }
+}
+
 /// `local` and the joined clusters, from the cluster Secret cache.
 fn known_clusters(data: &Data) -> Vec<KnownCluster> {
     let joined = data
@@ -580,6 +633,11 @@ async fn write_status(
         for key in OPTIONAL_STATUS_FIELDS {
             map.entry(key.to_owned()).or_insert(Value::Null);
         }
+        // Nested fields gone since the status read (the rollout's gate, a message) are
+        // removed too: a merge patch keeps what it does not name.
+        if let (Some(new), Ok(old)) = (map.get_mut("rollout"), serde_json::to_value(current)) {
+            removals(&old["rollout"], new);
+        }
     }
     data.api
         .patch_status(
@@ -591,7 +649,23 @@ async fn write_status(
     Ok(())
 }
 
-fn condition(
+/// Writes `null` into `new` for every key of `old` it lacks, in objects both have (a merge
+/// patch from `old` to `new`).
+fn removals(old: &Value, new: &mut Value) {
+    let (Value::Object(old), Value::Object(new)) = (old, new) else {
+        return;
+    };
+    for (key, before) in old {
+        match new.get_mut(key) {
+            Some(after) => removals(before, after),
+            None => {
+                new.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+}
+
+pub(super) fn condition(
     type_: &str,
     status: bool,
     reason: &str,
@@ -608,6 +682,6 @@ fn condition(
     }
 }
 
-fn now() -> String {
+pub(super) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }

@@ -33,6 +33,8 @@ pub(super) struct Memo {
     /// Not before this instant is a failed generation tried again (the `Addon`'s own status
     /// writes trigger reconciles too; they must not shorten the back-off).
     pub retry_at: Option<Instant>,
+    /// The rollout status this process last wrote (newer than a lagging cache's).
+    pub rollout: Option<super::crd::RolloutStatus>,
 }
 
 /// What every reconcile of one leadership term shares.

@@ -34,6 +34,7 @@ pub mod manifests;
 mod metrics;
 mod reconcile;
 mod serve;
+mod stages;
 pub mod targets;
 
 use std::net::SocketAddr;
