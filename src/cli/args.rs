@@ -267,10 +267,11 @@ pub struct ControllerArgs {
     /// safely); `--leader-elect=false` reconciles at once.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: bool,
-    /// How often every `Addon` is planned again (`30s`, `5m`, `1h`); registries are listed once
-    /// per process, so a newly published version is seen after a restart.
-    #[arg(long, default_value = "5m")]
-    pub registry_poll: String,
+    /// How often the registries are listed again (`30s`, `5m`, `1h`; `0`: never): an `Addon`
+    /// whose version would change (a new version matching `spec.version`) is rolled out.
+    /// `POST /webhook/registry` on the metrics address re-lists at once.
+    #[arg(long, default_value = "5m", visible_alias = "registry-poll")]
+    pub registry_interval: String,
     /// How often an `Addon`'s clusters are compared with its record when its drift policy is
     /// `correct` or `warn` (`10s`, `1m`).
     #[arg(long, default_value = "10s")]

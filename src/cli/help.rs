@@ -133,7 +133,8 @@ pub const RBAC: &str = "Examples:
 pub const CONTROLLER: &str = "Examples:
   addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
   addonctl controller --kubeconfig ~/.kube/config --metrics-addr 127.0.0.1:9090
-  addonctl controller --leader-elect=false --registry-poll 1m";
+  addonctl controller --leader-elect=false --registry-interval 1m
+  curl -X POST http://127.0.0.1:9090/webhook/registry   # a registry published a version";
 pub const CONTROLLER_MANIFESTS: &str = "Examples:
   addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
   addonctl controller manifests --image example/addonctl:0.1 --admin --replicas 3";

@@ -47,6 +47,8 @@ const OPTIONAL_STATUS_FIELDS: [&str; 10] = [
 ];
 /// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
 const HEALTH_RECHECK: Duration = Duration::from_secs(10);
+/// How often a healthy `Addon` is looked at again without any event.
+const RESYNC: Duration = Duration::from_secs(300);
 
 /// Reconciles an `Addon` that is not being deleted.
 pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
@@ -107,7 +109,7 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
 /// the status and the finalizer stays.
 pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
     let name = addon.name_any();
-    match engine::disable(&data.shared.ctx, &name).await {
+    match engine::disable(&data.shared.ctx(), &name).await {
         Ok(disabled) => {
             tracing::info!(addon = %name, disabled, "Addon deleted: addon disabled");
             data.forget(&name);
@@ -145,7 +147,8 @@ async fn converge(
     let name = addon.name_any();
     let spec = &addon.spec;
     let generation = addon.metadata.generation;
-    let ctx = &data.shared.ctx;
+    let ctx = data.shared.ctx();
+    let ctx = &*ctx;
     let known = known_clusters(data);
     let targets = targets::resolve(spec, &known)?;
     let (secrets, mut versions) = read_secrets(data, spec).await?;
@@ -258,15 +261,15 @@ async fn converge(
 }
 
 /// When to look again: soon while not healthy; at the drift interval while drift is watched;
-/// else at the registry poll.
+/// else at the resync pace (new registry versions come with a re-list, not with this).
 fn next(data: &Data, addon: &Addon, healthy: bool) -> Action {
     let settings = &data.shared.settings;
     let watched =
         engine::drift_spec(addon.spec.drift.as_ref()).policy != crate::drift::Policy::Ignore;
     match (healthy, watched) {
-        (false, _) => Action::requeue(HEALTH_RECHECK.min(settings.registry_poll)),
-        (true, true) => Action::requeue(settings.drift_interval.min(settings.registry_poll)),
-        (true, false) => Action::requeue(settings.registry_poll),
+        (false, _) => Action::requeue(HEALTH_RECHECK),
+        (true, true) => Action::requeue(settings.drift_interval.min(RESYNC)),
+        (true, false) => Action::requeue(RESYNC),
     }
 }
 
@@ -290,7 +293,7 @@ async fn observe_drift(
     }
     let name = addon.name_any();
     let mut memo = data.take_drift(&name);
-    let report = engine::drift(&data.shared.ctx, &name, revision, &spec, &mut memo).await;
+    let report = engine::drift(&data.shared.ctx(), &name, revision, &spec, &mut memo).await;
     data.put_drift(&name, memo);
     let report = match report {
         Ok(report) => report,
@@ -361,7 +364,7 @@ async fn observe_health(
     applied: Option<&Applied>,
     status: &mut AddonStatus,
 ) -> Result<bool> {
-    let health = engine::health(&data.shared.ctx, name).await?;
+    let health = engine::health(&data.shared.ctx(), name).await?;
     let generation = status.observed_generation;
     let mut names: Vec<String> = targets
         .names(known)
@@ -539,7 +542,7 @@ async fn resolve_version(data: &Data, addon: &Addon, current: &AddonStatus) -> R
         version: addon.spec.version.clone(),
         args: serde_json::Map::new(),
     };
-    match engine::resolve_version(&data.shared.ctx, &desired).await {
+    match engine::resolve_version(&data.shared.ctx(), &desired).await {
         Ok(version) => Ok(version),
         Err(error) => match &current.applied_version {
             Some(applied) if !error.is_user_error() => {
@@ -573,7 +576,7 @@ async fn read_secrets(
     for parameter in &spec.secret_parameters {
         let reference = &parameter.secret_ref;
         let secret = data.secrets.get_opt(&reference.name).await?;
-        let namespace = &data.shared.ctx.namespace;
+        let namespace = &data.shared.ctx().namespace.clone();
         let Some(secret) = secret else {
             return Err(Error::SecretParameter {
                 parameter: parameter.name.clone(),

@@ -188,7 +188,7 @@ async fn start(
     }
     let mut state = RolloutState::new(&inputs.version);
     let first = state.cumulative(&plan);
-    let holding = engine::holding(&data.shared.ctx, &inputs.addon.name_any()).await?;
+    let holding = engine::holding(&data.shared.ctx(), &inputs.addon.name_any()).await?;
     let mut kept = Vec::new();
     if let Some((installed, on)) = holding {
         let on: Vec<String> = on
@@ -258,7 +258,7 @@ async fn step(
         };
         let target = rollout.gate_revision.clone().unwrap_or_default();
         let (_, observations) =
-            engine::observe(&data.shared.ctx, &inputs.addon.name_any(), &batch).await?;
+            engine::observe(&data.shared.ctx(), &inputs.addon.name_any(), &batch).await?;
         let now = now_ms();
         let verdict = evaluate(&mut gate, &target, &observations, limits, now);
         let wait = next_moment(&gate, limits, now);
@@ -304,12 +304,12 @@ async fn apply_batch(
         args,
     };
     tracing::info!(addon = %name, clusters = ?clusters, "rollout: applying a batch");
-    if let Some(applied) = engine::apply_batch(&data.shared.ctx, &desired).await? {
+    if let Some(applied) = engine::apply_batch(&data.shared.ctx(), &desired).await? {
         for cluster in &applied.clusters {
             data.shared.metrics.applied(&cluster.name, &cluster.outcome);
         }
     }
-    let (revision, _) = engine::observe(&data.shared.ctx, &name, &[]).await?;
+    let (revision, _) = engine::observe(&data.shared.ctx(), &name, &[]).await?;
     rollout.gate_revision = revision;
     Ok(())
 }
