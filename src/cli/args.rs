@@ -401,6 +401,26 @@ pub enum RolloutCommand {
     /// the next one; stops at the first failed gate (exit 1), later stages untouched.
     #[command(after_help = help::ROLLOUT_RUN)]
     Run(RolloutRunArgs),
+    /// Show the controller's staged rollout of an `Addon`: phase, stage, clusters done,
+    /// pending and failed (with the reasons), soak left.
+    #[command(after_help = help::ROLLOUT_STATUS)]
+    Status(RolloutAddonArgs),
+    /// Pause the controller's rollout of an `Addon` (`spec.rollout.paused: true`): nothing new
+    /// is applied; the status is kept.
+    #[command(after_help = help::ROLLOUT_PAUSE)]
+    Pause(RolloutAddonArgs),
+    /// Resume a paused rollout (clears `spec.rollout.paused`).
+    #[command(after_help = help::ROLLOUT_RESUME)]
+    Resume(RolloutAddonArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutAddonArgs {
+    /// The `Addon` (its name: the addon's).
+    pub addon: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
 }
 
 #[derive(Debug, Args)]

@@ -62,7 +62,16 @@ pub const ROLLBACK: &str = "Examples:
   addonctl rollback strongbox-dashboard
   addonctl rollback strongbox-dashboard 3";
 pub const ROLLOUT: &str = "Examples:
-  addonctl rollout run strongbox-operator --stages stages.yaml";
+  addonctl rollout run strongbox-operator --stages stages.yaml
+  addonctl rollout status strongbox-operator
+  addonctl rollout pause strongbox-operator";
+pub const ROLLOUT_STATUS: &str = "Examples:
+  addonctl rollout status strongbox-operator
+  addonctl rollout status strongbox-operator -o json";
+pub const ROLLOUT_PAUSE: &str = "Examples:
+  addonctl rollout pause strongbox-operator";
+pub const ROLLOUT_RESUME: &str = "Examples:
+  addonctl rollout resume strongbox-operator";
 pub const ROLLOUT_RUN: &str = "Examples:
   addonctl rollout run strongbox-operator --stages stages.yaml
   addonctl rollout run strongbox-dashboard --stages stages.yaml replicas=3 --version 1.2.0

@@ -3,6 +3,7 @@
 //!
 //! Parts:
 //! - [`crd`]: the `Addon` resource (spec, status, conditions);
+//! - [`control`]: `rollout status|pause|resume` on an `Addon`;
 //! - [`manifests`]: the CRD, ServiceAccount, least-privilege RBAC and Deployment to install it;
 //! - [`targets`]: pure decisions (target clusters, parameters, the inputs digest);
 //! - [`engine`]: the only file that calls [`crate::plan`], [`crate::apply`], [`crate::state`]
@@ -25,6 +26,7 @@
 //! `Stalled` and retried at the slowest pace only; every request goes through the cluster's
 //! rate limit.
 
+pub mod control;
 mod converge;
 pub mod crd;
 mod data;
@@ -53,6 +55,9 @@ pub enum Error {
     /// The Kubernetes API failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// `rollout status|pause|resume`: no `Addon`, or no rollout in it.
+    #[error("{0}")]
+    Control(String),
     /// The `Addon`'s spec cannot be reconciled as written.
     #[error("invalid `Addon` spec: {0}")]
     Spec(String),
@@ -100,6 +105,7 @@ impl Error {
             Error::Library(e) => e.is_user_error(),
             Error::Drift(e) => e.is_user_error(),
             Error::Spec(_)
+            | Error::Control(_)
             | Error::OverridesDiverge(_)
             | Error::SecretParameter { .. }
             | Error::Listen { .. } => true,
