@@ -20,16 +20,16 @@ use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
 /// The label every fixture object carries: the addon's name.
 const LABEL: &str = "addonctl.test/addon";
 /// The `Addon` kind.
-const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
+pub(crate) const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
 /// The longest any condition is waited for.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 /// The CRD kind.
 const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
 
 /// An addon `name` at `version`: `count` (default 2) ConfigMaps in a namespace named after the
 /// system namespace, on the clusters of the `clusters` argument (every cluster without it).
 /// `broken`: rendering fails.
-fn fixture(name: &str, version: &str, broken: bool) -> TestAddon {
+pub(crate) fn fixture(name: &str, version: &str, broken: bool) -> TestAddon {
     let fail = if broken {
         "throw \"this addon is broken on purpose\";\n"
     } else {
@@ -60,12 +60,16 @@ for i in 0..parameter.count {{
         .file("template.rhai", &template)
 }
 
-fn managed(n: usize) -> &'static ClusterEnv {
+pub(crate) fn managed(n: usize) -> &'static ClusterEnv {
     Env::get().managed_n(n)
 }
 
 /// Names of the fixture ConfigMaps of `addon` in `namespace` on a cluster.
-async fn config_maps(cluster: &Cluster, namespace: &str, addon: &str) -> BTreeSet<String> {
+pub(crate) async fn config_maps(
+    cluster: &Cluster,
+    namespace: &str,
+    addon: &str,
+) -> BTreeSet<String> {
     list_on(cluster, Kind::CONFIG_MAP, Some(namespace))
         .await
         .into_iter()
@@ -74,12 +78,12 @@ async fn config_maps(cluster: &Cluster, namespace: &str, addon: &str) -> BTreeSe
         .collect()
 }
 
-fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
+pub(crate) fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
     (0..count).map(|i| format!("{addon}-{i}")).collect()
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, at most [`WAIT`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+pub(crate) async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -95,7 +99,7 @@ where
 }
 
 /// The `Addon` CRD from `addonctl controller manifests`, applied once per test run.
-async fn install_crd(sb: &Sandbox) {
+pub(crate) async fn install_crd(sb: &Sandbox) {
     static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let output = sb
         .cli()
@@ -145,7 +149,7 @@ async fn install_crd(sb: &Sandbox) {
 }
 
 /// The system namespace, made if no join made it yet.
-async fn ensure_namespace(sb: &Sandbox) {
+pub(crate) async fn ensure_namespace(sb: &Sandbox) {
     sb.api()
         .create_if_missing(
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
@@ -155,7 +159,7 @@ async fn ensure_namespace(sb: &Sandbox) {
 }
 
 /// Creates or updates the `Addon` `name` with `spec`.
-async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
+pub(crate) async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
     ensure_namespace(sb).await;
     let object = json!({
         "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
@@ -166,11 +170,11 @@ async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
     serde_json::to_value(stored).unwrap()
 }
 
-async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
+pub(crate) async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
     sb.get(ADDON, name).await
 }
 
-fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
     addon["status"]["conditions"]
         .as_array()?
         .iter()
@@ -178,7 +182,7 @@ fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> {
 }
 
 /// Waits until the `Addon` is `Ready` for its current generation.
-async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
+pub(crate) async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
     wait_for(&format!("Addon `{name}` Ready"), || async {
         let addon = addon(sb, name).await?;
         let ready = condition(&addon, "Ready")?;
@@ -191,15 +195,15 @@ async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
 }
 
 /// A controller running as a child process; killed when dropped.
-struct Child {
-    process: tokio::process::Child,
-    address: String,
+pub(crate) struct Child {
+    pub(crate) process: tokio::process::Child,
+    pub(crate) address: String,
 }
 
 impl Child {
     /// `addonctl controller` for the sandbox (its kubeconfig, namespace, registries and
     /// engine), with `extra` flags; waits until it prints its address.
-    async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
+    pub(crate) async fn start(sb: &Sandbox, extra: &[&str]) -> Child {
         let mut command = sb.command();
         command
             .args(["controller", "--metrics-addr", "127.0.0.1:0"])
@@ -232,16 +236,16 @@ impl Child {
         Child { process, address }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.process.id().unwrap()
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         http_get(&self.address, path).await
     }
 }
 
-async fn http_get(address: &str, path: &str) -> (u16, String) {
+pub(crate) async fn http_get(address: &str, path: &str) -> (u16, String) {
     let response = reqwest::Client::new()
         .get(format!("http://{address}{path}"))
         .timeout(Duration::from_secs(5))

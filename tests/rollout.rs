@@ -41,7 +41,7 @@ async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
 
 /// Marks the Deployment `web` ready wherever it exists, as its controller would, until stopped;
 /// returns when each cluster's Deployment was first seen (its creation timestamp).
-fn mark_ready(
+pub(crate) fn mark_ready(
     clusters: Vec<(&'static str, Cluster)>,
     namespace: String,
 ) -> (

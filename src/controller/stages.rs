@@ -338,7 +338,10 @@ fn summarize(
     state: &mut RolloutState,
     paused: bool,
 ) {
-    let current = state.current(plan).map(|(stage, _)| stage.name.clone());
+    let current = match state.phase {
+        Phase::Failed => plan.stages.get(state.stage).map(|s| s.name.clone()),
+        _ => state.current(plan).map(|(stage, _)| stage.name.clone()),
+    };
     rollout.stage = current.or_else(|| plan.stages.last().map(|s| s.name.clone()));
     rollout.stages = plan
         .stages
