@@ -322,3 +322,101 @@ async fn the_standby_finishes_a_rollout_whose_leader_died_during_a_soak_applying
     assert!(second_of("m2") >= second_of("m1") + 3, "{created:?}");
     assert!(second_of("m3") >= second_of("m2") + 3, "{created:?}");
 }
+
+/// `POST`s `body` to the controller's registry webhook; the status code.
+async fn webhook(address: &str, method: reqwest::Method, body: Vec<u8>) -> u16 {
+    reqwest::Client::new()
+        .request(method, format!("http://{address}/webhook/registry"))
+        .body(body)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Publishes `version` of the fixture in its registry directory (a directory registry holds
+/// one version of an addon: the new one replaces the old).
+fn publish(registry: &std::path::Path, name: &str, version: &str) {
+    std::fs::write(
+        registry.join("metadata.yaml"),
+        format!("name: {name}\nversion: {version}\ndescription: Fixture addon {name}\n"),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_published_and_announced_by_the_webhook_is_rolled_out_by_stages() {
+    let web = workload_addon("announced", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    // No periodic re-list: only the webhook can make the new version seen.
+    let controller = Child::start(&sb, &["--leader-elect=false", "--registry-interval", "0"]).await;
+
+    apply_addon(
+        &sb,
+        "announced",
+        json!({"clusters": ["m1", "m2"], "version": "^1.1", "rollout": stages(&["one", "two"], 1, 60)}),
+    )
+    .await;
+    wait_for("no version matches yet", || async {
+        let addon = addon(&sb, "announced").await?;
+        addon["status"]["lastError"]
+            .as_str()?
+            .contains("matching `^1.1`")
+            .then_some(())
+    })
+    .await;
+    publish(web.path(), "announced", "1.1.0");
+    let address = controller.address.clone();
+    assert_eq!(
+        webhook(&address, reqwest::Method::GET, Vec::new()).await,
+        405
+    );
+    let too_large = vec![b'x'; 64 * 1024 + 1];
+    assert_eq!(
+        webhook(&address, reqwest::Method::POST, too_large).await,
+        413
+    );
+    let announcement = br#"{"addon": "announced", "version": "1.1.0"}"#.to_vec();
+    assert_eq!(
+        webhook(&address, reqwest::Method::POST, announcement).await,
+        202
+    );
+
+    let done = rollout_where(&sb, "announced", "1.1.0 rolled out", |r| {
+        r["phase"] == "Succeeded" && r["version"] == "1.1.0"
+    })
+    .await;
+    assert_eq!(
+        done["status"]["rollout"]["stages"][1]["done"],
+        json!(["m2"])
+    );
+    wait_for("Ready on 1.1.0", || async {
+        let addon = addon(&sb, "announced").await?;
+        (condition(&addon, "Ready")?["status"] == "True"
+            && addon["status"]["appliedVersion"] == "1.1.0")
+            .then_some(())
+    })
+    .await;
+    stop.send(()).unwrap();
+    let created = marker.await.unwrap();
+    let record = sb.record("announced").await;
+    assert_eq!(record.version, "1.1.0");
+    assert_eq!(record.dispatched.keys().collect::<Vec<_>>(), ["m1", "m2"]);
+    assert!(created["m1"] <= created["m2"], "{created:?}");
+    let (_, metrics) = controller.get("/metrics").await;
+    for line in [
+        "addonctl_controller_registry_relists_total 1",
+        "addonctl_controller_registry_webhooks_total 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+}
