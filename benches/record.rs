@@ -61,6 +61,7 @@ fn record(objects: usize, clusters: usize) -> Record {
             ClusterInventory {
                 objects,
                 error: None,
+                revision: None,
             },
         );
     }

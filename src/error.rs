@@ -211,6 +211,15 @@ pub enum Error {
     /// `--engine vela` on a control plane without KubeVela.
     #[error("`--engine vela` needs KubeVela: the control plane does not serve `applications.core.oam.dev`; use `--engine direct` or `auto`")]
     VelaMissing,
+    /// Clusters held at their version (a staged upgrade) with KubeVela deploying the addon: its
+    /// Application deploys one revision to every cluster.
+    #[error("addon `{addon}` is deployed by KubeVela, whose Application puts one revision on every cluster: clusters {} cannot be held at the version they run; upgrade every cluster at once with `addonctl upgrade {addon}`", quoted(clusters))]
+    HoldNeedsDirectEngine {
+        /// The addon.
+        addon: String,
+        /// The clusters asked to be held.
+        clusters: Vec<String>,
+    },
     /// A component type the direct engine cannot deploy.
     #[error("component `{component}` has type `{kind}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`")]
     UndeployableComponent {
@@ -420,6 +429,7 @@ impl Error {
             | Error::LockContended { .. }
             | Error::LockTakenOver { .. }
             | Error::VelaMissing
+            | Error::HoldNeedsDirectEngine { .. }
             | Error::UndeployableComponent { .. }
             | Error::CrdNotEstablished { .. }
             | Error::ProtectedObjects { .. }

@@ -32,4 +32,5 @@ mod sources;
 mod sources_git;
 mod sources_helm;
 mod sources_remote;
+mod staged;
 mod values;

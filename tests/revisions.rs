@@ -346,6 +346,7 @@ fn large(objects: usize, clusters: usize) -> Record {
             ClusterInventory {
                 objects,
                 error: None,
+                revision: None,
             },
         );
     }

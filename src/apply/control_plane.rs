@@ -4,7 +4,7 @@
 //! the previous revision applied and this one does not; then the direct engine's dispatch and
 //! the final record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::DynamicObject;
 use serde_json::{json, Map, Value};
@@ -67,11 +67,13 @@ impl Writes {
     }
 }
 
-/// Applies one step's rendered objects: see the module documentation.
+/// Applies one step's rendered objects: see the module documentation. The clusters of `hold`
+/// (direct engine only) keep what they run: see [`crate::plan::Plan::hold`].
 pub(super) async fn apply_rendered(
     ctx: &Applier<'_>,
     step: &Step,
     adopt: bool,
+    hold: &BTreeSet<String>,
     report: &mut StepReport,
     reporter: &dyn Reporter,
 ) -> Result<()> {
@@ -91,6 +93,12 @@ pub(super) async fn apply_rendered(
     let mut stored_previous = record::storage::read(cluster, ns, &rendered.name).await?;
     let previous = stored_previous.record.take();
     let vela = uses_vela(ctx).await?;
+    if vela && !hold.is_empty() {
+        return Err(Error::HoldNeedsDirectEngine {
+            addon: rendered.name.clone(),
+            clusters: hold.iter().cloned().collect(),
+        });
+    }
     report.engine = if vela {
         EngineChoice::Vela
     } else {
@@ -105,7 +113,7 @@ pub(super) async fn apply_rendered(
         let (prepared, listed) = prepare_direct(
             ctx,
             step,
-            adopt,
+            Direct { adopt, hold },
             &mut record,
             previous.as_ref(),
             &ordered,
@@ -166,6 +174,7 @@ pub(super) async fn apply_rendered(
     let failed = dispatch(prepared, step, &mut record, report, reporter).await;
     let succeeded = failed.is_empty();
     let forget = note_revision(cluster, ns, step, &mut record, succeeded, upgrade).await?;
+    stamp_applied(&mut record, hold);
     let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored, record_name);
     revisions::forget(cluster, ns, &forget).await;
@@ -221,10 +230,9 @@ fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> R
         clusters: clusters_of(Some(&rendered.application), &rendered.args),
         placements: previous.map(|p| p.placements.clone()).unwrap_or_default(),
         // Everything the addon may hold: the last good inventories plus what an interrupted
-        // enable planned (its pending revision is replaced by this one).
-        dispatched: previous
-            .map(Record::dispatched_or_planned)
-            .unwrap_or_default(),
+        // enable planned (its pending revision is replaced by this one), each cluster saying
+        // the revision it runs (clusters held keep it).
+        dispatched: previous.map(Record::dispatched_stamped).unwrap_or_default(),
         pending: None,
         inventory: previous
             .map(Record::inventory_or_planned)
@@ -266,14 +274,31 @@ pub(crate) fn apply_order<'a>(
     ordered
 }
 
+/// How the direct engine applies one step: adopting or not, and the clusters held.
+struct Direct<'a> {
+    adopt: bool,
+    hold: &'a BTreeSet<String>,
+}
+
+/// Every cluster the dispatch worked on (all but the held ones) now says it was applied at the
+/// record's version and newest revision.
+fn stamp_applied(record: &mut Record, hold: &BTreeSet<String>) {
+    let revision = record.current_revision();
+    for (name, inventory) in &mut record.dispatched {
+        if !hold.contains(name) {
+            inventory.revision = Some(revision.clone());
+        }
+    }
+}
+
 /// With the direct engine, before anything is written: fails early on components the engine
-/// cannot deploy, surveys every target cluster (changing nothing), refuses adoptions without
-/// `adopt`, and sets the record's pending revision unless the record already covers it. Returns
-/// what it prepared and what the other addons' records list.
+/// cannot deploy, surveys every target cluster but the held ones (changing nothing), refuses
+/// adoptions without `adopt`, and sets the record's pending revision unless the record already
+/// covers it. Returns what it prepared and what the other addons' records list.
 async fn prepare_direct(
     ctx: &Applier<'_>,
     step: &Step,
-    adopt: bool,
+    direct: Direct<'_>,
     record: &mut Record,
     previous: Option<&Record>,
     ordered: &[&Value],
@@ -282,16 +307,22 @@ async fn prepare_direct(
     let rendered = &step.rendered;
     // Fails early, before anything is written, on components the direct engine cannot deploy.
     let others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
-    let prepared = direct::prepare(
+    for name in direct.hold {
+        if let Some(version) = record.cluster_version(name) {
+            reporter.step(&format!("cluster `{name}`: held at {version}"));
+        }
+    }
+    let prepared = direct::prepare_holding(
         ctx,
         &rendered.name,
         &rendered.application,
         &record.dispatched,
         others.clone(),
+        direct.hold,
         reporter,
     )
     .await?;
-    if !adopt {
+    if !direct.adopt {
         review::refuse_adoptions(&rendered.name, &prepared.adoptions(&record.dispatched))?;
     }
     let pending = PendingRevision {
@@ -671,6 +702,7 @@ mod tests {
                 })
                 .collect(),
             error: None,
+            revision: None,
         }
     }
 
@@ -734,5 +766,34 @@ mod tests {
             .map(|o| (o.object.name.as_str(), o.created))
             .collect();
         assert_eq!(names, vec![("s3", false), ("s2", true)]);
+    }
+    #[test]
+    fn held_clusters_carry_their_inventory_and_version_the_others_move_on() {
+        let mut previous = record(&["s1"], &["c1", "only-in-1.0.0"]);
+        previous
+            .dispatched
+            .insert("m3".to_owned(), dispatched(&["c1", "only-in-1.0.0"]));
+        // What a new record starts from (as `new_record` builds it), then the dispatch's result:
+        // m1 applied at 1.1.0 (its object of 1.0.0 pruned), m3 held as it was.
+        let mut next = previous.clone();
+        next.version = "1.1.0".to_owned();
+        next.dispatched = previous.dispatched_stamped();
+        next.dispatched.insert("m1".to_owned(), dispatched(&["c1"]));
+        stamp_applied(&mut next, &BTreeSet::from(["m3".to_owned()]));
+
+        assert_eq!(next.cluster_version("m1"), Some("1.1.0"));
+        assert_eq!(next.cluster_version("m3"), Some("1.0.0"));
+        assert_eq!(
+            next.dispatched["m3"].objects,
+            previous.dispatched["m3"].objects
+        );
+        assert!(next.is_mixed());
+        assert_eq!(
+            crate::status::phase::upgrade_progress(&next).as_deref(),
+            Some("1 of 2 clusters on 1.1.0 (`m3` on 1.0.0)")
+        );
+        stamp_applied(&mut next, &BTreeSet::new());
+        assert!(!next.is_mixed());
+        assert_eq!(crate::status::phase::upgrade_progress(&next), None);
     }
 }

@@ -426,6 +426,7 @@ async fn remove_dispatched(
                 record::ClusterInventory {
                     objects: left,
                     error: Some(e),
+                    revision: None,
                 },
             );
         }
@@ -506,6 +507,7 @@ mod tests {
                 })
                 .collect(),
             error: None,
+            revision: None,
         }
     }
 

@@ -43,6 +43,8 @@ mod rollback;
 mod tests;
 mod upgrade;
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use crate::cluster::Cluster;
@@ -205,11 +207,13 @@ impl StepReport {
     }
 }
 
-/// Applies one step of a plan.
+/// Applies one step of a plan; the clusters of `hold` keep what they run (see
+/// [`Plan::hold`]).
 pub async fn apply_step(
     ctx: &Applier<'_>,
     step: &Step,
     adopt: bool,
+    hold: &BTreeSet<String>,
     reporter: &dyn Reporter,
 ) -> Result<StepReport> {
     let rendered = &step.rendered;
@@ -233,7 +237,7 @@ pub async fn apply_step(
         "applying `{}` {}",
         rendered.name, rendered.version
     ));
-    let result = control_plane::apply_rendered(ctx, step, adopt, &mut report, reporter).await;
+    let result = control_plane::apply_rendered(ctx, step, adopt, hold, &mut report, reporter).await;
     match result {
         Ok(()) => Ok(report),
         Err(e @ Error::Clusters { .. }) => Err(e),
@@ -304,8 +308,15 @@ async fn execute_locked(
         }
     }
     let mut reports: Vec<StepReport> = Vec::new();
-    for step in &plan.steps {
-        let report = apply_step(ctx, step, plan.adopt, reporter).await?;
+    let none = BTreeSet::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        // Only the addon asked for holds clusters: its dependencies go everywhere it does.
+        let hold = if i + 1 == plan.steps.len() {
+            &plan.hold
+        } else {
+            &none
+        };
+        let report = apply_step(ctx, step, plan.adopt, hold, reporter).await?;
         // The direct engine deployed it and later layers need it: wait until it is healthy.
         let gate = report.engine == EngineChoice::Direct && !step.needed_by.is_empty();
         reports.push(report);

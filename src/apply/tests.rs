@@ -335,6 +335,7 @@ fn settled(on: &[(&str, &[DispatchedObject])]) -> Record {
             ClusterInventory {
                 objects: objects.to_vec(),
                 error: None,
+                revision: None,
             },
         );
     }

@@ -238,6 +238,7 @@ async fn converge(
         registry: spec.registry.clone(),
         version: Some(version),
         args: parameters,
+        hold: Vec::new(),
     };
     let applied = engine::apply(ctx, &desired).await?;
     let revision = engine::record_revision(ctx, &name).await?;

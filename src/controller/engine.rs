@@ -24,6 +24,13 @@ pub struct Desired {
     pub version: Option<String>,
     /// Every argument (the `clusters` argument included when the spec names targets).
     pub args: Map<String, Value>,
+    /// Clusters that keep what they run (a rollout's later stages): nothing is applied, pruned
+    /// or deleted there, and their record entries (objects, version) are carried over as they
+    /// are, whether or not the `clusters` argument names them (name them, so that a later
+    /// apply without `hold` moves them too instead of removing the addon from them). Empty:
+    /// every target gets the version. Direct engine only: with KubeVela a non-empty `hold` is
+    /// refused ([`crate::Error::HoldNeedsDirectEngine`]).
+    pub hold: Vec<String>,
 }
 
 /// What an apply did.
@@ -48,6 +55,9 @@ pub struct Health {
     pub enabled: bool,
     /// Why not, when `status` says.
     pub reason: Option<String>,
+    /// Per cluster the direct engine deployed to, the version last applied there (they differ
+    /// while clusters are held at an older one).
+    pub versions: BTreeMap<String, String>,
 }
 
 /// Plans and applies `desired` as `addonctl enable` does, starting from the given arguments
@@ -65,7 +75,8 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
         reset_values: true,
         ..crate::plan::EnableRequest::default()
     };
-    let plan = crate::plan::plan(&ctx.planner(), &request, false).await?;
+    let mut plan = crate::plan::plan(&ctx.planner(), &request, false).await?;
+    plan.hold = desired.hold.iter().cloned().collect();
     let reports = crate::apply::execute(&ctx.applier(), &plan, false, &NoopReporter).await?;
     let Some(root) = reports.iter().find(|r| r.name == desired.name) else {
         return Ok(Applied {
@@ -150,7 +161,11 @@ pub async fn record_revision(ctx: &Context, name: &str) -> Result<Option<String>
 pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
     let status = crate::status::status(ctx.state(), name, None).await?;
     let mut clusters = BTreeMap::new();
+    let mut versions = BTreeMap::new();
     for cluster in &status.resources {
+        if let Some(version) = &cluster.version {
+            versions.insert(cluster.cluster.clone(), version.clone());
+        }
         let (ready, total, missing) = cluster.readiness();
         let entry = match (&cluster.error, missing, ready == total) {
             (Some(e), _, _) => ("unreachable".to_owned(), Some(e.clone())),
@@ -170,6 +185,7 @@ pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
         clusters,
         enabled: status.phase == crate::status::Phase::Enabled,
         reason: status.reason,
+        versions,
     })
 }
 

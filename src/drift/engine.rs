@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::detect::{detect, DetectRequest, Target};
-use super::{DriftCache, DriftSpec, Error, Policy, Report, Result};
+use super::{ClusterError, DriftCache, DriftSpec, Error, Policy, Report, Result};
 use crate::context::Context;
 use crate::plan::{plan, EnableRequest};
-use crate::state::record::{ObjectRef, Record};
+use crate::state::record::{ClusterInventory, ObjectRef, Record};
 
 /// Checks an addon's objects on every cluster its record lists (policy `ignore`: nothing is
 /// read), re-rendering the addon from its record's version and stored arguments.
@@ -41,11 +41,11 @@ pub async fn check_with(
     cache: &mut DriftCache,
 ) -> Result<Report> {
     spec.validate()?;
-    let names: BTreeSet<String> = record.dispatched.keys().cloned().collect();
+    let (compared, skipped) = held_apart(record);
+    let names: BTreeSet<String> = compared.iter().map(|(name, _)| (*name).clone()).collect();
     let clients = ctx.state().clients(&names).await?;
-    let targets = record
-        .dispatched
-        .iter()
+    let targets = compared
+        .into_iter()
         .map(|(name, inventory)| Target {
             name: name.clone(),
             cluster: clients
@@ -64,7 +64,31 @@ pub async fn check_with(
         spec: spec.clone(),
         targets,
     };
-    Ok(detect(&request, cache).await)
+    let mut report = detect(&request, cache).await;
+    if report.policy != Policy::Ignore {
+        report.skipped = skipped;
+    }
+    Ok(report)
+}
+
+/// The clusters to compare (those at the record's version) and those held at another one, with
+/// the reason they are not compared.
+fn held_apart(record: &Record) -> (Vec<(&String, &ClusterInventory)>, Vec<ClusterError>) {
+    let mut compared = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, inventory) in &record.dispatched {
+        match record.cluster_version(name) {
+            Some(version) if version != record.version => skipped.push(ClusterError {
+                cluster: name.clone(),
+                error: format!(
+                    "held at {version} while {} is rolled out stage by stage: not compared with {}'s objects until its stage applies it",
+                    record.version, record.version
+                ),
+            }),
+            _ => compared.push((name, inventory)),
+        }
+    }
+    (compared, skipped)
 }
 
 /// The addon's record.
@@ -118,4 +142,47 @@ fn matching<'a>(desired: &'a [Value], object: &ObjectRef) -> Option<&'a Value> {
         .iter()
         .find(|d| same(d, true))
         .or_else(|| desired.iter().find(|d| same(d, false)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::record::ClusterRevision;
+
+    #[test]
+    fn clusters_held_at_another_version_are_not_compared_and_say_why() {
+        let mut record: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.1.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+            // m1: written before clusters had versions (the record's); m2 on 1.1.0; m3 held.
+            "dispatched": {"m1": {"objects": []}, "m2": {"objects": []}, "m3": {"objects": []}},
+        }))
+        .unwrap();
+        let on = |version: &str| {
+            Some(ClusterRevision {
+                version: version.to_owned(),
+                number: None,
+            })
+        };
+        if let Some(m2) = record.dispatched.get_mut("m2") {
+            m2.revision = on("1.1.0");
+        }
+        if let Some(m3) = record.dispatched.get_mut("m3") {
+            m3.revision = on("1.0.0");
+        }
+
+        let (compared, skipped) = held_apart(&record);
+
+        let compared: Vec<&str> = compared.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(compared, ["m1", "m2"]);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].cluster, "m3");
+        assert!(
+            skipped[0].error.contains("held at 1.0.0"),
+            "{:?}",
+            skipped[0]
+        );
+    }
 }

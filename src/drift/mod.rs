@@ -4,6 +4,8 @@
 //! Expected flow ([`engine::check`], or [`detect`] with objects and clients found elsewhere):
 //! 1. the record says which objects each cluster holds for the addon; the desired objects are
 //!    the addon re-rendered from the same revision (its stored arguments, its recorded version);
+//!    a cluster the record says runs another version (held by a staged upgrade) is not
+//!    compared, and the report says so ([`Report::skipped`]);
 //! 2. per cluster, per kind and namespace, ONE metadata-only list by the label
 //!    `addons.oam.dev/name=<addon>` (the direct engine puts it on every object) gives each
 //!    object's `resourceVersion` and managed fields;
@@ -238,6 +240,11 @@ pub struct Report {
     pub corrected: Vec<Drift>,
     /// Clusters that could not be checked (or corrected), with the reason.
     pub errors: Vec<ClusterError>,
+    /// Clusters not compared, with the reason: those held at another version than the record's
+    /// (a staged upgrade under way or stopped) hold another revision's objects, so comparing
+    /// them with this revision's would report (and correct) the upgrade itself as drift.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<ClusterError>,
     /// Objects compared.
     pub objects: usize,
     /// Requests made to the clusters.

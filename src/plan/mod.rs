@@ -178,6 +178,11 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// Adopt existing objects addonctl did not create (`--adopt`).
     pub adopt: bool,
+    /// Direct engine, the addon asked for (the last step) only: clusters that keep what they
+    /// run (a staged upgrade's later stages). Nothing is applied, pruned or deleted there and
+    /// their record entries are carried over as they are; the other targets get this version.
+    /// Set by the caller after planning; empty by default.
+    pub hold: std::collections::BTreeSet<String>,
 }
 
 /// The control plane's Kubernetes version, when it answers.
@@ -286,6 +291,7 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
         notes,
         dependency_timeout: Some(DEFAULT_DEPENDENCY_TIMEOUT),
         adopt: request.adopt,
+        hold: std::collections::BTreeSet::new(),
     };
     let missing = inventory::check(
         ctx,

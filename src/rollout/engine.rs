@@ -1,7 +1,10 @@
 //! The one-shot staged rollout of the CLI: each batch is the library's enable with the
 //! cumulative cluster list (the `clusters` argument), then the batch's gate is awaited (healthy
 //! on the new revision for the soak time); a failed gate stops before anything else is applied.
-//! Every call into `plan`, `apply` and `state` of this module is here.
+//! An upgrade goes the same way: clusters running another version outside the cumulative list
+//! stay in the `clusters` argument but are held ([`crate::plan::Plan::hold`]: untouched, their
+//! objects and version carried over) until their stage comes. Every call into `plan`, `apply`
+//! and `state` of this module is here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -18,7 +21,7 @@ use crate::cluster::Cluster;
 use crate::context::{Context, Reporter};
 use crate::params::{Input, RawInput};
 use crate::plan::EnableRequest;
-use crate::state::record::{ClusterInventory, Record};
+use crate::state::record::{ClusterInventory, ClusterRevision, Record};
 use crate::state::to_value;
 
 /// How often a gate is observed unless told otherwise.
@@ -68,7 +71,9 @@ impl RunReport {
     }
 }
 
-/// Runs a staged rollout to its end: every stage passed, or the first failed gate.
+/// Runs a staged rollout to its end: every stage passed, or the first failed gate. An addon
+/// installed at another version is upgraded stage by stage: the clusters running it outside the
+/// current stages are held (they keep what they run, untouched) until their stage comes.
 pub async fn run(
     ctx: &Context,
     request: &RunRequest,
@@ -89,48 +94,57 @@ pub async fn run(
     }
     let mut state = RolloutState::default();
     let first = state.cumulative(&planned);
-    let kept = already_running(ctx, request, &first).await?;
-    if !kept.is_empty() {
+    let (addon, version) = target(ctx, request, &first).await?;
+    // Every batch applies the version found now, whatever a registry publishes meanwhile.
+    let request = &RunRequest {
+        version: Some(version.clone()),
+        ..request.clone()
+    };
+    let installed = find_record(ctx, &addon).await?;
+    refuse_vela_upgrade(ctx, installed.as_ref(), &version, &first, &clusters).await?;
+    let start = Split::of(installed.as_ref(), &version, &first);
+    if !start.kept.is_empty() {
         reporter.step(&format!(
             "{} already run this version: kept in every step",
-            quoted(&kept)
+            quoted(&start.kept)
         ));
     }
-    let mut addon = String::new();
+    if !start.held.is_empty() {
+        let held: Vec<String> = start.held.iter().cloned().collect();
+        reporter.step(&format!(
+            "{} run another version: held at it until their stage comes",
+            quoted(&held)
+        ));
+    }
     let mut applied: BTreeSet<String> = BTreeSet::new();
     while let Some((stage, batch)) = state.current(&planned) {
         let (stage_name, batch) = (stage.name.clone(), batch.to_vec());
-        let mut targets = state.cumulative(&planned);
-        for cluster in &kept {
-            if !targets.contains(cluster) {
-                targets.push(cluster.clone());
-            }
-        }
+        let cumulative = state.cumulative(&planned);
+        let split = Split::of(
+            find_record(ctx, &addon).await?.as_ref(),
+            &version,
+            &cumulative,
+        );
         reporter.step(&format!(
             "stage `{stage_name}`: applying to {}",
             quoted(&batch)
         ));
-        addon = apply(ctx, request, &targets, reporter).await?;
-        applied.extend(targets);
+        apply(
+            ctx,
+            request,
+            &split.targets(&cumulative),
+            &split.held,
+            reporter,
+        )
+        .await?;
+        applied.extend(cumulative);
+        applied.extend(split.kept);
         let record = read_record(ctx, &addon).await?;
         state.revision.clone_from(&record.version);
         let verdict =
             await_gate(ctx, &addon, &batch, &mut state, &planned, request, reporter).await?;
         state.settle(&planned, &verdict);
-        match &verdict {
-            Verdict::Passed { tolerated } if tolerated.is_empty() => {
-                reporter.step(&format!("stage `{stage_name}`: {} passed", quoted(&batch)));
-            }
-            Verdict::Passed { tolerated } => reporter.step(&format!(
-                "stage `{stage_name}`: {} passed ({} failure(s) tolerated)",
-                quoted(&batch),
-                tolerated.len()
-            )),
-            Verdict::Failed { reason, .. } => {
-                reporter.step(&format!("stage `{stage_name}`: gate failed: {reason}"));
-            }
-            Verdict::Waiting { .. } => {}
-        }
+        say_verdict(reporter, &stage_name, &batch, &verdict);
     }
     let untouched = planned
         .selected()
@@ -143,6 +157,63 @@ pub async fn run(
         state,
         untouched,
     })
+}
+
+fn say_verdict(reporter: &dyn Reporter, stage: &str, batch: &[String], verdict: &Verdict) {
+    match verdict {
+        Verdict::Passed { tolerated } if tolerated.is_empty() => {
+            reporter.step(&format!("stage `{stage}`: {} passed", quoted(batch)));
+        }
+        Verdict::Passed { tolerated } => reporter.step(&format!(
+            "stage `{stage}`: {} passed ({} failure(s) tolerated)",
+            quoted(batch),
+            tolerated.len()
+        )),
+        Verdict::Failed { reason, .. } => {
+            reporter.step(&format!("stage `{stage}`: gate failed: {reason}"));
+        }
+        Verdict::Waiting { .. } => {}
+    }
+}
+
+/// The clusters outside a step's cumulative list that run the addon: at the version rolled
+/// out (kept in the step's cluster list, so that none of them loses it), or at another one
+/// (held: kept in the list too, untouched until their stage comes).
+#[derive(Debug, Default)]
+struct Split {
+    kept: Vec<String>,
+    held: BTreeSet<String>,
+}
+
+impl Split {
+    fn of(record: Option<&Record>, version: &str, cumulative: &[String]) -> Split {
+        let mut split = Split::default();
+        let Some(record) = record else {
+            return split;
+        };
+        let pending = record.pending.as_ref().map(|p| p.version.as_str());
+        for (name, inventory) in record.dispatched_or_planned() {
+            if inventory.objects.is_empty() || cumulative.contains(&name) {
+                continue;
+            }
+            let runs = record.cluster_version(&name).or(pending);
+            if runs == Some(version) {
+                split.kept.push(name);
+            } else {
+                split.held.insert(name);
+            }
+        }
+        split
+    }
+
+    /// The step's `clusters` argument: the cumulative list and the clusters kept and held, in
+    /// name order (so that the steps of an upgrade store the same arguments: one revision).
+    fn targets(&self, cumulative: &[String]) -> Vec<String> {
+        let mut targets: BTreeSet<String> = cumulative.iter().cloned().collect();
+        targets.extend(self.kept.iter().cloned());
+        targets.extend(self.held.iter().cloned());
+        targets.into_iter().collect()
+    }
 }
 
 /// `local` (no labels) and every joined cluster with its labels.
@@ -164,39 +235,46 @@ async fn known_clusters(ctx: &Context) -> Result<Vec<ClusterLabels>> {
     Ok(clusters)
 }
 
-/// The clusters that already hold the addon at the version about to be rolled out: every step
-/// keeps them in its cluster list, so that none of them loses the addon. The record holds one
-/// revision for every cluster, so an installed addon at ANOTHER version on clusters outside the
-/// first batch is refused: the first step would remove it from them until their stage comes.
-async fn already_running(
-    ctx: &Context,
-    request: &RunRequest,
-    first: &[String],
-) -> Result<Vec<String>> {
+/// The addon and the version the rollout applies (planned once, with the first step's
+/// clusters).
+async fn target(ctx: &Context, request: &RunRequest, first: &[String]) -> Result<(String, String)> {
     let planned = enable_plan(ctx, request, first).await?;
-    let Some(step) = planned.steps.last() else {
-        return Ok(Vec::new());
+    let step = planned.steps.last().ok_or_else(|| Error::Invalid {
+        message: format!("`{}` plans nothing to apply", request.reference),
+    })?;
+    Ok((step.rendered.name.clone(), step.rendered.version.clone()))
+}
+
+/// KubeVela's engine cannot hold clusters (its Application puts one revision everywhere): an
+/// addon it deploys at another version on clusters outside the first step is refused.
+async fn refuse_vela_upgrade(
+    ctx: &Context,
+    installed: Option<&Record>,
+    version: &str,
+    first: &[String],
+    known: &[ClusterLabels],
+) -> Result<()> {
+    let Some(record) = installed.filter(|r| r.version != version) else {
+        return Ok(());
     };
-    let Some(record) = find_record(ctx, &step.rendered.name).await? else {
-        return Ok(Vec::new());
-    };
-    let holding: Vec<String> = record
-        .dispatched_or_planned()
-        .into_iter()
-        .filter(|(_, inventory)| !inventory.objects.is_empty())
-        .map(|(name, _)| name)
-        .collect();
-    if record.version == step.rendered.version {
-        return Ok(holding);
+    if !crate::apply::uses_vela(&ctx.applier()).await? {
+        return Ok(());
     }
-    let outside: Vec<String> = holding.into_iter().filter(|c| !first.contains(c)).collect();
+    let runs_on: Vec<String> = if record.clusters.iter().any(|c| c == "*") {
+        known.iter().map(|c| c.name.clone()).collect()
+    } else if record.clusters.is_empty() {
+        vec![LOCAL.to_owned()]
+    } else {
+        record.clusters.clone()
+    };
+    let outside: Vec<String> = runs_on.into_iter().filter(|c| !first.contains(c)).collect();
     if outside.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     Err(Error::StagedUpgrade {
-        addon: record.name,
-        installed: record.version,
-        target: step.rendered.version.clone(),
+        addon: record.name.clone(),
+        installed: record.version.clone(),
+        target: version.to_owned(),
         clusters: outside,
     })
 }
@@ -225,22 +303,19 @@ async fn enable_plan(
     Ok(crate::plan::plan(&ctx.planner(), &enable, false).await?)
 }
 
-/// The library's enable with `clusters` as the `clusters` argument. Clusters that fail are not
-/// an error here: the gate sees them failed. Returns the addon's name.
+/// The library's enable with `clusters` as the `clusters` argument, the clusters of `hold`
+/// keeping what they run. Clusters that fail are not an error here: the gate sees them failed.
 async fn apply(
     ctx: &Context,
     request: &RunRequest,
     clusters: &[String],
+    hold: &BTreeSet<String>,
     reporter: &dyn Reporter,
-) -> Result<String> {
-    let planned = enable_plan(ctx, request, clusters).await?;
-    let name = planned
-        .steps
-        .last()
-        .map(|s| s.rendered.name.clone())
-        .unwrap_or_default();
+) -> Result<()> {
+    let mut planned = enable_plan(ctx, request, clusters).await?;
+    planned.hold.clone_from(hold);
     match crate::apply::execute(&ctx.applier(), &planned, false, reporter).await {
-        Ok(_) | Err(crate::Error::Clusters { .. }) => Ok(name),
+        Ok(_) | Err(crate::Error::Clusters { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -257,10 +332,12 @@ async fn read_record(ctx: &Context, addon: &str) -> Result<Record> {
     })
 }
 
-/// The revision a record describes: its version and arguments.
-fn revision_of(record: &Record) -> String {
-    let hash: String = record.args_hash.chars().take(12).collect();
-    format!("{} ({hash})", record.version)
+/// How a revision is named in a gate: its version and number.
+fn revision_label(revision: &ClusterRevision) -> String {
+    match revision.number {
+        Some(n) => format!("{} (revision {n})", revision.version),
+        None => revision.version.clone(),
+    }
 }
 
 fn now_ms() -> u64 {
@@ -284,7 +361,7 @@ async fn await_gate(
             tolerated: Vec::new(),
         });
     };
-    let target = revision_of(&read_record(ctx, addon).await?);
+    let target = revision_label(&read_record(ctx, addon).await?.current_revision());
     let mut gate = GateState::new(batch, now_ms());
     let mut last_said: Vec<(String, String)> = Vec::new();
     loop {
@@ -317,12 +394,11 @@ async fn await_gate(
     }
 }
 
-/// What each cluster of the batch runs: the record's revision when its apply is complete there
-/// (not pending, no error), and whether its workloads are healthy.
+/// What each cluster of the batch runs: the revision the record says it was applied at, when
+/// its apply is complete there (not pending, no error), and whether its workloads are healthy.
 async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Vec<Observation>> {
     let names: BTreeSet<String> = batch.iter().cloned().collect();
     let clients = ctx.state().clients(&names).await?;
-    let revision = revision_of(record);
     let mut out = Vec::with_capacity(batch.len());
     for name in batch {
         let pending = record
@@ -348,7 +424,7 @@ async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Vec
                 observation.reason = Some("the apply has not finished there".to_owned());
             }
             (Some(inventory), Some(Ok(cluster))) => {
-                observation.revision = Some(revision.clone());
+                observation.revision = record.cluster_revision(name).map(|r| revision_label(&r));
                 match workloads_healthy(cluster, inventory).await {
                     Ok(()) => observation.healthy = true,
                     Err(why) => observation.reason = Some(why),

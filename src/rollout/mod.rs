@@ -198,9 +198,10 @@ pub enum Error {
         /// The clusters there are.
         known: Vec<String>,
     },
-    /// The addon is installed at another version on clusters after the first batch: one record
-    /// holds one revision for every cluster, so the first step would remove it from them.
-    #[error("addon `{addon}` {installed} is installed on {}: a staged rollout of {target} would remove it from them until their stage comes (the record holds one revision for every cluster); upgrade it with `addonctl upgrade`, or disable it first", clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "))]
+    /// The addon is installed at another version on clusters after the first batch and
+    /// KubeVela deploys it: its Application holds one revision for every cluster, so those
+    /// clusters cannot be held at their version until their stage comes.
+    #[error("addon `{addon}` {installed} is installed on {} and KubeVela deploys it: its Application puts one revision on every cluster, so a staged rollout of {target} cannot keep them on {installed} until their stage comes; upgrade every cluster at once with `addonctl upgrade {addon}`", clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "))]
     StagedUpgrade {
         /// The addon.
         addon: String,
@@ -208,7 +209,7 @@ pub enum Error {
         installed: String,
         /// The version rolled out.
         target: String,
-        /// The clusters holding it outside the first batch.
+        /// The clusters running it outside the first batch.
         clusters: Vec<String>,
     },
     /// The library failed (planning, applying, reading the record or clusters).

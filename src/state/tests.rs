@@ -254,6 +254,7 @@ mod records {
                     })
                     .collect(),
                 error: None,
+                revision: None,
             };
             record.dispatched.insert(format!("cluster-{c}"), inventory);
         }

@@ -106,6 +106,9 @@ pub struct ClusterStatus {
     /// Why the last apply or this status read failed there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The version last applied there (clusters differ while a staged upgrade is under way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// Every object addonctl applied there.
     pub resources: Vec<ResourceStatus>,
 }
@@ -146,6 +149,7 @@ pub async fn health(
                     return ClusterStatus {
                         cluster: name.clone(),
                         error: Some(e),
+                        version: inventory.revision.as_ref().map(|r| r.version.clone()),
                         resources: Vec::new(),
                     }
                 }
@@ -153,6 +157,7 @@ pub async fn health(
                     return ClusterStatus {
                         cluster: name.clone(),
                         error: Some(format!("cluster `{name}` is no longer joined")),
+                        version: inventory.revision.as_ref().map(|r| r.version.clone()),
                         resources: Vec::new(),
                     }
                 }
@@ -208,6 +213,7 @@ pub async fn health(
             ClusterStatus {
                 cluster: name.clone(),
                 error,
+                version: inventory.revision.as_ref().map(|r| r.version.clone()),
                 resources,
             }
         }

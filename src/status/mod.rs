@@ -62,7 +62,7 @@ pub struct Status {
     /// Who asked for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub installed_by: Option<InstalledBy>,
-    /// Why the phase is `failed`.
+    /// Why the phase is `failed`; how far the upgrade got when `upgrading`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What else to know (a pending revision: an enable running, or interrupted).
@@ -179,7 +179,12 @@ async fn direct_health(
     status: &mut Status,
 ) -> Result<()> {
     let name = &record.name;
-    let clusters = health::health(store, &record.dispatched_or_planned()).await?;
+    let mut clusters = health::health(store, &record.dispatched_or_planned()).await?;
+    for cluster in &mut clusters {
+        if cluster.version.is_none() {
+            cluster.version = record.cluster_version(&cluster.cluster).map(str::to_owned);
+        }
+    }
     let workloads: Vec<&health::ResourceStatus> = clusters
         .iter()
         .flat_map(|c| c.resources.iter())
@@ -193,7 +198,10 @@ async fn direct_health(
         ));
     }
     status.phase = phase(Some(installed), Some(&clusters));
-    status.reason = phase::failure_reason(&clusters);
+    status.reason = match status.phase {
+        Phase::Upgrading => phase::upgrade_progress(record),
+        _ => phase::failure_reason(&clusters),
+    };
     status.workload_count = Some(workloads.len());
     status.ready_workload_count = Some(ready);
     status.resources = clusters;

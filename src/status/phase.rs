@@ -19,6 +19,9 @@ pub enum Phase {
     Enabled,
     /// Applied, not yet running.
     Enabling,
+    /// Its clusters run different versions: a staged upgrade under way, or stopped by a failed
+    /// gate (direct engine).
+    Upgrading,
     /// Being deleted.
     Disabling,
     /// Its workflow is suspended.
@@ -36,6 +39,7 @@ impl std::fmt::Display for Phase {
         f.write_str(match self {
             Phase::Enabled => "enabled",
             Phase::Enabling => "enabling",
+            Phase::Upgrading => "upgrading",
             Phase::Disabling => "disabling",
             Phase::Suspend => "suspend",
             Phase::Failed => "failed",
@@ -80,9 +84,10 @@ pub fn dispatched_record(installed: &Installed) -> Option<&Record> {
 
 /// The phase of an addon: `disabled` when not installed; KubeVela's phase of its Application;
 /// for what the direct engine dispatched, from `clusters` (its objects read back, see
-/// [`dispatched_record`]): `failed` when a cluster has an error, `enabling` while a revision is
+/// [`dispatched_record`]): `failed` when a cluster has an error, `upgrading` while its clusters
+/// run different versions ([`upgrade_progress`] says how far), `enabling` while a revision is
 /// pending or a workload is missing or short of ready replicas, else `enabled`. Without
-/// `clusters` (not read), `enabling` while a revision is pending, else `enabled`.
+/// `clusters` (not read), `upgrading` or `enabling` as said, else `enabled`.
 pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) -> Phase {
     let Some(installed) = installed else {
         return Phase::Disabled;
@@ -94,15 +99,19 @@ pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) 
         .record
         .as_ref()
         .is_some_and(|r| r.pending.is_some());
+    let mixed = installed.record.as_ref().is_some_and(Record::is_mixed);
     let Some(clusters) = clusters else {
-        return if pending {
-            Phase::Enabling
-        } else {
-            Phase::Enabled
+        return match (mixed, pending) {
+            (true, _) => Phase::Upgrading,
+            (false, true) => Phase::Enabling,
+            (false, false) => Phase::Enabled,
         };
     };
     if clusters.iter().any(|c| c.error.is_some()) {
         return Phase::Failed;
+    }
+    if mixed {
+        return Phase::Upgrading;
     }
     let all_ready = clusters
         .iter()
@@ -114,6 +123,27 @@ pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) 
     } else {
         Phase::Enabled
     }
+}
+
+/// How far an upgrade of clusters stage by stage got: `2 of 3 clusters on 1.1.0 (`m3` on
+/// 1.0.0)`; `None` when every cluster runs the record's version.
+pub fn upgrade_progress(record: &Record) -> Option<String> {
+    let versions = record.cluster_versions();
+    let behind: Vec<String> = versions
+        .iter()
+        .filter(|(_, v)| **v != record.version)
+        .map(|(c, v)| format!("`{c}` on {v}"))
+        .collect();
+    if behind.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} of {} clusters on {} ({})",
+        versions.len() - behind.len(),
+        versions.len(),
+        record.version,
+        behind.join(", ")
+    ))
 }
 
 /// Why the phase is `failed`: each cluster's error, `cluster: error; …` (`None` without one).

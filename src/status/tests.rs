@@ -51,6 +51,7 @@ fn record(clusters: &[&str]) -> Record {
                     object("v1", "ConfigMap", "settings"),
                 ],
                 error: None,
+                revision: None,
             },
         );
     }
@@ -297,6 +298,7 @@ fn cluster(
     ClusterStatus {
         cluster: name.to_owned(),
         error: error.map(str::to_owned),
+        version: None,
         resources: vec![ResourceStatus {
             kind: "Deployment".to_owned(),
             namespace: Some("team".to_owned()),

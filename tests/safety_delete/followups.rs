@@ -40,6 +40,7 @@ async fn a_record_written_by_someone_else_meanwhile_is_read_again_and_nothing_it
                 created: true,
             }],
             error: None,
+            revision: None,
         },
     );
     let foreign = theirs.to_secret(&ns);

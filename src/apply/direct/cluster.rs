@@ -349,6 +349,7 @@ pub(super) async fn apply_to_cluster(
                 ClusterInventory {
                     objects,
                     error: Some(message),
+                    revision: None,
                 },
                 outcome,
             )
@@ -480,7 +481,15 @@ async fn settle(
         e
     });
     outcome.error.clone_from(&error);
-    (ClusterInventory { objects, error }, outcome)
+    let revision = None;
+    (
+        ClusterInventory {
+            objects,
+            error,
+            revision,
+        },
+        outcome,
+    )
 }
 
 /// Deletes (or gives back), in reverse order, what `old` holds and `new` lacks, by the rules of

@@ -146,6 +146,8 @@ pub struct Prepared {
     clients: BTreeMap<String, std::result::Result<Cluster, String>>,
     baselines: BTreeMap<String, (u64, u64)>,
     previous: BTreeMap<String, ClusterInventory>,
+    /// Clusters held: their inventories, returned as they are.
+    held: BTreeMap<String, ClusterInventory>,
     plans: BTreeMap<String, std::result::Result<ClusterPlan, String>>,
     others: OtherRecords,
     system_namespace: String,
@@ -184,6 +186,21 @@ pub async fn prepare(
     others: OtherRecords,
     reporter: &dyn Reporter,
 ) -> Result<Prepared> {
+    let none = BTreeSet::new();
+    prepare_holding(ctx, addon, application, previous, others, &none, reporter).await
+}
+
+/// [`prepare`], the clusters of `hold` left out: nothing is surveyed, applied or pruned there,
+/// and [`Prepared::apply`] returns their inventories of `previous` as they are.
+pub async fn prepare_holding(
+    ctx: &Applier<'_>,
+    addon: &str,
+    application: &Value,
+    previous: &BTreeMap<String, ClusterInventory>,
+    others: OtherRecords,
+    hold: &BTreeSet<String>,
+    reporter: &dyn Reporter,
+) -> Result<Prepared> {
     let placements = placements(application);
     let mut objects: Vec<Value> = component_objects(application)?
         .iter()
@@ -211,6 +228,12 @@ pub async fn prepare(
             ));
         }
     }
+    names.retain(|name| !hold.contains(name));
+    let held = previous
+        .iter()
+        .filter(|(name, _)| hold.contains(*name))
+        .map(|(name, inventory)| (name.clone(), inventory.clone()))
+        .collect();
     let clients = ctx.state().clients(&names).await?;
     let baselines = clients
         .iter()
@@ -260,6 +283,7 @@ pub async fn prepare(
         clients,
         baselines,
         previous: previous.clone(),
+        held,
         plans,
         others,
         system_namespace: ctx.namespace.to_owned(),
@@ -307,8 +331,10 @@ impl Prepared {
             .collect()
     }
 
-    /// Applies to every cluster (in parallel, bounded) and prunes.
-    pub async fn apply(self, reporter: &dyn Reporter) -> Dispatched {
+    /// Applies to every cluster (in parallel, bounded) and prunes; held clusters keep their
+    /// inventories untouched.
+    pub async fn apply(mut self, reporter: &dyn Reporter) -> Dispatched {
+        let held = std::mem::take(&mut self.held);
         let empty = ClusterInventory::default();
         let work = self.plans.iter().map(|(name, plan)| {
             let client = self.clients.get(name);
@@ -383,6 +409,7 @@ impl Prepared {
             }
             dispatched.outcomes.push(outcome);
         }
+        dispatched.inventories.extend(held);
         dispatched
             .outcomes
             .sort_by(|a, b| a.cluster.cmp(&b.cluster));
@@ -403,6 +430,7 @@ fn unreachable_cluster(
         ClusterInventory {
             objects: old.objects,
             error: Some(error),
+            revision: old.revision,
         },
         outcome,
     )

@@ -76,18 +76,28 @@ pub(crate) fn print_status(out: &mut impl Write, status: &Status) -> anyhow::Res
         writeln!(out, "workloads: {ready}/{total} ready")?;
     }
     for cluster in &status.resources {
-        print_cluster(out, cluster)?;
+        print_cluster(out, cluster, status.installed_version.as_deref())?;
     }
     Ok(())
 }
 
-/// One cluster of `status`: its counts, then each object marked `✓` ready, `~` there but not
-/// ready, or `✗` missing.
-fn print_cluster(out: &mut impl Write, cluster: &ClusterStatus) -> anyhow::Result<()> {
+/// One cluster of `status`: its counts (and its version when it is not the addon's), then each
+/// object marked `✓` ready, `~` there but not ready, or `✗` missing.
+fn print_cluster(
+    out: &mut impl Write,
+    cluster: &ClusterStatus,
+    version: Option<&str>,
+) -> anyhow::Result<()> {
     let (ready, total, missing) = cluster.readiness();
+    let behind = cluster
+        .version
+        .as_deref()
+        .filter(|v| Some(*v) != version)
+        .map(|v| format!(" (at {v})"))
+        .unwrap_or_default();
     writeln!(
         out,
-        "  cluster {:<16} {} objects{}, {ready}/{total} workloads ready{}",
+        "  cluster {:<16}{behind} {} objects{}, {ready}/{total} workloads ready{}",
         cluster.cluster,
         cluster.resources.len(),
         if missing > 0 {

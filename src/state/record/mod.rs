@@ -237,6 +237,21 @@ pub struct ClusterInventory {
     /// The last failure on this cluster, if the last apply did not finish there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The revision last applied here; `None` (records written before clusters could run
+    /// different versions): the record's version ([`Record::cluster_version`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<ClusterRevision>,
+}
+
+/// The revision one cluster was last applied at: clusters held by a staged upgrade keep an
+/// older one while the others move on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterRevision {
+    /// The addon's version.
+    pub version: String,
+    /// The record's revision number ([`Record::revisions`]), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u32>,
 }
 
 /// A dependency as recorded.
@@ -312,6 +327,90 @@ impl Record {
         out
     }
 
+    /// The version `cluster` was last applied at: its own, or (a record written before
+    /// clusters could differ) the record's; `None` when the record lists nothing there.
+    pub fn cluster_version(&self, cluster: &str) -> Option<&str> {
+        let inventory = self.dispatched.get(cluster)?;
+        Some(
+            inventory
+                .revision
+                .as_ref()
+                .map_or(self.version.as_str(), |r| r.version.as_str()),
+        )
+    }
+
+    /// The revision `cluster` was last applied at, its number filled in for a record written
+    /// before clusters kept their own (the newest revision of the record's version).
+    pub fn cluster_revision(&self, cluster: &str) -> Option<ClusterRevision> {
+        let inventory = self.dispatched.get(cluster)?;
+        Some(
+            inventory
+                .revision
+                .clone()
+                .unwrap_or_else(|| ClusterRevision {
+                    version: self.version.clone(),
+                    number: self.latest_number(&self.version),
+                }),
+        )
+    }
+
+    /// The revision an apply of this record puts on the clusters it works on: its version and
+    /// newest revision number.
+    pub fn current_revision(&self) -> ClusterRevision {
+        ClusterRevision {
+            version: self.version.clone(),
+            number: self.revisions.last().map(|r| r.revision),
+        }
+    }
+
+    /// The number of the newest revision of `version` the record keeps.
+    pub fn latest_number(&self, version: &str) -> Option<u32> {
+        self.revisions
+            .iter()
+            .rev()
+            .find(|r| r.version == version)
+            .map(|r| r.revision)
+    }
+
+    /// The version each cluster the record lists was last applied at.
+    pub fn cluster_versions(&self) -> BTreeMap<String, String> {
+        self.dispatched
+            .keys()
+            .filter_map(|c| Some((c.clone(), self.cluster_version(c)?.to_owned())))
+            .collect()
+    }
+
+    /// Whether its clusters run different versions (a staged upgrade under way, or stopped).
+    pub fn is_mixed(&self) -> bool {
+        self.dispatched
+            .keys()
+            .any(|c| self.cluster_version(c) != Some(self.version.as_str()))
+    }
+
+    /// The clusters still at another version than the record's, with theirs.
+    pub fn behind(&self) -> BTreeMap<String, String> {
+        let mut versions = self.cluster_versions();
+        versions.retain(|_, v| *v != self.version);
+        versions
+    }
+
+    /// [`Record::dispatched_or_planned`], every cluster without its own revision stamped with
+    /// the one the record describes: what a record of another version carries over, each
+    /// cluster still saying what it runs.
+    pub fn dispatched_stamped(&self) -> BTreeMap<String, ClusterInventory> {
+        let mut out = self.dispatched_or_planned();
+        let revision = ClusterRevision {
+            version: self.version.clone(),
+            number: self.latest_number(&self.version),
+        };
+        for inventory in out.values_mut() {
+            if inventory.revision.is_none() {
+                inventory.revision = Some(revision.clone());
+            }
+        }
+        out
+    }
+
     /// Reads a record from its Secret's `data`; `None` when it is missing or unreadable.
     pub fn from_secret(secret: &Value) -> Option<Self> {
         let encoded = secret.pointer(&format!("/data/{RECORD_KEY}"))?.as_str()?;
@@ -333,6 +432,9 @@ impl Record {
     pub fn absorb(&mut self, theirs: &Record) {
         for (cluster, inventory) in theirs.dispatched_or_planned() {
             let ours = self.dispatched.entry(cluster).or_default();
+            if ours.revision.is_none() {
+                ours.revision = inventory.revision;
+            }
             for object in inventory.objects {
                 if !ours.objects.iter().any(|o| o.object == object.object) {
                     ours.objects.push(object);
@@ -481,6 +583,7 @@ mod tests {
             ClusterInventory {
                 objects: vec![planned("one", "uid-1")],
                 error: None,
+                revision: None,
             },
         );
         assert_eq!(
@@ -492,5 +595,76 @@ mod tests {
         assert!(text["pending"]["dispatched"]["east"][1]
             .get("uid")
             .is_none());
+    }
+    #[test]
+    fn a_record_written_before_clusters_had_versions_reads_as_the_records_version() {
+        // As earlier versions wrote it: no `revision` in the clusters' inventories.
+        let old = json!({
+            "name": "a", "version": "1.0.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+            "dispatched": {
+                "m1": {"objects": [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns",
+                                    "name": "one", "uid": "u1", "created": true}]},
+                "m2": {"objects": [], "error": "unreachable"},
+            },
+            "revisions": [{"revision": 3, "updated": "2026-01-01T00:00:00Z", "version": "1.0.0",
+                           "registry": "local", "status": "deployed", "description": "install",
+                           "argsHash": "", "packageDigest": "", "packageKept": false,
+                           "inventoryDigest": "", "objects": 1}],
+        });
+        let read: Record = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(read.cluster_version("m1"), Some("1.0.0"));
+        assert_eq!(read.cluster_version("m2"), Some("1.0.0"));
+        assert_eq!(read.cluster_version("m3"), None);
+        assert!(!read.is_mixed());
+        assert!(read.behind().is_empty());
+        assert_eq!(
+            read.cluster_revision("m1"),
+            Some(ClusterRevision {
+                version: "1.0.0".to_owned(),
+                number: Some(3),
+            })
+        );
+        // Written back unchanged: nothing new appears in an old record that is not upgraded.
+        assert_eq!(
+            serde_json::to_value(&read).unwrap()["dispatched"],
+            old["dispatched"]
+        );
+        // Carried into a record of another version, each cluster keeps saying what it runs.
+        let mut next = read.clone();
+        next.version = "1.1.0".to_owned();
+        next.dispatched = read.dispatched_stamped();
+        assert_eq!(next.cluster_version("m1"), Some("1.0.0"));
+        assert!(next.is_mixed());
+        assert_eq!(
+            next.behind(),
+            BTreeMap::from([
+                ("m1".to_owned(), "1.0.0".to_owned()),
+                ("m2".to_owned(), "1.0.0".to_owned()),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_clusters_own_revision_is_kept_through_a_write_and_a_conflict() {
+        let mut ours: Record = serde_json::from_value(record(Value::Null)).unwrap();
+        ours.version = "1.1.0".to_owned();
+        let on = |version: &str| ClusterInventory {
+            revision: Some(ClusterRevision {
+                version: version.to_owned(),
+                number: Some(2),
+            }),
+            ..ClusterInventory::default()
+        };
+        ours.dispatched.insert("m1".to_owned(), on("1.1.0"));
+        let text = serde_json::to_string(&ours).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, ours);
+        let mut theirs = ours.clone();
+        theirs.dispatched.insert("m3".to_owned(), on("1.0.0"));
+        ours.absorb(&theirs);
+        assert_eq!(ours.cluster_version("m3"), Some("1.0.0"));
+        assert_eq!(ours.cluster_version("m1"), Some("1.1.0"));
+        assert_eq!(ours.cluster_versions().len(), 2);
     }
 }
