@@ -542,6 +542,7 @@ async fn resolve_version(data: &Data, addon: &Addon, current: &AddonStatus) -> R
         registry: addon.spec.registry.clone(),
         version: addon.spec.version.clone(),
         args: serde_json::Map::new(),
+        hold: Vec::new(),
     };
     match engine::resolve_version(&data.shared.ctx(), &desired).await {
         Ok(version) => Ok(version),

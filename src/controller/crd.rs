@@ -289,9 +289,6 @@ pub struct RolloutStatus {
     /// The record revision the current batch's gate waits for (`version (args digest)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate_revision: Option<String>,
-    /// Clusters that already ran the version when the rollout started: kept in every step.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kept: Vec<String>,
     /// The rollout library's state (stage and batch indexes, the gate's timings), as it
     /// persists it.
     #[schemars(schema_with = "free_object")]

@@ -332,19 +332,36 @@ pub async fn apply_batch(ctx: &Context, desired: &Desired) -> Result<Option<Appl
     }
 }
 
-/// What the record says the addon runs: its version and the clusters holding objects of it
-/// (direct engine); `None` without a record.
-pub async fn holding(ctx: &Context, name: &str) -> Result<Option<(String, Vec<String>)>> {
+/// Of the clusters holding the addon outside `cumulative` (a rollout's clusters so far): those
+/// already running `version` (kept in every step) and those running another version (held at
+/// it until their stage comes), as `rollout run` splits them.
+pub async fn split(
+    ctx: &Context,
+    name: &str,
+    version: &str,
+    cumulative: &[String],
+) -> Result<(Vec<String>, Vec<String>)> {
+    let (mut kept, mut held) = (Vec::new(), Vec::new());
     let Some(record) = ctx.state().record(name).await? else {
-        return Ok(None);
+        return Ok((kept, held));
     };
-    let clusters = record
-        .dispatched_or_planned()
-        .into_iter()
-        .filter(|(_, inventory)| !inventory.objects.is_empty())
-        .map(|(cluster, _)| cluster)
-        .collect();
-    Ok(Some((record.version, clusters)))
+    let pending = record.pending.as_ref().map(|p| p.version.as_str());
+    for (cluster, inventory) in record.dispatched_or_planned() {
+        if inventory.objects.is_empty() || cumulative.contains(&cluster) {
+            continue;
+        }
+        if record.cluster_version(&cluster).or(pending) == Some(version) {
+            kept.push(cluster);
+        } else {
+            held.push(cluster);
+        }
+    }
+    Ok((kept, held))
+}
+
+/// Whether KubeVela deploys the addons (it cannot hold clusters at another version).
+pub async fn uses_vela(ctx: &Context) -> Result<bool> {
+    Ok(crate::apply::uses_vela(&ctx.applier()).await?)
 }
 
 /// The revision a record describes (its version and a digest of its arguments), as the
@@ -392,6 +409,11 @@ pub async fn observe(
                 (None, _) => observation.reason = Some("not applied yet".to_owned()),
                 (Some(_), _) if pending => {
                     observation.reason = Some("the apply has not finished there".to_owned());
+                }
+                (Some(_), _) if record.cluster_version(cluster) != Some(&record.version) => {
+                    let held = record.cluster_version(cluster).unwrap_or_default();
+                    observation.revision = Some(format!("{held} (held)"));
+                    observation.reason = Some(format!("still at {held}"));
                 }
                 (Some(_), Some((state, message))) => {
                     observation.revision = Some(revision.clone());

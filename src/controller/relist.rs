@@ -94,6 +94,7 @@ pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
             registry: addon.spec.registry.clone(),
             version: addon.spec.version.clone(),
             args: serde_json::Map::new(),
+            hold: Vec::new(),
         };
         match engine::resolve_version(&fresh, &desired).await {
             Ok(version) if current.as_ref() != Some(&version) => {

@@ -10,10 +10,12 @@
 //!
 //! Rules: clusters newly selected while a rollout progresses wait for its end; once it has
 //! succeeded, they get the rolled-out revision at once (the ordinary reconcile does it). A
-//! paused rollout applies nothing and keeps its status. An addon installed at another version
-//! on clusters outside the first batch cannot be moved stage by stage yet (one record holds one
-//! revision for every cluster): the `Addon` is `Degraded` with reason
-//! `StagedUpgradeUnsupported` and nothing is applied.
+//! paused rollout applies nothing and keeps its status. Clusters running another version
+//! outside the batches applied so far are held at it (direct engine: untouched, their objects
+//! and version carried over in the record) until their stage comes; clusters already running
+//! the version (a new rollout of the same version with other parameters) get the new
+//! parameters with the first batch, as `rollout run` does. KubeVela's engine cannot hold
+//! clusters: there such a rollout is refused (`Degraded`, reason `StagedUpgradeUnsupported`).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -188,28 +190,21 @@ async fn start(
     }
     let mut state = RolloutState::new(&inputs.version);
     let first = state.cumulative(&plan);
-    let holding = engine::holding(&data.shared.ctx(), &inputs.addon.name_any()).await?;
-    let mut kept = Vec::new();
-    if let Some((installed, on)) = holding {
-        let on: Vec<String> = on
-            .into_iter()
-            .filter(|c| names.contains(&c.as_str()))
-            .collect();
-        if installed == inputs.version {
-            kept = on;
-        } else {
-            let outside: Vec<String> = on.into_iter().filter(|c| !first.contains(c)).collect();
-            if !outside.is_empty() {
-                return Ok(Err(Refusal {
-                    reason: "StagedUpgradeUnsupported",
-                    message: format!(
-                        "{installed} is installed on {}: a staged rollout of {} would remove it from them until their stage comes (the record holds one revision for every cluster); remove `rollout` to upgrade every cluster at once",
-                        quoted(&outside),
-                        inputs.version
-                    ),
-                }));
-            }
-        }
+    let name = inputs.addon.name_any();
+    let ctx = data.shared.ctx();
+    let (_, held) = engine::split(&ctx, &name, &inputs.version, &first).await?;
+    let held: Vec<String> = held
+        .into_iter()
+        .filter(|c| names.contains(&c.as_str()))
+        .collect();
+    if !held.is_empty() && engine::uses_vela(&ctx).await? {
+        return Ok(Err(Refusal {
+            reason: "StagedUpgradeUnsupported",
+            message: format!(
+                "another version is installed on {}: KubeVela's Application puts one revision on every cluster, so it cannot keep them at it until their stage comes; remove `rollout` to upgrade every cluster at once, or use the direct engine",
+                quoted(&held),
+            ),
+        }));
     }
     Ok(Ok(RolloutStatus {
         version: inputs.version.clone(),
@@ -220,7 +215,6 @@ async fn start(
         failed: Vec::new(),
         message: None,
         gate_revision: None,
-        kept,
         state: serde_json::to_value(&state).unwrap_or(Value::Null),
         plan: serde_json::to_value(&plan).unwrap_or(Value::Null),
         step: 0,
@@ -286,8 +280,17 @@ async fn apply_batch(
     rollout: &mut RolloutStatus,
 ) -> Result<()> {
     let targets = inputs.targets.names(inputs.known);
-    let mut clusters = state.cumulative(plan);
-    clusters.extend(rollout.kept.iter().cloned());
+    let name = inputs.addon.name_any();
+    let cumulative = state.cumulative(plan);
+    // Clusters running this version already are kept; those running another are held at it
+    // (untouched) until their stage comes; both stay in the `clusters` argument. A cluster no
+    // longer targeted is in neither, so it is cleaned.
+    let (kept, mut hold) =
+        engine::split(&data.shared.ctx(), &name, &inputs.version, &cumulative).await?;
+    hold.retain(|c| targets.contains(&c.as_str()));
+    let mut clusters = cumulative;
+    clusters.extend(kept);
+    clusters.extend(hold.iter().cloned());
     clusters.retain(|c| targets.contains(&c.as_str()));
     clusters.sort();
     clusters.dedup();
@@ -296,14 +299,14 @@ async fn apply_batch(
         "clusters".to_owned(),
         Value::Array(clusters.iter().cloned().map(Value::String).collect()),
     );
-    let name = inputs.addon.name_any();
     let desired = Desired {
         name: name.clone(),
         registry: inputs.addon.spec.registry.clone(),
         version: Some(inputs.version.clone()),
         args,
+        hold,
     };
-    tracing::info!(addon = %name, clusters = ?clusters, "rollout: applying a batch");
+    tracing::info!(addon = %name, clusters = ?clusters, hold = ?desired.hold, "rollout: applying a batch");
     if let Some(applied) = engine::apply_batch(&data.shared.ctx(), &desired).await? {
         for cluster in &applied.clusters {
             data.shared.metrics.applied(&cluster.name, &cluster.outcome);
