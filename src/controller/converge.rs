@@ -690,3 +690,23 @@ pub(super) fn condition(
 pub(super) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::removals;
+
+    #[test]
+    fn a_status_patch_removes_nested_fields_gone_since_the_read() {
+        let old = json!({"gate": {"clusters": {"m1": {"healthySinceMs": 5}, "m2": {}}},
+                         "message": "waiting", "stage": 1});
+        let mut new = json!({"gate": {"clusters": {"m1": {}}}, "stage": 2});
+        removals(&old, &mut new);
+        assert_eq!(
+            new,
+            json!({"gate": {"clusters": {"m1": {"healthySinceMs": null}, "m2": null}},
+                   "message": null, "stage": 2})
+        );
+    }
+}

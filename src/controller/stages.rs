@@ -68,12 +68,7 @@ pub(super) fn key(spec: &AddonSpec, version: &str, secret_versions: &[String]) -
     hasher.update(serde_json::to_vec(&spec).unwrap_or_default());
     hasher.update(version);
     hasher.update(secret_versions.join(","));
-    hasher
-        .finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::targets::short_hex(&hasher.finalize())
 }
 
 /// The rollout status to continue from: the newer of the status's and the one this process
@@ -478,4 +473,58 @@ fn quoted(clusters: &[impl AsRef<str>]) -> String {
         .map(|c| format!("`{}`", c.as_ref()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::rollout::gate::ClusterGate;
+
+    #[test]
+    fn pausing_or_suspending_keeps_the_rollout_and_a_version_or_parameter_starts_another() {
+        let spec: AddonSpec = serde_json::from_value(json!({
+            "parameters": {"replicas": 2},
+            "rollout": {"stages": [{"name": "one"}]},
+        }))
+        .unwrap();
+        let first = key(&spec, "1.0.0", &[]);
+        let mut paused = spec.clone();
+        if let Some(rollout) = &mut paused.rollout {
+            rollout.paused = true;
+        }
+        paused.suspend = true;
+        assert_eq!(key(&paused, "1.0.0", &[]), first);
+        assert_ne!(key(&spec, "1.1.0", &[]), first);
+        assert_ne!(key(&spec, "1.0.0", &["token@42".to_owned()]), first);
+        let mut edited = spec;
+        edited.parameters = Some(serde_json::from_value(json!({"replicas": 3})).unwrap());
+        assert_ne!(key(&edited, "1.0.0", &[]), first);
+    }
+
+    #[test]
+    fn the_next_look_is_the_first_soak_end_or_a_health_poll_never_past_the_deadline() {
+        let limits = GateLimits {
+            soak_ms: 10_000,
+            max_failures: 0,
+            deadline_ms: 60_000,
+        };
+        let mut gate = crate::rollout::GateState::new(&["m1".to_owned(), "m2".to_owned()], 0);
+        let soaking = |since| ClusterGate {
+            healthy_since_ms: Some(since),
+            ..ClusterGate::default()
+        };
+        gate.clusters.insert("m1".to_owned(), soaking(1_000));
+        gate.clusters.insert("m2".to_owned(), soaking(5_000));
+        assert_eq!(next_moment(&gate, limits, 6_000), Duration::from_secs(5));
+        gate.clusters
+            .insert("m2".to_owned(), ClusterGate::default());
+        assert_eq!(next_moment(&gate, limits, 6_000), GATE_POLL);
+        assert_eq!(
+            next_moment(&gate, limits, 59_000),
+            Duration::from_secs(1),
+            "the deadline comes first"
+        );
+    }
 }
