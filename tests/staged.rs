@@ -145,11 +145,14 @@ async fn what_runs(cluster: &Cluster, ns: &str) -> Runs {
     }
 }
 
+/// Per cluster, what it runs and the version its record entry says.
+type Snapshot = BTreeMap<&'static str, (Runs, String)>;
+
 /// At the start of each stage, what every cluster runs and what the record says it runs.
 struct Snapshots<'a> {
     sb: &'a Sandbox,
     clusters: &'a [(&'static str, Cluster)],
-    taken: Mutex<Vec<(String, BTreeMap<&'static str, (Runs, String)>)>>,
+    taken: Mutex<Vec<(String, Snapshot)>>,
 }
 
 impl Reporter for Snapshots<'_> {

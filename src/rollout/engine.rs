@@ -506,7 +506,50 @@ fn quoted(clusters: &[String]) -> String {
 mod tests {
     use serde_json::json;
 
-    use super::workload_ready;
+    use super::{workload_ready, Split};
+    use crate::state::record::{ClusterInventory, ClusterRevision, DispatchedObject, Record};
+
+    #[test]
+    fn clusters_outside_the_steps_are_kept_on_the_version_rolled_out_and_held_on_another() {
+        let mut record: Record = serde_json::from_value(json!({
+            "name": "a", "version": "1.1.0", "registry": "local", "installedBy": "user",
+            "argsHash": "", "application": false,
+        }))
+        .unwrap();
+        let holding = |version: &str, objects: usize| ClusterInventory {
+            objects: vec![
+                DispatchedObject {
+                    object: serde_json::from_value(
+                        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "c"})
+                    )
+                    .unwrap(),
+                    uid: String::new(),
+                    created: true,
+                };
+                objects
+            ],
+            revision: Some(ClusterRevision {
+                version: version.to_owned(),
+                number: None,
+            }),
+            ..ClusterInventory::default()
+        };
+        record.dispatched.insert("m1".into(), holding("1.0.0", 1));
+        record.dispatched.insert("m2".into(), holding("1.1.0", 1));
+        record.dispatched.insert("m3".into(), holding("1.0.0", 1));
+        record.dispatched.insert("m4".into(), holding("1.0.0", 0));
+
+        let split = Split::of(Some(&record), "1.1.0", &["m1".to_owned()]);
+
+        assert_eq!(split.kept, ["m2"]);
+        assert_eq!(split.held.iter().collect::<Vec<_>>(), ["m3"]);
+        assert_eq!(
+            split.targets(&["m1".to_owned(), "m0".to_owned()]),
+            ["m0", "m1", "m2", "m3"]
+        );
+        let fresh = Split::of(None, "1.1.0", &["m1".to_owned()]);
+        assert!(fresh.kept.is_empty() && fresh.held.is_empty());
+    }
 
     #[test]
     fn a_workload_is_ready_only_on_its_current_generation() {

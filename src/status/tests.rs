@@ -350,6 +350,44 @@ fn the_one_phase_follows_installation_application_pending_revision_and_workloads
 }
 
 #[test]
+fn clusters_on_different_versions_make_the_phase_upgrading_unless_one_failed() {
+    let mut mixed = record(&["m1", "m2"]);
+    mixed.version = "1.1.0".to_owned();
+    if let Some(m1) = mixed.dispatched.get_mut("m1") {
+        m1.revision = Some(crate::state::record::ClusterRevision {
+            version: "1.1.0".to_owned(),
+            number: Some(2),
+        });
+    }
+    if let Some(m2) = mixed.dispatched.get_mut("m2") {
+        m2.revision = Some(crate::state::record::ClusterRevision {
+            version: "1.0.0".to_owned(),
+            number: Some(1),
+        });
+    }
+    assert_eq!(
+        super::phase::upgrade_progress(&mixed).as_deref(),
+        Some("1 of 2 clusters on 1.1.0 (`m2` on 1.0.0)")
+    );
+    let mixed = installed(Some(mixed), None);
+    let ready = [
+        cluster("m1", None, (true, Some(2), Some(2))),
+        cluster("m2", None, (true, Some(2), Some(2))),
+    ];
+    assert_eq!(phase(Some(&mixed), None), Phase::Upgrading);
+    assert_eq!(phase(Some(&mixed), Some(&ready)), Phase::Upgrading);
+    let short = [
+        cluster("m1", None, (true, Some(2), Some(1))),
+        cluster("m2", None, (true, Some(2), Some(2))),
+    ];
+    assert_eq!(phase(Some(&mixed), Some(&short)), Phase::Upgrading);
+    let broken = [cluster("m1", Some("unreachable"), (true, Some(1), Some(1)))];
+    assert_eq!(phase(Some(&mixed), Some(&broken)), Phase::Failed);
+    // Every cluster on the record's version (or written before clusters had versions): not mixed.
+    assert_eq!(super::phase::upgrade_progress(&record(&["m1"])), None);
+}
+
+#[test]
 fn an_object_is_ready_not_ready_or_missing() {
     assert_eq!(
         ResourceState::of("Deployment", true, Some(2), Some(2)),
