@@ -537,13 +537,7 @@ async fn record_failure(
 /// registries cannot be read, the version applied last stands (a registry outage does not fail
 /// an `Addon` that is as declared); without one, the error.
 async fn resolve_version(data: &Data, addon: &Addon, current: &AddonStatus) -> Result<String> {
-    let desired = Desired {
-        name: addon.name_any(),
-        registry: addon.spec.registry.clone(),
-        version: addon.spec.version.clone(),
-        args: serde_json::Map::new(),
-        hold: Vec::new(),
-    };
+    let desired = engine::version_request(addon.name_any(), &addon.spec);
     match engine::resolve_version(&data.shared.ctx(), &desired).await {
         Ok(version) => Ok(version),
         Err(error) => match &current.applied_version {

@@ -304,6 +304,17 @@ pub async fn drift(
     Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
 }
 
+/// What resolving the version of the `Addon` `name` asks for (no arguments, nothing held).
+pub fn version_request(name: String, spec: &super::crd::AddonSpec) -> Desired {
+    Desired {
+        name,
+        registry: spec.registry.clone(),
+        version: spec.version.clone(),
+        args: Map::new(),
+        hold: Vec::new(),
+    }
+}
+
 /// The exact version `desired` resolves to with the catalogue's listings as they are (a plain
 /// version as it is; a constraint or none → the newest matching version of the registries).
 pub async fn resolve_version(ctx: &Context, desired: &Desired) -> Result<String> {

@@ -14,7 +14,7 @@ use kube::ResourceExt;
 
 use super::crd::Addon;
 use super::data::{Data, Job};
-use super::engine::{self, Desired};
+use super::engine;
 use crate::context::Context;
 use crate::render::Renderer;
 
@@ -89,13 +89,7 @@ pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
     for addon in data.addons.state() {
         let status = addon.status.clone().unwrap_or_default();
         let current = status.rollout.map(|r| r.version).or(status.applied_version);
-        let desired = Desired {
-            name: addon.name_any(),
-            registry: addon.spec.registry.clone(),
-            version: addon.spec.version.clone(),
-            args: serde_json::Map::new(),
-            hold: Vec::new(),
-        };
+        let desired = engine::version_request(addon.name_any(), &addon.spec);
         match engine::resolve_version(&fresh, &desired).await {
             Ok(version) if current.as_ref() != Some(&version) => {
                 tracing::info!(addon = %desired.name, %version, "registry re-list: a new version");

@@ -375,32 +375,30 @@ fn summarize(
 
 /// `Progressing`, `Degraded` and (while rolling out) `Ready` from the rollout's phase.
 fn set_conditions(status: &mut AddonStatus, rollout: &RolloutStatus, generation: Option<i64>) {
-    let now = now();
     let stage = rollout.stage.clone().unwrap_or_default();
     match rollout.phase {
         RolloutPhase::Progressing => {
             let message = format!("rolling out {} (stage `{stage}`)", rollout.version);
-            status.set_condition(
-                condition("Progressing", true, "RollingOut", &message, generation),
-                &now,
+            set(
+                status,
+                generation,
+                &[("Progressing", true), ("Ready", false)],
+                "RollingOut",
+                &message,
             );
-            status.set_condition(
-                condition("Ready", false, "RollingOut", &message, generation),
-                &now,
-            );
-            status.set_condition(
-                condition("Degraded", false, "AsDeclared", "", generation),
-                &now,
-            );
+            set(status, generation, &[("Degraded", false)], "AsDeclared", "");
         }
         RolloutPhase::Paused => {
             let message = format!(
                 "the rollout of {} is paused at stage `{stage}`",
                 rollout.version
             );
-            status.set_condition(
-                condition("Progressing", false, "Paused", &message, generation),
-                &now,
+            set(
+                status,
+                generation,
+                &[("Progressing", false)],
+                "Paused",
+                &message,
             );
         }
         RolloutPhase::Failed => {
@@ -415,18 +413,8 @@ fn set_conditions(status: &mut AddonStatus, rollout: &RolloutStatus, generation:
                 rollout.message.as_deref().unwrap_or("a gate failed"),
                 failed.join("; ")
             );
-            status.set_condition(
-                condition("Progressing", false, "RolloutFailed", &message, generation),
-                &now,
-            );
-            status.set_condition(
-                condition("Degraded", true, "RolloutFailed", &message, generation),
-                &now,
-            );
-            status.set_condition(
-                condition("Ready", false, "RolloutFailed", &message, generation),
-                &now,
-            );
+            let types = [("Progressing", false), ("Degraded", true), ("Ready", false)];
+            set(status, generation, &types, "RolloutFailed", &message);
         }
         RolloutPhase::Succeeded => {}
     }
@@ -434,31 +422,22 @@ fn set_conditions(status: &mut AddonStatus, rollout: &RolloutStatus, generation:
 
 /// A rollout that cannot start: `Degraded` with the reason, nothing applied.
 fn refuse(status: &mut AddonStatus, refusal: &Refusal, generation: Option<i64>) {
+    let types = [("Degraded", true), ("Progressing", false), ("Ready", false)];
+    set(status, generation, &types, refusal.reason, &refusal.message);
+}
+
+/// Sets each `(type, status)` condition with one reason and message.
+fn set(
+    status: &mut AddonStatus,
+    generation: Option<i64>,
+    types: &[(&str, bool)],
+    reason: &str,
+    message: &str,
+) {
     let now = now();
-    status.set_condition(
-        condition(
-            "Degraded",
-            true,
-            refusal.reason,
-            &refusal.message,
-            generation,
-        ),
-        &now,
-    );
-    status.set_condition(
-        condition(
-            "Progressing",
-            false,
-            refusal.reason,
-            &refusal.message,
-            generation,
-        ),
-        &now,
-    );
-    status.set_condition(
-        condition("Ready", false, refusal.reason, &refusal.message, generation),
-        &now,
-    );
+    for (type_, value) in types {
+        status.set_condition(condition(type_, *value, reason, message, generation), &now);
+    }
 }
 
 fn now_ms() -> u64 {
