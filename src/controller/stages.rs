@@ -114,6 +114,14 @@ pub(super) async fn drive(
     let mut state: RolloutState = serde_json::from_value(rollout.state.clone())
         .map_err(|e| Error::Spec(format!("`status.rollout.state` cannot be read: {e}")))?;
     let paused = inputs.addon.spec.rollout.as_ref().is_some_and(|r| r.paused);
+    if rollout.phase == RolloutPhase::Paused && !paused {
+        // Resumed: the current batch's gate starts again (its soak and deadline from now; the
+        // batch is not applied again).
+        if let Some(gate) = &mut state.gate {
+            let clusters: Vec<String> = gate.clusters.keys().cloned().collect();
+            *gate = crate::rollout::GateState::new(&clusters, now_ms());
+        }
+    }
     let action = if paused && state.phase == Phase::Progressing {
         rollout.phase = RolloutPhase::Paused;
         Action::await_change()
