@@ -23,14 +23,14 @@ const LABEL: &str = "addonctl.test/addon";
 /// The `Addon` kind.
 pub(crate) const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
 /// The longest any condition is waited for.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 /// The CRD kind.
 const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
 
 /// An addon `name` at `version`: `count` (default 2) ConfigMaps in a namespace named after the
 /// system namespace, on the clusters of the `clusters` argument (every cluster without it).
 /// `broken`: rendering fails.
-fn fixture(name: &str, version: &str, broken: bool) -> TestAddon {
+pub(crate) fn fixture(name: &str, version: &str, broken: bool) -> TestAddon {
     let fail = if broken {
         "throw \"this addon is broken on purpose\";\n"
     } else {
@@ -61,12 +61,16 @@ for i in 0..parameter.count {{
         .file("template.rhai", &template)
 }
 
-fn managed(n: usize) -> &'static ClusterEnv {
+pub(crate) fn managed(n: usize) -> &'static ClusterEnv {
     Env::get().managed_n(n)
 }
 
 /// Names of the fixture ConfigMaps of `addon` in `namespace` on a cluster.
-async fn config_maps(cluster: &Cluster, namespace: &str, addon: &str) -> BTreeSet<String> {
+pub(crate) async fn config_maps(
+    cluster: &Cluster,
+    namespace: &str,
+    addon: &str,
+) -> BTreeSet<String> {
     list_on(cluster, Kind::CONFIG_MAP, Some(namespace))
         .await
         .into_iter()
@@ -75,7 +79,7 @@ async fn config_maps(cluster: &Cluster, namespace: &str, addon: &str) -> BTreeSe
         .collect()
 }
 
-fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
+pub(crate) fn numbered(addon: &str, count: usize) -> BTreeSet<String> {
     (0..count).map(|i| format!("{addon}-{i}")).collect()
 }
 
@@ -146,7 +150,7 @@ pub(crate) async fn install_crd(sb: &Sandbox) {
 }
 
 /// The system namespace, made if no join made it yet.
-async fn ensure_namespace(sb: &Sandbox) {
+pub(crate) async fn ensure_namespace(sb: &Sandbox) {
     sb.api()
         .create_if_missing(
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
@@ -156,7 +160,7 @@ async fn ensure_namespace(sb: &Sandbox) {
 }
 
 /// Creates or updates the `Addon` `name` with `spec`.
-async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
+pub(crate) async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
     ensure_namespace(sb).await;
     let object = json!({
         "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
@@ -167,7 +171,7 @@ async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value {
     serde_json::to_value(stored).unwrap()
 }
 
-async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
+pub(crate) async fn addon(sb: &Sandbox, name: &str) -> Option<Value> {
     sb.get(ADDON, name).await
 }
 
@@ -179,7 +183,7 @@ pub(crate) fn condition<'a>(addon: &'a Value, type_: &str) -> Option<&'a Value> 
 }
 
 /// Waits until the `Addon` is `Ready` for its current generation.
-async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
+pub(crate) async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
     wait_for(&format!("Addon `{name}` Ready"), || async {
         let addon = addon(sb, name).await?;
         let ready = condition(&addon, "Ready")?;
@@ -193,8 +197,8 @@ async fn wait_ready(sb: &Sandbox, name: &str) -> Value {
 
 /// A controller running as a child process; killed when dropped.
 pub(crate) struct Child {
-    process: tokio::process::Child,
-    address: String,
+    pub(crate) process: tokio::process::Child,
+    pub(crate) address: String,
 }
 
 impl Child {
@@ -233,16 +237,16 @@ impl Child {
         Child { process, address }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.process.id().unwrap()
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         http_get(&self.address, path).await
     }
 }
 
-async fn http_get(address: &str, path: &str) -> (u16, String) {
+pub(crate) async fn http_get(address: &str, path: &str) -> (u16, String) {
     let response = reqwest::Client::new()
         .get(format!("http://{address}{path}"))
         .timeout(Duration::from_secs(5))

@@ -10,6 +10,7 @@ mod cli_kubeconfig;
 mod cli_lint;
 mod control_plane;
 mod controller;
+mod controller_rollout;
 mod cue_addons;
 mod cue_oracle;
 mod day_two;

@@ -267,10 +267,11 @@ pub struct ControllerArgs {
     /// safely); `--leader-elect=false` reconciles at once.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: bool,
-    /// How often every `Addon` is planned again (`30s`, `5m`, `1h`); registries are listed once
-    /// per process, so a newly published version is seen after a restart.
-    #[arg(long, default_value = "5m")]
-    pub registry_poll: String,
+    /// How often the registries are listed again (`30s`, `5m`, `1h`; `0`: never): an `Addon`
+    /// whose version would change (a new version matching `spec.version`) is rolled out.
+    /// `POST /webhook/registry` on the metrics address re-lists at once.
+    #[arg(long, default_value = "5m", visible_alias = "registry-poll")]
+    pub registry_interval: String,
     /// How often an `Addon`'s clusters are compared with its record when its drift policy is
     /// `correct` or `warn` (`10s`, `1m`).
     #[arg(long, default_value = "10s")]
@@ -400,6 +401,26 @@ pub enum RolloutCommand {
     /// the next one; stops at the first failed gate (exit 1), later stages untouched.
     #[command(after_help = help::ROLLOUT_RUN)]
     Run(RolloutRunArgs),
+    /// Show the controller's staged rollout of an `Addon`: phase, stage, clusters done,
+    /// pending and failed (with the reasons), soak left.
+    #[command(after_help = help::ROLLOUT_STATUS)]
+    Status(RolloutAddonArgs),
+    /// Pause the controller's rollout of an `Addon` (`spec.rollout.paused: true`): nothing new
+    /// is applied; the status is kept.
+    #[command(after_help = help::ROLLOUT_PAUSE)]
+    Pause(RolloutAddonArgs),
+    /// Resume a paused rollout (clears `spec.rollout.paused`).
+    #[command(after_help = help::ROLLOUT_RESUME)]
+    Resume(RolloutAddonArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutAddonArgs {
+    /// The `Addon` (its name: the addon's).
+    pub addon: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
 }
 
 #[derive(Debug, Args)]

@@ -63,7 +63,16 @@ pub const ROLLBACK: &str = "Examples:
   addonctl rollback strongbox-dashboard
   addonctl rollback strongbox-dashboard 3";
 pub const ROLLOUT: &str = "Examples:
-  addonctl rollout run strongbox-operator --stages stages.yaml";
+  addonctl rollout run strongbox-operator --stages stages.yaml
+  addonctl rollout status strongbox-operator
+  addonctl rollout pause strongbox-operator";
+pub const ROLLOUT_STATUS: &str = "Examples:
+  addonctl rollout status strongbox-operator
+  addonctl rollout status strongbox-operator -o json";
+pub const ROLLOUT_PAUSE: &str = "Examples:
+  addonctl rollout pause strongbox-operator";
+pub const ROLLOUT_RESUME: &str = "Examples:
+  addonctl rollout resume strongbox-operator";
 pub const ROLLOUT_RUN: &str = "Examples:
   addonctl rollout run strongbox-operator --stages stages.yaml
   addonctl rollout run strongbox-dashboard --stages stages.yaml replicas=3 --version 1.2.0
@@ -134,7 +143,8 @@ pub const RBAC: &str = "Examples:
 pub const CONTROLLER: &str = "Examples:
   addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
   addonctl controller --kubeconfig ~/.kube/config --metrics-addr 127.0.0.1:9090
-  addonctl controller --leader-elect=false --registry-poll 1m";
+  addonctl controller --leader-elect=false --registry-interval 1m
+  curl -X POST http://127.0.0.1:9090/webhook/registry   # a registry published a version";
 pub const CONTROLLER_MANIFESTS: &str = "Examples:
   addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
   addonctl controller manifests --image example/addonctl:0.1 --admin --replicas 3";

@@ -155,6 +155,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (global, cluster) = cluster_settings(global)?;
             commands::rollout::run(&global, &cluster, printer, args).await
         }
+        Command::Rollout(command) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::rollout::control(&global, &cluster, printer, command).await
+        }
         Command::Rbac(args) => commands::rbac::run(printer, &args),
         Command::Controller(args) => {
             if let Some(args::ControllerCommand::Manifests(manifests)) = &args.command {

@@ -24,15 +24,16 @@ use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition};
+use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition, RolloutPhase};
 use super::data::Data;
 use super::engine::{self, Applied, Desired};
+use super::stages;
 use super::targets::{self, KnownCluster, Targets};
 use super::{Error, Result};
 use crate::state::record::record_name;
 
 /// The status fields that may be absent (removed by writing `null`).
-const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
+const OPTIONAL_STATUS_FIELDS: [&str; 10] = [
     "observedGeneration",
     "appliedVersion",
     "registry",
@@ -41,10 +42,13 @@ const OPTIONAL_STATUS_FIELDS: [&str; 9] = [
     "clusters",
     "clusterSummary",
     "rolloutStage",
+    "rollout",
     "lastError",
 ];
 /// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
 const HEALTH_RECHECK: Duration = Duration::from_secs(10);
+/// How often a healthy `Addon` is looked at again without any event.
+const RESYNC: Duration = Duration::from_secs(300);
 
 /// Reconciles an `Addon` that is not being deleted.
 pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
@@ -105,7 +109,7 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
 /// the status and the finalizer stays.
 pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
     let name = addon.name_any();
-    match engine::disable(&data.shared.ctx, &name).await {
+    match engine::disable(&data.shared.ctx(), &name).await {
         Ok(disabled) => {
             tracing::info!(addon = %name, disabled, "Addon deleted: addon disabled");
             data.forget(&name);
@@ -144,19 +148,20 @@ async fn converge(
     let name = addon.name_any();
     let spec = &addon.spec;
     let generation = addon.metadata.generation;
-    let ctx = &data.shared.ctx;
+    let ctx = data.shared.ctx();
+    let ctx = &*ctx;
     let known = known_clusters(data);
     let targets = targets::resolve(spec, &known)?;
-    let (secrets, versions) = read_secrets(data, spec).await?;
+    let (secrets, mut versions) = read_secrets(data, spec).await?;
+    let version = resolve_version(data, addon, current).await?;
+    let key = stages::key(spec, &version, &versions);
+    versions.push(format!("version={version}"));
     let digest = targets::digest(spec, &targets, &known, &versions);
     let revision = data
         .records
         .get(&ObjectRef::<Secret>::new(&record_name(&name)).within(&ctx.namespace))
         .and_then(|s| s.metadata.resource_version.clone());
     let memo = data.memo(&name);
-    let poll_due = memo
-        .planned
-        .is_some_and(|t| t.elapsed() >= data.shared.settings.registry_poll);
     let unchanged = if memo.planned.is_some() {
         memo.digest == digest && memo.revision == revision
     } else {
@@ -173,7 +178,36 @@ async fn converge(
         condition("Stalled", false, "Reconciling", "", generation),
         &now(),
     );
-    if unchanged && !poll_due {
+    let rolling = spec.rollout.is_some()
+        && !targets.clusters.as_ref().is_some_and(Vec::is_empty)
+        && !stages::settled(data, addon, &key);
+    if rolling {
+        let mut parameters = targets::parameters(spec, &targets, &known, &secrets)?;
+        parameters.remove("clusters");
+        let inputs = stages::Inputs {
+            addon,
+            targets: &targets,
+            known: &known,
+            parameters,
+            version: version.clone(),
+            key,
+        };
+        let (rolled, action) = stages::drive(data, &inputs, status).await?;
+        status = rolled;
+        let succeeded = status
+            .rollout
+            .as_ref()
+            .is_some_and(|r| r.phase == RolloutPhase::Succeeded);
+        if !succeeded {
+            return Ok((status, action, false));
+        }
+        // Every stage passed: the ordinary apply below covers every target (clusters selected
+        // since the rollout started get the rolled-out revision now).
+    } else if spec.rollout.is_none() {
+        status.rollout = None;
+        status.rollout_stage = None;
+    }
+    if unchanged && !rolling {
         let ready = status
             .condition("Ready")
             .is_some_and(|c| c.status == "True");
@@ -203,7 +237,7 @@ async fn converge(
     let desired = Desired {
         name: name.clone(),
         registry: spec.registry.clone(),
-        version: spec.version.clone(),
+        version: Some(version),
         args: parameters,
         hold: Vec::new(),
     };
@@ -230,15 +264,15 @@ async fn converge(
 }
 
 /// When to look again: soon while not healthy; at the drift interval while drift is watched;
-/// else at the registry poll.
+/// else at the resync pace (new registry versions come with a re-list, not with this).
 fn next(data: &Data, addon: &Addon, healthy: bool) -> Action {
     let settings = &data.shared.settings;
     let watched =
         engine::drift_spec(addon.spec.drift.as_ref()).policy != crate::drift::Policy::Ignore;
     match (healthy, watched) {
-        (false, _) => Action::requeue(HEALTH_RECHECK.min(settings.registry_poll)),
-        (true, true) => Action::requeue(settings.drift_interval.min(settings.registry_poll)),
-        (true, false) => Action::requeue(settings.registry_poll),
+        (false, _) => Action::requeue(HEALTH_RECHECK),
+        (true, true) => Action::requeue(settings.drift_interval.min(RESYNC)),
+        (true, false) => Action::requeue(RESYNC),
     }
 }
 
@@ -262,7 +296,7 @@ async fn observe_drift(
     }
     let name = addon.name_any();
     let mut memo = data.take_drift(&name);
-    let report = engine::drift(&data.shared.ctx, &name, revision, &spec, &mut memo).await;
+    let report = engine::drift(&data.shared.ctx(), &name, revision, &spec, &mut memo).await;
     data.put_drift(&name, memo);
     let report = match report {
         Ok(report) => report,
@@ -334,7 +368,7 @@ async fn observe_health(
     applied: Option<&Applied>,
     status: &mut AddonStatus,
 ) -> Result<bool> {
-    let health = engine::health(&data.shared.ctx, name).await?;
+    let health = engine::health(&data.shared.ctx(), name).await?;
     let generation = status.observed_generation;
     let mut names: Vec<String> = targets
         .names(known)
@@ -503,6 +537,23 @@ async fn record_failure(
     Ok(Action::requeue(delay))
 }
 
+/// The version the `Addon` resolves to with the registries' listings as they are. When the
+/// registries cannot be read, the version applied last stands (a registry outage does not fail
+/// an `Addon` that is as declared); without one, the error.
+async fn resolve_version(data: &Data, addon: &Addon, current: &AddonStatus) -> Result<String> {
+    let desired = engine::version_request(addon.name_any(), &addon.spec);
+    match engine::resolve_version(&data.shared.ctx(), &desired).await {
+        Ok(version) => Ok(version),
+        Err(error) => match &current.applied_version {
+            Some(applied) if !error.is_user_error() => {
+                tracing::warn!(addon = %desired.name, %error, "registries unreadable: keeping {applied}");
+                Ok(applied.clone())
+            }
+            _ => Err(error),
+        },
+    }
+}
+
 /// `local` and the joined clusters, from the cluster Secret cache.
 fn known_clusters(data: &Data) -> Vec<KnownCluster> {
     let joined = data
@@ -525,7 +576,7 @@ async fn read_secrets(
     for parameter in &spec.secret_parameters {
         let reference = &parameter.secret_ref;
         let secret = data.secrets.get_opt(&reference.name).await?;
-        let namespace = &data.shared.ctx.namespace;
+        let namespace = &data.shared.ctx().namespace.clone();
         let Some(secret) = secret else {
             return Err(Error::SecretParameter {
                 parameter: parameter.name.clone(),
@@ -585,6 +636,11 @@ async fn write_status(
         for key in OPTIONAL_STATUS_FIELDS {
             map.entry(key.to_owned()).or_insert(Value::Null);
         }
+        // Nested fields gone since the status read (the rollout's gate, a message) are
+        // removed too: a merge patch keeps what it does not name.
+        if let (Some(new), Ok(old)) = (map.get_mut("rollout"), serde_json::to_value(current)) {
+            removals(&old["rollout"], new);
+        }
     }
     data.api
         .patch_status(
@@ -596,7 +652,23 @@ async fn write_status(
     Ok(())
 }
 
-fn condition(
+/// Writes `null` into `new` for every key of `old` it lacks, in objects both have (a merge
+/// patch from `old` to `new`).
+fn removals(old: &Value, new: &mut Value) {
+    let (Value::Object(old), Value::Object(new)) = (old, new) else {
+        return;
+    };
+    for (key, before) in old {
+        match new.get_mut(key) {
+            Some(after) => removals(before, after),
+            None => {
+                new.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+}
+
+pub(super) fn condition(
     type_: &str,
     status: bool,
     reason: &str,
@@ -613,6 +685,26 @@ fn condition(
     }
 }
 
-fn now() -> String {
+pub(super) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::removals;
+
+    #[test]
+    fn a_status_patch_removes_nested_fields_gone_since_the_read() {
+        let old = json!({"gate": {"clusters": {"m1": {"healthySinceMs": 5}, "m2": {}}},
+                         "message": "waiting", "stage": 1});
+        let mut new = json!({"gate": {"clusters": {"m1": {}}}, "stage": 2});
+        removals(&old, &mut new);
+        assert_eq!(
+            new,
+            json!({"gate": {"clusters": {"m1": {"healthySinceMs": null}, "m2": null}},
+                   "message": null, "stage": 2})
+        );
+    }
 }

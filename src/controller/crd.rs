@@ -135,6 +135,10 @@ pub struct Rollout {
     /// How long a stage may take to become healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_deadline_seconds: Option<u64>,
+    /// Hold the rollout where it is: nothing new is applied, the status is kept
+    /// (`addonctl rollout pause|resume` set it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// One stage of a rollout.
@@ -233,12 +237,98 @@ pub struct AddonStatus {
     /// The current rollout stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_stage: Option<String>,
+    /// The staged rollout's progress (with `spec.rollout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
     /// Failed reconciles in a row.
     #[serde(default)]
     pub consecutive_failures: u32,
     /// The last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+}
+
+/// Where a staged rollout stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum RolloutPhase {
+    /// Applying a batch or waiting for its gate.
+    #[default]
+    Progressing,
+    /// `spec.rollout.paused`: nothing new is applied.
+    Paused,
+    /// Every stage passed.
+    Succeeded,
+    /// A gate failed: later batches and stages untouched.
+    Failed,
+}
+
+/// A staged rollout's progress, kept in the status so that another process (a restart, a new
+/// leader) resumes it where it stands.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// The version rolled out.
+    pub version: String,
+    /// A digest of what is rolled out (the spec but `rollout.paused`, the version, the
+    /// referenced Secrets' versions): another digest starts another rollout.
+    pub key: String,
+    /// Where it stands.
+    pub phase: RolloutPhase,
+    /// The current stage's name (the last one once succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Per stage: its clusters and those done.
+    #[serde(default)]
+    pub stages: Vec<StageStatus>,
+    /// Failed clusters (tolerated, or the ones that stopped the rollout), with the reasons.
+    #[serde(default)]
+    pub failed: Vec<FailedCluster>,
+    /// Why it stopped or waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The record revision the current batch's gate waits for (`version (args digest)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_revision: Option<String>,
+    /// The rollout library's state (stage and batch indexes, the gate's timings), as it
+    /// persists it.
+    #[schemars(schema_with = "free_object")]
+    pub state: Value,
+    /// The plan followed (stages cut into batches when the rollout started).
+    #[schemars(schema_with = "free_object")]
+    pub plan: Value,
+    /// Written at each change; a process keeps the newest it wrote, so a lagging cache never
+    /// takes it back.
+    #[serde(default)]
+    pub step: u64,
+}
+
+/// One stage of a rollout, in the status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageStatus {
+    /// The stage.
+    pub name: String,
+    /// Its clusters.
+    #[serde(default)]
+    pub clusters: Vec<String>,
+    /// Those whose gate passed.
+    #[serde(default)]
+    pub done: Vec<String>,
+    /// Its soak time.
+    #[serde(default)]
+    pub soak_seconds: u64,
+}
+
+/// A cluster that failed a rollout's gate.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedCluster {
+    /// The cluster.
+    pub cluster: String,
+    /// Its stage.
+    pub stage: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// One target cluster.

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Api;
 
 use super::crd::Addon;
@@ -33,6 +33,8 @@ pub(super) struct Memo {
     /// Not before this instant is a failed generation tried again (the `Addon`'s own status
     /// writes trigger reconciles too; they must not shorten the back-off).
     pub retry_at: Option<Instant>,
+    /// The rollout status this process last wrote (newer than a lagging cache's).
+    pub rollout: Option<super::crd::RolloutStatus>,
 }
 
 /// What every reconcile of one leadership term shares.
@@ -42,6 +44,8 @@ pub(super) struct Data {
     pub secrets: Api<Secret>,
     pub clusters: Store<Secret>,
     pub records: Store<Secret>,
+    /// The `Addon` cache.
+    pub addons: Store<Addon>,
     pub jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     pub memo: Mutex<HashMap<String, Memo>>,
     /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
@@ -102,9 +106,17 @@ impl Data {
     }
 }
 
-/// One reconcile for the worker thread.
-pub(super) struct Job {
-    pub addon: Arc<Addon>,
-    pub data: Arc<Data>,
-    pub reply: tokio::sync::oneshot::Sender<Result<Action>>,
+/// Work for the worker thread.
+pub(super) enum Job {
+    /// One reconcile.
+    Reconcile {
+        addon: Arc<Addon>,
+        data: Arc<Data>,
+        reply: tokio::sync::oneshot::Sender<Result<Action>>,
+    },
+    /// List the registries again; answers the `Addon`s whose version changes.
+    Relist {
+        data: Arc<Data>,
+        reply: tokio::sync::oneshot::Sender<Vec<ObjectRef<Addon>>>,
+    },
 }

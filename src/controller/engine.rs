@@ -303,3 +303,143 @@ pub async fn drift(
     let desired = memo.desired.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
     Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
 }
+
+/// What resolving the version of the `Addon` `name` asks for (no arguments, nothing held).
+pub fn version_request(name: String, spec: &super::crd::AddonSpec) -> Desired {
+    Desired {
+        name,
+        registry: spec.registry.clone(),
+        version: spec.version.clone(),
+        args: Map::new(),
+        hold: Vec::new(),
+    }
+}
+
+/// The exact version `desired` resolves to with the catalogue's listings as they are (a plain
+/// version as it is; a constraint or none → the newest matching version of the registries).
+pub async fn resolve_version(ctx: &Context, desired: &Desired) -> Result<String> {
+    let reference = match &desired.registry {
+        Some(registry) => format!("{registry}/{}", desired.name),
+        None => desired.name.clone(),
+    };
+    if let Some(version) = exact_version(ctx, &reference, desired.version.as_deref()).await? {
+        return Ok(version);
+    }
+    let found = ctx
+        .catalog
+        .find(&reference, None, None, None)
+        .await
+        .map_err(crate::Error::from)?;
+    Ok(found.addon.version.unwrap_or_default())
+}
+
+/// [`apply`] for one batch of a staged rollout: clusters that fail are not an error here (the
+/// record keeps their failure, and the rollout's gate counts it).
+pub async fn apply_batch(ctx: &Context, desired: &Desired) -> Result<Option<Applied>> {
+    match apply(ctx, desired).await {
+        Ok(applied) => Ok(Some(applied)),
+        Err(Error::Library(e)) if matches!(*e, crate::Error::Clusters { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Of the clusters holding the addon outside `cumulative` (a rollout's clusters so far): those
+/// already running `version` (kept in every step) and those running another version (held at
+/// it until their stage comes), as `rollout run` splits them.
+pub async fn split(
+    ctx: &Context,
+    name: &str,
+    version: &str,
+    cumulative: &[String],
+) -> Result<(Vec<String>, Vec<String>)> {
+    let (mut kept, mut held) = (Vec::new(), Vec::new());
+    let Some(record) = ctx.state().record(name).await? else {
+        return Ok((kept, held));
+    };
+    let pending = record.pending.as_ref().map(|p| p.version.as_str());
+    for (cluster, inventory) in record.dispatched_or_planned() {
+        if inventory.objects.is_empty() || cumulative.contains(&cluster) {
+            continue;
+        }
+        if record.cluster_version(&cluster).or(pending) == Some(version) {
+            kept.push(cluster);
+        } else {
+            held.push(cluster);
+        }
+    }
+    Ok((kept, held))
+}
+
+/// Whether KubeVela deploys the addons (it cannot hold clusters at another version).
+pub async fn uses_vela(ctx: &Context) -> Result<bool> {
+    Ok(crate::apply::uses_vela(&ctx.applier()).await?)
+}
+
+/// The revision a record describes (its version and a digest of its arguments), as the
+/// rollout's gate compares them.
+fn revision_of(record: &crate::state::record::Record) -> String {
+    let hash: String = record.args_hash.chars().take(12).collect();
+    format!("{} ({hash})", record.version)
+}
+
+/// What each cluster of `batch` runs and whether it is healthy, for the rollout's gate: the
+/// record's revision where its apply finished (not pending, no error), the health as `status`
+/// reads it. Returns the record's revision too (`None` without a record).
+pub async fn observe(
+    ctx: &Context,
+    name: &str,
+    batch: &[String],
+) -> Result<(Option<String>, Vec<crate::rollout::Observation>)> {
+    let Some(record) = ctx.state().record(name).await? else {
+        return Ok((None, Vec::new()));
+    };
+    let revision = revision_of(&record);
+    let health = health(ctx, name).await?;
+    let observations = batch
+        .iter()
+        .map(|cluster| {
+            let pending = record
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.dispatched.contains_key(cluster));
+            let mut observation = crate::rollout::Observation {
+                cluster: cluster.clone(),
+                revision: None,
+                healthy: false,
+                reason: None,
+                failed: false,
+            };
+            match (record.dispatched.get(cluster), health.clusters.get(cluster)) {
+                (Some(inventory), _) if inventory.error.is_some() => {
+                    observation.failed = true;
+                    observation.reason = inventory
+                        .error
+                        .as_ref()
+                        .map(|e| format!("the apply failed: {e}"));
+                }
+                (None, _) => observation.reason = Some("not applied yet".to_owned()),
+                (Some(_), _) if pending => {
+                    observation.reason = Some("the apply has not finished there".to_owned());
+                }
+                (Some(_), _) if record.cluster_version(cluster) != Some(&record.version) => {
+                    let held = record.cluster_version(cluster).unwrap_or_default();
+                    observation.revision = Some(format!("{held} (held)"));
+                    observation.reason = Some(format!("still at {held}"));
+                }
+                (Some(_), Some((state, message))) => {
+                    observation.revision = Some(revision.clone());
+                    observation.healthy = state == "healthy";
+                    if !observation.healthy {
+                        observation.reason = Some(message.clone().unwrap_or_else(|| state.clone()));
+                    }
+                }
+                (Some(_), None) => {
+                    observation.revision = Some(revision.clone());
+                    observation.reason = Some("its health is not known yet".to_owned());
+                }
+            }
+            observation
+        })
+        .collect();
+    Ok((Some(revision), observations))
+}

@@ -75,8 +75,9 @@ pub(super) async fn elect(shared: Arc<Shared>, mut stopped: tokio::sync::watch::
 
 /// Takes or renews the Lease: `Ok(true)` when this process holds it now.
 async fn try_hold(shared: &Shared) -> cluster::Result<bool> {
-    let cluster = &shared.ctx.cluster;
-    let namespace = &shared.ctx.namespace;
+    let ctx = shared.ctx();
+    let cluster = &ctx.cluster;
+    let namespace = &ctx.namespace;
     let identity = &shared.settings.identity;
     let stored = cluster
         .get(&lease_gvk(), Some(namespace), LEASE)
@@ -123,8 +124,9 @@ async fn try_hold(shared: &Shared) -> cluster::Result<bool> {
 
 /// Empties the holder of the Lease if this process still holds it.
 async fn release(shared: &Shared) -> cluster::Result<()> {
-    let cluster = &shared.ctx.cluster;
-    let namespace = &shared.ctx.namespace;
+    let ctx = shared.ctx();
+    let cluster = &ctx.cluster;
+    let namespace = &ctx.namespace;
     let Some(stored) = cluster.get(&lease_gvk(), Some(namespace), LEASE).await? else {
         return Ok(());
     };

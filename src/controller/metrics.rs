@@ -28,6 +28,10 @@ struct Inner {
     duration_count: u64,
     duration_sum: f64,
     leader: bool,
+    /// Re-lists of the registries.
+    relists: u64,
+    /// Registry webhook calls accepted.
+    webhooks: u64,
 }
 
 impl Metrics {
@@ -71,6 +75,16 @@ impl Metrics {
             *m.drifted.entry(addon.to_owned()).or_default() += found as u64;
             *m.corrected.entry(addon.to_owned()).or_default() += corrected as u64;
         });
+    }
+
+    /// The registries were listed again.
+    pub fn relisted(&self) {
+        self.with(|m| m.relists += 1);
+    }
+
+    /// A registry webhook call was accepted.
+    pub fn webhook(&self) {
+        self.with(|m| m.webhooks += 1);
     }
 
     /// Whether this process leads.
@@ -137,6 +151,11 @@ impl Metrics {
                 out,
                 "# HELP addonctl_controller_leader Whether this process leads (1) or stands by (0).\n# TYPE addonctl_controller_leader gauge\naddonctl_controller_leader {}",
                 u8::from(m.leader)
+            );
+            let _ = writeln!(
+                out,
+                "# HELP addonctl_controller_registry_relists_total Re-lists of the registries (poll or webhook).\n# TYPE addonctl_controller_registry_relists_total counter\naddonctl_controller_registry_relists_total {}\n# HELP addonctl_controller_registry_webhooks_total Registry webhook calls accepted.\n# TYPE addonctl_controller_registry_webhooks_total counter\naddonctl_controller_registry_webhooks_total {}",
+                m.relists, m.webhooks
             );
             out
         })

@@ -3,6 +3,7 @@
 //!
 //! Parts:
 //! - [`crd`]: the `Addon` resource (spec, status, conditions);
+//! - [`control`]: `rollout status|pause|resume` on an `Addon`;
 //! - [`manifests`]: the CRD, ServiceAccount, least-privilege RBAC and Deployment to install it;
 //! - [`targets`]: pure decisions (target clusters, parameters, the inputs digest);
 //! - [`engine`]: the only file that calls [`crate::plan`], [`crate::apply`], [`crate::state`]
@@ -25,6 +26,7 @@
 //! `Stalled` and retried at the slowest pace only; every request goes through the cluster's
 //! rate limit.
 
+pub mod control;
 mod converge;
 pub mod crd;
 mod data;
@@ -34,7 +36,9 @@ mod leader;
 pub mod manifests;
 mod metrics;
 mod reconcile;
+mod relist;
 mod serve;
+mod stages;
 pub mod targets;
 
 use std::net::SocketAddr;
@@ -52,6 +56,9 @@ pub enum Error {
     /// The Kubernetes API failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// `rollout status|pause|resume`: no `Addon`, or no rollout in it.
+    #[error("{0}")]
+    Control(String),
     /// The `Addon`'s spec cannot be reconciled as written.
     #[error("invalid `Addon` spec: {0}")]
     Spec(String),
@@ -99,6 +106,7 @@ impl Error {
             Error::Library(e) => e.is_user_error(),
             Error::Drift(e) => e.is_user_error(),
             Error::Spec(_)
+            | Error::Control(_)
             | Error::OverridesDiverge(_)
             | Error::SecretParameter { .. }
             | Error::Listen { .. } => true,
@@ -150,9 +158,9 @@ pub struct ControllerSettings {
     pub metrics_address: SocketAddr,
     /// Reconcile only while holding the Lease `addonctl-controller` (several replicas).
     pub leader_elect: bool,
-    /// Every `Addon` is planned again at this pace (the registries' listings are read once
-    /// per process for now, so a version published later is seen after a restart).
-    pub registry_poll: Duration,
+    /// The registries are listed again at this pace (zero: never; `POST /webhook/registry`
+    /// still does), and every `Addon` whose version would change is reconciled.
+    pub registry_interval: Duration,
     /// How often the clusters of an `Addon` whose drift policy is not `ignore` are compared
     /// with its record (one metadata list per kind and cluster; full reads only of objects
     /// whose `resourceVersion` moved).
@@ -170,7 +178,7 @@ impl Default for ControllerSettings {
         ControllerSettings {
             metrics_address: SocketAddr::from(([127, 0, 0, 1], 9090)),
             leader_elect: true,
-            registry_poll: Duration::from_secs(300),
+            registry_interval: Duration::from_secs(300),
             drift_interval: Duration::from_secs(10),
             backoff: Backoff::default(),
             concurrency: 4,
@@ -188,13 +196,36 @@ pub struct Controller {
 
 /// What every task of the controller shares.
 struct Shared {
-    ctx: Context,
+    /// The context; replaced by one with freshly opened registries at each re-list.
+    ctx: std::sync::RwLock<Arc<Context>>,
+    /// Set by the registry webhook: re-list the registries (one permit: bursts coalesce).
+    relist: tokio::sync::Notify,
     settings: ControllerSettings,
     metrics: metrics::Metrics,
     /// Whether this process leads (always `true` without leader election).
     leader: tokio::sync::watch::Sender<bool>,
     /// Whether `/readyz` answers 200.
     ready: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// The current context (its catalogue as last re-listed).
+    fn ctx(&self) -> Arc<Context> {
+        Arc::clone(
+            &self
+                .ctx
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Replaces the context (after a re-list).
+    fn set_ctx(&self, ctx: Arc<Context>) {
+        *self
+            .ctx
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = ctx;
+    }
 }
 
 impl Controller {
@@ -214,7 +245,8 @@ impl Controller {
         let (leader, _) = tokio::sync::watch::channel(!settings.leader_elect);
         let shared = Arc::new(Shared {
             ready: std::sync::atomic::AtomicBool::new(settings.leader_elect),
-            ctx,
+            ctx: std::sync::RwLock::new(Arc::new(ctx)),
+            relist: tokio::sync::Notify::new(),
             settings,
             metrics: metrics::Metrics::default(),
             leader,

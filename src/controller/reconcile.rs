@@ -1,7 +1,7 @@
 //! The runtime wiring: while this process leads, kube-runtime's `Controller` on `Addon` (one
 //! reflector cache, one work queue), triggered by the `Addon`s, by every cluster Secret (a
 //! join, detach or label change maps to every `Addon`), by the records (a record maps to its
-//! `Addon`) and by the registry poll; each reconcile goes through the finalizer helper to
+//! `Addon`) and by the registry re-lists (the `Addon`s whose version changes); each reconcile goes through the finalizer helper to
 //! [`converge`](super::converge).
 
 use std::collections::HashMap;
@@ -20,6 +20,7 @@ use kube::{Api, ResourceExt};
 use super::converge;
 use super::crd::{Addon, FINALIZER};
 use super::data::{Data, Job};
+use super::relist;
 use super::{Error, Result, Shared};
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
 use crate::model::wire::LABEL_RECORD;
@@ -81,13 +82,13 @@ fn term_ended(
 
 /// One leadership term: the caches, the work queue and the reconciles, until `ended`.
 async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send + Sync + 'static) {
-    let client = shared.ctx.cluster.client().clone();
-    let namespace = shared.ctx.namespace.clone();
+    let client = shared.ctx().cluster.client().clone();
+    let namespace = shared.ctx().namespace.clone();
     let api: Api<Addon> = Api::namespaced(client.clone(), &namespace);
     let secrets: Api<Secret> = Api::namespaced(client, &namespace);
     // A watch ends before the connection's read timeout would cut it.
     let seconds = shared
-        .ctx
+        .ctx()
         .cluster
         .request_timeout()
         .saturating_sub(Duration::from_secs(5))
@@ -123,22 +124,20 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     mark_ready_when_synced(shared, addons.clone());
     let every_addon = addons.clone();
     let record_namespace = namespace.clone();
-    let poll = shared.settings.registry_poll.max(Duration::from_secs(1));
-    let ticks = futures::stream::unfold((), move |()| async move {
-        tokio::time::sleep(poll).await;
-        Some(((), ()))
-    });
     let data = Arc::new(Data {
         shared: Arc::clone(shared),
         api,
         secrets,
         clusters,
         records,
+        addons,
         jobs: worker(),
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
         events: super::events::Events::new(shared.ctx.cluster.client().clone()),
     });
+    let (requeue, requeued) = futures::channel::mpsc::unbounded();
+    let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));
     runtime
         .watches_stream(cluster_events, move |_: Secret| {
             every_addon
@@ -153,7 +152,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
                 .strip_prefix("addon-record-")
                 .map(|addon| ObjectRef::<Addon>::new(addon).within(&record_namespace))
         })
-        .reconcile_all_on(ticks)
+        .reconcile_on(requeued)
         .graceful_shutdown_on(ended)
         .run(reconcile, error_policy, data)
         .for_each(|result| async move {
@@ -162,6 +161,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
             }
         })
         .await;
+    poller.abort();
 }
 
 /// Without leader election, `/readyz` turns ready once the `Addon` cache has synced.
@@ -189,7 +189,7 @@ fn reconcile(
 ) -> std::pin::Pin<Box<dyn Future<Output = Result<Action>> + Send>> {
     Box::pin(async move {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = Job {
+        let job = Job::Reconcile {
             addon,
             data: Arc::clone(&data),
             reply,
@@ -224,8 +224,14 @@ fn worker() -> tokio::sync::mpsc::UnboundedSender<Job> {
             local.block_on(&runtime, async move {
                 while let Some(job) = queue.recv().await {
                     tokio::task::spawn_local(async move {
-                        let result = reconcile_one(job.addon, job.data).await;
-                        let _ = job.reply.send(result);
+                        match job {
+                            Job::Reconcile { addon, data, reply } => {
+                                let _ = reply.send(reconcile_one(addon, data).await);
+                            }
+                            Job::Relist { data, reply } => {
+                                let _ = reply.send(relist::relist(&data).await);
+                            }
+                        }
                     });
                 }
             });

@@ -227,7 +227,11 @@ pub fn digest(
         }
     }
     hasher.update(secret_versions.join(","));
-    let bytes = hasher.finalize();
+    short_hex(&hasher.finalize())
+}
+
+/// The first 16 bytes of a digest, in hexadecimal.
+pub(super) fn short_hex(bytes: &[u8]) -> String {
     bytes.iter().take(16).fold(String::new(), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");
         hex

@@ -67,6 +67,25 @@ impl Entry {
 pub struct Catalog {
     entries: Vec<Arc<Entry>>,
     readers: Vec<Reader>,
+    /// How to open the same registries again ([`Catalog::reopened`]).
+    recipe: Option<Arc<Recipe>>,
+}
+
+/// What a catalogue was opened from.
+struct Recipe {
+    directories: Vec<PathBuf>,
+    stored: Vec<Registry>,
+    options: OpenOptions,
+}
+
+impl std::fmt::Debug for Recipe {
+    // The stored registries' credentials stay out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recipe")
+            .field("directories", &self.directories)
+            .field("stored", &self.stored.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One registry's listing, or why it failed.
@@ -90,7 +109,13 @@ pub struct Found {
 impl Catalog {
     /// The given local directories (searched first, in order) and the built-in registry.
     pub fn new(directories: &[PathBuf]) -> source::Result<Self> {
-        Ok(Self::ordered(local_readers(directories)?, Vec::new()))
+        let mut catalog = Self::ordered(local_readers(directories)?, Vec::new());
+        catalog.recipe = Some(Arc::new(Recipe {
+            directories: directories.to_vec(),
+            stored: Vec::new(),
+            options: OpenOptions::default(),
+        }));
+        Ok(catalog)
     }
 
     /// The built-in registry alone.
@@ -123,7 +148,26 @@ impl Catalog {
                 Err(e) => failures.push(e),
             }
         }
-        let catalog = Self::ordered(local_readers(directories)?, readers);
+        let mut catalog = Self::ordered(local_readers(directories)?, readers);
+        catalog.recipe = Some(Arc::new(Recipe {
+            directories: directories.to_vec(),
+            stored: stored.to_vec(),
+            options: options.clone(),
+        }));
+        Ok((catalog, failures))
+    }
+
+    /// The same registries opened again, nothing listed yet: what they publish now is seen
+    /// (readers keep their own indexes, so they are opened anew). A catalogue made of explicit
+    /// readers keeps them and drops only its listings. A stored registry that cannot be opened
+    /// is left out and returned, as [`Catalog::with_stored`] does.
+    pub fn reopened(&self) -> source::Result<(Self, Vec<source::Error>)> {
+        let Some(recipe) = &self.recipe else {
+            return Ok((Self::from_readers(self.readers.clone()), Vec::new()));
+        };
+        let (mut catalog, failures) =
+            Self::with_stored(&recipe.directories, &recipe.stored, &recipe.options)?;
+        catalog.recipe = Some(Arc::clone(recipe));
         Ok((catalog, failures))
     }
 
@@ -132,6 +176,7 @@ impl Catalog {
         Catalog {
             entries: readers.iter().cloned().map(Entry::new).collect(),
             readers,
+            recipe: None,
         }
     }
 
@@ -143,7 +188,11 @@ impl Catalog {
         entries.extend(self.entries.iter().cloned());
         let mut readers = vec![reader];
         readers.extend(self.readers.iter().cloned());
-        Catalog { entries, readers }
+        Catalog {
+            entries,
+            readers,
+            recipe: None,
+        }
     }
 
     /// The registries in search order.

@@ -98,7 +98,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
     Ok(ControllerSettings {
         metrics_address,
         leader_elect: args.leader_elect,
-        registry_poll: duration("--registry-poll", &args.registry_poll)?,
+        registry_interval: interval("--registry-interval", &args.registry_interval)?,
         drift_interval: duration("--drift-interval", &args.drift_interval)?,
         backoff,
         concurrency: args.concurrency.max(1),
@@ -106,8 +106,17 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
     })
 }
 
-/// `250ms`, `30s`, `5m`, `1h`, or a number of seconds.
+/// A [`duration`], or zero (off).
+fn interval(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    parse_duration(flag, text, true)
+}
+
+/// `250ms`, `30s`, `5m`, `1h`, or a number of seconds; longer than zero.
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    parse_duration(flag, text, false)
+}
+
+fn parse_duration(flag: &str, text: &str, zero: bool) -> anyhow::Result<Duration> {
     let text = text.trim();
     let (number, unit) = text
         .find(|c: char| !c.is_ascii_digit())
@@ -125,7 +134,7 @@ fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
         "h" => Duration::from_secs(value.saturating_mul(3600)),
         _ => return Err(bad()),
     };
-    if duration.is_zero() {
+    if duration.is_zero() && !zero {
         return Err(user(format!("`{flag} {text}`: must be longer than zero")));
     }
     Ok(duration)
@@ -167,6 +176,10 @@ mod tests {
         assert_eq!(duration("--x", "30").unwrap(), Duration::from_secs(30));
         assert_eq!(duration("--x", "5m").unwrap(), Duration::from_secs(300));
         assert_eq!(duration("--x", "1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(interval("--x", "0").unwrap(), Duration::ZERO);
+        assert_eq!(interval("--x", "0s").unwrap(), Duration::ZERO);
+        assert_eq!(interval("--x", "2m").unwrap(), Duration::from_secs(120));
+        assert!(interval("--x", "-1").is_err());
         for bad in ["", "m", "5 weeks", "0s", "-1s"] {
             let error = duration("--x", bad).unwrap_err().to_string();
             assert!(error.contains("`--x"), "{bad}: {error}");

@@ -1,5 +1,6 @@
 //! `addonctl rollout run`: the one-shot staged rollout (the library's [`addonctl::rollout::engine`]).
-//! `rollout status|pause|resume` belong to the controller.
+//! `rollout status|pause|resume`: the controller's rollout of an `Addon` resource
+//! ([`addonctl::controller::control`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -8,7 +9,9 @@ use std::time::Duration;
 use addonctl::rollout::engine::{run as run_rollout, RunReport, RunRequest};
 use addonctl::rollout::Rollout;
 
-use crate::cli::args::RolloutRunArgs;
+use addonctl::controller::control::{self, RolloutReport};
+
+use crate::cli::args::{RolloutAddonArgs, RolloutCommand, RolloutRunArgs};
 use crate::cli::commands::{check_addon_state, lock_options};
 use crate::cli::diagnostics::user;
 use crate::cli::printer::Printer;
@@ -142,6 +145,105 @@ fn print_report(printer: Printer, report: &RunReport) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )?;
+    }
+    Ok(())
+}
+
+/// `rollout status|pause|resume`.
+pub async fn control(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    command: RolloutCommand,
+) -> anyhow::Result<ExitCode> {
+    let (args, paused): (RolloutAddonArgs, Option<bool>) = match command {
+        RolloutCommand::Status(args) => (args, None),
+        RolloutCommand::Pause(args) => (args, Some(true)),
+        RolloutCommand::Resume(args) => (args, Some(false)),
+        RolloutCommand::Run(_) => return Err(user("`rollout run` is not a control command")),
+    };
+    let ctx = connect(global, cluster, printer, false).await?;
+    let classify = |e: addonctl::controller::Error| {
+        if e.is_user_error() {
+            user(e.to_string())
+        } else {
+            anyhow::Error::new(e)
+        }
+    };
+    let addon = match paused {
+        None => control::addon_with_rollout(&ctx.cluster, &ctx.namespace, &args.addon).await,
+        Some(paused) => {
+            control::set_paused(&ctx.cluster, &ctx.namespace, &args.addon, paused).await
+        }
+    }
+    .map_err(classify)?;
+    let report = control::report(&addon);
+    if printer.structured(&report, args.output)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(paused) = paused {
+        writeln!(
+            printer.stdout(),
+            "rollout of `{}` {}",
+            args.addon,
+            if paused {
+                "paused: the controller applies nothing new until `addonctl rollout resume`"
+            } else {
+                "resumed"
+            }
+        )?;
+    }
+    print_control(printer, &report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_control(printer: Printer, report: &RolloutReport) -> anyhow::Result<()> {
+    let mut out = printer.stdout();
+    let phase = report
+        .phase
+        .map_or_else(|| "not started".to_owned(), |p| format!("{p:?}"));
+    writeln!(out, "addon:    {}", report.addon)?;
+    if let Some(version) = &report.version {
+        writeln!(out, "version:  {version}")?;
+    }
+    writeln!(
+        out,
+        "phase:    {phase}{}",
+        if report.paused { " (paused)" } else { "" }
+    )?;
+    if let Some(stage) = &report.stage {
+        writeln!(out, "stage:    {stage}")?;
+    }
+    if let Some(left) = report.soak_remaining_seconds {
+        writeln!(out, "soak:     {left} s left")?;
+    }
+    for stage in &report.stages {
+        let list = |clusters: &[String]| {
+            if clusters.is_empty() {
+                "-".to_owned()
+            } else {
+                clusters.join(", ")
+            }
+        };
+        writeln!(
+            out,
+            "  {} (soak {} s): done {}; pending {}; failed {}",
+            stage.name,
+            stage.soak_seconds,
+            list(&stage.done),
+            list(&stage.pending),
+            list(&stage.failed)
+        )?;
+    }
+    for failure in &report.failed {
+        writeln!(
+            out,
+            "  cluster `{}` (stage `{}`): {}",
+            failure.cluster, failure.stage, failure.reason
+        )?;
+    }
+    if let Some(message) = &report.message {
+        writeln!(out, "{message}")?;
     }
     Ok(())
 }

@@ -266,3 +266,45 @@ fn versions_are_chosen_as_users_expect() {
         Some("nightly")
     );
 }
+
+#[tokio::test]
+async fn a_reopened_catalogue_sees_a_version_published_after_the_first_listing() {
+    let dir = registry_dir(&[]);
+    let publish = |version: &str| {
+        // A directory registry holds one version of an addon: publishing replaces it.
+        let addon = dir.path().join("poller");
+        fs_err::create_dir_all(&addon).unwrap();
+        fs_err::write(
+            addon.join("metadata.yaml"),
+            format!("name: poller\nversion: {version}\n"),
+        )
+        .unwrap();
+    };
+    publish("1.0.0");
+    let catalog = Catalog::new(&[dir.path().to_path_buf()]).unwrap();
+    let newest = |c: &Catalog| {
+        let c = c.clone();
+        async move {
+            c.find("poller", None, None, None)
+                .await
+                .unwrap()
+                .addon
+                .version
+        }
+    };
+    assert_eq!(newest(&catalog).await.as_deref(), Some("1.0.0"));
+    publish("1.1.0");
+    assert_eq!(
+        newest(&catalog).await.as_deref(),
+        Some("1.0.0"),
+        "a catalogue lists each registry once"
+    );
+    let (fresh, failures) = catalog.reopened().unwrap();
+    assert!(failures.is_empty());
+    assert_eq!(newest(&fresh).await.as_deref(), Some("1.1.0"));
+    assert_eq!(
+        fresh.readers().len(),
+        catalog.readers().len(),
+        "the same registries"
+    );
+}

@@ -1,0 +1,517 @@
+//! The controller drives an `Addon`'s `spec.rollout` with the rollout library
+//! ([`crate::rollout`]): the stages are planned over the target clusters when a rollout starts
+//! (a new version, or another spec), each batch is applied with the clusters before it (the
+//! cluster set grows stage by stage), and its gate is evaluated at every reconcile until it
+//! passes (next batch), fails (the rollout stops: later batches and stages untouched) or the
+//! progress deadline passes. Between reconciles the progress lives in `status.rollout` (the
+//! library's [`RolloutState`], the plan, the revision the gate waits for), so a restarted or
+//! newly elected controller resumes where it stands: a batch whose gate is recorded is never
+//! applied again, and a batch is applied only after the one before it passed.
+//!
+//! Rules: clusters newly selected while a rollout progresses wait for its end; once it has
+//! succeeded, they get the rolled-out revision at once (the ordinary reconcile does it). A
+//! paused rollout applies nothing and keeps its status. Clusters running another version
+//! outside the batches applied so far are held at it (direct engine: untouched, their objects
+//! and version carried over in the record) until their stage comes; clusters already running
+//! the version (a new rollout of the same version with other parameters) get the new
+//! parameters with the first batch, as `rollout run` does. KubeVela's engine cannot hold
+//! clusters: there such a rollout is refused (`Degraded`, reason `StagedUpgradeUnsupported`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+use super::converge::{condition, now};
+use super::crd::{
+    Addon, AddonSpec, AddonStatus, FailedCluster, RolloutPhase, RolloutStatus, StageStatus,
+};
+use super::data::Data;
+use super::engine::{self, Desired};
+use super::targets::{KnownCluster, Targets};
+use super::{Error, Result};
+use crate::rollout::gate::{GateLimits, Phase};
+use crate::rollout::{evaluate, ClusterLabels, RolloutPlan, RolloutState, Verdict};
+
+/// How soon a gate whose clusters are not healthy yet is looked at again (their health is not
+/// watched), unless its deadline comes first.
+const GATE_POLL: Duration = Duration::from_secs(3);
+
+/// What a rollout pass works from.
+pub(super) struct Inputs<'a> {
+    /// The `Addon`.
+    pub addon: &'a Addon,
+    /// Its target clusters.
+    pub targets: &'a Targets,
+    /// The known clusters and their labels.
+    pub known: &'a [KnownCluster],
+    /// Every parameter but `clusters`.
+    pub parameters: Map<String, Value>,
+    /// The version rolled out.
+    pub version: String,
+    /// The rollout's key ([`key`]).
+    pub key: String,
+}
+
+/// The digest that identifies a rollout: the spec (but `rollout.paused` and `suspend`), the
+/// version it resolves to and the referenced Secrets' versions. Target clusters are not part
+/// of it: a cluster joined or relabelled does not restart a rollout.
+pub(super) fn key(spec: &AddonSpec, version: &str, secret_versions: &[String]) -> String {
+    let mut spec = spec.clone();
+    spec.suspend = false;
+    if let Some(rollout) = &mut spec.rollout {
+        rollout.paused = false;
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(&spec).unwrap_or_default());
+    hasher.update(version);
+    hasher.update(secret_versions.join(","));
+    super::targets::short_hex(&hasher.finalize())
+}
+
+/// The rollout status to continue from: the newer of the status's and the one this process
+/// last wrote (a lagging cache never takes progress back); `None` when neither is of `key`.
+pub(super) fn persisted(data: &Data, addon: &Addon, key: &str) -> Option<RolloutStatus> {
+    let from_status = addon.status.as_ref().and_then(|s| s.rollout.clone());
+    let from_memo = data.memo(&addon.name_any()).rollout;
+    let newest = match (from_status, from_memo) {
+        (Some(s), Some(m)) if m.key == s.key && m.step > s.step => Some(m),
+        (Some(s), _) => Some(s),
+        (None, m) => m,
+    };
+    newest.filter(|r| r.key == key)
+}
+
+/// Whether the rollout of `key` has succeeded (the ordinary reconcile takes over).
+pub(super) fn settled(data: &Data, addon: &Addon, key: &str) -> bool {
+    persisted(data, addon, key).is_some_and(|r| r.phase == RolloutPhase::Succeeded)
+}
+
+/// One pass of the rollout: starts it, applies the next batch, or evaluates the current gate;
+/// returns the status and when to look again.
+pub(super) async fn drive(
+    data: &Data,
+    inputs: &Inputs<'_>,
+    mut status: AddonStatus,
+) -> Result<(AddonStatus, Action)> {
+    let name = inputs.addon.name_any();
+    let generation = status.observed_generation;
+    let before = persisted(data, inputs.addon, &inputs.key);
+    let mut rollout = match before.clone() {
+        Some(rollout) => rollout,
+        None => match start(data, inputs).await? {
+            Ok(rollout) => rollout,
+            Err(refusal) => {
+                refuse(&mut status, &refusal, generation);
+                return Ok((status, Action::await_change()));
+            }
+        },
+    };
+    let plan: RolloutPlan = serde_json::from_value(rollout.plan.clone())
+        .map_err(|e| Error::Spec(format!("`status.rollout.plan` cannot be read: {e}")))?;
+    let mut state: RolloutState = serde_json::from_value(rollout.state.clone())
+        .map_err(|e| Error::Spec(format!("`status.rollout.state` cannot be read: {e}")))?;
+    let paused = inputs.addon.spec.rollout.as_ref().is_some_and(|r| r.paused);
+    if rollout.phase == RolloutPhase::Paused && !paused {
+        // Resumed: the current batch's gate starts again (its soak and deadline from now; the
+        // batch is not applied again).
+        if let Some(gate) = &mut state.gate {
+            let clusters: Vec<String> = gate.clusters.keys().cloned().collect();
+            *gate = crate::rollout::GateState::new(&clusters, now_ms());
+        }
+    }
+    let action = if paused && state.phase == Phase::Progressing {
+        rollout.phase = RolloutPhase::Paused;
+        Action::await_change()
+    } else {
+        step(data, inputs, &plan, &mut state, &mut rollout).await?
+    };
+    summarize(&mut rollout, &plan, &mut state, paused);
+    set_conditions(&mut status, &rollout, generation);
+    status.rollout_stage.clone_from(&rollout.stage);
+    if before.as_ref().map(without_step) != Some(without_step(&rollout)) {
+        rollout.step = before.as_ref().map_or(0, |r| r.step) + 1;
+        data.update_memo(&name, |memo| memo.rollout = Some(rollout.clone()));
+    }
+    status.rollout = Some(rollout);
+    Ok((status, action))
+}
+
+/// The rollout status with its step left out, for comparisons.
+fn without_step(rollout: &RolloutStatus) -> RolloutStatus {
+    RolloutStatus {
+        step: 0,
+        ..rollout.clone()
+    }
+}
+
+/// Why a rollout cannot start.
+struct Refusal {
+    reason: &'static str,
+    message: String,
+}
+
+/// A new rollout: the plan over the target clusters, the clusters kept in every step (those
+/// already running the version), or why it cannot start.
+async fn start(
+    data: &Data,
+    inputs: &Inputs<'_>,
+) -> Result<std::result::Result<RolloutStatus, Refusal>> {
+    let spec = inputs.addon.spec.rollout.clone().unwrap_or_default();
+    let mut value = serde_json::to_value(&spec).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.remove("paused");
+    }
+    let library: crate::rollout::Rollout = match serde_json::from_value(value) {
+        Ok(rollout) => rollout,
+        Err(e) => return Err(Error::Spec(format!("`rollout`: {e}"))),
+    };
+    library
+        .validate()
+        .map_err(|e| Error::Spec(format!("`rollout`: {e}")))?;
+    let names = inputs.targets.names(inputs.known);
+    let clusters: Vec<ClusterLabels> = inputs
+        .known
+        .iter()
+        .filter(|c| names.contains(&c.name.as_str()))
+        .map(|c| ClusterLabels {
+            name: c.name.clone(),
+            labels: c.labels.clone(),
+        })
+        .collect();
+    let plan = crate::rollout::plan(&library, &clusters);
+    if plan.selected().is_empty() {
+        return Ok(Err(Refusal {
+            reason: "NothingSelected",
+            message: format!(
+                "no stage of `rollout` selects any target cluster (targets: {})",
+                quoted(&names)
+            ),
+        }));
+    }
+    let mut state = RolloutState::new(&inputs.version);
+    let first = state.cumulative(&plan);
+    let name = inputs.addon.name_any();
+    let ctx = data.shared.ctx();
+    let (_, held) = engine::split(&ctx, &name, &inputs.version, &first).await?;
+    let held: Vec<String> = held
+        .into_iter()
+        .filter(|c| names.contains(&c.as_str()))
+        .collect();
+    if !held.is_empty() && engine::uses_vela(&ctx).await? {
+        return Ok(Err(Refusal {
+            reason: "StagedUpgradeUnsupported",
+            message: format!(
+                "another version is installed on {}: KubeVela's Application puts one revision on every cluster, so it cannot keep them at it until their stage comes; remove `rollout` to upgrade every cluster at once, or use the direct engine",
+                quoted(&held),
+            ),
+        }));
+    }
+    Ok(Ok(RolloutStatus {
+        version: inputs.version.clone(),
+        key: inputs.key.clone(),
+        phase: RolloutPhase::Progressing,
+        stage: None,
+        stages: Vec::new(),
+        failed: Vec::new(),
+        message: None,
+        gate_revision: None,
+        state: serde_json::to_value(&state).unwrap_or(Value::Null),
+        plan: serde_json::to_value(&plan).unwrap_or(Value::Null),
+        step: 0,
+    }))
+}
+
+/// Applies the current batch (when its gate is not recorded yet) or evaluates its gate; a
+/// passed gate moves on to the next batch at once.
+async fn step(
+    data: &Data,
+    inputs: &Inputs<'_>,
+    plan: &RolloutPlan,
+    state: &mut RolloutState,
+    rollout: &mut RolloutStatus,
+) -> Result<Action> {
+    if state.phase == Phase::Failed {
+        rollout.phase = RolloutPhase::Failed;
+        return Ok(Action::await_change());
+    }
+    rollout.phase = RolloutPhase::Progressing;
+    // Bounded: each turn either returns or settles a batch.
+    for _ in 0..=plan.stages.iter().map(|s| s.batches.len()).sum::<usize>() {
+        let Some((_, batch)) = state.current(plan) else {
+            rollout.phase = RolloutPhase::Succeeded;
+            return Ok(Action::await_change());
+        };
+        let batch = batch.to_vec();
+        let Some(mut gate) = state.gate.take() else {
+            apply_batch(data, inputs, plan, state, rollout).await?;
+            state.gate = Some(crate::rollout::GateState::new(&batch, now_ms()));
+            return Ok(Action::requeue(GATE_POLL));
+        };
+        let Some(limits) = state.limits(plan) else {
+            continue;
+        };
+        let target = rollout.gate_revision.clone().unwrap_or_default();
+        let (_, observations) =
+            engine::observe(&data.shared.ctx(), &inputs.addon.name_any(), &batch).await?;
+        let now = now_ms();
+        let verdict = evaluate(&mut gate, &target, &observations, limits, now);
+        let wait = next_moment(&gate, limits, now);
+        state.gate = Some(gate);
+        state.settle(plan, &verdict);
+        match verdict {
+            Verdict::Waiting { .. } => return Ok(Action::requeue(wait)),
+            Verdict::Failed { .. } => {
+                rollout.phase = RolloutPhase::Failed;
+                return Ok(Action::await_change());
+            }
+            Verdict::Passed { .. } => {}
+        }
+    }
+    Ok(Action::requeue(GATE_POLL))
+}
+
+/// Applies the clusters done, the current batch and the clusters kept (those among the
+/// current targets), and records the revision the batch's gate waits for.
+async fn apply_batch(
+    data: &Data,
+    inputs: &Inputs<'_>,
+    plan: &RolloutPlan,
+    state: &mut RolloutState,
+    rollout: &mut RolloutStatus,
+) -> Result<()> {
+    let targets = inputs.targets.names(inputs.known);
+    let name = inputs.addon.name_any();
+    let cumulative = state.cumulative(plan);
+    // Clusters running this version already are kept; those running another are held at it
+    // (untouched) until their stage comes; both stay in the `clusters` argument. A cluster no
+    // longer targeted is in neither, so it is cleaned.
+    let (kept, mut hold) =
+        engine::split(&data.shared.ctx(), &name, &inputs.version, &cumulative).await?;
+    hold.retain(|c| targets.contains(&c.as_str()));
+    let mut clusters = cumulative;
+    clusters.extend(kept);
+    clusters.extend(hold.iter().cloned());
+    clusters.retain(|c| targets.contains(&c.as_str()));
+    clusters.sort();
+    clusters.dedup();
+    let mut args = inputs.parameters.clone();
+    args.insert(
+        "clusters".to_owned(),
+        Value::Array(clusters.iter().cloned().map(Value::String).collect()),
+    );
+    let desired = Desired {
+        name: name.clone(),
+        registry: inputs.addon.spec.registry.clone(),
+        version: Some(inputs.version.clone()),
+        args,
+        hold,
+    };
+    tracing::info!(addon = %name, clusters = ?clusters, hold = ?desired.hold, "rollout: applying a batch");
+    if let Some(applied) = engine::apply_batch(&data.shared.ctx(), &desired).await? {
+        for cluster in &applied.clusters {
+            data.shared.metrics.applied(&cluster.name, &cluster.outcome);
+        }
+    }
+    let (revision, _) = engine::observe(&data.shared.ctx(), &name, &[]).await?;
+    rollout.gate_revision = revision;
+    Ok(())
+}
+
+/// When the gate can next change: the first soak to end, or — while a cluster is not healthy
+/// yet — the next health look; never after the deadline.
+fn next_moment(gate: &crate::rollout::GateState, limits: GateLimits, now: u64) -> Duration {
+    let deadline = (gate.started_ms + limits.deadline_ms).saturating_sub(now);
+    let mut wait = deadline;
+    for cluster in gate.clusters.values().filter(|c| c.failed.is_none()) {
+        let until = match cluster.healthy_since_ms {
+            Some(since) => (since + limits.soak_ms).saturating_sub(now),
+            None => u64::try_from(GATE_POLL.as_millis()).unwrap_or(u64::MAX),
+        };
+        if until > 0 {
+            wait = wait.min(until);
+        }
+    }
+    Duration::from_millis(wait.max(200))
+}
+
+/// The readable fields of the rollout status from the library's state.
+fn summarize(
+    rollout: &mut RolloutStatus,
+    plan: &RolloutPlan,
+    state: &mut RolloutState,
+    paused: bool,
+) {
+    let current = match state.phase {
+        Phase::Failed => plan.stages.get(state.stage).map(|s| s.name.clone()),
+        _ => state.current(plan).map(|(stage, _)| stage.name.clone()),
+    };
+    rollout.stage = current.or_else(|| plan.stages.last().map(|s| s.name.clone()));
+    rollout.stages = plan
+        .stages
+        .iter()
+        .map(|s| StageStatus {
+            name: s.name.clone(),
+            clusters: s.clusters().cloned().collect(),
+            done: s
+                .clusters()
+                .filter(|c| state.done.contains(c))
+                .cloned()
+                .collect(),
+            soak_seconds: s.soak_seconds,
+        })
+        .collect();
+    rollout.failed = state
+        .failures
+        .iter()
+        .map(|f| FailedCluster {
+            cluster: f.cluster.clone(),
+            stage: f.stage.clone(),
+            reason: f.reason.clone(),
+        })
+        .collect();
+    rollout.message = match rollout.phase {
+        RolloutPhase::Paused if paused => Some(
+            "`spec.rollout.paused` is true: nothing new is applied until it is false".to_owned(),
+        ),
+        _ => state.message.clone(),
+    };
+    rollout.state = serde_json::to_value(&*state).unwrap_or(Value::Null);
+}
+
+/// `Progressing`, `Degraded` and (while rolling out) `Ready` from the rollout's phase.
+fn set_conditions(status: &mut AddonStatus, rollout: &RolloutStatus, generation: Option<i64>) {
+    let stage = rollout.stage.clone().unwrap_or_default();
+    match rollout.phase {
+        RolloutPhase::Progressing => {
+            let message = format!("rolling out {} (stage `{stage}`)", rollout.version);
+            set(
+                status,
+                generation,
+                &[("Progressing", true), ("Ready", false)],
+                "RollingOut",
+                &message,
+            );
+            set(status, generation, &[("Degraded", false)], "AsDeclared", "");
+        }
+        RolloutPhase::Paused => {
+            let message = format!(
+                "the rollout of {} is paused at stage `{stage}`",
+                rollout.version
+            );
+            set(
+                status,
+                generation,
+                &[("Progressing", false)],
+                "Paused",
+                &message,
+            );
+        }
+        RolloutPhase::Failed => {
+            let failed: Vec<String> = rollout
+                .failed
+                .iter()
+                .map(|f| format!("`{}` (stage `{}`): {}", f.cluster, f.stage, f.reason))
+                .collect();
+            let message = format!(
+                "the rollout of {} stopped: {}; failed: {}",
+                rollout.version,
+                rollout.message.as_deref().unwrap_or("a gate failed"),
+                failed.join("; ")
+            );
+            let types = [("Progressing", false), ("Degraded", true), ("Ready", false)];
+            set(status, generation, &types, "RolloutFailed", &message);
+        }
+        RolloutPhase::Succeeded => {}
+    }
+}
+
+/// A rollout that cannot start: `Degraded` with the reason, nothing applied.
+fn refuse(status: &mut AddonStatus, refusal: &Refusal, generation: Option<i64>) {
+    let types = [("Degraded", true), ("Progressing", false), ("Ready", false)];
+    set(status, generation, &types, refusal.reason, &refusal.message);
+}
+
+/// Sets each `(type, status)` condition with one reason and message.
+fn set(
+    status: &mut AddonStatus,
+    generation: Option<i64>,
+    types: &[(&str, bool)],
+    reason: &str,
+    message: &str,
+) {
+    let now = now();
+    for (type_, value) in types {
+        status.set_condition(condition(type_, *value, reason, message, generation), &now);
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn quoted(clusters: &[impl AsRef<str>]) -> String {
+    clusters
+        .iter()
+        .map(|c| format!("`{}`", c.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::rollout::gate::ClusterGate;
+
+    #[test]
+    fn pausing_or_suspending_keeps_the_rollout_and_a_version_or_parameter_starts_another() {
+        let spec: AddonSpec = serde_json::from_value(json!({
+            "parameters": {"replicas": 2},
+            "rollout": {"stages": [{"name": "one"}]},
+        }))
+        .unwrap();
+        let first = key(&spec, "1.0.0", &[]);
+        let mut paused = spec.clone();
+        if let Some(rollout) = &mut paused.rollout {
+            rollout.paused = true;
+        }
+        paused.suspend = true;
+        assert_eq!(key(&paused, "1.0.0", &[]), first);
+        assert_ne!(key(&spec, "1.1.0", &[]), first);
+        assert_ne!(key(&spec, "1.0.0", &["token@42".to_owned()]), first);
+        let mut edited = spec;
+        edited.parameters = Some(serde_json::from_value(json!({"replicas": 3})).unwrap());
+        assert_ne!(key(&edited, "1.0.0", &[]), first);
+    }
+
+    #[test]
+    fn the_next_look_is_the_first_soak_end_or_a_health_poll_never_past_the_deadline() {
+        let limits = GateLimits {
+            soak_ms: 10_000,
+            max_failures: 0,
+            deadline_ms: 60_000,
+        };
+        let mut gate = crate::rollout::GateState::new(&["m1".to_owned(), "m2".to_owned()], 0);
+        let soaking = |since| ClusterGate {
+            healthy_since_ms: Some(since),
+            ..ClusterGate::default()
+        };
+        gate.clusters.insert("m1".to_owned(), soaking(1_000));
+        gate.clusters.insert("m2".to_owned(), soaking(5_000));
+        assert_eq!(next_moment(&gate, limits, 6_000), Duration::from_secs(5));
+        gate.clusters
+            .insert("m2".to_owned(), ClusterGate::default());
+        assert_eq!(next_moment(&gate, limits, 6_000), GATE_POLL);
+        assert_eq!(
+            next_moment(&gate, limits, 59_000),
+            Duration::from_secs(1),
+            "the deadline comes first"
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! The controller drives `spec.rollout` against the real API servers: `m1`, `m2`, `m3`
+//! (managed-1..3) in stages, the controller as a child process. There is no kubelet: the test
+//! marks the fixture's Deployment `web` ready where it should become healthy, as its controller
+//! would (see `rollout.rs`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use addonctl::cluster::Cluster;
+use serde_json::{json, Value};
+
+use crate::controller::{addon, apply_addon, condition, install_crd, managed, wait_for, Child};
+use crate::drift::workload_addon;
+use crate::rollout::mark_ready;
+use crate::support::k8s::{fault_cluster_lock, get_on, Kind, Sandbox};
+
+/// Joins managed-1..3 as `m1`, `m2`, `m3` with `tier` = `one`, `two`, `three`.
+async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two"), ("m3", 3, "three")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    clusters
+}
+
+/// One stage per tier, in order, each soaking `soak` seconds.
+fn stages(tiers: &[&str], soak: u64, deadline: u64) -> Value {
+    let stages: Vec<Value> = tiers
+        .iter()
+        .map(|tier| {
+            json!({"name": tier, "clusterSelector": {"matchLabels": {"tier": tier}},
+                   "soakSeconds": soak, "maxFailures": 0})
+        })
+        .collect();
+    json!({"stages": stages, "progressDeadlineSeconds": deadline})
+}
+
+/// The `Addon`'s `status.rollout` once `check` holds for it.
+async fn rollout_where(
+    sb: &Sandbox,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(what, || async {
+        let addon = addon(sb, name).await?;
+        let rollout = addon["status"]["rollout"].clone();
+        check(&rollout).then_some(addon)
+    })
+    .await
+}
+
+async fn has_web(cluster: &Cluster, namespace: &str) -> bool {
+    get_on(cluster, Kind::DEPLOYMENT, Some(namespace), "web")
+        .await
+        .is_some()
+}
+
+/// `addonctl_controller_cluster_applies_total{cluster=…,outcome=…}` per (cluster, outcome).
+fn applies(metrics: &str) -> BTreeMap<(String, String), u64> {
+    metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("addonctl_controller_cluster_applies_total{"))
+        .filter_map(|rest| {
+            let (labels, n) = rest.split_once("} ")?;
+            let value = |key: &str| {
+                labels
+                    .split(',')
+                    .find_map(|l| l.strip_prefix(&format!("{key}=\"")))
+                    .map(|v| v.trim_end_matches('"').to_owned())
+            };
+            Some((
+                (value("cluster")?, value("outcome")?),
+                n.trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_whose_cluster_never_becomes_healthy_stops_the_rollout_and_later_stages_get_nothing(
+) {
+    let _managed_3 = fault_cluster_lock().await;
+    let web = workload_addon("gated", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let clusters = fleet(&sb).await;
+    // Only m1 and m3 would ever become healthy: m2 (stage two) never does.
+    let healthy: Vec<_> = clusters
+        .iter()
+        .filter(|(name, _)| *name != "m2")
+        .cloned()
+        .collect();
+    let (marker, stop) = mark_ready(healthy, sb.ns().to_owned());
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+
+    apply_addon(
+        &sb,
+        "gated",
+        json!({"clusterSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+               "rollout": stages(&["one", "two", "three"], 1, 8)}),
+    )
+    .await;
+    let stopped = rollout_where(&sb, "gated", "the rollout stops", |r| {
+        r["phase"] == "Failed"
+    })
+    .await;
+    let rollout = &stopped["status"]["rollout"];
+    assert_eq!(rollout["stage"], "two", "{rollout}");
+    assert_eq!(rollout["failed"][0]["cluster"], "m2", "{rollout}");
+    assert_eq!(rollout["failed"][0]["stage"], "two");
+    let reason = rollout["failed"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("progress deadline"), "{reason}");
+    assert_eq!(rollout["stages"][0]["done"], json!(["m1"]));
+    assert_eq!(rollout["stages"][2]["done"], json!([]));
+    let progressing = condition(&stopped, "Progressing").unwrap();
+    assert_eq!(
+        (&progressing["status"], &progressing["reason"]),
+        (&json!("False"), &json!("RolloutFailed"))
+    );
+    let degraded = condition(&stopped, "Degraded").unwrap();
+    assert_eq!(degraded["status"], "True");
+    assert!(
+        degraded["message"].as_str().unwrap().contains("`m2`"),
+        "{degraded}"
+    );
+    // Stage one has the addon, stage two got it (and failed), stage three got nothing.
+    let on = |n: usize| clusters[n].1.clone();
+    assert!(has_web(&on(0), sb.ns()).await);
+    assert!(has_web(&on(1), sb.ns()).await);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!has_web(&on(2), sb.ns()).await, "stage three was touched");
+    let record = sb.record("gated").await;
+    assert_eq!(record.dispatched.keys().collect::<Vec<_>>(), ["m1", "m2"]);
+
+    // `rollout status` says the same.
+    let output = sb
+        .cli()
+        .args(["rollout", "status", "gated", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["phase"], "Failed");
+    assert_eq!(report["stages"][1]["failed"], json!(["m2"]));
+    assert_eq!(report["stages"][2]["pending"], json!(["m3"]));
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    drop(controller);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
+    let web = workload_addon("pausing", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+
+    // No Addon (and then no rollout in it): exit 2, saying so.
+    let output = sb
+        .cli()
+        .args(["rollout", "pause", "pausing"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no `Addon` resource `pausing`"), "{stderr}");
+
+    apply_addon(
+        &sb,
+        "pausing",
+        json!({"clusters": ["m1", "m2"], "rollout": stages(&["one", "two"], 2, 60)}),
+    )
+    .await;
+    wait_for("stage one applied", || async {
+        has_web(&clusters[0].1, sb.ns()).await.then_some(())
+    })
+    .await;
+    let output = sb
+        .cli()
+        .args(["rollout", "pause", "pausing"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    rollout_where(&sb, "pausing", "the rollout paused", |r| {
+        r["phase"] == "Paused"
+    })
+    .await;
+    // Well past stage one's soak: stage two gets nothing while paused.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(
+        !has_web(&clusters[1].1, sb.ns()).await,
+        "a paused rollout applied"
+    );
+    let paused = addon(&sb, "pausing").await.unwrap();
+    assert_eq!(
+        condition(&paused, "Progressing").unwrap()["reason"],
+        "Paused"
+    );
+    let output = sb
+        .cli()
+        .args(["rollout", "status", "pausing", "-o", "yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("paused: true") && text.contains("phase: Paused"),
+        "{text}"
+    );
+
+    let output = sb
+        .cli()
+        .args(["rollout", "resume", "pausing"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let done = rollout_where(&sb, "pausing", "the rollout succeeds", |r| {
+        r["phase"] == "Succeeded"
+    })
+    .await;
+    assert!(has_web(&clusters[1].1, sb.ns()).await);
+    assert_eq!(done["spec"]["rollout"].get("paused"), None);
+    wait_for("Ready after the rollout", || async {
+        let addon = addon(&sb, "pausing").await?;
+        (condition(&addon, "Ready")?["status"] == "True").then_some(())
+    })
+    .await;
+    let output = sb
+        .cli()
+        .args(["rollout", "status", "pausing"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("phase:    Succeeded"), "{text}");
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    drop(controller);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standby_finishes_a_rollout_whose_leader_died_during_a_soak_applying_nothing_twice() {
+    let _managed_3 = fault_cluster_lock().await;
+    let web = workload_addon("relay", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let clusters = fleet(&sb).await;
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let first = Child::start(&sb, &["--leader-elect"]).await;
+    wait_for("a leader", || async {
+        let lease = sb.get(Kind::LEASE, "addonctl-controller").await?;
+        lease["spec"]["holderIdentity"]
+            .as_str()?
+            .contains(&format!("pid {} ", first.pid()))
+            .then_some(())
+    })
+    .await;
+    let second = Child::start(&sb, &["--leader-elect"]).await;
+
+    apply_addon(
+        &sb,
+        "relay",
+        json!({"clusters": ["m1", "m2", "m3"], "rollout": stages(&["one", "two", "three"], 3, 120)}),
+    )
+    .await;
+    // Stage one soaks: m1 healthy on the new revision, the gate's clock running.
+    rollout_where(&sb, "relay", "stage one soaking", |r| {
+        r["state"]["gate"]["clusters"]["m1"]["healthySinceMs"].is_u64()
+    })
+    .await;
+    let (_, before) = first.get("/metrics").await;
+    let mut first = first;
+    first.process.kill().await.unwrap();
+    let second_pid = second.pid();
+    wait_for("the standby leads", || async {
+        let lease = sb.get(Kind::LEASE, "addonctl-controller").await?;
+        lease["spec"]["holderIdentity"]
+            .as_str()?
+            .contains(&format!("pid {second_pid} "))
+            .then_some(())
+    })
+    .await;
+    let done = rollout_where(&sb, "relay", "the standby finishes", |r| {
+        r["phase"] == "Succeeded"
+    })
+    .await;
+    assert_eq!(
+        done["status"]["rollout"]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["done"].clone())
+            .collect::<Vec<_>>(),
+        [json!(["m1"]), json!(["m2"]), json!(["m3"])]
+    );
+    stop.send(()).unwrap();
+    let created = marker.await.unwrap();
+    let (_, after) = second.get("/metrics").await;
+    let (before, after) = (applies(&before), applies(&after));
+    // Every cluster's objects were created by exactly one apply across both processes: m1 by
+    // the first leader, m2 and m3 by the second (m1 applied again, unchanged, with each batch).
+    for cluster in ["m1", "m2", "m3"] {
+        let key = (cluster.to_owned(), "applied".to_owned());
+        let total = before.get(&key).unwrap_or(&0) + after.get(&key).unwrap_or(&0);
+        assert_eq!(total, 1, "{cluster}: before {before:?}, after {after:?}");
+    }
+    assert_eq!(before.get(&("m1".into(), "applied".into())), Some(&1));
+    assert_eq!(before.get(&("m2".into(), "applied".into())), None);
+    // In stage order, each after the previous stage soaked (timestamps have seconds).
+    let second_of = |c: &str| {
+        let text = created[c].trim_matches('"').to_owned();
+        let time: String = text.chars().skip(11).take(8).collect();
+        let parts: Vec<u64> = time.split(':').map(|p| p.parse().unwrap()).collect();
+        parts[0] * 3600 + parts[1] * 60 + parts[2]
+    };
+    assert!(second_of("m2") >= second_of("m1") + 3, "{created:?}");
+    assert!(second_of("m3") >= second_of("m2") + 3, "{created:?}");
+}
+
+/// `POST`s `body` to the controller's registry webhook; the status code.
+async fn webhook(address: &str, method: reqwest::Method, body: Vec<u8>) -> u16 {
+    reqwest::Client::new()
+        .request(method, format!("http://{address}/webhook/registry"))
+        .body(body)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Publishes `version` of the fixture in its registry directory (a directory registry holds
+/// one version of an addon: the new one replaces the old).
+fn publish(registry: &std::path::Path, name: &str, version: &str) {
+    std::fs::write(
+        registry.join("metadata.yaml"),
+        format!("name: {name}\nversion: {version}\ndescription: Fixture addon {name}\n"),
+    )
+    .unwrap();
+}
+
+/// The image of the fixture's Deployment `web` on a cluster.
+async fn web_image(cluster: &Cluster, namespace: &str) -> Option<String> {
+    let web = get_on(cluster, Kind::DEPLOYMENT, Some(namespace), "web").await?;
+    web["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_published_and_announced_by_the_webhook_is_rolled_out_by_stages() {
+    let web = workload_addon("announced", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    // No periodic re-list: only the webhook can make the new version seen.
+    let controller = Child::start(&sb, &["--leader-elect=false", "--registry-interval", "0"]).await;
+
+    apply_addon(
+        &sb,
+        "announced",
+        json!({"clusters": ["m1", "m2"], "version": "^1", "rollout": stages(&["one", "two"], 3, 60)}),
+    )
+    .await;
+    rollout_where(&sb, "announced", "1.0.0 rolled out", |r| {
+        r["phase"] == "Succeeded" && r["version"] == "1.0.0"
+    })
+    .await;
+    let image = |v: &str| format!("registry.example/web:{v}");
+    assert_eq!(
+        web_image(&clusters[1].1, sb.ns()).await,
+        Some(image("1.0.0"))
+    );
+
+    publish(web.path(), "announced", "1.1.0");
+    let address = controller.address.clone();
+    assert_eq!(
+        webhook(&address, reqwest::Method::GET, Vec::new()).await,
+        405
+    );
+    let too_large = vec![b'x'; 64 * 1024 + 1];
+    assert_eq!(
+        webhook(&address, reqwest::Method::POST, too_large).await,
+        413
+    );
+    let announcement = br#"{"addon": "announced", "version": "1.1.0"}"#.to_vec();
+    assert_eq!(
+        webhook(&address, reqwest::Method::POST, announcement).await,
+        202
+    );
+
+    // Stage one soaks on 1.1.0 while m2 (stage two) still runs 1.0.0, untouched.
+    rollout_where(&sb, "announced", "stage one of 1.1.0 soaking", |r| {
+        r["version"] == "1.1.0" && r["state"]["gate"]["clusters"]["m1"]["healthySinceMs"].is_u64()
+    })
+    .await;
+    assert_eq!(
+        web_image(&clusters[0].1, sb.ns()).await,
+        Some(image("1.1.0"))
+    );
+    assert_eq!(
+        web_image(&clusters[1].1, sb.ns()).await,
+        Some(image("1.0.0"))
+    );
+    let record = sb.record("announced").await;
+    assert_eq!(record.cluster_version("m2"), Some("1.0.0"));
+
+    let done = rollout_where(&sb, "announced", "1.1.0 rolled out", |r| {
+        r["phase"] == "Succeeded" && r["version"] == "1.1.0"
+    })
+    .await;
+    assert_eq!(
+        done["status"]["rollout"]["stages"][1]["done"],
+        json!(["m2"])
+    );
+    assert_eq!(
+        web_image(&clusters[1].1, sb.ns()).await,
+        Some(image("1.1.0"))
+    );
+    wait_for("Ready on 1.1.0", || async {
+        let addon = addon(&sb, "announced").await?;
+        (condition(&addon, "Ready")?["status"] == "True"
+            && addon["status"]["appliedVersion"] == "1.1.0")
+            .then_some(())
+    })
+    .await;
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    let record = sb.record("announced").await;
+    assert_eq!(record.version, "1.1.0");
+    assert!(!record.is_mixed(), "{record:?}");
+    let (_, metrics) = controller.get("/metrics").await;
+    for line in [
+        "addonctl_controller_registry_relists_total 1",
+        "addonctl_controller_registry_webhooks_total 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+}
