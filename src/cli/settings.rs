@@ -214,7 +214,7 @@ fn open_options(global: &GlobalSettings) -> addonctl::source::OpenOptions {
 /// The registries in search order: `--registry-dir` directories, the stored registries
 /// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
 /// A stored registry that cannot be opened is a warning, not a silent omission.
-async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
+pub async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
     let store = addonctl::registry::Store::Cluster {
         cluster: Box::new(cluster.clone()),
         namespace: global.namespace.clone(),
