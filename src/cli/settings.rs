@@ -192,8 +192,17 @@ pub async fn offline_catalog(global: &GlobalSettings) -> anyhow::Result<Catalog>
     } else {
         Vec::new()
     };
+    opened(global, &stored)
+}
+
+/// The catalogue of the `--registry-dir` directories, the `stored` registries and the built-in
+/// one; a stored registry that cannot be opened is a warning, not a silent omission.
+fn opened(
+    global: &GlobalSettings,
+    stored: &[addonctl::registry::Registry],
+) -> anyhow::Result<Catalog> {
     let (catalog, failures) =
-        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
+        Catalog::with_stored(&global.registry_dirs, stored, &open_options(global))
             .map_err(addonctl::Error::from)?;
     for e in failures {
         tracing::warn!("{e}");
@@ -238,13 +247,7 @@ pub async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Resu
             Vec::new()
         }
     };
-    let (catalog, failures) =
-        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
-            .map_err(addonctl::Error::from)?;
-    for e in failures {
-        tracing::warn!("{e}");
-    }
-    Ok(catalog)
+    opened(global, &stored)
 }
 
 #[cfg(test)]

@@ -423,14 +423,7 @@ async fn removals(site: &deletion::Site<'_>, stale: &[DispatchedObject], diff: &
 /// With the direct engine: each target cluster's objects, and what the record lists on a
 /// cluster that the new render no longer puts there.
 async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Result<()> {
-    let Scope {
-        step,
-        record,
-        others,
-        secrets,
-        adopt,
-    } = *scope;
-    let rendered = &step.rendered;
+    let rendered = &scope.step.rendered;
     let placements = direct::placements(&rendered.application);
     let mut objects: Vec<Value> = direct::component_objects(&rendered.application)?
         .iter()
@@ -446,7 +439,8 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
         .collect();
     let targets = direct::resolve_targets(&placements, &infos)?;
     let joined: Vec<&String> = infos.iter().map(|info| &info.name).collect();
-    let previous: BTreeMap<String, record::ClusterInventory> = record
+    let previous: BTreeMap<String, record::ClusterInventory> = scope
+        .record
         .map(Record::dispatched_or_planned)
         .unwrap_or_default();
     let mut names: BTreeSet<String> = targets.keys().cloned().collect();
@@ -474,8 +468,8 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
                 default_namespace: &ctx.namespace,
                 namespace_override: namespace.as_deref(),
                 skip_unserved: false,
-                secrets,
-                adoption: (!adopt).then(|| objects::Adoption {
+                secrets: scope.secrets,
+                adoption: (!scope.adopt).then(|| objects::Adoption {
                     only: None,
                     held: previous
                         .get(name)
@@ -506,7 +500,7 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
             cluster: client,
             name,
             system_namespace: &ctx.namespace,
-            others: others.dispatched.get(name),
+            others: scope.others.dispatched.get(name),
             dry_run: true,
             trust_record: false,
         };

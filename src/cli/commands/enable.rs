@@ -11,7 +11,7 @@ use addonctl::context::Context;
 use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
-use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
+use crate::cli::commands::{parameter_input, prepare_write};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
 
@@ -34,10 +34,15 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
-    if args.dry_run.is_none() {
-        check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
-    }
+    let dry_run = args.dry_run.is_some();
+    prepare_write(
+        &mut ctx,
+        "enable",
+        &args.addon,
+        args.lock.force_unlock,
+        dry_run,
+    )
+    .await?;
     let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),
