@@ -513,6 +513,31 @@ pub struct Busy {
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A front end's error (the controller's, drift's, a rollout's) that wraps the library's as
+/// `Library(Box<crate::Error>)`: `From<crate::Error>`, and `is_user_error` — the library's
+/// verdict for `Library`, `true` for the `user` variants, and the given arms for the rest.
+macro_rules! front_end_error {
+    ($error:ident, user: $user:pat $(, $pattern:pat => $verdict:expr)* $(,)?) => {
+        impl From<$crate::Error> for $error {
+            fn from(e: $crate::Error) -> Self {
+                $error::Library(Box::new(e))
+            }
+        }
+
+        impl $error {
+            /// Whether the user can fix it.
+            pub fn is_user_error(&self) -> bool {
+                match self {
+                    $error::Library(e) => e.is_user_error(),
+                    $user => true,
+                    $($pattern => $verdict,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use front_end_error;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,6 +99,141 @@ fn cli_completion_scripts_for_every_shell_name_the_commands() {
         .stderr(predicate::str::contains("possible values: bash"));
 }
 
+/// What the function bash registers for `addonctl` offers for `words` (the binary first, the
+/// word being completed last), as bash calls it.
+fn bash_offers(words: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let bin = assert_cmd::cargo::cargo_bin("addonctl");
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        "source <('{bin}' completion bash) || exit 3\n\
+         function=$(complete -p addonctl | sed -E 's/.* -F ([^ ]+) .*/\\1/')\n\
+         COMP_WORDS=('{bin}' {words}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))\n\
+         COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}\n\
+         \"$function\" \"${{COMP_WORDS[0]}}\" \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        bin = bin.display(),
+        words = quoted.join(" "),
+    );
+    let mut command = std::process::Command::new("bash");
+    command
+        .args(["-c", &script])
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBEVELA_SYSTEM_NAMESPACE");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn cli_completion_offers_addon_names_where_a_command_takes_an_addon() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().to_str().unwrap();
+    let env = [("HOME", home)];
+    let all = bash_offers(&["enable", ""], &env);
+    for builtin in ["strongbox-dashboard", "strongbox-operator", "node-pulse"] {
+        assert!(all.iter().any(|n| n == builtin), "{builtin}: {all:?}");
+    }
+    assert_eq!(
+        bash_offers(&["status", "strongbox-o"], &env),
+        ["strongbox-operator"]
+    );
+    // Option values are skipped; the alias and the two-word commands are known.
+    assert_eq!(
+        bash_offers(
+            &[
+                "install",
+                "-f",
+                "values.yaml",
+                "--version",
+                "1.0.0",
+                "strongbox-d"
+            ],
+            &env
+        ),
+        ["strongbox-dashboard"]
+    );
+    assert_eq!(
+        bash_offers(&["get", "values", "strongbox-d"], &env),
+        ["strongbox-dashboard"]
+    );
+    // A `--registry-dir` on the line is searched.
+    let fixture = fixture_registry();
+    let fixture = fixture.to_str().unwrap();
+    let with_dir = bash_offers(&["--registry-dir", fixture, "render", "ful"], &env);
+    assert_eq!(with_dir, ["full"], "{with_dir:?}");
+    // Only the first argument is an addon; `key=value` arguments follow it.
+    assert!(bash_offers(&["enable", "strongbox-operator", "str"], &env).is_empty());
+    // `--clusters` without a cluster: the control plane's own name.
+    assert_eq!(
+        bash_offers(&["enable", "x", "--clusters", ""], &env),
+        ["local"]
+    );
+    assert_eq!(
+        bash_offers(&["enable", "x", "--clusters", "m1,"], &env),
+        ["m1,local"]
+    );
+    // Commands and options still come from the static script.
+    assert_eq!(bash_offers(&["wai"], &env), ["wait"]);
+    assert!(bash_offers(&["enable", "--kubec"], &env).contains(&"--kubeconfig".to_owned()));
+
+    // The hidden command itself: names one a line, nothing on stderr, exit 0, even when the
+    // kubeconfig points nowhere.
+    let out = addonctl(Path::new(home))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["__complete", "addons"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success()
+        .stderr("");
+    let names = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(names.lines().any(|l| l == "strongbox-operator"), "{names}");
+    // It is not offered as a command.
+    assert!(bash_offers(&["__"], &env).is_empty());
+}
+
+#[tokio::test]
+async fn cli_completion_offers_the_joined_clusters_of_the_control_plane() {
+    let sb = Sandbox::with_kubevela().await;
+    sb.join("completion-m1", Env::get().managed(), &[]).await;
+    let kubeconfig = sb.cluster.kubeconfig.clone();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let env = [("HOME", home.path().to_str().unwrap())];
+    let global = ["--kubeconfig", kubeconfig, "--system-namespace", sb.ns()];
+    let words = |rest: &[&'static str]| -> Vec<String> {
+        let mut words: Vec<&str> = global.to_vec();
+        words.extend_from_slice(rest);
+        bash_offers(&words, &env)
+    };
+    assert_eq!(
+        words(&["cluster", "detach", ""]),
+        ["completion-m1", "local"]
+    );
+    assert_eq!(words(&["cluster", "labels", "comp"]), ["completion-m1"]);
+    assert_eq!(
+        words(&["enable", "x", "--clusters", "local,c"]),
+        ["local,completion-m1"]
+    );
+    // Another system namespace has no such cluster.
+    let other = bash_offers(
+        &["--kubeconfig", kubeconfig, "cluster", "detach", "comp"],
+        &env,
+    );
+    assert!(other.is_empty(), "{other:?}");
+}
+
 #[test]
 fn cli_version_without_a_cluster_prints_the_client_and_a_note() {
     let home = tempfile::tempdir().unwrap();

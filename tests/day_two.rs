@@ -411,3 +411,102 @@ async fn enable_warns_about_clusters_its_template_does_not_reach_and_status_show
     let status = stdout_json(&run(sb.cli().args(["status", "local-only", "-o", "json"])));
     assert_eq!(status["clusters"], json!(["local"]), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enable_evaluates_a_label_selector_against_the_joined_clusters_labels() {
+    // The topology selects clusters by label and ignores the `clusters` argument.
+    let template = r#"let ns = context.namespace;
+let addon = context.metadata.name;
+let objects = [
+    #{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-settings`, namespace: ns },
+       data: #{ key: "value" } },
+];
+#{ output: application(#{
+    components: [k8s_objects(addon, objects)],
+    policies: [#{ name: "eu", type: "topology", properties: #{ clusterLabelSelector: #{ region: "eu" } } }],
+}) }
+"#;
+    let addon = TestAddon::new("eu-only")
+        .file(
+            "metadata.yaml",
+            "name: eu-only\nversion: 1.0.0\ndescription: Fixture addon eu-only\n",
+        )
+        .file("parameter.rhai", "#{}\n")
+        .file("template.rhai", template);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    sb.join("m1", Env::get().managed_n(1), &[("region", "eu")])
+        .await;
+    sb.join("m2", Env::get().managed_n(2), &[("region", "us")])
+        .await;
+
+    let output = run(sb
+        .cli()
+        .args(["enable", "eu-only", "--clusters", "m1,m2", "-o", "json"]));
+    let stderr = stderr_of(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "addon `eu-only` does not reach cluster `m2` named in its `clusters` argument"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("does not reach").count(), 1, "{stderr}");
+    let reports = stdout_json(&output);
+    assert_eq!(reports[0]["untargetedClusters"], json!(["m2"]), "{reports}");
+    let status = stdout_json(&run(sb.cli().args(["status", "eu-only", "-o", "json"])));
+    assert_eq!(status["clusters"], json!(["m1"]), "{status}");
+
+    // Once m2 carries the label, the selector reaches it: no warning.
+    let output = run(sb.cli().args(["cluster", "labels", "m2", "region=eu"]));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let output = run(sb
+        .cli()
+        .args(["enable", "eu-only", "--clusters", "m1,m2", "-o", "json"]));
+    let stderr = stderr_of(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("does not reach"), "{stderr}");
+    let reports = stdout_json(&output);
+    assert!(
+        reports[0].get("untargetedClusters").is_none()
+            || reports[0]["untargetedClusters"] == json!([]),
+        "{reports}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wait_on_ctrl_c_exits_130_saying_nothing_was_changed() {
+    let pending = workload_addon("pending");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&pending]);
+    let output = run(sb.cli().args(["enable", "pending"]));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+
+    let mut wait = sb.command();
+    wait.args(["wait", "pending", "--for", "enabled", "--timeout", "60s"]);
+    let mut child = spawn(wait);
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    // Waiting has begun (the first reading is on stderr): Ctrl-C now.
+    let mut stderr = read_until(&mut progress, "local: 0/1 workloads ready");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = finish(child, Duration::from_secs(10)).await;
+    stderr.push_str(&rest(progress));
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted after ")
+            && stderr.contains("addon `pending` is not enabled yet; nothing was changed"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).is_empty());
+    // Nothing was changed: the addon is still there, still waiting for its workload.
+    let status = stdout_json(&run(sb.cli().args(["status", "pending", "-o", "json"])));
+    assert_eq!(status["phase"], "enabling", "{status}");
+}

@@ -258,7 +258,10 @@ async fn through_kubevela_the_diff_is_the_applications() {
         stdout.contains("replicas: '5'") || stdout.contains("replicas: \"5\""),
         "{stdout}"
     );
-    assert!(stderr.contains("KubeVela deploys the objects"), "{stderr}");
+    assert!(
+        stderr.contains("managed-cluster objects are not compared through KubeVela"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -311,4 +314,77 @@ fn offline_enable_dry_run_plans_against_an_empty_cluster_and_says_so() {
         .arg(fixture.path());
     let (code, _, _) = run(&mut cmd);
     assert_ne!(code, 0, "enable without --dry-run needs the control plane");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diff_flags_objects_that_exist_and_are_not_addonctls_as_conflicts() {
+    let fixture = addon("clash");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .registries(&[&fixture])
+        .direct();
+    sb.apply_as(
+        "test",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sb.ns()}}),
+    )
+    .await;
+    // Someone else's ConfigMap, of the name the addon renders.
+    sb.apply_as(
+        "someone-else",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "clash-settings", "namespace": sb.ns()},
+               "data": {"owner": "someone-else"}}),
+    )
+    .await;
+
+    let (code, stdout, stderr) = run(sb.cli().args(["diff", "clash"]));
+    assert_eq!(code, 1, "a conflict is a difference:\n{stdout}\n{stderr}");
+    let conflict = format!(
+        "conflict (needs --adopt) ConfigMap `{}/clash-settings` on cluster `local`: exists and addonctl did not create it: `enable` refuses it without `--adopt`",
+        sb.ns()
+    );
+    assert!(stdout.contains(&conflict), "{stdout}");
+    // The object the addon would create is not a conflict.
+    assert!(
+        stdout.contains(&format!("created ConfigMap `{}/clash-extra`", sb.ns())),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = run(sb.cli().args(["diff", "clash", "-o", "json"]));
+    assert_eq!(code, 1, "{stderr}");
+    let diff: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let objects = diff["addons"][0]["objects"].as_array().unwrap();
+    let settings = objects
+        .iter()
+        .find(|o| o["name"] == "clash-settings")
+        .unwrap();
+    assert_eq!(settings["change"], "conflict", "{settings}");
+    assert_eq!(
+        objects.iter().filter(|o| o["change"] == "conflict").count(),
+        1,
+        "{stdout}"
+    );
+
+    // `enable --dry-run=server` says the enable would refuse it: the user's error.
+    let (code, stdout, stderr) = run(sb.cli().args(["enable", "clash", "--dry-run=server"]));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("conflict (needs --adopt) ConfigMap"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("pass `--adopt`"), "{stderr}");
+    // With `--adopt` it would be taken over: no conflict.
+    let (code, stdout, stderr) =
+        run(sb
+            .cli()
+            .args(["enable", "clash", "--dry-run=server", "--adopt"]));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stdout.contains("conflict"), "{stdout}");
+
+    // Once adopted, the record holds it: no longer a conflict.
+    let (code, _, stderr) = run(sb.cli().args(["enable", "clash", "--adopt"]));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = run(sb.cli().args(["diff", "clash"]));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("no differences"), "{stdout}");
 }

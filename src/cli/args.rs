@@ -187,6 +187,38 @@ pub enum Command {
     Version(VersionArgs),
 }
 
+/// `addonctl [global options] __complete addons|clusters`: the names the completion scripts
+/// offer. A parser of its own, not a command of [`Cli`], so that no completion script offers it.
+#[derive(Debug, Parser)]
+#[command(name = "addonctl")]
+pub struct CompleteCli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: CompleteCommand,
+}
+
+/// The one command of [`CompleteCli`].
+#[derive(Debug, Subcommand)]
+pub enum CompleteCommand {
+    /// The names, one a line.
+    #[command(name = "__complete")]
+    Complete {
+        /// Which names.
+        #[arg(value_enum)]
+        what: CompleteWhat,
+    },
+}
+
+/// The kinds of names the completion scripts ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompleteWhat {
+    /// Addon names: the registries readable at once and the installed addons.
+    Addons,
+    /// Cluster names: `local` and the joined clusters.
+    Clusters,
+}
+
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
     /// The shell.

@@ -17,16 +17,32 @@ mod settings;
 use std::process::ExitCode;
 
 pub use args::Cli;
-use args::{Command, GlobalArgs};
+use args::{Command, CompleteCli, CompleteCommand, GlobalArgs};
 pub use diagnostics::report;
 use printer::Printer;
 use settings::{ClusterSettings, GlobalSettings};
 
+/// What the command line asks for: a command, or the names a completion script asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// A command of [`Cli`].
+    Command(Cli),
+    /// `addonctl [global options] __complete addons|clusters`.
+    Complete(CompleteCli),
+}
+
 /// Parses the command line as clap's `Cli::parse` does (printing help, or the error and exiting
 /// 2), with each command's help ending in a pointer to the global options instead of listing them
-/// ([`help::command`]).
-pub fn parse() -> Cli {
-    parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+/// ([`help::command`]); `__complete` is parsed on its own ([`CompleteCli`]).
+pub fn parse() -> Invocation {
+    use clap::Parser as _;
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.iter().any(|word| word == "__complete") {
+        if let Ok(complete) = CompleteCli::try_parse_from(&argv) {
+            return Invocation::Complete(complete);
+        }
+    }
+    Invocation::Command(parse_from(argv).unwrap_or_else(|e| e.exit()))
 }
 
 /// [`parse`] of these arguments; help and errors are errors.
@@ -49,7 +65,12 @@ where
 /// Other crates' logs (kube, hyper, rustls, the AWS SDK, …) stay silent at the default verbosity:
 /// their failures reach the user as addonctl's own errors; `-v` shows their errors, `-vv` their
 /// warnings, `-vvv` their info.
-pub fn init_logging(global: &GlobalArgs) {
+pub fn init_logging(invocation: &Invocation) {
+    // The names the completion scripts ask for come without a word on stderr.
+    let Invocation::Command(cli) = invocation else {
+        return;
+    };
+    let global = &cli.global;
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -82,8 +103,16 @@ fn cluster_settings(global: &GlobalArgs) -> anyhow::Result<(GlobalSettings, Clus
     Ok((GlobalSettings::resolve(global)?, cluster))
 }
 
-/// Runs one command.
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Runs one command, or prints the names a completion script asks for.
+pub async fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
+    let cli = match invocation {
+        Invocation::Command(cli) => cli,
+        Invocation::Complete(complete) => {
+            let CompleteCommand::Complete { what } = complete.command;
+            let printer = Printer::new(true);
+            return Ok(commands::completion::names(&complete.global, printer, what).await);
+        }
+    };
     let printer = Printer::new(cli.global.quiet);
     let global = &cli.global;
     match cli.command {

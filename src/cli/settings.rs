@@ -192,8 +192,17 @@ pub async fn offline_catalog(global: &GlobalSettings) -> anyhow::Result<Catalog>
     } else {
         Vec::new()
     };
+    opened(global, &stored)
+}
+
+/// The catalogue of the `--registry-dir` directories, the `stored` registries and the built-in
+/// one; a stored registry that cannot be opened is a warning, not a silent omission.
+fn opened(
+    global: &GlobalSettings,
+    stored: &[addonctl::registry::Registry],
+) -> anyhow::Result<Catalog> {
     let (catalog, failures) =
-        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
+        Catalog::with_stored(&global.registry_dirs, stored, &open_options(global))
             .map_err(addonctl::Error::from)?;
     for e in failures {
         tracing::warn!("{e}");
@@ -214,7 +223,7 @@ fn open_options(global: &GlobalSettings) -> addonctl::source::OpenOptions {
 /// The registries in search order: `--registry-dir` directories, the stored registries
 /// (ConfigMap `vela-addon-registry`; priority, then order of addition), the built-in one last.
 /// A stored registry that cannot be opened is a warning, not a silent omission.
-async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
+pub async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<Catalog> {
     let store = addonctl::registry::Store::Cluster {
         cluster: Box::new(cluster.clone()),
         namespace: global.namespace.clone(),
@@ -238,13 +247,7 @@ async fn catalog(global: &GlobalSettings, cluster: &Cluster) -> anyhow::Result<C
             Vec::new()
         }
     };
-    let (catalog, failures) =
-        Catalog::with_stored(&global.registry_dirs, &stored, &open_options(global))
-            .map_err(addonctl::Error::from)?;
-    for e in failures {
-        tracing::warn!("{e}");
-    }
-    Ok(catalog)
+    opened(global, &stored)
 }
 
 #[cfg(test)]

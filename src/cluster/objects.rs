@@ -94,19 +94,11 @@ impl Cluster {
         dry_run: bool,
     ) -> Result<DynamicObject> {
         let what = describe(object);
-        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
-            cluster: self.name.clone(),
-            object: what.clone(),
-            message: "the object has no `apiVersion` or `kind`".to_owned(),
-        })?;
+        let gvk = self.gvk_of(object, &what)?;
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .ok_or_else(|| Error::Invalid {
-                cluster: self.name.clone(),
-                object: what.clone(),
-                message: "the object has no `metadata.name`".to_owned(),
-            })?
+            .ok_or_else(|| self.invalid(&what, "the object has no `metadata.name`"))?
             .to_owned();
         let namespace = object
             .pointer("/metadata/namespace")
@@ -151,26 +143,13 @@ impl Cluster {
     /// What [`Cluster::create_if_missing`] and [`Cluster::get_or_create`] start from: the
     /// object's description, the API of its kind (in its namespace), its name, and the object
     /// stored under that name, if any.
-    async fn stored_as<'a>(
+    async fn stored_as(
         &self,
-        object: &'a Value,
-    ) -> Result<(String, Api<DynamicObject>, &'a str, Option<DynamicObject>)> {
-        let what = describe(object);
-        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
-            cluster: self.name.clone(),
-            object: what.clone(),
-            message: "no `apiVersion` or `kind`".to_owned(),
-        })?;
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let namespace = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str);
-        let (api, _) = self.api_for(&gvk, namespace, &what).await?;
+        object: &Value,
+    ) -> Result<(String, Api<DynamicObject>, String, Option<DynamicObject>)> {
+        let (what, api, name, _) = self.api_of(object).await?;
         let stored = api
-            .get_opt(name)
+            .get_opt(&name)
             .await
             .map_err(|e| self.map_error(e, &what))?;
         Ok((what, api, name, stored))
@@ -178,11 +157,21 @@ impl Cluster {
 
     /// `object` as the typed object a create sends (`what` describes it in the error).
     fn typed(&self, object: &Value, what: &str) -> Result<DynamicObject> {
-        serde_json::from_value(object.clone()).map_err(|e| Error::Invalid {
+        serde_json::from_value(object.clone()).map_err(|e| self.invalid(what, &e.to_string()))
+    }
+
+    /// The kind of `object` (`what` describes it in the error).
+    fn gvk_of(&self, object: &Value, what: &str) -> Result<GroupVersionKind> {
+        gvk_of(object).ok_or_else(|| self.invalid(what, "the object has no `apiVersion` or `kind`"))
+    }
+
+    /// An object this cluster cannot be sent.
+    fn invalid(&self, what: &str, message: &str) -> Error {
+        Error::Invalid {
             cluster: self.name.clone(),
             object: what.to_owned(),
-            message: e.to_string(),
-        })
+            message: message.to_owned(),
+        }
     }
 
     /// Creates an object only if it does not exist (used for the system namespace). Returns
@@ -208,14 +197,10 @@ impl Cluster {
             return Ok(stored);
         }
         let typed = self.typed(object, &what)?;
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
-        match api.create(&params, &typed).await {
+        match api.create(&post_params(), &typed).await {
             Ok(stored) => Ok(stored),
             Err(kube::Error::Api(r)) if r.code == 409 => {
-                api.get(name).await.map_err(|e| self.map_error(e, &what))
+                api.get(&name).await.map_err(|e| self.map_error(e, &what))
             }
             Err(e) => Err(self.map_error(e, &what)),
         }
@@ -334,11 +319,7 @@ impl Cluster {
     pub async fn create(&self, object: &Value) -> Result<DynamicObject> {
         let (what, api, _, _) = self.api_of(object).await?;
         let typed = self.typed(object, &what)?;
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
-        api.create(&params, &typed)
+        api.create(&post_params(), &typed)
             .await
             .map_err(|e| self.map_error(e, &what))
     }
@@ -348,11 +329,7 @@ impl Cluster {
     pub async fn replace(&self, object: &Value) -> Result<DynamicObject> {
         let (what, api, name, _) = self.api_of(object).await?;
         let typed = self.typed(object, &what)?;
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
-        api.replace(&name, &params, &typed)
+        api.replace(&name, &post_params(), &typed)
             .await
             .map_err(|e| self.map_error(e, &what))
     }
@@ -384,11 +361,7 @@ impl Cluster {
     /// An object's description, the API of its kind (in its namespace) and its name.
     async fn api_of(&self, object: &Value) -> Result<(String, Api<DynamicObject>, String, bool)> {
         let what = describe(object);
-        let gvk = gvk_of(object).ok_or_else(|| Error::Invalid {
-            cluster: self.name.clone(),
-            object: what.clone(),
-            message: "no `apiVersion` or `kind`".to_owned(),
-        })?;
+        let gvk = self.gvk_of(object, &what)?;
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -399,5 +372,13 @@ impl Cluster {
             .and_then(Value::as_str);
         let (api, namespaced) = self.api_for(&gvk, namespace, &what).await?;
         Ok((what, api, name, namespaced))
+    }
+}
+
+/// The parameters of addonctl's creates and replaces: its field manager.
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
     }
 }

@@ -93,27 +93,17 @@ pub enum Error {
     Drift(#[from] crate::drift::Error),
 }
 
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Self {
-        Error::Library(Box::new(e))
-    }
-}
-
-impl Error {
-    /// Whether the user (or the author of the `Addon`) can fix it.
-    pub fn is_user_error(&self) -> bool {
-        match self {
-            Error::Library(e) => e.is_user_error(),
-            Error::Drift(e) => e.is_user_error(),
-            Error::Spec(_)
-            | Error::Control(_)
-            | Error::OverridesDiverge(_)
-            | Error::SecretParameter { .. }
-            | Error::Listen { .. } => true,
-            Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
-        }
-    }
-}
+// The user (or the author of the `Addon`) can fix the `user` ones.
+crate::error::front_end_error!(
+    Error,
+    user: Error::Spec(_)
+        | Error::Control(_)
+        | Error::OverridesDiverge(_)
+        | Error::SecretParameter { .. }
+        | Error::Listen { .. },
+    Error::Drift(e) => e.is_user_error(),
+    Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
+);
 
 /// The controller's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -85,7 +85,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     let client = shared.ctx().cluster.client().clone();
     let namespace = shared.ctx().namespace.clone();
     let api: Api<Addon> = Api::namespaced(client.clone(), &namespace);
-    let secrets: Api<Secret> = Api::namespaced(client, &namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     // A watch ends before the connection's read timeout would cut it.
     let seconds = shared
         .ctx()
@@ -134,7 +134,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         jobs: worker(),
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
-        events: super::events::Events::new(shared.ctx.cluster.client().clone()),
+        events: super::events::Events::new(client.clone()),
     });
     let (requeue, requeued) = futures::channel::mpsc::unbounded();
     let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));

@@ -59,6 +59,8 @@ pub enum Change {
     Skip,
     /// The server would refuse it (the message is the server's).
     Reject,
+    /// It exists and addonctl did not create it: `enable` refuses it without `--adopt`.
+    Conflict,
 }
 
 /// One object's change.
@@ -139,7 +141,11 @@ impl Diff {
                 || a.objects.iter().any(|o| {
                     matches!(
                         o.change,
-                        Change::Create | Change::Change | Change::Delete | Change::GiveBack
+                        Change::Create
+                            | Change::Change
+                            | Change::Delete
+                            | Change::GiveBack
+                            | Change::Conflict
                     )
                 })
         })
@@ -151,6 +157,14 @@ impl Diff {
             .iter()
             .flat_map(|a| &a.objects)
             .filter(|o| o.change == Change::Reject)
+    }
+
+    /// The existing objects `enable` would refuse to adopt.
+    pub fn conflicts(&self) -> impl Iterator<Item = &ObjectChange> {
+        self.addons
+            .iter()
+            .flat_map(|a| &a.objects)
+            .filter(|o| o.change == Change::Conflict)
     }
 
     /// Whether a cluster could not be compared.
@@ -166,7 +180,16 @@ pub async fn diff(ctx: &Context, plan: &Plan) -> Result<Diff> {
     let mut addons = Vec::new();
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let others = OtherRecords::of(&records, &step.rendered.name);
-        addons.push(addon_diff(ctx, step, installed.get(&step.rendered.name), &others).await?);
+        addons.push(
+            addon_diff(
+                ctx,
+                step,
+                installed.get(&step.rendered.name),
+                &others,
+                plan.adopt,
+            )
+            .await?,
+        );
     }
     Ok(Diff { addons })
 }
@@ -176,6 +199,7 @@ async fn addon_diff(
     step: &Step,
     installed: Option<&Installed>,
     others: &OtherRecords,
+    adopt: bool,
 ) -> Result<AddonDiff> {
     let rendered = &step.rendered;
     let stored = match installed {
@@ -200,30 +224,54 @@ async fn addon_diff(
         notes: Vec::new(),
         failed: Vec::new(),
     };
-    let record = installed.and_then(|i| i.record.as_ref());
-    control_plane(ctx, step, vela, record, others, &secrets, &mut diff).await?;
+    let scope = Scope {
+        step,
+        record: installed.and_then(|i| i.record.as_ref()),
+        others,
+        secrets: &secrets,
+        adopt,
+    };
+    control_plane(ctx, &scope, vela, &mut diff).await?;
     if vela {
         diff.notes.push(format!(
-            "KubeVela deploys the objects of the Application `{}` to the clusters: their changes are in the Application's diff",
+            "managed-cluster objects are not compared through KubeVela: KubeVela deploys the components of the Application `{}` to the clusters itself, so only the Application's own diff shows what changes there",
             application_name(&rendered.name)
         ));
     } else {
-        clusters(ctx, step, record, others, &secrets, &mut diff).await?;
+        clusters(ctx, &scope, &mut diff).await?;
     }
     Ok(diff)
+}
+
+/// What one addon's diff compares against.
+struct Scope<'a> {
+    /// The plan's step.
+    step: &'a Step,
+    /// The addon's record, when installed by addonctl.
+    record: Option<&'a Record>,
+    /// The other addons' records.
+    others: &'a OtherRecords,
+    /// Values to mask.
+    secrets: &'a [String],
+    /// `--adopt`: existing objects are adopted, not conflicts.
+    adopt: bool,
 }
 
 /// The control plane's objects, in apply order, and what the record lists there and the new
 /// render does not.
 async fn control_plane(
     ctx: &Context,
-    step: &Step,
+    scope: &Scope<'_>,
     vela: bool,
-    record: Option<&Record>,
-    others: &OtherRecords,
-    secrets: &[String],
     diff: &mut AddonDiff,
 ) -> Result<()> {
+    let Scope {
+        step,
+        record,
+        others,
+        secrets,
+        adopt,
+    } = *scope;
     let rendered = &step.rendered;
     let ns = ctx.namespace.as_str();
     let owner = owner(ctx, &rendered.name, vela).await?;
@@ -255,6 +303,11 @@ async fn control_plane(
         namespace_override: None,
         skip_unserved: true,
         secrets,
+        adoption: (!adopt).then(|| objects::Adoption {
+            only: Some(&rendered.outputs),
+            held: record.map(|r| r.inventory.clone()).unwrap_or_default(),
+            system_namespace: ns,
+        }),
     };
     let (changes, inventory) = objects::compare_all(&site, &ordered).await?;
     diff.objects.extend(changes);
@@ -369,15 +422,8 @@ async fn removals(site: &deletion::Site<'_>, stale: &[DispatchedObject], diff: &
 
 /// With the direct engine: each target cluster's objects, and what the record lists on a
 /// cluster that the new render no longer puts there.
-async fn clusters(
-    ctx: &Context,
-    step: &Step,
-    record: Option<&Record>,
-    others: &OtherRecords,
-    secrets: &[String],
-    diff: &mut AddonDiff,
-) -> Result<()> {
-    let rendered = &step.rendered;
+async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Result<()> {
+    let rendered = &scope.step.rendered;
     let placements = direct::placements(&rendered.application);
     let mut objects: Vec<Value> = direct::component_objects(&rendered.application)?
         .iter()
@@ -393,7 +439,8 @@ async fn clusters(
         .collect();
     let targets = direct::resolve_targets(&placements, &infos)?;
     let joined: Vec<&String> = infos.iter().map(|info| &info.name).collect();
-    let previous: BTreeMap<String, record::ClusterInventory> = record
+    let previous: BTreeMap<String, record::ClusterInventory> = scope
+        .record
         .map(Record::dispatched_or_planned)
         .unwrap_or_default();
     let mut names: BTreeSet<String> = targets.keys().cloned().collect();
@@ -421,7 +468,15 @@ async fn clusters(
                 default_namespace: &ctx.namespace,
                 namespace_override: namespace.as_deref(),
                 skip_unserved: false,
-                secrets,
+                secrets: scope.secrets,
+                adoption: (!scope.adopt).then(|| objects::Adoption {
+                    only: None,
+                    held: previous
+                        .get(name)
+                        .map(|p| p.objects.iter().map(|o| o.object.clone()).collect())
+                        .unwrap_or_default(),
+                    system_namespace: &ctx.namespace,
+                }),
             };
             match objects::compare_all(&site, &objects).await {
                 Ok((changes, placed)) => {
@@ -445,7 +500,7 @@ async fn clusters(
             cluster: client,
             name,
             system_namespace: &ctx.namespace,
-            others: others.dispatched.get(name),
+            others: scope.others.dispatched.get(name),
             dry_run: true,
             trust_record: false,
         };

@@ -32,7 +32,41 @@ pub(super) struct Site<'a> {
     pub skip_unserved: bool,
     /// Values to mask wherever they appear.
     pub secrets: &'a [String],
+    /// Which existing objects `enable` would refuse to adopt; `None` with `--adopt`.
+    pub adoption: Option<Adoption<'a>>,
 }
+
+/// The objects that, existing and not made by addonctl, `enable` refuses without `--adopt`.
+pub(super) struct Adoption<'a> {
+    /// The objects the check applies to (the control plane's auxiliary outputs); `None`: all.
+    pub only: Option<&'a [(String, Value)]>,
+    /// What the addon's record holds already (created or adopted before): never a conflict.
+    pub held: Vec<ObjectRef>,
+    /// The system namespace, addonctl's to use: never a conflict.
+    pub system_namespace: &'a str,
+}
+
+impl Adoption<'_> {
+    /// Whether `live`, stored as `reference`, would need `--adopt`.
+    fn needed(&self, reference: &ObjectRef, live: &kube::api::DynamicObject) -> bool {
+        let checked = self.only.is_none_or(|only| {
+            only.iter().filter_map(|(_, o)| ObjectRef::of(o)).any(|o| {
+                o.api_version == reference.api_version
+                    && o.kind == reference.kind
+                    && o.name == reference.name
+            })
+        });
+        let system = reference.kind == "Namespace" && reference.name == self.system_namespace;
+        checked
+            && !system
+            && !self.held.iter().any(|h| h.same_object(reference))
+            && !crate::apply::deletion::created_by_us(live)
+    }
+}
+
+/// What a conflict says.
+const NEEDS_ADOPT: &str =
+    "exists and addonctl did not create it: `enable` refuses it without `--adopt`";
 
 /// How one object is looked at.
 enum Mode {
@@ -216,18 +250,28 @@ async fn compare(
             reference.namespace.as_deref(),
             &reference.name,
         )
-        .await?
-        .map(|live| strip(&to_value(&live)));
-    let before = live.unwrap_or(Value::Null);
+        .await?;
+    let conflict = live.as_ref().is_some_and(|live| {
+        site.adoption
+            .as_ref()
+            .is_some_and(|a| a.needed(reference, live))
+    });
+    let before = live.map_or(Value::Null, |live| strip(&to_value(&live)));
+    if conflict {
+        change.change = Change::Conflict;
+        change.message = Some(NEEDS_ADOPT.to_owned());
+    }
     if before == after {
         return Ok(change);
     }
     let (masked_before, masked_after) = mask_pair(&before, &after, site.secrets);
-    change.change = if before.is_null() {
-        Change::Create
-    } else {
-        Change::Change
-    };
+    if !conflict {
+        change.change = if before.is_null() {
+            Change::Create
+        } else {
+            Change::Change
+        };
+    }
     if masked_before == masked_after {
         change.message = Some("(secret changed)".to_owned());
     } else {

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 use similar::TextDiff;
 
-use crate::model::secret::{mask_text, MASK};
+pub use crate::model::secret::mask_strings;
+use crate::model::secret::MASK;
 
 /// Lines of context around each change in a unified diff.
 const CONTEXT_LINES: usize = 3;
@@ -63,19 +64,6 @@ fn mask_data(object: &mut Value, field: &str, other: &Value, side: &str) {
         } else {
             json!(format!("{MASK} {side}"))
         };
-    }
-}
-
-/// Masks secret values in every string of `value`.
-pub fn mask_strings(value: &mut Value, secrets: &[String]) {
-    if secrets.is_empty() {
-        return;
-    }
-    match value {
-        Value::String(s) => *s = mask_text(s, secrets),
-        Value::Array(items) => items.iter_mut().for_each(|v| mask_strings(v, secrets)),
-        Value::Object(map) => map.values_mut().for_each(|v| mask_strings(v, secrets)),
-        _ => {}
     }
 }
 

@@ -288,21 +288,7 @@ pub enum Error {
     Library(#[from] Box<crate::Error>),
 }
 
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Self {
-        Error::Library(Box::new(e))
-    }
-}
-
-impl Error {
-    /// Whether the user can fix it.
-    pub fn is_user_error(&self) -> bool {
-        match self {
-            Error::InvalidPath { .. } | Error::NotEnabled { .. } => true,
-            Error::Library(e) => e.is_user_error(),
-        }
-    }
-}
+crate::error::front_end_error!(Error, user: Error::InvalidPath { .. } | Error::NotEnabled { .. });
 
 /// The module's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{example_args, location_of, objects, Location, Severity, Sink};
 use crate::model::{AddonPackage, SourceFile, Template};
-use crate::render::{RenderOptions, Renderer, MASK};
+use crate::render::{RenderOptions, Renderer};
 
 /// Objects of `resources/*.yaml` without `apiVersion` or `kind`, at the line of their document.
 pub(super) fn check_yaml_resources(package: &AddonPackage, sink: &mut Sink<'_>) {
@@ -106,18 +106,7 @@ pub(super) fn render_and_check(
     let sources = sources(package);
     // A secret parameter's value never appears in a finding (a label value, a name).
     let secrets = rendered.secret_values();
-    let mask = |text: String| {
-        secrets
-            .iter()
-            .filter(|s| !s.is_empty())
-            .fold(text, |text, secret| {
-                if secret.len() >= 4 {
-                    text.replace(secret.as_str(), MASK)
-                } else {
-                    text.replace(&format!("`{secret}`"), &format!("`{MASK}`"))
-                }
-            })
-    };
+    let mask = |text: String| crate::model::secret::mask_message(&text, &secrets);
     let mut seen = std::collections::BTreeSet::new();
     for object in all_objects(&rendered.objects()) {
         for problem in objects::check(object) {

@@ -93,6 +93,20 @@ pub fn mask_text(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// Masks secret values ([`mask_text`]) in every string of `value`.
+pub fn mask_strings(value: &mut serde_json::Value, secrets: &[String]) {
+    use serde_json::Value;
+    if secrets.is_empty() {
+        return;
+    }
+    match value {
+        Value::String(s) => *s = mask_text(s, secrets),
+        Value::Array(items) => items.iter_mut().for_each(|v| mask_strings(v, secrets)),
+        Value::Object(map) => map.values_mut().for_each(|v| mask_strings(v, secrets)),
+        _ => {}
+    }
+}
+
 /// Masks secret values in a message: like [`mask_text`], and a short secret also where it
 /// stands quoted (`'abc'`, `"abc"`, `` `abc` ``), as error messages quote values.
 pub fn mask_message(text: &str, secrets: &[String]) -> String {

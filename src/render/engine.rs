@@ -172,8 +172,12 @@ impl LibResolver {
                 .or_insert(lib);
         }
     }
+}
 
-    fn resolve_module(
+struct SharedResolver(Arc<LibResolver>);
+
+impl ModuleResolver for SharedResolver {
+    fn resolve(
         &self,
         engine: &Engine,
         source: Option<&str>,
@@ -196,6 +200,7 @@ impl LibResolver {
                 ))
             })?;
         let lib = self
+            .0
             .packages
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -252,19 +257,5 @@ impl LibResolver {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name.to_owned(), module.clone());
         Ok(module)
-    }
-}
-
-struct SharedResolver(Arc<LibResolver>);
-
-impl ModuleResolver for SharedResolver {
-    fn resolve(
-        &self,
-        engine: &Engine,
-        source: Option<&str>,
-        path: &str,
-        pos: Position,
-    ) -> Result<Arc<Module>, Box<EvalAltResult>> {
-        self.0.resolve_module(engine, source, path, pos)
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::Error;
 use crate::params::ParameterSchema;
 
-pub use crate::model::secret::{mask_message, mask_text, MASK};
+pub use crate::model::secret::{mask_message, mask_strings, mask_text, MASK};
 
 /// Masks the data of every Secret, including Secrets nested in components.
 pub(super) fn mask_secret_objects(value: &mut Value) {
@@ -106,17 +106,5 @@ impl Error {
             },
             other @ Error::Parameters { .. } => other,
         }
-    }
-}
-
-pub(super) fn mask_strings(value: &mut Value, secrets: &[String]) {
-    if secrets.is_empty() {
-        return;
-    }
-    match value {
-        Value::String(s) => *s = mask_text(s, secrets),
-        Value::Array(items) => items.iter_mut().for_each(|v| mask_strings(v, secrets)),
-        Value::Object(map) => map.values_mut().for_each(|v| mask_strings(v, secrets)),
-        _ => {}
     }
 }

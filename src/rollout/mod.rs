@@ -217,23 +217,10 @@ pub enum Error {
     Library(#[from] Box<crate::Error>),
 }
 
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Self {
-        Error::Library(Box::new(e))
-    }
-}
-
-impl Error {
-    /// Whether the user can fix it.
-    pub fn is_user_error(&self) -> bool {
-        match self {
-            Error::Invalid { .. } | Error::NothingSelected { .. } | Error::StagedUpgrade { .. } => {
-                true
-            }
-            Error::Library(e) => e.is_user_error(),
-        }
-    }
-}
+crate::error::front_end_error!(
+    Error,
+    user: Error::Invalid { .. } | Error::NothingSelected { .. } | Error::StagedUpgrade { .. },
+);
 
 /// The module's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

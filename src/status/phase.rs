@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::health::ClusterStatus;
 use crate::apply::direct::placements;
+use crate::cluster::set::ClusterInfo;
 use crate::state::record::Record;
 use crate::state::{clusters_of, Installed};
 
@@ -177,9 +178,15 @@ pub fn targeted_clusters(installed: &Installed, args: &Map<String, Value>) -> Ve
 }
 
 /// The clusters of a `clusters` argument (`requested`) that a rendered Application does not
-/// reach: no topology policy of it names them (its `clusters` property). A policy that selects
-/// clusters by label may reach any cluster, so then none is reported; `*` reaches every cluster.
-pub fn untargeted_clusters(requested: Option<&[String]>, application: &Value) -> Vec<String> {
+/// reach: no topology policy of it names them (its `clusters` property) or selects them by label
+/// (its `clusterLabelSelector`, matched against `joined`, the joined clusters and their labels;
+/// `{}` selects every cluster, `local` included; `None` when the labels are unknown, and then a
+/// selector may reach any cluster). `*` reaches every cluster.
+pub fn untargeted_clusters(
+    requested: Option<&[String]>,
+    application: &Value,
+    joined: Option<&[ClusterInfo]>,
+) -> Vec<String> {
     let Some(requested) = requested else {
         return Vec::new();
     };
@@ -187,19 +194,26 @@ pub fn untargeted_clusters(requested: Option<&[String]>, application: &Value) ->
         return Vec::new();
     }
     let placements = placements(application);
-    if placements
-        .iter()
-        .any(|p| p.cluster_label_selector.is_some())
-    {
-        return Vec::new();
-    }
+    let selects = |selector: &std::collections::BTreeMap<String, String>, cluster: &str| {
+        let Some(joined) = joined else {
+            return true;
+        };
+        if cluster == crate::model::wire::LOCAL_CLUSTER {
+            return selector.is_empty();
+        }
+        joined
+            .iter()
+            .any(|c| c.name == cluster && selector.iter().all(|(k, v)| c.labels.get(k) == Some(v)))
+    };
     requested
         .iter()
         .filter(|c| {
-            !placements
-                .iter()
-                .filter_map(|p| p.clusters.as_ref())
-                .any(|named| named.contains(c))
+            !placements.iter().any(|p| {
+                p.clusters.as_ref().is_some_and(|named| named.contains(c))
+                    || p.cluster_label_selector
+                        .as_ref()
+                        .is_some_and(|selector| selects(selector, c))
+            })
         })
         .cloned()
         .collect()

@@ -416,22 +416,76 @@ fn clusters_a_topology_does_not_name_are_untargeted() {
     let list = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
     let no_topology = json!({"spec": {"components": []}});
     assert_eq!(
-        untargeted_clusters(Some(&list(&["m1", "m2"])), &no_topology),
+        untargeted_clusters(Some(&list(&["m1", "m2"])), &no_topology, Some(&[])),
         ["m1", "m2"]
     );
-    assert!(untargeted_clusters(None, &no_topology).is_empty());
-    assert!(untargeted_clusters(Some(&list(&["*"])), &no_topology).is_empty());
+    assert!(untargeted_clusters(None, &no_topology, Some(&[])).is_empty());
+    assert!(untargeted_clusters(Some(&list(&["*"])), &no_topology, Some(&[])).is_empty());
     let topology = |properties: Value| {
         json!({"spec": {"components": [], "policies": [
             {"name": "t", "type": "topology", "properties": properties}]}})
     };
     let named = topology(json!({"clusters": ["m1"]}));
     assert_eq!(
-        untargeted_clusters(Some(&list(&["m1", "m3"])), &named),
+        untargeted_clusters(Some(&list(&["m1", "m3"])), &named, Some(&[])),
         ["m3"]
     );
-    let selected = topology(json!({"clusterLabelSelector": {"region": "eu"}}));
-    assert!(untargeted_clusters(Some(&list(&["m3"])), &selected).is_empty());
+}
+
+#[test]
+fn a_label_selector_reaches_the_joined_clusters_whose_labels_match() {
+    let list = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    let cluster = |name: &str, labels: &[(&str, &str)]| crate::cluster::set::ClusterInfo {
+        name: name.to_owned(),
+        endpoint: format!("https://{name}.example"),
+        credential_type: crate::cluster::set::CredentialType::ServiceAccountToken,
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    };
+    let joined = [
+        cluster("eu-1", &[("region", "eu"), ("tier", "prod")]),
+        cluster("eu-2", &[("region", "eu")]),
+        cluster("us-1", &[("region", "us")]),
+    ];
+    let topology = |properties: Value| {
+        json!({"spec": {"components": [], "policies": [
+            {"name": "t", "type": "topology", "properties": properties}]}})
+    };
+    let eu = topology(json!({"clusterLabelSelector": {"region": "eu"}}));
+    let requested = list(&["eu-1", "eu-2", "us-1", "gone", "local"]);
+    assert_eq!(
+        untargeted_clusters(Some(&requested), &eu, Some(&joined)),
+        ["us-1", "gone", "local"]
+    );
+    // Every label of the selector must match.
+    let eu_prod = topology(json!({"clusterLabelSelector": {"region": "eu", "tier": "prod"}}));
+    assert_eq!(
+        untargeted_clusters(Some(&requested), &eu_prod, Some(&joined)),
+        ["eu-2", "us-1", "gone", "local"]
+    );
+    // `{}` selects every cluster, `local` included; KubeVela's older `clusterSelector` too.
+    let every = topology(json!({"clusterLabelSelector": {}}));
+    assert_eq!(
+        untargeted_clusters(Some(&requested), &every, Some(&joined)),
+        ["gone"]
+    );
+    let older = topology(json!({"clusterSelector": {"region": "us"}}));
+    assert_eq!(
+        untargeted_clusters(Some(&list(&["us-1", "eu-1"])), &older, Some(&joined)),
+        ["eu-1"]
+    );
+    // A named cluster and a selector in two policies: either reaches.
+    let both = json!({"spec": {"components": [], "policies": [
+        {"name": "a", "type": "topology", "properties": {"clusters": ["local"]}},
+        {"name": "b", "type": "topology", "properties": {"clusterLabelSelector": {"region": "us"}}}]}});
+    assert_eq!(
+        untargeted_clusters(Some(&requested), &both, Some(&joined)),
+        ["eu-1", "eu-2", "gone"]
+    );
+    // Labels unknown (the clusters could not be read): a selector may reach any cluster.
+    assert!(untargeted_clusters(Some(&requested), &eu, None).is_empty());
 }
 
 #[test]

@@ -94,6 +94,7 @@ fn verb(change: Change) -> &'static str {
         Change::Keep => "kept",
         Change::Skip => "skipped",
         Change::Reject => "rejected",
+        Change::Conflict => "conflict (needs --adopt)",
     }
 }
 
@@ -184,6 +185,13 @@ pub(crate) async fn server_dry_run(
             stdout,
             "# dry run (server): every object was checked by the API servers; nothing was changed"
         )?;
+    }
+    let conflicts = diff.conflicts().count();
+    if conflicts > 0 && diff.rejections().next().is_none() {
+        return Err(user(format!(
+            "{conflicts} object{} exist and addonctl did not create them (listed above): the enable would refuse them; pass `--adopt` to take them over; nothing was changed",
+            if conflicts == 1 { "" } else { "s" }
+        )));
     }
     outcome(&diff, false)
 }

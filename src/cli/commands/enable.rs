@@ -12,7 +12,7 @@ use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
 use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
+use crate::cli::commands::{parameter_input, prepare_write};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
 
@@ -38,9 +38,16 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    ctx.lock = lock_options(&format!("enable {}", args.addon), args.lock.force_unlock);
-    if args.dry_run.is_none() {
-        check_addon_state(&ctx, &format!("`addonctl enable {}`", args.addon)).await?;
+    let dry_run = args.dry_run.is_some();
+    prepare_write(
+        &mut ctx,
+        "enable",
+        &args.addon,
+        args.lock.force_unlock,
+        dry_run,
+    )
+    .await?;
+    if !dry_run {
         super::declare::refuse_if_declared(
             &ctx,
             printer,
@@ -68,7 +75,7 @@ pub async fn run(
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
-    let untargeted = untargeted_clusters(&plan);
+    let untargeted = untargeted_clusters(&ctx, &plan).await;
     let shown = PlanOutput {
         override_definitions: args.override_definitions,
         show_secrets: args.show_secrets,
@@ -139,13 +146,33 @@ pub async fn run(
 }
 
 /// Per addon of the plan, the clusters of its `clusters` argument its rendered topology does
-/// not reach, each warned about (the template does not use the argument, or not for them).
-fn untargeted_clusters(plan: &addonctl::plan::Plan) -> BTreeMap<String, Vec<String>> {
+/// not reach (by name, or by label against the joined clusters' labels), each warned about (the
+/// template does not use the argument, or not for them).
+async fn untargeted_clusters(
+    ctx: &Context,
+    plan: &addonctl::plan::Plan,
+) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
+    let mut joined = None;
     for step in &plan.steps {
+        if step.clusters.is_none() {
+            continue;
+        }
+        // Read once, only for an addon given clusters; unreadable (no right to list them), a
+        // label selector may reach any of them.
+        if joined.is_none() {
+            joined = Some(match ctx.state().joined().await {
+                Ok(joined) => Some(joined.into_iter().map(|(info, _)| info).collect::<Vec<_>>()),
+                Err(e) => {
+                    tracing::debug!("the joined clusters cannot be read: {e}");
+                    None
+                }
+            });
+        }
         let missed = addonctl::status::phase::untargeted_clusters(
             step.clusters.as_deref(),
             &step.rendered.application,
+            joined.as_ref().and_then(Option::as_deref),
         );
         if missed.is_empty() {
             continue;

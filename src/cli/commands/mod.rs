@@ -64,6 +64,22 @@ pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::R
     Ok(())
 }
 
+/// Before `enable` or `upgrade` (`verb`) of `addon` plans: its lock options, and — unless it is a
+/// dry run — the check that the user may write the addon's state.
+pub(crate) async fn prepare_write(
+    ctx: &mut Context,
+    verb: &str,
+    addon: &str,
+    force_unlock: bool,
+    dry_run: bool,
+) -> anyhow::Result<()> {
+    ctx.lock = lock_options(&format!("{verb} {addon}"), force_unlock);
+    if !dry_run {
+        check_addon_state(ctx, &format!("`addonctl {verb} {addon}`")).await?;
+    }
+    Ok(())
+}
+
 /// The lock options of a writing command.
 pub(crate) fn lock_options(command: &str, force: bool) -> addonctl::context::LockOptions {
     addonctl::context::LockOptions {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use crate::cli::args::{DryRun, UpgradeArgs};
 use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::enable::PlanOutput;
-use crate::cli::commands::{check_addon_state, lock_options, parameter_input};
+use crate::cli::commands::{parameter_input, prepare_write};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -19,9 +19,16 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let given = parameter_input(&args.parameters, None)?;
     let mut ctx = connect(global, cluster, printer, true).await?;
-    ctx.lock = lock_options(&format!("upgrade {}", args.addon), args.lock.force_unlock);
-    if args.dry_run.is_none() {
-        check_addon_state(&ctx, &format!("`addonctl upgrade {}`", args.addon)).await?;
+    let dry_run = args.dry_run.is_some();
+    prepare_write(
+        &mut ctx,
+        "upgrade",
+        &args.addon,
+        args.lock.force_unlock,
+        dry_run,
+    )
+    .await?;
+    if !dry_run {
         super::declare::refuse_if_declared(
             &ctx,
             printer,
