@@ -369,4 +369,29 @@ impl Cluster {
             .map_err(|e| self.map_error(e, "SelfSubjectAccessReview"))?;
         Ok(answer.status.is_some_and(|s| s.allowed))
     }
+
+    /// Asks the server, with one SelfSubjectRulesReview, what the caller may do in `namespace`:
+    /// the rules bound there and cluster-wide. `None` when the server has no answer (the review
+    /// is not served, refused or the namespace rejected); the caller then asks per permission
+    /// ([`Cluster::can_i`]).
+    pub async fn rules_review(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus>> {
+        use k8s_openapi::api::authorization::v1::{
+            SelfSubjectRulesReview, SelfSubjectRulesReviewSpec,
+        };
+        let review = SelfSubjectRulesReview {
+            spec: SelfSubjectRulesReviewSpec {
+                namespace: Some(namespace.to_owned()),
+            },
+            ..SelfSubjectRulesReview::default()
+        };
+        let api: Api<SelfSubjectRulesReview> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), &review).await {
+            Ok(answer) => Ok(answer.status),
+            Err(kube::Error::Api(response)) if response.code < 500 => Ok(None),
+            Err(e) => Err(self.map_error(e, "SelfSubjectRulesReview")),
+        }
+    }
 }
