@@ -57,7 +57,8 @@ impl Target<'_> {
 /// Plans the apply on one cluster without changing anything: resolves each object's namespace
 /// (cached discovery), and finds whether addonctl creates it. That is known for objects the
 /// previous inventory (or another addon's record) lists, and for kinds not served yet (their
-/// CRD comes with the addon); the others are looked up with one list per kind and namespace, so
+/// CRD comes with the addon); the others are looked up with one metadata-only list per kind and
+/// namespace (narrowed to the object by its name when it is the only one of its kind there), so
 /// that an object that existed before is recorded as not created by addonctl even when the
 /// forced apply takes over every field of its other managers (which leaves addonctl as the only
 /// manager, indistinguishable afterwards from an object it created).
@@ -129,9 +130,16 @@ pub(super) async fn survey(
     }
     // After the first failure no further list is started (each could cost a timeout).
     let failed = AtomicBool::new(false);
-    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(unknown.keys())
-        .map(|(api_version, kind, namespace)| {
+    let objects_of = |indexes: &[usize]| -> Vec<String> {
+        indexes
+            .iter()
+            .map(|&i| plan.objects[i].object.name.clone())
+            .collect()
+    };
+    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(&unknown)
+        .map(|((api_version, kind, namespace), indexes)| {
             let failed = &failed;
+            let names = objects_of(indexes);
             async move {
                 if failed.load(Ordering::Relaxed) {
                     return Ok(BTreeMap::new());
@@ -143,11 +151,12 @@ pub(super) async fn survey(
                     name: String::new(),
                 }
                 .gvk();
-                match cluster.list(&gvk, namespace.as_deref(), "").await {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                match cluster.metadata_of(&gvk, namespace.as_deref(), &names).await {
                     Ok(items) => Ok(items
                         .iter()
-                        .filter_map(|i| {
-                            Some((i.metadata.name.clone()?, deletion::created_by_us(i)))
+                        .filter_map(|m| {
+                            Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
                         })
                         .collect()),
                     Err(e) => {
