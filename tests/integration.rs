@@ -24,6 +24,7 @@ mod publish;
 mod registry;
 mod render;
 mod revisions;
+mod requests;
 mod rollout;
 mod safety_authz;
 mod safety_delete;
