@@ -21,6 +21,8 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Default)]
 pub(super) struct ClusterPlan {
     pub(super) ensure_namespaces: Vec<String>,
+    /// Of those, the ones the survey found, with their uid: not read again before the apply.
+    pub(super) existing_namespaces: BTreeMap<String, String>,
     pub(super) objects: Vec<DispatchedObject>,
 }
 
@@ -205,11 +207,12 @@ pub(super) async fn ensure_namespaces(
             namespace: None,
             name: name.clone(),
         };
-        let exists = target
-            .cluster
-            .get(&reference.gvk(), None, name)
-            .await?
-            .is_some();
+        let stored = target.cluster.get(&reference.gvk(), None, name).await?;
+        let exists = stored.is_some();
+        if let Some(stored) = stored {
+            let uid = stored.metadata.uid.unwrap_or_default();
+            plan.existing_namespaces.insert(name.clone(), uid);
+        }
         plan.ensure_namespaces.push(name.clone());
         // Recorded when addonctl creates it (and kept while an earlier run recorded it).
         if let Some(created) = target
@@ -365,8 +368,8 @@ pub(super) async fn apply_to_cluster(
     }
 }
 
-/// Creates the namespaces the plan needs and the cluster lacks, recording those addonctl
-/// creates for the addon.
+/// Creates the namespaces the plan needs and the cluster lacked at the survey (those it had are
+/// not read again), recording those addonctl creates for the addon.
 async fn ensure_planned_namespaces(
     cluster: &Cluster,
     plan: &ClusterPlan,
@@ -379,16 +382,22 @@ async fn ensure_planned_namespaces(
             namespace: None,
             name: namespace.clone(),
         };
-        let stored = cluster
-            .get_or_create(&serde_json::json!({
-                "apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
-            }))
-            .await?;
+        let uid = match plan.existing_namespaces.get(namespace) {
+            Some(uid) => uid.clone(),
+            None => cluster
+                .get_or_create(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
+                }))
+                .await?
+                .metadata
+                .uid
+                .unwrap_or_default(),
+        };
         if let Some(created) = plan.created(&reference) {
             applied.push(DispatchedObject {
                 object: reference,
-                uid: stored.metadata.uid.clone().unwrap_or_default(),
+                uid,
                 created,
             });
         }
