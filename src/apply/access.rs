@@ -120,11 +120,8 @@ pub struct Rules {
 
 impl From<SubjectRulesReviewStatus> for Rules {
     fn from(status: SubjectRulesReviewStatus) -> Self {
-        let complete = !status.incomplete
-            && status
-                .evaluation_error
-                .as_deref()
-                .is_none_or(str::is_empty);
+        let complete =
+            !status.incomplete && status.evaluation_error.as_deref().is_none_or(str::is_empty);
         Rules {
             rules: status.resource_rules,
             complete,
@@ -154,7 +151,10 @@ pub fn rule_allows(rule: &ResourceRule, need: &Need, name: Option<&str>) -> bool
     let names = rule.resource_names.as_deref().unwrap_or_default();
     has(&rule.verbs, &need.verb)
         && has(rule.api_groups.as_deref().unwrap_or_default(), &need.group)
-        && has(rule.resources.as_deref().unwrap_or_default(), &need.resource)
+        && has(
+            rule.resources.as_deref().unwrap_or_default(),
+            &need.resource,
+        )
         && (names.is_empty() || name.is_some_and(|n| names.iter().any(|x| x == n)))
 }
 
@@ -548,7 +548,10 @@ mod tests {
         assert_eq!(incomplete.decides(&delete), None);
         let failed = Rules::from(status(false, Some("a binding could not be read")));
         assert_eq!(failed.decides(&delete), None);
-        assert_eq!(Rules::from(status(false, Some(""))).decides(&delete), Some(false));
+        assert_eq!(
+            Rules::from(status(false, Some(""))).decides(&delete),
+            Some(false)
+        );
     }
 
     #[test]

@@ -129,10 +129,12 @@ pub struct Cluster {
     /// discovery cache, rate bucket) per cluster per process.
     managed: Arc<Mutex<Managed>>,
     /// The rules reviews answered lately, by namespace (see [`Cluster::rules_review`]).
-    rules: Arc<Mutex<HashMap<String, (Instant, Option<RulesStatus>)>>>,
+    rules: Arc<Mutex<RulesAnswers>>,
 }
 
 type RulesStatus = k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus;
+/// Rules reviews by namespace, with when each was answered.
+type RulesAnswers = HashMap<String, (Instant, Option<RulesStatus>)>;
 
 /// How long a rules review's answer is reused: the checks of one command ask once per
 /// namespace; a long-running process (the controller) sees changed bindings soon.

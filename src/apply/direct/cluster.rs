@@ -154,7 +154,10 @@ pub(super) async fn survey(
                 }
                 .gvk();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                match cluster.metadata_of(&gvk, namespace.as_deref(), &names).await {
+                match cluster
+                    .metadata_of(&gvk, namespace.as_deref(), &names)
+                    .await
+                {
                     Ok(items) => Ok(items
                         .iter()
                         .filter_map(|m| {
