@@ -119,6 +119,14 @@ def report(title, ours, theirs, peer):
     sys.stdout.flush()
 
 
+def print_split(measures, targets, who):
+    """Requests to the control plane and to each managed cluster (min / median / max)."""
+    control_plane = [m["per_cluster"].get("control-plane", 0) for m in measures]
+    managed_each = [m["per_cluster"].get(c["name"], 0) for m in measures for c in targets]
+    print(f"  {who} requests: control plane {fmt3(control_plane, '', 0)}, "
+          f"each managed cluster {fmt3(managed_each, '', 0)}")
+
+
 # --------------------------------------------------------------------------- part A
 def part_a():
     addon = "strongbox-operator"
@@ -242,6 +250,8 @@ def part_b():
         report(f"{n} objects × {k} clusters (enable vs kubectl apply --server-side)", ours, theirs, "kubectl")
         per_object = [m["requests"] / (int(n) * int(k)) for m in ours]
         print(f"  addonctl requests per object per cluster: {fmt3(per_object, '', 2)}")
+        print_split(ours, targets, "addonctl")
+        print_split(theirs, targets, "kubectl")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ mod multi_cluster;
 mod publish;
 mod registry;
 mod render;
+mod requests;
 mod revisions;
 mod rollout;
 mod safety_authz;

@@ -713,3 +713,48 @@ async fn a_viewer_dry_runs_disable_and_detach_but_the_library_refuses_the_real_o
     assert_eq!(sb.resource_versions().await, before);
     assert_eq!(on_east(&sb, "kept").await, ["kept-settings"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_access_check_asks_once_per_namespace_and_a_namespace_binding_grants_nothing_cluster_wide(
+) {
+    let sb = Sandbox::with_kubevela().await;
+    sb.api()
+        .create_if_missing(&Kind::NAMESPACE.object(json!({"name": sb.ns()})))
+        .await
+        .unwrap();
+    // `addonctl-admin` (every verb on everything) bound in the system namespace only.
+    bind(&sb, Role::Admin).await;
+    let other = sb.other_namespace("other").await;
+    let user = sb.user_context().await;
+    let ns = Some(sb.ns());
+    let needs = [
+        access::Need::new("create", "", "secrets", ns),
+        access::Need::new("delete", "apps", "deployments", ns),
+        access::Need::new("patch", "coordination.k8s.io", "leases", ns),
+        access::Need::new("patch", "", "configmaps", Some(&other)),
+        access::Need::new("create", "rbac.authorization.k8s.io", "clusterroles", None),
+        access::Need::new("create", "", "namespaces", None),
+    ];
+    let before = user.cluster.counters().requests();
+    let refused = access::check(&user.cluster, "`x`", &needs)
+        .await
+        .unwrap_err();
+    let asked = user.cluster.counters().requests() - before;
+    let addonctl::Error::Denied(denied) = refused else {
+        panic!("{refused}");
+    };
+    let missing: Vec<String> = denied.missing.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(
+        missing,
+        [
+            "`create` `namespaces` (cluster-wide)".to_owned(),
+            "`create` `clusterroles.rbac.authorization.k8s.io` (cluster-wide)".to_owned(),
+            format!("`patch` `configmaps` in namespace `{other}`"),
+        ]
+    );
+    // One rules review per namespace and one for the cluster-scoped needs, none per need.
+    assert_eq!(asked, 3, "requests of the check");
+    access::check(&user.cluster, "`x`", &needs[..3])
+        .await
+        .unwrap();
+}

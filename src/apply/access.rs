@@ -16,9 +16,10 @@
 //! Guarantees: a refused check writes nothing; the error lists every missing permission at once
 //! (verb, resource, namespace) with the least role that grants it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt as _;
+use k8s_openapi::api::authorization::v1::{ResourceRule, SubjectRulesReviewStatus};
 use serde_json::{json, Value};
 
 use crate::cluster::Cluster;
@@ -27,11 +28,63 @@ pub use crate::model::access::{least_role, roles, Denied, Need, Role};
 /// Reviews in flight at once.
 const CONCURRENCY: usize = 8;
 
-/// Reviews every need (concurrently, each once) and refuses with every missing one.
+/// The namespace whose rules review answers for cluster-scoped needs: no object can live in it
+/// (a namespace's name is a DNS label, without `:`), so no RoleBinding grants anything there and
+/// the rules the server reports are exactly those bound cluster-wide (ClusterRoleBindings),
+/// which alone authorize cluster-scoped requests. (The API refuses a review without a
+/// namespace; a server that refuses this one is asked per permission.)
+const CLUSTER_SCOPE: &str = "addonctl:cluster-scope";
+
+/// Checks every need (each once) and refuses with every missing one. One SelfSubjectRulesReview
+/// per namespace the needs name (and one for the cluster-scoped ones) decides them; what the
+/// rules leave undecided (the server says they are incomplete: another authorizer than RBAC,
+/// or bindings it could not evaluate) is asked with SelfSubjectAccessReviews, concurrently.
+/// This is a pre-check: the server still authorizes every request the command makes.
 pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> crate::Result<()> {
     let unique: BTreeSet<&Need> = needs.iter().collect();
-    let answers: Vec<(&Need, crate::cluster::Result<bool>)> = futures::stream::iter(unique)
-        .map(|need| async move {
+    let scopes: BTreeSet<Option<&str>> = unique.iter().map(|n| n.namespace.as_deref()).collect();
+    let reviews: Vec<(Option<&str>, crate::cluster::Result<Option<Rules>>)> =
+        futures::stream::iter(scopes)
+            .map(|scope| async move {
+                let review = cluster.rules_review(scope.unwrap_or(CLUSTER_SCOPE)).await;
+                (scope, review.map(|r| r.map(Rules::from)))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+    let mut rules: BTreeMap<Option<&str>, Rules> = BTreeMap::new();
+    for (scope, review) in reviews {
+        if let Some(review) = review? {
+            rules.insert(scope, review);
+        }
+    }
+    let mut missing = Vec::new();
+    let mut undecided = Vec::new();
+    for need in unique {
+        match rules
+            .get(&need.namespace.as_deref())
+            .and_then(|r| r.decides(need))
+        {
+            Some(true) => {}
+            Some(false) => missing.push((need.clone(), least_role(need))),
+            None => undecided.push(need),
+        }
+    }
+    missing.extend(access_reviews(cluster, &undecided).await?);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    missing.sort();
+    Err(crate::Error::Denied(Denied {
+        command: command.to_owned(),
+        missing,
+    }))
+}
+
+/// Asks for each of `needs` with a SelfSubjectAccessReview (concurrently); returns the refused.
+async fn access_reviews(cluster: &Cluster, needs: &[&Need]) -> crate::Result<Vec<(Need, Role)>> {
+    let answers: Vec<(&Need, crate::cluster::Result<bool>)> = futures::stream::iter(needs)
+        .map(|&need| async move {
             let allowed = cluster
                 .can_i(
                     &need.verb,
@@ -51,14 +104,58 @@ pub async fn check(cluster: &Cluster, command: &str, needs: &[Need]) -> crate::R
             missing.push((need.clone(), least_role(need)));
         }
     }
-    if missing.is_empty() {
-        return Ok(());
+    Ok(missing)
+}
+
+/// What a rules review answered for one namespace: the resource rules, and whether they are
+/// the whole answer.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// The rules bound in the namespace and cluster-wide.
+    pub rules: Vec<ResourceRule>,
+    /// False when the server says the list may lack rules (`incomplete`, or an evaluation
+    /// error): a need the rules do not allow is then undecided, not refused.
+    pub complete: bool,
+}
+
+impl From<SubjectRulesReviewStatus> for Rules {
+    fn from(status: SubjectRulesReviewStatus) -> Self {
+        let complete =
+            !status.incomplete && status.evaluation_error.as_deref().is_none_or(str::is_empty);
+        Rules {
+            rules: status.resource_rules,
+            complete,
+        }
     }
-    missing.sort();
-    Err(crate::Error::Denied(Denied {
-        command: command.to_owned(),
-        missing,
-    }))
+}
+
+impl Rules {
+    /// `Some(true)` when a rule allows `need`, `Some(false)` when none does and the rules are
+    /// complete, `None` when only another review can tell.
+    pub fn decides(&self, need: &Need) -> Option<bool> {
+        if self.rules.iter().any(|r| rule_allows(r, need, None)) {
+            Some(true)
+        } else if self.complete {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `rule` allows `need` (on the object `name`, or on any object of the resource), as
+/// the RBAC authorizer matches: each of verbs, API groups and resources lists the one asked for
+/// or `*`; a rule naming objects (`resourceNames`) allows only requests for one of them.
+pub fn rule_allows(rule: &ResourceRule, need: &Need, name: Option<&str>) -> bool {
+    let has = |list: &[String], item: &str| list.iter().any(|x| x == "*" || x == item);
+    let names = rule.resource_names.as_deref().unwrap_or_default();
+    has(&rule.verbs, &need.verb)
+        && has(rule.api_groups.as_deref().unwrap_or_default(), &need.group)
+        && has(
+            rule.resources.as_deref().unwrap_or_default(),
+            &need.resource,
+        )
+        && (names.is_empty() || name.is_some_and(|n| names.iter().any(|x| x == n)))
 }
 
 /// What writing an addon's state in `namespace` needs: its record, argument Secret and lease;
@@ -358,6 +455,102 @@ mod tests {
                 None
             )),
             Role::Admin
+        );
+    }
+
+    fn rule(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> ResourceRule {
+        let owned = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        ResourceRule {
+            verbs: owned(verbs),
+            api_groups: Some(owned(groups)),
+            resources: Some(owned(resources)),
+            resource_names: (!names.is_empty()).then(|| owned(names)),
+        }
+    }
+
+    #[test]
+    fn a_rule_allows_by_verb_group_resource_and_name_with_wildcards() {
+        let ns = Some("ns");
+        let patch_secrets = Need::new("patch", "", "secrets", ns);
+        let exact = rule(&["get", "patch"], &[""], &["secrets"], &[]);
+        assert!(rule_allows(&exact, &patch_secrets, None));
+        assert!(!rule_allows(
+            &exact,
+            &Need::new("delete", "", "secrets", ns),
+            None
+        ));
+        // The core group is `""`: a rule of `apps` does not cover it, nor the other way round.
+        assert!(!rule_allows(
+            &rule(&["patch"], &["apps"], &["secrets"], &[]),
+            &patch_secrets,
+            None
+        ));
+        assert!(!rule_allows(
+            &exact,
+            &Need::new("patch", "apps", "secrets", ns),
+            None
+        ));
+        assert!(!rule_allows(
+            &exact,
+            &Need::new("patch", "", "configmaps", ns),
+            None
+        ));
+        // A subresource rule is not the resource.
+        assert!(!rule_allows(
+            &rule(&["patch"], &[""], &["secrets/status"], &[]),
+            &patch_secrets,
+            None
+        ));
+        let everything = rule(&["*"], &["*"], &["*"], &[]);
+        assert!(rule_allows(
+            &everything,
+            &Need::new("create", "rbac.authorization.k8s.io", "clusterroles", None),
+            None
+        ));
+        assert!(rule_allows(
+            &rule(&["*"], &["apps"], &["*"], &[]),
+            &Need::new("delete", "apps", "deployments", ns),
+            None
+        ));
+        assert!(!rule_allows(
+            &rule(&["*"], &["apps"], &["*"], &[]),
+            &Need::new("delete", "batch", "jobs", ns),
+            None
+        ));
+        // Named objects only: not a permission on the resource as a whole.
+        let named = rule(&["get", "patch"], &[""], &["secrets"], &["a", "b"]);
+        assert!(!rule_allows(&named, &patch_secrets, None));
+        assert!(rule_allows(&named, &patch_secrets, Some("b")));
+        assert!(!rule_allows(&named, &patch_secrets, Some("c")));
+        // A rule without groups or resources allows nothing.
+        let empty = ResourceRule {
+            verbs: vec!["*".to_owned()],
+            ..ResourceRule::default()
+        };
+        assert!(!rule_allows(&empty, &patch_secrets, None));
+    }
+
+    #[test]
+    fn complete_rules_refuse_what_they_do_not_allow_incomplete_ones_leave_it_open() {
+        let status = |incomplete: bool, error: Option<&str>| SubjectRulesReviewStatus {
+            incomplete,
+            evaluation_error: error.map(str::to_owned),
+            resource_rules: vec![rule(&["get", "list"], &[""], &["secrets"], &[])],
+            non_resource_rules: Vec::new(),
+        };
+        let list = Need::new("list", "", "secrets", Some("ns"));
+        let delete = Need::new("delete", "", "secrets", Some("ns"));
+        let complete = Rules::from(status(false, None));
+        assert_eq!(complete.decides(&list), Some(true));
+        assert_eq!(complete.decides(&delete), Some(false));
+        let incomplete = Rules::from(status(true, None));
+        assert_eq!(incomplete.decides(&list), Some(true));
+        assert_eq!(incomplete.decides(&delete), None);
+        let failed = Rules::from(status(false, Some("a binding could not be read")));
+        assert_eq!(failed.decides(&delete), None);
+        assert_eq!(
+            Rules::from(status(false, Some(""))).decides(&delete),
+            Some(false)
         );
     }
 

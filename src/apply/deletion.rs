@@ -368,8 +368,12 @@ pub fn empty_intent(reference: &ObjectRef) -> serde_json::Value {
 /// else has (status writers are ignored). An object nobody manages (made before field managers
 /// existed, or with no fields of its own) is not addonctl's.
 pub fn created_by_us(stored: &DynamicObject) -> bool {
-    let mut writers = stored
-        .metadata
+    metadata_created_by_us(&stored.metadata)
+}
+
+/// [`created_by_us`] of an object's metadata alone (a metadata-only list's item).
+pub fn metadata_created_by_us(metadata: &kube::core::ObjectMeta) -> bool {
+    let mut writers = metadata
         .managed_fields
         .iter()
         .flatten()

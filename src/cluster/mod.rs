@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, PostParams};
 use kube::config::KubeConfigOptions;
@@ -128,7 +128,17 @@ pub struct Cluster {
     /// The managed clusters reached through this one, by name: one client (connection pool,
     /// discovery cache, rate bucket) per cluster per process.
     managed: Arc<Mutex<Managed>>,
+    /// The rules reviews answered lately, by namespace (see [`Cluster::rules_review`]).
+    rules: Arc<Mutex<RulesAnswers>>,
 }
+
+type RulesStatus = k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus;
+/// Rules reviews by namespace, with when each was answered.
+type RulesAnswers = HashMap<String, (Instant, Option<RulesStatus>)>;
+
+/// How long a rules review's answer is reused: the checks of one command ask once per
+/// namespace; a long-running process (the controller) sees changed bindings soon.
+const RULES_REUSE: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,6 +229,7 @@ impl Cluster {
             timeout,
             notice,
             managed: Arc::default(),
+            rules: Arc::default(),
         })
     }
 
@@ -240,6 +251,7 @@ impl Cluster {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             notice: watchdog::NoticeSlot::default(),
             managed: Arc::default(),
+            rules: Arc::default(),
         }
     }
 
@@ -368,5 +380,77 @@ impl Cluster {
             .await
             .map_err(|e| self.map_error(e, "SelfSubjectAccessReview"))?;
         Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+
+    /// The metadata of the objects of a kind named `names` (in one namespace, or cluster-wide):
+    /// one metadata-only list (`PartialObjectMetadataList`), narrowed by a field selector to the
+    /// object when there is one name, so that no collection is read whole for one object. A
+    /// kind the server does not serve has none.
+    pub async fn metadata_of(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        names: &[&str],
+    ) -> Result<Vec<kube::core::ObjectMeta>> {
+        if self.resource(gvk).await?.is_none() {
+            return Ok(Vec::new());
+        }
+        let what = format!("{} list", gvk.kind);
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
+        let params = match names {
+            [one] => kube::api::ListParams::default().fields(&format!("metadata.name={one}")),
+            _ => kube::api::ListParams::default(),
+        };
+        let list = api
+            .list_metadata(&params)
+            .await
+            .map_err(|e| self.map_error(e, &what))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|item| item.metadata)
+            .filter(|m| m.name.as_deref().is_some_and(|n| names.contains(&n)))
+            .collect())
+    }
+
+    /// Asks the server, with one SelfSubjectRulesReview, what the caller may do in `namespace`:
+    /// the rules bound there and cluster-wide. `None` when the server has no answer (the review
+    /// is not served, refused or the namespace rejected); the caller then asks per permission
+    /// ([`Cluster::can_i`]). An answer is reused for [`RULES_REUSE`].
+    pub async fn rules_review(&self, namespace: &str) -> Result<Option<RulesStatus>> {
+        let cached = self
+            .rules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .filter(|(at, _)| at.elapsed() < RULES_REUSE)
+            .map(|(_, status)| status.clone());
+        if let Some(status) = cached {
+            return Ok(status);
+        }
+        let status = self.ask_rules(namespace).await?;
+        self.rules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(namespace.to_owned(), (Instant::now(), status.clone()));
+        Ok(status)
+    }
+
+    async fn ask_rules(&self, namespace: &str) -> Result<Option<RulesStatus>> {
+        use k8s_openapi::api::authorization::v1::{
+            SelfSubjectRulesReview, SelfSubjectRulesReviewSpec,
+        };
+        let review = SelfSubjectRulesReview {
+            spec: SelfSubjectRulesReviewSpec {
+                namespace: Some(namespace.to_owned()),
+            },
+            ..SelfSubjectRulesReview::default()
+        };
+        let api: Api<SelfSubjectRulesReview> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), &review).await {
+            Ok(answer) => Ok(answer.status),
+            Err(kube::Error::Api(response)) if response.code < 500 => Ok(None),
+            Err(e) => Err(self.map_error(e, "SelfSubjectRulesReview")),
+        }
     }
 }

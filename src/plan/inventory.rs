@@ -458,6 +458,16 @@ impl DefinitionsOnCluster {
     }
 }
 
+/// How [`check`] runs: `skip` turns what is missing into notes; `vela_running` is whether the
+/// planner found KubeVela's version (read once per plan).
+#[derive(Debug, Clone, Copy)]
+pub struct Checks {
+    /// What is missing becomes notes instead of an error.
+    pub skip: bool,
+    /// KubeVela runs on the control plane.
+    pub vela_running: bool,
+}
+
 /// Checks that every API the plan's addons use is provided; see the module documentation.
 /// With `skip`, what is missing is returned as notes instead (KubeVela's workflow retries
 /// until the environment serves it).
@@ -466,8 +476,9 @@ pub async fn check(
     plan: &Plan,
     installed: &BTreeMap<String, Installed>,
     readers: Vec<Reader>,
-    skip: bool,
+    checks: Checks,
 ) -> Result<Vec<String>> {
+    let Checks { skip, vela_running } = checks;
     refuse_state(ctx.store(), plan).await?;
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
@@ -484,10 +495,7 @@ pub async fn check(
         .await?;
     // With KubeVela running, its built-ins are definitions in the system namespace like any
     // other; without it, the complete list of 1.10's built-ins stands in for them.
-    let kubevela_running = definitions_served
-        && super::vela_version(ctx.cluster, ctx.namespace)
-            .await
-            .is_some();
+    let kubevela_running = definitions_served && vela_running;
     let mut on_cluster = DefinitionsOnCluster::default();
 
     // Every addon's missing APIs, with an example object of each.

@@ -224,6 +224,7 @@ const READ_CONCURRENCY: usize = 8;
 /// then loaded and rendered, a dependency's clusters are widened to those of the addons that
 /// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
+    use inventory::Checks;
     check_clusters(ctx.store(), request.args.clusters()).await?;
     let installed = ctx.store().installed().await?;
     let k8s_version = kubernetes_version(ctx.cluster).await;
@@ -298,7 +299,10 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
         &plan,
         &installed,
         sources.readers(),
-        request.skip_api_check,
+        Checks {
+            skip: request.skip_api_check,
+            vela_running: vela_version.is_some(),
+        },
     )
     .await?;
     plan.notes.extend(missing);

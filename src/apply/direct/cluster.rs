@@ -21,6 +21,8 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Default)]
 pub(super) struct ClusterPlan {
     pub(super) ensure_namespaces: Vec<String>,
+    /// Of those, the ones the survey found, with their uid: not read again before the apply.
+    pub(super) existing_namespaces: BTreeMap<String, String>,
     pub(super) objects: Vec<DispatchedObject>,
 }
 
@@ -57,7 +59,8 @@ impl Target<'_> {
 /// Plans the apply on one cluster without changing anything: resolves each object's namespace
 /// (cached discovery), and finds whether addonctl creates it. That is known for objects the
 /// previous inventory (or another addon's record) lists, and for kinds not served yet (their
-/// CRD comes with the addon); the others are looked up with one list per kind and namespace, so
+/// CRD comes with the addon); the others are looked up with one metadata-only list per kind and
+/// namespace (narrowed to the object by its name when it is the only one of its kind there), so
 /// that an object that existed before is recorded as not created by addonctl even when the
 /// forced apply takes over every field of its other managers (which leaves addonctl as the only
 /// manager, indistinguishable afterwards from an object it created).
@@ -129,9 +132,16 @@ pub(super) async fn survey(
     }
     // After the first failure no further list is started (each could cost a timeout).
     let failed = AtomicBool::new(false);
-    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(unknown.keys())
-        .map(|(api_version, kind, namespace)| {
+    let objects_of = |indexes: &[usize]| -> Vec<String> {
+        indexes
+            .iter()
+            .map(|&i| plan.objects[i].object.name.clone())
+            .collect()
+    };
+    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(&unknown)
+        .map(|((api_version, kind, namespace), indexes)| {
             let failed = &failed;
+            let names = objects_of(indexes);
             async move {
                 if failed.load(Ordering::Relaxed) {
                     return Ok(BTreeMap::new());
@@ -143,11 +153,15 @@ pub(super) async fn survey(
                     name: String::new(),
                 }
                 .gvk();
-                match cluster.list(&gvk, namespace.as_deref(), "").await {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                match cluster
+                    .metadata_of(&gvk, namespace.as_deref(), &names)
+                    .await
+                {
                     Ok(items) => Ok(items
                         .iter()
-                        .filter_map(|i| {
-                            Some((i.metadata.name.clone()?, deletion::created_by_us(i)))
+                        .filter_map(|m| {
+                            Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
                         })
                         .collect()),
                     Err(e) => {
@@ -196,11 +210,12 @@ pub(super) async fn ensure_namespaces(
             namespace: None,
             name: name.clone(),
         };
-        let exists = target
-            .cluster
-            .get(&reference.gvk(), None, name)
-            .await?
-            .is_some();
+        let stored = target.cluster.get(&reference.gvk(), None, name).await?;
+        let exists = stored.is_some();
+        if let Some(stored) = stored {
+            let uid = stored.metadata.uid.unwrap_or_default();
+            plan.existing_namespaces.insert(name.clone(), uid);
+        }
         plan.ensure_namespaces.push(name.clone());
         // Recorded when addonctl creates it (and kept while an earlier run recorded it).
         if let Some(created) = target
@@ -357,8 +372,8 @@ pub(super) async fn apply_to_cluster(
     }
 }
 
-/// Creates the namespaces the plan needs and the cluster lacks, recording those addonctl
-/// creates for the addon.
+/// Creates the namespaces the plan needs and the cluster lacked at the survey (those it had are
+/// not read again), recording those addonctl creates for the addon.
 async fn ensure_planned_namespaces(
     cluster: &Cluster,
     plan: &ClusterPlan,
@@ -371,16 +386,22 @@ async fn ensure_planned_namespaces(
             namespace: None,
             name: namespace.clone(),
         };
-        let stored = cluster
-            .get_or_create(&serde_json::json!({
-                "apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
-            }))
-            .await?;
+        let uid = match plan.existing_namespaces.get(namespace) {
+            Some(uid) => uid.clone(),
+            None => cluster
+                .get_or_create(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "addonctl"}},
+                }))
+                .await?
+                .metadata
+                .uid
+                .unwrap_or_default(),
+        };
         if let Some(created) = plan.created(&reference) {
             applied.push(DispatchedObject {
                 object: reference,
-                uid: stored.metadata.uid.clone().unwrap_or_default(),
+                uid,
                 created,
             });
         }
