@@ -48,6 +48,17 @@ fn https_connector(
         .wrap_connector(tcp_connector()))
 }
 
+/// Longest a pooled connection is kept idle.
+const MAX_POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// How long a connection may sit idle in the pool: half the read timeout (at most
+/// [`MAX_POOL_IDLE`]). The read timeout wraps the connection's stream, so an idle connection is
+/// cut by it after that long; one kept in the pool as long would be handed out just as it is cut
+/// (`SendRequest` errors when requests to a cluster are spaced about one timeout apart).
+fn pool_idle_timeout(read_timeout: Option<Duration>) -> Duration {
+    read_timeout.map_or(MAX_POOL_IDLE, |read| (read / 2).min(MAX_POOL_IDLE))
+}
+
 /// The client builder of a cluster's config (see the module documentation).
 pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Error> {
     if config.proxy_url.is_some() || config.auth_info.exec.is_some() {
@@ -60,7 +71,7 @@ pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Erro
     connector.set_write_timeout(config.write_timeout);
     let client: hyper_util::client::legacy::Client<_, Body> =
         hyper_util::client::legacy::Builder::new(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(pool_idle_timeout(config.read_timeout))
             .build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
@@ -81,6 +92,18 @@ pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_connections_leave_the_pool_well_before_the_read_timeout_cuts_them() {
+        let read = Duration::from_secs(30);
+        assert_eq!(pool_idle_timeout(Some(read)), Duration::from_secs(15));
+        assert!(pool_idle_timeout(Some(read)) < read);
+        assert_eq!(
+            pool_idle_timeout(Some(Duration::from_secs(600))),
+            MAX_POOL_IDLE
+        );
+        assert_eq!(pool_idle_timeout(None), MAX_POOL_IDLE);
+    }
 
     #[tokio::test]
     async fn connections_are_made_with_nagle_off() {

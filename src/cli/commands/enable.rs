@@ -12,7 +12,7 @@ use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
 use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::{parameter_input, prepare_write};
+use crate::cli::commands::{parameter_input, prepare_write, WriteRequest};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
 
@@ -38,25 +38,14 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    let dry_run = args.dry_run.is_some();
-    prepare_write(
-        &mut ctx,
-        "enable",
-        &args.addon,
-        args.lock.force_unlock,
-        dry_run,
-    )
-    .await?;
-    if !dry_run {
-        super::declare::refuse_if_declared(
-            &ctx,
-            printer,
-            &args.addon,
-            Guarded::Enable,
-            args.controller.override_controller,
-        )
-        .await?;
-    }
+    let write = WriteRequest {
+        command: Guarded::Enable,
+        addon: &args.addon,
+        force_unlock: args.lock.force_unlock,
+        dry_run: args.dry_run.is_some(),
+        override_controller: args.controller.override_controller,
+    };
+    prepare_write(&mut ctx, printer, &write).await?;
     let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),

@@ -64,18 +64,43 @@ pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::R
     Ok(())
 }
 
-/// Before `enable` or `upgrade` (`verb`) of `addon` plans: its lock options, and — unless it is a
-/// dry run — the check that the user may write the addon's state.
+/// What `enable` or `upgrade` of an addon asks of [`prepare_write`].
+pub(crate) struct WriteRequest<'a> {
+    /// The command (`Guarded::Enable` or `Guarded::Upgrade`).
+    pub command: declare::Guarded,
+    /// The addon as the user named it.
+    pub addon: &'a str,
+    /// `--force-unlock`.
+    pub force_unlock: bool,
+    /// Whether it is a dry run (nothing is written, so nothing is checked).
+    pub dry_run: bool,
+    /// `--override-controller`.
+    pub override_controller: bool,
+}
+
+/// Before `enable` or `upgrade` plans: its lock options, and — unless it is a dry run — the
+/// check that the user may write the addon's state and the refusal of an addon an `Addon`
+/// resource declares (the controller owns it).
 pub(crate) async fn prepare_write(
     ctx: &mut Context,
-    verb: &str,
-    addon: &str,
-    force_unlock: bool,
-    dry_run: bool,
+    printer: crate::cli::printer::Printer,
+    write: &WriteRequest<'_>,
 ) -> anyhow::Result<()> {
-    ctx.lock = lock_options(&format!("{verb} {addon}"), force_unlock);
-    if !dry_run {
-        check_addon_state(ctx, &format!("`addonctl {verb} {addon}`")).await?;
+    let verb = match write.command {
+        declare::Guarded::Upgrade => "upgrade",
+        declare::Guarded::Enable | declare::Guarded::Disable => "enable",
+    };
+    ctx.lock = lock_options(&format!("{verb} {}", write.addon), write.force_unlock);
+    if !write.dry_run {
+        check_addon_state(ctx, &format!("`addonctl {verb} {}`", write.addon)).await?;
+        declare::refuse_if_declared(
+            ctx,
+            printer,
+            write.addon,
+            write.command,
+            write.override_controller,
+        )
+        .await?;
     }
     Ok(())
 }

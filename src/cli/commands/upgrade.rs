@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use crate::cli::args::{DryRun, UpgradeArgs};
 use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::enable::PlanOutput;
-use crate::cli::commands::{parameter_input, prepare_write};
+use crate::cli::commands::{parameter_input, prepare_write, WriteRequest};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -19,25 +19,14 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let given = parameter_input(&args.parameters, None)?;
     let mut ctx = connect(global, cluster, printer, true).await?;
-    let dry_run = args.dry_run.is_some();
-    prepare_write(
-        &mut ctx,
-        "upgrade",
-        &args.addon,
-        args.lock.force_unlock,
-        dry_run,
-    )
-    .await?;
-    if !dry_run {
-        super::declare::refuse_if_declared(
-            &ctx,
-            printer,
-            &args.addon,
-            Guarded::Upgrade,
-            args.controller.override_controller,
-        )
-        .await?;
-    }
+    let write = WriteRequest {
+        command: Guarded::Upgrade,
+        addon: &args.addon,
+        force_unlock: args.lock.force_unlock,
+        dry_run: args.dry_run.is_some(),
+        override_controller: args.controller.override_controller,
+    };
+    prepare_write(&mut ctx, printer, &write).await?;
     let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),
         version: args.version.clone(),
