@@ -1,0 +1,202 @@
+//! clap definitions of the multi-cluster commands: `controller`, `rbac`, `cluster`, `rollout`.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// `manifests`: print the CRD, RBAC and Deployment instead of running.
+    #[command(subcommand)]
+    pub command: Option<ControllerCommand>,
+    /// Where `/healthz`, `/readyz` and `/metrics` listen (port 0: any free port, printed on
+    /// stderr).
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub metrics_addr: String,
+    /// Reconcile only while holding the Lease `addonctl-controller` (run several replicas
+    /// safely); `--leader-elect=false` reconciles at once.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How often the registries are listed again (`30s`, `5m`, `1h`; `0`: never): an `Addon`
+    /// whose version would change (a new version matching `spec.version`) is rolled out.
+    /// `POST /webhook/registry` on the metrics address re-lists at once.
+    #[arg(long, default_value = "5m", visible_alias = "registry-poll")]
+    pub registry_interval: String,
+    /// How often an `Addon`'s clusters are compared with its record when its drift policy is
+    /// `correct` or `warn` (`10s`, `1m`).
+    #[arg(long, default_value = "10s")]
+    pub drift_interval: String,
+    /// The first retry's delay after a failed reconcile (doubling each failure).
+    #[arg(long, default_value = "5s")]
+    pub backoff_initial: String,
+    /// The longest retry delay, and the pace of a `Stalled` `Addon`'s retries.
+    #[arg(long, default_value = "5m")]
+    pub backoff_max: String,
+    /// Failures in a row before an `Addon` is `Stalled`.
+    #[arg(long, default_value_t = 6)]
+    pub retry_budget: u32,
+    /// `Addon`s reconciled at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u16,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ControllerCommand {
+    /// Print the `Addon` CRD, the controller's ServiceAccount, least-privilege RBAC and
+    /// Deployment, for `kubectl apply -f -`.
+    #[command(after_help = help::CONTROLLER_MANIFESTS)]
+    Manifests(ManifestsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// The controller's image (an image of this build of addonctl; there is no default).
+    #[arg(long)]
+    pub image: String,
+    /// The namespace (default: the system namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Replicas of the Deployment (one leads, the others stand by).
+    #[arg(long, default_value_t = 2)]
+    pub replicas: u32,
+    /// Bind ClusterRole `addonctl-admin` instead of `addonctl-operator` (addons that put
+    /// arbitrary objects on the control plane need it).
+    #[arg(long)]
+    pub admin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ObjectFormat::Yaml)]
+    pub output: ObjectFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Take the addon's (or registry's) lock from another command: only when that command is
+    /// gone (a lock expires a minute after its command stopped).
+    #[arg(long)]
+    pub force_unlock: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Join a cluster from a kubeconfig (stored as KubeVela stores clusters).
+    #[command(after_help = help::CLUSTER_JOIN)]
+    Join {
+        /// The cluster's name.
+        name: String,
+        /// The kubeconfig holding its credentials (not the global `--kubeconfig`).
+        #[arg(long = "from-kubeconfig", value_name = "FILE")]
+        from_kubeconfig: PathBuf,
+        /// The kubeconfig context (default: its current context).
+        #[arg(long = "from-context")]
+        from_context: Option<String>,
+        /// Labels `k=v,…` for `clusterLabelSelector`; on a re-join they replace the stored set
+        /// (without `--labels` a re-join keeps it).
+        #[arg(long)]
+        labels: Vec<String>,
+        /// On a re-join, drop the cluster's stored labels.
+        #[arg(long, conflicts_with = "labels")]
+        reset_labels: bool,
+        /// Do not ask before a re-join drops labels (`--reset-labels`, or `--labels` without
+        /// some stored key; only asked on a terminal).
+        #[arg(short, long)]
+        yes: bool,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// List `local` and the joined clusters: endpoint, credential type, labels, reachability, version.
+    #[command(after_help = help::CLUSTER_LIST)]
+    List {
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// Delete what addons applied to a cluster, then forget the cluster (on a terminal, asks
+    /// first).
+    #[command(after_help = help::CLUSTER_DETACH)]
+    Detach {
+        /// The cluster's name.
+        name: String,
+        /// Detach even when the cluster cannot be cleaned.
+        #[arg(long)]
+        force: bool,
+        /// Print what would be deleted, given back and kept there; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation (only asked on a terminal).
+        #[arg(short, long)]
+        yes: bool,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+        output: ReportFormat,
+    },
+    /// Replace a cluster's labels.
+    #[command(after_help = help::CLUSTER_LABELS)]
+    Labels {
+        /// The cluster's name.
+        name: String,
+        /// Labels `k=v` (all of them; the old ones are replaced).
+        labels: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Enable an addon stage by stage: each batch of clusters is applied (with the clusters
+    /// before it), then must stay healthy on the new revision for the stage's soak time before
+    /// the next one; stops at the first failed gate (exit 1), later stages untouched.
+    #[command(after_help = help::ROLLOUT_RUN)]
+    Run(RolloutRunArgs),
+    /// Show the controller's staged rollout of an `Addon`: phase, stage, clusters done,
+    /// pending and failed (with the reasons), soak left.
+    #[command(after_help = help::ROLLOUT_STATUS)]
+    Status(RolloutAddonArgs),
+    /// Pause the controller's rollout of an `Addon` (`spec.rollout.paused: true`): nothing new
+    /// is applied; the status is kept.
+    #[command(after_help = help::ROLLOUT_PAUSE)]
+    Pause(RolloutAddonArgs),
+    /// Resume a paused rollout (clears `spec.rollout.paused`).
+    #[command(after_help = help::ROLLOUT_RESUME)]
+    Resume(RolloutAddonArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutAddonArgs {
+    /// The `Addon` (its name: the addon's).
+    pub addon: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutRunArgs {
+    /// The addon: `name`, `registry/name`, or a directory.
+    pub addon: String,
+    /// The stages: a YAML file `{stages: [{name, clusterSelector, maxConcurrency, maxFailures,
+    /// soakSeconds}], progressDeadlineSeconds}`.
+    #[arg(long, value_name = "FILE")]
+    pub stages: PathBuf,
+    #[command(flatten)]
+    pub parameters: ParameterArgs,
+    /// The version to roll out (default: the newest).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// How often each gate is checked, in seconds.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub poll_interval: f64,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output: ReportFormat,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
