@@ -17,14 +17,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::chrono::{SecondsFormat, Utc};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::crd::{Addon, AddonSpec, AddonStatus, ClusterStatus, Condition, RolloutPhase};
+use super::crd::{condition, now, Addon, AddonSpec, AddonStatus, ClusterStatus, RolloutPhase};
 use super::data::Data;
 use super::engine::{self, Applied, Desired};
 use super::stages;
@@ -116,7 +115,7 @@ pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
             Ok(Action::await_change())
         }
         Err(error) => {
-            super::events::disable_refused(data, addon, &error).await;
+            super::events::disable_refused(&data.events, addon, &error).await;
             let current = addon.status.clone().unwrap_or_default();
             let mut status = current.clone();
             status.last_error = Some(error.to_string());
@@ -242,7 +241,7 @@ async fn converge(
         hold: Vec::new(),
     };
     let applied = engine::apply(ctx, &desired).await?;
-    super::events::applied(data, addon, &applied).await;
+    super::events::applied(&data.events, addon, &applied).await;
     let revision = engine::record_revision(ctx, &name).await?;
     observe_drift(data, addon, revision.as_ref(), &mut status).await?;
     for cluster in &applied.clusters {
@@ -318,7 +317,7 @@ async fn observe_drift(
     data.shared
         .metrics
         .drift(&name, report.drifts.len(), report.corrected.len());
-    super::events::drift(data, addon, &report).await;
+    super::events::drift(&data.events, addon, &report).await;
     let left: Vec<String> = report
         .drifts
         .iter()
@@ -494,7 +493,14 @@ async fn record_failure(
         memo.retry_at = Some(Instant::now() + delay);
     });
     tracing::warn!(addon = %name, failures, "reconcile failed: {error}");
-    super::events::failed(data, addon, error, failures).await;
+    super::events::failed(
+        &data.events,
+        &data.shared.settings.backoff,
+        addon,
+        error,
+        failures,
+    )
+    .await;
     let mut status = current.clone();
     status.observed_generation = generation;
     status.consecutive_failures = failures;
@@ -666,27 +672,6 @@ fn removals(old: &Value, new: &mut Value) {
             }
         }
     }
-}
-
-pub(super) fn condition(
-    type_: &str,
-    status: bool,
-    reason: &str,
-    message: &str,
-    generation: Option<i64>,
-) -> Condition {
-    Condition {
-        type_: type_.to_owned(),
-        status: if status { "True" } else { "False" }.to_owned(),
-        reason: reason.to_owned(),
-        message: message.to_owned(),
-        observed_generation: generation,
-        last_transition_time: None,
-    }
-}
-
-pub(super) fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 #[cfg(test)]

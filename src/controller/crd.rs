@@ -410,6 +410,29 @@ fn int_or_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
+/// A condition of the `Addon`'s status (its transition time is set when it is stored).
+pub(super) fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        observed_generation: generation,
+        last_transition_time: None,
+    }
+}
+
+/// Now, as the status's timestamps are written.
+pub(super) fn now() -> String {
+    k8s_openapi::chrono::Utc::now().to_rfc3339_opts(k8s_openapi::chrono::SecondsFormat::Secs, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,6 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Resource as _, ResourceExt as _};
 
 use super::crd::Addon;
-use super::data::Data;
 use super::engine::Applied;
 use super::Error;
 
@@ -90,7 +89,7 @@ impl Events {
 }
 
 /// `Applied`: the version and clusters of an apply that changed something.
-pub(super) async fn applied(data: &Data, addon: &Addon, applied: &Applied) {
+pub(super) async fn applied(events: &Events, addon: &Addon, applied: &Applied) {
     if applied.unchanged {
         return;
     }
@@ -110,25 +109,28 @@ pub(super) async fn applied(data: &Data, addon: &Addon, applied: &Applied) {
     } else {
         EventType::Normal
     };
-    data.events
-        .publish(addon, type_, "Applied", note, true)
-        .await;
+    events.publish(addon, type_, "Applied", note, true).await;
 }
 
 /// `ApplyFailed` and, once the retry budget is spent, `Stalled`.
-pub(super) async fn failed(data: &Data, addon: &Addon, error: &Error, failures: u32) {
-    let events = &data.events;
+pub(super) async fn failed(
+    events: &Events,
+    backoff: &super::Backoff,
+    addon: &Addon,
+    error: &Error,
+    failures: u32,
+) {
     // No count in the message: the same failure again is the same outcome (not published
     // again within `REPEAT`).
     let note = format!("reconcile failed: {error}");
     events
         .publish(addon, EventType::Warning, "ApplyFailed", note, false)
         .await;
-    let budget = data.shared.settings.backoff.budget;
+    let budget = backoff.budget;
     if failures >= budget {
         let note = format!(
             "the retry budget ({budget} failures in a row) is spent: retried every {}s only; fix the cause or edit the Addon",
-            data.shared.settings.backoff.max.as_secs()
+            backoff.max.as_secs()
         );
         events
             .publish(addon, EventType::Warning, "Stalled", note, false)
@@ -137,7 +139,7 @@ pub(super) async fn failed(data: &Data, addon: &Addon, error: &Error, failures: 
 }
 
 /// `Drifted` (objects left as they are, with their paths) and `DriftCorrected`.
-pub(super) async fn drift(data: &Data, addon: &Addon, report: &crate::drift::Report) {
+pub(super) async fn drift(events: &Events, addon: &Addon, report: &crate::drift::Report) {
     let left: Vec<String> = report
         .drifts
         .iter()
@@ -151,22 +153,22 @@ pub(super) async fn drift(data: &Data, addon: &Addon, report: &crate::drift::Rep
             left.len(),
             left.join("; ")
         );
-        data.events
+        events
             .publish(addon, EventType::Warning, "Drifted", note, false)
             .await;
     }
     if !corrected.is_empty() {
         let note = format!("applied again: {}", corrected.join("; "));
-        data.events
+        events
             .publish(addon, EventType::Normal, "DriftCorrected", note, true)
             .await;
     }
 }
 
 /// `DisableRefused`: the `Addon` is being deleted and the addon cannot be disabled.
-pub(super) async fn disable_refused(data: &Data, addon: &Addon, error: &Error) {
+pub(super) async fn disable_refused(events: &Events, addon: &Addon, error: &Error) {
     let note = format!("the Addon is being deleted but the addon cannot be disabled: {error}");
-    data.events
+    events
         .publish(addon, EventType::Warning, "DisableRefused", note, false)
         .await;
 }

@@ -24,7 +24,7 @@ use kube::ResourceExt;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use super::converge::{condition, now};
+use super::crd::{condition, now};
 use super::crd::{
     Addon, AddonSpec, AddonStatus, FailedCluster, RolloutPhase, RolloutStatus, StageStatus,
 };
