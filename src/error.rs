@@ -220,6 +220,28 @@ pub enum Error {
         /// The clusters asked to be held.
         clusters: Vec<String>,
     },
+    /// Overrides give some clusters other parameters, and KubeVela deploys the addon.
+    #[error("addon `{addon}` is deployed by KubeVela, whose Application puts the same components on every cluster: the overrides that give clusters {} other parameters cannot be applied; make every override select all target clusters or none of them, or use the direct engine (`--engine direct`)", quoted(clusters))]
+    OverridesNeedDirectEngine {
+        /// The addon.
+        addon: String,
+        /// The clusters the overrides set apart.
+        clusters: Vec<String>,
+    },
+    /// An override's parameters are not valid for the addon.
+    #[error("override {index} of addon `{addon}`{} sets parameter `{parameter}`: {reason}", if clusters.is_empty() { String::new() } else { format!(" (clusters {})", quoted(clusters)) })]
+    OverrideInvalid {
+        /// The addon.
+        addon: String,
+        /// The override's index (in the order given).
+        index: usize,
+        /// The clusters it selects.
+        clusters: Vec<String>,
+        /// The parameter at fault (dotted path; empty when the schema says nothing more precise).
+        parameter: String,
+        /// Why (secret values masked).
+        reason: String,
+    },
     /// A component type the direct engine cannot deploy.
     #[error("component `{component}` has type `{kind}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`")]
     UndeployableComponent {
@@ -430,6 +452,8 @@ impl Error {
             | Error::LockTakenOver { .. }
             | Error::VelaMissing
             | Error::HoldNeedsDirectEngine { .. }
+            | Error::OverridesNeedDirectEngine { .. }
+            | Error::OverrideInvalid { .. }
             | Error::UndeployableComponent { .. }
             | Error::CrdNotEstablished { .. }
             | Error::ProtectedObjects { .. }

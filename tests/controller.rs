@@ -858,3 +858,152 @@ async fn a_hand_edit_is_only_reported_under_warn() {
     );
     stop_controller(controller, stop).await;
 }
+
+/// Each fixture ConfigMap of `addon` on a cluster with its resourceVersion.
+async fn config_map_versions(
+    cluster: &Cluster,
+    namespace: &str,
+    addon: &str,
+) -> std::collections::BTreeMap<String, String> {
+    list_on(cluster, Kind::CONFIG_MAP, Some(namespace))
+        .await
+        .into_iter()
+        .filter(|o| o["metadata"]["labels"][LABEL] == addon)
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_owned(),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels() {
+    let tiers = fixture("tiers", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&tiers]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[("env", "prod")]).await;
+    sb.join("m2", managed(2), &[("env", "prod"), ("tier", "canary")])
+        .await;
+    sb.join("m3", managed(3), &[("env", "prod")]).await;
+    let clusters = [
+        managed(1).admin().await,
+        managed(2).admin().await,
+        managed(3).admin().await,
+    ];
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+    let spec = |count: u64| {
+        json!({
+            "clusterSelector": {"matchLabels": {"env": "prod"}},
+            "parameters": {"count": 2},
+            "overrides": [{"clusterSelector": {"matchLabels": {"tier": "canary"}},
+                           "parameters": {"count": count}}],
+        })
+    };
+    let counts = || async {
+        let mut out = Vec::new();
+        for cluster in &clusters {
+            out.push(config_maps(cluster, sb.ns(), "tiers").await.len());
+        }
+        out
+    };
+    let versions = || async {
+        let mut out = Vec::new();
+        for cluster in &clusters {
+            out.push(config_map_versions(cluster, sb.ns(), "tiers").await);
+        }
+        out
+    };
+
+    apply_addon(&sb, "tiers", spec(3)).await;
+    let ready = wait_ready(&sb, "tiers").await;
+    assert_eq!(counts().await, [2, 3, 2], "m2 gets its override's count");
+    assert_eq!(ready["status"]["clusterSummary"], "3/3");
+    // One record: each parameter set once, each cluster the key of the one it got.
+    let record = sb.record("tiers").await;
+    assert_eq!(record.overrides.len(), 1);
+    let (_, m2_parameters) = record
+        .cluster_parameters("m2")
+        .expect("m2 got the override");
+    assert_eq!(Value::Object(m2_parameters.clone()), json!({"count": 3}));
+    assert!(record.cluster_parameters("m1").is_none());
+    assert!(record.cluster_parameters("m3").is_none());
+    assert_eq!(
+        sb.stored_args("tiers").await.unwrap()["count"],
+        2,
+        "the argument Secret holds the addon's own parameters"
+    );
+
+    // Unchanged: a cluster Secret event re-evaluates the Addon, which writes nothing (the Addon,
+    // the record and every ConfigMap keep their resourceVersions).
+    let before = (
+        addon(&sb, "tiers").await.unwrap()["metadata"]["resourceVersion"].clone(),
+        sb.get(Kind::SECRET, "addon-record-tiers").await.unwrap()["metadata"]["resourceVersion"]
+            .clone(),
+        versions().await,
+    );
+    let relabel = sb
+        .cli()
+        .args(["cluster", "labels", "m1", "env=prod", "team=a"])
+        .output()
+        .unwrap();
+    assert!(relabel.status.success(), "{relabel:?}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = (
+        addon(&sb, "tiers").await.unwrap()["metadata"]["resourceVersion"].clone(),
+        sb.get(Kind::SECRET, "addon-record-tiers").await.unwrap()["metadata"]["resourceVersion"]
+            .clone(),
+        versions().await,
+    );
+    assert_eq!(after, before, "an unchanged Addon writes nothing");
+
+    // The override changes: only m2 changes.
+    apply_addon(&sb, "tiers", spec(4)).await;
+    wait_for("m2 has four ConfigMaps", || async {
+        (counts().await == [2, 4, 2]).then_some(())
+    })
+    .await;
+    wait_ready(&sb, "tiers").await;
+    let now = versions().await;
+    assert_eq!(now[0], before.2[0], "m1 untouched");
+    assert_eq!(now[2], before.2[2], "m3 untouched");
+    assert_eq!(
+        now[1].get("tiers-1"),
+        before.2[1].get("tiers-1"),
+        "m2's objects the override leaves as they are are not written again"
+    );
+
+    // m2 loses the label: it moves back to the addon's own parameters (its extra ConfigMaps
+    // are pruned), the others untouched.
+    let relabel = sb
+        .cli()
+        .args(["cluster", "labels", "m2", "env=prod"])
+        .output()
+        .unwrap();
+    assert!(relabel.status.success(), "{relabel:?}");
+    wait_for("m2 back to two ConfigMaps", || async {
+        (counts().await == [2, 2, 2]).then_some(())
+    })
+    .await;
+    let record = wait_for("the record forgets the override", || async {
+        let record = sb.record("tiers").await;
+        record.overrides.is_empty().then_some(record)
+    })
+    .await;
+    assert!(record.cluster_parameters("m2").is_none());
+    let last = versions().await;
+    assert_eq!(last[0], before.2[0], "m1 untouched");
+    assert_eq!(last[2], before.2[2], "m3 untouched");
+    assert_eq!(
+        config_maps(&clusters[1], sb.ns(), "tiers").await,
+        numbered("tiers", 2)
+    );
+    drop(controller);
+}

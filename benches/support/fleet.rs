@@ -132,13 +132,14 @@ fn resolve(secrets: &[kube::api::DynamicObject], spec: &AddonSpec) -> (Desired, 
     let known = targets::known_clusters(joined);
     let resolved = targets::resolve(spec, &known).unwrap();
     let digest = targets::digest(spec, &resolved, &known, &[]);
-    let args = targets::parameters(spec, &resolved, &known, &[]).unwrap();
+    let parameters = targets::parameters(spec, &resolved, &known, &[]).unwrap();
     let count = resolved.clusters.as_ref().map_or(0, Vec::len);
     let desired = Desired {
         name: ADDON.to_owned(),
         registry: None,
         version: None,
-        args,
+        args: parameters.base,
+        overrides: parameters.overrides,
         hold: Vec::new(),
     };
     (desired, digest, count)

@@ -93,12 +93,7 @@ pub(super) async fn apply_rendered(
     let mut stored_previous = record::storage::read(cluster, ns, &rendered.name).await?;
     let previous = stored_previous.record.take();
     let vela = uses_vela(ctx).await?;
-    if vela && !hold.is_empty() {
-        return Err(Error::HoldNeedsDirectEngine {
-            addon: rendered.name.clone(),
-            clusters: hold.iter().cloned().collect(),
-        });
-    }
+    super::overrides::direct_only(step, hold, vela)?;
     report.engine = if vela {
         EngineChoice::Vela
     } else {
@@ -165,6 +160,7 @@ pub(super) async fn apply_rendered(
     let Some(prepared) = prepared else {
         record.placements.clear();
         record.dispatched.clear();
+        record.overrides.clear();
         let forget = note_revision(cluster, ns, step, &mut record, true, upgrade).await?;
         let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
         writes.note(report, &stored, record_name);
@@ -175,6 +171,7 @@ pub(super) async fn apply_rendered(
     let succeeded = failed.is_empty();
     let forget = note_revision(cluster, ns, step, &mut record, succeeded, upgrade).await?;
     stamp_applied(&mut record, hold);
+    super::overrides::stamp_parameters(&mut record, &step.variants, hold);
     let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored, record_name);
     revisions::forget(cluster, ns, &forget).await;
@@ -205,7 +202,7 @@ pub(crate) async fn uses_vela(ctx: &Applier<'_>) -> Result<bool> {
 /// good inventories plus what an interrupted enable planned), under the new version.
 fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> Record {
     let rendered = &step.rendered;
-    Record {
+    let mut record = Record {
         name: rendered.name.clone(),
         version: rendered.version.clone(),
         registry: rendered.registry.clone(),
@@ -239,7 +236,10 @@ fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> R
             .unwrap_or_default(),
         adopted: previous.map(|p| p.adopted.clone()).unwrap_or_default(),
         revisions: previous.map(|p| p.revisions.clone()).unwrap_or_default(),
-    }
+        overrides: previous.map(|p| p.overrides.clone()).unwrap_or_default(),
+    };
+    super::overrides::note_variants(&mut record, &step.variants);
+    record
 }
 
 /// The control-plane objects in apply order (the Application comes after them all).
@@ -315,7 +315,7 @@ async fn prepare_direct(
     let prepared = direct::prepare_holding(
         ctx,
         &rendered.name,
-        &rendered.application,
+        direct::Components::of(step),
         &record.dispatched,
         others.clone(),
         direct.hold,

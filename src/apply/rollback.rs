@@ -96,6 +96,7 @@ pub async fn rollback(
             description: Some(format!("rollback to {}", target.revision)),
         },
         revision_package,
+        overrides: crate::plan::Overrides::default(),
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
     for note in &plan.notes {

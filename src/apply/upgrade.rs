@@ -86,6 +86,7 @@ pub async fn upgrade_plan(ctx: &Context, request: &UpgradeRequest) -> Result<Pla
             description: None,
         },
         revision_package: None,
+        overrides: crate::plan::Overrides::default(),
     };
     plan(&ctx.planner(), &enable_request, true).await
 }

@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use super::crd::{condition, now, Addon, AddonSpec, AddonStatus, ClusterStatus, RolloutPhase};
 use super::data::Data;
 use super::engine::{self, Applied, Desired};
-use super::stages;
 use super::targets::{self, KnownCluster, Targets};
+use super::{overrides, stages};
 use super::{Error, Result};
 use crate::state::record::record_name;
 
@@ -180,14 +180,18 @@ async fn converge(
     let rolling = spec.rollout.is_some()
         && !targets.clusters.as_ref().is_some_and(Vec::is_empty)
         && !stages::settled(data, addon, &key);
+    let parameters = targets::parameters(spec, &targets, &known, &secrets)?;
+    let applying = rolling || !unchanged;
+    if overrides::refused(ctx, &name, &parameters.overrides, applying, &mut status).await? {
+        return Ok((status, Action::await_change(), false));
+    }
     if rolling {
-        let mut parameters = targets::parameters(spec, &targets, &known, &secrets)?;
-        parameters.remove("clusters");
         let inputs = stages::Inputs {
             addon,
             targets: &targets,
             known: &known,
-            parameters,
+            parameters: parameters.base.clone(),
+            overrides: parameters.overrides.clone(),
             version: version.clone(),
             key,
         };
@@ -232,14 +236,7 @@ async fn converge(
     // [rollout gate] The rollout module narrows `targets` to the clusters this pass may change
     // (the current stage, `maxConcurrency`) and holds the rest; without a rollout every target
     // changes at once.
-    let parameters = targets::parameters(spec, &targets, &known, &secrets)?;
-    let desired = Desired {
-        name: name.clone(),
-        registry: spec.registry.clone(),
-        version: Some(version),
-        args: parameters,
-        hold: Vec::new(),
-    };
+    let desired = Desired::of(name.clone(), spec, version, parameters);
     let applied = engine::apply(ctx, &desired).await?;
     super::events::applied(&data.events, addon, &applied).await;
     let revision = engine::record_revision(ctx, &name).await?;

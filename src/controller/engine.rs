@@ -24,6 +24,8 @@ pub struct Desired {
     pub version: Option<String>,
     /// Every argument (the `clusters` argument included when the spec names targets).
     pub args: Map<String, Value>,
+    /// Parameters some target clusters get over `args` (direct engine only).
+    pub overrides: crate::plan::Overrides,
     /// Clusters that keep what they run (a rollout's later stages): nothing is applied, pruned
     /// or deleted there, and their record entries (objects, version) are carried over as they
     /// are, whether or not the `clusters` argument names them (name them, so that a later
@@ -31,6 +33,25 @@ pub struct Desired {
     /// every target gets the version. Direct engine only: with KubeVela a non-empty `hold` is
     /// refused ([`crate::Error::HoldNeedsDirectEngine`]).
     pub hold: Vec<String>,
+}
+
+impl Desired {
+    /// What the `Addon` `name` asks for at `version` with `parameters`, nothing held.
+    pub fn of(
+        name: String,
+        spec: &super::crd::AddonSpec,
+        version: String,
+        parameters: super::targets::Parameters,
+    ) -> Desired {
+        Desired {
+            name,
+            registry: spec.registry.clone(),
+            version: Some(version),
+            args: parameters.base,
+            overrides: parameters.overrides,
+            hold: Vec::new(),
+        }
+    }
 }
 
 /// What an apply did.
@@ -73,6 +94,7 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
         version,
         args: desired.args.clone().into(),
         reset_values: true,
+        overrides: applied_overrides(desired),
         ..crate::plan::EnableRequest::default()
     };
     let mut plan = crate::plan::plan(&ctx.planner(), &request, false).await?;
@@ -110,6 +132,21 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
         clusters,
         unchanged: reports.iter().all(crate::apply::StepReport::unchanged),
     })
+}
+
+/// The overrides of `desired` for the clusters its `clusters` argument names (a rollout's batch
+/// names fewer than the targets): groups without any of them are left out.
+fn applied_overrides(desired: &Desired) -> crate::plan::Overrides {
+    let mut overrides = desired.overrides.clone();
+    if let Some(Value::Array(named)) = desired.args.get("clusters") {
+        for group in &mut overrides.groups {
+            group
+                .clusters
+                .retain(|c| named.iter().any(|n| n.as_str() == Some(c.as_str())));
+        }
+        overrides.groups.retain(|g| !g.clusters.is_empty());
+    }
+    overrides
 }
 
 /// A plain version as it is; a constraint → the newest version of the registries matching it.
@@ -244,7 +281,7 @@ pub struct DriftMemo {
     /// Objects as last applied or observed in sync.
     pub cache: crate::drift::DriftCache,
     /// The record revision `desired` was rendered for, and the objects.
-    pub desired: Option<(Option<String>, Vec<Value>)>,
+    pub desired: Option<(Option<String>, crate::drift::engine::Desired)>,
 }
 
 /// The `Addon`'s drift field in the drift module's terms.
@@ -300,7 +337,8 @@ pub async fn drift(
         let desired = crate::drift::engine::desired_objects(ctx, &record).await?;
         memo.desired = Some((revision.cloned(), desired));
     }
-    let desired = memo.desired.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
+    let none = crate::drift::engine::Desired::default();
+    let desired = memo.desired.as_ref().map_or(&none, |(_, d)| d);
     Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
 }
 
@@ -311,6 +349,7 @@ pub fn version_request(name: String, spec: &super::crd::AddonSpec) -> Desired {
         registry: spec.registry.clone(),
         version: spec.version.clone(),
         args: Map::new(),
+        overrides: crate::plan::Overrides::default(),
         hold: Vec::new(),
     }
 }

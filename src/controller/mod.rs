@@ -5,7 +5,8 @@
 //! - [`crd`]: the `Addon` resource (spec, status, conditions);
 //! - [`control`]: `rollout status|pause|resume` on an `Addon`;
 //! - [`manifests`]: the CRD, ServiceAccount, least-privilege RBAC and Deployment to install it;
-//! - [`targets`]: pure decisions (target clusters, parameters, the inputs digest);
+//! - [`targets`]: pure decisions (target clusters, parameters and the groups of clusters the
+//!   overrides give other ones, the inputs digest);
 //! - [`engine`]: the only file that calls [`crate::plan`], [`crate::apply`], [`crate::state`]
 //!   and [`crate::status`];
 //! - `reconcile`: one reconcile of one `Addon` (resolve targets → [rollout gate] → plan/apply
@@ -35,6 +36,7 @@ mod events;
 mod leader;
 pub mod manifests;
 mod metrics;
+mod overrides;
 mod reconcile;
 mod relist;
 mod serve;
@@ -62,9 +64,6 @@ pub enum Error {
     /// The `Addon`'s spec cannot be reconciled as written.
     #[error("invalid `Addon` spec: {0}")]
     Spec(String),
-    /// Overrides that would give target clusters different parameters.
-    #[error("overrides give the target clusters different parameters ({0}); addonctl keeps one parameter set per addon (its record), so each override must select every target cluster or none of them")]
-    OverridesDiverge(String),
     /// A `secretParameters` entry cannot be read.
     #[error("secret parameter `{parameter}`: {reason}")]
     SecretParameter {
@@ -98,7 +97,6 @@ crate::error::front_end_error!(
     Error,
     user: Error::Spec(_)
         | Error::Control(_)
-        | Error::OverridesDiverge(_)
         | Error::SecretParameter { .. }
         | Error::Listen { .. },
     Error::Drift(e) => e.is_user_error(),

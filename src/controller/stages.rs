@@ -47,8 +47,10 @@ pub(super) struct Inputs<'a> {
     pub targets: &'a Targets,
     /// The known clusters and their labels.
     pub known: &'a [KnownCluster],
-    /// Every parameter but `clusters`.
+    /// The parameters (each batch's `clusters` replaces theirs).
     pub parameters: Map<String, Value>,
+    /// Parameters some target clusters get over them.
+    pub overrides: crate::plan::Overrides,
     /// The version rolled out.
     pub version: String,
     /// The rollout's key ([`key`]).
@@ -307,6 +309,7 @@ async fn apply_batch(
         registry: inputs.addon.spec.registry.clone(),
         version: Some(inputs.version.clone()),
         args,
+        overrides: inputs.overrides.clone(),
         hold,
     };
     tracing::info!(addon = %name, clusters = ?clusters, hold = ?desired.hold, "rollout: applying a batch");

@@ -115,63 +115,105 @@ pub fn resolve(spec: &AddonSpec, known: &[KnownCluster]) -> Result<Targets, Erro
     })
 }
 
-/// The parameters of `spec` for its targets: `parameters`, then every override whose selector
-/// matches the target clusters (in order), then the secret values, then `clusters` (the
-/// targets, when the spec names them). addonctl keeps one parameter set per addon (one record):
-/// overrides that would give target clusters different parameters are refused, naming the
-/// groups.
+/// The parameters of an `Addon` for its targets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parameters {
+    /// What the control-plane objects, and the clusters no override sets apart, are rendered
+    /// from: `parameters`, the overrides that select every target (in order), the secret
+    /// values, then `clusters` (the targets, when the spec names them).
+    pub base: Map<String, Value>,
+    /// The other overrides, for the groups of clusters they give other parameters (empty when
+    /// every target gets `base`): each override's parameters (secret paths and `clusters`
+    /// left out: the secret values are the same everywhere, the targets are the spec's), and
+    /// the groups of target clusters that get the same ones.
+    pub overrides: crate::plan::Overrides,
+}
+
+/// The parameters of `spec` for its targets, as KubeVela's override policy gives them: the
+/// target clusters are grouped by the overrides whose selector matches them; the overrides
+/// every target gets are folded into [`Parameters::base`], and each group that gets others
+/// becomes an [`crate::plan::OverrideGroup`] (`local` is a cluster like the others: it has no
+/// labels).
 pub fn parameters(
     spec: &AddonSpec,
     targets: &Targets,
     known: &[KnownCluster],
     secrets: &[(String, Value)],
-) -> Result<Map<String, Value>, Error> {
-    let mut out = spec.parameters.clone().unwrap_or_default();
-    if !spec.overrides.is_empty() {
-        let names = targets.names(known);
-        let mut groups: BTreeMap<Vec<usize>, Vec<&str>> = BTreeMap::new();
-        for name in &names {
-            let labels = known
-                .iter()
-                .find(|c| c.name == *name)
-                .map(|c| c.labels.clone())
-                .unwrap_or_default();
-            let mut chosen = Vec::new();
-            for (i, o) in spec.overrides.iter().enumerate() {
-                if matches(&o.cluster_selector, &labels)? {
-                    chosen.push(i);
+) -> Result<Parameters, Error> {
+    let mut base = spec.parameters.clone().unwrap_or_default();
+    let groups = assignment(spec, targets, known)?;
+    // The overrides every target gets (all of them when no target is known yet).
+    let common: Vec<usize> = match groups.keys().next() {
+        Some(first) => first
+            .iter()
+            .copied()
+            .filter(|i| groups.keys().all(|chosen| chosen.contains(i)))
+            .collect(),
+        None => Vec::new(),
+    };
+    for i in &common {
+        merge(&mut base, &spec.overrides[*i].parameters);
+    }
+    let mut overrides = crate::plan::Overrides::default();
+    if groups.keys().any(|chosen| *chosen != common) {
+        overrides.parameters = spec
+            .overrides
+            .iter()
+            .map(|o| {
+                let mut parameters = o.parameters.clone();
+                for (path, _) in secrets {
+                    remove_path(&mut parameters, path);
                 }
-            }
-            groups.entry(chosen).or_default().push(name);
-        }
-        if groups.len() > 1 {
-            let described: Vec<String> = groups
-                .iter()
-                .map(|(overrides, clusters)| {
-                    format!(
-                        "overrides {overrides:?} for clusters {}",
-                        clusters.join(", ")
-                    )
-                })
-                .collect();
-            return Err(Error::OverridesDiverge(described.join("; ")));
-        }
-        if let Some(chosen) = groups.keys().next() {
-            for i in chosen {
-                merge(&mut out, &spec.overrides[*i].parameters);
-            }
-        }
+                parameters
+            })
+            .collect();
+        overrides.groups = groups
+            .into_iter()
+            .filter(|(chosen, _)| *chosen != common)
+            .map(|(chosen, clusters)| crate::plan::OverrideGroup {
+                overrides: chosen,
+                clusters,
+            })
+            .collect();
     }
     for (path, value) in secrets {
-        set_path(&mut out, path, value.clone());
+        set_path(&mut base, path, value.clone());
     }
     if let Some(clusters) = &targets.clusters {
-        out.insert(
+        base.insert(
             "clusters".to_owned(),
             Value::Array(clusters.iter().cloned().map(Value::String).collect()),
         );
     }
-    Ok(out)
+    Ok(Parameters { base, overrides })
+}
+
+/// The target clusters grouped by the overrides whose selector matches them (indexes, in
+/// order); empty without overrides.
+fn assignment(
+    spec: &AddonSpec,
+    targets: &Targets,
+    known: &[KnownCluster],
+) -> Result<BTreeMap<Vec<usize>, Vec<String>>, Error> {
+    let mut groups: BTreeMap<Vec<usize>, Vec<String>> = BTreeMap::new();
+    if spec.overrides.is_empty() {
+        return Ok(groups);
+    }
+    let none = BTreeMap::new();
+    for name in targets.names(known) {
+        let labels = known
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(&none, |c| &c.labels);
+        let mut chosen = Vec::new();
+        for (i, o) in spec.overrides.iter().enumerate() {
+            if matches(&o.cluster_selector, labels)? {
+                chosen.push(i);
+            }
+        }
+        groups.entry(chosen).or_default().push(name.to_owned());
+    }
+    Ok(groups)
 }
 
 /// Merges `over` into `base`: objects key by key, anything else replaced.
@@ -206,8 +248,23 @@ fn set_path(map: &mut Map<String, Value>, path: &str, value: Value) {
     }
 }
 
+/// Removes `a.b.c` from `map`, if there.
+fn remove_path(map: &mut Map<String, Value>, path: &str) {
+    match path.split_once('.') {
+        None => {
+            map.remove(path);
+        }
+        Some((first, rest)) => {
+            if let Some(Value::Object(inner)) = map.get_mut(first) {
+                remove_path(inner, rest);
+            }
+        }
+    }
+}
+
 /// A digest of what an apply is made from: the spec, the target clusters (every known cluster
-/// and its labels when the addon's topology decides), and the referenced Secrets' versions.
+/// and its labels when the addon's topology decides), which overrides each target gets, and
+/// the referenced Secrets' versions.
 /// Secret values never enter it.
 pub fn digest(
     spec: &AddonSpec,
@@ -225,6 +282,11 @@ pub fn digest(
                 hasher.update(format!("{:?}", cluster.labels));
             }
         }
+    }
+    // Which target gets which overrides (labels can move a cluster between groups without
+    // changing the targets).
+    if let (false, Ok(groups)) = (spec.overrides.is_empty(), assignment(spec, targets, known)) {
+        hasher.update(format!("{groups:?}"));
     }
     hasher.update(secret_versions.join(","));
     short_hex(&hasher.finalize())
@@ -343,34 +405,122 @@ mod tests {
         assert_eq!(targets.unknown, ["gone"]);
     }
 
-    #[test]
-    fn overrides_apply_when_every_target_gets_the_same_ones_and_are_refused_otherwise() {
-        let mut spec = AddonSpec {
-            parameters: Some(
-                json!({"replicas": 1, "image": {"tag": "a"}})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-            cluster_selector: Some(selector(&[("env", "prod")])),
-            overrides: vec![Override {
-                cluster_selector: selector(&[("env", "prod")]),
-                parameters: json!({"image": {"tag": "b"}}).as_object().unwrap().clone(),
-            }],
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    fn spec_with(overrides: Vec<Override>) -> AddonSpec {
+        AddonSpec {
+            parameters: Some(object(json!({"replicas": 1, "image": {"tag": "a"}}))),
+            cluster_selector: Some(LabelSelector::default()),
+            overrides,
             ..AddonSpec::default()
-        };
+        }
+    }
+
+    fn set(labels: &[(&str, &str)], parameters: Value) -> Override {
+        Override {
+            cluster_selector: selector(labels),
+            parameters: object(parameters),
+        }
+    }
+
+    #[test]
+    fn overrides_every_target_gets_are_folded_into_the_base_parameters() {
+        let mut spec = spec_with(vec![set(
+            &[("env", "prod")],
+            json!({"image": {"tag": "b"}}),
+        )]);
+        spec.cluster_selector = Some(selector(&[("env", "prod")]));
         let targets = resolve(&spec, &known()).unwrap();
         let secrets = [("auth.token".to_owned(), json!("s3cr3t"))];
         let params = parameters(&spec, &targets, &known(), &secrets).unwrap();
         assert_eq!(
-            Value::Object(params),
+            Value::Object(params.base),
             json!({"replicas": 1, "image": {"tag": "b"}, "auth": {"token": "s3cr3t"}, "clusters": ["m1", "m2"]})
         );
-        spec.overrides[0].cluster_selector = selector(&[("region", "east")]);
-        let error = parameters(&spec, &targets, &known(), &[])
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("m1") && error.contains("m2"), "{error}");
+        assert_eq!(params.overrides, crate::plan::Overrides::default());
+    }
+
+    #[test]
+    fn targets_are_grouped_by_the_overrides_that_select_them_local_included() {
+        let spec = spec_with(vec![
+            set(&[("env", "prod")], json!({"replicas": 3})),
+            set(&[("region", "east")], json!({"image": {"tag": "east"}})),
+            // Every target: folded into the base parameters.
+            set(&[], json!({"image": {"pull": "always"}})),
+        ]);
+        let targets = resolve(&spec, &known()).unwrap();
+        let params = parameters(&spec, &targets, &known(), &[]).unwrap();
+        assert_eq!(
+            Value::Object(params.base.clone()),
+            json!({"replicas": 1, "image": {"tag": "a", "pull": "always"},
+                   "clusters": ["local", "m1", "m2", "m3"]})
+        );
+        // One group per distinct set of overrides, not one per cluster; `local` and m3 get the
+        // base parameters (no group).
+        let groups: Vec<(Vec<usize>, Vec<String>)> = params
+            .overrides
+            .groups
+            .iter()
+            .map(|g| (g.overrides.clone(), g.clusters.clone()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (vec![0, 1, 2], vec!["m1".to_owned()]),
+                (vec![0, 2], vec!["m2".to_owned()]),
+            ]
+        );
+        assert_eq!(params.overrides.parameters.len(), 3);
+        assert_eq!(
+            params.overrides.parameters[1],
+            object(json!({"image": {"tag": "east"}}))
+        );
+    }
+
+    #[test]
+    fn secret_paths_and_the_targets_stay_out_of_the_overrides() {
+        let mut spec = spec_with(vec![set(
+            &[("env", "staging")],
+            json!({"auth": {"token": "plain", "user": "u"}, "replicas": 2}),
+        )]);
+        spec.clusters = Some(vec!["m1".into(), "m3".into()]);
+        spec.cluster_selector = None;
+        let targets = resolve(&spec, &known()).unwrap();
+        let secrets = [("auth.token".to_owned(), json!("s3cr3t"))];
+        let params = parameters(&spec, &targets, &known(), &secrets).unwrap();
+        assert_eq!(params.base["auth"], json!({"token": "s3cr3t"}));
+        assert_eq!(
+            params.overrides.parameters,
+            [object(json!({"auth": {"user": "u"}, "replicas": 2}))]
+        );
+        assert_eq!(params.overrides.groups[0].clusters, ["m3"]);
+        let text = format!("{:?}", params.overrides);
+        assert!(
+            !text.contains("s3cr3t") && !text.contains("plain"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_digest_follows_a_cluster_moving_between_override_groups() {
+        let mut spec = spec_with(vec![set(&[("tier", "canary")], json!({"replicas": 3}))]);
+        spec.clusters = Some(vec!["m1".into(), "m2".into()]);
+        spec.cluster_selector = None;
+        let before = known();
+        let digest_of =
+            |known: &[KnownCluster]| digest(&spec, &resolve(&spec, known).unwrap(), known, &[]);
+        let mut relabelled = known();
+        if let Some(m2) = relabelled.iter_mut().find(|c| c.name == "m2") {
+            m2.labels.insert("tier".into(), "canary".into());
+        }
+        assert_ne!(digest_of(&before), digest_of(&relabelled));
+        let mut unrelated = known();
+        if let Some(m2) = unrelated.iter_mut().find(|c| c.name == "m2") {
+            m2.labels.insert("team".into(), "a".into());
+        }
+        assert_eq!(digest_of(&before), digest_of(&unrelated));
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Drift checks from a [`Context`]: the record, the desired objects and the clients, found
 //! through the stages (every call into `plan`, `apply` and `state` of this module is here).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::detect::{detect, DetectRequest, Target};
 use super::{ClusterError, DriftCache, DriftSpec, Error, Policy, Report, Result};
 use crate::context::Context;
-use crate::plan::{plan, EnableRequest};
+use crate::plan::{plan, EnableRequest, OverrideGroup, Overrides};
 use crate::state::record::{ClusterInventory, ObjectRef, Record};
 
 /// Checks an addon's objects on every cluster its record lists (policy `ignore`: nothing is
@@ -36,7 +36,7 @@ pub async fn check(
 pub async fn check_with(
     ctx: &Context,
     record: &Record,
-    desired: &[Value],
+    desired: &Desired,
     spec: &DriftSpec,
     cache: &mut DriftCache,
 ) -> Result<Report> {
@@ -55,7 +55,10 @@ pub async fn check_with(
             objects: inventory
                 .objects
                 .iter()
-                .filter_map(|o| Some((o.object.clone(), matching(desired, &o.object)?.clone())))
+                .filter_map(|o| {
+                    let objects = desired.for_cluster(record, name);
+                    Some((o.object.clone(), matching(objects, &o.object)?.clone()))
+                })
                 .collect(),
         })
         .collect();
@@ -102,14 +105,49 @@ pub async fn record(ctx: &Context, addon: &str) -> Result<Record> {
         })
 }
 
+/// The objects the direct engine sends for an addon, as its record says each cluster got
+/// them: with the stored arguments, and with each parameter set of [`Record::overrides`].
+#[derive(Debug, Clone, Default)]
+pub struct Desired {
+    /// With the stored arguments (each labelled `addons.oam.dev/name`, as dispatched).
+    pub objects: Vec<Value>,
+    /// With each parameter set laid over them, by key.
+    pub variants: BTreeMap<String, Vec<Value>>,
+}
+
+impl Desired {
+    /// What `cluster` should hold: the objects of the parameter set the record says it got.
+    pub fn for_cluster(&self, record: &Record, cluster: &str) -> &[Value] {
+        record
+            .cluster_parameters(cluster)
+            .and_then(|(key, _)| self.variants.get(key))
+            .unwrap_or(&self.objects)
+    }
+}
+
 /// The objects the direct engine sends for the addon at its recorded version with its stored
-/// arguments (each labelled `addons.oam.dev/name`, as dispatched).
-pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Vec<Value>> {
+/// arguments, and with each parameter set its record lists over them (rendered once per set).
+pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Desired> {
+    let mut overrides = Overrides::default();
+    for (key, parameters) in &record.overrides {
+        let clusters: Vec<String> = record
+            .dispatched
+            .keys()
+            .filter(|c| record.cluster_parameters(c).is_some_and(|(k, _)| k == key))
+            .cloned()
+            .collect();
+        overrides.groups.push(OverrideGroup {
+            overrides: vec![overrides.parameters.len()],
+            clusters,
+        });
+        overrides.parameters.push(parameters.clone());
+    }
     let request = EnableRequest {
         reference: record.name.clone(),
         version: Some(record.version.clone()),
         skip_version_check: true,
         skip_api_check: true,
+        overrides,
         ..EnableRequest::default()
     };
     let planned = plan(&ctx.planner(), &request, false).await?;
@@ -118,13 +156,25 @@ pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Vec<Value
         .iter()
         .find(|s| s.rendered.name == record.name)
     else {
-        return Ok(Vec::new());
+        return Ok(Desired::default());
     };
-    let objects = crate::apply::direct::component_objects(&step.rendered.application)?;
-    Ok(objects
-        .iter()
-        .map(|o| crate::apply::direct::labelled(o, &record.name))
-        .collect())
+    let dispatched = |application: &Value| -> Result<Vec<Value>> {
+        let objects = crate::apply::direct::component_objects(application)?;
+        Ok(objects
+            .iter()
+            .map(|o| crate::apply::direct::labelled(o, &record.name))
+            .collect())
+    };
+    let mut desired = Desired {
+        objects: dispatched(&step.rendered.application)?,
+        variants: BTreeMap::new(),
+    };
+    for variant in &step.variants {
+        desired
+            .variants
+            .insert(variant.key.clone(), dispatched(&variant.application)?);
+    }
+    Ok(desired)
 }
 
 /// The desired object for a recorded one: the same kind and name, in the same namespace when
@@ -164,6 +214,7 @@ mod tests {
             Some(ClusterRevision {
                 version: version.to_owned(),
                 number: None,
+                parameters: None,
             })
         };
         if let Some(m2) = record.dispatched.get_mut("m2") {

@@ -33,10 +33,12 @@ use crate::{Error, Result};
 mod clusters;
 pub mod inventory;
 pub mod offline;
+pub mod overrides;
 pub mod protect;
 mod sources;
 mod step;
 
+pub use overrides::{OverrideGroup, Overrides, Variant};
 use sources::Sources;
 use step::{Planned, Planner};
 
@@ -111,6 +113,9 @@ pub struct EnableRequest {
     /// The addon asked for, read from a revision's kept package (`rollback`): a reader named
     /// after the revision's registry, holding that one addon.
     pub revision_package: Option<crate::source::Reader>,
+    /// The addon asked for: parameters some of its clusters get over its arguments (direct
+    /// engine only; see [`overrides`]).
+    pub overrides: Overrides,
 }
 
 /// What happens to one addon of a plan.
@@ -146,6 +151,22 @@ pub struct Step {
     pub layer: usize,
     /// What its revision is called and how many the history keeps.
     pub history: crate::state::revisions::History,
+    /// Its components rendered with other parameters for some clusters (the addon asked for,
+    /// with [`EnableRequest::overrides`]); every other cluster gets those of `rendered`.
+    pub variants: Vec<Variant>,
+}
+
+impl Step {
+    /// The Application whose components `cluster` gets: its variant's, else the addon's.
+    pub fn application_for(&self, cluster: &str) -> &Value {
+        self.variant_of(cluster)
+            .map_or(&self.rendered.application, |v| &v.application)
+    }
+
+    /// The variant `cluster` gets, if any.
+    pub fn variant_of(&self, cluster: &str) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.clusters.contains(cluster))
+    }
 }
 
 /// An installed addon the plan needs and leaves as it is.

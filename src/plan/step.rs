@@ -166,6 +166,16 @@ impl Planner<'_> {
         package: AddonPackage,
         options: &RenderOptions,
     ) -> Result<Planned> {
+        let variants = if planned.name == self.root {
+            super::overrides::render_variants(
+                self.ctx.renderer,
+                &package,
+                options,
+                &self.request.overrides,
+            )?
+        } else {
+            Vec::new()
+        };
         let rendered = self
             .ctx
             .renderer
@@ -187,6 +197,7 @@ impl Planner<'_> {
             },
             rendered,
             package,
+            variants,
         })))
     }
 }

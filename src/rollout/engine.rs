@@ -531,6 +531,7 @@ mod tests {
             revision: Some(ClusterRevision {
                 version: version.to_owned(),
                 number: None,
+                parameters: None,
             }),
             ..ClusterInventory::default()
         };

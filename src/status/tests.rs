@@ -357,12 +357,14 @@ fn clusters_on_different_versions_make_the_phase_upgrading_unless_one_failed() {
         m1.revision = Some(crate::state::record::ClusterRevision {
             version: "1.1.0".to_owned(),
             number: Some(2),
+            parameters: None,
         });
     }
     if let Some(m2) = mixed.dispatched.get_mut("m2") {
         m2.revision = Some(crate::state::record::ClusterRevision {
             version: "1.0.0".to_owned(),
             number: Some(1),
+            parameters: None,
         });
     }
     assert_eq!(

@@ -7,7 +7,8 @@
 //!    policies, so a cluster joined later is picked up by the next enable/upgrade);
 //! 2. objects: components of type `k8s-objects` (`properties.objects`) and `raw` (`properties`),
 //!    each labelled `addons.oam.dev/name: <addon>`; any other type is an error naming the
-//!    component and the type;
+//!    component and the type. The clusters of a variant (parameters of their own, see
+//!    [`crate::plan::overrides`]) get the components of the variant's Application instead;
 //! 3. survey, per cluster, changing nothing: each object's namespace, and whether addonctl
 //!    creates it (objects new to the addon are looked up with one list per kind and namespace,
 //!    so that one that existed before is recorded as not created by addonctl); a namespace the
@@ -50,6 +51,7 @@ use crate::apply::Applier;
 use crate::cluster::set::{ClusterInfo, LOCAL};
 use crate::cluster::Cluster;
 use crate::context::Reporter;
+use crate::plan::Variant;
 use crate::state::record::{
     ClusterInventory, DispatchedObject, ObjectRef, OtherRecords, Placement,
 };
@@ -141,7 +143,10 @@ pub async fn remove_all(
 /// [`Prepared::apply`] applies it.
 pub struct Prepared {
     placements: Vec<Placement>,
-    objects: Vec<Value>,
+    /// The objects of the addon's components, then those of each variant.
+    objects: Vec<Vec<Value>>,
+    /// The clusters of the variants: the index of their objects in `objects`.
+    variant_of: BTreeMap<String, usize>,
     targets: BTreeMap<String, Option<String>>,
     clients: BTreeMap<String, std::result::Result<Cluster, String>>,
     baselines: BTreeMap<String, (u64, u64)>,
@@ -187,27 +192,65 @@ pub async fn prepare(
     reporter: &dyn Reporter,
 ) -> Result<Prepared> {
     let none = BTreeSet::new();
-    prepare_holding(ctx, addon, application, previous, others, &none, reporter).await
+    let components = Components {
+        application,
+        variants: &[],
+    };
+    prepare_holding(ctx, addon, components, previous, others, &none, reporter).await
 }
 
-/// [`prepare`], the clusters of `hold` left out: nothing is surveyed, applied or pruned there,
-/// and [`Prepared::apply`] returns their inventories of `previous` as they are.
-pub async fn prepare_holding(
-    ctx: &Applier<'_>,
-    addon: &str,
-    application: &Value,
-    previous: &BTreeMap<String, ClusterInventory>,
-    others: OtherRecords,
-    hold: &BTreeSet<String>,
-    reporter: &dyn Reporter,
-) -> Result<Prepared> {
-    let placements = placements(application);
+/// What the clusters get: the components of an Application (its topology says where they go),
+/// and for the clusters of each variant, the components of the variant's Application instead.
+#[derive(Debug, Clone, Copy)]
+pub struct Components<'a> {
+    /// The addon's Application.
+    pub application: &'a Value,
+    /// The components rendered with other parameters for some clusters.
+    pub variants: &'a [Variant],
+}
+
+impl<'a> Components<'a> {
+    /// What a plan's step sends to the clusters.
+    pub fn of(step: &'a crate::plan::Step) -> Self {
+        Components {
+            application: &step.rendered.application,
+            variants: &step.variants,
+        }
+    }
+}
+
+/// The objects of an Application's components as dispatched: labelled, Namespaces and CRDs first.
+fn dispatched_objects(application: &Value, addon: &str) -> Result<Vec<Value>> {
     let mut objects: Vec<Value> = component_objects(application)?
         .iter()
         .map(|o| labelled(o, addon))
         .collect();
     objects.sort_by_key(rank);
-    let scopes = crd_scopes(&objects);
+    Ok(objects)
+}
+
+/// [`prepare`], the clusters of `hold` left out: nothing is surveyed, applied or pruned there,
+/// and [`Prepared::apply`] returns their inventories of `previous` as they are. The clusters of
+/// a variant get its objects.
+pub async fn prepare_holding(
+    ctx: &Applier<'_>,
+    addon: &str,
+    components: Components<'_>,
+    previous: &BTreeMap<String, ClusterInventory>,
+    others: OtherRecords,
+    hold: &BTreeSet<String>,
+    reporter: &dyn Reporter,
+) -> Result<Prepared> {
+    let placements = placements(components.application);
+    let mut objects = vec![dispatched_objects(components.application, addon)?];
+    let mut variant_of = BTreeMap::new();
+    for (i, variant) in components.variants.iter().enumerate() {
+        objects.push(dispatched_objects(&variant.application, addon)?);
+        for cluster in &variant.clusters {
+            variant_of.entry(cluster.clone()).or_insert(i + 1);
+        }
+    }
+    let scopes = crd_scopes(&objects.concat());
     let joined_clusters: Vec<ClusterInfo> = ctx
         .state()
         .joined()
@@ -247,7 +290,9 @@ pub async fn prepare_holding(
         let client = clients.get(name);
         let namespace = targets.get(name);
         let previous = previous.get(name).unwrap_or(&empty);
-        let (objects, scopes, others) = (&objects, &scopes, &others);
+        let index = variant_of.get(name).copied().unwrap_or(0);
+        let objects = objects.get(index).map_or(&[][..], Vec::as_slice);
+        let (scopes, others) = (&scopes, &others);
         let system_namespace = ctx.namespace;
         async move {
             let plan = match (client, namespace) {
@@ -279,6 +324,7 @@ pub async fn prepare_holding(
     Ok(Prepared {
         placements,
         objects,
+        variant_of,
         targets,
         clients,
         baselines,
@@ -291,6 +337,12 @@ pub async fn prepare_holding(
 }
 
 impl Prepared {
+    /// The objects `cluster` gets: its variant's, else the addon's.
+    fn objects_for(&self, cluster: &str) -> &[Value] {
+        let index = self.variant_of.get(cluster).copied().unwrap_or(0);
+        self.objects.get(index).map_or(&[], Vec::as_slice)
+    }
+
     /// The objects the dispatch would adopt: they exist, addonctl did not create them, and
     /// `previous` (what the addon's record holds) does not list them yet — as `Kind `ns/name` on
     /// cluster `c``.
@@ -341,7 +393,7 @@ impl Prepared {
             let namespace = self.targets.get(name);
             let old = self.previous.get(name).unwrap_or(&empty);
             let objects: &[Value] = if namespace.is_some() {
-                &self.objects
+                self.objects_for(name)
             } else {
                 &[]
             };
@@ -434,4 +486,87 @@ fn unreachable_cluster(
         },
         outcome,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::fake::FakeApi;
+    use crate::context::NoopReporter;
+
+    const PATH: &str = "/api/v1/namespaces/team/configmaps/web";
+
+    fn config_map(replicas: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "web", "namespace": "team"}, "data": {"replicas": replicas}})
+    }
+
+    fn fake() -> FakeApi {
+        let stored = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "team", "uid": "u-1"}});
+        FakeApi::default()
+            .serves("v1", "configmaps", "ConfigMap")
+            .on("PATCH", PATH, 200, stored)
+    }
+
+    #[tokio::test]
+    async fn each_cluster_gets_the_objects_of_its_parameter_set() {
+        let apis: BTreeMap<String, FakeApi> = ["local", "m1", "m2"]
+            .iter()
+            .map(|c| ((*c).to_owned(), fake()))
+            .collect();
+        let planned = ClusterPlan {
+            objects: vec![DispatchedObject {
+                object: ObjectRef::of(&config_map("1")).unwrap(),
+                uid: String::new(),
+                created: true,
+            }],
+            ..ClusterPlan::default()
+        };
+        let prepared = Prepared {
+            placements: Vec::new(),
+            objects: vec![vec![config_map("1")], vec![config_map("3")]],
+            variant_of: BTreeMap::from([("m2".to_owned(), 1)]),
+            targets: apis.keys().map(|c| (c.clone(), None)).collect(),
+            clients: apis
+                .iter()
+                .map(|(c, api)| (c.clone(), Ok(api.cluster(c))))
+                .collect(),
+            baselines: BTreeMap::new(),
+            previous: BTreeMap::new(),
+            held: BTreeMap::new(),
+            plans: apis
+                .keys()
+                .map(|c| (c.clone(), Ok(planned.clone())))
+                .collect(),
+            others: OtherRecords::default(),
+            system_namespace: "vela-system".to_owned(),
+        };
+
+        let dispatched = prepared.apply(&NoopReporter).await;
+
+        let sent = |cluster: &str| {
+            apis[cluster]
+                .bodies(&format!("PATCH {PATH}"))
+                .iter()
+                .map(|b| b["data"]["replicas"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sent("local"), [json!("1")]);
+        assert_eq!(sent("m1"), [json!("1")]);
+        assert_eq!(
+            sent("m2"),
+            [json!("3")],
+            "m2 gets its parameter set's objects"
+        );
+        assert!(
+            dispatched.outcomes.iter().all(|o| o.error.is_none()),
+            "{:?}",
+            dispatched.outcomes
+        );
+        assert_eq!(dispatched.inventories.len(), 3);
+        assert_eq!(dispatched.inventories["m2"].objects[0].uid, "u-1");
+    }
 }

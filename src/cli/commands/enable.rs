@@ -60,6 +60,7 @@ pub async fn run(
             description: None,
         },
         revision_package: None,
+        overrides: addonctl::plan::Overrides::default(),
     };
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =

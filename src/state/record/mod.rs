@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 pub use crate::model::wire::{record_name, LABEL_RECORD};
 use crate::model::wire::{LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
@@ -146,6 +146,12 @@ pub struct Record {
     /// The last revisions, oldest first (see [`crate::state::revisions`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<revision::Revision>,
+    /// Direct engine: the parameters some clusters got over the stored arguments (an `Addon`'s
+    /// `overrides`), once per distinct set, by key; each of those clusters' revision names its
+    /// key ([`ClusterRevision::parameters`]). Never a secret parameter: overrides of secret
+    /// parameters are refused before anything is applied.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, Map<String, Value>>,
 }
 
 /// A revision written before it is applied (next to the last good one, which `inventory` and
@@ -252,6 +258,10 @@ pub struct ClusterRevision {
     /// The record's revision number ([`Record::revisions`]), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub number: Option<u32>,
+    /// The key of the parameters the cluster got over the stored arguments
+    /// ([`Record::overrides`]); `None`: the stored arguments alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<String>,
 }
 
 /// A dependency as recorded.
@@ -350,6 +360,7 @@ impl Record {
                 .unwrap_or_else(|| ClusterRevision {
                     version: self.version.clone(),
                     number: self.latest_number(&self.version),
+                    parameters: None,
                 }),
         )
     }
@@ -360,6 +371,7 @@ impl Record {
         ClusterRevision {
             version: self.version.clone(),
             number: self.revisions.last().map(|r| r.revision),
+            parameters: None,
         }
     }
 
@@ -370,6 +382,31 @@ impl Record {
             .rev()
             .find(|r| r.version == version)
             .map(|r| r.revision)
+    }
+
+    /// The parameters `cluster` got over the stored arguments ([`Record::overrides`]), with
+    /// their key; `None`: the stored arguments alone.
+    pub fn cluster_parameters(&self, cluster: &str) -> Option<(&String, &Map<String, Value>)> {
+        let revision = self.dispatched.get(cluster)?.revision.as_ref()?;
+        self.overrides.get_key_value(revision.parameters.as_ref()?)
+    }
+
+    /// Drops the parameter sets of [`Record::overrides`] no cluster names any more.
+    pub fn forget_unused_overrides(&mut self) {
+        let used: std::collections::BTreeSet<&String> = self
+            .dispatched
+            .values()
+            .filter_map(|i| i.revision.as_ref()?.parameters.as_ref())
+            .collect();
+        let unused: Vec<String> = self
+            .overrides
+            .keys()
+            .filter(|k| !used.contains(k))
+            .cloned()
+            .collect();
+        for key in unused {
+            self.overrides.remove(&key);
+        }
     }
 
     /// The version each cluster the record lists was last applied at.
@@ -402,6 +439,7 @@ impl Record {
         let revision = ClusterRevision {
             version: self.version.clone(),
             number: self.latest_number(&self.version),
+            parameters: None,
         };
         for inventory in out.values_mut() {
             if inventory.revision.is_none() {
@@ -430,6 +468,11 @@ impl Record {
     /// cluster (planned ones included) and its control-plane objects (adopted ones stay adopted).
     /// What is listed and no longer exists is harmless: deleting it is a no-op.
     pub fn absorb(&mut self, theirs: &Record) {
+        for (key, parameters) in &theirs.overrides {
+            self.overrides
+                .entry(key.clone())
+                .or_insert_with(|| parameters.clone());
+        }
         for (cluster, inventory) in theirs.dispatched_or_planned() {
             let ours = self.dispatched.entry(cluster).or_default();
             if ours.revision.is_none() {
@@ -623,6 +666,7 @@ mod tests {
             Some(ClusterRevision {
                 version: "1.0.0".to_owned(),
                 number: Some(3),
+                parameters: None,
             })
         );
         // Written back unchanged: nothing new appears in an old record that is not upgraded.
@@ -653,6 +697,7 @@ mod tests {
             revision: Some(ClusterRevision {
                 version: version.to_owned(),
                 number: Some(2),
+                parameters: None,
             }),
             ..ClusterInventory::default()
         };
