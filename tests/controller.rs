@@ -898,7 +898,7 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
         managed(2).admin().await,
         managed(3).admin().await,
     ];
-    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+    let controller = Child::start(&sb, &["--leader-elect=false", "--drift-interval", "1s"]).await;
     let spec = |count: u64| {
         json!({
             "clusterSelector": {"matchLabels": {"env": "prod"}},
@@ -963,6 +963,15 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
         versions().await,
     );
     assert_eq!(after, before, "an unchanged Addon writes nothing");
+
+    // Drift on m2 is judged by its own parameter set: the ConfigMap only its override renders,
+    // edited by hand, is corrected.
+    edit_config_map(&clusters[1], sb.ns(), "tiers-2", "edited").await;
+    wait_for("m2's tiers-2 corrected", || async {
+        let index = config_map_index(&clusters[1], sb.ns(), "tiers-2").await;
+        (index.as_deref() == Some("2")).then_some(())
+    })
+    .await;
 
     // The override changes: only m2 changes.
     apply_addon(&sb, "tiers", spec(4)).await;
