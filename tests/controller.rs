@@ -1016,3 +1016,52 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
     );
     drop(controller);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_kubevela_overrides_that_set_clusters_apart_are_refused_and_nothing_is_applied() {
+    let split = fixture("split", "1.0.0", false);
+    // KubeVela's CRDs are served and no engine is forced: KubeVela dispatches.
+    let sb = Sandbox::with_kubevela().await.registries(&[&split]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[("tier", "canary")]).await;
+    sb.join("m2", managed(2), &[]).await;
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+    let spec = |selector: Value| {
+        json!({"clusters": ["m1", "m2"],
+               "overrides": [{"clusterSelector": selector, "parameters": {"count": 3}}]})
+    };
+
+    apply_addon(
+        &sb,
+        "split",
+        spec(json!({"matchLabels": {"tier": "canary"}})),
+    )
+    .await;
+    let refused = wait_for("Degraded, reason OverridesUnsupported", || async {
+        let addon = addon(&sb, "split").await?;
+        (condition(&addon, "Degraded")?["reason"] == "OverridesUnsupported").then_some(addon)
+    })
+    .await;
+    let message = condition(&refused, "Degraded").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("`m1`") && !message.contains("`m2`") && message.contains("direct engine"),
+        "{message}"
+    );
+    assert_eq!(condition(&refused, "Ready").unwrap()["status"], "False");
+    assert!(
+        sb.get(Kind::SECRET, "addon-record-split").await.is_none(),
+        "nothing is applied"
+    );
+
+    // An override that selects every target is the addon's own parameters: applied.
+    apply_addon(&sb, "split", spec(json!({}))).await;
+    let stored = wait_for("the addon applied with the override", || async {
+        sb.stored_args("split").await
+    })
+    .await;
+    assert_eq!(stored["count"], 3);
+    drop(controller);
+}

@@ -93,7 +93,7 @@ pub(super) async fn apply_rendered(
     let mut stored_previous = record::storage::read(cluster, ns, &rendered.name).await?;
     let previous = stored_previous.record.take();
     let vela = uses_vela(ctx).await?;
-    super::overrides::direct_only(step, hold, vela)?;
+    super::overrides::direct_only(&rendered.name, &step.variants, hold, vela)?;
     report.engine = if vela {
         EngineChoice::Vela
     } else {

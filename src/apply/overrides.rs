@@ -5,29 +5,32 @@
 
 use std::collections::BTreeSet;
 
-use crate::plan::{Step, Variant};
+use crate::plan::Variant;
 use crate::state::record::{storage::sha256_hex, Record};
 use crate::{Error, Result};
 
 /// KubeVela's Application puts one revision, the same components, on every cluster: clusters
 /// held at another version, or getting other parameters (variants), are refused there.
-pub(super) fn direct_only(step: &Step, hold: &BTreeSet<String>, vela: bool) -> Result<()> {
-    let addon = step.rendered.name.clone();
+pub(super) fn direct_only(
+    addon: &str,
+    variants: &[Variant],
+    hold: &BTreeSet<String>,
+    vela: bool,
+) -> Result<()> {
     if !vela {
         Ok(())
     } else if !hold.is_empty() {
         Err(Error::HoldNeedsDirectEngine {
-            addon,
+            addon: addon.to_owned(),
             clusters: hold.iter().cloned().collect(),
         })
-    } else if !step.variants.is_empty() {
-        let clusters: BTreeSet<String> = step
-            .variants
+    } else if !variants.is_empty() {
+        let clusters: BTreeSet<String> = variants
             .iter()
             .flat_map(|v| v.clusters.iter().cloned())
             .collect();
         Err(Error::OverridesNeedDirectEngine {
-            addon,
+            addon: addon.to_owned(),
             clusters: clusters.into_iter().collect(),
         })
     } else {
@@ -154,6 +157,30 @@ mod tests {
         // Nobody names it any more: forgotten.
         stamp_parameters(&mut after, &[], &BTreeSet::new());
         assert!(after.overrides.is_empty());
+    }
+
+    #[test]
+    fn kubevela_refuses_clusters_with_parameters_of_their_own_naming_them() {
+        let none = BTreeSet::new();
+        let variants = [variant(3, &["m2", "m1"])];
+        assert!(direct_only("a", &variants, &none, false).is_ok());
+        assert!(direct_only("a", &[], &none, true).is_ok());
+        let error = direct_only("a", &variants, &none, true).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            matches!(&error, Error::OverridesNeedDirectEngine { clusters, .. } if clusters == &["m1", "m2"]),
+            "{text}"
+        );
+        assert!(error.is_user_error());
+        assert!(
+            text.contains("`m1`, `m2`") && text.contains("direct engine"),
+            "{text}"
+        );
+        let held = BTreeSet::from(["m3".to_owned()]);
+        assert!(matches!(
+            direct_only("a", &[], &held, true),
+            Err(Error::HoldNeedsDirectEngine { .. })
+        ));
     }
 
     #[test]
