@@ -1014,6 +1014,23 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
         config_maps(&clusters[1], sb.ns(), "tiers").await,
         numbered("tiers", 2)
     );
+
+    // A bad override value is the user's to fix: a condition names the override and the
+    // parameter, and nothing is applied (even though it selects no cluster now).
+    apply_addon(&sb, "tiers", spec(0)).await;
+    let refused = wait_for("Ready=False naming the override", || async {
+        let addon = addon(&sb, "tiers").await?;
+        let ready = condition(&addon, "Ready")?;
+        (ready["reason"] == "InvalidSpec"
+            && ready["observedGeneration"] == addon["metadata"]["generation"])
+            .then(|| ready["message"].as_str().unwrap_or_default().to_owned())
+    })
+    .await;
+    assert!(
+        refused.contains("override 0") && refused.contains("`count`"),
+        "{refused}"
+    );
+    assert_eq!(counts().await, [2, 2, 2]);
     drop(controller);
 }
 

@@ -122,10 +122,10 @@ pub struct Parameters {
     /// from: `parameters`, the overrides that select every target (in order), the secret
     /// values, then `clusters` (the targets, when the spec names them).
     pub base: Map<String, Value>,
-    /// The other overrides, for the groups of clusters they give other parameters (empty when
-    /// every target gets `base`): each override's parameters (secret paths and `clusters`
-    /// left out: the secret values are the same everywhere, the targets are the spec's), and
-    /// the groups of target clusters that get the same ones.
+    /// Each override's parameters (secret paths left out: the secret values are the same
+    /// everywhere), to be checked against the addon's schema, and the groups of target
+    /// clusters that get other overrides than every target does (none: every target gets
+    /// `base`).
     pub overrides: crate::plan::Overrides,
 }
 
@@ -154,9 +154,10 @@ pub fn parameters(
     for i in &common {
         merge(&mut base, &spec.overrides[*i].parameters);
     }
-    let mut overrides = crate::plan::Overrides::default();
-    if groups.keys().any(|chosen| *chosen != common) {
-        overrides.parameters = spec
+    // Every override is handed over (the planner checks each against the schema, naming it);
+    // only the groups that get others than every target are rendered apart.
+    let overrides = crate::plan::Overrides {
+        parameters: spec
             .overrides
             .iter()
             .map(|o| {
@@ -166,16 +167,16 @@ pub fn parameters(
                 }
                 parameters
             })
-            .collect();
-        overrides.groups = groups
+            .collect(),
+        groups: groups
             .into_iter()
             .filter(|(chosen, _)| *chosen != common)
             .map(|(chosen, clusters)| crate::plan::OverrideGroup {
                 overrides: chosen,
                 clusters,
             })
-            .collect();
-    }
+            .collect(),
+    };
     for (path, value) in secrets {
         set_path(&mut base, path, value.clone());
     }
@@ -439,7 +440,9 @@ mod tests {
             Value::Object(params.base),
             json!({"replicas": 1, "image": {"tag": "b"}, "auth": {"token": "s3cr3t"}, "clusters": ["m1", "m2"]})
         );
-        assert_eq!(params.overrides, crate::plan::Overrides::default());
+        // Handed over to be checked against the schema; no group is rendered apart.
+        assert!(params.overrides.groups.is_empty());
+        assert_eq!(params.overrides.parameters.len(), 1);
     }
 
     #[test]
