@@ -51,6 +51,7 @@ pub mod error;
 pub mod lint;
 pub mod loader;
 pub mod model;
+mod net;
 pub mod params;
 pub mod plan;
 pub mod publish;

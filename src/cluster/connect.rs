@@ -22,13 +22,7 @@ use tower::{BoxError, ServiceBuilder, ServiceExt};
 /// The service every cluster client is built on.
 pub type Stack = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
 
-/// A plain TCP connector with Nagle's algorithm off, for any scheme (TLS wraps it).
-pub fn tcp_connector() -> HttpConnector {
-    let mut connector = HttpConnector::new();
-    connector.enforce_http(false);
-    connector.set_nodelay(true);
-    connector
-}
+use crate::net::tcp_connector;
 
 /// TLS over [`tcp_connector`] offering HTTP/2 and HTTP/1.1 by ALPN (kube's own connector offers
 /// HTTP/1.1 only): with a server that accepts HTTP/2 (kube-apiserver does), every request of

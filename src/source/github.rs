@@ -45,7 +45,7 @@ use crate::source::forge::{
 use crate::source::OpenOptions;
 use crate::source::{Error, Result};
 
-/// The web host of the public GitHub service; its API base is the octocrab default.
+/// The web host of the public GitHub service; its API is at `api.` before it.
 const PUBLIC_WEB_HOST: &str = "github.com";
 
 /// The largest repository archive downloaded (compressed), 64 MiB.
@@ -185,26 +185,9 @@ impl GithubReader {
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GithubOptions, registry: impl Into<String>) -> Result<Self> {
         let registry = registry.into();
-        // Octocrab's default client builds its own connector and leaves Nagle's algorithm on;
-        // a registry on GitHub makes few requests per run, so this is left as it is for now.
-        let mut builder = Octocrab::builder()
-            .set_connect_timeout(Some(options.connect_timeout))
-            .set_read_timeout(Some(options.request_timeout));
-        if let Some(base) = &options.api_base {
-            builder = builder
-                .base_uri(base.as_str())
-                .map_err(|e| Error::InvalidContent {
-                    registry: registry.clone(),
-                    message: format!("`{base}` is not a valid API URL: {e}"),
-                })?;
-        }
-        let client = match &options.token {
-            Some(token) => builder.personal_token(token.expose_secret()).build(),
-            None => builder.build(),
-        }
-        .map_err(|e| Error::Backend {
+        let client = client(&options).map_err(|message| Error::Backend {
             registry: registry.clone(),
-            message: format!("cannot set up the GitHub client: {e}"),
+            message,
             source: None,
         })?;
         Ok(Self::with_client(client, options, registry))
@@ -241,6 +224,61 @@ impl GithubReader {
 }
 
 forge_reader!(GithubReader);
+
+/// The octocrab client of `options`: octocrab's own layers (base URI, the token for the API host
+/// only, a user agent, redirects followed without the token to another host) over a connection
+/// made here, so that Nagle's algorithm is off (octocrab's default client leaves it on) and the
+/// connect and read timeouts are the reader's.
+fn client(options: &GithubOptions) -> std::result::Result<Octocrab, String> {
+    use octocrab::service::middleware::{
+        auth_header::AuthHeaderLayer, base_uri::BaseUriLayer, extra_headers::ExtraHeadersLayer,
+    };
+    use tower::ServiceBuilder;
+
+    let base = options
+        .api_base
+        .clone()
+        .unwrap_or_else(|| format!("https://api.{PUBLIC_WEB_HOST}"));
+    let base: http::Uri = base
+        .parse()
+        .map_err(|e| format!("`{base}` is not a valid API URL: {e}"))?;
+    let auth = match &options.token {
+        Some(token) => Some(
+            HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+                .map_err(|_| "the token is not a valid HTTP header value".to_owned())?,
+        ),
+        None => None,
+    };
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()
+        .map_err(|e| format!("cannot read the system's CA certificates: {e}"))?
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(crate::net::tcp_connector());
+    let mut connector = hyper_timeout::TimeoutConnector::new(https);
+    connector.set_connect_timeout(Some(options.connect_timeout));
+    connector.set_read_timeout(Some(options.request_timeout));
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, octocrab::OctoBody>(connector);
+    let user_agent = HeaderValue::from_static(concat!("addonctl/", env!("CARGO_PKG_VERSION")));
+    let service = ServiceBuilder::new()
+        .layer(AuthHeaderLayer::new(auth, base.clone(), base.clone()))
+        .layer(BaseUriLayer::new(base))
+        .layer(ExtraHeadersLayer::new(Arc::new(vec![(
+            http::header::USER_AGENT,
+            user_agent,
+        )])))
+        .layer(tower_http::follow_redirect::FollowRedirectLayer::new())
+        .service(http);
+    match octocrab::OctocrabBuilder::new_empty()
+        .with_service(service)
+        .with_auth(octocrab::AuthState::None)
+        .build()
+    {
+        Ok(client) => Ok(client),
+        Err(never) => match never {},
+    }
+}
 
 /// A successful answer: its body, or "not modified" for a conditional request.
 struct Fetched {

@@ -207,8 +207,11 @@ pub async fn upload_to_moto(bucket: &str, files: &BTreeMap<String, Vec<u8>>) {
     put_to_moto(bucket, files).await;
 }
 
-/// Uploads `files` into the existing public bucket `bucket` on moto (readable by anyone).
+/// Uploads `files` into the existing public bucket `bucket` on moto (readable by anyone), a few
+/// at a time: moto answers one request at a time, and a thousand uploads sent at once would
+/// wait behind each other past the request timeout on a loaded machine.
 pub async fn put_to_moto(bucket: &str, files: &BTreeMap<String, Vec<u8>>) {
+    use futures::stream::StreamExt as _;
     let options = options(moto(), bucket, Some(("moto", "moto")));
     let (client, _) = client(&options, false);
     let uploads = files.iter().map(|(key, bytes)| {
@@ -227,7 +230,10 @@ pub async fn put_to_moto(bucket: &str, files: &BTreeMap<String, Vec<u8>>) {
                 });
         }
     });
-    futures::future::join_all(uploads).await;
+    futures::stream::iter(uploads)
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
 }
 
 /// Writes `files` into bucket `bucket` of s3s-fs (its objects are plain files).
