@@ -36,8 +36,8 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
 use crate::source::archive::{read_tgz, ArchiveLimits};
-use crate::source::cache::{CachedEntry, DiskCache};
-use crate::source::http::{rfc3339, HttpClient};
+use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
+use crate::source::http::{rfc3339, HttpClient, HttpOptions};
 use crate::source::tree::{join, Index};
 use crate::source::{
     check_relative_path, AddonRef, AddonSummary, Error, FileEntry, Result, MAX_FILES_PER_ADDON,
@@ -365,6 +365,33 @@ pub(crate) struct ForgeCore<A> {
     commit: OnceLock<Option<String>>,
 }
 
+/// The client of a forge's API over the shared HTTP layer (Gitee, GitLab): `http`, with
+/// `headers` (credentials) sent to the API's origin `api_base` only.
+pub(crate) fn api_client(
+    registry: &str,
+    http: &HttpOptions,
+    api_base: &str,
+    headers: Vec<(String, String)>,
+) -> Result<HttpClient> {
+    let mut http = http.clone();
+    http.headers.extend(headers);
+    http.credentials_origin = Some(api_base.to_owned());
+    HttpClient::new(registry, http)
+}
+
+/// The disk cache of a forge reader's archives: one for each `repository` (the forge, its API
+/// and the repository, as the reader names them), ref (`HEAD`: the default branch) and
+/// registry path.
+pub(crate) fn archive_cache(
+    options: &CacheOptions,
+    repository: fmt::Arguments<'_>,
+    git_ref: Option<&str>,
+    path: &str,
+) -> DiskCache {
+    let key = format!("{repository} {} {path}", git_ref.unwrap_or("HEAD"));
+    DiskCache::new(options, "registries", &key)
+}
+
 /// The disk cache's name for the archive of one commit.
 fn archive_key(commit: &str) -> String {
     format!("archive-{commit}.tar.gz")
@@ -479,8 +506,32 @@ impl<A: ForgeApi> ForgeCore<A> {
 }
 
 /// Implements [`AsyncReader`](crate::source::AsyncReader) and `Display` for a reader type whose
-/// `core` field is a [`ForgeCore`].
+/// `core` field is a [`ForgeCore`]. A reader of a forge read through the shared HTTP layer (its
+/// `Api` has an `HttpClient` as `client`, its options come from [`api_forge_options`]) also
+/// gets `from_spec` (from its `new`) and `request_count`.
 macro_rules! forge_reader {
+    ($reader:ty, api: $options:ty) => {
+        impl $reader {
+            /// The reader of a stored registry, with the run's cache and HTTP settings.
+            pub fn from_spec(
+                spec: &crate::model::registry::RegistrySpec,
+                credentials: &crate::model::registry::Credentials,
+                options: &crate::source::OpenOptions,
+            ) -> crate::source::Result<Self> {
+                let mut forge: $options =
+                    crate::source::forge::options_of(spec, credentials, options)?;
+                forge.http = options.http_for(spec);
+                Self::new(forge, &spec.name)
+            }
+
+            /// How many HTTP requests this reader sent (redirects and retries included).
+            pub fn request_count(&self) -> u64 {
+                self.core.api.client.request_count()
+            }
+        }
+
+        crate::source::forge::forge_reader!($reader);
+    };
     ($reader:ty) => {
         #[async_trait::async_trait]
         impl crate::source::AsyncReader for $reader {
@@ -519,7 +570,8 @@ pub(crate) use forge_reader;
 
 mod location;
 pub(crate) use location::{
-    browser_url, options_of, ref_and_path, repository_url, stored_options, StoredOptions,
+    api_forge_options, browser_url, options_of, ref_and_path, repository_url, stored_options,
+    StoredOptions,
 };
 
 /// A recursive tree listing (`GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`: GitHub's shape,

@@ -217,17 +217,12 @@ impl GithubReader {
         options: GithubOptions,
         registry: impl Into<String>,
     ) -> Self {
-        let cache = DiskCache::new(
+        let api_base = options.api_base.as_deref().unwrap_or("public");
+        let cache = forge::archive_cache(
             &options.cache,
-            "registries",
-            &format!(
-                "github {} {}/{} {} {}",
-                options.api_base.as_deref().unwrap_or("public"),
-                options.owner,
-                options.repo,
-                options.git_ref.as_deref().unwrap_or("HEAD"),
-                options.path
-            ),
+            format_args!("github {api_base} {}/{}", options.owner, options.repo),
+            options.git_ref.as_deref(),
+            &options.path,
         );
         let api = Api {
             client,
