@@ -138,10 +138,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn map(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
-    }
+    use crate::params::map;
 
     fn schema() -> ParameterSchema {
         ParameterSchema::from_json_schema(json!({

@@ -253,15 +253,17 @@ impl Arguments {
     }
 }
 
+/// The map of a JSON object (empty for any other value): arguments written with `json!` in tests.
+#[cfg(test)]
+pub(crate) fn map(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn map(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
-    }
 
     fn schema() -> ParameterSchema {
         ParameterSchema::from_json_schema(json!({
