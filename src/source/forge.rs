@@ -339,8 +339,6 @@ pub(crate) enum Download {
 pub(crate) trait ForgeApi: fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// The registry name, for errors.
     fn registry(&self) -> &str;
-    /// The registry directory inside the repository (`""` for the root).
-    fn subdir(&self) -> &str;
     /// The repository as errors name it (`repository `o/r` at ref `x``).
     fn describe(&self) -> String;
     /// The commit the wanted ref points at now, in one request. `cache` may keep what is needed
@@ -360,6 +358,8 @@ pub(crate) trait ForgeApi: fmt::Debug + fmt::Display + Send + Sync + 'static {
 pub(crate) struct ForgeCore<A> {
     pub api: A,
     cache: DiskCache,
+    /// The registry directory inside the repository (`""` for the root).
+    subdir: String,
     snapshot: OnceCell<Snapshot>,
     /// The commit the snapshot was taken at, when it was asked for.
     commit: OnceLock<Option<String>>,
@@ -379,17 +379,30 @@ pub(crate) fn api_client(
     HttpClient::new(registry, http)
 }
 
-/// The disk cache of a forge reader's archives: one for each `repository` (the forge, its API
-/// and the repository, as the reader names them), ref (`HEAD`: the default branch) and
-/// registry path.
-pub(crate) fn archive_cache(
-    options: &CacheOptions,
-    repository: fmt::Arguments<'_>,
-    git_ref: Option<&str>,
-    path: &str,
-) -> DiskCache {
-    let key = format!("{repository} {} {path}", git_ref.unwrap_or("HEAD"));
-    DiskCache::new(options, "registries", &key)
+/// Where a forge reader's core finds its registry: the disk cache of its archives and the
+/// registry directory inside the repository.
+#[derive(Debug)]
+pub(crate) struct Place {
+    cache: DiskCache,
+    subdir: String,
+}
+
+impl Place {
+    /// The registry at `path` of `repository` (the forge, its API and the repository, as the
+    /// reader names them) at `git_ref` (`None`: the default branch), its archives cached with
+    /// `options`: one cache for each repository, ref and path.
+    pub fn new(
+        options: &CacheOptions,
+        repository: fmt::Arguments<'_>,
+        git_ref: Option<&str>,
+        path: &str,
+    ) -> Self {
+        let key = format!("{repository} {} {path}", git_ref.unwrap_or("HEAD"));
+        Place {
+            cache: DiskCache::new(options, "registries", &key),
+            subdir: path.trim_matches('/').to_owned(),
+        }
+    }
 }
 
 /// The disk cache's name for the archive of one commit.
@@ -414,11 +427,12 @@ pub(crate) fn check_commit(registry: &str, commit: &str) -> Result<String> {
 }
 
 impl<A: ForgeApi> ForgeCore<A> {
-    /// The core over `api`, caching archives in `cache`.
-    pub fn new(api: A, cache: DiskCache) -> Self {
+    /// The core over `api`, for the registry at `place`.
+    pub fn new(api: A, place: Place) -> Self {
         ForgeCore {
             api,
-            cache,
+            cache: place.cache,
+            subdir: place.subdir,
             snapshot: OnceCell::new(),
             commit: OnceLock::new(),
         }
@@ -432,10 +446,7 @@ impl<A: ForgeApi> ForgeCore<A> {
         let registry = self.api.registry();
         let name = format!("archive of {}", self.api.describe());
         let (entries, bytes) = read_archive(registry, &name, bytes).await?;
-        Ok((
-            Snapshot::build(registry, self.api.subdir(), entries)?,
-            bytes,
-        ))
+        Ok((Snapshot::build(registry, &self.subdir, entries)?, bytes))
     }
 
     async fn take_snapshot(&self) -> Result<Snapshot> {

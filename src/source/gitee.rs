@@ -77,7 +77,7 @@ impl GiteeReader {
 
     /// A reader over an HTTP client the caller built (its registry name is used).
     pub fn with_client(client: HttpClient, options: GiteeOptions) -> Self {
-        let cache = forge::archive_cache(
+        let place = forge::Place::new(
             &options.cache,
             format_args!(
                 "gitee {} {}/{}",
@@ -92,7 +92,7 @@ impl GiteeReader {
             tree_ref: std::sync::OnceLock::new(),
         };
         GiteeReader {
-            core: Arc::new(ForgeCore::new(api, cache)),
+            core: Arc::new(ForgeCore::new(api, place)),
         }
     }
 }
@@ -210,10 +210,6 @@ impl Api {
 impl ForgeApi for Api {
     fn registry(&self) -> &str {
         self.client.registry()
-    }
-
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
     }
 
     fn describe(&self) -> String {

@@ -218,7 +218,7 @@ impl GithubReader {
         registry: impl Into<String>,
     ) -> Self {
         let api_base = options.api_base.as_deref().unwrap_or("public");
-        let cache = forge::archive_cache(
+        let place = forge::Place::new(
             &options.cache,
             format_args!("github {api_base} {}/{}", options.owner, options.repo),
             options.git_ref.as_deref(),
@@ -230,7 +230,7 @@ impl GithubReader {
             registry: registry.into(),
         };
         GithubReader {
-            core: Arc::new(ForgeCore::new(api, cache)),
+            core: Arc::new(ForgeCore::new(api, place)),
         }
     }
 }
@@ -579,10 +579,6 @@ impl Api {
 impl ForgeApi for Api {
     fn registry(&self) -> &str {
         &self.registry
-    }
-
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
     }
 
     fn describe(&self) -> String {

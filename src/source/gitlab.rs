@@ -111,14 +111,14 @@ impl GitlabReader {
     /// A reader over an HTTP client the caller built (its registry name and credentials are
     /// used; `options.token` is then only descriptive).
     pub fn with_client(client: HttpClient, options: GitlabOptions) -> Self {
-        let cache = forge::archive_cache(
+        let place = forge::Place::new(
             &options.cache,
             format_args!("gitlab {} {}", options.api_base, options.project),
             options.git_ref.as_deref(),
             &options.path,
         );
         GitlabReader {
-            core: Arc::new(ForgeCore::new(Api { client, options }, cache)),
+            core: Arc::new(ForgeCore::new(Api { client, options }, place)),
         }
     }
 }
@@ -184,10 +184,6 @@ impl ForgeApi for Api {
         self.client.registry()
     }
 
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
-    }
-
     fn describe(&self) -> String {
         let o = &self.options;
         match &o.git_ref {
@@ -223,7 +219,7 @@ impl ForgeApi for Api {
             self.project_url(),
             encode(&git_ref)
         );
-        let path = self.subdir();
+        let path = o.path.trim_matches('/');
         if !path.is_empty() {
             url.push_str("&path=");
             url.push_str(&encode(path));
