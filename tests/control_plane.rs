@@ -759,7 +759,10 @@ async fn upgrade_merges_arguments_keeps_the_version_and_prunes_what_is_no_longer
 
     let request = UpgradeRequest {
         name: "evolving".to_owned(),
-        args: args(json!({"mode": "slow"})).into(),
+        enable: EnableRequest {
+            args: args(json!({"mode": "slow"})).into(),
+            ..EnableRequest::default()
+        },
         ..UpgradeRequest::default()
     };
     addonctl::apply::upgrade(&sb.ctx, &request, &NoopReporter)

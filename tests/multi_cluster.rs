@@ -591,7 +591,10 @@ async fn an_upgrade_that_drops_a_cluster_deletes_the_objects_there() {
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
-            args: args(json!({"clusters": ["m1"]})).into(),
+            enable: EnableRequest {
+                args: args(json!({"clusters": ["m1"]})).into(),
+                ..EnableRequest::default()
+            },
             ..UpgradeRequest::default()
         },
         &NoopReporter,
@@ -737,7 +740,10 @@ async fn upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing
         &sb.ctx,
         &UpgradeRequest {
             name: "spread".to_owned(),
-            args: args(json!({"count": 1})).into(),
+            enable: EnableRequest {
+                args: args(json!({"count": 1})).into(),
+                ..EnableRequest::default()
+            },
             ..UpgradeRequest::default()
         },
         &NoopReporter,

@@ -104,9 +104,15 @@ async fn upgrade(sb: &Sandbox, version: &str, greeting: &str, history_max: Optio
         &sb.ctx,
         &UpgradeRequest {
             name: "roll".to_owned(),
-            version: Some(version.to_owned()),
-            args: args(json!({"greeting": greeting})).into(),
-            history_max,
+            enable: EnableRequest {
+                version: Some(version.to_owned()),
+                args: args(json!({"greeting": greeting})).into(),
+                history: History {
+                    max: history_max,
+                    description: None,
+                },
+                ..EnableRequest::default()
+            },
             ..UpgradeRequest::default()
         },
         &NoopReporter,

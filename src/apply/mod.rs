@@ -256,13 +256,17 @@ pub async fn enable(
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
     let plan = plan(&ctx.planner(), request, false).await?;
-    execute(
-        &ctx.applier(),
-        &plan,
-        request.override_definitions,
-        reporter,
-    )
-    .await
+    execute_planned(ctx, &plan, request, reporter).await
+}
+
+/// [`execute`]s `plan`, planned from `request`, through the context's applier.
+async fn execute_planned(
+    ctx: &Context,
+    plan: &Plan,
+    request: &EnableRequest,
+    reporter: &dyn Reporter,
+) -> Result<Vec<StepReport>> {
+    execute(&ctx.applier(), plan, request.override_definitions, reporter).await
 }
 
 /// Checks the caller's permissions on the control plane, takes the lock of every addon the plan

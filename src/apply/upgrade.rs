@@ -1,34 +1,22 @@
 //! `upgrade`: an installed addon planned again with new arguments over the stored ones.
 
-use super::{execute, StepReport};
+use super::{execute_planned, StepReport};
 use crate::context::{Context, Reporter};
 use crate::plan::{plan, EnableRequest, Plan};
 use crate::{Error, Result};
 
-/// What to upgrade.
+/// What to upgrade: the installed addon, and what an enable of it is asked for.
 #[derive(Debug, Clone, Default)]
 pub struct UpgradeRequest {
     /// The installed addon.
     pub name: String,
-    /// A version to move to.
-    pub version: Option<String>,
-    /// Move to the newest version.
+    /// Move to the newest version (unless `enable.version` names one).
     pub latest: bool,
-    /// Arguments merged over the stored ones, as the user gave them (parsed once against the
-    /// schema of the version upgraded to; a typed map converts with `.into()`).
-    pub args: crate::params::Input,
-    /// Skip the `system` requirement checks.
-    pub skip_version_check: bool,
-    /// Take over definitions owned by another addon or by nobody.
-    pub override_definitions: bool,
-    /// Adopt existing objects addonctl did not create (otherwise the upgrade is refused).
-    pub adopt: bool,
-    /// Upgrade even when APIs the addons use are served by nobody yet.
-    pub skip_api_check: bool,
-    /// Start from the defaults instead of the stored arguments and clusters.
-    pub reset_values: bool,
-    /// Revisions to keep (`--history-max`; `None`: the default).
-    pub history_max: Option<usize>,
+    /// The version to move to (`None`: the installed one, unless `latest`), the arguments merged
+    /// over the stored ones (parsed once against the schema of the version upgraded to), the
+    /// checks and what the history keeps, as for an enable. Its `reference` is not read: the
+    /// installed addon's registry and `name` are.
+    pub enable: EnableRequest,
 }
 
 /// Upgrades an installed addon: new arguments over the stored ones; the version stays unless
@@ -42,13 +30,7 @@ pub async fn upgrade(
     for note in &plan.notes {
         reporter.step(&format!("note: {note}"));
     }
-    execute(
-        &ctx.applier(),
-        &plan,
-        request.override_definitions,
-        reporter,
-    )
-    .await
+    execute_planned(ctx, &plan, &request.enable, reporter).await
 }
 
 /// The plan of an upgrade (writes nothing): the installed addon at its version (unless
@@ -60,7 +42,7 @@ pub async fn upgrade_plan(ctx: &Context, request: &UpgradeRequest) -> Result<Pla
             addon: request.name.clone(),
         });
     };
-    let version = match (&request.version, request.latest) {
+    let version = match (&request.enable.version, request.latest) {
         (Some(v), _) => Some(v.clone()),
         (None, true) => None,
         (None, false) => Some(current.version.clone()),
@@ -75,18 +57,7 @@ pub async fn upgrade_plan(ctx: &Context, request: &UpgradeRequest) -> Result<Pla
     let enable_request = EnableRequest {
         reference,
         version,
-        args: request.args.clone(),
-        skip_version_check: request.skip_version_check,
-        override_definitions: request.override_definitions,
-        adopt: request.adopt,
-        skip_api_check: request.skip_api_check,
-        reset_values: request.reset_values,
-        history: crate::state::revisions::History {
-            max: request.history_max,
-            description: None,
-        },
-        revision_package: None,
-        overrides: crate::plan::Overrides::default(),
+        ..request.enable.clone()
     };
     plan(&ctx.planner(), &enable_request, true).await
 }

@@ -174,6 +174,28 @@ pub fn is_offline(error: &anyhow::Error) -> bool {
     })
 }
 
+/// [`connect`] with the registries, or, when `offline` allows it and no cluster can be asked
+/// ([`is_offline`]), a context over an empty in-process control plane, after notes saying why
+/// and what a plan then assumes; the flag is `true` in that second case.
+pub async fn connect_or_offline(
+    global: &GlobalSettings,
+    cluster: &ClusterSettings,
+    printer: Printer,
+    offline: bool,
+) -> anyhow::Result<(Context, bool)> {
+    match connect(global, cluster, printer, true).await {
+        Ok(ctx) => Ok((ctx, false)),
+        Err(e) if offline && is_offline(&e) => {
+            printer.note(&format!("{e:#}"));
+            printer.note(addonctl::plan::offline::ASSUMPTIONS);
+            let empty = addonctl::plan::offline::empty_cluster();
+            let ctx = Context::with_cluster(&library(global, cluster, printer), empty)?;
+            Ok((ctx, true))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The registries without a cluster: `--registry-dir` directories, the registries of the local
 /// registry file (`registry add --local`) when there is one, and the built-in registry.
 pub async fn offline_catalog(global: &GlobalSettings) -> anyhow::Result<Catalog> {

@@ -24,7 +24,7 @@ use kube::ResourceExt;
 use serde_json::{json, Value};
 
 use super::crd::{condition, now, Addon, AddonSpec, AddonStatus, ClusterStatus, RolloutPhase};
-use super::data::Data;
+use super::data::{Data, Memo};
 use super::engine::{self, Applied, Desired};
 use super::targets::{self, KnownCluster, Targets};
 use super::{overrides, stages};
@@ -161,22 +161,8 @@ async fn converge(
         .get(&ObjectRef::<Secret>::new(&record_name(&name)).within(&ctx.namespace))
         .and_then(|s| s.metadata.resource_version.clone());
     let memo = data.memo(&name);
-    let unchanged = if memo.planned.is_some() {
-        memo.digest == digest && memo.revision == revision
-    } else {
-        current.inputs_digest.as_deref() == Some(digest.as_str())
-            && current.applied_revision == revision
-            && current.observed_generation == generation
-            && current.consecutive_failures == 0
-    };
-    let mut status = current.clone();
-    status.observed_generation = generation;
-    status.consecutive_failures = 0;
-    status.last_error = None;
-    status.set_condition(
-        condition("Stalled", false, "Reconciling", "", generation),
-        &now(),
-    );
+    let unchanged = inputs_unchanged(&memo, current, &digest, revision.as_ref(), generation);
+    let mut status = reconciling(current, generation);
     let rolling = spec.rollout.is_some()
         && !targets.clusters.as_ref().is_some_and(Vec::is_empty)
         && !stages::settled(data, addon, &key);
@@ -222,15 +208,7 @@ async fn converge(
         return Ok((status, next(data, addon, healthy), true));
     }
     if targets.clusters.as_ref().is_some_and(Vec::is_empty) {
-        let message = "no cluster matches `clusters` / `clusterSelector`: nothing is applied (the addon stays as it is)";
-        status.set_condition(
-            condition("Ready", false, "NoTargetClusters", message, generation),
-            &now(),
-        );
-        status.set_condition(
-            condition("Degraded", true, "NoTargetClusters", message, generation),
-            &now(),
-        );
+        no_target_clusters(&mut status, generation);
         return Ok((status, Action::await_change(), false));
     }
     // [rollout gate] The rollout module narrows `targets` to the clusters this pass may change
@@ -257,6 +235,53 @@ async fn converge(
         memo.healthy = healthy;
     });
     Ok((status, next(data, addon, healthy), false))
+}
+
+/// Whether nothing an apply depends on changed since the last one: the inputs' `digest` and the
+/// record's `revision` as this process remembers them, or, before it applied anything, as the
+/// status says (for the same generation, after a success).
+fn inputs_unchanged(
+    memo: &Memo,
+    current: &AddonStatus,
+    digest: &str,
+    revision: Option<&String>,
+    generation: Option<i64>,
+) -> bool {
+    if memo.planned.is_some() {
+        memo.digest == digest && memo.revision.as_ref() == revision
+    } else {
+        current.inputs_digest.as_deref() == Some(digest)
+            && current.applied_revision.as_ref() == revision
+            && current.observed_generation == generation
+            && current.consecutive_failures == 0
+    }
+}
+
+/// The status a reconcile of `generation` starts from: `current`, observed, without failures,
+/// not stalled.
+fn reconciling(current: &AddonStatus, generation: Option<i64>) -> AddonStatus {
+    let mut status = current.clone();
+    status.observed_generation = generation;
+    status.consecutive_failures = 0;
+    status.last_error = None;
+    status.set_condition(
+        condition("Stalled", false, "Reconciling", "", generation),
+        &now(),
+    );
+    status
+}
+
+/// Not ready and degraded: no cluster is a target, so nothing is applied.
+fn no_target_clusters(status: &mut AddonStatus, generation: Option<i64>) {
+    let message = "no cluster matches `clusters` / `clusterSelector`: nothing is applied (the addon stays as it is)";
+    status.set_condition(
+        condition("Ready", false, "NoTargetClusters", message, generation),
+        &now(),
+    );
+    status.set_condition(
+        condition("Degraded", true, "NoTargetClusters", message, generation),
+        &now(),
+    );
 }
 
 /// When to look again: soon while not healthy; at the drift interval while drift is watched;
@@ -315,12 +340,7 @@ async fn observe_drift(
         .metrics
         .drift(&name, report.drifts.len(), report.corrected.len());
     super::events::drift(&data.events, addon, &report).await;
-    let left: Vec<String> = report
-        .drifts
-        .iter()
-        .filter(|d| !report.corrected.contains(d))
-        .map(ToString::to_string)
-        .collect();
+    let left: Vec<String> = report.uncorrected().map(ToString::to_string).collect();
     let shown = |items: &[String]| {
         let mut text = items.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
         if items.len() > 5 {

@@ -246,32 +246,39 @@ pub fn known_cluster(secret: &Value) -> Option<KnownCluster> {
     })
 }
 
-pub use crate::state::lease::Decision as LeaseDecision;
-
-/// What `holder` does with the Lease as stored (`None`: there is none): the library's lock
-/// rules ([`crate::state::lease::decide`]), a holder whose process on this host is gone
-/// counting as expired. Also returns when the holder acquired it.
-pub fn lease_decision(
-    stored: Option<&Value>,
+/// Takes or renews the Lease `namespace/name` for `holder` (lasting `duration`) by the
+/// library's lock rules ([`crate::state::lease::decide`], a holder whose process on this host
+/// is gone counting as expired) and its writer ([`crate::state::lease::take`]); a renewal keeps
+/// the time the Lease was acquired. `Ok(true)` when `holder` holds it now; `Ok(false)` when
+/// another does, or wrote first.
+pub async fn hold_lease(
+    cluster: &crate::cluster::Cluster,
+    namespace: &str,
+    name: &str,
     holder: &str,
-    now: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
-) -> (
-    LeaseDecision,
-    Option<k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>>,
-) {
-    let state = stored.map(crate::state::lease::LeaseState::of);
+    duration: std::time::Duration,
+) -> crate::cluster::Result<bool> {
+    use crate::state::lease;
+    let state = lease::read(cluster, namespace, name).await?;
+    let now = k8s_openapi::chrono::Utc::now();
     let acquired = state
         .as_ref()
         .filter(|s| s.holder == holder)
         .and_then(|s| s.acquired);
-    let decision = crate::state::lease::decide(
-        state.as_ref(),
+    let decision = lease::decide(state.as_ref(), holder, now, false, lease::holder_is_gone);
+    let write = lease::LeaseWrite {
+        namespace,
+        name,
         holder,
+        duration,
+        acquired: acquired.unwrap_or(now),
         now,
-        false,
-        crate::state::lease::holder_is_gone,
-    );
-    (decision, acquired)
+    };
+    match lease::take(cluster, &write, &decision).await {
+        Ok(taken) => Ok(taken.is_some()),
+        Err(crate::cluster::Error::Conflict { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// What drift handling keeps per addon between reconciles: the `resourceVersion` cache and the

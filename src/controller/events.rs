@@ -140,12 +140,7 @@ pub(super) async fn failed(
 
 /// `Drifted` (objects left as they are, with their paths) and `DriftCorrected`.
 pub(super) async fn drift(events: &Events, addon: &Addon, report: &crate::drift::Report) {
-    let left: Vec<String> = report
-        .drifts
-        .iter()
-        .filter(|d| !report.corrected.contains(d))
-        .map(ToString::to_string)
-        .collect();
+    let left: Vec<String> = report.uncorrected().map(ToString::to_string).collect();
     let corrected: Vec<String> = report.corrected.iter().map(ToString::to_string).collect();
     if !left.is_empty() {
         let note = format!(

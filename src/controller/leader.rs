@@ -12,14 +12,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::chrono::{DateTime, Utc};
 use kube::core::GroupVersionKind;
 use serde_json::{json, Value};
 
-use super::engine::{lease_decision, LeaseDecision};
+use super::engine::hold_lease;
 use super::Shared;
 use crate::cluster;
-use crate::model::wire::namespace_object;
 
 /// The Lease's name.
 pub const LEASE: &str = "addonctl-controller";
@@ -76,50 +74,15 @@ pub(super) async fn elect(shared: Arc<Shared>, mut stopped: tokio::sync::watch::
 /// Takes or renews the Lease: `Ok(true)` when this process holds it now.
 async fn try_hold(shared: &Shared) -> cluster::Result<bool> {
     let ctx = shared.ctx();
-    let cluster = &ctx.cluster;
-    let namespace = &ctx.namespace;
     let identity = &shared.settings.identity;
-    let stored = cluster
-        .get(&lease_gvk(), Some(namespace), LEASE)
-        .await?
-        .map(|s| serde_json::to_value(&s).unwrap_or(Value::Null));
-    let now = Utc::now();
-    let (decision, acquired) = lease_decision(stored.as_ref(), identity, now);
-    let written = match decision {
-        LeaseDecision::Busy { .. } => return Ok(false),
-        LeaseDecision::Create => {
-            let object = lease(namespace, identity, now, now, 0, None);
-            match cluster.create(&object).await {
-                // The system namespace does not exist yet: make it, as a first enable would.
-                Err(cluster::Error::NotFound { .. }) => {
-                    cluster
-                        .create_if_missing(&namespace_object(namespace))
-                        .await?;
-                    cluster.create(&object).await
-                }
-                other => other,
-            }
-        }
-        LeaseDecision::TakeOver {
-            resource_version,
-            transitions,
-        } => {
-            let object = lease(
-                namespace,
-                identity,
-                acquired.unwrap_or(now),
-                now,
-                transitions,
-                Some(&resource_version),
-            );
-            cluster.replace(&object).await
-        }
-    };
-    match written {
-        Ok(_) => Ok(true),
-        Err(cluster::Error::Conflict { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
+    hold_lease(
+        &ctx.cluster,
+        &ctx.namespace,
+        LEASE,
+        identity,
+        LEASE_DURATION,
+    )
+    .await
 }
 
 /// Empties the holder of the Lease if this process still holds it.
@@ -139,25 +102,4 @@ async fn release(shared: &Shared) -> cluster::Result<()> {
     cluster.replace(&object).await?;
     tracing::info!("released the Lease `{LEASE}`");
     Ok(())
-}
-
-/// The Lease as `holder` writes it.
-fn lease(
-    namespace: &str,
-    holder: &str,
-    acquired: DateTime<Utc>,
-    now: DateTime<Utc>,
-    transitions: i64,
-    resource_version: Option<&str>,
-) -> Value {
-    crate::state::lease::written(&crate::state::lease::LeaseWrite {
-        namespace,
-        name: LEASE,
-        holder,
-        duration: LEASE_DURATION,
-        acquired,
-        now,
-        transitions,
-        resource_version,
-    })
 }

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use num_bigint::BigInt;
 
+use super::value::BoundOp;
+
 pub(crate) use super::error::Pos;
 
 /// One parsed file.
@@ -147,13 +149,8 @@ pub(crate) enum UnOp {
     Not,
     /// `*x` inside a disjunction.
     Default,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Ne,
-    Match,
-    NotMatch,
+    /// `<x`, `=~x`, …: a bound.
+    Bound(BoundOp),
 }
 
 /// A binary operator.

@@ -602,6 +602,8 @@ pub(crate) fn scale_decimal(mantissa: &str, multiplier: u64) -> Option<i128> {
     (scaled % denominator == 0).then_some(scaled / denominator)
 }
 
+/// A number literal's mantissa and its multiplier: `K M G T P` (×1000) or `Ki Mi Gi Ti Pi`
+/// (×1024); `None` without one.
 pub(crate) fn split_multiplier(digits: &str) -> (&str, Option<u64>) {
     const UNITS: [(&str, u64); 10] = [
         ("Ki", 1 << 10),

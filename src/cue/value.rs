@@ -54,7 +54,7 @@ pub(crate) enum BoundOp {
 }
 
 impl BoundOp {
-    fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             BoundOp::Lt => "<",
             BoundOp::Le => "<=",

@@ -5,8 +5,10 @@
 //! addon's parameter schema, as `enable --reset-values` would: the `Addon`'s spec is the whole
 //! truth). `secret()` parameters never go into the resource: they are written to the Secret
 //! `addon-params-<name>` (one key per parameter path) and referenced from `secretParameters`.
-//! Reading ([`find`], [`list()`]) treats a control plane without the CRD as one without `Addon`s.
+//! Reading ([`find`], [`list()`]) treats a control plane without the CRD as one without `Addon`s;
+//! [`declared`] is what `status` shows of an addon an `Addon` declares.
 
+pub mod declared;
 mod refs;
 
 use std::collections::BTreeMap;

@@ -138,24 +138,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn map(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
-    }
+    use crate::params::{map, object_schema};
 
     fn schema() -> ParameterSchema {
-        ParameterSchema::from_json_schema(json!({
-            "type": "object",
-            "properties": {
-                "replicas": {"type": "integer", "default": 1},
-                "token": {"type": "string", "writeOnly": true},
-                "mode": {"type": "string", "default": "a"},
-                "extra": {"type": "boolean"},
-                "resources": {"type": "object", "properties": {
-                    "cpu": {"type": "string"}, "memory": {"type": "string"}}},
-            },
+        object_schema(json!({
+            "replicas": {"type": "integer", "default": 1},
+            "token": {"type": "string", "writeOnly": true},
+            "mode": {"type": "string", "default": "a"},
+            "extra": {"type": "boolean"},
+            "resources": {"type": "object", "properties": {
+                "cpu": {"type": "string"}, "memory": {"type": "string"}}},
         }))
-        .unwrap()
     }
 
     #[test]

@@ -253,6 +253,13 @@ pub struct Report {
     pub full_reads: u64,
 }
 
+impl Report {
+    /// The drifted objects left as they are: found and not corrected.
+    pub fn uncorrected(&self) -> impl Iterator<Item = &Drift> {
+        self.drifts.iter().filter(|d| !self.corrected.contains(d))
+    }
+}
+
 /// A cluster that could not be checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterError {

@@ -253,26 +253,31 @@ impl Arguments {
     }
 }
 
+/// The map of a JSON object (empty for any other value): arguments written with `json!` in tests.
+#[cfg(test)]
+pub(crate) fn map(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+/// The schema of an object with these `properties` (JSON Schema), for tests.
+#[cfg(test)]
+pub(crate) fn object_schema(properties: Value) -> ParameterSchema {
+    let schema = serde_json::json!({"type": "object", "properties": properties});
+    ParameterSchema::from_json_schema(schema).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
-    fn map(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
-    }
-
     fn schema() -> ParameterSchema {
-        ParameterSchema::from_json_schema(json!({
-            "type": "object",
-            "properties": {
-                "resources": {"type": "object", "properties": {
-                    "cpu": {"type": "integer"}, "memory": {"type": "integer"}}},
-                "tags": {"type": "array", "items": {"type": "string"}},
-            },
+        object_schema(json!({
+            "resources": {"type": "object", "properties": {
+                "cpu": {"type": "integer"}, "memory": {"type": "integer"}}},
+            "tags": {"type": "array", "items": {"type": "string"}},
         }))
-        .unwrap()
     }
 
     #[test]

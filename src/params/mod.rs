@@ -51,6 +51,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+#[cfg(test)]
+pub(crate) use arguments::{map, object_schema};
 pub use arguments::{Arguments, Input, RawInput};
 pub use error::{Error, InvalidArgument, Result, UnknownParameter, Violation, MASK};
 pub use types::ParameterType;

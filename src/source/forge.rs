@@ -36,8 +36,8 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
 use crate::source::archive::{read_tgz, ArchiveLimits};
-use crate::source::cache::{CachedEntry, DiskCache};
-use crate::source::http::{rfc3339, HttpClient};
+use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
+use crate::source::http::{rfc3339, HttpClient, HttpOptions};
 use crate::source::tree::{join, Index};
 use crate::source::{
     check_relative_path, AddonRef, AddonSummary, Error, FileEntry, Result, MAX_FILES_PER_ADDON,
@@ -339,8 +339,6 @@ pub(crate) enum Download {
 pub(crate) trait ForgeApi: fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// The registry name, for errors.
     fn registry(&self) -> &str;
-    /// The registry directory inside the repository (`""` for the root).
-    fn subdir(&self) -> &str;
     /// The repository as errors name it (`repository `o/r` at ref `x``).
     fn describe(&self) -> String;
     /// The commit the wanted ref points at now, in one request. `cache` may keep what is needed
@@ -360,9 +358,51 @@ pub(crate) trait ForgeApi: fmt::Debug + fmt::Display + Send + Sync + 'static {
 pub(crate) struct ForgeCore<A> {
     pub api: A,
     cache: DiskCache,
+    /// The registry directory inside the repository (`""` for the root).
+    subdir: String,
     snapshot: OnceCell<Snapshot>,
     /// The commit the snapshot was taken at, when it was asked for.
     commit: OnceLock<Option<String>>,
+}
+
+/// The client of a forge's API over the shared HTTP layer (Gitee, GitLab): `http`, with
+/// `headers` (credentials) sent to the API's origin `api_base` only.
+pub(crate) fn api_client(
+    registry: &str,
+    http: &HttpOptions,
+    api_base: &str,
+    headers: Vec<(String, String)>,
+) -> Result<HttpClient> {
+    let mut http = http.clone();
+    http.headers.extend(headers);
+    http.credentials_origin = Some(api_base.to_owned());
+    HttpClient::new(registry, http)
+}
+
+/// Where a forge reader's core finds its registry: the disk cache of its archives and the
+/// registry directory inside the repository.
+#[derive(Debug)]
+pub(crate) struct Place {
+    cache: DiskCache,
+    subdir: String,
+}
+
+impl Place {
+    /// The registry at `path` of `repository` (the forge, its API and the repository, as the
+    /// reader names them) at `git_ref` (`None`: the default branch), its archives cached with
+    /// `options`: one cache for each repository, ref and path.
+    pub fn new(
+        options: &CacheOptions,
+        repository: fmt::Arguments<'_>,
+        git_ref: Option<&str>,
+        path: &str,
+    ) -> Self {
+        let key = format!("{repository} {} {path}", git_ref.unwrap_or("HEAD"));
+        Place {
+            cache: DiskCache::new(options, "registries", &key),
+            subdir: path.trim_matches('/').to_owned(),
+        }
+    }
 }
 
 /// The disk cache's name for the archive of one commit.
@@ -387,11 +427,12 @@ pub(crate) fn check_commit(registry: &str, commit: &str) -> Result<String> {
 }
 
 impl<A: ForgeApi> ForgeCore<A> {
-    /// The core over `api`, caching archives in `cache`.
-    pub fn new(api: A, cache: DiskCache) -> Self {
+    /// The core over `api`, for the registry at `place`.
+    pub fn new(api: A, place: Place) -> Self {
         ForgeCore {
             api,
-            cache,
+            cache: place.cache,
+            subdir: place.subdir,
             snapshot: OnceCell::new(),
             commit: OnceLock::new(),
         }
@@ -405,10 +446,7 @@ impl<A: ForgeApi> ForgeCore<A> {
         let registry = self.api.registry();
         let name = format!("archive of {}", self.api.describe());
         let (entries, bytes) = read_archive(registry, &name, bytes).await?;
-        Ok((
-            Snapshot::build(registry, self.api.subdir(), entries)?,
-            bytes,
-        ))
+        Ok((Snapshot::build(registry, &self.subdir, entries)?, bytes))
     }
 
     async fn take_snapshot(&self) -> Result<Snapshot> {
@@ -479,8 +517,32 @@ impl<A: ForgeApi> ForgeCore<A> {
 }
 
 /// Implements [`AsyncReader`](crate::source::AsyncReader) and `Display` for a reader type whose
-/// `core` field is a [`ForgeCore`].
+/// `core` field is a [`ForgeCore`]. A reader of a forge read through the shared HTTP layer (its
+/// `Api` has an `HttpClient` as `client`, its options come from [`api_forge_options`]) also
+/// gets `from_spec` (from its `new`) and `request_count`.
 macro_rules! forge_reader {
+    ($reader:ty, api: $options:ty) => {
+        impl $reader {
+            /// The reader of a stored registry, with the run's cache and HTTP settings.
+            pub fn from_spec(
+                spec: &crate::model::registry::RegistrySpec,
+                credentials: &crate::model::registry::Credentials,
+                options: &crate::source::OpenOptions,
+            ) -> crate::source::Result<Self> {
+                let mut forge: $options =
+                    crate::source::forge::options_of(spec, credentials, options)?;
+                forge.http = options.http_for(spec);
+                Self::new(forge, &spec.name)
+            }
+
+            /// How many HTTP requests this reader sent (redirects and retries included).
+            pub fn request_count(&self) -> u64 {
+                self.core.api.client.request_count()
+            }
+        }
+
+        crate::source::forge::forge_reader!($reader);
+    };
     ($reader:ty) => {
         #[async_trait::async_trait]
         impl crate::source::AsyncReader for $reader {
@@ -519,7 +581,8 @@ pub(crate) use forge_reader;
 
 mod location;
 pub(crate) use location::{
-    browser_url, options_of, ref_and_path, repository_url, stored_options, StoredOptions,
+    api_forge_options, browser_url, options_of, ref_and_path, repository_url, stored_options,
+    StoredOptions,
 };
 
 /// A recursive tree listing (`GET /repos/{o}/{r}/git/trees/{ref}?recursive=1`: GitHub's shape,

@@ -16,66 +16,30 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::ExposeSecret as _;
 
-use crate::model::registry::{Credentials, RegistrySpec};
-use crate::source::cache::{CacheOptions, DiskCache};
+use crate::source::cache::DiskCache;
 use crate::source::forge::{
     self, archive_over_http, encode, encode_path, forge_reader, Download, ForgeApi, ForgeCore,
     Snapshot, Tree,
 };
-use crate::source::http::{HttpClient, HttpOptions};
-use crate::source::OpenOptions;
+use crate::source::http::HttpClient;
 use crate::source::{Error, Result};
 
 /// The largest repository archive downloaded (compressed), 64 MiB.
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Where a Gitee registry lives and how to reach it.
-#[derive(Clone, Debug)]
-pub struct GiteeOptions {
-    /// The API base URL, `https://<host>/api/v5`.
-    pub api_base: String,
-    /// The repository owner (user, organisation or enterprise path).
-    pub owner: String,
-    /// The repository path.
-    pub repo: String,
-    /// A branch, tag or commit; `None` for the repository's default branch.
-    pub git_ref: Option<String>,
-    /// The directory holding the registry (`""` for the whole repository).
-    pub path: String,
-    /// An access token; `None` for anonymous access.
-    pub token: Option<SecretString>,
-    /// Timeouts, retries, concurrency and TLS of the HTTP layer.
-    pub http: HttpOptions,
-    /// The largest archive downloaded.
-    pub max_archive_bytes: u64,
-    /// The disk cache of archives across runs; off unless set (a stored registry gets the
-    /// run's cache settings).
-    pub cache: CacheOptions,
+forge::api_forge_options! {
+    /// Where a Gitee registry lives and how to reach it.
+    pub struct GiteeOptions {
+        /// The repository owner (user, organisation or enterprise path).
+        pub owner: String,
+        /// The repository path.
+        pub repo: String,
+    }
 }
 
 impl GiteeOptions {
-    /// Options for `owner/repo` behind `api_base` (`https://<host>/api/v5`): default branch,
-    /// whole repository, anonymous.
-    pub fn new(
-        api_base: impl Into<String>,
-        owner: impl Into<String>,
-        repo: impl Into<String>,
-    ) -> Self {
-        GiteeOptions {
-            api_base: api_base.into(),
-            owner: owner.into(),
-            repo: repo.into(),
-            git_ref: None,
-            path: String::new(),
-            token: None,
-            http: HttpOptions::default(),
-            max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions::off(),
-        }
-    }
-
     /// Reads a repository URL as users copy it from the browser:
     /// `https://<host>/<owner>/<repo>[.git]` or `https://<host>/<owner>/<repo>/tree/<ref>/<path>`;
     /// the API is then `https://<host>/api/v5`.
@@ -87,8 +51,6 @@ impl GiteeOptions {
         Ok(options)
     }
 }
-
-forge::stored_options!(GiteeOptions);
 
 /// Reads addons from a Gitee repository.
 #[derive(Debug, Clone)]
@@ -106,39 +68,23 @@ struct Api {
 }
 
 impl GiteeReader {
-    /// The reader of a stored Gitee registry, with the run's cache and HTTP settings.
-    pub fn from_spec(
-        spec: &RegistrySpec,
-        credentials: &Credentials,
-        options: &OpenOptions,
-    ) -> Result<Self> {
-        let mut gitee: GiteeOptions = forge::options_of(spec, credentials, options)?;
-        gitee.http = options.http_for(spec);
-        Self::new(gitee, &spec.name)
-    }
-
     /// A reader for the repository in `options`, under the registry name `registry`.
     pub fn new(options: GiteeOptions, registry: &str) -> Result<Self> {
-        let mut http = options.http.clone();
         // The token is in the query; nothing else is a credential.
-        http.credentials_origin = Some(options.api_base.clone());
-        let client = HttpClient::new(registry, http)?;
+        let client = forge::api_client(registry, &options.http, &options.api_base, Vec::new())?;
         Ok(Self::with_client(client, options))
     }
 
     /// A reader over an HTTP client the caller built (its registry name is used).
     pub fn with_client(client: HttpClient, options: GiteeOptions) -> Self {
-        let cache = DiskCache::new(
+        let place = forge::Place::new(
             &options.cache,
-            "registries",
-            &format!(
-                "gitee {} {}/{} {} {}",
-                options.api_base,
-                options.owner,
-                options.repo,
-                options.git_ref.as_deref().unwrap_or("HEAD"),
-                options.path
+            format_args!(
+                "gitee {} {}/{}",
+                options.api_base, options.owner, options.repo
             ),
+            options.git_ref.as_deref(),
+            &options.path,
         );
         let api = Api {
             client,
@@ -146,17 +92,12 @@ impl GiteeReader {
             tree_ref: std::sync::OnceLock::new(),
         };
         GiteeReader {
-            core: Arc::new(ForgeCore::new(api, cache)),
+            core: Arc::new(ForgeCore::new(api, place)),
         }
-    }
-
-    /// How many HTTP requests this reader sent (redirects and retries included).
-    pub fn request_count(&self) -> u64 {
-        self.core.api.client.request_count()
     }
 }
 
-forge_reader!(GiteeReader);
+forge_reader!(GiteeReader, api: GiteeOptions);
 
 /// `GET /repos/{owner}/{repo}`, the part used here.
 #[derive(Debug, serde::Deserialize)]
@@ -269,10 +210,6 @@ impl Api {
 impl ForgeApi for Api {
     fn registry(&self) -> &str {
         self.client.registry()
-    }
-
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
     }
 
     fn describe(&self) -> String {

@@ -200,17 +200,12 @@ impl GithubReader {
         options: GithubOptions,
         registry: impl Into<String>,
     ) -> Self {
-        let cache = DiskCache::new(
+        let api_base = options.api_base.as_deref().unwrap_or("public");
+        let place = forge::Place::new(
             &options.cache,
-            "registries",
-            &format!(
-                "github {} {}/{} {} {}",
-                options.api_base.as_deref().unwrap_or("public"),
-                options.owner,
-                options.repo,
-                options.git_ref.as_deref().unwrap_or("HEAD"),
-                options.path
-            ),
+            format_args!("github {api_base} {}/{}", options.owner, options.repo),
+            options.git_ref.as_deref(),
+            &options.path,
         );
         let api = Api {
             client,
@@ -218,7 +213,7 @@ impl GithubReader {
             registry: registry.into(),
         };
         GithubReader {
-            core: Arc::new(ForgeCore::new(api, cache)),
+            core: Arc::new(ForgeCore::new(api, place)),
         }
     }
 }
@@ -622,10 +617,6 @@ impl Api {
 impl ForgeApi for Api {
     fn registry(&self) -> &str {
         &self.registry
-    }
-
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
     }
 
     fn describe(&self) -> String {

@@ -19,58 +19,27 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::ExposeSecret as _;
 
-use crate::model::registry::{Credentials, RegistrySpec};
-use crate::source::cache::{CacheOptions, DiskCache};
+use crate::source::cache::DiskCache;
 use crate::source::forge::{
     self, archive_over_http, encode, forge_reader, ref_and_path, Download, ForgeApi, ForgeCore,
 };
-use crate::source::http::{HttpClient, HttpOptions};
-use crate::source::OpenOptions;
+use crate::source::http::HttpClient;
 use crate::source::{Error, Result};
 
 /// The largest archive downloaded (compressed), 64 MiB.
 pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Where a GitLab registry lives and how to reach it.
-#[derive(Clone, Debug)]
-pub struct GitlabOptions {
-    /// The API base URL, `https://<host>/api/v4`.
-    pub api_base: String,
-    /// The project: its full path (`group/subgroup/project`) or its numeric id.
-    pub project: String,
-    /// A branch, tag or commit; `None` for the project's default branch.
-    pub git_ref: Option<String>,
-    /// The directory holding the registry (`""` for the whole repository).
-    pub path: String,
-    /// A personal, project or group access token; `None` for anonymous access.
-    pub token: Option<SecretString>,
-    /// Timeouts, retries, concurrency and TLS of the HTTP layer.
-    pub http: HttpOptions,
-    /// The largest archive downloaded.
-    pub max_archive_bytes: u64,
-    /// The disk cache of archives across runs; off unless set (a stored registry gets the
-    /// run's cache settings).
-    pub cache: CacheOptions,
+forge::api_forge_options! {
+    /// Where a GitLab registry lives and how to reach it.
+    pub struct GitlabOptions {
+        /// The project: its full path (`group/subgroup/project`) or its numeric id.
+        pub project: String,
+    }
 }
 
 impl GitlabOptions {
-    /// Options for `project` behind `api_base` (`https://<host>/api/v4`): default branch, whole
-    /// repository, anonymous.
-    pub fn new(api_base: impl Into<String>, project: impl Into<String>) -> Self {
-        GitlabOptions {
-            api_base: api_base.into(),
-            project: project.into(),
-            git_ref: None,
-            path: String::new(),
-            token: None,
-            http: HttpOptions::default(),
-            max_archive_bytes: MAX_ARCHIVE_BYTES,
-            cache: CacheOptions::off(),
-        }
-    }
-
     /// Reads a project URL as users copy it from the browser:
     /// `https://<host>/<group>[/<subgroup>…]/<project>[.git]` or
     /// `https://<host>/<group>/…/<project>/-/tree/<ref>/<path>`; the API is then
@@ -101,8 +70,6 @@ impl GitlabOptions {
     }
 }
 
-forge::stored_options!(GitlabOptions);
-
 /// Reads addons from a GitLab project.
 #[derive(Debug, Clone)]
 pub struct GitlabReader {
@@ -129,56 +96,34 @@ struct Commit {
 }
 
 impl GitlabReader {
-    /// The reader of a stored Gitlab registry, with the run's cache and HTTP settings.
-    pub fn from_spec(
-        spec: &RegistrySpec,
-        credentials: &Credentials,
-        options: &OpenOptions,
-    ) -> Result<Self> {
-        let mut gitlab: GitlabOptions = forge::options_of(spec, credentials, options)?;
-        gitlab.http = options.http_for(spec);
-        Self::new(gitlab, &spec.name)
-    }
-
     /// A reader for the project in `options`, under the registry name `registry`. The token is
     /// sent as `PRIVATE-TOKEN` to the API's origin only.
     pub fn new(options: GitlabOptions, registry: &str) -> Result<Self> {
-        let mut http = options.http.clone();
-        if let Some(token) = &options.token {
-            http.headers
-                .push(("PRIVATE-TOKEN".to_owned(), token.expose_secret().to_owned()));
-        }
-        http.credentials_origin = Some(options.api_base.clone());
-        let client = HttpClient::new(registry, http)?;
+        let headers = options
+            .token
+            .iter()
+            .map(|token| ("PRIVATE-TOKEN".to_owned(), token.expose_secret().to_owned()))
+            .collect();
+        let client = forge::api_client(registry, &options.http, &options.api_base, headers)?;
         Ok(Self::with_client(client, options))
     }
 
     /// A reader over an HTTP client the caller built (its registry name and credentials are
     /// used; `options.token` is then only descriptive).
     pub fn with_client(client: HttpClient, options: GitlabOptions) -> Self {
-        let cache = DiskCache::new(
+        let place = forge::Place::new(
             &options.cache,
-            "registries",
-            &format!(
-                "gitlab {} {} {} {}",
-                options.api_base,
-                options.project,
-                options.git_ref.as_deref().unwrap_or("HEAD"),
-                options.path
-            ),
+            format_args!("gitlab {} {}", options.api_base, options.project),
+            options.git_ref.as_deref(),
+            &options.path,
         );
         GitlabReader {
-            core: Arc::new(ForgeCore::new(Api { client, options }, cache)),
+            core: Arc::new(ForgeCore::new(Api { client, options }, place)),
         }
-    }
-
-    /// How many HTTP requests this reader sent (redirects and retries included).
-    pub fn request_count(&self) -> u64 {
-        self.core.api.client.request_count()
     }
 }
 
-forge_reader!(GitlabReader);
+forge_reader!(GitlabReader, api: GitlabOptions);
 
 impl Api {
     fn project_url(&self) -> String {
@@ -239,10 +184,6 @@ impl ForgeApi for Api {
         self.client.registry()
     }
 
-    fn subdir(&self) -> &str {
-        self.options.path.trim_matches('/')
-    }
-
     fn describe(&self) -> String {
         let o = &self.options;
         match &o.git_ref {
@@ -278,7 +219,7 @@ impl ForgeApi for Api {
             self.project_url(),
             encode(&git_ref)
         );
-        let path = self.subdir();
+        let path = o.path.trim_matches('/');
         if !path.is_empty() {
             url.push_str("&path=");
             url.push_str(&encode(path));

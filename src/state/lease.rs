@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
-use kube::core::GroupVersionKind;
+use kube::core::{DynamicObject, GroupVersionKind};
 use serde_json::{json, Value};
 
 use crate::cluster::{self, Cluster};
@@ -164,7 +164,8 @@ fn stamp(time: DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// A Lease as its holder writes it (the per-addon locks here, the controller's leader election).
+/// A Lease as its holder writes it (the per-addon locks here, the controller's leader election);
+/// how often it changed hands and the version it replaces are the [`Decision`]'s ([`take`]).
 #[derive(Debug, Clone, Copy)]
 pub struct LeaseWrite<'a> {
     /// Its namespace.
@@ -179,42 +180,17 @@ pub struct LeaseWrite<'a> {
     pub acquired: DateTime<Utc>,
     /// Now (the renewal).
     pub now: DateTime<Utc>,
-    /// How many times it changed hands.
-    pub transitions: i64,
-    /// The version replaced (`None`: created).
-    pub resource_version: Option<&'a str>,
 }
 
-/// A lock's Lease object, `holder`'s at `now` ([`LEASE_DURATION`]).
-fn lease_object(
-    namespace: &str,
-    name: &str,
-    holder: &str,
-    acquired: DateTime<Utc>,
-    now: DateTime<Utc>,
-    transitions: i64,
-    resource_version: Option<&str>,
-) -> Value {
-    written(&LeaseWrite {
-        namespace,
-        name,
-        holder,
-        duration: LEASE_DURATION,
-        acquired,
-        now,
-        transitions,
-        resource_version,
-    })
-}
-
-/// The Lease object of `write`.
-pub fn written(write: &LeaseWrite<'_>) -> Value {
+/// The Lease object of `write`, having changed hands `transitions` times, replacing the version
+/// `resource_version` (`None`: created).
+fn written(write: &LeaseWrite<'_>, transitions: i64, resource_version: Option<&str>) -> Value {
     let mut metadata = json!({
         "name": write.name,
         "namespace": write.namespace,
         "labels": {"app.kubernetes.io/managed-by": "addonctl"},
     });
-    if let Some(version) = write.resource_version {
+    if let Some(version) = resource_version {
         metadata["resourceVersion"] = json!(version);
     }
     json!({
@@ -226,9 +202,41 @@ pub fn written(write: &LeaseWrite<'_>) -> Value {
             "leaseDurationSeconds": write.duration.as_secs(),
             "acquireTime": stamp(write.acquired),
             "renewTime": stamp(write.now),
-            "leaseTransitions": write.transitions,
+            "leaseTransitions": transitions,
         },
     })
+}
+
+/// Carries out `decision` as `lease`'s holder, taking or renewing the Lease: `Create` creates
+/// it (making the system namespace first when it does not exist yet, as a first enable would),
+/// `TakeOver` replaces it while it has the version read (a `Conflict`: another holder wrote
+/// first). `Ok(None)`: `Busy`, nothing is written.
+pub async fn take(
+    cluster: &Cluster,
+    lease: &LeaseWrite<'_>,
+    decision: &Decision,
+) -> cluster::Result<Option<DynamicObject>> {
+    let object = match decision {
+        Decision::Busy { .. } => return Ok(None),
+        Decision::TakeOver {
+            resource_version,
+            transitions,
+        } => {
+            let object = written(lease, *transitions, Some(resource_version));
+            return cluster.replace(&object).await.map(Some);
+        }
+        Decision::Create => written(lease, 0, None),
+    };
+    match cluster.create(&object).await {
+        Err(cluster::Error::NotFound { .. }) => {
+            cluster
+                .create_if_missing(&namespace_object(lease.namespace))
+                .await?;
+            cluster.create(&object).await
+        }
+        other => other,
+    }
+    .map(Some)
 }
 
 /// Who this process is, for the Lease and the messages of others: the command, the host and
@@ -294,7 +302,7 @@ impl Held {
 }
 
 /// The Lease `namespace/name` as stored, if there is one.
-async fn read(
+pub async fn read(
     cluster: &Cluster,
     namespace: &str,
     name: &str,
@@ -322,56 +330,36 @@ pub async fn acquire(
     for _ in 0..ATTEMPTS {
         let state = read(cluster, namespace, name).await?;
         let now = Utc::now();
-        let written = match decide(state.as_ref(), holder, now, force, holder_is_gone) {
-            Decision::Busy {
+        let decision = decide(state.as_ref(), holder, now, force, holder_is_gone);
+        if let Decision::Busy {
+            holder,
+            since,
+            expires,
+        } = decision
+        {
+            let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
+            return Err(crate::Error::Busy(Busy {
+                subject: subject.to_owned(),
+                lease: name.to_owned(),
                 holder,
-                since,
-                expires,
-            } => {
-                let show = |t: Option<DateTime<Utc>>| t.map_or_else(|| "?".to_owned(), stamp);
-                return Err(crate::Error::Busy(Busy {
-                    subject: subject.to_owned(),
-                    lease: name.to_owned(),
-                    holder,
-                    since: show(since),
-                    expires: show(expires),
-                }));
-            }
-            Decision::Create => {
-                let object = lease_object(namespace, name, holder, now, now, 0, None);
-                match cluster.create(&object).await {
-                    // The system namespace does not exist yet (a first enable): make it.
-                    Err(cluster::Error::NotFound { .. }) => {
-                        cluster
-                            .create_if_missing(&namespace_object(namespace))
-                            .await?;
-                        cluster.create(&object).await
-                    }
-                    other => other,
-                }
-            }
-            Decision::TakeOver {
-                resource_version,
-                transitions,
-            } => {
-                let object = lease_object(
-                    namespace,
-                    name,
-                    holder,
-                    now,
-                    now,
-                    transitions,
-                    Some(&resource_version),
-                );
-                cluster.replace(&object).await
-            }
+                since: show(since),
+                expires: show(expires),
+            }));
+        }
+        let lease = LeaseWrite {
+            namespace,
+            name,
+            holder,
+            duration: LEASE_DURATION,
+            acquired: now,
+            now,
         };
-        match written {
-            Ok(stored) => {
+        match take(cluster, &lease, &decision).await {
+            Ok(Some(stored)) => {
                 let version = stored.metadata.resource_version.unwrap_or_default();
                 return Ok(Lock::start(cluster, namespace, name, holder, version));
             }
-            Err(cluster::Error::Conflict { .. }) => {}
+            Ok(None) | Err(cluster::Error::Conflict { .. }) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -457,16 +445,19 @@ async fn renew(held: Held) {
             return;
         }
         let now = Utc::now();
-        let object = lease_object(
-            &held.namespace,
-            &held.name,
-            &held.holder,
-            state.acquired.unwrap_or(now),
+        let lease = LeaseWrite {
+            namespace: &held.namespace,
+            name: &held.name,
+            holder: &held.holder,
+            duration: LEASE_DURATION,
+            acquired: state.acquired.unwrap_or(now),
             now,
-            state.transitions,
-            Some(&state.resource_version),
-        );
-        if let Ok(stored) = held.cluster.replace(&object).await {
+        };
+        let renewal = Decision::TakeOver {
+            resource_version: state.resource_version,
+            transitions: state.transitions,
+        };
+        if let Ok(Some(stored)) = take(&held.cluster, &lease, &renewal).await {
             *held
                 .resource_version
                 .lock()
@@ -479,6 +470,27 @@ async fn renew(held: Held) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lock's Lease object, `holder`'s at `now`.
+    fn lease_object(
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        acquired: DateTime<Utc>,
+        now: DateTime<Utc>,
+        transitions: i64,
+        resource_version: Option<&str>,
+    ) -> Value {
+        let lease = LeaseWrite {
+            namespace,
+            name,
+            holder,
+            duration: LEASE_DURATION,
+            acquired,
+            now,
+        };
+        written(&lease, transitions, resource_version)
+    }
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()

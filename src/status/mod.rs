@@ -3,7 +3,6 @@
 //! only. Functions take what they read: a [`Store`] (the control plane's state), and for
 //! `status -v` the [`Catalog`] and [`Renderer`].
 
-pub mod declared;
 pub mod health;
 pub mod list;
 pub mod phase;

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::health::ClusterStatus;
-use crate::apply::direct::placements;
 use crate::cluster::set::ClusterInfo;
+use crate::state::record::placements;
 use crate::state::record::Record;
 use crate::state::{clusters_of, Installed};
 

@@ -54,6 +54,18 @@ impl Target<'_> {
             .find(|o| o.object.same_object(object))
             .map(|o| o.created)
     }
+
+    /// Whether addonctl creates `object`, when that is known without asking the cluster: from
+    /// the previous inventory, another addon's record, or a kind not `served` yet.
+    fn known_created(&self, object: &ObjectRef, served: bool) -> Option<bool> {
+        self.previously_created(object)
+            .or_else(|| {
+                self.others
+                    .and_then(|others| others.get(object))
+                    .map(|(_, created)| *created)
+            })
+            .or((!served).then_some(true))
+    }
 }
 
 /// Plans the apply on one cluster without changing anything: resolves each object's namespace
@@ -105,15 +117,7 @@ pub(super) async fn survey(
         if plan.objects.iter().any(|o| o.object == reference) {
             continue;
         }
-        let known = target
-            .previously_created(&reference)
-            .or_else(|| {
-                target
-                    .others
-                    .and_then(|others| others.get(&reference))
-                    .map(|(_, created)| *created)
-            })
-            .or((!served).then_some(true));
+        let known = target.known_created(&reference, served);
         if known.is_none() {
             unknown
                 .entry((

@@ -6,43 +6,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::cluster::set::{ClusterInfo, LOCAL};
-use crate::model::wire::{string_list, topology_properties, LABEL_NAME};
+use crate::model::wire::LABEL_NAME;
 use crate::state::record::Placement;
 use crate::{Error, Result};
 
-/// The topology policies of an Application as placements (none = `local`).
-pub fn placements(application: &Value) -> Vec<Placement> {
-    let mut out = Vec::new();
-    for properties in topology_properties(application) {
-        let clusters = string_list(properties.get("clusters"));
-        let selector = properties
-            .get("clusterLabelSelector")
-            .or_else(|| properties.get("clusterSelector"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                    .collect()
-            });
-        let namespace = properties
-            .get("namespace")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        out.push(Placement {
-            clusters,
-            cluster_label_selector: selector,
-            namespace,
-        });
-    }
-    if out.is_empty() {
-        out.push(Placement {
-            clusters: Some(vec![LOCAL.to_owned()]),
-            cluster_label_selector: None,
-            namespace: None,
-        });
-    }
-    out
-}
+pub use crate::state::record::placements;
 
 /// Resolves placements to `cluster → namespace override`. Named clusters must exist.
 pub fn resolve_targets(

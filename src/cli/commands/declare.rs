@@ -16,7 +16,7 @@ use crate::cli::args::{DisableArgs, DriftChoice, DryRun, EnableArgs};
 use crate::cli::commands::parameter_input;
 use crate::cli::diagnostics::user;
 use crate::cli::printer::Printer;
-use crate::cli::settings::{connect, is_offline, library, ClusterSettings, GlobalSettings};
+use crate::cli::settings::{connect, connect_or_offline, ClusterSettings, GlobalSettings};
 
 /// The command a guard protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,17 +117,7 @@ pub async fn enable(
         .map(declare::parse_selector)
         .transpose()
         .map_err(reported)?;
-    let (ctx, offline) = match connect(global, cluster, printer, true).await {
-        Ok(ctx) => (ctx, false),
-        Err(e) if dry_run && is_offline(&e) => {
-            printer.note(&format!("{e:#}"));
-            printer.note(addonctl::plan::offline::ASSUMPTIONS);
-            let empty = addonctl::plan::offline::empty_cluster();
-            let ctx = Context::with_cluster(&library(global, cluster, printer), empty)?;
-            (ctx, true)
-        }
-        Err(e) => return Err(e),
-    };
+    let (ctx, offline) = connect_or_offline(global, cluster, printer, dry_run).await?;
     if !offline && !declare::served(&ctx.cluster).await.map_err(reported)? {
         if !dry_run {
             return Err(reported(declare::Error::NotInstalled));

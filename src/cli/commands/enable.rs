@@ -12,9 +12,9 @@ use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
 use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::{parameter_input, prepare_write, WriteRequest};
+use crate::cli::commands::{enable_request, parameter_input, prepare_write, write_request};
 use crate::cli::printer::Printer;
-use crate::cli::settings::{connect, library, ClusterSettings, GlobalSettings};
+use crate::cli::settings::{connect_or_offline, ClusterSettings, GlobalSettings};
 
 /// `enable`.
 pub async fn run(
@@ -27,41 +27,10 @@ pub async fn run(
         return super::declare::enable(global, cluster, printer, args).await;
     }
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
-    let (mut ctx, offline) = match connect(global, cluster, printer, true).await {
-        Ok(ctx) => (ctx, false),
-        Err(e) if args.dry_run == Some(DryRun::Client) && cannot_connect(&e) => {
-            printer.note(&format!("{e:#}"));
-            printer.note(addonctl::plan::offline::ASSUMPTIONS);
-            let empty = addonctl::plan::offline::empty_cluster();
-            let ctx = Context::with_cluster(&library(global, cluster, printer), empty)?;
-            (ctx, true)
-        }
-        Err(e) => return Err(e),
-    };
-    let write = WriteRequest {
-        command: Guarded::Enable,
-        addon: &args.addon,
-        force_unlock: args.lock.force_unlock,
-        dry_run: args.dry_run.is_some(),
-        override_controller: args.controller.override_controller,
-    };
-    prepare_write(&mut ctx, printer, &write).await?;
-    let request = addonctl::plan::EnableRequest {
-        reference: args.addon.clone(),
-        version: args.version.clone(),
-        args: given,
-        skip_version_check: args.skip_version_check,
-        override_definitions: args.override_definitions,
-        adopt: args.adopt,
-        skip_api_check: args.skip_api_check,
-        reset_values: args.reset_values,
-        history: addonctl::state::revisions::History {
-            max: Some(args.history_max as usize),
-            description: None,
-        },
-        revision_package: None,
-        overrides: addonctl::plan::Overrides::default(),
-    };
+    let client_dry_run = args.dry_run == Some(DryRun::Client);
+    let (mut ctx, offline) = connect_or_offline(global, cluster, printer, client_dry_run).await?;
+    prepare_write(&mut ctx, printer, &write_request!(Guarded::Enable, args)).await?;
+    let request = enable_request!(args, args.addon.clone(), given);
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
@@ -257,25 +226,6 @@ async fn confirm_adoptions(
             "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)",
         ))
     }
-}
-
-/// Whether connecting failed because there is no control plane to talk to (no kubeconfig, or a
-/// server that does not answer), as opposed to one that refused.
-fn cannot_connect(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        let cluster = cause
-            .downcast_ref::<addonctl::cluster::Error>()
-            .or_else(|| match cause.downcast_ref::<addonctl::Error>() {
-                Some(addonctl::Error::Cluster(e)) => Some(e),
-                _ => None,
-            });
-        matches!(
-            cluster,
-            Some(
-                addonctl::cluster::Error::Unreachable { .. } | addonctl::cluster::Error::Config(_)
-            )
-        )
-    })
 }
 
 /// How `--dry-run` (client) shows a plan.

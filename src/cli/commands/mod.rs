@@ -78,6 +78,46 @@ pub(crate) struct WriteRequest<'a> {
     pub override_controller: bool,
 }
 
+/// The [`WriteRequest`] of `enable` or `upgrade` (`$command`) from the flags both have (the
+/// addon, `--dry-run`, `--force-unlock`, `--override-controller`).
+macro_rules! write_request {
+    ($command:expr, $args:expr) => {
+        crate::cli::commands::WriteRequest {
+            command: $command,
+            addon: &$args.addon,
+            force_unlock: $args.lock.force_unlock,
+            dry_run: $args.dry_run.is_some(),
+            override_controller: $args.controller.override_controller,
+        }
+    };
+}
+pub(crate) use write_request;
+
+/// The library's `EnableRequest` for `$reference` with the arguments `$given`, from the flags
+/// `enable` and `upgrade` both have (`--version`, `--skip-version-check`,
+/// `--override-definitions`, `--adopt`, `--skip-api-check`, `--reset-values`, `--history-max`).
+macro_rules! enable_request {
+    ($args:expr, $reference:expr, $given:expr) => {
+        addonctl::plan::EnableRequest {
+            reference: $reference,
+            version: $args.version.clone(),
+            args: $given,
+            skip_version_check: $args.skip_version_check,
+            override_definitions: $args.override_definitions,
+            adopt: $args.adopt,
+            skip_api_check: $args.skip_api_check,
+            reset_values: $args.reset_values,
+            history: addonctl::state::revisions::History {
+                max: Some($args.history_max as usize),
+                description: None,
+            },
+            revision_package: None,
+            overrides: addonctl::plan::Overrides::default(),
+        }
+    };
+}
+pub(crate) use enable_request;
+
 /// Before `enable` or `upgrade` plans: its lock options, and — unless it is a dry run — the
 /// check that the user may write the addon's state and the refusal of an addon an `Addon`
 /// resource declares (the controller owns it).

@@ -93,6 +93,16 @@ fn read_stages(args: &RolloutRunArgs) -> anyhow::Result<Rollout> {
     Ok(rollout)
 }
 
+/// One failed cluster of a rollout, as every report lists it.
+fn write_failure(
+    out: &mut impl Write,
+    cluster: &str,
+    stage: &str,
+    reason: &str,
+) -> std::io::Result<()> {
+    writeln!(out, "  cluster `{cluster}` (stage `{stage}`): {reason}")
+}
+
 fn print_report(printer: Printer, report: &RunReport) -> anyhow::Result<()> {
     let mut stdout = printer.stdout();
     let state = &report.state;
@@ -114,12 +124,8 @@ fn print_report(printer: Printer, report: &RunReport) -> anyhow::Result<()> {
             state.message.as_deref().unwrap_or("a gate failed")
         )?;
     }
-    for failure in &state.failures {
-        writeln!(
-            stdout,
-            "  cluster `{}` (stage `{}`): {}",
-            failure.cluster, failure.stage, failure.reason
-        )?;
+    for f in &state.failures {
+        write_failure(&mut stdout, &f.cluster, &f.stage, &f.reason)?;
     }
     if !report.untouched.is_empty() {
         writeln!(
@@ -235,12 +241,8 @@ fn print_control(printer: Printer, report: &RolloutReport) -> anyhow::Result<()>
             list(&stage.failed)
         )?;
     }
-    for failure in &report.failed {
-        writeln!(
-            out,
-            "  cluster `{}` (stage `{}`): {}",
-            failure.cluster, failure.stage, failure.reason
-        )?;
+    for f in &report.failed {
+        write_failure(&mut out, &f.cluster, &f.stage, &f.reason)?;
     }
     if let Some(message) = &report.message {
         writeln!(out, "{message}")?;

@@ -32,7 +32,7 @@ pub async fn run(
     let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
     let declared = super::declare::declared_for_status(&ctx, &args.addon)
         .await
-        .map(|a| addonctl::status::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
+        .map(|a| addonctl::declare::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
     let mut document = serde_json::to_value(&status)?;
     if let (Some(map), Some(block)) = (document.as_object_mut(), &declared) {
         map.insert("addon".into(), serde_json::to_value(block)?);
@@ -55,7 +55,7 @@ pub async fn run(
 /// line per condition.
 fn print_declared(
     out: &mut impl Write,
-    block: &addonctl::status::declared::Declared,
+    block: &addonctl::declare::declared::Declared,
 ) -> anyhow::Result<()> {
     writeln!(
         out,

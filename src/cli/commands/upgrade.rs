@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use crate::cli::args::{DryRun, UpgradeArgs};
 use crate::cli::commands::declare::Guarded;
 use crate::cli::commands::enable::PlanOutput;
-use crate::cli::commands::{parameter_input, prepare_write, WriteRequest};
+use crate::cli::commands::{enable_request, parameter_input, prepare_write, write_request};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -19,25 +19,12 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let given = parameter_input(&args.parameters, None)?;
     let mut ctx = connect(global, cluster, printer, true).await?;
-    let write = WriteRequest {
-        command: Guarded::Upgrade,
-        addon: &args.addon,
-        force_unlock: args.lock.force_unlock,
-        dry_run: args.dry_run.is_some(),
-        override_controller: args.controller.override_controller,
-    };
-    prepare_write(&mut ctx, printer, &write).await?;
+    prepare_write(&mut ctx, printer, &write_request!(Guarded::Upgrade, args)).await?;
     let request = addonctl::apply::UpgradeRequest {
         name: args.addon.clone(),
-        version: args.version.clone(),
         latest: args.latest,
-        args: given,
-        skip_version_check: args.skip_version_check,
-        override_definitions: args.override_definitions,
-        adopt: args.adopt,
-        skip_api_check: args.skip_api_check,
-        reset_values: args.reset_values,
-        history_max: Some(args.history_max as usize),
+        // The reference is the installed addon's, found by its name.
+        enable: enable_request!(args, String::new(), given),
     };
     if let Some(dry_run) = args.dry_run {
         let plan = addonctl::apply::upgrade_plan(&ctx, &request).await?;

@@ -370,12 +370,7 @@ impl Evaluator {
                 if let Val::Bottom(b) = self.scalar(v, &[]) {
                     return Err(self.error_of(&b, Some(v)));
                 }
-                let arcs: Vec<(Key, VId)> = self
-                    .v(v)
-                    .arcs
-                    .iter()
-                    .map(|(k, &a)| (k.clone(), a))
-                    .collect();
+                let arcs = self.arcs_of(v);
                 let mut fields = Vec::with_capacity(arcs.len());
                 for (key, a) in arcs {
                     if !self.v(a).regular {

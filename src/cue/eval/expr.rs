@@ -31,6 +31,20 @@ pub(super) fn conflict_at(message: impl Into<String>, pos: Pos) -> Val {
     bottom(ErrorKind::Conflict, message, vec![pos])
 }
 
+/// The conflict of `a op b` when `op` does not take such operands (`why`: what is added in
+/// parentheses, or nothing).
+fn invalid_operands(op: BinOp, a: &Val, b: &Val, why: &str, pos: Pos) -> Val {
+    conflict_at(
+        format!(
+            "invalid operands {} and {} to `{}`{why}",
+            show(a),
+            show(b),
+            op.symbol()
+        ),
+        pos,
+    )
+}
+
 /// The value of a predeclared identifier.
 fn predeclared(library: &Library, name: &str) -> Option<Val> {
     Some(match name {
@@ -423,33 +437,21 @@ impl Evaluator {
         }
         let bound = |b: BoundOp| Val::Bound(b, Arc::new(v.clone()));
         match op {
-            UnOp::Lt | UnOp::Le | UnOp::Gt | UnOp::Ge | UnOp::Ne | UnOp::Match | UnOp::NotMatch
-                if !v.is_concrete() =>
-            {
-                incomplete(
-                    format!("the operand of a bound must be concrete, not {}", show(&v)),
-                    pos,
-                )
-            }
-            UnOp::Lt => bound(BoundOp::Lt),
-            UnOp::Le => bound(BoundOp::Le),
-            UnOp::Gt => bound(BoundOp::Gt),
-            UnOp::Ge => bound(BoundOp::Ge),
-            UnOp::Ne => bound(BoundOp::Ne),
-            UnOp::Match | UnOp::NotMatch => match &v {
+            UnOp::Bound(_) if !v.is_concrete() => incomplete(
+                format!("the operand of a bound must be concrete, not {}", show(&v)),
+                pos,
+            ),
+            UnOp::Bound(b @ (BoundOp::Match | BoundOp::NotMatch)) => match &v {
                 Val::Str(re) => match crate::cue::value::regex_match(re, "") {
                     Err(m) => conflict_at(m, pos),
-                    Ok(_) => bound(if op == UnOp::Match {
-                        BoundOp::Match
-                    } else {
-                        BoundOp::NotMatch
-                    }),
+                    Ok(_) => bound(b),
                 },
                 _ => conflict_at(
                     format!("a regular expression must be a string, not {}", show(&v)),
                     pos,
                 ),
             },
+            UnOp::Bound(b) => bound(b),
             UnOp::Neg => match v {
                 Val::Int(i) => Val::Int(-i),
                 Val::Float(f, s) => Val::Float(-f, s),
@@ -583,15 +585,7 @@ impl Evaluator {
                 let (ka, kb) = (a.kinds(), b.kinds());
                 let numbers = ka & kind::NUMBER != 0 && kb & kind::NUMBER != 0;
                 if ka != kb && !numbers && ka != kind::NULL && kb != kind::NULL {
-                    return conflict_at(
-                        format!(
-                            "invalid operands {} and {} to `{}` (mismatched types)",
-                            show(a),
-                            show(b),
-                            op.symbol()
-                        ),
-                        pos,
-                    );
+                    return invalid_operands(op, a, b, " (mismatched types)", pos);
                 }
                 let eq = match scalar_eq(a, b) {
                     Some(eq) => eq,
@@ -607,15 +601,7 @@ impl Evaluator {
                     _ => BoundOp::Ge,
                 };
                 if compare(a, b).is_none() {
-                    return conflict_at(
-                        format!(
-                            "invalid operands {} and {} to `{}`",
-                            show(a),
-                            show(b),
-                            op.symbol()
-                        ),
-                        pos,
-                    );
+                    return invalid_operands(op, a, b, "", pos);
                 }
                 match check_bound(bop, b, a) {
                     Ok(r) => Val::Bool(r),
@@ -627,15 +613,7 @@ impl Evaluator {
                     Ok(m) => Val::Bool(m == (op == BinOp::Match)),
                     Err(m) => conflict_at(m, pos),
                 },
-                _ => conflict_at(
-                    format!(
-                        "invalid operands {} and {} to `{}`",
-                        show(a),
-                        show(b),
-                        op.symbol()
-                    ),
-                    pos,
-                ),
+                _ => invalid_operands(op, a, b, "", pos),
             },
             BinOp::Add => match (a, b) {
                 (Val::Str(x), Val::Str(y)) => Val::Str(Arc::from(format!("{x}{y}"))),

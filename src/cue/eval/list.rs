@@ -231,12 +231,7 @@ impl Evaluator {
                     ));
                 }
                 self.expand(w);
-                let arcs: Vec<(Key, VId)> = self
-                    .v(w)
-                    .arcs
-                    .iter()
-                    .map(|(k, &a)| (k.clone(), a))
-                    .collect();
+                let arcs = self.arcs_of(w);
                 let mut out = Vec::new();
                 for (k, a) in arcs {
                     if !k.is_regular() || !self.v(a).regular {

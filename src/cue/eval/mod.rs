@@ -273,6 +273,16 @@ impl Evaluator {
             .unwrap_or_else(|| &self.vertices[ROOT])
     }
 
+    /// The arcs of `id` (key and vertex), copied out so that the evaluator can be borrowed
+    /// mutably while it walks them.
+    pub(crate) fn arcs_of(&self, id: VId) -> Vec<(Key, VId)> {
+        self.v(id)
+            .arcs
+            .iter()
+            .map(|(k, &a)| (k.clone(), a))
+            .collect()
+    }
+
     pub(crate) fn vm(&mut self, id: VId) -> &mut Vertex {
         let id = if id < self.vertices.len() { id } else { ROOT };
         &mut self.vertices[id]

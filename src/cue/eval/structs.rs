@@ -127,12 +127,7 @@ impl Evaluator {
                         closed: None,
                     };
                     self.vm(v).patterns.push((pattern.clone(), conj.clone()));
-                    let arcs: Vec<(Key, VId)> = self
-                        .v(v)
-                        .arcs
-                        .iter()
-                        .map(|(k, &a)| (k.clone(), a))
-                        .collect();
+                    let arcs = self.arcs_of(v);
                     for (name, a) in arcs {
                         self.apply_pattern(a, &name, &pattern, conj.clone());
                     }

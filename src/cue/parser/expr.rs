@@ -7,6 +7,7 @@ use super::literal::number;
 use super::{syntax, PResult, Parser};
 use crate::cue::ast::{BinOp, Elem, Expr, ExprKind, Pos, UnOp};
 use crate::cue::lexer::Kind;
+use crate::cue::value::BoundOp;
 
 impl Parser<'_> {
     // --- expressions ----------------------------------------------------------------------
@@ -69,13 +70,13 @@ impl Parser<'_> {
             Kind::Punct("+") => UnOp::Plus,
             Kind::Punct("!") => UnOp::Not,
             Kind::Punct("*") => UnOp::Default,
-            Kind::Punct("<") => UnOp::Lt,
-            Kind::Punct("<=") => UnOp::Le,
-            Kind::Punct(">") => UnOp::Gt,
-            Kind::Punct(">=") => UnOp::Ge,
-            Kind::Punct("!=") => UnOp::Ne,
-            Kind::Punct("=~") => UnOp::Match,
-            Kind::Punct("!~") => UnOp::NotMatch,
+            Kind::Punct("<") => UnOp::Bound(BoundOp::Lt),
+            Kind::Punct("<=") => UnOp::Bound(BoundOp::Le),
+            Kind::Punct(">") => UnOp::Bound(BoundOp::Gt),
+            Kind::Punct(">=") => UnOp::Bound(BoundOp::Ge),
+            Kind::Punct("!=") => UnOp::Bound(BoundOp::Ne),
+            Kind::Punct("=~") => UnOp::Bound(BoundOp::Match),
+            Kind::Punct("!~") => UnOp::Bound(BoundOp::NotMatch),
             _ => return self.postfix(),
         };
         self.bump();

@@ -158,20 +158,6 @@ pub(super) fn find_interpolation(text: &str, hashes: usize) -> Option<usize> {
     None
 }
 
-/// The `K M G T P` (×1000) and `Ki Mi Gi Ti Pi` (×1024) multipliers of number literals.
-pub(super) const UNITS: [(&str, u64); 10] = [
-    ("Ki", 1 << 10),
-    ("Mi", 1 << 20),
-    ("Gi", 1 << 30),
-    ("Ti", 1 << 40),
-    ("Pi", 1 << 50),
-    ("K", 1_000),
-    ("M", 1_000_000),
-    ("G", 1_000_000_000),
-    ("T", 1_000_000_000_000),
-    ("P", 1_000_000_000_000_000),
-];
-
 /// Decode a number literal into an integer (arbitrary size) or a float.
 pub(super) fn number(raw: &str) -> Option<ExprKind> {
     let digits: String = raw.chars().filter(|&c| c != '_').collect();
@@ -181,24 +167,22 @@ pub(super) fn number(raw: &str) -> Option<ExprKind> {
             return BigInt::parse_bytes(rest.as_bytes(), radix).map(ExprKind::Int);
         }
     }
-    for (suffix, factor) in UNITS {
-        if let Some(mantissa) = digits.strip_suffix(suffix) {
-            let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-            if !whole
-                .bytes()
-                .chain(fraction.bytes())
-                .all(|b| b.is_ascii_digit())
-            {
-                return None;
-            }
-            let all = BigInt::parse_bytes(format!("{whole}{fraction}").as_bytes(), 10)?;
-            let scale = BigInt::from(10u32).pow(u32::try_from(fraction.len()).ok()?);
-            let scaled = all * BigInt::from(factor);
-            if (&scaled % &scale) != BigInt::from(0) {
-                return None;
-            }
-            return Some(ExprKind::Int(scaled / scale));
+    if let (mantissa, Some(factor)) = lexer::split_multiplier(&digits) {
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+        {
+            return None;
         }
+        let all = BigInt::parse_bytes(format!("{whole}{fraction}").as_bytes(), 10)?;
+        let scale = BigInt::from(10u32).pow(u32::try_from(fraction.len()).ok()?);
+        let scaled = all * BigInt::from(factor);
+        if (&scaled % &scale) != BigInt::from(0) {
+            return None;
+        }
+        return Some(ExprKind::Int(scaled / scale));
     }
     if digits.contains(['.', 'e', 'E']) {
         let scale = if digits.contains(['e', 'E']) {

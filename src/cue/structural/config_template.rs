@@ -68,25 +68,16 @@ impl Parser<'_> {
     }
 
     pub(super) fn loose_struct(&mut self) -> Result<Loose> {
-        let open = self.pos();
-        self.bump();
         let mut fields = Vec::new();
-        loop {
-            match self.kind() {
-                Kind::Punct("}") => {
-                    self.bump();
-                    return Ok(Loose::Struct(fields));
-                }
-                Kind::Eof => return Err(error(open, "this `{` is never closed")),
-                Kind::Comma { .. } => {
-                    self.bump();
-                    continue;
-                }
-                _ if self.is_field_start() => fields.push(self.loose_field()?),
-                _ => self.skip_expression()?,
+        self.struct_body(|p| {
+            if p.is_field_start() {
+                fields.push(p.loose_field()?);
+            } else {
+                p.skip_expression()?;
             }
-            self.field_end()?;
-        }
+            p.field_end()
+        })?;
+        Ok(Loose::Struct(fields))
     }
 }
 

@@ -151,6 +151,28 @@ impl<'a> Parser<'a> {
         result
     }
 
+    /// The members of a struct whose `{` is the current token, up to its `}` (consumed): commas
+    /// are skipped, the end of the file is an error at the `{`, and `member` reads each of the
+    /// rest (and what ends it).
+    pub(super) fn struct_body(
+        &mut self,
+        mut member: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let open = self.pos();
+        self.bump();
+        loop {
+            match self.kind() {
+                Kind::Punct("}") => {
+                    self.bump();
+                    return Ok(());
+                }
+                Kind::Eof => return Err(error(open, "this `{` is never closed")),
+                Kind::Comma { .. } => self.bump(),
+                _ => member(self)?,
+            }
+        }
+    }
+
     /// The end of a top-level declaration: a comma, a line end or the end of the file.
     pub(super) fn decl_end(&mut self) -> Result<()> {
         match self.kind() {

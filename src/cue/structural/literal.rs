@@ -137,42 +137,28 @@ impl Parser<'_> {
 
     pub(super) fn lit_struct(&mut self) -> Result<Lit> {
         let pos = self.pos();
-        self.bump();
         let mut fields = Vec::new();
-        loop {
-            match self.kind() {
-                Kind::Punct("}") => {
-                    self.bump();
-                    return Ok(Lit {
-                        pos,
-                        kind: LitKind::Struct(fields),
-                    });
-                }
-                Kind::Comma { .. } => self.bump(),
-                Kind::Punct("...") => return Err(not_literal(self.pos(), "an open struct `...`")),
-                Kind::Punct("[") => {
-                    return Err(not_literal(self.pos(), "a pattern constraint `[…]: …`"));
-                }
-                Kind::Ident
-                    if matches!(self.text(), "if" | "for" | "let") && !self.punct_at(1, ":") =>
-                {
-                    return Err(not_literal(self.pos(), &self.non_literal_ident()));
-                }
-                _ if self.is_field_start() => {
-                    fields.push(self.lit_field()?);
-                    self.field_end()?;
-                }
-                Kind::Eof => return Err(error(pos, "this `{` is never closed")),
-                Kind::Ident => {
-                    return Err(not_literal(
-                        self.pos(),
-                        &format!("the embedded {}", self.non_literal_ident()),
-                    ));
-                }
-                Kind::Punct("(") => return Err(not_literal(self.pos(), "an embedded expression")),
-                _ => return Err(self.unexpected("expected a field such as `key: value`")),
+        self.struct_body(|p| match p.kind() {
+            Kind::Punct("...") => Err(not_literal(p.pos(), "an open struct `...`")),
+            Kind::Punct("[") => Err(not_literal(p.pos(), "a pattern constraint `[…]: …`")),
+            Kind::Ident if matches!(p.text(), "if" | "for" | "let") && !p.punct_at(1, ":") => {
+                Err(not_literal(p.pos(), &p.non_literal_ident()))
             }
-        }
+            _ if p.is_field_start() => {
+                fields.push(p.lit_field()?);
+                p.field_end()
+            }
+            Kind::Ident => Err(not_literal(
+                p.pos(),
+                &format!("the embedded {}", p.non_literal_ident()),
+            )),
+            Kind::Punct("(") => Err(not_literal(p.pos(), "an embedded expression")),
+            _ => Err(p.unexpected("expected a field such as `key: value`")),
+        })?;
+        Ok(Lit {
+            pos,
+            kind: LitKind::Struct(fields),
+        })
     }
 
     pub(super) fn lit_list(&mut self) -> Result<Lit> {

@@ -329,37 +329,26 @@ impl Parser<'_> {
     }
 
     pub(super) fn schema_struct(&mut self) -> Result<Term> {
-        let open = self.pos();
-        self.bump();
         let mut properties = Map::new();
         let mut required = Vec::new();
         let mut additional = None;
         let mut literal = Some(Map::new());
-        loop {
-            let pos = self.pos();
-            match self.kind() {
-                Kind::Punct("}") => {
-                    self.bump();
-                    break;
-                }
-                Kind::Eof => return Err(error(open, "this `{` is never closed")),
-                Kind::Comma { .. } => {
-                    self.bump();
-                    continue;
-                }
+        self.struct_body(|p| {
+            let pos = p.pos();
+            match p.kind() {
                 Kind::Punct("...") => {
-                    self.bump();
+                    p.bump();
                     literal = None;
                 }
-                _ if self.is_pattern_start() => {
+                _ if p.is_pattern_start() => {
                     if additional.is_some() {
                         return Err(beyond_subset(pos, "a second pattern constraint"));
                     }
-                    additional = Some(self.schema_pattern()?);
+                    additional = Some(p.schema_pattern()?);
                     literal = None;
                 }
-                _ if self.is_field_start() => {
-                    let field = self.schema_field()?;
+                _ if p.is_field_start() => {
+                    let field = p.schema_field()?;
                     if properties.contains_key(&field.name) {
                         return Err(beyond_subset(
                             field.pos,
@@ -377,10 +366,10 @@ impl Parser<'_> {
                     }
                     properties.insert(field.name, Value::Object(field.schema));
                 }
-                _ => return Err(self.struct_element_error()),
+                _ => return Err(p.struct_element_error()),
             }
-            self.field_end()?;
-        }
+            p.field_end()
+        })?;
         let schema = object_schema(properties, required, additional);
         Ok(Term::Type {
             schema,

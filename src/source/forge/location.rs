@@ -22,13 +22,13 @@ pub(crate) trait StoredOptions: Sized {
 /// `cache`, and an inherent `from_url`); the ref is set as given unless a setter is named.
 macro_rules! stored_options {
     ($options:ty) => {
-        forge::stored_options!($options, |options: &mut $options, git_ref| {
+        crate::source::forge::stored_options!($options, |options: &mut $options, git_ref| {
             options.git_ref = Some(git_ref)
         });
     };
     ($options:ty, $set_ref:expr) => {
-        impl forge::StoredOptions for $options {
-            fn from_url(registry: &str, url: &str) -> Result<Self> {
+        impl crate::source::forge::StoredOptions for $options {
+            fn from_url(registry: &str, url: &str) -> crate::source::Result<Self> {
                 <$options>::from_url(registry, url)
             }
 
@@ -49,6 +49,62 @@ macro_rules! stored_options {
     };
 }
 pub(crate) use stored_options;
+
+/// Declares the options of a forge read through the shared HTTP layer (Gitee, GitLab): its API
+/// base, the repository as the forge names it (the `String` fields given), and what every such
+/// forge has: the ref, the registry path, the token, the HTTP settings, the archive cap
+/// (`MAX_ARCHIVE_BYTES` of the forge's module) and the disk cache. It adds `new` (the API base
+/// and the repository: default branch, whole repository, anonymous) and [`StoredOptions`].
+macro_rules! api_forge_options {
+    (
+        $(#[$doc:meta])*
+        pub struct $options:ident {
+            $( $(#[$field_doc:meta])* pub $field:ident: String, )+
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $options {
+            /// The API base URL (`https://<host>/api/v5` for Gitee, `https://<host>/api/v4` for
+            /// GitLab).
+            pub api_base: String,
+            $( $(#[$field_doc])* pub $field: String, )+
+            /// A branch, tag or commit; `None` for the repository's default branch.
+            pub git_ref: Option<String>,
+            /// The directory holding the registry (`""` for the whole repository).
+            pub path: String,
+            /// An access token; `None` for anonymous access.
+            pub token: Option<secrecy::SecretString>,
+            /// Timeouts, retries, concurrency and TLS of the HTTP layer.
+            pub http: crate::source::http::HttpOptions,
+            /// The largest archive downloaded.
+            pub max_archive_bytes: u64,
+            /// The disk cache of archives across runs; off unless set (a stored registry gets
+            /// the run's cache settings).
+            pub cache: crate::source::cache::CacheOptions,
+        }
+
+        impl $options {
+            /// Options for the repository named after `api_base`: default branch, whole
+            /// repository, anonymous.
+            pub fn new(api_base: impl Into<String>, $($field: impl Into<String>),+) -> Self {
+                $options {
+                    api_base: api_base.into(),
+                    $($field: $field.into(),)+
+                    git_ref: None,
+                    path: String::new(),
+                    token: None,
+                    http: crate::source::http::HttpOptions::default(),
+                    max_archive_bytes: MAX_ARCHIVE_BYTES,
+                    cache: crate::source::cache::CacheOptions::off(),
+                }
+            }
+        }
+
+        crate::source::forge::stored_options!($options);
+    };
+}
+pub(crate) use api_forge_options;
 
 /// The options of a stored forge registry: its URL, ref and path, its token, and the run's cache.
 pub(crate) fn options_of<O: StoredOptions>(

@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 pub use crate::model::wire::{record_name, LABEL_RECORD};
-use crate::model::wire::{LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION};
+use crate::model::wire::{
+    string_list, topology_properties, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION,
+};
 use crate::model::Dependency;
 
 /// The key of the record's JSON in the Secret.
@@ -215,6 +217,40 @@ pub struct Placement {
     /// The namespace namespaced objects go to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+}
+
+/// The topology policies of an Application as placements (none = `local`).
+pub fn placements(application: &Value) -> Vec<Placement> {
+    let mut out = Vec::new();
+    for properties in topology_properties(application) {
+        let clusters = string_list(properties.get("clusters"));
+        let selector = properties
+            .get("clusterLabelSelector")
+            .or_else(|| properties.get("clusterSelector"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            });
+        let namespace = properties
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        out.push(Placement {
+            clusters,
+            cluster_label_selector: selector,
+            namespace,
+        });
+    }
+    if out.is_empty() {
+        out.push(Placement {
+            clusters: Some(vec![crate::cluster::set::LOCAL.to_owned()]),
+            cluster_label_selector: None,
+            namespace: None,
+        });
+    }
+    out
 }
 
 /// One object applied to a managed cluster.
