@@ -2,12 +2,14 @@
 //! one addon's state (`addonctl-lock-<addon>`) or one registry's (`addonctl-registry-lock-<name>`),
 //! so that two commands never interleave their writes.
 //!
-//! Expected flow: [`acquire`] reads the Lease; absent, it creates it (a create that loses the
-//! race is a conflict, and the read starts again); held by someone else and not expired, it
+//! Expected flow: [`acquire`] creates the Lease (unless forced); when it exists, reads it;
+//! absent, it creates it (a create that loses the race is a conflict, and the read starts
+//! again); held by someone else and not expired, it
 //! refuses with [`Busy`] (who, since when) unless forced; expired (or forced), it replaces it
 //! with the read `resourceVersion` as precondition (compare-and-swap). While held, a task renews
 //! it every quarter of its duration; [`Lock::release`] stops the renewal and deletes the Lease if
-//! it is still ours (again with the resourceVersion as precondition).
+//! it is still ours (with the resourceVersion of its last write as precondition; read again
+//! when that changed).
 //!
 //! Guarantees: at most one holder at a time, as long as holders renew (a crashed command's lease
 //! expires after [`LEASE_DURATION`] and is taken over — at once when that command ran on this
@@ -319,6 +321,18 @@ pub async fn acquire(
     holder: &str,
     force: bool,
 ) -> crate::Result<Lock> {
+    // Most often there is no Lease: create it straight away (one request); one that exists
+    // (`409`) is read and decided on below.
+    if !force {
+        match create(cluster, namespace, name, holder).await {
+            Ok(stored) => {
+                let version = stored.metadata.resource_version.unwrap_or_default();
+                return Ok(Lock::start(cluster, namespace, name, holder, version));
+            }
+            Err(cluster::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     for _ in 0..ATTEMPTS {
         let state = read(cluster, namespace, name).await?;
         let now = Utc::now();
@@ -337,19 +351,7 @@ pub async fn acquire(
                     expires: show(expires),
                 }));
             }
-            Decision::Create => {
-                let object = lease_object(namespace, name, holder, now, now, 0, None);
-                match cluster.create(&object).await {
-                    // The system namespace does not exist yet (a first enable): make it.
-                    Err(cluster::Error::NotFound { .. }) => {
-                        cluster
-                            .create_if_missing(&namespace_object(namespace))
-                            .await?;
-                        cluster.create(&object).await
-                    }
-                    other => other,
-                }
-            }
+            Decision::Create => create(cluster, namespace, name, holder).await,
             Decision::TakeOver {
                 resource_version,
                 transitions,
@@ -379,6 +381,27 @@ pub async fn acquire(
         subject: subject.to_owned(),
         lease: format!("{namespace}/{name}"),
     })
+}
+
+/// Creates the Lease `namespace/name` held by `holder` (and the system namespace when it does
+/// not exist yet: a first enable). One that exists is a [`cluster::Error::Conflict`].
+async fn create(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    holder: &str,
+) -> cluster::Result<kube::api::DynamicObject> {
+    let now = Utc::now();
+    let object = lease_object(namespace, name, holder, now, now, 0, None);
+    match cluster.create(&object).await {
+        Err(cluster::Error::NotFound { .. }) => {
+            cluster
+                .create_if_missing(&namespace_object(namespace))
+                .await?;
+            cluster.create(&object).await
+        }
+        other => other,
+    }
 }
 
 impl Lock {
@@ -413,10 +436,21 @@ impl Lock {
         Ok(())
     }
 
-    /// Stops renewing and deletes the Lease if it is still this holder's.
+    /// Stops renewing and deletes the Lease if it is still this holder's: with the
+    /// resourceVersion of its last write as precondition (one request); when that changed (a
+    /// renewal cut off midway, or a take-over), read and decide.
     pub async fn release(self) -> crate::Result<()> {
         self.renewal.abort();
         let held = &self.held;
+        let written = self.resource_version();
+        if !written.is_empty()
+            && held
+                .cluster
+                .delete_if_version(&lease_gvk(), Some(&held.namespace), &held.name, &written)
+                .await?
+        {
+            return Ok(());
+        }
         let Some(state) = held.read().await? else {
             return Ok(());
         };

@@ -208,13 +208,8 @@ pub async fn prepare_holding(
         .collect();
     objects.sort_by_key(rank);
     let scopes = crd_scopes(&objects);
-    let joined_clusters: Vec<ClusterInfo> = ctx
-        .state()
-        .joined()
-        .await?
-        .into_iter()
-        .map(|(info, _)| info)
-        .collect();
+    let joined = ctx.state().joined().await?;
+    let joined_clusters: Vec<ClusterInfo> = joined.iter().map(|(info, _)| info.clone()).collect();
     let targets = resolve_targets(&placements, &joined_clusters)?;
     let mut names: BTreeSet<String> = targets.keys().cloned().collect();
     for (name, inventory) in previous {
@@ -234,7 +229,7 @@ pub async fn prepare_holding(
         .filter(|(name, _)| hold.contains(*name))
         .map(|(name, inventory)| (name.clone(), inventory.clone()))
         .collect();
-    let clients = ctx.state().clients(&names).await?;
+    let clients = ctx.state().clients_of(&joined, &names).await;
     let baselines = clients
         .iter()
         .filter_map(|(name, client)| {
