@@ -316,15 +316,18 @@ async fn remove_control_plane(
             push(object, !adopted);
         }
     }
-    push(
-        ObjectRef {
-            api_version: "core.oam.dev/v1beta1".to_owned(),
-            kind: "Application".to_owned(),
-            namespace: Some(ns.to_owned()),
-            name: application_name(name),
-        },
-        true,
-    );
+    // The Application, when the state shows one (or the record says it was applied).
+    if current.application.is_some() || current.record.as_ref().is_none_or(|r| r.application) {
+        push(
+            ObjectRef {
+                api_version: "core.oam.dev/v1beta1".to_owned(),
+                kind: "Application".to_owned(),
+                namespace: Some(ns.to_owned()),
+                name: application_name(name),
+            },
+            true,
+        );
+    }
     if let Some(record) = &current.record {
         for namespace in &record.need_namespaces {
             push(

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::targets::rank;
 use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
+use crate::cluster::set::LOCAL;
 use crate::cluster::Cluster;
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::to_value;
@@ -262,6 +263,15 @@ async fn namespaces_stored(
     };
     let mut out = Vec::new();
     for name in needed.iter().filter(|n| !declared(n)) {
+        // The control plane's system namespace exists: the control-plane part of the apply made
+        // it (and holds the addon's lock there).
+        if target.name == LOCAL
+            && name == target.system_namespace
+            && target.previously_created(&namespace_ref(name)).is_none()
+        {
+            out.push((name.clone(), Some(String::new())));
+            continue;
+        }
         let stored = target.cluster.get(&namespace_ref(name).gvk(), None, name).await?;
         out.push((
             name.clone(),

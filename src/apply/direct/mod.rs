@@ -208,7 +208,15 @@ pub async fn prepare_holding(
         .collect();
     objects.sort_by_key(rank);
     let scopes = crd_scopes(&objects);
-    let joined = ctx.state().joined().await?;
+    // Only `local` concerned (now and before): the joined clusters are not read.
+    let only_local = placements.iter().all(|p| {
+        p.cluster_label_selector.is_none() && p.clusters.iter().flatten().all(|c| c == LOCAL)
+    }) && previous.keys().all(|c| c == LOCAL);
+    let joined = if only_local {
+        Vec::new()
+    } else {
+        ctx.state().joined().await?
+    };
     let joined_clusters: Vec<ClusterInfo> = joined.iter().map(|(info, _)| info.clone()).collect();
     let targets = resolve_targets(&placements, &joined_clusters)?;
     let mut names: BTreeSet<String> = targets.keys().cloned().collect();

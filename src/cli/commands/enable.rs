@@ -45,6 +45,8 @@ pub async fn run(
         dry_run: args.dry_run.is_some(),
         override_controller: args.controller.override_controller,
     };
+    // The plan's reads of the state serve the checks until the first write (the lock).
+    let _reuse = ctx.cluster.reuse_lists();
     prepare_write(&mut ctx, printer, &write).await?;
     let request = addonctl::plan::EnableRequest {
         reference: args.addon.clone(),
