@@ -191,9 +191,10 @@ async fn an_object_known_only_from_a_plan_is_read_and_deleted_with_the_uid_read(
         object
     };
     let path = format!("{CONFIG_MAP}/planned");
-    let api = api()
-        .on("GET", &path, 200, managed_by("addonctl"))
-        .on("DELETE", &path, 200, deleted());
+    let api =
+        api()
+            .on("GET", &path, 200, managed_by("addonctl"))
+            .on("DELETE", &path, 200, deleted());
 
     let removal = prune(&api, &[recorded("planned", "", true)], None, false).await;
 
@@ -202,7 +203,10 @@ async fn an_object_known_only_from_a_plan_is_read_and_deleted_with_the_uid_read(
         object_requests(&api),
         [format!("GET {path}"), format!("DELETE {path}")]
     );
-    assert_eq!(api.bodies(&format!("DELETE {path}"))[0]["preconditions"]["uid"], "p1");
+    assert_eq!(
+        api.bodies(&format!("DELETE {path}"))[0]["preconditions"]["uid"],
+        "p1"
+    );
 
     // Someone else writes it too: not addonctl's alone, kept, not deleted.
     let theirs = self::api().on("GET", &path, 200, managed_by("kubectl"));
@@ -232,11 +236,17 @@ async fn a_trusted_record_without_uids_deletes_in_one_request_each() {
     requests.sort();
     assert_eq!(
         requests,
-        [format!("DELETE {CONFIG_MAP}/a"), format!("DELETE {CONFIG_MAP}/b")]
+        [
+            format!("DELETE {CONFIG_MAP}/a"),
+            format!("DELETE {CONFIG_MAP}/b")
+        ]
     );
     for name in ["a", "b"] {
         let body = &api.bodies(&format!("DELETE {CONFIG_MAP}/{name}"))[0];
-        assert!(body.get("preconditions").is_none_or(Value::is_null), "{body}");
+        assert!(
+            body.get("preconditions").is_none_or(Value::is_null),
+            "{body}"
+        );
     }
 }
 

@@ -161,7 +161,10 @@ impl Cluster {
             .clone();
         self.server_version
             .get_or_init(|| async {
-                if let Some(known) = cache.as_ref().and_then(|c| c.recent_version()) {
+                if let Some(known) = cache
+                    .as_ref()
+                    .and_then(super::disk_discovery::DiscoveryCache::recent_version)
+                {
                     return Some(known);
                 }
                 match self.client.apiserver_version().await {

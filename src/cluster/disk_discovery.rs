@@ -30,6 +30,9 @@ pub const VERSION_REUSE: std::time::Duration = std::time::Duration::from_secs(30
 /// The file (in a server's directory) holding its version as last read.
 const VERSION_FILE: &str = "server-version";
 
+/// The largest version file read (a `gitVersion` is a few dozen bytes).
+const MAX_VERSION_BYTES: u64 = 256;
+
 /// Where one server's discovery lives on disk.
 #[derive(Debug, Clone)]
 pub struct DiscoveryCache {
@@ -79,13 +82,14 @@ impl DiscoveryCache {
     /// The server's version as a run read it less than [`VERSION_REUSE`] ago.
     pub fn recent_version(&self) -> Option<String> {
         let path = self.dir.join(VERSION_FILE);
-        let age = std::fs::metadata(&path).ok()?.modified().ok()?.elapsed().ok()?;
-        if age >= VERSION_REUSE {
+        let metadata = std::fs::metadata(&path).ok()?;
+        let age = metadata.modified().ok()?.elapsed().ok()?;
+        if age >= VERSION_REUSE || metadata.len() > MAX_VERSION_BYTES {
             return None;
         }
-        let text = std::fs::read_to_string(&path).ok()?;
+        let text = fs_err::read_to_string(&path).ok()?;
         let version = text.trim();
-        (!version.is_empty() && version.len() <= 128).then(|| version.to_owned())
+        (!version.is_empty()).then(|| version.to_owned())
     }
 
     /// Keeps the server's version as just read (failures are logged, never returned).

@@ -309,10 +309,12 @@ impl Cluster {
         }
         let (what, api) = self.named_api(gvk, namespace, name).await?;
         let params = DeleteParams {
-            preconditions: uid.filter(|u| !u.is_empty()).map(|uid| kube::api::Preconditions {
-                uid: Some(uid.to_owned()),
-                resource_version: None,
-            }),
+            preconditions: uid
+                .filter(|u| !u.is_empty())
+                .map(|uid| kube::api::Preconditions {
+                    uid: Some(uid.to_owned()),
+                    resource_version: None,
+                }),
             ..DeleteParams::background()
         };
         match api.delete(name, &params).await {

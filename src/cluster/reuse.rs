@@ -91,7 +91,11 @@ impl Cluster {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>> {
-        let key: Key = (gvk.clone(), namespace.map(str::to_owned), selector.to_owned());
+        let key: Key = (
+            gvk.clone(),
+            namespace.map(str::to_owned),
+            selector.to_owned(),
+        );
         let generation = {
             let state = self
                 .reuse

@@ -131,9 +131,12 @@ async fn a_missing_lease_is_created_and_a_release_deletes_it_while_it_is_ours() 
 
     // Released while someone else holds it (taken over: another resourceVersion, so the
     // delete's precondition fails): read, and left alone.
-    let api = api
-        .on("DELETE", &path, 409, conflict("Conflict"))
-        .on("GET", &path, 200, lease("other", 0, "9"));
+    let api = api.on("DELETE", &path, 409, conflict("Conflict")).on(
+        "GET",
+        &path,
+        200,
+        lease("other", 0, "9"),
+    );
     lock.release().await.expect("release");
     let deletes = api.bodies(&format!("DELETE {path}"));
     assert_eq!(deletes.len(), 1, "{:?}", api.requests());

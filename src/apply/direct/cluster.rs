@@ -166,6 +166,10 @@ pub(super) async fn survey(
     Ok(plan)
 }
 
+/// One list of [`look_up`]: the objects found (whether addonctl alone manages each) and the
+/// cluster's revision.
+type Listing = Result<(BTreeMap<String, bool>, Option<u64>)>;
+
 /// Objects whose creation is unknown, by `(apiVersion, kind, namespace)`: their indexes in the
 /// plan.
 type Unknown = BTreeMap<(String, String, Option<String>), Vec<usize>>;
@@ -195,7 +199,7 @@ async fn look_up(
             .map(|&i| plan.objects[i].object.name.clone())
             .collect()
     };
-    let listings: Vec<Result<(BTreeMap<String, bool>, Option<u64>)>> = stream::iter(unknown)
+    let listings: Vec<Listing> = stream::iter(unknown)
         .map(|((api_version, kind, namespace), indexes)| {
             let failed = &failed;
             let names = objects_of(indexes);
@@ -272,7 +276,10 @@ async fn namespaces_stored(
             out.push((name.clone(), Some(String::new())));
             continue;
         }
-        let stored = target.cluster.get(&namespace_ref(name).gvk(), None, name).await?;
+        let stored = target
+            .cluster
+            .get(&namespace_ref(name).gvk(), None, name)
+            .await?;
         out.push((
             name.clone(),
             stored.map(|s| s.metadata.uid.unwrap_or_default()),
