@@ -13,11 +13,14 @@
 //! Guarantees: every deletion, give-back and kept object is reported (kind, namespace, name,
 //! cluster, and the reason for what is kept); a dry run decides exactly as a real run, changes
 //! nothing, and reports the same; an object recorded with a uid is deleted only while it has that
-//! uid (a re-created object is someone else's); one known only from a plan (no uid) only while
-//! addonctl alone manages it. A failure stops the removal on that cluster and returns what is
-//! left, so the record keeps it and the next command finishes.
+//! uid (a re-created object is someone else's: the delete carries the uid as precondition, so
+//! no read comes first); one known only from a plan (no uid) only while addonctl alone manages
+//! it. Namespaces and CRDs go after what lives in them (objects of one tier go concurrently). A
+//! failure stops the removal on that cluster and returns what is left, so the record keeps it
+//! and the next command finishes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
 use kube::api::{DynamicObject, ListParams, PartialObjectMeta};
@@ -214,75 +217,160 @@ pub struct Site<'a> {
 }
 
 /// Removes `objects` (in the order given: reverse apply order) from one cluster by the rules.
+/// Consecutive objects of one tier (see [`tier`]) are removed concurrently (at most
+/// [`DELETES_IN_FLIGHT`] at once); a tier starts only when the one before it is done, so
+/// namespaces and CRDs go after what lives in them, and a namespace is checked knowing
+/// everything this removal deleted before it.
 pub async fn remove(scope: &Site<'_>, objects: &[&DispatchedObject]) -> Removal {
     let mut removal = Removal::default();
     // What this removal deletes (uids and `(kind, namespace, name)`), so that a namespace
     // checked later knows which of its objects are going with it.
     let mut gone = Own::default();
-    for (i, object) in objects.iter().enumerate() {
-        let reference = &object.object;
-        let mut decision = decide(
-            reference,
-            object.created,
-            scope.system_namespace,
-            scope.others,
-        );
-        if !scope.trust_record {
-            if let Some(why) = state_of(reference, scope.system_namespace) {
-                decision = Decision::Keep(Reason::State(why));
-            }
+    let mut start = 0;
+    while start < objects.len() {
+        let level = tier(&objects[start].object);
+        let end = objects[start..]
+            .iter()
+            .position(|o| tier(&o.object) != level)
+            .map_or(objects.len(), |n| start + n);
+        if let Some((error, mut left)) =
+            remove_run(scope, &objects[start..end], &mut gone, &mut removal).await
+        {
+            left.extend(objects[end..].iter().map(|o| (*o).clone()));
+            removal.failure = Some((error, left));
+            break;
         }
-        let result = match decision {
-            Decision::Keep(reason) => {
+        start = end;
+    }
+    removal
+}
+
+/// Deletes in flight at once on one cluster.
+const DELETES_IN_FLIGHT: usize = crate::state::clusters::OBJECT_CONCURRENCY;
+
+/// The order of removal: everything else first (2), then CRDs (1), then namespaces (0): the
+/// reverse of the apply order.
+fn tier(object: &ObjectRef) -> u8 {
+    if is_namespace(object) {
+        0
+    } else if object.kind == "CustomResourceDefinition"
+        && object.api_version.starts_with("apiextensions.k8s.io/")
+    {
+        1
+    } else {
+        2
+    }
+}
+
+/// What happened to one object.
+enum Step {
+    /// Deleted (or would be, in a dry run), with its uid when known.
+    Deleted(String),
+    /// Given back (or would be).
+    GivenBack,
+    /// Not there (any more): nothing to report.
+    Absent,
+    /// Kept, for this reason.
+    Kept(Reason),
+}
+
+/// Removes one run of objects of the same tier concurrently, reporting into `removal` in the
+/// order given. After the first failure no further object is started; returns the failure and
+/// the objects of the run not handled (the failed one and those not started).
+async fn remove_run(
+    scope: &Site<'_>,
+    run: &[&DispatchedObject],
+    gone: &mut Own,
+    removal: &mut Removal,
+) -> Option<(String, Vec<DispatchedObject>)> {
+    let failed = AtomicBool::new(false);
+    let seen: &Own = gone;
+    let steps: Vec<Option<cluster::Result<Step>>> = stream::iter(run.iter().copied())
+        .map(|object| {
+            let failed = &failed;
+            async move {
+                if failed.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let step = handle(scope, object, seen).await;
+                if step.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                Some(step)
+            }
+        })
+        .buffered(DELETES_IN_FLIGHT)
+        .collect()
+        .await;
+    let mut error = None;
+    let mut left = Vec::new();
+    for (object, step) in run.iter().zip(steps) {
+        let reference = &object.object;
+        match step {
+            Some(Ok(Step::Deleted(uid))) => {
+                gone.insert(reference, &uid);
+                removal.deleted.push(Entry::of(scope.name, reference, None));
+            }
+            Some(Ok(Step::GivenBack)) => {
+                removal
+                    .given_back
+                    .push(Entry::of(scope.name, reference, None));
+            }
+            Some(Ok(Step::Absent)) => {}
+            Some(Ok(Step::Kept(reason))) => {
                 removal
                     .kept
                     .push(Entry::of(scope.name, reference, Some(&reason)));
-                continue;
             }
-            Decision::GiveBack => give_back(scope, reference)
-                .await
-                .map(|done| (done, &mut removal.given_back)),
-            Decision::Delete if is_namespace(reference) => {
-                match foreign_in_namespace(scope.cluster, &reference.name, &gone).await {
-                    Ok(found) if !found.is_empty() => {
-                        let reason = Reason::NamespaceInUse(found);
-                        removal
-                            .kept
-                            .push(Entry::of(scope.name, reference, Some(&reason)));
-                        continue;
-                    }
-                    Ok(_) => delete(scope, object, &mut gone)
-                        .await
-                        .map(|done| (done, &mut removal.deleted)),
-                    Err(why) => {
-                        let reason = Reason::NamespaceUnchecked(why);
-                        removal
-                            .kept
-                            .push(Entry::of(scope.name, reference, Some(&reason)));
-                        continue;
-                    }
-                }
+            Some(Err(e)) => {
+                error.get_or_insert_with(|| e.to_string());
+                left.push((*object).clone());
             }
-            Decision::Delete => delete(scope, object, &mut gone)
-                .await
-                .map(|done| (done, &mut removal.deleted)),
-        };
-        match result {
-            Ok((Outcome::Done, list)) => list.push(Entry::of(scope.name, reference, None)),
-            Ok((Outcome::Absent, _)) => {}
-            Ok((Outcome::NotOurs, _)) => {
-                removal
-                    .kept
-                    .push(Entry::of(scope.name, reference, Some(&Reason::NotOurs)));
-            }
-            Err(e) => {
-                let left = objects[i..].iter().map(|o| (*o).clone()).collect();
-                removal.failure = Some((e.to_string(), left));
-                break;
-            }
+            None => left.push((*object).clone()),
         }
     }
-    removal
+    error.map(|e| (e, left))
+}
+
+/// Decides about one object and carries the decision out.
+async fn handle(scope: &Site<'_>, object: &DispatchedObject, gone: &Own) -> cluster::Result<Step> {
+    let reference = &object.object;
+    let mut decision = decide(
+        reference,
+        object.created,
+        scope.system_namespace,
+        scope.others,
+    );
+    if !scope.trust_record {
+        if let Some(why) = state_of(reference, scope.system_namespace) {
+            decision = Decision::Keep(Reason::State(why));
+        }
+    }
+    let outcome = match decision {
+        Decision::Keep(reason) => return Ok(Step::Kept(reason)),
+        Decision::GiveBack => {
+            return Ok(match give_back(scope, reference).await? {
+                Outcome::Done => Step::GivenBack,
+                Outcome::Absent => Step::Absent,
+                Outcome::NotOurs => Step::Kept(Reason::NotOurs),
+            })
+        }
+        Decision::Delete if is_namespace(reference) => {
+            match foreign_in_namespace(scope.cluster, &reference.name, gone).await {
+                Ok(found) if !found.is_empty() => {
+                    return Ok(Step::Kept(Reason::NamespaceInUse(found)))
+                }
+                Ok(_) => delete(scope, object).await?,
+                Err(why) => return Ok(Step::Kept(Reason::NamespaceUnchecked(why))),
+            }
+        }
+        Decision::Delete => delete(scope, object).await?,
+    };
+    Ok(match outcome {
+        (Outcome::Done, uid) => Step::Deleted(uid),
+        (Outcome::Absent, _) => Step::Absent,
+        (Outcome::NotOurs, _) => Step::Kept(Reason::NotOurs),
+    })
 }
 
 enum Outcome {
@@ -295,40 +383,54 @@ enum Outcome {
 }
 
 /// Deletes one object addonctl created: while it has the recorded uid, or — known only from a
-/// plan — while addonctl alone manages it.
-async fn delete(
-    scope: &Site<'_>,
-    object: &DispatchedObject,
-    gone: &mut Own,
-) -> cluster::Result<Outcome> {
+/// plan — while addonctl alone manages it. Returns the outcome and the uid deleted (when
+/// known).
+///
+/// One request when the record says which object it is: with its uid, a delete with that uid
+/// as precondition (`404`: absent; `409`: another object under the name, not ours); without a
+/// uid in a trusted record (the control plane's inventory), a plain delete. The object is read
+/// first only when that cannot decide: in a dry run, and for an object known only from a plan
+/// in a record that is not trusted (whether addonctl alone manages it).
+async fn delete(scope: &Site<'_>, object: &DispatchedObject) -> cluster::Result<(Outcome, String)> {
     let reference = &object.object;
     let gvk = reference.gvk();
     let namespace = reference.namespace.as_deref();
+    let recorded = (!object.uid.is_empty()).then_some(object.uid.as_str());
+    if !scope.dry_run && (recorded.is_some() || scope.trust_record) {
+        let deleted = scope
+            .cluster
+            .delete_with_uid(&gvk, namespace, &reference.name, recorded)
+            .await?;
+        return Ok(outcome_of(deleted, &object.uid));
+    }
     let Some(stored) = scope.cluster.get(&gvk, namespace, &reference.name).await? else {
-        return Ok(Outcome::Absent);
+        return Ok((Outcome::Absent, String::new()));
     };
     let uid = stored.metadata.uid.clone().unwrap_or_default();
-    let ours = if object.uid.is_empty() {
-        scope.trust_record || created_by_us(&stored)
-    } else {
-        object.uid == uid
+    let ours = match recorded {
+        Some(recorded) => recorded == uid,
+        None => scope.trust_record || created_by_us(&stored),
     };
     if !ours {
-        return Ok(Outcome::NotOurs);
+        return Ok((Outcome::NotOurs, String::new()));
     }
-    gone.insert(reference, &uid);
     if scope.dry_run {
-        return Ok(Outcome::Done);
+        return Ok((Outcome::Done, uid));
     }
+    // Only while it is the object just read.
     let deleted = scope
         .cluster
-        .delete_if_uid(&gvk, namespace, &reference.name, &uid)
+        .delete_with_uid(&gvk, namespace, &reference.name, Some(&uid))
         .await?;
-    Ok(if deleted {
-        Outcome::Done
-    } else {
-        Outcome::Absent
-    })
+    Ok(outcome_of(deleted, &uid))
+}
+
+fn outcome_of(deleted: cluster::Deleted, uid: &str) -> (Outcome, String) {
+    match deleted {
+        cluster::Deleted::Deleted => (Outcome::Done, uid.to_owned()),
+        cluster::Deleted::Absent => (Outcome::Absent, String::new()),
+        cluster::Deleted::OtherUid => (Outcome::NotOurs, String::new()),
+    }
 }
 
 /// Gives an adopted object back: a server-side apply (field manager `addonctl`) of an intent

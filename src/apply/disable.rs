@@ -111,6 +111,9 @@ pub async fn disable_all_with(
     options: &DisableOptions,
     reporter: &dyn Reporter,
 ) -> Result<Vec<DisableReport>> {
+    // What is read before the lock serves the checks; the lock's write makes every later read
+    // new.
+    let _reuse = ctx.cluster.reuse_lists();
     if options.dry_run {
         return disable_all_unlocked(ctx, name, options, reporter).await;
     }
@@ -158,7 +161,9 @@ async fn disable_all_unlocked(
         prune_dependencies,
         dry_run,
     } = *options;
-    let all = ctx.state().installed().await?;
+    // The state, read once under the locks: each removal below takes the addons it removed
+    // out of it, as a new read would.
+    let mut all = ctx.state().installed().await?;
     if !all.contains_key(name) {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
@@ -182,8 +187,13 @@ async fn disable_all_unlocked(
         dry_run,
     };
     for (i, addon) in removal.iter().enumerate() {
-        match disable_one(ctx, addon, &each, reporter).await {
-            Ok(report) => reports.push(report),
+        match disable_one(ctx, &all, addon, &each, reporter).await {
+            Ok(report) => {
+                if !dry_run {
+                    all.remove(addon);
+                }
+                reports.push(report);
+            }
             Err(e) if reports.is_empty() => return Err(e),
             Err(e) => {
                 return Err(Error::Unfinished {
@@ -204,21 +214,22 @@ async fn disable_all_unlocked(
     Ok(reports)
 }
 
-/// Disables one addon, without permission checks or locks (the caller holds them).
+/// Disables one addon, without permission checks or locks (the caller holds them); `all` is
+/// the state the caller read under them.
 pub(super) async fn disable_one(
     ctx: &Applier<'_>,
+    all: &BTreeMap<String, Installed>,
     name: &str,
     options: &DisableOptions,
     reporter: &dyn Reporter,
 ) -> Result<DisableReport> {
-    let all = ctx.state().installed().await?;
     let Some(current) = all.get(name) else {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),
         });
     };
     if !options.force {
-        guard::check(ctx, &all, &[name.to_owned()]).await?;
+        guard::check(ctx, all, &[name.to_owned()]).await?;
     }
     let mut report = DisableReport {
         name: name.to_owned(),
@@ -305,15 +316,18 @@ async fn remove_control_plane(
             push(object, !adopted);
         }
     }
-    push(
-        ObjectRef {
-            api_version: "core.oam.dev/v1beta1".to_owned(),
-            kind: "Application".to_owned(),
-            namespace: Some(ns.to_owned()),
-            name: application_name(name),
-        },
-        true,
-    );
+    // The Application, when the state shows one (or the record says it was applied).
+    if current.application.is_some() || current.record.as_ref().is_none_or(|r| r.application) {
+        push(
+            ObjectRef {
+                api_version: "core.oam.dev/v1beta1".to_owned(),
+                kind: "Application".to_owned(),
+                namespace: Some(ns.to_owned()),
+                name: application_name(name),
+            },
+            true,
+        );
+    }
     if let Some(record) = &current.record {
         for namespace in &record.need_namespaces {
             push(
@@ -326,7 +340,6 @@ async fn remove_control_plane(
                 true,
             );
         }
-        push(secret(record::record_name(name)), true);
     }
     let mut seen: Vec<ObjectRef> = Vec::new();
     objects.retain(|o| {
@@ -334,6 +347,11 @@ async fn remove_control_plane(
         seen.push(o.object.clone());
         new
     });
+    // The record last, alone (what a removal deletes together goes concurrently).
+    let record_secret = current
+        .record
+        .as_ref()
+        .map(|_| secret(record::record_name(name)));
     let listed = control_plane_listing(others);
     let site = deletion::Site {
         cluster: ctx.cluster,
@@ -344,7 +362,18 @@ async fn remove_control_plane(
         trust_record: true,
     };
     let refs: Vec<&record::DispatchedObject> = objects.iter().collect();
-    let removal = deletion::remove(&site, &refs).await;
+    let mut removal = deletion::remove(&site, &refs).await;
+    if let (None, Some(object)) = (&removal.failure, record_secret) {
+        let last = record::DispatchedObject {
+            object,
+            uid: String::new(),
+            created: true,
+        };
+        let after = deletion::remove(&site, &[&last]).await;
+        removal.deleted.extend(after.deleted);
+        removal.kept.extend(after.kept);
+        removal.failure = after.failure;
+    }
     report.deleted.extend(removal.deleted);
     report.given_back.extend(removal.given_back);
     report.kept.extend(removal.kept);

@@ -255,6 +255,8 @@ pub async fn enable(
     request: &EnableRequest,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StepReport>> {
+    // The plan's reads of the state serve the checks until the first write (the lock).
+    let _reuse = ctx.cluster.reuse_lists();
     let plan = plan(&ctx.planner(), request, false).await?;
     execute_planned(ctx, &plan, request, reporter).await
 }

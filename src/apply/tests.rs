@@ -115,6 +115,13 @@ async fn prune(
     remove(&site, &objects.iter().collect::<Vec<_>>()).await
 }
 
+/// The requests on objects (discovery left out), as `METHOD /path`.
+fn object_requests(api: &FakeApi) -> Vec<String> {
+    let mut requests = api.requests();
+    requests.retain(|r| r != "GET /api/v1");
+    requests
+}
+
 fn names(entries: &[super::deletion::Entry]) -> Vec<&str> {
     entries.iter().map(|e| e.name.as_str()).collect()
 }
@@ -131,22 +138,116 @@ async fn a_stale_object_addonctl_created_is_deleted_only_while_it_has_the_record
     assert_eq!(bodies.len(), 1, "{:?}", api.requests());
     assert_eq!(bodies[0]["preconditions"]["uid"], "u1");
     assert_eq!(bodies[0]["propagationPolicy"], "Background");
+    // The uid decides: the object is not read first.
+    assert_eq!(object_requests(&api), [format!("DELETE {CONFIG_MAP}/old")]);
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+           "message": message, "reason": reason, "code": code})
 }
 
 #[tokio::test]
 async fn an_object_re_created_by_someone_else_is_kept_and_not_deleted() {
-    let api = api().on(
-        "GET",
-        &format!("{CONFIG_MAP}/old"),
-        200,
-        stored("old", "u2"),
+    // Another uid under the name: the server refuses the precondition (409) and deletes nothing.
+    let conflict = status(
+        409,
+        "Conflict",
+        "Precondition failed: UID in precondition: u1, UID in object meta: u2",
     );
+    let api = api().on("DELETE", &format!("{CONFIG_MAP}/old"), 409, conflict);
 
     let removal = prune(&api, &[recorded("old", "u1", true)], None, false).await;
 
-    assert!(removal.deleted.is_empty());
+    assert!(removal.deleted.is_empty() && removal.failure.is_none());
     assert_eq!(names(&removal.kept), ["old"]);
-    assert!(api.writes().is_empty(), "{:?}", api.writes());
+    let reason = removal.kept[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains("re-created"), "{reason}");
+    assert_eq!(object_requests(&api), [format!("DELETE {CONFIG_MAP}/old")]);
+    assert_eq!(
+        api.bodies(&format!("DELETE {CONFIG_MAP}/old"))[0]["preconditions"]["uid"],
+        "u1"
+    );
+}
+
+#[tokio::test]
+async fn an_object_already_gone_is_neither_reported_nor_read() {
+    // No route: the fake answers 404 NotFound.
+    let api = api();
+
+    let removal = prune(&api, &[recorded("gone", "u1", true)], None, false).await;
+
+    assert!(removal.deleted.is_empty() && removal.kept.is_empty());
+    assert!(removal.failure.is_none());
+    assert_eq!(object_requests(&api), [format!("DELETE {CONFIG_MAP}/gone")]);
+}
+
+#[tokio::test]
+async fn an_object_known_only_from_a_plan_is_read_and_deleted_with_the_uid_read() {
+    let managed_by = |manager: &str| {
+        let mut object = stored("planned", "p1");
+        object["metadata"]["managedFields"] = json!([{"manager": manager,
+            "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {}}]);
+        object
+    };
+    let path = format!("{CONFIG_MAP}/planned");
+    let api =
+        api()
+            .on("GET", &path, 200, managed_by("addonctl"))
+            .on("DELETE", &path, 200, deleted());
+
+    let removal = prune(&api, &[recorded("planned", "", true)], None, false).await;
+
+    assert_eq!(names(&removal.deleted), ["planned"]);
+    assert_eq!(
+        object_requests(&api),
+        [format!("GET {path}"), format!("DELETE {path}")]
+    );
+    assert_eq!(
+        api.bodies(&format!("DELETE {path}"))[0]["preconditions"]["uid"],
+        "p1"
+    );
+
+    // Someone else writes it too: not addonctl's alone, kept, not deleted.
+    let theirs = self::api().on("GET", &path, 200, managed_by("kubectl"));
+    let removal = prune(&theirs, &[recorded("planned", "", true)], None, false).await;
+    assert_eq!(names(&removal.kept), ["planned"]);
+    assert!(theirs.writes().is_empty(), "{:?}", theirs.writes());
+}
+
+#[tokio::test]
+async fn a_trusted_record_without_uids_deletes_in_one_request_each() {
+    let api = api().deletable("a", "u1").deletable("b", "u2");
+    let cluster = api.cluster("local");
+    let site = Site {
+        cluster: &cluster,
+        name: "local",
+        system_namespace: SYSTEM,
+        others: None,
+        dry_run: false,
+        trust_record: true,
+    };
+    let objects = [recorded("a", "", true), recorded("b", "", true)];
+
+    let removal = remove(&site, &objects.iter().collect::<Vec<_>>()).await;
+
+    assert_eq!(names(&removal.deleted), ["a", "b"]);
+    let mut requests = object_requests(&api);
+    requests.sort();
+    assert_eq!(
+        requests,
+        [
+            format!("DELETE {CONFIG_MAP}/a"),
+            format!("DELETE {CONFIG_MAP}/b")
+        ]
+    );
+    for name in ["a", "b"] {
+        let body = &api.bodies(&format!("DELETE {CONFIG_MAP}/{name}"))[0];
+        assert!(
+            body.get("preconditions").is_none_or(Value::is_null),
+            "{body}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -207,13 +308,27 @@ async fn a_dry_run_decides_as_a_real_run_and_writes_nothing() {
             &format!("{CONFIG_MAP}/theirs"),
             200,
             stored("theirs", "t1"),
+        )
+        .on(
+            "GET",
+            &format!("{CONFIG_MAP}/moved"),
+            200,
+            stored("moved", "m2"),
         );
-    let objects = [recorded("old", "u1", true), recorded("theirs", "t1", false)];
+    let objects = [
+        recorded("old", "u1", true),
+        recorded("theirs", "t1", false),
+        recorded("moved", "m1", true),
+        recorded("gone", "g1", true),
+    ];
 
     let removal = prune(&api, &objects, None, true).await;
 
     assert_eq!(names(&removal.deleted), ["old"]);
     assert_eq!(names(&removal.given_back), ["theirs"]);
+    // Re-created under another uid: kept, as a real run's precondition would.
+    assert_eq!(names(&removal.kept), ["moved"]);
+    assert!(removal.failure.is_none());
     assert!(api.writes().is_empty(), "{:?}", api.writes());
 }
 
@@ -223,11 +338,12 @@ async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
                          "message": "etcd is down", "reason": "InternalError", "code": 500});
     let api = api()
         .deletable("a", "u1")
-        .on("GET", &format!("{CONFIG_MAP}/b"), 500, failure);
+        .on("DELETE", &format!("{CONFIG_MAP}/b"), 500, failure);
+    // The ConfigMaps go together; the namespace they live in only after them.
     let objects = [
         recorded("a", "u1", true),
         recorded("b", "u2", true),
-        recorded("c", "u3", true),
+        team_namespace(),
     ];
 
     let removal = prune(&api, &objects, None, false).await;
@@ -236,8 +352,16 @@ async fn a_failure_stops_the_removal_and_returns_what_is_left_for_the_record() {
     let (why, left) = removal.failure.expect("the removal stops at `b`");
     assert!(why.contains("etcd is down"), "{why}");
     let left: Vec<&str> = left.iter().map(|o| o.object.name.as_str()).collect();
-    assert_eq!(left, ["b", "c"]);
-    assert!(!api.requests().contains(&format!("GET {CONFIG_MAP}/c")));
+    assert_eq!(left, ["b", "team"]);
+    // Neither checked nor deleted: nothing of the namespace was asked.
+    let requests = api.requests();
+    for asked in [
+        "GET /api".to_owned(),
+        format!("GET {CONFIG_MAP}"),
+        "DELETE /api/v1/namespaces/team".to_owned(),
+    ] {
+        assert!(!requests.contains(&asked), "{asked}: {requests:?}");
+    }
 }
 
 /// A cluster whose discovery lists ConfigMaps and Namespaces, and whose namespace `team` holds

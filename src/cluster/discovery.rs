@@ -149,13 +149,31 @@ impl Cluster {
         true
     }
 
-    /// The server's `gitVersion`, read once per process (`None` when it cannot be read: the
-    /// disk cache is then not used).
+    /// The server's `gitVersion`, read once per process, or taken from the disk cache when a
+    /// run read it lately ([`super::disk_discovery::VERSION_REUSE`]); `None` when it cannot be read
+    /// (the disk cache is then not used).
     async fn cached_server_version(&self) -> Option<String> {
+        let cache = self
+            .disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cache
+            .clone();
         self.server_version
             .get_or_init(|| async {
+                if let Some(known) = cache
+                    .as_ref()
+                    .and_then(super::disk_discovery::DiscoveryCache::recent_version)
+                {
+                    return Some(known);
+                }
                 match self.client.apiserver_version().await {
-                    Ok(info) => Some(info.git_version),
+                    Ok(info) => {
+                        if let Some(cache) = &cache {
+                            cache.remember_version(&info.git_version);
+                        }
+                        Some(info.git_version)
+                    }
                     Err(e) => {
                         tracing::debug!(cluster = %self.name, "cannot read /version: {e}");
                         None
@@ -238,9 +256,10 @@ impl Cluster {
 
     /// The server's Kubernetes version (`v1.20.2`).
     pub async fn kubernetes_version(&self) -> Result<String> {
-        if let Some(known) = self.server_version.get().cloned().flatten() {
+        if let Some(known) = self.cached_server_version().await {
             return Ok(known);
         }
+        // It could not be read: ask again, for the error.
         let version = self
             .client
             .apiserver_version()

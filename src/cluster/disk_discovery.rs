@@ -3,6 +3,10 @@
 //! An entry whose version differs from the server's, that cannot be parsed, or that is larger
 //! than [`MAX_ENTRY_BYTES`] is ignored (and rewritten after the next read from the server); a
 //! kind an entry does not list is looked up on the server once more (see `discovery.rs`).
+//! The server's version itself is kept beside the entries for [`VERSION_REUSE`]: a run within
+//! that time of the last one that asked trusts it without asking `/version` again (a server
+//! upgraded meanwhile is noticed at most that much later, as kubectl's time-limited cache
+//! notices it).
 //! Writes are atomic (temporary file and rename); a cache that cannot be written is logged
 //! and ignored, never an error.
 
@@ -19,6 +23,15 @@ pub const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 
 /// The most entries kept per server: past it, new group versions are not written.
 pub const MAX_ENTRIES: usize = 512;
+
+/// How long the server's version read by one run is trusted by the next ones.
+pub const VERSION_REUSE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The file (in a server's directory) holding its version as last read.
+const VERSION_FILE: &str = "server-version";
+
+/// The largest version file read (a `gitVersion` is a few dozen bytes).
+const MAX_VERSION_BYTES: u64 = 256;
 
 /// Where one server's discovery lives on disk.
 #[derive(Debug, Clone)]
@@ -64,6 +77,31 @@ impl DiscoveryCache {
     /// The directory of this server's entries.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The server's version as a run read it less than [`VERSION_REUSE`] ago.
+    pub fn recent_version(&self) -> Option<String> {
+        let path = self.dir.join(VERSION_FILE);
+        let metadata = std::fs::metadata(&path).ok()?;
+        let age = metadata.modified().ok()?.elapsed().ok()?;
+        if age >= VERSION_REUSE || metadata.len() > MAX_VERSION_BYTES {
+            return None;
+        }
+        let text = fs_err::read_to_string(&path).ok()?;
+        let version = text.trim();
+        (!version.is_empty()).then(|| version.to_owned())
+    }
+
+    /// Keeps the server's version as just read (failures are logged, never returned).
+    pub fn remember_version(&self, version: &str) {
+        let written = create_private_dir(&self.dir)
+            .and_then(|()| write_atomically(&self.dir.join(VERSION_FILE), version.as_bytes()));
+        if let Err(e) = written {
+            tracing::debug!(
+                "cannot write the discovery cache in {}: {e}",
+                self.dir.display()
+            );
+        }
     }
 
     /// The stored resources of a group version read from a server of version
@@ -276,6 +314,25 @@ mod tests {
         // Rewritten after the next read from the server.
         cache.store("apps", "v1", "v1.20.2", Some(&deployments()));
         assert!(cache.load("apps", "v1", "v1.20.2").unwrap().is_some());
+    }
+
+    #[test]
+    fn the_server_version_is_trusted_for_a_while_after_it_was_read() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = DiscoveryCache::new(root.path(), "https://127.0.0.1:6443");
+        assert_eq!(cache.recent_version(), None);
+        cache.remember_version("v1.20.2");
+        assert_eq!(cache.recent_version().as_deref(), Some("v1.20.2"));
+        // Older than the reuse time: asked again.
+        let old = std::time::SystemTime::now() - VERSION_REUSE - std::time::Duration::from_secs(1);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(cache.dir().join(VERSION_FILE))
+            .unwrap();
+        file.set_modified(old).unwrap();
+        assert_eq!(cache.recent_version(), None);
+        // Not an entry: the cap counts group versions only.
+        assert_eq!(entries(cache.dir()), 0);
     }
 
     #[test]

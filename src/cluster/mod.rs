@@ -19,13 +19,15 @@ pub mod kubeconfig;
 mod objects;
 pub mod rate;
 pub mod retry;
+mod reuse;
 pub mod set;
 mod watch;
 pub mod watchdog;
 
 pub use error::{is_forbidden_text, Error, Result};
-pub use objects::{describe, gvk_of, kind_and_name, written_since};
+pub use objects::{describe, gvk_of, kind_and_name, written_since, Deleted};
 pub use rate::RateLimit;
+pub use reuse::Reusing;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -130,6 +132,8 @@ pub struct Cluster {
     managed: Arc<Mutex<Managed>>,
     /// The rules reviews answered lately, by namespace (see [`Cluster::rules_review`]).
     rules: Arc<Mutex<RulesAnswers>>,
+    /// The lists a command reuses until it writes (see [`Cluster::reuse_lists`]).
+    reuse: Arc<reuse::Reuse>,
 }
 
 type RulesStatus = k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus;
@@ -191,6 +195,8 @@ impl Cluster {
         };
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
+        let reuse = Arc::new(reuse::Reuse::watched());
+        let reusing = Arc::clone(&reuse);
         let limits = rate::Limits::new(RateLimit::default());
         let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
@@ -209,6 +215,7 @@ impl Cluster {
                         && !matches!(*request.method(), http::Method::GET | http::Method::HEAD)
                     {
                         counting.writes.fetch_add(1, Ordering::Relaxed);
+                        reusing.wrote();
                     }
                     request
                 },
@@ -230,13 +237,15 @@ impl Cluster {
             notice,
             managed: Arc::default(),
             rules: Arc::default(),
+            reuse,
         })
     }
 
     /// A cluster over a client made elsewhere, such as an in-process fake API in tests
     /// (`kube::Client::new(service, default_namespace)`, as kube-rs's own tests do). Its
     /// requests are neither counted, rate limited nor watched for slow answers (the client's own
-    /// layers decide), and [`Cluster::request_timeout`] is [`DEFAULT_REQUEST_TIMEOUT`].
+    /// layers decide), its lists are never reused (its writes are not seen), and
+    /// [`Cluster::request_timeout`] is [`DEFAULT_REQUEST_TIMEOUT`].
     pub fn from_client(name: &str, client: Client) -> Self {
         Cluster {
             name: name.to_owned(),
@@ -252,6 +261,7 @@ impl Cluster {
             notice: watchdog::NoticeSlot::default(),
             managed: Arc::default(),
             rules: Arc::default(),
+            reuse: Arc::default(),
         }
     }
 
@@ -385,15 +395,17 @@ impl Cluster {
     /// The metadata of the objects of a kind named `names` (in one namespace, or cluster-wide):
     /// one metadata-only list (`PartialObjectMetadataList`), narrowed by a field selector to the
     /// object when there is one name, so that no collection is read whole for one object. A
-    /// kind the server does not serve has none.
+    /// kind the server does not serve has none. With them, the server's revision when it
+    /// answered (the list's `resourceVersion`, as [`Cluster::revision`] reads it), when it is a
+    /// number.
     pub async fn metadata_of(
         &self,
         gvk: &GroupVersionKind,
         namespace: Option<&str>,
         names: &[&str],
-    ) -> Result<Vec<kube::core::ObjectMeta>> {
+    ) -> Result<(Vec<kube::core::ObjectMeta>, Option<u64>)> {
         if self.resource(gvk).await?.is_none() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
         let what = format!("{} list", gvk.kind);
         let (api, _) = self.api_for(gvk, namespace, &what).await?;
@@ -405,12 +417,18 @@ impl Cluster {
             .list_metadata(&params)
             .await
             .map_err(|e| self.map_error(e, &what))?;
-        Ok(list
+        let revision = list
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        let items = list
             .items
             .into_iter()
             .map(|item| item.metadata)
             .filter(|m| m.name.as_deref().is_some_and(|n| names.contains(&n)))
-            .collect())
+            .collect();
+        Ok((items, revision))
     }
 
     /// Asks the server, with one SelfSubjectRulesReview, what the caller may do in `namespace`:

@@ -282,31 +282,48 @@ impl Cluster {
     }
 }
 
+/// What a delete with a uid precondition found ([`Cluster::delete_with_uid`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleted {
+    /// Deleted (deletion started: background propagation).
+    Deleted,
+    /// Not there: no such object, or its kind is not served.
+    Absent,
+    /// There under another uid: the precondition failed (`409 Conflict`), nothing was deleted.
+    OtherUid,
+}
+
 impl Cluster {
-    /// Deletes one object only while it has `uid` (background propagation): an object deleted
-    /// and made again by someone else since is left alone. Returns whether it was deleted.
-    pub async fn delete_if_uid(
+    /// Deletes one object in one request (background propagation), only while it has `uid`
+    /// when one is given: an object deleted and made again by someone else since is left
+    /// alone ([`Deleted::OtherUid`]).
+    pub async fn delete_with_uid(
         &self,
         gvk: &GroupVersionKind,
         namespace: Option<&str>,
         name: &str,
-        uid: &str,
-    ) -> Result<bool> {
+        uid: Option<&str>,
+    ) -> Result<Deleted> {
         if self.resource(gvk).await?.is_none() {
-            return Ok(false);
+            return Ok(Deleted::Absent);
         }
         let (what, api) = self.named_api(gvk, namespace, name).await?;
         let params = DeleteParams {
-            preconditions: Some(kube::api::Preconditions {
-                uid: Some(uid.to_owned()),
-                resource_version: None,
-            }),
+            preconditions: uid
+                .filter(|u| !u.is_empty())
+                .map(|uid| kube::api::Preconditions {
+                    uid: Some(uid.to_owned()),
+                    resource_version: None,
+                }),
             ..DeleteParams::background()
         };
         match api.delete(name, &params).await {
-            Ok(_) => Ok(true),
-            // Gone, or another object under the same name (the precondition failed).
-            Err(kube::Error::Api(r)) if r.code == 404 || r.code == 409 => Ok(false),
+            Ok(_) => Ok(Deleted::Deleted),
+            Err(kube::Error::Api(r)) if r.code == 404 => Ok(Deleted::Absent),
+            // Another object under the same name (the precondition failed).
+            Err(kube::Error::Api(r)) if r.code == 409 && params.preconditions.is_some() => {
+                Ok(Deleted::OtherUid)
+            }
             Err(e) => Err(self.map_error(e, &what)),
         }
     }

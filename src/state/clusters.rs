@@ -25,11 +25,12 @@ impl Store<'_> {
         self.cluster.managed(name, credentials).await
     }
 
-    /// The joined clusters and their credentials (from their Secrets).
+    /// The joined clusters and their credentials (from their Secrets; one list per command
+    /// until it writes, see [`Cluster::reuse_lists`]).
     pub async fn joined(&self) -> Result<Vec<(ClusterInfo, ClusterCredentials)>> {
         let secrets = self
             .cluster
-            .list(&secret_gvk(), Some(self.namespace), LABEL_CREDENTIAL_TYPE)
+            .list_reused(&secret_gvk(), Some(self.namespace), LABEL_CREDENTIAL_TYPE)
             .await?;
         let mut out = Vec::new();
         for secret in secrets {
@@ -42,13 +43,27 @@ impl Store<'_> {
         Ok(out)
     }
 
-    /// Clients for `local` (the control plane) and the joined clusters named.
+    /// Clients for `local` (the control plane) and the joined clusters named (their Secrets
+    /// are listed only when a joined cluster is named).
     pub async fn clients(
         &self,
         names: &BTreeSet<String>,
     ) -> Result<BTreeMap<String, std::result::Result<Cluster, String>>> {
+        let joined = if names.iter().any(|n| n != LOCAL) {
+            self.joined().await?
+        } else {
+            Vec::new()
+        };
+        Ok(self.clients_of(&joined, names).await)
+    }
+
+    /// [`Store::clients`] from the joined clusters read already ([`Store::joined`]).
+    pub async fn clients_of(
+        &self,
+        joined: &[(ClusterInfo, ClusterCredentials)],
+        names: &BTreeSet<String>,
+    ) -> BTreeMap<String, std::result::Result<Cluster, String>> {
         let mut out = BTreeMap::new();
-        let joined = self.joined().await?;
         for name in names {
             if name == LOCAL {
                 out.insert(name.clone(), Ok(self.cluster.clone()));
@@ -63,6 +78,6 @@ impl Store<'_> {
             };
             out.insert(name.clone(), client);
         }
-        Ok(out)
+        out
     }
 }

@@ -2,12 +2,14 @@
 //! one addon's state (`addonctl-lock-<addon>`) or one registry's (`addonctl-registry-lock-<name>`),
 //! so that two commands never interleave their writes.
 //!
-//! Expected flow: [`acquire`] reads the Lease; absent, it creates it (a create that loses the
-//! race is a conflict, and the read starts again); held by someone else and not expired, it
+//! Expected flow: [`acquire`] creates the Lease (unless forced); when it exists, reads it;
+//! absent, it creates it (a create that loses the race is a conflict, and the read starts
+//! again); held by someone else and not expired, it
 //! refuses with [`Busy`] (who, since when) unless forced; expired (or forced), it replaces it
 //! with the read `resourceVersion` as precondition (compare-and-swap). While held, a task renews
 //! it every quarter of its duration; [`Lock::release`] stops the renewal and deletes the Lease if
-//! it is still ours (again with the resourceVersion as precondition).
+//! it is still ours (with the resourceVersion of its last write as precondition; read again
+//! when that changed).
 //!
 //! Guarantees: at most one holder at a time, as long as holders renew (a crashed command's lease
 //! expires after [`LEASE_DURATION`] and is taken over — at once when that command ran on this
@@ -327,6 +329,27 @@ pub async fn acquire(
     holder: &str,
     force: bool,
 ) -> crate::Result<Lock> {
+    // Most often there is no Lease: create it straight away (one request); one that exists
+    // (`409`) is read and decided on below.
+    if !force {
+        let now = Utc::now();
+        let lease = LeaseWrite {
+            namespace,
+            name,
+            holder,
+            duration: LEASE_DURATION,
+            acquired: now,
+            now,
+        };
+        match take(cluster, &lease, &Decision::Create).await {
+            Ok(Some(stored)) => {
+                let version = stored.metadata.resource_version.unwrap_or_default();
+                return Ok(Lock::start(cluster, namespace, name, holder, version));
+            }
+            Ok(None) | Err(cluster::Error::Conflict { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     for _ in 0..ATTEMPTS {
         let state = read(cluster, namespace, name).await?;
         let now = Utc::now();
@@ -401,10 +424,21 @@ impl Lock {
         Ok(())
     }
 
-    /// Stops renewing and deletes the Lease if it is still this holder's.
+    /// Stops renewing and deletes the Lease if it is still this holder's: with the
+    /// resourceVersion of its last write as precondition (one request); when that changed (a
+    /// renewal cut off midway, or a take-over), read and decide.
     pub async fn release(self) -> crate::Result<()> {
         self.renewal.abort();
         let held = &self.held;
+        let written = self.resource_version();
+        if !written.is_empty()
+            && held
+                .cluster
+                .delete_if_version(&lease_gvk(), Some(&held.namespace), &held.name, &written)
+                .await?
+        {
+            return Ok(());
+        }
         let Some(state) = held.read().await? else {
             return Ok(());
         };

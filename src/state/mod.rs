@@ -51,7 +51,8 @@ pub struct Installed {
 
 impl Store<'_> {
     /// Every installed addon, from one labelled list of Applications (when served) and one of
-    /// records: O(1) calls whatever the number of addons.
+    /// records: O(1) calls whatever the number of addons (none when a command read them
+    /// already and has written nothing since, see [`Cluster::reuse_lists`]).
     pub async fn installed(&self) -> Result<BTreeMap<String, Installed>> {
         let mut out: BTreeMap<String, Installed> = BTreeMap::new();
         for record in self.records().await? {
@@ -68,7 +69,7 @@ impl Store<'_> {
         }
         let apps = self
             .cluster
-            .list(&application_gvk(), Some(self.namespace), LABEL_NAME)
+            .list_reused(&application_gvk(), Some(self.namespace), LABEL_NAME)
             .await?;
         for app in apps {
             let value = to_value(&app);

@@ -33,9 +33,22 @@ fn api() -> FakeApi {
     FakeApi::default().serves("coordination.k8s.io/v1", "leases", "Lease")
 }
 
+/// A server's answer to a create of what exists, or to a write whose precondition failed.
+fn conflict(reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+           "message": "the object changed or exists", "reason": reason, "code": 409})
+}
+
+/// A Lease API where `addonctl-lock-a` exists: a create of it is refused.
+fn api_with_lease(lease: Value) -> FakeApi {
+    api()
+        .on("GET", &lease_path(), 200, lease)
+        .on("POST", LEASES, 409, conflict("AlreadyExists"))
+}
+
 #[tokio::test]
 async fn a_lease_another_holder_renewed_recently_refuses_a_second_holder_and_writes_nothing() {
-    let api = api().on("GET", &lease_path(), 200, lease("other", 5, "7"));
+    let api = api_with_lease(lease("other", 5, "7"));
     let cluster = api.cluster("local");
 
     let result = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false).await;
@@ -48,18 +61,14 @@ async fn a_lease_another_holder_renewed_recently_refuses_a_second_holder_and_wri
         }
         other => panic!("expected Busy, got {other:?}"),
     }
-    assert!(api.writes().is_empty(), "{:?}", api.writes());
+    // Only the create tried first, which the server refused: nothing was written.
+    assert_eq!(api.writes(), [format!("POST {LEASES}")]);
 }
 
 #[tokio::test]
 async fn an_expired_lease_is_taken_over_with_its_resource_version_as_precondition() {
     let path = lease_path();
-    let api = api().on("GET", &path, 200, lease("other", 120, "7")).on(
-        "PUT",
-        &path,
-        200,
-        lease("me", 0, "8"),
-    );
+    let api = api_with_lease(lease("other", 120, "7")).on("PUT", &path, 200, lease("me", 0, "8"));
     let cluster = api.cluster("local");
 
     let lock = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
@@ -107,29 +116,53 @@ async fn a_missing_lease_is_created_and_a_release_deletes_it_while_it_is_ours() 
     let lock = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
         .await
         .expect("no lease: created");
-    assert_eq!(api.writes(), [format!("POST {LEASES}")]);
+    // Created straight away: nothing read first (discovery aside).
+    assert_eq!(
+        api.requests(),
+        [
+            "GET /apis/coordination.k8s.io/v1".to_owned(),
+            format!("POST {LEASES}")
+        ]
+    );
     assert_eq!(
         api.bodies(&format!("POST {LEASES}"))[0]["spec"]["holderIdentity"],
         "me"
     );
 
-    // Released while someone else holds it (taken over): left alone.
-    let api = api.on("GET", &path, 200, lease("other", 0, "9"));
-    lock.release().await.expect("release");
-    assert_eq!(api.writes(), [format!("POST {LEASES}")]);
-
-    // Released while ours: deleted with its resourceVersion as precondition.
-    let api =
-        api.on("GET", &path, 200, lease("me", 0, "10"))
-            .on("PUT", &path, 200, lease("me", 0, "11"));
-    let lock = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
-        .await
-        .expect("own lease");
-    let api = api.on("GET", &path, 200, lease("me", 0, "11"));
+    // Released while someone else holds it (taken over: another resourceVersion, so the
+    // delete's precondition fails): read, and left alone.
+    let api = api.on("DELETE", &path, 409, conflict("Conflict")).on(
+        "GET",
+        &path,
+        200,
+        lease("other", 0, "9"),
+    );
     lock.release().await.expect("release");
     let deletes = api.bodies(&format!("DELETE {path}"));
     assert_eq!(deletes.len(), 1, "{:?}", api.requests());
-    assert_eq!(deletes[0]["preconditions"]["resourceVersion"], "11");
+    assert_eq!(deletes[0]["preconditions"]["resourceVersion"], "3");
+
+    // Released while ours: deleted in one request, with the resourceVersion of its last write
+    // as precondition.
+    let api = api
+        .on("POST", LEASES, 409, conflict("AlreadyExists"))
+        .on("GET", &path, 200, lease("me", 0, "10"))
+        .on("PUT", &path, 200, lease("me", 0, "11"))
+        .on(
+            "DELETE",
+            &path,
+            200,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "metadata": {}}),
+        );
+    let lock = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
+        .await
+        .expect("own lease");
+    let before = api.requests().len();
+    lock.release().await.expect("release");
+    assert_eq!(api.requests()[before..], [format!("DELETE {path}")]);
+    let deletes = api.bodies(&format!("DELETE {path}"));
+    assert_eq!(deletes.len(), 2, "{:?}", api.requests());
+    assert_eq!(deletes[1]["preconditions"]["resourceVersion"], "11");
 }
 
 fn secret_api() -> FakeApi {

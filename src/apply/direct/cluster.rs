@@ -2,7 +2,7 @@
 //! (Namespaces and CRDs first, each CRD waited for), then the prune of what the cluster no
 //! longer needs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::targets::rank;
 use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
+use crate::cluster::set::LOCAL;
 use crate::cluster::Cluster;
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::to_value;
@@ -24,6 +25,9 @@ pub(super) struct ClusterPlan {
     /// Of those, the ones the survey found, with their uid: not read again before the apply.
     pub(super) existing_namespaces: BTreeMap<String, String>,
     pub(super) objects: Vec<DispatchedObject>,
+    /// The cluster's revision when the survey listed (before anything is applied), when it
+    /// listed anything: what the apply counts written objects from.
+    pub(super) revision: Option<u64>,
 }
 
 impl ClusterPlan {
@@ -70,29 +74,30 @@ impl Target<'_> {
 
 /// Plans the apply on one cluster without changing anything: resolves each object's namespace
 /// (cached discovery), and finds whether addonctl creates it. That is known for objects the
-/// previous inventory (or another addon's record) lists, and for kinds not served yet (their
-/// CRD comes with the addon); the others are looked up with one metadata-only list per kind and
-/// namespace (narrowed to the object by its name when it is the only one of its kind there), so
-/// that an object that existed before is recorded as not created by addonctl even when the
-/// forced apply takes over every field of its other managers (which leaves addonctl as the only
-/// manager, indistinguishable afterwards from an object it created).
+/// previous inventory (or another addon's record) lists, for kinds not served yet (their CRD
+/// comes with the addon), and for objects in a namespace the cluster lacks (nothing lives
+/// there yet: namespaces are looked at first); the others are looked up with one
+/// metadata-only list per kind and namespace (narrowed to the object by its name when it is the
+/// only one of its kind there), so that an object that existed before is recorded as not
+/// created by addonctl even when the forced apply takes over every field of its other managers
+/// (which leaves addonctl as the only manager, indistinguishable afterwards from an object it
+/// created).
 pub(super) async fn survey(
     target: &Target<'_>,
     objects: &[Value],
     scopes: &BTreeMap<(String, String), bool>,
 ) -> Result<ClusterPlan> {
-    let cluster = target.cluster;
     let mut plan = ClusterPlan::default();
     // The namespaces the namespaced objects go to (the topology's, the one they name, else the
     // system namespace), which a managed cluster may not have yet.
     let mut needed: Vec<String> = Vec::new();
-    let mut unknown: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
+    let mut unknown: Unknown = BTreeMap::new();
     for object in objects {
         let Some(mut reference) = ObjectRef::of(object) else {
             continue;
         };
         let gvk = reference.gvk();
-        let (namespaced, served) = match cluster.resource(&gvk).await? {
+        let (namespaced, served) = match target.cluster.resource(&gvk).await? {
             Some((_, caps)) => (caps.scope == kube::discovery::Scope::Namespaced, true),
             None => (
                 scopes
@@ -134,7 +139,63 @@ pub(super) async fn survey(
             created: known.unwrap_or(true),
         });
     }
-    // After the first failure no further list is started (each could cost a timeout).
+    // Namespaces first: one the cluster lacks holds nothing to look up.
+    let undeclared = namespaces_stored(target, objects, &needed).await?;
+    let (namespaces, others): (Unknown, Unknown) = unknown
+        .into_iter()
+        .partition(|((api_version, kind, _), _)| api_version == "v1" && kind == "Namespace");
+    let found = look_up(target.cluster, &namespaces, &mut plan).await?;
+    let mut missing: BTreeSet<&str> = undeclared
+        .iter()
+        .filter(|(_, stored)| stored.is_none())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    missing.extend(
+        namespaces
+            .values()
+            .flatten()
+            .map(|&i| plan.objects[i].object.name.as_str())
+            .filter(|name| !found.contains(*name)),
+    );
+    let others: Unknown = others
+        .into_iter()
+        .filter(|((_, _, namespace), _)| {
+            namespace
+                .as_deref()
+                .is_none_or(|namespace| !missing.contains(namespace))
+        })
+        .collect();
+    look_up(target.cluster, &others, &mut plan).await?;
+    ensure_namespaces(target, &undeclared, &mut plan);
+    Ok(plan)
+}
+
+/// One list of [`look_up`]: the objects found (whether addonctl alone manages each) and the
+/// cluster's revision.
+type Listing = Result<(BTreeMap<String, bool>, Option<u64>)>;
+
+/// Objects whose creation is unknown, by `(apiVersion, kind, namespace)`: their indexes in the
+/// plan.
+type Unknown = BTreeMap<(String, String, Option<String>), Vec<usize>>;
+
+fn namespace_ref(name: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1".to_owned(),
+        kind: "Namespace".to_owned(),
+        namespace: None,
+        name: name.to_owned(),
+    }
+}
+
+/// Looks the `unknown` objects up (one metadata-only list per kind and namespace, concurrently)
+/// and marks in the plan those that exist and addonctl did not create; notes the cluster's
+/// revision the lists saw; returns the names of those found. After the first failure no
+/// further list is started (each could cost a timeout).
+async fn look_up(
+    cluster: &Cluster,
+    unknown: &Unknown,
+    plan: &mut ClusterPlan,
+) -> Result<BTreeSet<String>> {
     let failed = AtomicBool::new(false);
     let objects_of = |indexes: &[usize]| -> Vec<String> {
         indexes
@@ -142,13 +203,13 @@ pub(super) async fn survey(
             .map(|&i| plan.objects[i].object.name.clone())
             .collect()
     };
-    let listings: Vec<Result<BTreeMap<String, bool>>> = stream::iter(&unknown)
+    let listings: Vec<Listing> = stream::iter(unknown)
         .map(|((api_version, kind, namespace), indexes)| {
             let failed = &failed;
             let names = objects_of(indexes);
             async move {
                 if failed.load(Ordering::Relaxed) {
-                    return Ok(BTreeMap::new());
+                    return Ok((BTreeMap::new(), None));
                 }
                 let gvk = ObjectRef {
                     api_version: api_version.clone(),
@@ -162,12 +223,15 @@ pub(super) async fn survey(
                     .metadata_of(&gvk, namespace.as_deref(), &names)
                     .await
                 {
-                    Ok(items) => Ok(items
-                        .iter()
-                        .filter_map(|m| {
-                            Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
-                        })
-                        .collect()),
+                    Ok((items, revision)) => Ok((
+                        items
+                            .iter()
+                            .filter_map(|m| {
+                                Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
+                            })
+                            .collect(),
+                        revision,
+                    )),
                     Err(e) => {
                         failed.store(true, Ordering::Relaxed);
                         Err(Error::from(e))
@@ -178,53 +242,77 @@ pub(super) async fn survey(
         .buffered(OBJECT_CONCURRENCY)
         .collect()
         .await;
+    let mut names = BTreeSet::new();
     for (indexes, listing) in unknown.values().zip(listings) {
-        let found = listing?;
+        let (found, revision) = listing?;
+        plan.revision = plan.revision.max(revision);
         for &i in indexes {
             if let Some(ours) = found.get(&plan.objects[i].object.name) {
                 plan.objects[i].created = *ours;
+                names.insert(plan.objects[i].object.name.clone());
             }
         }
     }
-    ensure_namespaces(target, objects, &needed, &mut plan).await?;
-    Ok(plan)
+    Ok(names)
 }
 
-/// Plans the namespaces the objects need (the default one, and every one they name) that the
-/// addon does not declare itself: each is created when the cluster lacks it, and recorded as
-/// created by addonctl for this addon (first, so deleted last — and only when nothing else
-/// lives in it, see [`deletion`]); one that existed before is not recorded, so never deleted.
-pub(super) async fn ensure_namespaces(
+/// The namespaces the objects need that the addon does not declare itself (in the order
+/// needed), each as stored (its uid) or `None` when the cluster lacks it.
+async fn namespaces_stored(
     target: &Target<'_>,
     objects: &[Value],
     needed: &[String],
-    plan: &mut ClusterPlan,
-) -> Result<()> {
+) -> Result<Vec<(String, Option<String>)>> {
     let declared = |name: &str| {
         objects.iter().any(|o| {
             o.get("kind").and_then(Value::as_str) == Some("Namespace")
                 && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
         })
     };
-    let mut entries = Vec::new();
+    let mut out = Vec::new();
     for name in needed.iter().filter(|n| !declared(n)) {
-        let reference = ObjectRef {
-            api_version: "v1".to_owned(),
-            kind: "Namespace".to_owned(),
-            namespace: None,
-            name: name.clone(),
-        };
-        let stored = target.cluster.get(&reference.gvk(), None, name).await?;
-        let exists = stored.is_some();
-        if let Some(stored) = stored {
-            let uid = stored.metadata.uid.unwrap_or_default();
-            plan.existing_namespaces.insert(name.clone(), uid);
+        // The control plane's system namespace exists: the control-plane part of the apply made
+        // it (and holds the addon's lock there).
+        if target.name == LOCAL
+            && name == target.system_namespace
+            && target.previously_created(&namespace_ref(name)).is_none()
+        {
+            out.push((name.clone(), Some(String::new())));
+            continue;
+        }
+        let stored = target
+            .cluster
+            .get(&namespace_ref(name).gvk(), None, name)
+            .await?;
+        out.push((
+            name.clone(),
+            stored.map(|s| s.metadata.uid.unwrap_or_default()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Plans the namespaces the objects need that the addon does not declare itself (`undeclared`,
+/// as [`namespaces_stored`] found them): each is created when the cluster lacks it, and
+/// recorded as created by addonctl for this addon (first, so deleted last — and only when
+/// nothing else lives in it, see [`deletion`]); one that existed before is not recorded, so
+/// never deleted.
+fn ensure_namespaces(
+    target: &Target<'_>,
+    undeclared: &[(String, Option<String>)],
+    plan: &mut ClusterPlan,
+) {
+    let mut entries = Vec::new();
+    for (name, stored) in undeclared {
+        let reference = namespace_ref(name);
+        if let Some(uid) = stored {
+            plan.existing_namespaces.insert(name.clone(), uid.clone());
         }
         plan.ensure_namespaces.push(name.clone());
         // Recorded when addonctl creates it (and kept while an earlier run recorded it).
         if let Some(created) = target
             .previously_created(&reference)
-            .or((!exists).then_some(true))
+            .or(stored.is_none().then_some(true))
         {
             entries.push(DispatchedObject {
                 object: reference,
@@ -235,7 +323,6 @@ pub(super) async fn ensure_namespaces(
     }
     entries.append(&mut plan.objects);
     plan.objects = entries;
-    Ok(())
 }
 
 /// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]):
@@ -327,7 +414,11 @@ pub(super) async fn apply_to_cluster(
     let cluster = target.cluster;
     let mut applied: Vec<DispatchedObject> = Vec::new();
     let mut outcome = ClusterOutcome::new(cluster.name());
-    let revision = cluster.revision(target.system_namespace).await;
+    // Read before anything is applied: the survey's, or else one read now.
+    let revision = match plan.revision {
+        Some(revision) => Some(revision),
+        None => cluster.revision(target.system_namespace).await,
+    };
     let mut changed = 0;
     let result: Result<()> = async {
         ensure_planned_namespaces(cluster, plan, &mut applied).await?;

@@ -251,13 +251,16 @@ pub async fn prepare_holding(
         }
     }
     let scopes = crd_scopes(&objects.concat());
-    let joined_clusters: Vec<ClusterInfo> = ctx
-        .state()
-        .joined()
-        .await?
-        .into_iter()
-        .map(|(info, _)| info)
-        .collect();
+    // Only `local` concerned (now and before): the joined clusters are not read.
+    let only_local = placements.iter().all(|p| {
+        p.cluster_label_selector.is_none() && p.clusters.iter().flatten().all(|c| c == LOCAL)
+    }) && previous.keys().all(|c| c == LOCAL);
+    let joined = if only_local {
+        Vec::new()
+    } else {
+        ctx.state().joined().await?
+    };
+    let joined_clusters: Vec<ClusterInfo> = joined.iter().map(|(info, _)| info.clone()).collect();
     let targets = resolve_targets(&placements, &joined_clusters)?;
     let mut names: BTreeSet<String> = targets.keys().cloned().collect();
     for (name, inventory) in previous {
@@ -277,7 +280,7 @@ pub async fn prepare_holding(
         .filter(|(name, _)| hold.contains(*name))
         .map(|(name, inventory)| (name.clone(), inventory.clone()))
         .collect();
-    let clients = ctx.state().clients(&names).await?;
+    let clients = ctx.state().clients_of(&joined, &names).await;
     let baselines = clients
         .iter()
         .filter_map(|(name, client)| {

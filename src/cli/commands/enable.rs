@@ -29,6 +29,8 @@ pub async fn run(
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
     let client_dry_run = args.dry_run == Some(DryRun::Client);
     let (mut ctx, offline) = connect_or_offline(global, cluster, printer, client_dry_run).await?;
+    // The plan's reads of the state serve the checks until the first write (the lock).
+    let _reuse = ctx.cluster.reuse_lists();
     prepare_write(&mut ctx, printer, &write_request!(Guarded::Enable, args)).await?;
     let request = enable_request!(args, args.addon.clone(), given);
     let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;

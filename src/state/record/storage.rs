@@ -408,7 +408,7 @@ async fn shards_of(cluster: &Cluster, ns: &str, addon: Option<&str>) -> crate::R
         None => format!("{LABEL_RECORD_PART}=shard"),
     };
     Ok(cluster
-        .list(&secret_gvk(), Some(ns), &selector)
+        .list_reused(&secret_gvk(), Some(ns), &selector)
         .await?
         .iter()
         .map(crate::state::to_value)
@@ -420,7 +420,7 @@ async fn shards_of(cluster: &Cluster, ns: &str, addon: Option<&str>) -> crate::R
 /// an error (what it lists would be forgotten).
 pub async fn read_all(cluster: &Cluster, ns: &str) -> crate::Result<Vec<Record>> {
     let mains: Vec<Value> = cluster
-        .list(&secret_gvk(), Some(ns), &format!("{LABEL_RECORD}=true"))
+        .list_reused(&secret_gvk(), Some(ns), &format!("{LABEL_RECORD}=true"))
         .await?
         .iter()
         .map(crate::state::to_value)
