@@ -81,6 +81,15 @@ impl Cluster {
         Ok(found)
     }
 
+    /// The disk cache of discovery, when this client has one.
+    fn disk_cache(&self) -> Option<super::disk_discovery::DiscoveryCache> {
+        self.disk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cache
+            .clone()
+    }
+
     /// A group version's resources from the disk cache, when one is set, the server's version
     /// is known and the entry was read from that version (never twice for a group version
     /// after [`Cluster::forget_disk_entry`] or `refresh_discovery`).
@@ -89,12 +98,7 @@ impl Cluster {
         &self,
         key: &(String, String),
     ) -> Option<Option<Vec<(ApiResource, ApiCapabilities)>>> {
-        let cache = self
-            .disk
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .cache
-            .clone()?;
+        let cache = self.disk_cache()?;
         if self
             .disk
             .lock()
@@ -119,12 +123,7 @@ impl Cluster {
         key: &(String, String),
         found: Option<&[(ApiResource, ApiCapabilities)]>,
     ) {
-        let cache = self
-            .disk
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .cache
-            .clone();
+        let cache = self.disk_cache();
         if let Some(cache) = cache {
             if let Some(version) = self.cached_server_version().await {
                 cache.store(&key.0, &key.1, &version, found);
@@ -153,12 +152,7 @@ impl Cluster {
     /// run read it lately ([`super::disk_discovery::VERSION_REUSE`]); `None` when it cannot be read
     /// (the disk cache is then not used).
     async fn cached_server_version(&self) -> Option<String> {
-        let cache = self
-            .disk
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .cache
-            .clone();
+        let cache = self.disk_cache();
         self.server_version
             .get_or_init(|| async {
                 if let Some(known) = cache

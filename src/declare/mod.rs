@@ -303,11 +303,7 @@ fn split_at(
 ) -> Result<Map<String, Value>, Error> {
     let mut out = Map::new();
     for (key, value) in map {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = crate::params::dotted(prefix, key);
         if schema.is_secret(&path) {
             let Value::String(text) = value else {
                 return Err(Error::Invalid(format!(

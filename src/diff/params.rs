@@ -83,11 +83,7 @@ fn walk(
     keys.sort();
     keys.dedup();
     for key in keys {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = crate::params::dotted(prefix, key);
         let (before, after) = (stored.get(key), new.get(key));
         if before == after {
             continue;

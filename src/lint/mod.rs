@@ -550,11 +550,7 @@ fn undocumented(schema: &Value, prefix: &str, out: &mut Vec<String>) {
         return;
     };
     for (key, property) in properties {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = crate::params::dotted(prefix, key);
         if prefix.is_empty() && key == "clusters" {
             // Always accepted, declared or not; the built-in meaning needs no usage text.
             continue;

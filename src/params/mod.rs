@@ -296,6 +296,16 @@ impl ParameterSchema {
     }
 }
 
+/// The dotted path of `key` below `path` (`""` is the top): how parameters are named in
+/// arguments, messages and schemas (`resources.cpu`).
+pub fn dotted(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
 /// Deep merge: objects are merged key by key (recursively), anything else in `over` replaces
 /// what is in `base`.
 pub fn merge_values(base: &mut Value, over: &Value) {

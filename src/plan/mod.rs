@@ -493,13 +493,7 @@ fn masked_secret(
     path: &str,
     schema: &crate::params::ParameterSchema,
 ) -> Option<String> {
-    let child = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
+    let child = |key: &str| crate::params::dotted(path, key);
     match value {
         Value::String(s) if s == crate::render::MASK && schema.is_secret(path) => {
             Some(path.to_owned())

@@ -170,13 +170,7 @@ fn check(
 
 /// The dotted paths of the leaves of `value` (list items as `key.0`).
 fn leaves(value: &Value, path: &str, out: &mut Vec<String>) {
-    let child = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
+    let child = |key: &str| crate::params::dotted(path, key);
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (key, v) in map {

@@ -319,6 +319,23 @@ impl Drop for Lock {
     }
 }
 
+/// A lock's Lease as `holder` takes it at `now`.
+fn lock_lease<'a>(
+    namespace: &'a str,
+    name: &'a str,
+    holder: &'a str,
+    now: DateTime<Utc>,
+) -> LeaseWrite<'a> {
+    LeaseWrite {
+        namespace,
+        name,
+        holder,
+        duration: LEASE_DURATION,
+        acquired: now,
+        now,
+    }
+}
+
 /// Takes the lock `name` (a Lease in `namespace`) for `subject` (the addon or registry named in
 /// messages), or refuses with [`Busy`].
 pub async fn acquire(
@@ -332,15 +349,7 @@ pub async fn acquire(
     // Most often there is no Lease: create it straight away (one request); one that exists
     // (`409`) is read and decided on below.
     if !force {
-        let now = Utc::now();
-        let lease = LeaseWrite {
-            namespace,
-            name,
-            holder,
-            duration: LEASE_DURATION,
-            acquired: now,
-            now,
-        };
+        let lease = lock_lease(namespace, name, holder, Utc::now());
         match take(cluster, &lease, &Decision::Create).await {
             Ok(Some(stored)) => {
                 let version = stored.metadata.resource_version.unwrap_or_default();
@@ -369,14 +378,7 @@ pub async fn acquire(
                 expires: show(expires),
             }));
         }
-        let lease = LeaseWrite {
-            namespace,
-            name,
-            holder,
-            duration: LEASE_DURATION,
-            acquired: now,
-            now,
-        };
+        let lease = lock_lease(namespace, name, holder, now);
         match take(cluster, &lease, &decision).await {
             Ok(Some(stored)) => {
                 let version = stored.metadata.resource_version.unwrap_or_default();
