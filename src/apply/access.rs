@@ -306,15 +306,17 @@ pub async fn plan_needs(
 /// `create` on namespaces when the system namespace is missing (the command creates it).
 pub async fn system_namespace_needs(ctx: &crate::apply::Applier<'_>) -> crate::Result<Vec<Need>> {
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
-    Ok(match ctx.cluster.get(&gvk, None, ctx.namespace).await {
-        Ok(Some(_)) => Vec::new(),
-        Ok(None) => vec![Need::new("create", "", "namespaces", None)],
-        // The caller may not read it: the check names `get` on it.
-        Err(crate::cluster::Error::Forbidden { .. }) => {
-            vec![Need::new("get", "", "namespaces", Some(ctx.namespace))]
-        }
-        Err(e) => return Err(e.into()),
-    })
+    Ok(
+        match ctx.cluster.get_kept(&gvk, None, ctx.namespace).await {
+            Ok(Some(_)) => Vec::new(),
+            Ok(None) => vec![Need::new("create", "", "namespaces", None)],
+            // The caller may not read it: the check names `get` on it.
+            Err(crate::cluster::Error::Forbidden { .. }) => {
+                vec![Need::new("get", "", "namespaces", Some(ctx.namespace))]
+            }
+            Err(e) => return Err(e.into()),
+        },
+    )
 }
 
 /// The control-plane objects of `record` an enable rendering `objects` prunes: listed, not

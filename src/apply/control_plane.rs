@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::DynamicObject;
+use kube::core::GroupVersionKind;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -80,19 +81,35 @@ pub(super) async fn apply_rendered(
     let rendered = &step.rendered;
     let ns = &ctx.namespace;
     let cluster = &ctx.cluster;
-    let writes = Writes(cluster.revision(ns).await);
-    if cluster
-        .create_if_missing(&crate::model::wire::namespace_object(ns))
-        .await?
+    let writes = Writes(match ctx.locked_at() {
+        Some(revision) => Some(revision),
+        None => cluster.revision(ns).await,
+    });
+    // Read once per command (the access check read it): no lock protects it.
+    let namespace_gvk = GroupVersionKind::gvk("", "v1", "Namespace");
+    let missing = cluster.get_kept(&namespace_gvk, None, ns).await?.is_none();
+    if missing
+        && cluster
+            .create_if_missing(&crate::model::wire::namespace_object(ns))
+            .await?
     {
         report.applied.push(format!("Namespace `{ns}`"));
         report.changed.push(format!("Namespace `{ns}`"));
     }
     // Every write of the record is conditional on the version read here (then on the one
     // written): a record changed by anyone else meanwhile is never overwritten.
-    let mut stored_previous = record::storage::read(cluster, ns, &rendered.name).await?;
-    let previous = stored_previous.record.take();
     let vela = uses_vela(ctx).await?;
+    // The direct engine reads every record under the lock (what the other addons own): this
+    // addon's comes from the same list.
+    let (mut stored_previous, all_records) = if vela {
+        (
+            record::storage::read(cluster, ns, &rendered.name).await?,
+            Vec::new(),
+        )
+    } else {
+        record::storage::read_with_all(cluster, ns, &rendered.name).await?
+    };
+    let previous = stored_previous.record.take();
     super::overrides::direct_only(&rendered.name, &step.variants, hold, vela)?;
     report.engine = if vela {
         EngineChoice::Vela
@@ -101,22 +118,27 @@ pub(super) async fn apply_rendered(
     };
     let mut record = new_record(step, ns, previous.as_ref(), vela);
     let ordered = ordered_objects(step);
-    let mut others = OtherRecords::default();
+    let mut others = OtherRecords::of(&all_records, &rendered.name);
     let prepared = if vela {
         None
     } else {
-        let (prepared, listed) = prepare_direct(
-            ctx,
-            step,
-            Direct { adopt, hold },
-            &mut record,
-            previous.as_ref(),
-            &ordered,
-            reporter,
+        let direct = Direct {
+            adopt,
+            hold,
+            others: &others,
+        };
+        Some(
+            prepare_direct(
+                ctx,
+                step,
+                direct,
+                &mut record,
+                previous.as_ref(),
+                &ordered,
+                reporter,
+            )
+            .await?,
         )
-        .await?;
-        others = listed;
-        Some(prepared)
     };
     adopt_outputs(cluster, step, adopt, &mut record, ns).await?;
     // Write the record first: the last good inventories (so an interrupted enable can still be
@@ -274,10 +296,12 @@ pub(crate) fn apply_order<'a>(
     ordered
 }
 
-/// How the direct engine applies one step: adopting or not, and the clusters held.
+/// How the direct engine applies one step: adopting or not, the clusters held, and what the
+/// other addons' records (read under the lock) list.
 struct Direct<'a> {
     adopt: bool,
     hold: &'a BTreeSet<String>,
+    others: &'a OtherRecords,
 }
 
 /// Every cluster the dispatch worked on (all but the held ones) now says it was applied at the
@@ -294,7 +318,7 @@ fn stamp_applied(record: &mut Record, hold: &BTreeSet<String>) {
 /// With the direct engine, before anything is written: fails early on components the engine
 /// cannot deploy, surveys every target cluster but the held ones (changing nothing), refuses
 /// adoptions without `adopt`, and sets the record's pending revision unless the record already
-/// covers it. Returns what it prepared and what the other addons' records list.
+/// covers it. Returns what it prepared.
 async fn prepare_direct(
     ctx: &Applier<'_>,
     step: &Step,
@@ -303,21 +327,20 @@ async fn prepare_direct(
     previous: Option<&Record>,
     ordered: &[&Value],
     reporter: &dyn Reporter,
-) -> Result<(Prepared, OtherRecords)> {
+) -> Result<Prepared> {
     let rendered = &step.rendered;
-    // Fails early, before anything is written, on components the direct engine cannot deploy.
-    let others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
     for name in direct.hold {
         if let Some(version) = record.cluster_version(name) {
             reporter.step(&format!("cluster `{name}`: held at {version}"));
         }
     }
+    // Fails early, before anything is written, on components the direct engine cannot deploy.
     let prepared = direct::prepare_holding(
         ctx,
         &rendered.name,
         direct::Components::of(step),
         &record.dispatched,
-        others.clone(),
+        direct.others.clone(),
         direct.hold,
         reporter,
     )
@@ -334,7 +357,7 @@ async fn prepare_direct(
     // entry: an interrupted run loses nothing, and an unchanged re-enable writes nothing.
     let covered = previous.is_some_and(|p| covers(p, &pending));
     record.pending = (!covered).then_some(pending);
-    Ok((prepared, others))
+    Ok(prepared)
 }
 
 /// Whether a settled record already lists everything a pending revision would.

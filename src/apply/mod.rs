@@ -82,7 +82,20 @@ pub struct Applier<'a> {
     pub lock: &'a LockOptions,
 }
 
+tokio::task_local! {
+    /// Within [`guarded`]'s work: the server's revision when its locks were taken.
+    static LOCKED_AT: u64;
+}
+
 impl Applier<'_> {
+    /// Within [`guarded`]'s work, the server's revision when its locks were taken: an object
+    /// with a higher resourceVersion was written since (by this command, or by someone
+    /// ignoring the locks).
+    #[must_use]
+    pub fn locked_at(&self) -> Option<u64> {
+        LOCKED_AT.try_with(|revision| *revision).ok()
+    }
+
     /// What `state/` reads: the control plane and the system namespace.
     #[must_use]
     pub fn state(&self) -> Store<'_> {
@@ -142,7 +155,12 @@ where
             }
         }
     }
-    let result = work.await;
+    // The revision the last lock was taken at: what the work writes from now on is newer.
+    let taken_at = locks.iter().filter_map(lease::Lock::revision).max();
+    let result = match taken_at {
+        Some(revision) => LOCKED_AT.scope(revision, work).await,
+        None => work.await,
+    };
     // A lock taken over meanwhile (this command stalled past the lease, or `--force-unlock`):
     // another command may have written at the same time, so success is not claimed.
     let lost = locks.iter().find_map(|lock| lock.ensure_held().err());

@@ -198,12 +198,13 @@ impl Cluster {
         let reuse = Arc::new(reuse::Reuse::watched());
         let reusing = Arc::clone(&reuse);
         let limits = rate::Limits::new(RateLimit::default());
+        let cluster_name = name.to_owned();
         let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
                 move |request: http::Request<kube::client::Body>| {
                     counting.requests.fetch_add(1, Ordering::Relaxed);
-                    tracing::trace!(target: "addonctl::requests", method = %request.method(), uri = %request.uri(), "request");
+                    tracing::trace!(target: "addonctl::requests", cluster = %cluster_name, method = %request.method(), uri = %request.uri(), "request");
                     // An access review is a POST that changes nothing, and so is a
                     // server-side dry run.
                     let review = request
@@ -215,7 +216,7 @@ impl Cluster {
                         && !matches!(*request.method(), http::Method::GET | http::Method::HEAD)
                     {
                         counting.writes.fetch_add(1, Ordering::Relaxed);
-                        reusing.wrote();
+                        reusing.wrote(request.uri().path());
                     }
                     request
                 },

@@ -4,6 +4,11 @@
 //! what a command reads under its locks, and every wait's polling, is new. No list is reused
 //! across commands (the last guard dropped forgets them), nor on a client made elsewhere
 //! ([`Cluster::from_client`]), whose writes this one does not see.
+//!
+//! What no addonctl lock protects (the joined clusters, the system namespace) is read once per
+//! command ([`Cluster::list_kept`], [`Cluster::get_kept`]): taking or releasing a lock does not
+//! make it stale, any other write of this client does. Another client may change it at any
+//! moment, before a second read as well as after, so a second read would guarantee nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +38,10 @@ struct State {
     /// A write was seen while guards were held: nothing is reused until they are all dropped.
     wrote: bool,
     lists: HashMap<Key, Vec<DynamicObject>>,
+    /// Writes seen so far other than a lock's.
+    other_writes: u64,
+    /// Reads kept across a lock's writes (see the module documentation).
+    kept: HashMap<Key, Vec<DynamicObject>>,
 }
 
 impl Reuse {
@@ -44,13 +53,23 @@ impl Reuse {
         }
     }
 
-    /// This client is writing: nothing read before is reused.
-    pub(super) fn wrote(&self) {
+    /// This client is writing to `path`: nothing read before is reused, except reads kept
+    /// when the write is a lock's (a Lease).
+    pub(super) fn wrote(&self, path: &str) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.generation += 1;
         state.wrote = state.holders > 0;
         state.lists.clear();
+        if !is_lease(path) {
+            state.other_writes += 1;
+            state.kept.clear();
+        }
     }
+}
+
+/// Whether a request path is a Lease's (addonctl's locks and leader election).
+fn is_lease(path: &str) -> bool {
+    path.starts_with("/apis/coordination.k8s.io/")
 }
 
 /// Held while a command reuses lists (see [`Cluster::reuse_lists`]).
@@ -64,6 +83,7 @@ impl Drop for Reusing {
         state.holders = state.holders.saturating_sub(1);
         if state.holders == 0 {
             state.lists.clear();
+            state.kept.clear();
             state.wrote = false;
         }
     }
@@ -122,5 +142,73 @@ impl Cluster {
             }
         }
         Ok(listed)
+    }
+
+    /// [`Cluster::list`] of what no addonctl lock protects, read once per command: answered
+    /// from memory while a [`Cluster::reuse_lists`] guard is held and this client has written
+    /// nothing but Leases since (see the module documentation).
+    pub async fn list_kept(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>> {
+        let key: Key = (
+            gvk.clone(),
+            namespace.map(str::to_owned),
+            selector.to_owned(),
+        );
+        self.kept(key, self.list(gvk, namespace, selector)).await
+    }
+
+    /// [`Cluster::get`] of what no addonctl lock protects, read once per command, as
+    /// [`Cluster::list_kept`].
+    pub async fn get_kept(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<DynamicObject>> {
+        // A name is never a label selector: the keys of gets and lists cannot meet.
+        let key: Key = (
+            gvk.clone(),
+            namespace.map(str::to_owned),
+            format!("/{name}"),
+        );
+        let read = async { Ok(self.get(gvk, namespace, name).await?.into_iter().collect()) };
+        Ok(self.kept(key, read).await?.into_iter().next())
+    }
+
+    async fn kept(
+        &self,
+        key: Key,
+        read: impl std::future::Future<Output = Result<Vec<DynamicObject>>>,
+    ) -> Result<Vec<DynamicObject>> {
+        let writes = {
+            let state = self
+                .reuse
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !self.reuse.watched || state.holders == 0 {
+                None
+            } else if let Some(known) = state.kept.get(&key) {
+                return Ok(known.clone());
+            } else {
+                Some(state.other_writes)
+            }
+        };
+        let read = read.await?;
+        if let Some(writes) = writes {
+            let mut state = self
+                .reuse
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if state.holders > 0 && state.other_writes == writes {
+                state.kept.insert(key, read.clone());
+            }
+        }
+        Ok(read)
     }
 }

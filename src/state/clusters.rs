@@ -26,11 +26,11 @@ impl Store<'_> {
     }
 
     /// The joined clusters and their credentials (from their Secrets; one list per command
-    /// until it writes, see [`Cluster::reuse_lists`]).
+    /// until it writes anything but a lock, see [`Cluster::list_kept`]).
     pub async fn joined(&self) -> Result<Vec<(ClusterInfo, ClusterCredentials)>> {
         let secrets = self
             .cluster
-            .list_reused(&secret_gvk(), Some(self.namespace), LABEL_CREDENTIAL_TYPE)
+            .list_kept(&secret_gvk(), Some(self.namespace), LABEL_CREDENTIAL_TYPE)
             .await?;
         let mut out = Vec::new();
         for secret in secrets {

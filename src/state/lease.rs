@@ -414,6 +414,18 @@ impl Lock {
         Lock { held, renewal }
     }
 
+    /// The server's revision when the Lease was last written (taken or renewed): everything
+    /// written later has a higher resourceVersion.
+    #[must_use]
+    pub fn revision(&self) -> Option<u64> {
+        self.held
+            .resource_version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .parse()
+            .ok()
+    }
+
     /// Fails when another command took the lock over (this one's renewals stopped reaching the
     /// server for longer than [`LEASE_DURATION`], or `--force-unlock` was used).
     pub fn ensure_held(&self) -> crate::Result<()> {

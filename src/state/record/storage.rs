@@ -419,6 +419,50 @@ async fn shards_of(cluster: &Cluster, ns: &str, addon: Option<&str>) -> crate::R
 /// Secrets labelled as records that hold none (neither format) are left out; a damaged one is
 /// an error (what it lists would be forgotten).
 pub async fn read_all(cluster: &Cluster, ns: &str) -> crate::Result<Vec<Record>> {
+    let (mains, shards) = list_all(cluster, ns).await?;
+    let mut out = Vec::new();
+    for main in &mains {
+        if let Some(record) = decode(main, &shards)? {
+            out.push(record);
+        }
+    }
+    Ok(out)
+}
+
+/// Addon `addon`'s record as [`read`] gives it, and every record as [`read_all`] gives them,
+/// from the lists of [`read_all`]: for a command that reads every record anyway, no request of
+/// its own.
+pub async fn read_with_all(
+    cluster: &Cluster,
+    ns: &str,
+    addon: &str,
+) -> crate::Result<(Stored, Vec<Record>)> {
+    let (mains, shards) = list_all(cluster, ns).await?;
+    let name = record_name(addon);
+    let mut stored = Stored::default();
+    let mut all = Vec::new();
+    for main in &mains {
+        let record = decode(main, &shards)?;
+        if name_of(main) == name {
+            let text = |field: &str| {
+                main.pointer(&format!("/metadata/{field}"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            stored = Stored {
+                record: record.clone(),
+                resource_version: text("resourceVersion"),
+                uid: text("uid"),
+                sharded: is_sharded(main),
+            };
+        }
+        all.extend(record);
+    }
+    Ok((stored, all))
+}
+
+/// The record Secrets of `ns` and, when any is sharded, every shard (reused lists).
+async fn list_all(cluster: &Cluster, ns: &str) -> crate::Result<(Vec<Value>, Vec<Value>)> {
     let mains: Vec<Value> = cluster
         .list_reused(&secret_gvk(), Some(ns), &format!("{LABEL_RECORD}=true"))
         .await?
@@ -430,13 +474,7 @@ pub async fn read_all(cluster: &Cluster, ns: &str) -> crate::Result<Vec<Record>>
     } else {
         Vec::new()
     };
-    let mut out = Vec::new();
-    for main in &mains {
-        if let Some(record) = decode(main, &shards)? {
-            out.push(record);
-        }
-    }
-    Ok(out)
+    Ok((mains, shards))
 }
 
 /// The outcome of a conditional write.
