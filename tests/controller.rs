@@ -935,6 +935,27 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
     assert_eq!(Value::Object(m2_parameters.clone()), json!({"count": 3}));
     assert!(record.cluster_parameters("m1").is_none());
     assert!(record.cluster_parameters("m3").is_none());
+    // `status` says which parameters each cluster got.
+    let status = sb
+        .cli()
+        .args(["status", "tiers", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let parameters_of = |name: &str| {
+        status["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cluster"] == name)
+            .map(|c| c["parameters"].clone())
+    };
+    assert_eq!(parameters_of("m2"), Some(json!({"count": 3})));
+    assert_eq!(parameters_of("m1"), Some(Value::Null));
+    let text = sb.cli().args(["status", "tiers"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.matches("    overrides: count=3").count(), 1, "{text}");
     assert_eq!(
         sb.stored_args("tiers").await.unwrap()["count"],
         2,

@@ -109,6 +109,10 @@ pub struct ClusterStatus {
     /// The version last applied there (clusters differ while a staged upgrade is under way).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The parameters this cluster got over the stored arguments (an `Addon`'s `overrides`);
+    /// `None`: the stored arguments alone. Never a secret parameter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<serde_json::Map<String, Value>>,
     /// Every object addonctl applied there.
     pub resources: Vec<ResourceStatus>,
 }
@@ -150,6 +154,7 @@ pub async fn health(
                         cluster: name.clone(),
                         error: Some(e),
                         version: inventory.revision.as_ref().map(|r| r.version.clone()),
+                        parameters: None,
                         resources: Vec::new(),
                     }
                 }
@@ -158,6 +163,7 @@ pub async fn health(
                         cluster: name.clone(),
                         error: Some(format!("cluster `{name}` is no longer joined")),
                         version: inventory.revision.as_ref().map(|r| r.version.clone()),
+                        parameters: None,
                         resources: Vec::new(),
                     }
                 }
@@ -214,6 +220,7 @@ pub async fn health(
                 cluster: name.clone(),
                 error,
                 version: inventory.revision.as_ref().map(|r| r.version.clone()),
+                parameters: None,
                 resources,
             }
         }

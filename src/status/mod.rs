@@ -184,6 +184,9 @@ async fn direct_health(
         if cluster.version.is_none() {
             cluster.version = record.cluster_version(&cluster.cluster).map(str::to_owned);
         }
+        cluster.parameters = record
+            .cluster_parameters(&cluster.cluster)
+            .map(|(_, parameters)| parameters.clone());
     }
     let workloads: Vec<&health::ResourceStatus> = clusters
         .iter()

@@ -299,6 +299,7 @@ fn cluster(
         cluster: name.to_owned(),
         error: error.map(str::to_owned),
         version: None,
+        parameters: None,
         resources: vec![ResourceStatus {
             kind: "Deployment".to_owned(),
             namespace: Some("team".to_owned()),

@@ -194,6 +194,9 @@ fn print_cluster(
             .map(|e| format!(", error: {e}"))
             .unwrap_or_default()
     )?;
+    if let Some(parameters) = &cluster.parameters {
+        writeln!(out, "    overrides: {}", assignments(parameters).join(", "))?;
+    }
     for r in &cluster.resources {
         let replicas = match (r.ready_replicas, r.replicas) {
             (Some(ready), Some(desired)) => format!(" {ready}/{desired} ready"),
@@ -336,4 +339,46 @@ fn show(
     }
     out.flush()?;
     Ok(())
+}
+
+/// Parameters as `key=value` assignments, as given on the command line (nested objects by
+/// dotted keys, other values as JSON).
+fn assignments(parameters: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    fn walk(path: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) if !map.is_empty() => {
+                for (key, value) in map {
+                    walk(&addonctl::params::dotted(path, key), value, out);
+                }
+            }
+            other => out.push(format!("{path}={other}")),
+        }
+    }
+    let mut out = Vec::new();
+    for (key, value) in parameters {
+        walk(key, value, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn overrides_read_as_the_assignments_that_would_set_them() {
+        let parameters = json!({"count": 3, "image": {"tag": "v2", "pull": "Always"}, "off": {}});
+        let serde_json::Value::Object(parameters) = parameters else {
+            unreachable!()
+        };
+        assert_eq!(
+            super::assignments(&parameters),
+            [
+                "count=3",
+                "image.tag=\"v2\"",
+                "image.pull=\"Always\"",
+                "off={}"
+            ]
+        );
+    }
 }
