@@ -1055,6 +1055,64 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
     drop(controller);
 }
 
+/// The components an override gives some clusters are checked like the addon's own: an API
+/// only they use, which nothing serves, refuses the apply before anything is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_override_whose_components_use_an_api_nothing_serves_is_refused_before_anything_is_applied(
+) {
+    let widgets = TestAddon::new("widgets")
+        .file(
+            "metadata.yaml",
+            "name: widgets\nversion: 1.0.0\ndescription: A Widget where asked\n",
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    widget: bool(false),\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file(
+            "template.rhai",
+            r#"let objects = [#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: "widgets" }, data: #{ a: "1" } }];
+if parameter.widget {
+    objects.push(#{ apiVersion: "widgets.example.com/v1", kind: "Widget", metadata: #{ name: "w" } });
+}
+#{ output: application(#{ components: [k8s_objects("widgets", objects)], policies: [topology("where", parameter.clusters)] }) }
+"#,
+        );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&widgets]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[]).await;
+    sb.join("m2", managed(2), &[("tier", "canary")]).await;
+    let controller = Child::start(&sb, &["--leader-elect=false"]).await;
+
+    apply_addon(
+        &sb,
+        "widgets",
+        json!({"clusters": ["m1", "m2"],
+               "overrides": [{"clusterSelector": {"matchLabels": {"tier": "canary"}},
+                              "parameters": {"widget": true}}]}),
+    )
+    .await;
+    let refused = wait_for("Ready=False naming the missing API", || async {
+        let addon = addon(&sb, "widgets").await?;
+        let ready = condition(&addon, "Ready")?;
+        (ready["reason"] == "InvalidSpec")
+            .then(|| ready["message"].as_str().unwrap_or_default().to_owned())
+    })
+    .await;
+    assert!(
+        refused.contains("widgets.example.com/v1 Widget"),
+        "{refused}"
+    );
+    assert!(
+        sb.get(Kind::SECRET, "addon-record-widgets").await.is_none(),
+        "nothing is applied"
+    );
+    drop(controller);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn with_kubevela_overrides_that_set_clusters_apart_are_refused_and_nothing_is_applied() {
     let split = fixture("split", "1.0.0", false);

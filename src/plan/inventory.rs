@@ -483,6 +483,13 @@ pub async fn check(
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
         by_plan.extend(provided(&step.rendered));
+        for variant in &step.variants {
+            by_plan.extend(
+                component_objects(&variant.application)
+                    .iter()
+                    .flat_map(crd_apis),
+            );
+        }
     }
     let (installed_groups, by_installed) = installed_provided(installed);
     let definitions_served = ctx
@@ -503,14 +510,19 @@ pub async fn check(
     let mut checked: BTreeMap<Api, bool> = BTreeMap::new();
     for step in &plan.steps {
         let name = &step.rendered.name;
-        let mut uses: Vec<(Api, String)> = used_objects(&step.rendered)
+        // The clusters an `Addon`'s overrides give other parameters get other components.
+        let variants = step.variants.iter().map(|v| &v.application);
+        let mut objects = used_objects(&step.rendered);
+        objects.extend(variants.clone().flat_map(component_objects));
+        let mut uses: Vec<(Api, String)> = objects
             .iter()
             .filter_map(|o| Some((kind_of(o)?, crate::cluster::describe(o))))
             .collect();
         if definitions_served {
             uses.extend(
-                used_definitions(&step.rendered.application)
-                    .into_iter()
+                std::iter::once(&step.rendered.application)
+                    .chain(variants)
+                    .flat_map(used_definitions)
                     .filter(|api| match api {
                         Api::Definition { kind, name } => kubevela_running || !builtin(kind, name),
                         Api::Kind { .. } => true,
