@@ -16,6 +16,7 @@ Part B: N objects on K clusters: `addonctl enable` of a generated addon against 
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -172,33 +173,8 @@ def part_a():
 
 
 # --------------------------------------------------------------------------- part B
-FLEET_TEMPLATE = """let ns = parameter.namespace;
-let labels = #{ "app.kubernetes.io/name": "fleet" };
-let objects = [];
-for i in 0..parameter.count {
-    let kind = i % 4;
-    if kind == 0 {
-        objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            data: #{ index: `${i}`, "settings.yaml": "level: info\\nretries: 3\\n" } });
-    } else if kind == 1 {
-        objects.push(#{ apiVersion: "v1", kind: "Service", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            spec: #{ selector: #{ app: `fleet-${i}` }, ports: [#{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }] } });
-    } else if kind == 2 {
-        objects.push(#{ apiVersion: "v1", kind: "ServiceAccount", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels } });
-    } else {
-        objects.push(#{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            rules: [#{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }] });
-    }
-}
-#{ output: application(#{ components: [k8s_objects("fleet", objects)], policies: [topology("fleet", parameter.clusters)] }) }
-"""
-
-FLEET_PARAMETERS = """#{
-    count: pint(10),
-    namespace: string("fleet"),
-    clusters: list(string()).optional(),
-}
-"""
+# The fleet addon (N objects over four kinds): the one `tests/requests.rs` counts the requests of.
+FLEET_ADDON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "fleet")
 
 
 def part_b():
@@ -206,13 +182,7 @@ def part_b():
     kc = control["kubeconfig"]
     base = [addonctl, "-q", "--kubeconfig", kc, "--system-namespace", system_ns, "--engine", "direct"]
     addon = os.path.join(work, "fleet")
-    os.makedirs(addon)
-    with open(os.path.join(addon, "metadata.yaml"), "w") as f:
-        f.write("name: fleet\nversion: 1.0.0\ndescription: N objects on K clusters\n")
-    with open(os.path.join(addon, "template.rhai"), "w") as f:
-        f.write(FLEET_TEMPLATE)
-    with open(os.path.join(addon, "parameter.rhai"), "w") as f:
-        f.write(FLEET_PARAMETERS)
+    shutil.copytree(FLEET_ADDON, addon)
     quiet(kubectl_cmd(control, "create", "namespace", system_ns))
     for cluster in managed:
         quiet(base + ["cluster", "join", cluster["name"], "--from-kubeconfig", cluster["kubeconfig"]])

@@ -217,41 +217,16 @@ const RERUN: u64 = 29;
 /// Measured: 27 (48 before): one delete per object, no read before it.
 const REMOVE: u64 = 27;
 
-/// The fleet addon of `scripts/bench-compare.sh`: `count` objects over four kinds (ConfigMaps,
-/// Services, ServiceAccounts, Roles) in the namespace `namespace`, on the clusters listed.
+/// The fleet addon of `scripts/bench-compare.sh` (`tests/fixtures/fleet`): `count` objects over
+/// four kinds (ConfigMaps, Services, ServiceAccounts, Roles) in the namespace `namespace`, on
+/// the clusters listed.
 fn fleet() -> TestAddon {
-    TestAddon::new("fleet")
-        .file(
-            "metadata.yaml",
-            "name: fleet\nversion: 1.0.0\ndescription: N objects on K clusters\n",
-        )
-        .file(
-            "parameter.rhai",
-            "#{\n    count: pint(10),\n    namespace: string(\"fleet\"),\n    clusters: list(string()).optional(),\n}\n",
-        )
-        .file(
-            "template.rhai",
-            r#"let ns = parameter.namespace;
-let labels = #{ "app.kubernetes.io/name": "fleet" };
-let objects = [];
-for i in 0..parameter.count {
-    let kind = i % 4;
-    if kind == 0 {
-        objects.push(#{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            data: #{ index: `${i}` } });
-    } else if kind == 1 {
-        objects.push(#{ apiVersion: "v1", kind: "Service", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            spec: #{ selector: #{ app: `fleet-${i}` }, ports: [#{ name: "http", protocol: "TCP", port: 80, targetPort: 8080 }] } });
-    } else if kind == 2 {
-        objects.push(#{ apiVersion: "v1", kind: "ServiceAccount", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels } });
-    } else {
-        objects.push(#{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: #{ name: `fleet-${i}`, namespace: ns, labels: labels },
-            rules: [#{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }] });
-    }
-}
-#{ output: application(#{ components: [k8s_objects("fleet", objects)], policies: [topology("fleet", parameter.clusters)] }) }
-"#,
-        )
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet");
+    ["metadata.yaml", "parameter.rhai", "template.rhai"]
+        .into_iter()
+        .fold(TestAddon::new("fleet"), |addon, file| {
+            addon.file(file, &fs_err::read_to_string(dir.join(file)).unwrap())
+        })
 }
 
 /// A namespace made on `cluster` beforehand (as the benchmark does), deleted with the sandbox.
