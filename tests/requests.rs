@@ -21,17 +21,22 @@ async fn the_client_speaks_http2_to_the_api_server() {
     assert_eq!(versions, [http::Version::HTTP_2; 4]);
 }
 
+/// The sandbox's system namespace, made beforehand (as an installation has it).
+async fn system_namespace(sb: &Sandbox) {
+    sb.api()
+        .create_if_missing(&json!({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": sb.ns()}}))
+        .await
+        .unwrap();
+}
+
 /// What no lock protects (the joined clusters, the system namespace) is read once per command:
 /// a lock's writes keep it, any other write of the client reads it again (and sees the write);
 /// lists under the locks are read again after the lock's write.
 #[tokio::test(flavor = "multi_thread")]
 async fn kept_reads_survive_a_lock_and_not_another_write() {
     let sb = Sandbox::without_kubevela().await;
-    sb.api()
-        .create_if_missing(&json!({"apiVersion": "v1", "kind": "Namespace",
-                                   "metadata": {"name": sb.ns()}}))
-        .await
-        .unwrap();
+    system_namespace(&sb).await;
     // A client of its own: its counters start at zero.
     let cluster = sb.cluster.admin().await;
     let secrets = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
@@ -178,11 +183,7 @@ async fn the_largest_built_in_addon_costs_few_requests_to_enable_re_enable_and_d
     const ADDON: &str = "strongbox-operator";
     let cache = tempfile::tempdir().unwrap();
     let sb = Sandbox::with_kubevela().await;
-    sb.api()
-        .create_if_missing(&json!({"apiVersion": "v1", "kind": "Namespace",
-                                   "metadata": {"name": sb.ns()}}))
-        .await
-        .unwrap();
+    system_namespace(&sb).await;
     // Cold discovery: fills the cache.
     let warm_up = process(&sb, cache.path(), &[]).await;
     enable(&warm_up, ADDON, json!({})).await;

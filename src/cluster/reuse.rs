@@ -44,6 +44,37 @@ struct State {
     kept: HashMap<Key, Vec<DynamicObject>>,
 }
 
+/// Which reads a [`Cluster::remembered`] read is one of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Memory {
+    /// Reused until this client writes anything.
+    Lists,
+    /// Kept across a lock's writes.
+    Kept,
+}
+
+impl State {
+    /// Whether reads of `memory` may be answered from it now.
+    fn usable(&self, memory: Memory) -> bool {
+        self.holders > 0 && (memory == Memory::Kept || !self.wrote)
+    }
+
+    /// The writes that make reads of `memory` stale, counted.
+    fn writes(&self, memory: Memory) -> u64 {
+        match memory {
+            Memory::Lists => self.generation,
+            Memory::Kept => self.other_writes,
+        }
+    }
+
+    fn reads(&mut self, memory: Memory) -> &mut HashMap<Key, Vec<DynamicObject>> {
+        match memory {
+            Memory::Lists => &mut self.lists,
+            Memory::Kept => &mut self.kept,
+        }
+    }
+}
+
 impl Reuse {
     /// For a client whose every request passes [`Reuse::wrote`].
     pub(super) fn watched() -> Self {
@@ -111,37 +142,9 @@ impl Cluster {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>> {
-        let key: Key = (
-            gvk.clone(),
-            namespace.map(str::to_owned),
-            selector.to_owned(),
-        );
-        let generation = {
-            let state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !self.reuse.watched || state.holders == 0 || state.wrote {
-                None
-            } else if let Some(known) = state.lists.get(&key) {
-                return Ok(known.clone());
-            } else {
-                Some(state.generation)
-            }
-        };
-        let listed = self.list(gvk, namespace, selector).await?;
-        if let Some(generation) = generation {
-            let mut state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if state.holders > 0 && !state.wrote && state.generation == generation {
-                state.lists.insert(key, listed.clone());
-            }
-        }
-        Ok(listed)
+        let key = key(gvk, namespace, selector.to_owned());
+        let read = self.list(gvk, namespace, selector);
+        self.remembered(Memory::Lists, key, read).await
     }
 
     /// [`Cluster::list`] of what no addonctl lock protects, read once per command: answered
@@ -153,12 +156,9 @@ impl Cluster {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>> {
-        let key: Key = (
-            gvk.clone(),
-            namespace.map(str::to_owned),
-            selector.to_owned(),
-        );
-        self.kept(key, self.list(gvk, namespace, selector)).await
+        let key = key(gvk, namespace, selector.to_owned());
+        let read = self.list(gvk, namespace, selector);
+        self.remembered(Memory::Kept, key, read).await
     }
 
     /// [`Cluster::get`] of what no addonctl lock protects, read once per command, as
@@ -170,45 +170,50 @@ impl Cluster {
         name: &str,
     ) -> Result<Option<DynamicObject>> {
         // A name is never a label selector: the keys of gets and lists cannot meet.
-        let key: Key = (
-            gvk.clone(),
-            namespace.map(str::to_owned),
-            format!("/{name}"),
-        );
+        let key = key(gvk, namespace, format!("/{name}"));
         let read = async { Ok(self.get(gvk, namespace, name).await?.into_iter().collect()) };
-        Ok(self.kept(key, read).await?.into_iter().next())
+        Ok(self
+            .remembered(Memory::Kept, key, read)
+            .await?
+            .into_iter()
+            .next())
     }
 
-    async fn kept(
+    /// `read`, answered from `memory` when it holds `key`; what is read is remembered unless
+    /// a write made it stale meanwhile.
+    async fn remembered(
         &self,
+        memory: Memory,
         key: Key,
         read: impl std::future::Future<Output = Result<Vec<DynamicObject>>>,
     ) -> Result<Vec<DynamicObject>> {
-        let writes = {
-            let state = self
-                .reuse
+        let state = || {
+            self.reuse
                 .state
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !self.reuse.watched || state.holders == 0 {
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        let writes = {
+            let mut state = state();
+            if !self.reuse.watched || !state.usable(memory) {
                 None
-            } else if let Some(known) = state.kept.get(&key) {
+            } else if let Some(known) = state.reads(memory).get(&key) {
                 return Ok(known.clone());
             } else {
-                Some(state.other_writes)
+                Some(state.writes(memory))
             }
         };
         let read = read.await?;
         if let Some(writes) = writes {
-            let mut state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if state.holders > 0 && state.other_writes == writes {
-                state.kept.insert(key, read.clone());
+            let mut state = state();
+            if state.usable(memory) && state.writes(memory) == writes {
+                state.reads(memory).insert(key, read.clone());
             }
         }
         Ok(read)
     }
+}
+
+fn key(gvk: &GroupVersionKind, namespace: Option<&str>, selector: String) -> Key {
+    (gvk.clone(), namespace.map(str::to_owned), selector)
 }
