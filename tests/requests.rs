@@ -133,6 +133,19 @@ async fn kept_reads_survive_a_lock_and_not_another_write() {
     lock.release().await.unwrap();
 }
 
+/// A control plane without KubeVela's Application does not run KubeVela: its version costs no
+/// request once discovery is known (it did cost a list and a GET).
+#[tokio::test(flavor = "multi_thread")]
+async fn without_kubevelas_crds_its_version_costs_no_request() {
+    let sb = Sandbox::without_kubevela().await;
+    let cluster = sb.cluster.admin().await;
+    let application = kube::core::GroupVersionKind::gvk("core.oam.dev", "v1beta1", "Application");
+    assert!(!cluster.serves(&application).await.unwrap());
+    let before = cluster.counters().requests();
+    assert_eq!(addonctl::plan::vela_version(&cluster, sb.ns()).await, None);
+    assert_eq!(cluster.counters().requests(), before);
+}
+
 // ------------------------------------------------------------------------ requests per command
 
 use addonctl::context::{Context, EngineChoice, NoopReporter, Settings};

@@ -634,8 +634,12 @@ pub fn installed_addon(addon: &Installed) -> InstalledAddon {
 }
 
 /// KubeVela's version: the image tag of the vela-core Deployment in the system namespace;
-/// `None` when KubeVela is not installed or the Deployment cannot be read.
+/// `None` when KubeVela is not installed or the Deployment cannot be read. A control plane that
+/// does not serve KubeVela's Application does not run KubeVela: no Deployment is looked for.
 pub async fn vela_version(cluster: &Cluster, namespace: &str) -> Option<String> {
+    if let Ok(false) = cluster.serves(&application_gvk()).await {
+        return None;
+    }
     let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
     let listed = cluster
         .list(&gvk, Some(namespace), "app.kubernetes.io/name=vela-core")
