@@ -101,13 +101,13 @@ pub(super) async fn apply_rendered(
     let vela = uses_vela(ctx).await?;
     // The direct engine reads every record under the lock (what the other addons own): this
     // addon's comes from the same list.
-    let (mut stored_previous, all_records) = if vela {
+    let (mut stored_previous, other_records) = if vela {
         (
             record::storage::read(cluster, ns, &rendered.name).await?,
             Vec::new(),
         )
     } else {
-        record::storage::read_with_all(cluster, ns, &rendered.name).await?
+        record::storage::read_with_others(cluster, ns, &rendered.name).await?
     };
     let previous = stored_previous.record.take();
     super::overrides::direct_only(&rendered.name, &step.variants, hold, vela)?;
@@ -118,7 +118,7 @@ pub(super) async fn apply_rendered(
     };
     let mut record = new_record(step, ns, previous.as_ref(), vela);
     let ordered = ordered_objects(step);
-    let mut others = OtherRecords::of(&all_records, &rendered.name);
+    let mut others = OtherRecords::of(&other_records, &rendered.name);
     let prepared = if vela {
         None
     } else {

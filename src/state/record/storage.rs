@@ -429,10 +429,10 @@ pub async fn read_all(cluster: &Cluster, ns: &str) -> crate::Result<Vec<Record>>
     Ok(out)
 }
 
-/// Addon `addon`'s record as [`read`] gives it, and every record as [`read_all`] gives them,
-/// from the lists of [`read_all`]: for a command that reads every record anyway, no request of
-/// its own.
-pub async fn read_with_all(
+/// Addon `addon`'s record as [`read`] gives it, and every other addon's record as
+/// [`read_all`] gives them, from the lists of [`read_all`]: for a command that reads every
+/// record anyway, no request of its own.
+pub async fn read_with_others(
     cluster: &Cluster,
     ns: &str,
     addon: &str,
@@ -440,25 +440,26 @@ pub async fn read_with_all(
     let (mains, shards) = list_all(cluster, ns).await?;
     let name = record_name(addon);
     let mut stored = Stored::default();
-    let mut all = Vec::new();
+    let mut others = Vec::new();
     for main in &mains {
         let record = decode(main, &shards)?;
-        if name_of(main) == name {
-            let text = |field: &str| {
-                main.pointer(&format!("/metadata/{field}"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
-            stored = Stored {
-                record: record.clone(),
-                resource_version: text("resourceVersion"),
-                uid: text("uid"),
-                sharded: is_sharded(main),
-            };
+        if name_of(main) != name {
+            others.extend(record);
+            continue;
         }
-        all.extend(record);
+        let text = |field: &str| {
+            main.pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        stored = Stored {
+            record,
+            resource_version: text("resourceVersion"),
+            uid: text("uid"),
+            sharded: is_sharded(main),
+        };
     }
-    Ok((stored, all))
+    Ok((stored, others))
 }
 
 /// The record Secrets of `ns` and, when any is sharded, every shard (reused lists).
