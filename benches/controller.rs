@@ -10,6 +10,9 @@
 //! - `rollout`: `rollout::engine::run` (the library of `addonctl rollout run`) with stages of
 //!   1, 3 and 6 clusters, 2 s soak each: wall time per stage split into soak and addonctl's
 //!   own time (apply, gate observation).
+//! - `drift`: the controller with its default settings (drift interval 10 s) and the same
+//!   `Addon` on 10 clusters: how long after a hand edit (and after a deletion) on each managed
+//!   cluster the object is as the record says again (polled every 20 ms).
 //! - `fleet`: 1,000 simulated clusters behind a fake API server with added latency (see
 //!   `support/fake_api.rs`): the controller's engine path of one full reconcile pass.
 //!
@@ -260,7 +263,11 @@ async fn main() {
         "`fleet` runs alone (its memory figures are its process's): run it in an invocation of its own"
     );
     let parts = if parts.is_empty() {
-        vec!["unchanged".to_owned(), "rollout".to_owned()]
+        vec![
+            "unchanged".to_owned(),
+            "drift".to_owned(),
+            "rollout".to_owned(),
+        ]
     } else {
         parts
     };
@@ -277,9 +284,10 @@ async fn main() {
     for part in &parts {
         match part.as_str() {
             "unchanged" => unchanged().await,
+            "drift" => drift().await,
             "rollout" => rollout().await,
             "fleet" => fleet::run().await,
-            other => panic!("unknown part `{other}`: one of unchanged, rollout, fleet"),
+            other => panic!("unknown part `{other}`: one of unchanged, drift, rollout, fleet"),
         }
     }
 }
@@ -381,6 +389,140 @@ async fn unchanged() {
         addon_rewritten: version_before != version_after,
     });
 
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(40), running).await;
+    cleanup(&ctx, &managed, &gvk).await;
+}
+
+/// Waits until the `Addon` is `Ready` for its generation.
+async fn wait_ready(ctx: &Context, gvk: &GroupVersionKind, namespace: &str) {
+    wait_for("the Addon is Ready", || async {
+        let stored = ctx.cluster.get(gvk, Some(namespace), ADDON).await.ok()??;
+        let stored = serde_json::to_value(stored).ok()?;
+        let ready = stored["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        (ready && stored["status"]["observedGeneration"] == stored["metadata"]["generation"])
+            .then_some(())
+    })
+    .await;
+}
+
+/// Part `drift`: latency from a hand edit (and a deletion) to the object as recorded again,
+/// with the controller's default settings.
+async fn drift() {
+    use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+    let env = EnvFile::load("scripts/bench-controller.sh");
+    let managed: Vec<&env::ClusterEntry> =
+        env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
+    let registry = tempfile::tempdir().unwrap();
+    write_addon(registry.path());
+    let namespace = format!("bench-drift-{}", std::process::id());
+    let settings = settings(&namespace, registry.path());
+    let admin = connect(&env.control_plane().kubeconfig).await;
+    install_crd(&admin).await;
+    let ctx = Context::with_cluster(&settings, admin).unwrap();
+    join_all(&ctx, &managed, |_| {
+        BTreeMap::from([(SELECTOR.0.to_owned(), SELECTOR.1.to_owned())])
+    })
+    .await;
+    let controller_settings = ControllerSettings {
+        metrics_address: "127.0.0.1:0".parse().unwrap(),
+        leader_elect: false,
+        ..ControllerSettings::default()
+    };
+    let interval = controller_settings.drift_interval;
+    let controller = Controller::bind(
+        Context::with_cluster(&settings, connect(&env.control_plane().kubeconfig).await).unwrap(),
+        controller_settings,
+    )
+    .await
+    .unwrap();
+    let address = controller.address().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(controller.run(async {
+        let _ = stopped.await;
+    }));
+    let object = json!({
+        "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+        "metadata": {"name": ADDON, "namespace": namespace},
+        "spec": {"clusterSelector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
+                 "drift": {"policy": "correct"}},
+    });
+    ctx.cluster.apply(&object, &namespace).await.unwrap();
+    let gvk = GroupVersionKind::gvk("addonctl.io", "v1alpha1", "Addon");
+    wait_ready(&ctx, &gvk, &namespace).await;
+    let watches = wait_for("the drift watches", || async {
+        let text = http_get(&address, "/metrics").await;
+        let n: u64 = text.lines().find_map(|l| {
+            l.strip_prefix("addonctl_controller_drift_watches ")?
+                .parse()
+                .ok()
+        })?;
+        (n >= (CLUSTERS * 5) as u64).then_some(n)
+    })
+    .await;
+    let (mut edits, mut deletions) = (Vec::new(), Vec::new());
+    for cluster in &managed {
+        let client = connect(&cluster.kubeconfig).await.client().clone();
+        let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), &namespace);
+        let edited = Instant::now();
+        maps.patch(
+            "ctl-0",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&json!({"data": {"index": "edited"}})),
+        )
+        .await
+        .unwrap();
+        wait_for("the edit reverted", || async {
+            let map = maps.get("ctl-0").await.ok()?;
+            (map.data?.get("index")? == "0").then_some(())
+        })
+        .await;
+        edits.push(edited.elapsed().as_secs_f64());
+        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client, &namespace);
+        let deleted = Instant::now();
+        accounts
+            .delete("ctl-1", &kube::api::DeleteParams::default())
+            .await
+            .unwrap();
+        wait_for("the deleted object recreated", || async {
+            accounts.get_opt("ctl-1").await.ok()?.map(|_| ())
+        })
+        .await;
+        deletions.push(deleted.elapsed().as_secs_f64());
+    }
+    let text = http_get(&address, "/metrics").await;
+    let wakeups = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "addonctl_controller_drift_wakeups_total{{addon=\"{ADDON}\"}} "
+            ))
+        })
+        .unwrap_or("0")
+        .to_owned();
+    println!(
+        "\n## drift latency, default settings (drift interval {} s), {} managed clusters, {watches} drift watches",
+        interval.as_secs(),
+        managed.len()
+    );
+    let row = |what: &str, v: &[f64]| {
+        let mut sorted = v.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "| {what} | {} | {:.0} | {:.0} | {:.0} |",
+            v.len(),
+            sorted.first().copied().unwrap_or(0.0) * 1e3,
+            median(v) * 1e3,
+            sorted.last().copied().unwrap_or(0.0) * 1e3
+        );
+    };
+    println!("| hand change | count | min ms | median ms | max ms |\n|---|---|---|---|---|");
+    row("ConfigMap `data` edited → reverted", &edits);
+    row("ServiceAccount deleted → recreated", &deletions);
+    println!("reconciles started by a drift watch: {wakeups}");
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(40), running).await;
     cleanup(&ctx, &managed, &gvk).await;

@@ -2,29 +2,31 @@
 # Controller benchmarks (benches/controller.rs), in the dev profile:
 #   1. an unchanged `Addon` on 10 real managed API servers (requests per reconcile from the API
 #      servers' audit logs, reconcile time),
-#   2. a three-stage rollout (1 / 3 / 6 clusters, 2 s soak each) to the same 10 clusters,
-#   3. 1,000 simulated clusters behind a fake API server with added latency (its own process).
-# Starts an environment of its own for 1 and 2 (a control plane and 10 managed kube-apiservers
+#   2. with the default settings, the latency from a hand edit (and a deletion) on each of the
+#      same 10 clusters to the object as recorded again,
+#   3. a three-stage rollout (1 / 3 / 6 clusters, 2 s soak each) to the same 10 clusters,
+#   4. 1,000 simulated clusters behind a fake API server with added latency (its own process).
+# Starts an environment of its own for 1 to 3 (a control plane and 10 managed kube-apiservers
 # with audit logs, see scripts/k8s/README.md) and stops it afterwards (by PID, scripts/k8s/down.sh).
 #   ADDONCTL_BENCH_CONTROLLER_ENV    the environment's directory (default target/k8s-bench-controller-env)
 #   ADDONCTL_BENCH_CONTROLLER_KEEP   1 = leave it running afterwards
 #   ADDONCTL_BENCH_RECONCILES        unchanged reconciles observed in 1 (default 20)
-#   ADDONCTL_BENCH_FLEET_CLUSTERS    simulated clusters in 3 (default 1000)
+#   ADDONCTL_BENCH_FLEET_CLUSTERS    simulated clusters in 4 (default 1000)
 #   ADDONCTL_BENCH_FLEET_LATENCY_MS  latency the fake server adds to every answer (default 5)
-#   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 3 (default: the library's)
-# Arguments: the parts to run (default: unchanged rollout fleet).
+#   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 4 (default: the library's)
+# Arguments: the parts to run (default: unchanged drift rollout fleet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PARTS=("$@")
-[ "${#PARTS[@]}" -gt 0 ] || PARTS=(unchanged rollout fleet)
+[ "${#PARTS[@]}" -gt 0 ] || PARTS=(unchanged drift rollout fleet)
 export CARGO_INCREMENTAL=0
 cargo bench --profile dev --bench controller --no-run
 REAL=()
 for part in "${PARTS[@]}"; do
   case "$part" in
-    unchanged | rollout) REAL+=("$part") ;;
+    unchanged | drift | rollout) REAL+=("$part") ;;
     fleet) ;;
-    *) echo "unknown part '$part': one of unchanged, rollout, fleet" >&2; exit 2 ;;
+    *) echo "unknown part '$part': one of unchanged, drift, rollout, fleet" >&2; exit 2 ;;
   esac
 done
 if [ "${#REAL[@]}" -gt 0 ]; then

@@ -719,10 +719,11 @@ async fn edit_config_map(cluster: &Cluster, namespace: &str, name: &str, index: 
 }
 
 /// A sandbox with one fixture addon `name` on m1 under the drift `policy`, its controller in
-/// this process checking drift every second; returns what the test needs.
+/// this process checking drift every `interval`; returns what the test needs.
 async fn drift_case(
     name: &str,
     policy: &str,
+    interval: Duration,
 ) -> (
     Sandbox,
     Cluster,
@@ -742,7 +743,7 @@ async fn drift_case(
         &sb,
         &[&addon_dir],
         ControllerSettings {
-            drift_interval: Duration::from_secs(1),
+            drift_interval: interval,
             ..ControllerSettings::default()
         },
     )
@@ -776,7 +777,8 @@ async fn stop_controller(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hand_edit_is_corrected_under_correct() {
-    let (sb, m1, address, controller, stop) = drift_case("fixed", "correct").await;
+    let (sb, m1, address, controller, stop) =
+        drift_case("fixed", "correct", Duration::from_secs(1)).await;
     let generation = addon(&sb, "fixed").await.unwrap()["metadata"]["generation"].clone();
     edit_config_map(&m1, sb.ns(), "fixed-0", "edited").await;
     wait_for("the edit reverted", || async {
@@ -808,9 +810,63 @@ async fn a_hand_edit_is_corrected_under_correct() {
     stop_controller(controller, stop).await;
 }
 
+/// The value of the metric line starting with `name` (0 when absent).
+fn metric(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_edit_and_a_deletion_are_seen_by_the_watches_long_before_the_interval() {
+    // The periodic check is an hour away: only the watches can see these.
+    let (sb, m1, address, controller, stop) =
+        drift_case("seen", "correct", Duration::from_secs(3600)).await;
+    let wakeups = "addonctl_controller_drift_wakeups_total{addon=\"seen\"}";
+    wait_for("the drift watches running", || async {
+        let (_, metrics) = http_get(&address, "/metrics").await;
+        (metric(&metrics, "addonctl_controller_drift_watches") >= 2).then_some(())
+    })
+    .await;
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert_eq!(
+        metric(&metrics, wakeups),
+        0,
+        "addonctl's own applies wake nothing: {metrics}"
+    );
+    edit_config_map(&m1, sb.ns(), "seen-0", "edited").await;
+    wait_for("the edit reverted", || async {
+        (config_map_index(&m1, sb.ns(), "seen-0").await.as_deref() == Some("0")).then_some(())
+    })
+    .await;
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(m1.client().clone(), sb.ns());
+    api.delete("seen-1", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the deleted object recreated", || async {
+        config_map_index(&m1, sb.ns(), "seen-1")
+            .await
+            .filter(|i| i == "1")
+    })
+    .await;
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(metric(&metrics, wakeups) >= 2, "{metrics}");
+    assert!(
+        metric(
+            &metrics,
+            "addonctl_controller_drift_corrections_total{addon=\"seen\"}"
+        ) >= 2,
+        "{metrics}"
+    );
+    stop_controller(controller, stop).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hand_edit_is_only_reported_under_warn() {
-    let (sb, m1, address, controller, stop) = drift_case("watched", "warn").await;
+    let (sb, m1, address, controller, stop) =
+        drift_case("watched", "warn", Duration::from_secs(1)).await;
     let in_sync = wait_for("Drifted=False (InSync)", || async {
         let addon = addon(&sb, "watched").await?;
         (condition(&addon, "Drifted")?["reason"] == "InSync").then_some(addon)

@@ -311,11 +311,12 @@ async fn observe_drift(
     // applied; drift is looked at again at the next interval.
     let spec = engine::drift_spec(addon.spec.drift.as_ref());
     let generation = status.observed_generation;
+    let name = addon.name_any();
     if spec.policy == crate::drift::Policy::Ignore {
+        data.watches.forget(&name);
         status.conditions.retain(|c| c.type_ != "Drifted");
         return Ok(());
     }
-    let name = addon.name_any();
     let mut memo = data.take_drift(&name);
     let report = engine::drift(&data.shared.ctx(), &name, revision, &spec, &mut memo).await;
     data.put_drift(&name, memo);
@@ -336,6 +337,7 @@ async fn observe_drift(
             return Ok(());
         }
     };
+    data.watches.follow(addon, &report.places).await;
     data.shared
         .metrics
         .drift(&name, report.drifts.len(), report.corrected.len());

@@ -53,6 +53,8 @@ pub(super) struct Data {
     pub drift: Mutex<HashMap<String, super::engine::DriftMemo>>,
     /// The Events published on the `Addon`s.
     pub events: super::events::Events,
+    /// The drift watches on the managed clusters.
+    pub watches: super::watches::Watches,
 }
 
 impl Data {
@@ -86,6 +88,7 @@ impl Data {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name);
+        self.watches.forget(name);
     }
 
     /// Takes the drift state of `name` (empty when none) for one reconcile.

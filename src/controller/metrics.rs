@@ -32,6 +32,10 @@ struct Inner {
     relists: u64,
     /// Registry webhook calls accepted.
     webhooks: u64,
+    /// Reconciles asked for by a drift watch, by addon.
+    wakeups: BTreeMap<String, u64>,
+    /// Drift watches running.
+    watches: usize,
 }
 
 impl Metrics {
@@ -87,6 +91,16 @@ impl Metrics {
         self.with(|m| m.webhooks += 1);
     }
 
+    /// A drift watch saw another writer change (or delete) an object of `addon`.
+    pub fn drift_wakeup(&self, addon: &str) {
+        self.with(|m| *m.wakeups.entry(addon.to_owned()).or_default() += 1);
+    }
+
+    /// The number of drift watches running.
+    pub fn set_drift_watches(&self, watches: usize) {
+        self.with(|m| m.watches = watches);
+    }
+
     /// Whether this process leads.
     pub fn set_leader(&self, leader: bool) {
         self.with(|m| m.leader = leader);
@@ -125,6 +139,17 @@ impl Metrics {
                 "addonctl_controller_drift_corrections_total",
                 "Drifted objects applied again (policy `correct`), by addon.",
                 &m.corrected,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_drift_wakeups_total",
+                "Reconciles started by a drift watch (an object changed or deleted by another writer), by addon.",
+                &m.wakeups,
+            );
+            let _ = writeln!(
+                out,
+                "# HELP addonctl_controller_drift_watches Metadata watches following the addons' objects on the clusters.\n# TYPE addonctl_controller_drift_watches gauge\naddonctl_controller_drift_watches {}",
+                m.watches
             );
             out.push_str("# HELP addonctl_controller_cluster_applies_total Applies per cluster and outcome.\n# TYPE addonctl_controller_cluster_applies_total counter\n");
             for ((cluster, outcome), n) in &m.applies {

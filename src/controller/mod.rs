@@ -42,6 +42,7 @@ mod relist;
 mod serve;
 mod stages;
 pub mod targets;
+mod watches;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

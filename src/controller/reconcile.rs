@@ -124,6 +124,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     mark_ready_when_synced(shared, addons.clone());
     let every_addon = addons.clone();
     let record_namespace = namespace.clone();
+    let (requeue, requeued) = futures::channel::mpsc::unbounded();
     let data = Arc::new(Data {
         shared: Arc::clone(shared),
         api,
@@ -135,8 +136,8 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
         events: super::events::Events::new(client.clone()),
+        watches: super::watches::Watches::new(requeue.clone(), Arc::clone(shared)),
     });
-    let (requeue, requeued) = futures::channel::mpsc::unbounded();
     let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));
     runtime
         .watches_stream(cluster_events, move |_: Secret| {

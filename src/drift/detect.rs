@@ -107,7 +107,29 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
         report.requests += found.requests;
     }
     report.objects = request.targets.iter().map(|t| t.objects.len()).sum();
+    report.places = places(request);
     report
+}
+
+/// Each kind, per namespace, of each reachable cluster the request compares.
+fn places(request: &DetectRequest) -> Vec<super::Place> {
+    let mut places: BTreeMap<_, super::Place> = BTreeMap::new();
+    for target in &request.targets {
+        let Ok(client) = &target.cluster else {
+            continue;
+        };
+        for (object, _) in &target.objects {
+            let place = super::Place {
+                cluster: target.name.clone(),
+                client: client.clone(),
+                api_version: object.api_version.clone(),
+                kind: object.kind.clone(),
+                namespace: object.namespace.clone(),
+            };
+            places.entry(place.key()).or_insert(place);
+        }
+    }
+    places.into_values().collect()
 }
 
 async fn check_cluster(
@@ -247,7 +269,7 @@ async fn list_metadata(
 }
 
 /// Whether every manager of the object's fields is addonctl, or writes its status only.
-fn only_ours(metadata: &ObjectMeta) -> bool {
+pub fn only_ours(metadata: &ObjectMeta) -> bool {
     metadata.managed_fields.as_ref().is_some_and(|entries| {
         entries.iter().all(|entry| {
             entry.manager.as_deref() == Some(FIELD_MANAGER)

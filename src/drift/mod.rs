@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 pub use compare::{diff, without_excluded};
-pub use detect::{detect, DetectRequest};
+pub use detect::{detect, only_ours, DetectRequest};
 pub use path::{FieldPath, Segment};
 
 use crate::state::record::ObjectRef;
@@ -251,6 +251,37 @@ pub struct Report {
     pub requests: u64,
     /// Full objects read (the rest were known unchanged from their `resourceVersion`).
     pub full_reads: u64,
+    /// Where the compared objects live: each kind, per namespace, of each cluster that could
+    /// be reached (what a watch for the next change follows).
+    #[serde(skip)]
+    pub places: Vec<Place>,
+}
+
+/// One kind (in one namespace, or cluster-wide) of one cluster holding an addon's objects.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// The cluster's name.
+    pub cluster: String,
+    /// Its client.
+    pub client: crate::cluster::Cluster,
+    /// The objects' `apiVersion`.
+    pub api_version: String,
+    /// Their kind.
+    pub kind: String,
+    /// Their namespace (`None`: cluster-scoped).
+    pub namespace: Option<String>,
+}
+
+impl Place {
+    /// What tells two places apart: cluster, `apiVersion`, kind and namespace.
+    pub fn key(&self) -> (String, String, String, Option<String>) {
+        (
+            self.cluster.clone(),
+            self.api_version.clone(),
+            self.kind.clone(),
+            self.namespace.clone(),
+        )
+    }
 }
 
 impl Report {
