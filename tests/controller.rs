@@ -780,6 +780,26 @@ async fn a_hand_edit_is_corrected_under_correct() {
     let (sb, m1, address, controller, stop) =
         drift_case("fixed", "correct", Duration::from_secs(1)).await;
     let generation = addon(&sb, "fixed").await.unwrap()["metadata"]["generation"].clone();
+    // Once listed in sync with its watches running, a quiet cluster is not listed again.
+    let listed = "addonctl_controller_drift_clusters_listed_total{addon=\"fixed\"}";
+    let vouched = "addonctl_controller_drift_clusters_vouched_total{addon=\"fixed\"}";
+    let quiet = |at_least: u64| {
+        let address = address.clone();
+        async move {
+            wait_for("drift checks the watches vouch for", || async {
+                let (_, metrics) = http_get(&address, "/metrics").await;
+                (metric(&metrics, vouched) >= at_least)
+                    .then(|| (metric(&metrics, listed), metric(&metrics, vouched)))
+            })
+            .await
+        }
+    };
+    let (listed_before, vouched_before) = quiet(1).await;
+    let (listed_after, _) = quiet(vouched_before + 2).await;
+    assert_eq!(
+        listed_after, listed_before,
+        "m1 was listed again while quiet"
+    );
     edit_config_map(&m1, sb.ns(), "fixed-0", "edited").await;
     wait_for("the edit reverted", || async {
         (config_map_index(&m1, sb.ns(), "fixed-0").await.as_deref() == Some("0")).then_some(())
@@ -805,6 +825,76 @@ async fn a_hand_edit_is_corrected_under_correct() {
     let (_, metrics) = http_get(&address, "/metrics").await;
     assert!(
         metrics.contains("addonctl_controller_drift_corrections_total{addon=\"fixed\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metric(&metrics, listed) > listed_before,
+        "the edited cluster is listed: {metrics}"
+    );
+    stop_controller(controller, stop).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_added_while_the_controller_runs_is_listed_at_once() {
+    let late = fixture("late", "1.0.0", false);
+    let sb = Sandbox::with_kubevela().await.direct();
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[]).await;
+    // Neither the registry poll nor the back-off comes within the test: only the store's
+    // watch can bring the registry in.
+    let (controller, stop, _cluster, address) = in_process_with(
+        &sb,
+        &[],
+        ControllerSettings {
+            registry_interval: Duration::from_secs(3600),
+            backoff: Backoff {
+                initial: Duration::from_secs(3600),
+                max: Duration::from_secs(3600),
+                budget: 6,
+            },
+            ..ControllerSettings::default()
+        },
+    )
+    .await;
+    apply_addon(
+        &sb,
+        "late",
+        json!({"registry": "later", "clusters": ["m1"]}),
+    )
+    .await;
+    let failed = wait_for("the Addon failed: no such registry", || async {
+        let addon = addon(&sb, "late").await?;
+        (addon["status"]["consecutiveFailures"].as_u64()? >= 1).then_some(addon)
+    })
+    .await;
+    assert!(
+        failed["status"]["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("later")),
+        "{failed}"
+    );
+    let output = sb
+        .cli()
+        .args(["registry", "add", "later", "--type", "local", "--endpoint"])
+        .arg(late.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ready = wait_ready(&sb, "late").await;
+    assert_eq!(ready["status"]["appliedVersion"], "1.0.0", "{ready}");
+    assert_eq!(
+        config_maps(&managed(1).admin().await, sb.ns(), "late")
+            .await
+            .len(),
+        2
+    );
+    let (_, metrics) = http_get(&address, "/metrics").await;
+    assert!(
+        metric(&metrics, "addonctl_controller_registry_relists_total") >= 1,
         "{metrics}"
     );
     stop_controller(controller, stop).await;
@@ -892,6 +982,12 @@ async fn a_hand_edit_is_only_reported_under_warn() {
         config_map_index(&m1, sb.ns(), "watched-1").await.as_deref(),
         Some("edited"),
         "`warn` never reverts"
+    );
+    let later = addon(&sb, "watched").await.unwrap();
+    assert_eq!(
+        condition(&later, "Drifted").unwrap()["status"],
+        "True",
+        "a drifted cluster is listed at every check, not vouched for: {later}"
     );
     let events = addon_events(&sb, "watched").await;
     let drifted: Vec<&String> = events

@@ -255,9 +255,16 @@ pub async fn run() {
         }
         let step = Instant::now();
         let revision = engine::record_revision(&ctx, ADDON).await.unwrap();
-        let report = engine::drift(&ctx, ADDON, revision.as_ref(), &drift_spec, &mut memo)
-            .await
-            .unwrap();
+        let report = engine::drift(
+            &ctx,
+            ADDON,
+            revision.as_ref(),
+            &drift_spec,
+            &mut memo,
+            std::collections::BTreeSet::new(),
+        )
+        .await
+        .unwrap();
         steps.push(("drift check", step.elapsed()));
         note.push_str(&format!(
             "; drift: {} objects, {} drifted, {} full reads, {} cluster errors",

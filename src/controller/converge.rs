@@ -318,7 +318,18 @@ async fn observe_drift(
         return Ok(());
     }
     let mut memo = data.take_drift(&name);
-    let report = engine::drift(&data.shared.ctx(), &name, revision, &spec, &mut memo).await;
+    let watched = data.watches.vouched(&name);
+    let vouched = memo.vouchable(&watched, revision, super::watches::FULL_CHECK);
+    data.watches.checking(&name, &vouched);
+    let report = engine::drift(
+        &data.shared.ctx(),
+        &name,
+        revision,
+        &spec,
+        &mut memo,
+        vouched,
+    )
+    .await;
     data.put_drift(&name, memo);
     let report = match report {
         Ok(report) => report,
@@ -338,9 +349,7 @@ async fn observe_drift(
         }
     };
     data.watches.follow(addon, &report.places).await;
-    data.shared
-        .metrics
-        .drift(&name, report.drifts.len(), report.corrected.len());
+    data.shared.metrics.drift(&name, &report);
     super::events::drift(&data.events, addon, &report).await;
     let left: Vec<String> = report.uncorrected().map(ToString::to_string).collect();
     let shown = |items: &[String]| {

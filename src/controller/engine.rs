@@ -3,7 +3,8 @@
 //! with the controller's own small types. It is the CLI's path: plan → apply (which writes the
 //! record, the one source of truth) → status; disable with its guards.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
@@ -289,6 +290,56 @@ pub struct DriftMemo {
     pub cache: crate::drift::DriftCache,
     /// The record revision `desired` was rendered for, and the objects.
     pub desired: Option<(Option<String>, crate::drift::engine::Desired)>,
+    /// Per cluster, the record revision and the moment it was last listed and found in sync
+    /// (no drift, no error).
+    pub listed: BTreeMap<String, (Option<String>, Instant)>,
+}
+
+impl DriftMemo {
+    /// Of the clusters the watches vouch for (`watched`), those a check may leave unlisted:
+    /// listed and found in sync at this record `revision`, less than `full_check` ago.
+    pub fn vouchable(
+        &self,
+        watched: &BTreeSet<String>,
+        revision: Option<&String>,
+        full_check: Duration,
+    ) -> BTreeSet<String> {
+        watched
+            .iter()
+            .filter(|cluster| {
+                self.listed.get(*cluster).is_some_and(|(at, when)| {
+                    at.as_ref() == revision && when.elapsed() < full_check
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Remembers the clusters `report` listed (those not `vouched`) and found in sync, at
+    /// `revision`, as of `started`; forgets the others (listed again next time).
+    fn listed(
+        &mut self,
+        report: &crate::drift::Report,
+        vouched: &BTreeSet<String>,
+        revision: Option<&String>,
+        started: Instant,
+    ) {
+        let troubled: BTreeSet<&str> = report
+            .drifts
+            .iter()
+            .map(|d| d.cluster.as_str())
+            .chain(report.errors.iter().map(|e| e.cluster.as_str()))
+            .collect();
+        let reached: BTreeSet<&str> = report.places.iter().map(|p| p.cluster.as_str()).collect();
+        self.listed
+            .retain(|cluster, _| vouched.contains(cluster) && !troubled.contains(cluster.as_str()));
+        for cluster in reached {
+            if !vouched.contains(cluster) && !troubled.contains(cluster) {
+                self.listed
+                    .insert(cluster.to_owned(), (revision.cloned(), started));
+            }
+        }
+    }
 }
 
 /// The `Addon`'s drift field in the drift module's terms.
@@ -316,14 +367,17 @@ pub fn drift_spec(drift: Option<&super::crd::Drift>) -> crate::drift::DriftSpec 
 
 /// Compares what the clusters hold with the addon's record (direct engine) and, per policy,
 /// corrects or reports; `revision` is the record's revision, so the desired objects are
-/// rendered once per revision.
+/// rendered once per revision. The `vouched` clusters are not listed (see
+/// [`DriftMemo::vouchable`]).
 pub async fn drift(
     ctx: &Context,
     name: &str,
     revision: Option<&String>,
     spec: &crate::drift::DriftSpec,
     memo: &mut DriftMemo,
+    vouched: BTreeSet<String>,
 ) -> Result<crate::drift::Report> {
+    let started = Instant::now();
     if spec.policy == crate::drift::Policy::Ignore {
         return Ok(crate::drift::Report::default());
     }
@@ -346,7 +400,17 @@ pub async fn drift(
     }
     let none = crate::drift::engine::Desired::default();
     let desired = memo.desired.as_ref().map_or(&none, |(_, d)| d);
-    Ok(crate::drift::engine::check_with(ctx, &record, desired, spec, &mut memo.cache).await?)
+    let report = crate::drift::engine::check_vouched(
+        ctx,
+        &record,
+        desired,
+        spec,
+        &mut memo.cache,
+        vouched.clone(),
+    )
+    .await?;
+    memo.listed(&report, &vouched, revision, started);
+    Ok(report)
 }
 
 /// What resolving the version of the `Addon` `name` asks for (no arguments, nothing held).

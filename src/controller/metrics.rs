@@ -32,6 +32,10 @@ struct Inner {
     relists: u64,
     /// Registry webhook calls accepted.
     webhooks: u64,
+    /// Clusters a drift check listed, by addon.
+    listed: BTreeMap<String, u64>,
+    /// Clusters a drift check left unlisted because the watches vouched for them, by addon.
+    vouched: BTreeMap<String, u64>,
     /// Reconciles asked for by a drift watch, by addon.
     wakeups: BTreeMap<String, u64>,
     /// Drift watches running.
@@ -73,9 +77,17 @@ impl Metrics {
         });
     }
 
-    /// A drift check of `addon` found `found` drifted objects and applied `corrected` again.
-    pub fn drift(&self, addon: &str, found: usize, corrected: usize) {
+    /// A drift check of `addon`: the objects it found drifted and applied again, the clusters
+    /// it listed and those the watches vouched for.
+    pub fn drift(&self, addon: &str, report: &crate::drift::Report) {
+        let found = report.drifts.len();
+        let corrected = report.corrected.len();
+        let reached: std::collections::BTreeSet<&str> =
+            report.places.iter().map(|p| p.cluster.as_str()).collect();
+        let listed = reached.len().saturating_sub(report.vouched);
         self.with(|m| {
+            *m.listed.entry(addon.to_owned()).or_default() += listed as u64;
+            *m.vouched.entry(addon.to_owned()).or_default() += report.vouched as u64;
             *m.drifted.entry(addon.to_owned()).or_default() += found as u64;
             *m.corrected.entry(addon.to_owned()).or_default() += corrected as u64;
         });
@@ -142,8 +154,20 @@ impl Metrics {
             );
             counter(
                 &mut out,
+                "addonctl_controller_drift_clusters_listed_total",
+                "Clusters a drift check listed (one metadata list per kind), by addon.",
+                &m.listed,
+            );
+            counter(
+                &mut out,
+                "addonctl_controller_drift_clusters_vouched_total",
+                "Clusters a drift check did not list: their watches saw nothing since they were last found in sync, by addon.",
+                &m.vouched,
+            );
+            counter(
+                &mut out,
                 "addonctl_controller_drift_wakeups_total",
-                "Reconciles started by a drift watch (an object changed or deleted by another writer), by addon.",
+                "Reconciles started by a drift watch (an object changed or deleted by another writer, or a watch listed again after a gap), by addon.",
                 &m.wakeups,
             );
             let _ = writeln!(

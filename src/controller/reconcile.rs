@@ -139,6 +139,10 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         watches: super::watches::Watches::new(requeue.clone(), Arc::clone(shared)),
     });
     let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));
+    let store_watch = tokio::spawn(relist::watch_store(
+        Arc::clone(&data),
+        u32::try_from(seconds).unwrap_or(290),
+    ));
     runtime
         .watches_stream(cluster_events, move |_: Secret| {
             every_addon
@@ -163,6 +167,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         })
         .await;
     poller.abort();
+    store_watch.abort();
 }
 
 /// Without leader election, `/readyz` turns ready once the `Addon` cache has synced.

@@ -1,5 +1,7 @@
-//! New registry versions without a restart: every `--registry-interval` (and at once when a
-//! registry calls `POST /webhook/registry`) the registries are opened and listed again, the
+//! New registry versions without a restart: every `--registry-interval`, at once when a
+//! registry calls `POST /webhook/registry`, and at once when the stored registries change
+//! (ConfigMap `vela-addon-registry`: a registry added, updated or removed, watched by
+//! [`watch_store`]) the stored registries are read and opened again and listed, the
 //! controller's context takes the fresh catalogue, and every `Addon` whose version would change
 //! (a constraint matching a newly published version, or the newest version moving) is
 //! reconciled — which starts its (staged) rollout. One re-list runs at a time; webhook calls
@@ -62,7 +64,20 @@ pub(super) async fn poll(data: Arc<Data>, requeue: UnboundedSender<ObjectRef<Add
 /// (or roll out).
 pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
     let old = data.shared.ctx();
-    let (catalog, failures) = match old.catalog.reopened() {
+    let store = crate::registry::Store::Cluster {
+        cluster: Box::new(old.cluster.clone()),
+        namespace: old.namespace.clone(),
+    };
+    let reopened = match store.load().await {
+        Ok(stored) => old.catalog.reopened_with(&stored),
+        Err(error) => {
+            tracing::warn!(
+                "the stored registries cannot be read ({error}); re-listing the known ones"
+            );
+            old.catalog.reopened()
+        }
+    };
+    let (catalog, failures) = match reopened {
         Ok(reopened) => reopened,
         Err(error) => {
             tracing::warn!("registries cannot be opened again: {error}");
@@ -93,6 +108,8 @@ pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
         match engine::resolve_version(&fresh, &desired).await {
             Ok(version) if current.as_ref() != Some(&version) => {
                 tracing::info!(addon = %desired.name, %version, "registry re-list: a new version");
+                // What failed may have been the registry: the back-off does not hold this one.
+                data.update_memo(&desired.name, |memo| memo.retry_at = None);
                 changed.push(ObjectRef::from_obj(addon.as_ref()));
             }
             Ok(_) => {}
@@ -104,4 +121,37 @@ pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
     data.shared.set_ctx(fresh);
     data.shared.metrics.relisted();
     changed
+}
+
+/// Asks for a re-list whenever the ConfigMap that keeps the stored registries changes (created,
+/// updated, deleted; not at the watch's first list), until the term ends (the task is aborted).
+pub(super) async fn watch_store(data: Arc<Data>, timeout: u32) {
+    use futures::StreamExt as _;
+    use kube::runtime::watcher::{self, Event};
+    use kube::runtime::WatchStreamExt as _;
+    let ctx = data.shared.ctx();
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(ctx.cluster.client().clone(), &ctx.namespace);
+    let config = watcher::Config::default()
+        .fields(&format!("metadata.name={}", crate::registry::CONFIG_MAP))
+        .timeout(timeout);
+    let mut events = watcher::metadata_watcher(api, config)
+        .default_backoff()
+        .boxed();
+    let mut listed = false;
+    while let Some(event) = events.next().await {
+        let changed = match event {
+            Ok(Event::InitDone) => std::mem::replace(&mut listed, true),
+            Ok(Event::Apply(_) | Event::Delete(_)) => true,
+            Ok(Event::Init | Event::InitApply(_)) => false,
+            Err(error) => {
+                tracing::debug!(%error, "registry store watch: retrying");
+                false
+            }
+        };
+        if changed {
+            tracing::info!("the stored registries changed: re-listing");
+            data.shared.relist.notify_one();
+        }
+    }
 }

@@ -10,8 +10,17 @@
 //! (and status writers) manage ([`crate::drift::only_ours`]) changed because addonctl applied
 //! it, or because its status moved. The watches are started and stopped as the places change
 //! and all stop with the leadership term ([`Watches`] aborts them when dropped).
+//!
+//! The watches also spare the periodic check its lists: a cluster whose every place has a
+//! watch that is listed and live, and that saw nothing of another writer since the cluster was
+//! last listed, is vouched for ([`Watches::vouched`]) and not listed again — at most for
+//! [`FULL_CHECK`], and only at the record revision it was last listed at (see
+//! `super::engine::DriftMemo`). A watch that starts, lists again or fails marks its place
+//! unvouched until the next check lists it.
 
+use std::collections::BTreeSet;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -32,12 +41,34 @@ use crate::model::wire::LABEL_NAME;
 /// What tells two watches apart: cluster, `apiVersion`, kind and namespace.
 type Key = (String, String, String, Option<String>);
 
+/// The longest the watches vouch for a cluster: it is listed again after this, whatever they
+/// say (a safety net under the watches themselves).
+pub(super) const FULL_CHECK: Duration = Duration::from_secs(300);
+
 /// The drift watches of one leadership term, per `Addon`.
 pub(super) struct Watches {
     /// Where a change sends the `Addon` to be reconciled.
     requeue: UnboundedSender<ObjectRef<Addon>>,
     shared: Arc<Shared>,
-    running: Mutex<HashMap<String, BTreeMap<Key, tokio::task::AbortHandle>>>,
+    /// Per `Addon`, each place followed: its watch, or `None` where none could start (tried
+    /// again at the next check).
+    running: Mutex<HashMap<String, BTreeMap<Key, Option<Watch>>>>,
+}
+
+/// One running watch.
+struct Watch {
+    task: tokio::task::AbortHandle,
+    state: Arc<State>,
+}
+
+/// What a watch says of its place.
+#[derive(Default)]
+struct State {
+    /// Listed and live: every change from now on is seen.
+    synced: AtomicBool,
+    /// Something may have changed since the place was last listed by a check: another
+    /// writer's change, a (re-)list of the watch, an error.
+    dirty: AtomicBool,
 }
 
 impl Watches {
@@ -58,9 +89,9 @@ impl Watches {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             let watches = running.entry(name.clone()).or_default();
             watches.retain(|key, watch| {
-                let keep = wanted.contains_key(key);
-                if !keep {
-                    watch.abort();
+                let keep = wanted.contains_key(key) && watch.is_some();
+                if let (false, Some(watch)) = (keep, watch) {
+                    watch.task.abort();
                 }
                 keep
             });
@@ -71,26 +102,66 @@ impl Watches {
                 .collect()
         };
         for place in new {
-            let Some(api) = api_for(place).await else {
-                continue;
+            let watch = match api_for(place).await {
+                Some(api) => {
+                    let state = Arc::new(State::default());
+                    let task = tokio::spawn(watch(
+                        api,
+                        format!("{LABEL_NAME}={name}"),
+                        timeout(&place.client),
+                        ObjectRef::from_obj(addon),
+                        self.requeue.clone(),
+                        Arc::clone(&self.shared),
+                        Arc::clone(&state),
+                    ));
+                    tracing::debug!(addon = %name, cluster = %place.cluster, kind = %place.kind, "drift: watching");
+                    Some(Watch {
+                        task: task.abort_handle(),
+                        state,
+                    })
+                }
+                None => None,
             };
-            let task = tokio::spawn(watch(
-                api,
-                format!("{LABEL_NAME}={name}"),
-                timeout(&place.client),
-                ObjectRef::from_obj(addon),
-                self.requeue.clone(),
-                Arc::clone(&self.shared),
-            ));
-            tracing::debug!(addon = %name, cluster = %place.cluster, kind = %place.kind, "drift: watching");
             self.running
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .entry(name.clone())
                 .or_default()
-                .insert(place.key(), task.abort_handle());
+                .insert(place.key(), watch);
         }
         self.counted();
+    }
+
+    /// The clusters of `addon` whose every place has a synced watch that saw nothing since
+    /// the last check listed it.
+    pub fn vouched(&self, addon: &str) -> BTreeSet<String> {
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(places) = running.get(addon) else {
+            return BTreeSet::new();
+        };
+        let mut clusters: BTreeMap<&str, bool> = BTreeMap::new();
+        for ((cluster, ..), watch) in places {
+            let quiet = watch.as_ref().is_some_and(|w| {
+                w.state.synced.load(Ordering::SeqCst) && !w.state.dirty.load(Ordering::SeqCst)
+            });
+            *clusters.entry(cluster).or_insert(true) &= quiet;
+        }
+        clusters
+            .into_iter()
+            .filter(|(_, quiet)| *quiet)
+            .map(|(cluster, _)| cluster.to_owned())
+            .collect()
+    }
+
+    /// A check is about to list every cluster of `addon` but `vouched`: what their watches
+    /// see from now on is what the next check must look at.
+    pub fn checking(&self, addon: &str, vouched: &BTreeSet<String>) {
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        for ((cluster, ..), watch) in running.get(addon).into_iter().flatten() {
+            if let (false, Some(watch)) = (vouched.contains(cluster), watch) {
+                watch.state.dirty.store(false, Ordering::SeqCst);
+            }
+        }
     }
 
     /// Stops every watch of `addon`.
@@ -100,8 +171,12 @@ impl Watches {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(addon);
-        for watch in removed.into_iter().flat_map(BTreeMap::into_values) {
-            watch.abort();
+        for watch in removed
+            .into_iter()
+            .flat_map(BTreeMap::into_values)
+            .flatten()
+        {
+            watch.task.abort();
         }
         self.counted();
     }
@@ -113,7 +188,7 @@ impl Watches {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .map(BTreeMap::len)
+            .map(|places| places.values().filter(|w| w.is_some()).count())
             .sum();
         self.shared.metrics.set_drift_watches(count);
     }
@@ -125,8 +200,8 @@ impl Drop for Watches {
             .running
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        for watch in running.drain().flat_map(|(_, w)| w.into_values()) {
-            watch.abort();
+        for watch in running.drain().flat_map(|(_, w)| w.into_values()).flatten() {
+            watch.task.abort();
         }
         self.shared.metrics.set_drift_watches(0);
     }
@@ -169,6 +244,7 @@ fn timeout(cluster: &crate::cluster::Cluster) -> u32 {
 
 /// Follows one place until aborted: every change or deletion not made by addonctl alone sends
 /// the `Addon`; so does a watch listed again after a gap (what happened in it is unknown).
+/// `state` says whether the place is seen and whether something may have changed there.
 async fn watch(
     api: Api<DynamicObject>,
     selector: String,
@@ -176,6 +252,7 @@ async fn watch(
     addon: ObjectRef<Addon>,
     requeue: UnboundedSender<ObjectRef<Addon>>,
     shared: Arc<Shared>,
+    state: Arc<State>,
 ) {
     let config = watcher::Config::default()
         .labels(&selector)
@@ -185,13 +262,22 @@ async fn watch(
     while let Some(event) = events.next().await {
         let send = match event {
             Ok(Event::InitDone) => {
+                // What changed between the last check's list and this one is not known.
+                state.dirty.store(true, Ordering::SeqCst);
+                state.synced.store(true, Ordering::SeqCst);
                 listed += 1;
                 listed > 1
             }
             Ok(Event::Apply(object)) => !crate::drift::only_ours(&object.metadata),
             Ok(Event::Delete(_)) => true,
-            Ok(Event::Init | Event::InitApply(_)) => false,
+            Ok(Event::Init) => {
+                state.synced.store(false, Ordering::SeqCst);
+                false
+            }
+            Ok(Event::InitApply(_)) => false,
             Err(error) => {
+                state.synced.store(false, Ordering::SeqCst);
+                state.dirty.store(true, Ordering::SeqCst);
                 tracing::debug!(addon = %addon.name, %error, "drift watch: retrying");
                 false
             }
@@ -199,6 +285,7 @@ async fn watch(
         if !send {
             continue;
         }
+        state.dirty.store(true, Ordering::SeqCst);
         shared.metrics.drift_wakeup(&addon.name);
         if requeue.unbounded_send(addon.clone()).is_err() {
             return;

@@ -1,7 +1,7 @@
 //! Detection and correction on the clusters, given their clients and the desired objects (no
 //! call into the stages: [`super::engine`] finds those).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -27,6 +27,9 @@ pub struct DetectRequest {
     pub spec: DriftSpec,
     /// The clusters.
     pub targets: Vec<Target>,
+    /// Clusters not to list: the caller knows nothing changed there since they were last
+    /// found in sync (its watches saw no other writer).
+    pub vouched: BTreeSet<String>,
 }
 
 /// One cluster to check.
@@ -73,6 +76,7 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
     }
     let shared: &DriftCache = cache;
     let results: Vec<(String, Found)> = stream::iter(&request.targets)
+        .filter(|target| std::future::ready(!request.vouched.contains(&target.name)))
         .map(|target| async move {
             let found = match &target.cluster {
                 Ok(cluster) => check_cluster(request, target, cluster, shared).await,
@@ -107,6 +111,11 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
         report.requests += found.requests;
     }
     report.objects = request.targets.iter().map(|t| t.objects.len()).sum();
+    report.vouched = request
+        .targets
+        .iter()
+        .filter(|t| request.vouched.contains(&t.name))
+        .count();
     report.places = places(request);
     report
 }

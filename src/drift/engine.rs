@@ -40,6 +40,18 @@ pub async fn check_with(
     spec: &DriftSpec,
     cache: &mut DriftCache,
 ) -> Result<Report> {
+    check_vouched(ctx, record, desired, spec, cache, BTreeSet::new()).await
+}
+
+/// [`check_with`], the `vouched` clusters not listed ([`DetectRequest::vouched`]).
+pub async fn check_vouched(
+    ctx: &Context,
+    record: &Record,
+    desired: &Desired,
+    spec: &DriftSpec,
+    cache: &mut DriftCache,
+    vouched: BTreeSet<String>,
+) -> Result<Report> {
     spec.validate()?;
     let (compared, skipped) = held_apart(record);
     let names: BTreeSet<String> = compared.iter().map(|(name, _)| (*name).clone()).collect();
@@ -66,6 +78,7 @@ pub async fn check_with(
         addon: record.name.clone(),
         spec: spec.clone(),
         targets,
+        vouched,
     };
     let mut report = detect(&request, cache).await;
     if report.policy != Policy::Ignore {

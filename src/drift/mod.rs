@@ -255,6 +255,14 @@ pub struct Report {
     /// be reached (what a watch for the next change follows).
     #[serde(skip)]
     pub places: Vec<Place>,
+    /// Clusters not listed: the caller vouched for them ([`DetectRequest::vouched`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vouched: usize,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's signature")]
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One kind (in one namespace, or cluster-wide) of one cluster holding an addon's objects.

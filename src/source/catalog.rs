@@ -171,6 +171,16 @@ impl Catalog {
         Ok((catalog, failures))
     }
 
+    /// [`Catalog::reopened`] with `stored` in place of the stored registries it was opened
+    /// with (the store as it reads now: registries added, changed or removed since); the same
+    /// directories and options. A catalogue made of explicit readers is only reopened.
+    pub fn reopened_with(&self, stored: &[Registry]) -> source::Result<(Self, Vec<source::Error>)> {
+        let Some(recipe) = &self.recipe else {
+            return self.reopened();
+        };
+        Self::with_stored(&recipe.directories, stored, &recipe.options)
+    }
+
     /// A catalogue of explicit readers, in this order (for tests and embedding).
     pub fn from_readers(readers: Vec<Reader>) -> Self {
         Catalog {
