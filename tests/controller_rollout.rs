@@ -244,6 +244,105 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
     drop(controller);
 }
 
+/// The `mode` of the fixture's ConfigMap `settings` on a cluster.
+async fn settings_mode(cluster: &Cluster, namespace: &str) -> Option<String> {
+    let settings = get_on(cluster, Kind::CONFIG_MAP, Some(namespace), "settings").await?;
+    settings["data"]["mode"].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
+    let base = workload_addon("tuned", "1.0.0");
+    let template = std::fs::read_to_string(base.path().join("template.rhai")).unwrap();
+    let tuned = base
+        .file(
+            "parameter.rhai",
+            "#{\n    mode: string(\"strict\"),\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file(
+            "template.rhai",
+            &template.replace("mode: \"strict\"", "mode: parameter.mode"),
+        );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&tuned]);
+    install_crd(&sb).await;
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let controller = Child::start(&sb, &["--leader-elect=false", "--drift-interval", "1s"]).await;
+    apply_addon(
+        &sb,
+        "tuned",
+        json!({"clusters": ["m1", "m2"], "drift": {"policy": "correct"},
+               "rollout": stages(&["one", "two"], 1, 60)}),
+    )
+    .await;
+    rollout_where(&sb, "tuned", "the first rollout succeeds", |r| {
+        r["phase"] == "Succeeded"
+    })
+    .await;
+    for (name, cluster) in &clusters {
+        assert_eq!(
+            settings_mode(cluster, sb.ns()).await.as_deref(),
+            Some("strict"),
+            "{name}"
+        );
+    }
+
+    // Same version, another parameter; stage one soaks long enough to look at stage two.
+    apply_addon(
+        &sb,
+        "tuned",
+        json!({"clusters": ["m1", "m2"], "drift": {"policy": "correct"},
+               "parameters": {"mode": "relaxed"},
+               "rollout": stages(&["one", "two"], 8, 60)}),
+    )
+    .await;
+    wait_for("stage one gets the new parameter", || async {
+        (settings_mode(&clusters[0].1, sb.ns()).await.as_deref() == Some("relaxed")).then_some(())
+    })
+    .await;
+    let output = sb
+        .cli()
+        .args(["rollout", "pause", "tuned"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    rollout_where(&sb, "tuned", "the rollout paused", |r| {
+        r["phase"] == "Paused"
+    })
+    .await;
+    // Several drift checks later (every second, policy `correct`): m2 is held, not corrected.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        settings_mode(&clusters[1].1, sb.ns()).await.as_deref(),
+        Some("strict"),
+        "stage two got the new parameter before its stage"
+    );
+    let output = sb
+        .cli()
+        .args(["rollout", "resume", "tuned"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    rollout_where(&sb, "tuned", "the rollout succeeds", |r| {
+        r["phase"] == "Succeeded"
+    })
+    .await;
+    wait_for("stage two gets the new parameter", || async {
+        (settings_mode(&clusters[1].1, sb.ns()).await.as_deref() == Some("relaxed")).then_some(())
+    })
+    .await;
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    drop(controller);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_standby_finishes_a_rollout_whose_leader_died_during_a_soak_applying_nothing_twice() {
     let _managed_3 = fault_cluster_lock().await;

@@ -454,30 +454,18 @@ pub async fn apply_batch(ctx: &Context, desired: &Desired) -> Result<Option<Appl
 }
 
 /// Of the clusters holding the addon outside `cumulative` (a rollout's clusters so far): those
-/// already running `version` (kept in every step) and those running another version (held at
-/// it until their stage comes), as `rollout run` splits them.
+/// left as they are by the step's `keep` rule, and those held at what they run until their
+/// stage comes, as `rollout run` splits them ([`crate::rollout::engine::Split`]).
 pub async fn split(
     ctx: &Context,
     name: &str,
     version: &str,
     cumulative: &[String],
+    keep: crate::rollout::engine::Keep,
 ) -> Result<(Vec<String>, Vec<String>)> {
-    let (mut kept, mut held) = (Vec::new(), Vec::new());
-    let Some(record) = ctx.state().record(name).await? else {
-        return Ok((kept, held));
-    };
-    let pending = record.pending.as_ref().map(|p| p.version.as_str());
-    for (cluster, inventory) in record.dispatched_or_planned() {
-        if inventory.objects.is_empty() || cumulative.contains(&cluster) {
-            continue;
-        }
-        if record.cluster_version(&cluster).or(pending) == Some(version) {
-            kept.push(cluster);
-        } else {
-            held.push(cluster);
-        }
-    }
-    Ok((kept, held))
+    let record = ctx.state().record(name).await?;
+    let split = crate::rollout::engine::Split::of(record.as_ref(), version, cumulative, keep);
+    Ok((split.kept, split.held.into_iter().collect()))
 }
 
 /// Whether KubeVela deploys the addons (it cannot hold clusters at another version).

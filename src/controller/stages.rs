@@ -10,12 +10,13 @@
 //!
 //! Rules: clusters newly selected while a rollout progresses wait for its end; once it has
 //! succeeded, they get the rolled-out revision at once (the ordinary reconcile does it). A
-//! paused rollout applies nothing and keeps its status. Clusters running another version
-//! outside the batches applied so far are held at it (direct engine: untouched, their objects
-//! and version carried over in the record) until their stage comes; clusters already running
-//! the version (a new rollout of the same version with other parameters) get the new
-//! parameters with the first batch, as `rollout run` does. KubeVela's engine cannot hold
-//! clusters: there such a rollout is refused (`Degraded`, reason `StagedUpgradeUnsupported`).
+//! paused rollout applies nothing and keeps its status. Clusters outside the batches applied
+//! so far are held at what they run (direct engine: untouched, their objects and revision
+//! carried over in the record) until their stage comes: another version, or the same version
+//! with other parameters (a rollout of a parameter change is staged like an upgrade), as
+//! `rollout run` does. KubeVela's engine cannot hold clusters: there a rollout to another
+//! version is refused (`Degraded`, reason `StagedUpgradeUnsupported`), and the clusters already
+//! at the version get new parameters with the first batch.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -32,6 +33,7 @@ use super::data::Data;
 use super::engine::{self, Desired};
 use super::targets::{KnownCluster, Targets};
 use super::{Error, Result};
+use crate::rollout::engine::Keep;
 use crate::rollout::gate::{GateLimits, Phase};
 use crate::rollout::{evaluate, ClusterLabels, RolloutPlan, RolloutState, Verdict};
 
@@ -197,12 +199,14 @@ async fn start(
     let first = state.cumulative(&plan);
     let name = inputs.addon.name_any();
     let ctx = data.shared.ctx();
-    let (_, held) = engine::split(&ctx, &name, &inputs.version, &first).await?;
+    let vela = engine::uses_vela(&ctx).await?;
+    let keep = Keep::of(true, vela);
+    let (_, held) = engine::split(&ctx, &name, &inputs.version, &first, keep).await?;
     let held: Vec<String> = held
         .into_iter()
         .filter(|c| names.contains(&c.as_str()))
         .collect();
-    if !held.is_empty() && engine::uses_vela(&ctx).await? {
+    if !held.is_empty() && vela {
         return Ok(Err(Refusal {
             reason: "StagedUpgradeUnsupported",
             message: format!(
@@ -290,8 +294,14 @@ async fn apply_batch(
     // Clusters running this version already are kept; those running another are held at it
     // (untouched) until their stage comes; both stay in the `clusters` argument. A cluster no
     // longer targeted is in neither, so it is cleaned.
-    let (kept, mut hold) =
-        engine::split(&data.shared.ctx(), &name, &inputs.version, &cumulative).await?;
+    let ctx = data.shared.ctx();
+    // Before the rollout's first apply (no gate revision yet), a cluster at the version may
+    // still run other parameters: it waits for its stage too.
+    let keep = Keep::of(
+        rollout.gate_revision.is_none(),
+        engine::uses_vela(&ctx).await?,
+    );
+    let (kept, mut hold) = engine::split(&ctx, &name, &inputs.version, &cumulative, keep).await?;
     hold.retain(|c| targets.contains(&c.as_str()));
     let mut clusters = cumulative;
     clusters.extend(kept);

@@ -87,22 +87,37 @@ pub async fn check_vouched(
     Ok(report)
 }
 
-/// The clusters to compare (those at the record's version) and those held at another one, with
-/// the reason they are not compared.
+/// The clusters to compare (those at the record's current revision) and those a staged rollout
+/// holds at another version or revision, with the reason they are not compared.
 fn held_apart(record: &Record) -> (Vec<(&String, &ClusterInventory)>, Vec<ClusterError>) {
     let mut compared = Vec::new();
     let mut skipped = Vec::new();
     for (name, inventory) in &record.dispatched {
-        match record.cluster_version(name) {
-            Some(version) if version != record.version => skipped.push(ClusterError {
-                cluster: name.clone(),
-                error: format!(
-                    "held at {version} while {} is rolled out stage by stage: not compared with {}'s objects until its stage applies it",
-                    record.version, record.version
-                ),
-            }),
-            _ => compared.push((name, inventory)),
+        if record.runs_current(name) {
+            compared.push((name, inventory));
+            continue;
         }
+        let held = record
+            .cluster_revision(name)
+            .unwrap_or_else(|| record.current_revision());
+        let error = if held.version == record.version {
+            let number = |n: Option<u32>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+            format!(
+                "held at revision {} while revision {} ({}, other parameters) is rolled out stage by stage: not compared with its objects until its stage applies it",
+                number(held.number),
+                number(record.current_revision().number),
+                record.version
+            )
+        } else {
+            format!(
+                "held at {} while {} is rolled out stage by stage: not compared with {}'s objects until its stage applies it",
+                held.version, record.version, record.version
+            )
+        };
+        skipped.push(ClusterError {
+            cluster: name.clone(),
+            error,
+        });
     }
     (compared, skipped)
 }

@@ -102,7 +102,8 @@ pub async fn run(
     };
     let installed = find_record(ctx, &addon).await?;
     refuse_vela_upgrade(ctx, installed.as_ref(), &version, &first, &clusters).await?;
-    let start = Split::of(installed.as_ref(), &version, &first);
+    let vela = crate::apply::uses_vela(&ctx.applier()).await?;
+    let start = Split::of(installed.as_ref(), &version, &first, Keep::of(true, vela));
     if !start.kept.is_empty() {
         reporter.step(&format!(
             "{} already run this version: kept in every step",
@@ -112,7 +113,7 @@ pub async fn run(
     if !start.held.is_empty() {
         let held: Vec<String> = start.held.iter().cloned().collect();
         reporter.step(&format!(
-            "{} run another version: held at it until their stage comes",
+            "{} run another version or other parameters: held at it until their stage comes",
             quoted(&held)
         ));
     }
@@ -124,6 +125,7 @@ pub async fn run(
             find_record(ctx, &addon).await?.as_ref(),
             &version,
             &cumulative,
+            Keep::of(applied.is_empty(), vela),
         );
         reporter.step(&format!(
             "stage `{stage_name}`: applying to {}",
@@ -176,17 +178,47 @@ fn say_verdict(reporter: &dyn Reporter, stage: &str, batch: &[String], verdict: 
     }
 }
 
-/// The clusters outside a step's cumulative list that run the addon: at the version rolled
-/// out (kept in the step's cluster list, so that none of them loses it), or at another one
-/// (held: kept in the list too, untouched until their stage comes).
+/// Which clusters outside a step's cumulative list, running the version rolled out, the step
+/// leaves as they are (kept) rather than holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every one at the version: KubeVela's engine cannot hold a cluster at other parameters
+    /// (its Application puts one revision everywhere).
+    SameVersion,
+    /// Those at the record's newest revision: after the rollout's first apply, the revision it
+    /// made.
+    SameRevision,
+    /// None: before the rollout's first apply, a cluster at the version may still run other
+    /// parameters, which must wait for its stage as another version would.
+    Nothing,
+}
+
+impl Keep {
+    /// The rule of a step: `first` (nothing applied by the rollout yet), `vela` (KubeVela's
+    /// engine).
+    pub fn of(first: bool, vela: bool) -> Keep {
+        match (vela, first) {
+            (true, _) => Keep::SameVersion,
+            (false, true) => Keep::Nothing,
+            (false, false) => Keep::SameRevision,
+        }
+    }
+}
+
+/// The clusters outside a step's cumulative list that run the addon: kept by the step's
+/// [`Keep`] rule (in the step's cluster list, so that none of them loses it), or held at what
+/// they run (in the list too, untouched until their stage comes).
 #[derive(Debug, Default)]
-struct Split {
-    kept: Vec<String>,
-    held: BTreeSet<String>,
+pub struct Split {
+    /// Left as they are, already running what the rollout applies.
+    pub kept: Vec<String>,
+    /// Held at another version or revision.
+    pub held: BTreeSet<String>,
 }
 
 impl Split {
-    fn of(record: Option<&Record>, version: &str, cumulative: &[String]) -> Split {
+    /// The split of `record`'s clusters for a step of `version` over `cumulative`.
+    pub fn of(record: Option<&Record>, version: &str, cumulative: &[String], keep: Keep) -> Split {
         let mut split = Split::default();
         let Some(record) = record else {
             return split;
@@ -196,8 +228,14 @@ impl Split {
             if inventory.objects.is_empty() || cumulative.contains(&name) {
                 continue;
             }
-            let runs = record.cluster_version(&name).or(pending);
-            if runs == Some(version) {
+            let same_version = record.cluster_version(&name).or(pending) == Some(version);
+            let kept = same_version
+                && match keep {
+                    Keep::SameVersion => true,
+                    Keep::SameRevision => record.runs_current(&name),
+                    Keep::Nothing => false,
+                };
+            if kept {
                 split.kept.push(name);
             } else {
                 split.held.insert(name);
@@ -506,7 +544,7 @@ fn quoted(clusters: &[String]) -> String {
 mod tests {
     use serde_json::json;
 
-    use super::{workload_ready, Split};
+    use super::{workload_ready, Keep, Split};
     use crate::state::record::{ClusterInventory, ClusterRevision, DispatchedObject, Record};
 
     #[test]
@@ -540,15 +578,23 @@ mod tests {
         record.dispatched.insert("m3".into(), holding("1.0.0", 1));
         record.dispatched.insert("m4".into(), holding("1.0.0", 0));
 
-        let split = Split::of(Some(&record), "1.1.0", &["m1".to_owned()]);
+        let split = Split::of(
+            Some(&record),
+            "1.1.0",
+            &["m1".to_owned()],
+            Keep::SameRevision,
+        );
 
         assert_eq!(split.kept, ["m2"]);
         assert_eq!(split.held.iter().collect::<Vec<_>>(), ["m3"]);
+        let first = Split::of(Some(&record), "1.1.0", &["m1".to_owned()], Keep::Nothing);
+        assert!(first.kept.is_empty(), "{first:?}");
+        assert_eq!(first.held.iter().collect::<Vec<_>>(), ["m2", "m3"]);
         assert_eq!(
             split.targets(&["m1".to_owned(), "m0".to_owned()]),
             ["m0", "m1", "m2", "m3"]
         );
-        let fresh = Split::of(None, "1.1.0", &["m1".to_owned()]);
+        let fresh = Split::of(None, "1.1.0", &["m1".to_owned()], Keep::SameVersion);
         assert!(fresh.kept.is_empty() && fresh.held.is_empty());
     }
 

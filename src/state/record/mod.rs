@@ -401,6 +401,21 @@ impl Record {
         )
     }
 
+    /// Whether `cluster` runs the revision the record describes: its version and, where both
+    /// are known, its newest revision number. A cluster a staged rollout holds runs another
+    /// version, or the same version at an older revision (other parameters).
+    pub fn runs_current(&self, cluster: &str) -> bool {
+        let Some(revision) = self.cluster_revision(cluster) else {
+            return false;
+        };
+        let current = self.current_revision();
+        revision.version == self.version
+            && match (revision.number, current.number) {
+                (Some(number), Some(newest)) => number == newest,
+                _ => true,
+            }
+    }
+
     /// The revision an apply of this record puts on the clusters it works on: its version and
     /// newest revision number.
     pub fn current_revision(&self) -> ClusterRevision {
