@@ -19,7 +19,7 @@ use kube::{Api, ResourceExt};
 
 use super::converge;
 use super::crd::{Addon, FINALIZER};
-use super::data::{Data, Job};
+use super::data::{Data, Job, Workers};
 use super::relist;
 use super::{Error, Result, Shared};
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
@@ -132,7 +132,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         clusters,
         records,
         addons,
-        jobs: worker(),
+        jobs: workers(shared.settings.concurrency),
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
         events: super::events::Events::new(client.clone()),
@@ -187,8 +187,8 @@ fn mark_ready_when_synced(shared: &Arc<Shared>, addons: Store<Addon>) {
 /// deleted `Addon` is disabled before its finalizer goes (a refused disable keeps it).
 ///
 /// The library's futures are not `Send` (the compiler cannot prove it through their stream
-/// combinators), so the reconcile itself runs on the term's worker thread ([`worker`]) and this
-/// future only waits for its answer.
+/// combinators), so the reconcile itself runs on one of the term's worker threads
+/// ([`workers`]) and this future only waits for its answer.
 fn reconcile(
     addon: Arc<Addon>,
     data: Arc<Data>,
@@ -209,43 +209,55 @@ fn reconcile(
     })
 }
 
-/// The term's worker thread: a single-threaded runtime whose local task set runs every
-/// reconcile (concurrently, as tasks) until the term's job queue closes.
-fn worker() -> tokio::sync::mpsc::UnboundedSender<Job> {
-    let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
-    let spawned = std::thread::Builder::new()
-        .name("addonctl-reconcile".to_owned())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    tracing::error!("cannot start the reconcile thread's runtime: {e}");
-                    return;
-                }
-            };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, async move {
-                while let Some(job) = queue.recv().await {
-                    tokio::task::spawn_local(async move {
-                        match job {
-                            Job::Reconcile { addon, data, reply } => {
-                                let _ = reply.send(reconcile_one(addon, data).await);
+/// The term's worker threads (one per CPU, at most `--concurrency`): each a single-threaded
+/// runtime whose local task set runs the reconciles handed to it (concurrently, as tasks) until
+/// its queue closes. A job goes to the thread with the fewest under way, so the CPU-bound parts
+/// of several `Addon`s' reconciles (rendering, comparing) run on several cores.
+fn workers(concurrency: u16) -> Workers {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = cpus.min(usize::from(concurrency.max(1)));
+    let mut queues = Vec::with_capacity(threads);
+    for n in 0..threads {
+        let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let under_way = Arc::clone(&busy);
+        let spawned = std::thread::Builder::new()
+            .name(format!("addonctl-reconcile-{n}"))
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        tracing::error!("cannot start a reconcile thread's runtime: {e}");
+                        return;
+                    }
+                };
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&runtime, async move {
+                    while let Some(job) = queue.recv().await {
+                        let under_way = Arc::clone(&under_way);
+                        tokio::task::spawn_local(async move {
+                            match job {
+                                Job::Reconcile { addon, data, reply } => {
+                                    let _ = reply.send(reconcile_one(addon, data).await);
+                                }
+                                Job::Relist { data, reply } => {
+                                    let _ = reply.send(relist::relist(&data).await);
+                                }
                             }
-                            Job::Relist { data, reply } => {
-                                let _ = reply.send(relist::relist(&data).await);
-                            }
-                        }
-                    });
-                }
+                            under_way.fetch_sub(1, Ordering::Relaxed);
+                        });
+                    }
+                });
             });
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the reconcile thread: {e}");
+        match spawned {
+            Ok(_) => queues.push((jobs, busy)),
+            Err(e) => tracing::error!("cannot start a reconcile thread: {e}"),
+        }
     }
-    jobs
+    Workers { queues }
 }
 
 async fn reconcile_one(addon: Arc<Addon>, data: Arc<Data>) -> Result<Action> {

@@ -34,7 +34,7 @@ pub struct ControllerArgs {
     /// Failures in a row before an `Addon` is `Stalled`.
     #[arg(long, default_value_t = 6)]
     pub retry_budget: u32,
-    /// `Addon`s reconciled at once.
+    /// `Addon`s reconciled at once (on one worker thread per CPU, at most this many).
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
 }
