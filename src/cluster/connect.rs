@@ -35,11 +35,55 @@ fn https_connector(
         return config.rustls_https_connector_with_connector(tcp_connector());
     }
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config.rustls_client_config()?)
+        .with_tls_config(tls_config(config)?)
         .https_or_http()
         .enable_http1()
         .enable_http2()
         .wrap_connector(tcp_connector()))
+}
+
+/// kube's TLS configuration, but for a cluster without a CA of its own: kube then trusts the
+/// system's roots, which it reads and parses from disk again for every client (a fleet of a
+/// thousand clusters paid about 300 PEM certificates each, and kept its own copy of them). Here
+/// they are read once per process and shared by every client ([`native_roots`]); a plain
+/// `http://` endpoint and `insecure-skip-tls-verify` need none. Where the roots cannot be read,
+/// kube's own way is taken (and says why).
+fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, kube::Error> {
+    if config.root_cert.is_some() {
+        return config.rustls_client_config();
+    }
+    let mut bare = config.clone();
+    bare.root_cert = Some(Vec::new());
+    let mut tls = bare.rustls_client_config()?;
+    let plain = config.cluster_url.scheme_str() == Some("http");
+    if plain || config.accept_invalid_certs {
+        return Ok(tls);
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = native_roots().and_then(|roots| {
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
+            .build()
+            .ok()
+    });
+    let Some(verifier) = verifier else {
+        return config.rustls_client_config();
+    };
+    tls.dangerous().set_certificate_verifier(verifier);
+    Ok(tls)
+}
+
+/// The system's trust anchors, read once per process (`None` when none can be read).
+fn native_roots() -> Option<std::sync::Arc<rustls::RootCertStore>> {
+    static ROOTS: std::sync::OnceLock<Option<std::sync::Arc<rustls::RootCertStore>>> =
+        std::sync::OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add_parsable_certificates(found.certs);
+            (!roots.is_empty()).then(|| std::sync::Arc::new(roots))
+        })
+        .clone()
 }
 
 /// Longest a pooled connection is kept idle.
@@ -109,5 +153,22 @@ mod tests {
         let stream = tower::Service::call(&mut connector, uri).await.unwrap();
         assert!(stream.inner().nodelay().unwrap(), "TCP_NODELAY is not set");
         drop(accept.await);
+    }
+
+    fn config(url: &str) -> kube::Config {
+        kube::Config::new(url.parse().expect("a URL"))
+    }
+
+    #[test]
+    fn clusters_without_a_ca_of_their_own_share_the_roots_read_once() {
+        let first = tls_config(&config("https://127.0.0.1:6443"));
+        let second = tls_config(&config("https://127.0.0.1:6444"));
+        assert!(first.is_ok() && second.is_ok());
+        let (a, b) = (native_roots(), native_roots());
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(std::sync::Arc::ptr_eq(&a, &b), "the roots are read once");
+            assert!(!a.is_empty());
+        }
+        assert!(tls_config(&config("http://127.0.0.1:8080")).is_ok());
     }
 }
