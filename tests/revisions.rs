@@ -405,3 +405,100 @@ async fn a_large_record_is_sharded_on_the_server_and_reads_back_identically() {
         .iter()
         .any(|s| s["metadata"]["labels"][LABEL_RECORD_OF] == "large"));
 }
+
+/// The fixture's ConfigMaps of `addon` on managed cluster `n`, counted.
+async fn fixture_count(sb: &Sandbox, n: usize, addon: &str) -> usize {
+    crate::controller::config_maps(&Env::get().managed_n(n).admin().await, sb.ns(), addon)
+        .await
+        .len()
+}
+
+/// Enables the fixture `tuned` on m1 and m2 with `count` = 2, m1 getting `count` = `m1_count`
+/// over it when given.
+async fn enable_tuned(sb: &Sandbox, m1_count: Option<u64>) {
+    let mut overrides = addonctl::plan::Overrides::default();
+    if let Some(count) = m1_count {
+        overrides.parameters.push(
+            json!({ "count": count })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        overrides.groups.push(addonctl::plan::OverrideGroup {
+            overrides: vec![0],
+            clusters: vec!["m1".to_owned()],
+        });
+    }
+    let request = EnableRequest {
+        reference: "tuned".to_owned(),
+        args: args(json!({"count": 2, "clusters": ["m1", "m2"]})).into(),
+        overrides,
+        ..EnableRequest::default()
+    };
+    addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
+    let tuned = crate::controller::fixture("tuned", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&tuned]);
+    sb.join("m1", Env::get().managed_n(1), &[]).await;
+    sb.join("m2", Env::get().managed_n(2), &[]).await;
+    enable_tuned(&sb, Some(3)).await;
+    assert_eq!(
+        (
+            fixture_count(&sb, 1, "tuned").await,
+            fixture_count(&sb, 2, "tuned").await
+        ),
+        (3, 2)
+    );
+    // The override gone: a revision of its own.
+    enable_tuned(&sb, None).await;
+    assert_eq!(fixture_count(&sb, 1, "tuned").await, 2);
+    let record = sb.ctx.state().record("tuned").await.unwrap().unwrap();
+    let numbers: Vec<u32> = record.revisions.iter().map(|r| r.revision).collect();
+    assert_eq!(numbers, [1, 2], "{:?}", record.revisions);
+    let first = &record.revisions[0].overrides;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let set = first.values().next().unwrap();
+    assert_eq!(
+        (set.parameters["count"].clone(), set.clusters.clone()),
+        (json!(3), vec!["m1".to_owned()])
+    );
+    assert!(record.revisions[1].overrides.is_empty());
+
+    let report = addonctl::apply::rollback(
+        &sb.ctx,
+        &addonctl::apply::RollbackRequest {
+            name: "tuned".to_owned(),
+            revision: Some(1),
+            history_max: None,
+            override_definitions: false,
+            adopt: false,
+            skip_version_check: false,
+        },
+        &NoopReporter,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.revision, 1);
+    assert_eq!(
+        (
+            fixture_count(&sb, 1, "tuned").await,
+            fixture_count(&sb, 2, "tuned").await
+        ),
+        (3, 2),
+        "m1 has its override again, m2 the arguments alone"
+    );
+    let record = sb.ctx.state().record("tuned").await.unwrap().unwrap();
+    let (key, _) = record
+        .cluster_parameters("m1")
+        .expect("m1 gets a parameter set");
+    assert_eq!(record.overrides[key]["count"], json!(3));
+    assert!(record.cluster_parameters("m2").is_none());
+}

@@ -631,6 +631,7 @@ async fn note_revision(
         history: &step.history,
         succeeded,
         upgrade,
+        overrides: super::overrides::revision_overrides(&step.variants),
     };
     revisions::note(cluster, ns, record, &applied).await
 }

@@ -64,6 +64,40 @@ pub(super) fn note_variants(record: &mut Record, variants: &[Variant]) {
     record.args_hash = sha256_hex(text.as_bytes());
 }
 
+/// The parameter sets of `variants` as a revision keeps them: by key, with their clusters.
+pub(super) fn revision_overrides(
+    variants: &[Variant],
+) -> std::collections::BTreeMap<String, crate::state::revisions::RevisionOverride> {
+    variants
+        .iter()
+        .map(|v| {
+            (
+                v.key.clone(),
+                crate::state::revisions::RevisionOverride {
+                    parameters: v.parameters.clone(),
+                    clusters: v.clusters.iter().cloned().collect(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The overrides a rollback lays over a revision's arguments: each of its parameter sets on
+/// the clusters that got it.
+pub(super) fn from_revision(
+    overrides: &std::collections::BTreeMap<String, crate::state::revisions::RevisionOverride>,
+) -> crate::plan::Overrides {
+    let mut out = crate::plan::Overrides::default();
+    for set in overrides.values() {
+        out.groups.push(crate::plan::OverrideGroup {
+            overrides: vec![out.parameters.len()],
+            clusters: set.clusters.clone(),
+        });
+        out.parameters.push(set.parameters.clone());
+    }
+    out
+}
+
 /// Every cluster the apply worked on (all but the held ones) says which parameter set it got
 /// (none: the arguments alone); sets no cluster names any more are dropped.
 pub(super) fn stamp_parameters(record: &mut Record, variants: &[Variant], hold: &BTreeSet<String>) {

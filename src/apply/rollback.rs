@@ -1,8 +1,9 @@
 //! `rollback`: an installed addon applied again as one of its revisions was — that revision's
 //! package (kept in its revision Secret, so the registry need not have the version any more)
-//! with its arguments (secret ones from the revision Secret) — through the same plan → apply
-//! path as `upgrade`, so objects the old revision does not render are pruned. It adds a
-//! revision "rollback to N".
+//! with its arguments (secret ones from the revision Secret) and the parameters its clusters
+//! got over them (per-cluster overrides, each on the clusters that had it) — through the same
+//! plan → apply path as `upgrade`, so objects the old revision does not render are pruned. It
+//! adds a revision "rollback to N".
 
 use std::sync::Arc;
 
@@ -96,7 +97,7 @@ pub async fn rollback(
             description: Some(format!("rollback to {}", target.revision)),
         },
         revision_package,
-        overrides: crate::plan::Overrides::default(),
+        overrides: super::overrides::from_revision(&target.overrides),
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
     for note in &plan.notes {

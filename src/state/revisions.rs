@@ -7,11 +7,13 @@
 //! Guarantees:
 //! - a secret argument's value is never in the record: the revision lists its path and keeps
 //!   the value in the revision Secret;
-//! - an enable or upgrade that changes nothing (same version, registry, arguments and package)
-//!   adds no revision; a failed one adds a `failed` revision (the deployed one stays), which a
+//! - an enable or upgrade that changes nothing (same version, registry, arguments, package and
+//!   per-cluster parameter sets) adds no revision; a failed one adds a `failed` revision (the deployed one stays), which a
 //!   later success of the same content turns into the deployed one;
 //! - a package larger than [`MAX_PACKAGE_BYTES`] compressed is not kept: the revision says so,
 //!   and rolling back to it needs the registry.
+
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -37,7 +39,7 @@ pub const PACKAGE_KEY: &str = "package";
 /// The key of the secret arguments in a revision Secret.
 pub const SECRET_ARGS_KEY: &str = "secretArgs";
 
-pub use super::record::revision::{Revision, RevisionStatus};
+pub use super::record::revision::{Revision, RevisionOverride, RevisionStatus};
 
 /// What an enable or upgrade asks of the history.
 #[derive(Debug, Clone, Default)]
@@ -208,6 +210,8 @@ pub struct Applied<'a> {
     pub succeeded: bool,
     /// Whether the addon was installed before.
     pub upgrade: bool,
+    /// The parameter sets some clusters got over the arguments, by key.
+    pub overrides: BTreeMap<String, RevisionOverride>,
 }
 
 /// Adds to `record` the revision an apply makes (or settles the latest one when it has the
@@ -227,8 +231,11 @@ pub async fn note(
             let same = latest.version == record.version
                 && latest.registry == record.registry
                 && latest.args_hash == record.args_hash
-                && latest.package_digest == package_digest;
+                && latest.package_digest == package_digest
+                && latest.overrides.keys().eq(applied.overrides.keys());
             if same {
+                // The same parameter sets; which clusters got them may have changed.
+                latest.overrides.clone_from(&applied.overrides);
                 if applied.succeeded && latest.status == RevisionStatus::Failed {
                     latest.status = RevisionStatus::Deployed;
                     latest.updated = now;
@@ -271,6 +278,7 @@ pub async fn note(
         }),
         inventory_digest,
         objects,
+        overrides: applied.overrides.clone(),
     };
     let secret = revision_secret(
         record,

@@ -558,6 +558,7 @@ mod records {
             history: &history,
             succeeded,
             upgrade: !record.revisions.is_empty(),
+            overrides: std::collections::BTreeMap::new(),
         };
         revisions::note(&api.cluster("local"), NS, record, &applied)
             .await

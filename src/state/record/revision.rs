@@ -1,6 +1,8 @@
 //! One revision of an installed addon, as its record lists them (the history's logic is in
 //! [`crate::state::revisions`]).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -65,4 +67,19 @@ pub struct Revision {
     pub inventory_digest: String,
     /// Objects it applied, over all clusters.
     pub objects: usize,
+    /// The parameters some clusters got over `args`, by key (the keys of the record's
+    /// `overrides`), each with those clusters: what a rollback to this revision lays over its
+    /// arguments again. Never a secret value (overrides of secret parameters are refused).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, RevisionOverride>,
+}
+
+/// One parameter set of a revision's overrides.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionOverride {
+    /// The parameters laid over the arguments.
+    pub parameters: Map<String, Value>,
+    /// The clusters that got them.
+    pub clusters: Vec<String>,
 }
