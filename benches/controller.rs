@@ -306,77 +306,28 @@ async fn unchanged() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
     let interval = Duration::from_secs(2);
-    let registry = tempfile::tempdir().unwrap();
-    write_addon(registry.path());
-    let namespace = format!("bench-ctl-{}", std::process::id());
-    let settings = settings(&namespace, registry.path());
-    let admin = connect(&env.control_plane().kubeconfig).await;
-    install_crd(&admin).await;
-    let ctx = Context::with_cluster(&settings, admin).unwrap();
-    join_all(&ctx, &managed, |_| {
-        BTreeMap::from([(SELECTOR.0.to_owned(), SELECTOR.1.to_owned())])
-    })
-    .await;
-    let controller_ctx =
-        Context::with_cluster(&settings, connect(&env.control_plane().kubeconfig).await).unwrap();
-    let controller = Controller::bind(
-        controller_ctx,
-        ControllerSettings {
-            metrics_address: "127.0.0.1:0".parse().unwrap(),
-            leader_elect: false,
-            drift_interval: interval,
-            ..ControllerSettings::default()
-        },
-    )
-    .await
-    .unwrap();
-    let address = controller.address().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(controller.run(async {
-        let _ = stopped.await;
-    }));
-
-    let started = Instant::now();
-    let object = json!({
-        "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
-        "metadata": {"name": ADDON, "namespace": namespace},
-        "spec": {"clusterSelector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
-                 "drift": {"policy": "correct"}},
-    });
-    ctx.cluster.apply(&object, &namespace).await.unwrap();
-    let gvk = GroupVersionKind::gvk("addonctl.io", "v1alpha1", "Addon");
-    let ready = wait_for("the Addon is Ready", || async {
-        let stored = ctx
-            .cluster
-            .get(&gvk, Some(&namespace), ADDON)
-            .await
-            .ok()??;
-        let stored = serde_json::to_value(stored).ok()?;
-        let ready = stored["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        (ready && stored["status"]["observedGeneration"] == stored["metadata"]["generation"])
-            .then_some(stored)
-    })
-    .await;
+    let bench = Part::start(&env, &managed, "bench-ctl", Some(interval)).await;
+    let started = bench.applied;
+    let (ctx, namespace, address) = (&bench.ctx, &bench.namespace, &bench.address);
+    let gvk = addon_gvk();
+    let ready = wait_ready(ctx, &gvk, namespace).await;
     let to_ready = started.elapsed();
     let summary = ready["status"]["clusterSummary"].clone();
     // Settled: two skipped reconciles in a row.
     wait_for("two unchanged reconciles", || async {
-        let (_, skipped, _) = reconcile_metrics(&address).await;
+        let (_, skipped, _) = reconcile_metrics(address).await;
         (skipped >= 2).then_some(())
     })
     .await;
-    let version_before = ready_version(&ctx, &gvk, &namespace).await;
+    let version_before = ready_version(ctx, &gvk, namespace).await;
     let from = logs.mark();
     let window_started = Instant::now();
-    let window = observe_reconciles(&address, rounds).await;
+    let window = observe_reconciles(address, rounds).await;
     let window_wall = window_started.elapsed();
     // The audit log is written once the response completed: let the last ones land.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let to = logs.mark();
-    let version_after = ready_version(&ctx, &gvk, &namespace).await;
+    let version_after = ready_version(ctx, &gvk, namespace).await;
     let requests = logs.between(&from, &to);
     report_unchanged(&UnchangedFigures {
         to_ready,
@@ -389,13 +340,96 @@ async fn unchanged() {
         addon_rewritten: version_before != version_after,
     });
 
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(40), running).await;
-    cleanup(&ctx, &managed, &gvk).await;
+    bench.stop(&managed).await;
 }
 
-/// Waits until the `Addon` is `Ready` for its generation.
-async fn wait_ready(ctx: &Context, gvk: &GroupVersionKind, namespace: &str) {
+/// The `Addon` kind.
+fn addon_gvk() -> GroupVersionKind {
+    GroupVersionKind::gvk("addonctl.io", "v1alpha1", "Addon")
+}
+
+/// The controller of a part, in this process (no leader election), with the benchmark addon
+/// in a registry of its own, the clusters joined with [`SELECTOR`] and an `Addon` selecting
+/// them (drift policy `correct`).
+struct Part {
+    ctx: Context,
+    namespace: String,
+    address: String,
+    /// When the `Addon` was applied.
+    applied: Instant,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<addonctl::controller::Result<()>>,
+    _registry: tempfile::TempDir,
+}
+
+impl Part {
+    /// Starts it (`drift_interval`: the default when `None`) and applies the `Addon`.
+    async fn start(
+        env: &EnvFile,
+        managed: &[&env::ClusterEntry],
+        prefix: &str,
+        drift_interval: Option<Duration>,
+    ) -> Part {
+        let registry = tempfile::tempdir().unwrap();
+        write_addon(registry.path());
+        let namespace = format!("{prefix}-{}", std::process::id());
+        let settings = settings(&namespace, registry.path());
+        let admin = connect(&env.control_plane().kubeconfig).await;
+        install_crd(&admin).await;
+        let ctx = Context::with_cluster(&settings, admin).unwrap();
+        join_all(&ctx, managed, |_| {
+            BTreeMap::from([(SELECTOR.0.to_owned(), SELECTOR.1.to_owned())])
+        })
+        .await;
+        let mut controller_settings = ControllerSettings {
+            metrics_address: "127.0.0.1:0".parse().unwrap(),
+            leader_elect: false,
+            ..ControllerSettings::default()
+        };
+        if let Some(interval) = drift_interval {
+            controller_settings.drift_interval = interval;
+        }
+        let controller = Controller::bind(
+            Context::with_cluster(&settings, connect(&env.control_plane().kubeconfig).await)
+                .unwrap(),
+            controller_settings,
+        )
+        .await
+        .unwrap();
+        let address = controller.address().to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(controller.run(async {
+            let _ = stopped.await;
+        }));
+        let object = json!({
+            "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+            "metadata": {"name": ADDON, "namespace": namespace},
+            "spec": {"clusterSelector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
+                     "drift": {"policy": "correct"}},
+        });
+        let applied = Instant::now();
+        ctx.cluster.apply(&object, &namespace).await.unwrap();
+        Part {
+            ctx,
+            namespace,
+            address,
+            applied,
+            stop,
+            task: running,
+            _registry: registry,
+        }
+    }
+
+    /// Stops the controller and removes what the part made.
+    async fn stop(self, managed: &[&env::ClusterEntry]) {
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(40), self.task).await;
+        cleanup(&self.ctx, managed, &addon_gvk()).await;
+    }
+}
+
+/// Waits until the `Addon` is `Ready` for its generation; returns it.
+async fn wait_ready(ctx: &Context, gvk: &GroupVersionKind, namespace: &str) -> Value {
     wait_for("the Addon is Ready", || async {
         let stored = ctx.cluster.get(gvk, Some(namespace), ADDON).await.ok()??;
         let stored = serde_json::to_value(stored).ok()?;
@@ -404,9 +438,9 @@ async fn wait_ready(ctx: &Context, gvk: &GroupVersionKind, namespace: &str) {
             .iter()
             .any(|c| c["type"] == "Ready" && c["status"] == "True");
         (ready && stored["status"]["observedGeneration"] == stored["metadata"]["generation"])
-            .then_some(())
+            .then_some(stored)
     })
-    .await;
+    .await
 }
 
 /// Part `drift`: latency from a hand edit (and a deletion) to the object as recorded again,
@@ -416,45 +450,12 @@ async fn drift() {
     let env = EnvFile::load("scripts/bench-controller.sh");
     let managed: Vec<&env::ClusterEntry> =
         env.managed(CLUSTERS).into_iter().take(CLUSTERS).collect();
-    let registry = tempfile::tempdir().unwrap();
-    write_addon(registry.path());
-    let namespace = format!("bench-drift-{}", std::process::id());
-    let settings = settings(&namespace, registry.path());
-    let admin = connect(&env.control_plane().kubeconfig).await;
-    install_crd(&admin).await;
-    let ctx = Context::with_cluster(&settings, admin).unwrap();
-    join_all(&ctx, &managed, |_| {
-        BTreeMap::from([(SELECTOR.0.to_owned(), SELECTOR.1.to_owned())])
-    })
-    .await;
-    let controller_settings = ControllerSettings {
-        metrics_address: "127.0.0.1:0".parse().unwrap(),
-        leader_elect: false,
-        ..ControllerSettings::default()
-    };
-    let interval = controller_settings.drift_interval;
-    let controller = Controller::bind(
-        Context::with_cluster(&settings, connect(&env.control_plane().kubeconfig).await).unwrap(),
-        controller_settings,
-    )
-    .await
-    .unwrap();
-    let address = controller.address().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(controller.run(async {
-        let _ = stopped.await;
-    }));
-    let object = json!({
-        "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
-        "metadata": {"name": ADDON, "namespace": namespace},
-        "spec": {"clusterSelector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
-                 "drift": {"policy": "correct"}},
-    });
-    ctx.cluster.apply(&object, &namespace).await.unwrap();
-    let gvk = GroupVersionKind::gvk("addonctl.io", "v1alpha1", "Addon");
-    wait_ready(&ctx, &gvk, &namespace).await;
+    let bench = Part::start(&env, &managed, "bench-drift", None).await;
+    let (ctx, namespace, address) = (&bench.ctx, &bench.namespace, &bench.address);
+    let interval = ControllerSettings::default().drift_interval;
+    wait_ready(ctx, &addon_gvk(), namespace).await;
     let watches = wait_for("the drift watches", || async {
-        let text = http_get(&address, "/metrics").await;
+        let text = http_get(address, "/metrics").await;
         let n: u64 = text.lines().find_map(|l| {
             l.strip_prefix("addonctl_controller_drift_watches ")?
                 .parse()
@@ -466,7 +467,7 @@ async fn drift() {
     let (mut edits, mut deletions) = (Vec::new(), Vec::new());
     for cluster in &managed {
         let client = connect(&cluster.kubeconfig).await.client().clone();
-        let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), &namespace);
+        let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), namespace);
         let edited = Instant::now();
         maps.patch(
             "ctl-0",
@@ -481,7 +482,7 @@ async fn drift() {
         })
         .await;
         edits.push(edited.elapsed().as_secs_f64());
-        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client, &namespace);
+        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client, namespace);
         let deleted = Instant::now();
         accounts
             .delete("ctl-1", &kube::api::DeleteParams::default())
@@ -493,7 +494,7 @@ async fn drift() {
         .await;
         deletions.push(deleted.elapsed().as_secs_f64());
     }
-    let text = http_get(&address, "/metrics").await;
+    let text = http_get(address, "/metrics").await;
     let wakeups = text
         .lines()
         .find_map(|l| {
@@ -523,9 +524,7 @@ async fn drift() {
     row("ConfigMap `data` edited → reverted", &edits);
     row("ServiceAccount deleted → recreated", &deletions);
     println!("reconciles started by a drift watch: {wakeups}");
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(40), running).await;
-    cleanup(&ctx, &managed, &gvk).await;
+    bench.stop(&managed).await;
 }
 
 async fn ready_version(ctx: &Context, gvk: &GroupVersionKind, namespace: &str) -> Option<String> {

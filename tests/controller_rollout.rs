@@ -24,6 +24,25 @@ async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
     clusters
 }
 
+/// Joins managed-1 and managed-2 as `m1` (`tier` = `one`) and `m2` (`two`) and marks the
+/// fixture's Deployment ready on them as it appears; returns the clusters and the marker with
+/// its stop switch.
+async fn two_tiers(
+    sb: &Sandbox,
+) -> (
+    Vec<(&'static str, Cluster)>,
+    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    (clusters, marker, stop)
+}
+
 /// One stage per tier, in order, each soaking `soak` seconds.
 fn stages(tiers: &[&str], soak: u64, deadline: u64) -> Value {
     let stages: Vec<Value> = tiers
@@ -49,6 +68,18 @@ async fn rollout_where(
         check(&rollout).then_some(addon)
     })
     .await
+}
+
+/// `addonctl rollout pause NAME`, then waits for the `Addon`'s rollout to say `Paused`.
+async fn pause(sb: &Sandbox, name: &str) {
+    rollout_verb(sb, "pause", name);
+    rollout_where(sb, name, "the rollout paused", |r| r["phase"] == "Paused").await;
+}
+
+/// `addonctl rollout VERB NAME`, which must succeed.
+fn rollout_verb(sb: &Sandbox, verb: &str, name: &str) {
+    let output = sb.cli().args(["rollout", verb, name]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
 }
 
 async fn has_web(cluster: &Cluster, namespace: &str) -> bool {
@@ -155,12 +186,7 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
     let web = workload_addon("pausing", "1.0.0");
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
-    let mut clusters = Vec::new();
-    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
-        sb.join(name, managed(n), &[("tier", tier)]).await;
-        clusters.push((name, managed(n).admin().await));
-    }
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let (clusters, marker, stop) = two_tiers(&sb).await;
     let controller = Child::start(&sb, &["--leader-elect=false"]).await;
 
     // No Addon (and then no rollout in it): exit 2, saying so.
@@ -183,16 +209,7 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
         has_web(&clusters[0].1, sb.ns()).await.then_some(())
     })
     .await;
-    let output = sb
-        .cli()
-        .args(["rollout", "pause", "pausing"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    rollout_where(&sb, "pausing", "the rollout paused", |r| {
-        r["phase"] == "Paused"
-    })
-    .await;
+    pause(&sb, "pausing").await;
     // Well past stage one's soak: stage two gets nothing while paused.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert!(
@@ -215,12 +232,7 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
         "{text}"
     );
 
-    let output = sb
-        .cli()
-        .args(["rollout", "resume", "pausing"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
+    rollout_verb(&sb, "resume", "pausing");
     let done = rollout_where(&sb, "pausing", "the rollout succeeds", |r| {
         r["phase"] == "Succeeded"
     })
@@ -268,12 +280,7 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         .direct()
         .registries(&[&tuned]);
     install_crd(&sb).await;
-    let mut clusters = Vec::new();
-    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
-        sb.join(name, managed(n), &[("tier", tier)]).await;
-        clusters.push((name, managed(n).admin().await));
-    }
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let (clusters, marker, stop) = two_tiers(&sb).await;
     let controller = Child::start(&sb, &["--leader-elect=false", "--drift-interval", "1s"]).await;
     apply_addon(
         &sb,
@@ -307,16 +314,7 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         (settings_mode(&clusters[0].1, sb.ns()).await.as_deref() == Some("relaxed")).then_some(())
     })
     .await;
-    let output = sb
-        .cli()
-        .args(["rollout", "pause", "tuned"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    rollout_where(&sb, "tuned", "the rollout paused", |r| {
-        r["phase"] == "Paused"
-    })
-    .await;
+    pause(&sb, "tuned").await;
     // Several drift checks later (every second, policy `correct`): m2 is held, not corrected.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
@@ -324,12 +322,7 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         Some("strict"),
         "stage two got the new parameter before its stage"
     );
-    let output = sb
-        .cli()
-        .args(["rollout", "resume", "tuned"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
+    rollout_verb(&sb, "resume", "tuned");
     rollout_where(&sb, "tuned", "the rollout succeeds", |r| {
         r["phase"] == "Succeeded"
     })
@@ -458,12 +451,7 @@ async fn a_version_published_and_announced_by_the_webhook_is_rolled_out_by_stage
     let web = workload_addon("announced", "1.0.0");
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
-    let mut clusters = Vec::new();
-    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
-        sb.join(name, managed(n), &[("tier", tier)]).await;
-        clusters.push((name, managed(n).admin().await));
-    }
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    let (clusters, marker, stop) = two_tiers(&sb).await;
     // No periodic re-list: only the webhook can make the new version seen.
     let controller = Child::start(&sb, &["--leader-elect=false", "--registry-interval", "0"]).await;
 
