@@ -127,22 +127,38 @@ pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) 
 }
 
 /// How far an upgrade of clusters stage by stage got: `2 of 3 clusters on 1.1.0 (`m3` on
-/// 1.0.0)`; `None` when every cluster runs the record's version.
+/// 1.0.0)`, or for a staged parameter change `1 of 2 clusters on 1.0.0 revision 4 (`m2` on
+/// revision 3)`; `None` when every cluster runs the record's revision.
 pub fn upgrade_progress(record: &Record) -> Option<String> {
-    let versions = record.cluster_versions();
-    let behind: Vec<String> = versions
+    let clusters: Vec<&String> = record.dispatched.keys().collect();
+    let behind: Vec<String> = clusters
         .iter()
-        .filter(|(_, v)| **v != record.version)
-        .map(|(c, v)| format!("`{c}` on {v}"))
+        .filter(|c| !record.runs_current(c))
+        .filter_map(|c| {
+            let held = record.cluster_revision(c)?;
+            Some(if held.version == record.version {
+                let number = held
+                    .number
+                    .map_or_else(|| "?".to_owned(), |n| n.to_string());
+                format!("`{c}` on revision {number}")
+            } else {
+                format!("`{c}` on {}", held.version)
+            })
+        })
         .collect();
     if behind.is_empty() {
         return None;
     }
+    let current = match record.current_revision().number {
+        Some(number) if behind.iter().any(|b| b.contains(" on revision ")) => {
+            format!("{} revision {number}", record.version)
+        }
+        _ => record.version.clone(),
+    };
     Some(format!(
-        "{} of {} clusters on {} ({})",
-        versions.len() - behind.len(),
-        versions.len(),
-        record.version,
+        "{} of {} clusters on {current} ({})",
+        clusters.len() - behind.len(),
+        clusters.len(),
         behind.join(", ")
     ))
 }

@@ -391,6 +391,39 @@ fn clusters_on_different_versions_make_the_phase_upgrading_unless_one_failed() {
 }
 
 #[test]
+fn a_cluster_held_at_an_older_revision_of_the_version_makes_the_phase_upgrading() {
+    let mut held = record(&["m1", "m2"]);
+    let revision = |number: u32| {
+        serde_json::from_value(json!({
+            "revision": number, "updated": "2026-01-01T00:00:00Z", "version": "1.0.0",
+            "registry": "local", "status": "deployed", "description": "upgrade",
+            "argsHash": "", "packageDigest": "", "packageKept": true,
+            "inventoryDigest": "", "objects": 2,
+        }))
+        .expect("a revision")
+    };
+    held.revisions = vec![revision(3), revision(4)];
+    for (cluster, number) in [("m1", 4), ("m2", 3)] {
+        if let Some(inventory) = held.dispatched.get_mut(cluster) {
+            inventory.revision = Some(crate::state::record::ClusterRevision {
+                version: "1.0.0".to_owned(),
+                number: Some(number),
+                parameters: None,
+            });
+        }
+    }
+    assert!(held.runs_current("m1") && !held.runs_current("m2"));
+    assert_eq!(
+        super::phase::upgrade_progress(&held).as_deref(),
+        Some("1 of 2 clusters on 1.0.0 revision 4 (`m2` on revision 3)")
+    );
+    assert_eq!(
+        phase(Some(&installed(Some(held), None)), None),
+        Phase::Upgrading
+    );
+}
+
+#[test]
 fn an_object_is_ready_not_ready_or_missing() {
     assert_eq!(
         ResourceState::of("Deployment", true, Some(2), Some(2)),

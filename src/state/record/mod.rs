@@ -468,11 +468,10 @@ impl Record {
             .collect()
     }
 
-    /// Whether its clusters run different versions (a staged upgrade under way, or stopped).
+    /// Whether some of its clusters run another version or revision than the record's (a
+    /// staged upgrade or parameter change under way, or stopped).
     pub fn is_mixed(&self) -> bool {
-        self.dispatched
-            .keys()
-            .any(|c| self.cluster_version(c) != Some(self.version.as_str()))
+        self.dispatched.keys().any(|c| !self.runs_current(c))
     }
 
     /// The clusters still at another version than the record's, with theirs.
