@@ -330,6 +330,11 @@ async fn observe_drift(
         vouched,
     )
     .await;
+    if report.is_err() {
+        // The watches' news was taken (see `checking`) but nothing was listed: every
+        // cluster is listed at the next check.
+        memo.listed.clear();
+    }
     data.put_drift(&name, memo);
     let report = match report {
         Ok(report) => report,
