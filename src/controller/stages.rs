@@ -59,12 +59,14 @@ pub(super) struct Inputs<'a> {
     pub key: String,
 }
 
-/// The digest that identifies a rollout: the spec (but `rollout.paused` and `suspend`), the
-/// version it resolves to and the referenced Secrets' versions. Target clusters are not part
-/// of it: a cluster joined or relabelled does not restart a rollout.
+/// The digest that identifies a rollout: the spec (but `rollout.paused`, `suspend` and `drift`,
+/// which change nothing a cluster is given), the version it resolves to and the referenced
+/// Secrets' versions. Target clusters are not part of it: a cluster joined or relabelled does
+/// not restart a rollout.
 pub(super) fn key(spec: &AddonSpec, version: &str, secret_versions: &[String]) -> String {
     let mut spec = spec.clone();
     spec.suspend = false;
+    spec.drift = None;
     if let Some(rollout) = &mut spec.rollout {
         rollout.paused = false;
     }
@@ -483,7 +485,7 @@ mod tests {
     use crate::rollout::gate::ClusterGate;
 
     #[test]
-    fn pausing_or_suspending_keeps_the_rollout_and_a_version_or_parameter_starts_another() {
+    fn a_pause_suspension_or_drift_policy_keeps_the_rollout_and_a_version_or_parameter_does_not() {
         let spec: AddonSpec = serde_json::from_value(json!({
             "parameters": {"replicas": 2},
             "rollout": {"stages": [{"name": "one"}]},
@@ -496,6 +498,13 @@ mod tests {
         }
         paused.suspend = true;
         assert_eq!(key(&paused, "1.0.0", &[]), first);
+        let mut watched = spec.clone();
+        watched.drift = Some(serde_json::from_value(json!({"policy": "warn"})).unwrap());
+        assert_eq!(
+            key(&watched, "1.0.0", &[]),
+            first,
+            "a drift policy is no rollout"
+        );
         assert_ne!(key(&spec, "1.1.0", &[]), first);
         assert_ne!(key(&spec, "1.0.0", &["token@42".to_owned()]), first);
         let mut edited = spec;
