@@ -86,15 +86,8 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     let namespace = shared.ctx().namespace.clone();
     let api: Api<Addon> = Api::namespaced(client.clone(), &namespace);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    // A watch ends before the connection's read timeout would cut it.
-    let seconds = shared
-        .ctx()
-        .cluster
-        .request_timeout()
-        .saturating_sub(Duration::from_secs(5))
-        .as_secs()
-        .clamp(1, 290);
-    let config = watcher::Config::default().timeout(u32::try_from(seconds).unwrap_or(290));
+    let seconds = super::watches::watch_timeout(&shared.ctx().cluster);
+    let config = watcher::Config::default().timeout(seconds);
 
     let (clusters, clusters_writer) = reflector::store();
     let cluster_events = reflector::reflector(
@@ -139,10 +132,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         watches: super::watches::Watches::new(requeue.clone(), Arc::clone(shared)),
     });
     let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));
-    let store_watch = tokio::spawn(relist::watch_store(
-        Arc::clone(&data),
-        u32::try_from(seconds).unwrap_or(290),
-    ));
+    let store_watch = tokio::spawn(relist::watch_store(Arc::clone(&data), seconds));
     runtime
         .watches_stream(cluster_events, move |_: Secret| {
             every_addon

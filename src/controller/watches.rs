@@ -27,7 +27,6 @@ use std::time::Duration;
 use futures::channel::mpsc::UnboundedSender;
 use futures::StreamExt as _;
 use kube::api::{Api, DynamicObject};
-use kube::discovery::Scope;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, metadata_watcher, Event};
 use kube::runtime::WatchStreamExt as _;
@@ -108,7 +107,7 @@ impl Watches {
                     let task = tokio::spawn(watch(
                         api,
                         format!("{LABEL_NAME}={name}"),
-                        timeout(&place.client),
+                        watch_timeout(&place.client),
                         ObjectRef::from_obj(addon),
                         self.requeue.clone(),
                         Arc::clone(&self.shared),
@@ -207,7 +206,7 @@ impl Drop for Watches {
     }
 }
 
-/// The API of the place's kind, in its namespace when namespaced; `None` when the cluster does
+/// The API of the place's kind (see [`crate::drift::kind_api`]); `None` when the cluster does
 /// not serve it or cannot be asked (the periodic check reports that).
 async fn api_for(place: &Place) -> Option<Api<DynamicObject>> {
     let gvk = crate::state::record::ObjectRef {
@@ -217,23 +216,18 @@ async fn api_for(place: &Place) -> Option<Api<DynamicObject>> {
         name: String::new(),
     }
     .gvk();
-    let (resource, caps) = match place.client.resource(&gvk).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return None,
+    match crate::drift::kind_api(&place.client, &gvk, place.namespace.as_deref()).await {
+        Ok(api) => api,
         Err(error) => {
             tracing::debug!(cluster = %place.cluster, kind = %place.kind, %error, "drift: not watched");
-            return None;
+            None
         }
-    };
-    let client = place.client.client().clone();
-    Some(match (caps.scope == Scope::Namespaced, &place.namespace) {
-        (true, Some(ns)) => Api::namespaced_with(client, ns, &resource),
-        _ => Api::all_with(client, &resource),
-    })
+    }
 }
 
-/// A watch ends (and is made again) before the connection's read timeout would cut it.
-fn timeout(cluster: &crate::cluster::Cluster) -> u32 {
+/// How long a watch of `cluster` lasts before it is made again: under the connection's read
+/// timeout, which would otherwise cut it.
+pub(super) fn watch_timeout(cluster: &crate::cluster::Cluster) -> u32 {
     let seconds = cluster
         .request_timeout()
         .saturating_sub(Duration::from_secs(5))

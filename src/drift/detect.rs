@@ -247,13 +247,8 @@ async fn list_metadata(
     namespace: Option<&str>,
     selector: &str,
 ) -> Result<Option<BTreeMap<String, Listed>>, String> {
-    let Some((resource, caps)) = cluster.resource(gvk).await.map_err(|e| e.to_string())? else {
+    let Some(api) = kind_api(cluster, gvk, namespace).await? else {
         return Ok(None);
-    };
-    let client = cluster.client().clone();
-    let api: Api<DynamicObject> = match (caps.scope == Scope::Namespaced, namespace) {
-        (true, Some(ns)) => Api::namespaced_with(client, ns, &resource),
-        _ => Api::all_with(client, &resource),
     };
     let list = api
         .list_metadata(&ListParams::default().labels(selector))
@@ -275,6 +270,23 @@ async fn list_metadata(
             })
             .collect(),
     ))
+}
+
+/// The API of a kind on `cluster`, in `namespace` when the kind is namespaced (and one is
+/// given); `None` when the cluster does not serve the kind.
+pub async fn kind_api(
+    cluster: &Cluster,
+    gvk: &kube::core::GroupVersionKind,
+    namespace: Option<&str>,
+) -> Result<Option<Api<DynamicObject>>, String> {
+    let Some((resource, caps)) = cluster.resource(gvk).await.map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let client = cluster.client().clone();
+    Ok(Some(match (caps.scope == Scope::Namespaced, namespace) {
+        (true, Some(ns)) => Api::namespaced_with(client, ns, &resource),
+        _ => Api::all_with(client, &resource),
+    }))
 }
 
 /// Whether every manager of the object's fields is addonctl, or writes its status only.

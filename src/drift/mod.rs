@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 pub use compare::{diff, without_excluded};
-pub use detect::{detect, only_ours, DetectRequest};
+pub use detect::{detect, kind_api, only_ours, DetectRequest};
 pub use path::{FieldPath, Segment};
 
 use crate::state::record::ObjectRef;
