@@ -242,6 +242,19 @@ pub enum Error {
         /// Why (secret values masked).
         reason: String,
     },
+    /// The parameters some clusters got over the arguments, kept by an `enable` or `upgrade`, are
+    /// not valid for the addon as planned now.
+    #[error("the parameters cluster(s) {} of addon `{addon}` got over its arguments (kept from the last apply, an `Addon`'s overrides) set `{parameter}`, which the addon as planned now refuses: {reason}; pass --reset-values to drop them, or change the `Addon`'s overrides", quoted(clusters))]
+    KeptOverrideInvalid {
+        /// The addon.
+        addon: String,
+        /// The clusters that got them.
+        clusters: Vec<String>,
+        /// The parameter at fault (dotted path; empty when the schema says nothing more precise).
+        parameter: String,
+        /// Why (secret values masked).
+        reason: String,
+    },
     /// A component type the direct engine cannot deploy.
     #[error("component `{component}` has type `{kind}`, which the direct engine cannot deploy (it deploys `k8s-objects` and `raw`); install KubeVela and use `--engine vela`")]
     UndeployableComponent {
@@ -454,6 +467,7 @@ impl Error {
             | Error::HoldNeedsDirectEngine { .. }
             | Error::OverridesNeedDirectEngine { .. }
             | Error::OverrideInvalid { .. }
+            | Error::KeptOverrideInvalid { .. }
             | Error::UndeployableComponent { .. }
             | Error::CrdNotEstablished { .. }
             | Error::ProtectedObjects { .. }

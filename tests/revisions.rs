@@ -414,7 +414,8 @@ async fn fixture_count(sb: &Sandbox, n: usize, addon: &str) -> usize {
 }
 
 /// Enables the fixture `tuned` on m1 and m2 with `count` = 2, m1 getting `count` = `m1_count`
-/// over it when given.
+/// over it when given — as the controller applies an `Addon`'s spec: all of it, nothing kept
+/// from the last apply (`reset_values`).
 async fn enable_tuned(sb: &Sandbox, m1_count: Option<u64>) {
     let mut overrides = addonctl::plan::Overrides::default();
     if let Some(count) = m1_count {
@@ -433,6 +434,7 @@ async fn enable_tuned(sb: &Sandbox, m1_count: Option<u64>) {
         reference: "tuned".to_owned(),
         args: args(json!({"count": 2, "clusters": ["m1", "m2"]})).into(),
         overrides,
+        reset_values: true,
         ..EnableRequest::default()
     };
     addonctl::apply::enable(&sb.ctx, &request, &NoopReporter)
@@ -501,4 +503,78 @@ async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
         .expect("m1 gets a parameter set");
     assert_eq!(record.overrides[key]["count"], json!(3));
     assert!(record.cluster_parameters("m2").is_none());
+}
+
+/// `enable` (and `diff`) without `--reset-values` keep the parameters clusters got over the
+/// arguments (an `Addon`'s overrides), as they keep the stored arguments; `diff` shows them per
+/// cluster; `--reset-values` drops them.
+#[tokio::test(flavor = "multi_thread")]
+async fn enable_keeps_the_parameters_clusters_got_over_the_arguments_until_reset() {
+    let tuned = crate::controller::fixture("tuned", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&tuned]);
+    sb.join("m1", Env::get().managed_n(1), &[]).await;
+    sb.join("m2", Env::get().managed_n(2), &[]).await;
+    enable_tuned(&sb, Some(3)).await;
+    let counts = || async {
+        (
+            fixture_count(&sb, 1, "tuned").await,
+            fixture_count(&sb, 2, "tuned").await,
+        )
+    };
+    assert_eq!(counts().await, (3, 2));
+
+    // Another count for the addon: m2 gets it, m1 keeps what it got over the arguments.
+    let enabled = sb
+        .cli()
+        .args(["enable", "tuned", "count=4"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&enabled.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("keeping the parameters (count) cluster m1 got over the arguments"),
+        "{stderr}"
+    );
+    assert_eq!(counts().await, (3, 4));
+
+    // `diff --reset-values` shows m1's parameter going back to the arguments' value.
+    let diffed = sb
+        .cli()
+        .args([
+            "diff",
+            "tuned",
+            "--reset-values",
+            "count=4",
+            "--clusters",
+            "m1,m2",
+        ])
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&diffed.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "parameters cluster `m1` gets over the arguments:\n  count: 3 → (not overridden"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("cluster `m2`"), "{stdout}");
+    assert_eq!(counts().await, (3, 4), "a diff changes nothing");
+
+    sb.cli()
+        .args([
+            "enable",
+            "tuned",
+            "--reset-values",
+            "count=4",
+            "--clusters",
+            "m1,m2",
+        ])
+        .assert()
+        .success();
+    assert_eq!(counts().await, (4, 4));
+    let record = sb.ctx.state().record("tuned").await.unwrap().unwrap();
+    assert!(record.cluster_parameters("m1").is_none());
+    assert!(record.overrides.is_empty(), "{:?}", record.overrides);
 }

@@ -114,6 +114,10 @@ pub struct AddonDiff {
     pub engine: EngineChoice,
     /// The arguments that would change.
     pub parameters: Vec<ParamChange>,
+    /// Per cluster, the parameters it gets over the arguments (an `Addon`'s overrides) that
+    /// would change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_parameters: Vec<ClusterParamChanges>,
     /// Every object, per cluster, with what would happen to it.
     pub objects: Vec<ObjectChange>,
     /// Notes (KubeVela deploys the managed-cluster objects, a cluster that cannot be reached).
@@ -121,6 +125,17 @@ pub struct AddonDiff {
     /// Clusters that could not be compared (`cluster: reason`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+}
+
+/// The parameters one cluster gets over the addon's arguments that would change.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterParamChanges {
+    /// The cluster.
+    pub cluster: String,
+    /// What changes, as for the arguments: a parameter no longer set over them is reset
+    /// (the arguments' value applies).
+    pub changes: Vec<ParamChange>,
 }
 
 /// What applying a plan would change.
@@ -137,6 +152,7 @@ impl Diff {
     pub fn has_differences(&self) -> bool {
         self.addons.iter().any(|a| {
             !a.parameters.is_empty()
+                || !a.cluster_parameters.is_empty()
                 || a.installed_version.as_deref() != Some(a.version.as_str())
                 || a.objects.iter().any(|o| {
                     matches!(
@@ -220,6 +236,7 @@ async fn addon_diff(
             EngineChoice::Direct
         },
         parameters: params::diff(&stored, &rendered.args, &rendered.schema),
+        cluster_parameters: cluster_parameters(step, installed.and_then(|i| i.record.as_ref())),
         objects: Vec::new(),
         notes: Vec::new(),
         failed: Vec::new(),
@@ -241,6 +258,36 @@ async fn addon_diff(
         clusters(ctx, &scope, &mut diff).await?;
     }
     Ok(diff)
+}
+
+/// The parameters each cluster gets over the arguments, as the record has them and as the plan
+/// gives them, where they differ (a variant's clusters; a cluster the record lists with a
+/// parameter set and the plan gives none).
+fn cluster_parameters(step: &Step, record: Option<&Record>) -> Vec<ClusterParamChanges> {
+    let empty = Map::new();
+    let mut clusters: BTreeSet<&String> = step.variants.iter().flat_map(|v| &v.clusters).collect();
+    if let Some(record) = record {
+        clusters.extend(
+            record
+                .dispatched
+                .keys()
+                .filter(|c| record.cluster_parameters(c).is_some()),
+        );
+    }
+    clusters
+        .into_iter()
+        .filter_map(|cluster| {
+            let before = record
+                .and_then(|r| r.cluster_parameters(cluster))
+                .map_or(&empty, |(_, p)| p);
+            let after = step.variant_of(cluster).map_or(&empty, |v| &v.parameters);
+            let changes = params::diff(before, after, &step.rendered.schema);
+            (!changes.is_empty()).then(|| ClusterParamChanges {
+                cluster: cluster.clone(),
+                changes,
+            })
+        })
+        .collect()
 }
 
 /// What one addon's diff compares against.
@@ -425,11 +472,22 @@ async fn removals(site: &deletion::Site<'_>, stale: &[DispatchedObject], diff: &
 async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Result<()> {
     let rendered = &scope.step.rendered;
     let placements = direct::placements(&rendered.application);
-    let mut objects: Vec<Value> = direct::component_objects(&rendered.application)?
+    let objects_of = |application: &Value| -> Result<Vec<Value>> {
+        let mut objects: Vec<Value> = direct::component_objects(application)?
+            .iter()
+            .map(|o| direct::labelled(o, &rendered.name))
+            .collect();
+        objects.sort_by_key(direct::rank);
+        Ok(objects)
+    };
+    let objects = objects_of(&rendered.application)?;
+    // The clusters the overrides give other parameters get their variant's components.
+    let variant_objects: Vec<Vec<Value>> = scope
+        .step
+        .variants
         .iter()
-        .map(|o| direct::labelled(o, &rendered.name))
-        .collect();
-    objects.sort_by_key(direct::rank);
+        .map(|v| objects_of(&v.application))
+        .collect::<Result<_>>()?;
     let infos: Vec<crate::cluster::set::ClusterInfo> = ctx
         .state()
         .joined()
@@ -478,7 +536,14 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
                     system_namespace: &ctx.namespace,
                 }),
             };
-            match objects::compare_all(&site, &objects).await {
+            let objects = scope
+                .step
+                .variants
+                .iter()
+                .position(|v| v.clusters.contains(name))
+                .and_then(|i| variant_objects.get(i))
+                .unwrap_or(&objects);
+            match objects::compare_all(&site, objects).await {
                 Ok((changes, placed)) => {
                     diff.objects.extend(changes);
                     references = placed;

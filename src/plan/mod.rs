@@ -114,7 +114,8 @@ pub struct EnableRequest {
     /// after the revision's registry, holding that one addon.
     pub revision_package: Option<crate::source::Reader>,
     /// The addon asked for: parameters some of its clusters get over its arguments (direct
-    /// engine only; see [`overrides`]).
+    /// engine only; see [`overrides`]). Empty and without `reset_values`: those the record
+    /// says each cluster got are kept, as the stored arguments are.
     pub overrides: Overrides,
 }
 

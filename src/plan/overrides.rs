@@ -60,6 +60,41 @@ pub fn parameters_key(parameters: &Map<String, Value>) -> String {
     })
 }
 
+/// The parameters the record says clusters got over the addon's arguments (an `Addon`'s
+/// overrides, as last applied), as overrides: one group per parameter set, limited to
+/// `targets` when the clusters are named. An `enable` or `upgrade` without `--reset-values`
+/// keeps them, as it keeps the stored arguments.
+pub(super) fn stored(
+    record: &crate::state::record::Record,
+    targets: Option<&[String]>,
+) -> Overrides {
+    let mut out = Overrides::default();
+    for (key, parameters) in &record.overrides {
+        let clusters: Vec<String> = record
+            .dispatched
+            .iter()
+            .filter(|(_, inventory)| {
+                inventory
+                    .revision
+                    .as_ref()
+                    .and_then(|r| r.parameters.as_ref())
+                    == Some(key)
+            })
+            .map(|(name, _)| name.clone())
+            .filter(|name| targets.is_none_or(|t| t.contains(name)))
+            .collect();
+        if clusters.is_empty() {
+            continue;
+        }
+        out.groups.push(OverrideGroup {
+            overrides: vec![out.parameters.len()],
+            clusters,
+        });
+        out.parameters.push(parameters.clone());
+    }
+    out
+}
+
 /// Checks every override against the addon's schema (with `options`, what the addon is rendered
 /// with) and renders the components once per distinct parameter set a group gets; a group whose
 /// parameters change nothing gets the addon as rendered with its arguments (no variant).

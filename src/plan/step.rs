@@ -14,6 +14,7 @@ use crate::model::AddonPackage;
 use crate::render::RenderOptions;
 use crate::resolve::{self, PlannedAddon};
 use crate::state::Installed;
+use crate::Error;
 
 /// What one addon of a solution becomes.
 pub(super) enum Planned {
@@ -125,6 +126,21 @@ impl Planner<'_> {
                 args.insert("clusters".into(), json!(list));
             }
         }
+        // The parameters some clusters got over the arguments (an `Addon`'s overrides) are kept
+        // as the stored arguments are, unless overrides are given or `--reset-values` is.
+        let kept_overrides = match current.and_then(|c| c.record.as_ref()) {
+            Some(record)
+                if is_root
+                    && !self.request.reset_values
+                    && self.request.overrides.parameters.is_empty() =>
+            {
+                super::overrides::stored(record, own_clusters.as_deref())
+            }
+            _ => super::Overrides::default(),
+        };
+        if let Some(note) = overrides_note(&kept_overrides) {
+            self.notes.push(note);
+        }
         let options = RenderOptions {
             namespace: self.ctx.namespace.to_owned(),
             args,
@@ -133,7 +149,7 @@ impl Planner<'_> {
             kubernetes_version: self.k8s_version.clone(),
             clusters: None,
         };
-        self.render(planned, action, package, &options)
+        self.render(planned, action, package, &options, &kept_overrides)
     }
 
     /// The arguments given for the addon asked for, with their clusters checked.
@@ -165,8 +181,26 @@ impl Planner<'_> {
         action: Action,
         package: AddonPackage,
         options: &RenderOptions,
+        kept_overrides: &super::Overrides,
     ) -> Result<Planned> {
-        let variants = if planned.name == self.root {
+        let variants = if planned.name == self.root && !kept_overrides.parameters.is_empty() {
+            super::overrides::render_variants(self.ctx.renderer, &package, options, kept_overrides)
+                .map_err(|e| match e {
+                    Error::OverrideInvalid {
+                        addon,
+                        clusters,
+                        parameter,
+                        reason,
+                        ..
+                    } => Error::KeptOverrideInvalid {
+                        addon,
+                        clusters,
+                        parameter,
+                        reason,
+                    },
+                    other => other,
+                })?
+        } else if planned.name == self.root {
             super::overrides::render_variants(
                 self.ctx.renderer,
                 &package,
@@ -211,7 +245,7 @@ fn keeping_note(
 ) -> Option<String> {
     if reset {
         return Some(
-            "--reset-values: starting from the defaults (stored arguments and clusters dropped)"
+            "--reset-values: starting from the defaults (stored arguments, clusters and per-cluster overrides dropped)"
                 .to_owned(),
         );
     }
@@ -223,6 +257,33 @@ fn keeping_note(
     Some(format!(
         "keeping stored arguments ({}); --reset-values to start from the defaults",
         keys.join(", ")
+    ))
+}
+
+/// The note that an `enable` or `upgrade` keeps the parameters some clusters got over the
+/// arguments (names the clusters and the parameters, never their values).
+fn overrides_note(kept: &super::Overrides) -> Option<String> {
+    if kept.parameters.is_empty() {
+        return None;
+    }
+    let mut clusters: Vec<&str> = kept
+        .groups
+        .iter()
+        .flat_map(|g| g.clusters.iter().map(String::as_str))
+        .collect();
+    clusters.sort_unstable();
+    let mut keys: Vec<&str> = kept
+        .parameters
+        .iter()
+        .flat_map(|p| p.keys().map(String::as_str))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    Some(format!(
+        "keeping the parameters ({}) cluster{} {} got over the arguments (the `Addon`'s overrides); --reset-values to drop them",
+        keys.join(", "),
+        if clusters.len() == 1 { "" } else { "s" },
+        clusters.join(", ")
     ))
 }
 

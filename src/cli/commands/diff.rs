@@ -131,6 +131,16 @@ fn print_diffs(printer: Printer, diff: &Diff) -> anyhow::Result<()> {
                 writeln!(stdout, "  {change}")?;
             }
         }
+        for cluster in &addon.cluster_parameters {
+            writeln!(
+                stdout,
+                "parameters cluster `{}` gets over the arguments:",
+                cluster.cluster
+            )?;
+            for change in &cluster.changes {
+                writeln!(stdout, "  {}", override_line(change))?;
+            }
+        }
         let unchanged = addon
             .objects
             .iter()
@@ -157,6 +167,25 @@ fn print_diffs(printer: Printer, diff: &Diff) -> anyhow::Result<()> {
         writeln!(stdout, "no differences")?;
     }
     Ok(())
+}
+
+/// One change of the parameters a cluster gets over the arguments: "not overridden" where
+/// the arguments' value applies.
+fn override_line(change: &addonctl::diff::ParamChange) -> String {
+    use addonctl::diff::ParamChangeKind;
+    let show =
+        |v: &Option<serde_json::Value>| v.as_ref().map_or_else(String::new, ToString::to_string);
+    match change.change {
+        ParamChangeKind::Added => {
+            format!("{}: (not overridden) → {}", change.path, show(&change.to))
+        }
+        ParamChangeKind::ResetToDefault => format!(
+            "{}: {} → (not overridden: the arguments' value)",
+            change.path,
+            show(&change.from)
+        ),
+        ParamChangeKind::Changed | ParamChangeKind::SecretChanged => change.to_string(),
+    }
 }
 
 /// `--dry-run=server`: the plan dry-run by the API servers, one line per object.
