@@ -251,6 +251,31 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("phase:    Succeeded"), "{text}");
+
+    // New stages give the clusters nothing new: the succeeded rollout stays, nothing re-gates.
+    let key = done["status"]["rollout"]["key"].clone();
+    apply_addon(
+        &sb,
+        "pausing",
+        json!({"clusters": ["m1", "m2"], "rollout": stages(&["one", "two"], 30, 90)}),
+    )
+    .await;
+    let restaged = wait_for("the new stages observed", || async {
+        let addon = addon(&sb, "pausing").await?;
+        (addon["status"]["observedGeneration"] == addon["metadata"]["generation"]).then_some(addon)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let restaged = addon(&sb, "pausing").await.unwrap_or(restaged);
+    assert_eq!(
+        (
+            restaged["status"]["rollout"]["phase"].clone(),
+            restaged["status"]["rollout"]["key"].clone()
+        ),
+        (json!("Succeeded"), key),
+        "{restaged:#}"
+    );
+    assert_eq!(condition(&restaged, "Ready").unwrap()["status"], "True");
     stop.send(()).unwrap();
     marker.await.unwrap();
     drop(controller);

@@ -153,7 +153,7 @@ async fn converge(
     let targets = targets::resolve(spec, &known)?;
     let (secrets, mut versions) = read_secrets(data, spec).await?;
     let version = resolve_version(data, addon, current).await?;
-    let key = stages::key(spec, &version, &versions);
+    let key = stages::Key::of(spec, &version, &versions);
     versions.push(format!("version={version}"));
     let digest = targets::digest(spec, &targets, &known, &versions);
     let revision = data

@@ -1,6 +1,6 @@
 //! The controller drives an `Addon`'s `spec.rollout` with the rollout library
 //! ([`crate::rollout`]): the stages are planned over the target clusters when a rollout starts
-//! (a new version, or another spec), each batch is applied with the clusters before it (the
+//! (a new version, other parameters; see [`Key`]), each batch is applied with the clusters before it (the
 //! cluster set grows stage by stage), and its gate is evaluated at every reconcile until it
 //! passes (next batch), fails (the rollout stops: later batches and stages untouched) or the
 //! progress deadline passes. Between reconciles the progress lives in `status.rollout` (the
@@ -55,44 +55,108 @@ pub(super) struct Inputs<'a> {
     pub overrides: crate::plan::Overrides,
     /// The version rolled out.
     pub version: String,
-    /// The rollout's key ([`key`]).
-    pub key: String,
+    /// The rollout's key.
+    pub key: Key,
 }
 
-/// The digest that identifies a rollout: the spec (but `rollout.paused`, `suspend` and `drift`,
-/// which change nothing a cluster is given), the version it resolves to and the referenced
-/// Secrets' versions. Target clusters are not part of it: a cluster joined or relabelled does
-/// not restart a rollout.
-pub(super) fn key(spec: &AddonSpec, version: &str, secret_versions: &[String]) -> String {
-    let mut spec = spec.clone();
-    spec.suspend = false;
-    spec.drift = None;
-    if let Some(rollout) = &mut spec.rollout {
-        rollout.paused = false;
+/// What identifies a rollout: what its clusters are given and how it is staged.
+///
+/// Written as `<content>.<shape>`: the content is the digest of what a cluster is given (the
+/// registry, the version the spec resolves to, the parameters, the secret parameters and the
+/// referenced Secrets' versions, the overrides); the shape that of how it is rolled out (the
+/// cluster selection and `rollout` but `paused`). `suspend` and `drift` change neither. Target
+/// clusters are not part of it: a cluster joined or relabelled does not restart a rollout.
+///
+/// Any change starts a new rollout while the current one has not succeeded (editing the stages
+/// restarts a failed one); once it has, only another content does: new stages or another
+/// selection of clusters are no new revision to roll out (newly selected clusters get the
+/// rolled-out one at once, as joined clusters do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Key {
+    /// `<content>.<shape>`, as `status.rollout.key` keeps it.
+    pub full: String,
+    /// The keys earlier releases gave the same spec (a single digest of the spec but some
+    /// fields): a rollout they recorded is this one.
+    legacy: [String; 2],
+}
+
+impl Key {
+    /// The key of `spec` resolving to `version`, with the referenced Secrets at
+    /// `secret_versions`.
+    pub(super) fn of(spec: &AddonSpec, version: &str, secret_versions: &[String]) -> Self {
+        let digest = |value: &AddonSpec, tail: bool| {
+            let mut hasher = Sha256::new();
+            hasher.update(serde_json::to_vec(value).unwrap_or_default());
+            if tail {
+                hasher.update(version);
+                hasher.update(secret_versions.join(","));
+            }
+            super::targets::short_hex(&hasher.finalize())
+        };
+        let mut unpaused = spec.clone();
+        unpaused.suspend = false;
+        if let Some(rollout) = &mut unpaused.rollout {
+            rollout.paused = false;
+        }
+        let with_drift = digest(&unpaused, true);
+        unpaused.drift = None;
+        let without_drift = digest(&unpaused, true);
+        let content = AddonSpec {
+            registry: unpaused.registry.clone(),
+            version: unpaused.version.clone(),
+            parameters: unpaused.parameters.clone(),
+            secret_parameters: unpaused.secret_parameters.clone(),
+            overrides: unpaused.overrides.clone(),
+            ..AddonSpec::default()
+        };
+        let shape = AddonSpec {
+            clusters: unpaused.clusters.clone(),
+            cluster_selector: unpaused.cluster_selector.clone(),
+            rollout: unpaused.rollout.clone(),
+            ..AddonSpec::default()
+        };
+        Key {
+            full: format!("{}.{}", digest(&content, true), digest(&shape, false)),
+            legacy: [without_drift, with_drift],
+        }
     }
-    let mut hasher = Sha256::new();
-    hasher.update(serde_json::to_vec(&spec).unwrap_or_default());
-    hasher.update(version);
-    hasher.update(secret_versions.join(","));
-    super::targets::short_hex(&hasher.finalize())
+
+    /// Whether a recorded rollout key is this rollout's.
+    pub(super) fn is(&self, recorded: &str) -> bool {
+        recorded == self.full || self.legacy.iter().any(|k| k == recorded)
+    }
+
+    /// Whether a recorded rollout gave the clusters what this one gives (its stages or cluster
+    /// selection may differ).
+    fn same_content(&self, recorded: &str) -> bool {
+        let content = |key: &str| key.split_once('.').map(|(c, _)| c.to_owned());
+        self.is(recorded)
+            || (content(recorded).is_some() && content(recorded) == content(&self.full))
+    }
 }
 
 /// The rollout status to continue from: the newer of the status's and the one this process
 /// last wrote (a lagging cache never takes progress back); `None` when neither is of `key`.
-pub(super) fn persisted(data: &Data, addon: &Addon, key: &str) -> Option<RolloutStatus> {
+pub(super) fn persisted(data: &Data, addon: &Addon, key: &Key) -> Option<RolloutStatus> {
+    newest(data, addon).filter(|r| key.is(&r.key))
+}
+
+/// The newer of the status's rollout and the one this process last wrote.
+fn newest(data: &Data, addon: &Addon) -> Option<RolloutStatus> {
     let from_status = addon.status.as_ref().and_then(|s| s.rollout.clone());
     let from_memo = data.memo(&addon.name_any()).rollout;
-    let newest = match (from_status, from_memo) {
+    match (from_status, from_memo) {
         (Some(s), Some(m)) if m.key == s.key && m.step > s.step => Some(m),
         (Some(s), _) => Some(s),
         (None, m) => m,
-    };
-    newest.filter(|r| r.key == key)
+    }
 }
 
-/// Whether the rollout of `key` has succeeded (the ordinary reconcile takes over).
-pub(super) fn settled(data: &Data, addon: &Addon, key: &str) -> bool {
-    persisted(data, addon, key).is_some_and(|r| r.phase == RolloutPhase::Succeeded)
+/// Whether a rollout that gave the clusters what `key` gives has succeeded (the ordinary
+/// reconcile takes over; new stages or another cluster selection alone start nothing).
+pub(super) fn settled(data: &Data, addon: &Addon, key: &Key) -> bool {
+    newest(data, addon)
+        .is_some_and(|r| r.phase == RolloutPhase::Succeeded && key.same_content(&r.key))
 }
 
 /// One pass of the rollout: starts it, applies the next batch, or evaluates the current gate;
@@ -219,7 +283,7 @@ async fn start(
     }
     Ok(Ok(RolloutStatus {
         version: inputs.version.clone(),
-        key: inputs.key.clone(),
+        key: inputs.key.full.clone(),
         phase: RolloutPhase::Progressing,
         stage: None,
         stages: Vec::new(),
@@ -491,25 +555,77 @@ mod tests {
             "rollout": {"stages": [{"name": "one"}]},
         }))
         .unwrap();
-        let first = key(&spec, "1.0.0", &[]);
+        let first = Key::of(&spec, "1.0.0", &[]);
         let mut paused = spec.clone();
         if let Some(rollout) = &mut paused.rollout {
             rollout.paused = true;
         }
         paused.suspend = true;
-        assert_eq!(key(&paused, "1.0.0", &[]), first);
+        assert_eq!(Key::of(&paused, "1.0.0", &[]), first);
         let mut watched = spec.clone();
         watched.drift = Some(serde_json::from_value(json!({"policy": "warn"})).unwrap());
-        assert_eq!(
-            key(&watched, "1.0.0", &[]),
-            first,
+        assert!(
+            Key::of(&watched, "1.0.0", &[]).is(&first.full),
             "a drift policy is no rollout"
         );
-        assert_ne!(key(&spec, "1.1.0", &[]), first);
-        assert_ne!(key(&spec, "1.0.0", &["token@42".to_owned()]), first);
+        for other in [
+            Key::of(&spec, "1.1.0", &[]),
+            Key::of(&spec, "1.0.0", &["token@42".to_owned()]),
+        ] {
+            assert!(!other.is(&first.full) && !other.same_content(&first.full));
+        }
         let mut edited = spec;
         edited.parameters = Some(serde_json::from_value(json!({"replicas": 3})).unwrap());
-        assert_ne!(key(&edited, "1.0.0", &[]), first);
+        let edited = Key::of(&edited, "1.0.0", &[]);
+        assert!(!edited.is(&first.full) && !edited.same_content(&first.full));
+    }
+
+    #[test]
+    fn new_stages_or_clusters_are_another_rollout_that_gives_the_clusters_the_same() {
+        let spec: AddonSpec = serde_json::from_value(json!({
+            "parameters": {"replicas": 2},
+            "clusterSelector": {"matchLabels": {"env": "prod"}},
+            "rollout": {"stages": [{"name": "one"}]},
+        }))
+        .unwrap();
+        let first = Key::of(&spec, "1.0.0", &[]);
+        let mut restaged = spec.clone();
+        restaged.rollout = Some(
+            serde_json::from_value(json!({"stages": [{"name": "one"}, {"name": "two"}]})).unwrap(),
+        );
+        restaged.cluster_selector = None;
+        let restaged = Key::of(&restaged, "1.0.0", &[]);
+        assert!(!restaged.is(&first.full), "a failed rollout restarts");
+        assert!(restaged.same_content(&first.full), "a succeeded one stays");
+    }
+
+    #[test]
+    fn a_rollout_recorded_by_an_earlier_release_is_recognised() {
+        let spec: AddonSpec = serde_json::from_value(json!({
+            "parameters": {"replicas": 2},
+            "rollout": {"stages": [{"name": "one"}], "paused": true},
+            "drift": {"policy": "warn"},
+        }))
+        .unwrap();
+        // The single digests earlier releases wrote: the spec but `suspend` and `paused`
+        // (and, later, `drift`), then the version and the Secrets' versions.
+        let legacy = |drift: bool| {
+            let mut old = spec.clone();
+            if let Some(rollout) = &mut old.rollout {
+                rollout.paused = false;
+            }
+            if !drift {
+                old.drift = None;
+            }
+            let mut hasher = Sha256::new();
+            hasher.update(serde_json::to_vec(&old).unwrap());
+            hasher.update("1.0.0");
+            hasher.update("");
+            crate::controller::targets::short_hex(&hasher.finalize())
+        };
+        let key = Key::of(&spec, "1.0.0", &[]);
+        assert!(key.is(&legacy(true)) && key.is(&legacy(false)));
+        assert!(!Key::of(&spec, "1.0.1", &[]).same_content(&legacy(false)));
     }
 
     #[test]
