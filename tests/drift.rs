@@ -87,7 +87,7 @@ fn changed_paths(report: &Report) -> Vec<(String, Vec<String>)> {
         .iter()
         .filter_map(|d| match &d.kind {
             DriftKind::Changed { paths } => Some((d.object.name.clone(), paths.clone())),
-            DriftKind::Deleted => None,
+            DriftKind::Deleted | DriftKind::Shared { .. } => None,
         })
         .collect()
 }
@@ -263,5 +263,69 @@ async fn an_unchanged_cluster_costs_one_list_per_kind_and_no_full_read() {
         client.counters().requests() - before,
         3,
         "ignore reads nothing"
+    );
+}
+
+/// Two addons that render the same objects differently (`drifty` and `twin`: the same
+/// Namespace, ConfigMap and Deployment, labelled each with its own name) are reported, not
+/// corrected: under `correct` each would undo the other at every check.
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_two_addons_render_differently_are_reported_and_never_flipped() {
+    let (sb, m1, drifty) = enabled().await;
+    let twin = workload_addon("twin", "1.0.0");
+    let sb = sb.registries(&[&drifty, &twin]);
+    sb.enable("twin", json!({"clusters": ["m1"]}))
+        .await
+        .unwrap();
+    let label = |object: &Value| object["metadata"]["labels"]["addonctl.test/addon"].clone();
+    assert_eq!(label(&web(&m1, sb.ns()).await), json!("twin"));
+
+    let correct = spec(Policy::Correct, vec![]);
+    for round in 0..2 {
+        let mut cache = DriftCache::new();
+        let report = check(&sb.ctx, "drifty", &correct, &mut cache)
+            .await
+            .unwrap();
+        let mut shared: Vec<(String, String, Vec<String>)> = report
+            .drifts
+            .iter()
+            .filter_map(|d| match &d.kind {
+                DriftKind::Shared { with, paths } => {
+                    Some((d.object.kind.clone(), with.clone(), paths.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        shared.sort();
+        let expected: Vec<(String, String, Vec<String>)> = ["ConfigMap", "Deployment", "Namespace"]
+            .iter()
+            .map(|kind| {
+                (
+                    (*kind).to_owned(),
+                    "twin".to_owned(),
+                    vec!["metadata.labels[addonctl.test/addon]".to_owned()],
+                )
+            })
+            .collect();
+        assert_eq!(shared, expected, "round {round}: {:?}", report.drifts);
+        assert_eq!(report.drifts.len(), 3, "{:?}", report.drifts);
+        assert!(report.corrected.is_empty(), "{:?}", report.corrected);
+        let text = report.drifts[0].to_string();
+        assert!(text.contains("also applied by addon `twin`"), "{text}");
+        // `twin`, which applied last, is in sync: nothing flips back and forth.
+        let mut cache = DriftCache::new();
+        let other = check(&sb.ctx, "twin", &correct, &mut cache).await.unwrap();
+        assert!(other.drifts.is_empty(), "{:?}", other.drifts);
+        assert_eq!(label(&web(&m1, sb.ns()).await), json!("twin"));
+    }
+
+    // A hand edit of a shared object is still drift of the one applied last, and corrected.
+    edit_deployment(&m1, sb.ns(), image_patch()).await;
+    let mut cache = DriftCache::new();
+    let corrected = check(&sb.ctx, "twin", &correct, &mut cache).await.unwrap();
+    assert_eq!(corrected.corrected.len(), 1, "{:?}", corrected.drifts);
+    assert_ne!(
+        web(&m1, sb.ns()).await["spec"]["template"]["spec"]["containers"][0]["image"],
+        json!(IMAGE_EDIT)
     );
 }

@@ -366,7 +366,16 @@ async fn observe_drift(
     };
     let drifted = if !left.is_empty() {
         tracing::warn!(addon = %name, drifted = left.len(), "objects differ from the record");
-        condition("Drifted", true, "Drifted", &shown(&left), generation)
+        // Objects another addon renders differently are a conflict to settle, not drift to undo.
+        let reason = if report
+            .uncorrected()
+            .any(|d| matches!(d.kind, crate::drift::DriftKind::Shared { .. }))
+        {
+            "SharedObjectConflict"
+        } else {
+            "Drifted"
+        };
+        condition("Drifted", true, reason, &shown(&left), generation)
     } else if !report.corrected.is_empty() {
         let corrected: Vec<String> = report.corrected.iter().map(ToString::to_string).collect();
         tracing::info!(addon = %name, corrected = corrected.len(), "drift corrected");

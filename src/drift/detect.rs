@@ -42,6 +42,10 @@ pub struct Target {
     /// Each object applied there (namespace resolved, as the record holds it) and its desired
     /// form.
     pub objects: Vec<(ObjectRef, Value)>,
+    /// The objects of `objects` another addon's record lists there too, with that addon: their
+    /// `addons.oam.dev/name` label is the last applier's, and values the two addons render
+    /// differently are reported ([`DriftKind::Shared`]), never corrected.
+    pub shared: BTreeMap<ObjectRef, String>,
 }
 
 /// One cluster's findings, applied to the cache after every cluster is done.
@@ -223,7 +227,25 @@ async fn compare_cluster(
             found.drifts.push(drift(DriftKind::Deleted));
             continue;
         };
-        let paths = diff(desired, &live, &request.spec.excluded_paths(object));
+        let mut excluded = request.spec.excluded_paths(object);
+        let shared = target.shared.get(object);
+        if shared.is_some() {
+            excluded.push(owner_label());
+        }
+        let paths = diff(desired, &live, &excluded);
+        if let (Some(other), false) = (shared, paths.is_empty()) {
+            let owner = live
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(LABEL_NAME))
+                .and_then(Value::as_str);
+            if owner.is_some_and(|o| o != request.addon) {
+                found.drifts.push(drift(DriftKind::Shared {
+                    with: owner.unwrap_or(other).to_owned(),
+                    paths,
+                }));
+                continue;
+            }
+        }
         if paths.is_empty() {
             if let Some(version) = live
                 .pointer("/metadata/resourceVersion")
@@ -237,6 +259,15 @@ async fn compare_cluster(
         }
     }
     Ok(())
+}
+
+/// The path of the label that names the addon that applied an object last.
+fn owner_label() -> super::FieldPath {
+    super::FieldPath(vec![
+        super::Segment::Key("metadata".to_owned()),
+        super::Segment::Key("labels".to_owned()),
+        super::Segment::Key(LABEL_NAME.to_owned()),
+    ])
 }
 
 /// One metadata-only list of a kind (in a namespace) by label: name → what it says. `None` when
@@ -316,7 +347,12 @@ fn rank(kind: &str) -> u8 {
 
 /// Applies every drifted object again (see the module's flow, step 4).
 async fn correct(request: &DetectRequest, target: &Target, cluster: &Cluster, found: &mut Found) {
-    let mut drifts = found.drifts.clone();
+    let mut drifts: Vec<Drift> = found
+        .drifts
+        .iter()
+        .filter(|d| !matches!(d.kind, DriftKind::Shared { .. }))
+        .cloned()
+        .collect();
     drifts.sort_by_key(|d| rank(&d.object.kind));
     for drift in drifts {
         let Some((_, desired)) = target.objects.iter().find(|(o, _)| o == &drift.object) else {
@@ -324,6 +360,7 @@ async fn correct(request: &DetectRequest, target: &Target, cluster: &Cluster, fo
         };
         let mut body = match &drift.kind {
             DriftKind::Deleted => desired.clone(),
+            DriftKind::Shared { .. } => continue,
             DriftKind::Changed { .. } => {
                 let live = found
                     .live

@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::detect::{detect, DetectRequest, Target};
 use super::{ClusterError, DriftCache, DriftSpec, Error, Policy, Report, Result};
 use crate::context::Context;
-use crate::plan::{plan, EnableRequest, OverrideGroup, Overrides};
-use crate::state::record::{ClusterInventory, ObjectRef, Record};
+use crate::plan::{plan, EnableRequest};
+use crate::state::record::{ClusterInventory, ObjectRef, OtherRecords, Record};
 
 /// Checks an addon's objects on every cluster its record lists (policy `ignore`: nothing is
 /// read), re-rendering the addon from its record's version and stored arguments.
@@ -56,6 +56,13 @@ pub async fn check_vouched(
     let (compared, skipped) = held_apart(record);
     let names: BTreeSet<String> = compared.iter().map(|(name, _)| (*name).clone()).collect();
     let clients = ctx.state().clients(&names).await?;
+    // What the other addons' records list: an object two addons render carries the label of
+    // the last one (read only when a cluster is listed at all).
+    let others = if names.iter().any(|n| !vouched.contains(n)) {
+        OtherRecords::of(&ctx.state().records().await?, &record.name)
+    } else {
+        OtherRecords::default()
+    };
     let targets = compared
         .into_iter()
         .map(|(name, inventory)| Target {
@@ -72,6 +79,20 @@ pub async fn check_vouched(
                     Some((o.object.clone(), matching(objects, &o.object)?.clone()))
                 })
                 .collect(),
+            shared: others
+                .dispatched
+                .get(name)
+                .map(|listed| {
+                    inventory
+                        .objects
+                        .iter()
+                        .filter_map(|o| {
+                            let (addon, _) = listed.get(&o.object)?;
+                            Some((o.object.clone(), addon.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
         .collect();
     let request = DetectRequest {
@@ -156,20 +177,7 @@ impl Desired {
 /// The objects the direct engine sends for the addon at its recorded version with its stored
 /// arguments, and with each parameter set its record lists over them (rendered once per set).
 pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Desired> {
-    let mut overrides = Overrides::default();
-    for (key, parameters) in &record.overrides {
-        let clusters: Vec<String> = record
-            .dispatched
-            .keys()
-            .filter(|c| record.cluster_parameters(c).is_some_and(|(k, _)| k == key))
-            .cloned()
-            .collect();
-        overrides.groups.push(OverrideGroup {
-            overrides: vec![overrides.parameters.len()],
-            clusters,
-        });
-        overrides.parameters.push(parameters.clone());
-    }
+    let overrides = crate::plan::overrides::stored(record, None);
     let request = EnableRequest {
         reference: record.name.clone(),
         version: Some(record.version.clone()),

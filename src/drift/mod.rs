@@ -148,6 +148,15 @@ pub enum DriftKind {
     },
     /// The object is gone.
     Deleted,
+    /// Another addon's record lists the object too, and the live object holds that addon's
+    /// values at `paths`: the two addons render it differently. Never corrected (each would
+    /// undo the other at every check): reported until they agree.
+    Shared {
+        /// The other addon (the one whose label the object carries).
+        with: String,
+        /// The paths where the live object differs from this addon's render.
+        paths: Vec<String>,
+    },
 }
 
 /// One drifted object.
@@ -175,6 +184,13 @@ impl std::fmt::Display for Drift {
             DriftKind::Deleted => {
                 write!(f, "{} on cluster `{}` deleted", self.object, self.cluster)
             }
+            DriftKind::Shared { with, paths } => write!(
+                f,
+                "{} on cluster `{}` is also applied by addon `{with}`, with other values at {}: not corrected (each addon would undo the other); make them render it alike, or exclude those paths",
+                self.object,
+                self.cluster,
+                paths.join(", ")
+            ),
         }
     }
 }

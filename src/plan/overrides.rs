@@ -64,10 +64,7 @@ pub fn parameters_key(parameters: &Map<String, Value>) -> String {
 /// overrides, as last applied), as overrides: one group per parameter set, limited to
 /// `targets` when the clusters are named. An `enable` or `upgrade` without `--reset-values`
 /// keeps them, as it keeps the stored arguments.
-pub(super) fn stored(
-    record: &crate::state::record::Record,
-    targets: Option<&[String]>,
-) -> Overrides {
+pub fn stored(record: &crate::state::record::Record, targets: Option<&[String]>) -> Overrides {
     let mut out = Overrides::default();
     for (key, parameters) in &record.overrides {
         let clusters: Vec<String> = record
