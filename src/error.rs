@@ -485,6 +485,20 @@ impl Error {
 }
 
 /// Names in backticks, separated by `, `.
+/// The first `shown` of `items` joined by `, `, then how many more there are.
+pub(crate) fn listed(items: &[String], shown: usize) -> String {
+    let mut text = items
+        .iter()
+        .take(shown)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > shown {
+        text.push_str(&format!(", and {} more", items.len() - shown));
+    }
+    text
+}
+
 fn quoted(names: &[String]) -> String {
     names
         .iter()

@@ -274,9 +274,17 @@ async fn objects_two_addons_render_differently_are_reported_and_never_flipped() 
     let (sb, m1, drifty) = enabled().await;
     let twin = workload_addon("twin", "1.0.0");
     let sb = sb.registries(&[&drifty, &twin]);
-    sb.enable("twin", json!({"clusters": ["m1"]}))
-        .await
-        .unwrap();
+    let enabled = sb
+        .cli()
+        .args(["enable", "twin", "--clusters", "m1"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&enabled.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("`twin` applies objects other addons apply too")
+            && stderr.contains("on cluster `m1` (also addon `drifty`)"),
+        "{stderr}"
+    );
     let label = |object: &Value| object["metadata"]["labels"]["addonctl.test/addon"].clone();
     assert_eq!(label(&web(&m1, sb.ns()).await), json!("twin"));
 

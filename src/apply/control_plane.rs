@@ -348,6 +348,14 @@ async fn prepare_direct(
     if !direct.adopt {
         review::refuse_adoptions(&rendered.name, &prepared.adoptions(&record.dispatched))?;
     }
+    let shared = prepared.newly_shared(&record.dispatched);
+    if !shared.is_empty() {
+        reporter.step(&format!(
+            "note: `{}` applies objects other addons apply too (the last apply's fields win; drift checks report fields the addons set differently, and each object is deleted only with the last addon): {}",
+            rendered.name,
+            crate::error::listed(&shared, 5)
+        ));
+    }
     let pending = PendingRevision {
         version: rendered.version.clone(),
         inventory: planned_inventory(ctx.cluster, ordered, ctx.namespace).await?,

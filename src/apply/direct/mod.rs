@@ -374,6 +374,36 @@ impl Prepared {
         out
     }
 
+    /// The objects the dispatch would apply that another addon's records lists and `previous`
+    /// does not yet: they become shared (the last apply's fields win; a drift check reports
+    /// those the two set differently) — as `Kind `ns/name` on cluster `c` (also addon `a`)`.
+    pub fn newly_shared(&self, previous: &BTreeMap<String, ClusterInventory>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, plan) in &self.plans {
+            let (Ok(plan), Some(others)) = (plan, self.others.dispatched.get(name)) else {
+                continue;
+            };
+            let held = previous.get(name);
+            for object in &plan.objects {
+                let Some((addon, _)) = others.get(&object.object) else {
+                    continue;
+                };
+                let known = held.is_some_and(|h| {
+                    h.objects
+                        .iter()
+                        .any(|o| o.object.same_object(&object.object))
+                });
+                if !known {
+                    out.push(format!(
+                        "{} on cluster `{name}` (also addon `{addon}`)",
+                        object.object
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// Per cluster, every object the dispatch will apply (uids unknown yet), for the pending
     /// revision written before anything is applied.
     pub fn planned(&self) -> BTreeMap<String, Vec<DispatchedObject>> {
