@@ -1,9 +1,8 @@
 //! What the reconciles of the controller share: the `Addon`'s memo of its last reconcile, the
 //! reflector stores and clients ([`Data`]), and one reconcile handed to a worker thread
-//! ([`Job`], [`Workers`]).
+//! ([`Job`], run by [`super::workers::Workers`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -47,7 +46,7 @@ pub(super) struct Data {
     pub records: Store<Secret>,
     /// The `Addon` cache.
     pub addons: Store<Addon>,
-    pub jobs: Workers,
+    pub jobs: super::workers::Workers<Job>,
     pub memo: Mutex<HashMap<String, Memo>>,
     /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
     /// `Addon` never overlap).
@@ -107,30 +106,6 @@ impl Data {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name.to_owned(), memo);
-    }
-}
-
-/// The worker threads' queues, each with the number of its jobs under way.
-pub(super) struct Workers {
-    pub queues: Vec<(tokio::sync::mpsc::UnboundedSender<Job>, Arc<AtomicUsize>)>,
-}
-
-impl Workers {
-    /// Hands `job` to the thread with the fewest jobs under way; `Err` when no thread runs.
-    pub fn send(&self, job: Job) -> std::result::Result<(), Job> {
-        let Some((queue, busy)) = self
-            .queues
-            .iter()
-            .filter(|(queue, _)| !queue.is_closed())
-            .min_by_key(|(_, busy)| busy.load(Ordering::Relaxed))
-        else {
-            return Err(job);
-        };
-        busy.fetch_add(1, Ordering::Relaxed);
-        queue.send(job).map_err(|e| {
-            busy.fetch_sub(1, Ordering::Relaxed);
-            e.0
-        })
     }
 }
 

@@ -43,6 +43,7 @@ mod serve;
 mod stages;
 pub mod targets;
 mod watches;
+mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -19,8 +19,9 @@ use kube::{Api, ResourceExt};
 
 use super::converge;
 use super::crd::{Addon, FINALIZER};
-use super::data::{Data, Job, Workers};
+use super::data::{Data, Job};
 use super::relist;
+use super::workers::Workers;
 use super::{Error, Result, Shared};
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
 use crate::model::wire::LABEL_RECORD;
@@ -199,55 +200,20 @@ fn reconcile(
     })
 }
 
-/// The term's worker threads (one per CPU, at most `--concurrency`): each a single-threaded
-/// runtime whose local task set runs the reconciles handed to it (concurrently, as tasks) until
-/// its queue closes. A job goes to the thread with the fewest under way, so the CPU-bound parts
-/// of several `Addon`s' reconciles (rendering, comparing) run on several cores.
-fn workers(concurrency: u16) -> Workers {
+/// The term's worker threads (one per CPU, at most `--concurrency`; see [`Workers`]).
+fn workers(concurrency: u16) -> Workers<Job> {
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let threads = cpus.min(usize::from(concurrency.max(1)));
-    let mut queues = Vec::with_capacity(threads);
-    for n in 0..threads {
-        let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
-        let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let under_way = Arc::clone(&busy);
-        let spawned = std::thread::Builder::new()
-            .name(format!("addonctl-reconcile-{n}"))
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        tracing::error!("cannot start a reconcile thread's runtime: {e}");
-                        return;
-                    }
-                };
-                let local = tokio::task::LocalSet::new();
-                local.block_on(&runtime, async move {
-                    while let Some(job) = queue.recv().await {
-                        let under_way = Arc::clone(&under_way);
-                        tokio::task::spawn_local(async move {
-                            match job {
-                                Job::Reconcile { addon, data, reply } => {
-                                    let _ = reply.send(reconcile_one(addon, data).await);
-                                }
-                                Job::Relist { data, reply } => {
-                                    let _ = reply.send(relist::relist(&data).await);
-                                }
-                            }
-                            under_way.fetch_sub(1, Ordering::Relaxed);
-                        });
-                    }
-                });
-            });
-        match spawned {
-            Ok(_) => queues.push((jobs, busy)),
-            Err(e) => tracing::error!("cannot start a reconcile thread: {e}"),
+    Workers::start(threads, "addonctl-reconcile", |job: Job| async move {
+        match job {
+            Job::Reconcile { addon, data, reply } => {
+                let _ = reply.send(reconcile_one(addon, data).await);
+            }
+            Job::Relist { data, reply } => {
+                let _ = reply.send(relist::relist(&data).await);
+            }
         }
-    }
-    Workers { queues }
+    })
 }
 
 async fn reconcile_one(addon: Arc<Addon>, data: Arc<Data>) -> Result<Action> {
