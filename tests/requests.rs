@@ -21,6 +21,58 @@ async fn the_client_speaks_http2_to_the_api_server() {
     assert_eq!(versions, [http::Version::HTTP_2; 4]);
 }
 
+/// A watch that sees no event for longer than the connection's read timeout stays open: the
+/// HTTP/2 connection is pinged while a stream is open, and the server's answers are reads. So
+/// a cluster asks its watches to last `LONG_WATCH` once it has spoken HTTP/2.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quiet_watch_outlives_the_read_timeout() {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, WatchEvent, WatchParams};
+
+    let read_timeout = std::time::Duration::from_secs(2);
+    let cluster = addonctl::cluster::Cluster::connect(&addonctl::cluster::ConnectOptions {
+        kubeconfig: Some(Env::get().control_plane().kubeconfig.clone()),
+        timeout: Some(read_timeout),
+        ..addonctl::cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        cluster.watch_timeout(),
+        std::time::Duration::from_secs(1),
+        "before the protocol is known, a watch ends within the read timeout"
+    );
+    let request = http::Request::get("/version")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    cluster.client().send(request).await.unwrap();
+    assert_eq!(cluster.watch_timeout(), addonctl::cluster::LONG_WATCH);
+
+    // Four read timeouts without an event (a selector nothing matches): the server ends it.
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client().clone(), "default");
+    let params = WatchParams::default()
+        .labels("addonctl.test/matches=nothing")
+        .timeout(8);
+    let started = std::time::Instant::now();
+    let stream = api.watch(&params, "0").await.unwrap();
+    futures::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(WatchEvent::Bookmark(_)) => {}
+            other => panic!(
+                "after {:?}: {other:?} (the read timeout is {read_timeout:?})",
+                started.elapsed()
+            ),
+        }
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(7),
+        "the watch ended after {:?}",
+        started.elapsed()
+    );
+}
+
 /// The sandbox's system namespace, made beforehand (as an installation has it).
 async fn system_namespace(sb: &Sandbox) {
     sb.api()

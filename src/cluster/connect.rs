@@ -97,9 +97,29 @@ fn pool_idle_timeout(read_timeout: Option<Duration>) -> Duration {
     read_timeout.map_or(MAX_POOL_IDLE, |read| (read / 2).min(MAX_POOL_IDLE))
 }
 
+/// How often an HTTP/2 connection with a stream open (a watch) is pinged: a third of the read
+/// timeout (1–30 s). The read timeout wraps the connection's stream, so a watch that sees no
+/// event for that long would be cut; the server's answers to the pings are reads, and keep it
+/// open (and a connection whose server stopped answering is found within one interval plus
+/// the ping's timeout).
+fn keep_alive_interval(read_timeout: Option<Duration>) -> Duration {
+    read_timeout.map_or(MAX_KEEP_ALIVE, |read| {
+        (read / 3).clamp(Duration::from_secs(1), MAX_KEEP_ALIVE)
+    })
+}
+
+/// Longest interval between the pings of a connection with a stream open.
+const MAX_KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+/// Whether [`builder`] builds addonctl's own stack for `config` (HTTP/2 offered, pings while a
+/// stream is open), not kube's (a proxy, an `exec` plugin).
+pub fn own_stack(config: &kube::Config) -> bool {
+    config.proxy_url.is_none() && config.auth_info.exec.is_none()
+}
+
 /// The client builder of a cluster's config (see the module documentation).
 pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Error> {
-    if config.proxy_url.is_some() || config.auth_info.exec.is_some() {
+    if !own_stack(config) {
         return ClientBuilder::try_from(config.clone());
     }
     let https = https_connector(config)?;
@@ -110,6 +130,14 @@ pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Erro
     let client: hyper_util::client::legacy::Client<_, Body> =
         hyper_util::client::legacy::Builder::new(TokioExecutor::new())
             .pool_idle_timeout(pool_idle_timeout(config.read_timeout))
+            .timer(hyper_util::rt::TokioTimer::new())
+            .http2_keep_alive_interval(keep_alive_interval(config.read_timeout))
+            .http2_keep_alive_timeout(
+                config
+                    .read_timeout
+                    .unwrap_or(MAX_KEEP_ALIVE)
+                    .min(MAX_KEEP_ALIVE),
+            )
             .build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
@@ -130,6 +158,23 @@ pub fn builder(config: &kube::Config) -> Result<ClientBuilder<Stack>, kube::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watch_is_pinged_well_within_the_read_timeout() {
+        assert_eq!(
+            keep_alive_interval(Some(Duration::from_secs(30))),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            keep_alive_interval(Some(Duration::from_millis(900))),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            keep_alive_interval(Some(Duration::from_secs(600))),
+            MAX_KEEP_ALIVE
+        );
+        assert_eq!(keep_alive_interval(None), MAX_KEEP_ALIVE);
+    }
 
     #[test]
     fn idle_connections_leave_the_pool_well_before_the_read_timeout_cuts_them() {

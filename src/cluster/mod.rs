@@ -73,6 +73,8 @@ fn bound(config: &mut kube::Config, timeout: Duration) {
 pub struct Counters {
     requests: AtomicU64,
     writes: AtomicU64,
+    /// Whether a response came over HTTP/2 (the connection is pinged while a watch is open).
+    http2: std::sync::atomic::AtomicBool,
 }
 
 impl Counters {
@@ -86,6 +88,11 @@ impl Counters {
         self.writes.load(Ordering::Relaxed)
     }
 }
+
+/// How long a watch lasts where pings keep its connection open ([`Cluster::watch_timeout`]):
+/// under the five minutes after which a quiet connection may be dropped by proxies and load
+/// balancers in the way.
+pub const LONG_WATCH: Duration = Duration::from_secs(290);
 
 /// Whether a request is a server-side dry run (`dryRun=All` in its query): the server stores
 /// nothing, so it is not a write.
@@ -126,6 +133,8 @@ pub struct Cluster {
     server_version: Arc<tokio::sync::OnceCell<Option<String>>>,
     limits: rate::Limits,
     timeout: Duration,
+    /// Whether HTTP/2 connections are pinged while a stream is open ([`connect::own_stack`]).
+    pinged: bool,
     notice: watchdog::NoticeSlot,
     /// The managed clusters reached through this one, by name: one client (connection pool,
     /// discovery cache, rate bucket) per cluster per process.
@@ -199,6 +208,8 @@ impl Cluster {
         let reusing = Arc::clone(&reuse);
         let limits = rate::Limits::new(RateLimit::default());
         let cluster_name = name.to_owned();
+        let pinged = connect::own_stack(&config);
+        let versions = Arc::clone(&counters);
         let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
@@ -223,6 +234,14 @@ impl Cluster {
             ))
             .with_layer(&rate::RateLimitLayer::new(limits.clone()))
             .with_layer(&watchdog::WatchdogLayer(watch))
+            .with_layer(&tower::util::MapResponseLayer::new(
+                move |response: http::Response<Box<kube::client::DynBody>>| {
+                    if response.version() == http::Version::HTTP_2 {
+                        versions.http2.store(true, Ordering::Relaxed);
+                    }
+                    response
+                },
+            ))
             .build();
         Ok(Cluster {
             name: name.to_owned(),
@@ -235,6 +254,7 @@ impl Cluster {
             counters,
             limits,
             timeout,
+            pinged,
             notice,
             managed: Arc::default(),
             rules: Arc::default(),
@@ -259,6 +279,7 @@ impl Cluster {
             counters: Arc::new(Counters::default()),
             limits: rate::Limits::new(RateLimit::default()),
             timeout: DEFAULT_REQUEST_TIMEOUT,
+            pinged: false,
             notice: watchdog::NoticeSlot::default(),
             managed: Arc::default(),
             rules: Arc::default(),
@@ -269,6 +290,21 @@ impl Cluster {
     /// The limit of each request to this cluster.
     pub fn request_timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// How long a watch of this cluster may be asked to last (`timeoutSeconds`) before it is
+    /// made again. The connection's read timeout would cut a watch that sees no event for
+    /// that long, unless the connection is HTTP/2 and pinged while the watch is open
+    /// (addonctl's own stack, once a response came over HTTP/2): then [`LONG_WATCH`]; else
+    /// the request timeout less 5 s (at least 1 s).
+    pub fn watch_timeout(&self) -> Duration {
+        if self.pinged && self.counters.http2.load(Ordering::Relaxed) {
+            LONG_WATCH
+        } else {
+            self.timeout
+                .saturating_sub(Duration::from_secs(5))
+                .max(Duration::from_secs(1))
+        }
     }
 
     /// Where "still waiting for the server" lines go (see [`watchdog`]); the CLI prints them.

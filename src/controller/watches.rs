@@ -225,15 +225,12 @@ async fn api_for(place: &Place) -> Option<Api<DynamicObject>> {
     }
 }
 
-/// How long a watch of `cluster` lasts before it is made again: under the connection's read
-/// timeout, which would otherwise cut it.
+/// How long a watch of `cluster` lasts before it is made again ([`Cluster::watch_timeout`],
+/// in whole seconds).
+///
+/// [`Cluster::watch_timeout`]: crate::cluster::Cluster::watch_timeout
 pub(super) fn watch_timeout(cluster: &crate::cluster::Cluster) -> u32 {
-    let seconds = cluster
-        .request_timeout()
-        .saturating_sub(Duration::from_secs(5))
-        .as_secs()
-        .clamp(1, 290);
-    u32::try_from(seconds).unwrap_or(290)
+    u32::try_from(cluster.watch_timeout().as_secs().clamp(1, 3600)).unwrap_or(290)
 }
 
 /// Follows one place until aborted: every change or deletion not made by addonctl alone sends
