@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::declarative::{addon_events, wait_event};
 use crate::support::builders::TestAddon;
-use crate::support::k8s::{list_on, ClusterEnv, Env, Kind, Sandbox};
+use crate::support::k8s::{get_on, list_on, ClusterEnv, Env, Kind, Sandbox};
 
 /// The label every fixture object carries: the addon's name.
 const LABEL: &str = "addonctl.test/addon";
@@ -830,6 +830,65 @@ async fn a_hand_edit_is_corrected_under_correct() {
     assert!(
         metric(&metrics, listed) > listed_before,
         "the edited cluster is listed: {metrics}"
+    );
+    stop_controller(controller, stop).await;
+}
+
+/// Two `Addon`s whose addons render one object differently (the fixture's Namespace, labelled
+/// with each addon's name), both under `correct`: the one that did not apply it last reports
+/// `SharedObjectConflict` and neither undoes the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_addons_rendering_one_object_differently_report_it_and_do_not_flip_it() {
+    let (left, right) = (
+        fixture("left", "1.0.0", false),
+        fixture("right", "1.0.0", false),
+    );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&left, &right]);
+    install_crd(&sb).await;
+    sb.join("m1", managed(1), &[]).await;
+    let m1 = managed(1).admin().await;
+    let (controller, stop, _cluster, _address) = in_process_with(
+        &sb,
+        &[&left, &right],
+        ControllerSettings {
+            drift_interval: Duration::from_secs(1),
+            ..ControllerSettings::default()
+        },
+    )
+    .await;
+    let spec = json!({"clusters": ["m1"], "drift": {"policy": "correct"}});
+    apply_addon(&sb, "left", spec.clone()).await;
+    wait_ready(&sb, "left").await;
+    apply_addon(&sb, "right", spec).await;
+    wait_ready(&sb, "right").await;
+    let owner = || async {
+        get_on(&m1, Kind::NAMESPACE, None, sb.ns()).await.unwrap()["metadata"]["labels"][LABEL]
+            .clone()
+    };
+    let reported = wait_for("`left` reports the conflict", || async {
+        let addon = addon(&sb, "left").await?;
+        let drifted = condition(&addon, "Drifted")?.clone();
+        (drifted["reason"] == "SharedObjectConflict").then_some(drifted)
+    })
+    .await;
+    let message = reported["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("also applied by addon `right`") && message.contains(LABEL),
+        "{message}"
+    );
+    // A few drift checks later (every second): the Namespace still has `right`'s label.
+    for _ in 0..8 {
+        assert_eq!(owner().await, json!("right"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let right_drifted = condition(&addon(&sb, "right").await.unwrap(), "Drifted").cloned();
+    assert_ne!(
+        right_drifted.as_ref().map(|c| c["status"].clone()),
+        Some(json!("True")),
+        "{right_drifted:?}"
     );
     stop_controller(controller, stop).await;
 }

@@ -442,8 +442,9 @@ async fn enable_tuned(sb: &Sandbox, m1_count: Option<u64>) {
         .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
+/// A sandbox with m1 and m2 joined and `tuned` enabled there, m1 with `count` = 3 over the
+/// arguments (the fixture addon is returned with it: its directory lives as long as it does).
+async fn tuned_with_an_override() -> (Sandbox, TestAddon) {
     let tuned = crate::controller::fixture("tuned", "1.0.0", false);
     let sb = Sandbox::with_kubevela()
         .await
@@ -452,6 +453,12 @@ async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
     sb.join("m1", Env::get().managed_n(1), &[]).await;
     sb.join("m2", Env::get().managed_n(2), &[]).await;
     enable_tuned(&sb, Some(3)).await;
+    (sb, tuned)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
+    let (sb, _tuned) = tuned_with_an_override().await;
     assert_eq!(
         (
             fixture_count(&sb, 1, "tuned").await,
@@ -510,14 +517,7 @@ async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
 /// cluster; `--reset-values` drops them.
 #[tokio::test(flavor = "multi_thread")]
 async fn enable_keeps_the_parameters_clusters_got_over_the_arguments_until_reset() {
-    let tuned = crate::controller::fixture("tuned", "1.0.0", false);
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&tuned]);
-    sb.join("m1", Env::get().managed_n(1), &[]).await;
-    sb.join("m2", Env::get().managed_n(2), &[]).await;
-    enable_tuned(&sb, Some(3)).await;
+    let (sb, _tuned) = tuned_with_an_override().await;
     let counts = || async {
         (
             fixture_count(&sb, 1, "tuned").await,

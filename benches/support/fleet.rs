@@ -262,6 +262,8 @@ pub async fn run() {
             &drift_spec,
             &mut memo,
             std::collections::BTreeSet::new(),
+            // As the controller's records cache answers with one addon: no other record.
+            Some(&|| Some(addonctl::state::record::OtherRecords::default())),
         )
         .await
         .unwrap();

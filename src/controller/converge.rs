@@ -321,6 +321,7 @@ async fn observe_drift(
     let watched = data.watches.vouched(&name);
     let vouched = memo.vouchable(&watched, revision, super::watches::FULL_CHECK);
     data.watches.checking(&name, &vouched);
+    let others = || other_records(data, &name);
     let report = engine::drift(
         &data.shared.ctx(),
         &name,
@@ -328,6 +329,7 @@ async fn observe_drift(
         &spec,
         &mut memo,
         vouched,
+        Some(&others),
     )
     .await;
     if report.is_err() {
@@ -397,6 +399,29 @@ async fn observe_drift(
     };
     status.set_condition(drifted, &now());
     Ok(())
+}
+
+/// What the records of the addons but `name` list, from the records' watch cache; `None` when
+/// one of them is sharded or cannot be read (its shards are not cached: the drift check reads
+/// the records then).
+fn other_records(data: &Data, name: &str) -> Option<crate::state::record::OtherRecords> {
+    let mut records = Vec::new();
+    let own = record_name(name);
+    for secret in data.records.state() {
+        if secret.metadata.name.as_deref() == Some(own.as_str()) {
+            continue;
+        }
+        let main = serde_json::to_value(&*secret).ok()?;
+        if crate::state::record::storage::is_sharded(&main) {
+            return None;
+        }
+        if let Some(record) = crate::state::record::storage::decode(&main, &[]).ok()? {
+            if record.name != name {
+                records.push(record);
+            }
+        }
+    }
+    Some(crate::state::record::OtherRecords::of(&records, name))
 }
 
 /// Reads the addon's health and sets the per-cluster list and the `Ready`, `Progressing` and

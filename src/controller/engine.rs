@@ -376,6 +376,7 @@ pub async fn drift(
     spec: &crate::drift::DriftSpec,
     memo: &mut DriftMemo,
     vouched: BTreeSet<String>,
+    known: Option<crate::drift::engine::KnownOthers<'_>>,
 ) -> Result<crate::drift::Report> {
     let started = Instant::now();
     if spec.policy == crate::drift::Policy::Ignore {
@@ -407,6 +408,7 @@ pub async fn drift(
         spec,
         &mut memo.cache,
         vouched.clone(),
+        known,
     )
     .await?;
     memo.listed(&report, &vouched, revision, started);

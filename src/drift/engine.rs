@@ -40,10 +40,15 @@ pub async fn check_with(
     spec: &DriftSpec,
     cache: &mut DriftCache,
 ) -> Result<Report> {
-    check_vouched(ctx, record, desired, spec, cache, BTreeSet::new()).await
+    check_vouched(ctx, record, desired, spec, cache, BTreeSet::new(), None).await
 }
 
-/// [`check_with`], the `vouched` clusters not listed ([`DetectRequest::vouched`]).
+/// What the other addons' records list, from a caller that holds them (a controller's watch
+/// cache); `None` when it cannot tell (a sharded record): they are read.
+pub type KnownOthers<'a> = &'a (dyn Fn() -> Option<OtherRecords> + Send + Sync);
+
+/// [`check_with`], the `vouched` clusters not listed ([`DetectRequest::vouched`]); the other
+/// addons' records from `known` when given (asked only when some cluster is listed), else read.
 pub async fn check_vouched(
     ctx: &Context,
     record: &Record,
@@ -51,6 +56,7 @@ pub async fn check_vouched(
     spec: &DriftSpec,
     cache: &mut DriftCache,
     vouched: BTreeSet<String>,
+    known: Option<KnownOthers<'_>>,
 ) -> Result<Report> {
     spec.validate()?;
     let (compared, skipped) = held_apart(record);
@@ -58,10 +64,12 @@ pub async fn check_vouched(
     let clients = ctx.state().clients(&names).await?;
     // What the other addons' records list: an object two addons render carries the label of
     // the last one (read only when a cluster is listed at all).
-    let others = if names.iter().any(|n| !vouched.contains(n)) {
-        OtherRecords::of(&ctx.state().records().await?, &record.name)
-    } else {
+    let others = if names.iter().all(|n| vouched.contains(n)) {
         OtherRecords::default()
+    } else if let Some(others) = known.and_then(|known| known()) {
+        others
+    } else {
+        OtherRecords::of(&ctx.state().records().await?, &record.name)
     };
     let targets = compared
         .into_iter()
