@@ -233,18 +233,19 @@ async fn compare_cluster(
             excluded.push(owner_label());
         }
         let paths = diff(desired, &live, &excluded);
-        if let (Some(other), false) = (shared, paths.is_empty()) {
-            let owner = live
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(LABEL_NAME))
-                .and_then(Value::as_str);
-            if owner.is_some_and(|o| o != request.addon) {
-                found.drifts.push(drift(DriftKind::Shared {
-                    with: owner.unwrap_or(other).to_owned(),
-                    paths,
-                }));
-                continue;
-            }
+        // The other addon that lists it applied it last (its label): their renders differ.
+        // Otherwise (this addon's label, another one, none) it is drift like any other.
+        let last = live
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(LABEL_NAME))
+            .and_then(Value::as_str)
+            .filter(|owner| shared.is_some_and(|other| other.as_str() == *owner));
+        if let (Some(owner), false) = (last, paths.is_empty()) {
+            found.drifts.push(drift(DriftKind::Shared {
+                with: owner.to_owned(),
+                paths,
+            }));
+            continue;
         }
         if paths.is_empty() {
             if let Some(version) = live
