@@ -540,18 +540,8 @@ async fn enable_keeps_the_parameters_clusters_got_over_the_arguments_until_reset
     assert_eq!(counts().await, (3, 4));
 
     // `diff --reset-values` shows m1's parameter going back to the arguments' value.
-    let diffed = sb
-        .cli()
-        .args([
-            "diff",
-            "tuned",
-            "--reset-values",
-            "count=4",
-            "--clusters",
-            "m1,m2",
-        ])
-        .assert()
-        .code(1);
+    let reset = ["tuned", "--reset-values", "count=4", "--clusters", "m1,m2"];
+    let diffed = sb.cli().arg("diff").args(reset).assert().code(1);
     let stdout = String::from_utf8_lossy(&diffed.get_output().stdout).into_owned();
     assert!(
         stdout.contains(
@@ -562,17 +552,7 @@ async fn enable_keeps_the_parameters_clusters_got_over_the_arguments_until_reset
     assert!(!stdout.contains("cluster `m2`"), "{stdout}");
     assert_eq!(counts().await, (3, 4), "a diff changes nothing");
 
-    sb.cli()
-        .args([
-            "enable",
-            "tuned",
-            "--reset-values",
-            "count=4",
-            "--clusters",
-            "m1,m2",
-        ])
-        .assert()
-        .success();
+    sb.cli().arg("enable").args(reset).assert().success();
     assert_eq!(counts().await, (4, 4));
     let record = sb.ctx.state().record("tuned").await.unwrap().unwrap();
     assert!(record.cluster_parameters("m1").is_none());
