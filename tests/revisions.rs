@@ -558,3 +558,42 @@ async fn enable_keeps_the_parameters_clusters_got_over_the_arguments_until_reset
     assert!(record.cluster_parameters("m1").is_none());
     assert!(record.overrides.is_empty(), "{:?}", record.overrides);
 }
+
+/// A kept parameter set the addon's new version refuses stops the upgrade before anything is
+/// applied, naming the clusters, the parameter and the ways out.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upgrade_whose_schema_refuses_a_kept_parameter_set_says_so_and_changes_nothing() {
+    let (sb, tuned) = tuned_with_an_override().await;
+    // 2.0.0 allows at most 2: m1's `count` = 3 no longer fits.
+    let _tuned = tuned
+        .file(
+            "metadata.yaml",
+            "name: tuned\nversion: 2.0.0\ndescription: Fixture addon tuned\n",
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    count: pint(2).max(2),\n    clusters: list(string()).optional(),\n}\n",
+        );
+    let output = sb
+        .cli()
+        .args(["upgrade", "tuned", "--version", "2.0.0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cluster(s) `m1`")
+            && stderr.contains("set `count`")
+            && stderr.contains("--reset-values"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (
+            fixture_count(&sb, 1, "tuned").await,
+            fixture_count(&sb, 2, "tuned").await
+        ),
+        (3, 2)
+    );
+    let record = sb.ctx.state().record("tuned").await.unwrap().unwrap();
+    assert_eq!(record.version, "1.0.0");
+}
