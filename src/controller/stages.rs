@@ -101,18 +101,32 @@ impl Key {
         let with_drift = digest(&unpaused, true);
         unpaused.drift = None;
         let without_drift = digest(&unpaused, true);
+        // Every field of the spec goes to one part or is named as neither: a field added to
+        // the spec must be placed here (the destructuring does not compile without it).
+        let AddonSpec {
+            registry,
+            version: constraint,
+            parameters,
+            secret_parameters,
+            overrides,
+            clusters,
+            cluster_selector,
+            rollout,
+            drift: _,
+            suspend: _,
+        } = unpaused;
         let content = AddonSpec {
-            registry: unpaused.registry.clone(),
-            version: unpaused.version.clone(),
-            parameters: unpaused.parameters.clone(),
-            secret_parameters: unpaused.secret_parameters.clone(),
-            overrides: unpaused.overrides.clone(),
+            registry,
+            version: constraint,
+            parameters,
+            secret_parameters,
+            overrides,
             ..AddonSpec::default()
         };
         let shape = AddonSpec {
-            clusters: unpaused.clusters.clone(),
-            cluster_selector: unpaused.cluster_selector.clone(),
-            rollout: unpaused.rollout.clone(),
+            clusters,
+            cluster_selector,
+            rollout,
             ..AddonSpec::default()
         };
         Key {
