@@ -200,6 +200,47 @@ mod tests {
         drop(accept.await);
     }
 
+    #[tokio::test]
+    async fn every_request_names_addonctl_and_its_version_as_the_user_agent() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let served = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = stream.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#;
+            let response = format!(
+                "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(response.as_bytes()).await.unwrap();
+            String::from_utf8_lossy(&head).to_lowercase()
+        });
+        let cluster =
+            crate::cluster::Cluster::from_config("m1", config(&format!("http://{address}")))
+                .unwrap();
+        let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
+        let _ = cluster.get(&gvk, None, "web").await;
+        let head = served.await.unwrap();
+        let agent = crate::cluster::user_agent();
+        assert!(
+            agent.starts_with(concat!("addonctl/", env!("CARGO_PKG_VERSION"), " (")),
+            "{agent}"
+        );
+        assert!(
+            head.contains(&format!("\r\nuser-agent: {}\r\n", agent.to_lowercase())),
+            "{head}"
+        );
+    }
+
     fn config(url: &str) -> kube::Config {
         kube::Config::new(url.parse().expect("a URL"))
     }

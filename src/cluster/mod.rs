@@ -61,6 +61,17 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a TCP and TLS connect may take, whatever the request timeout.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The `User-Agent` of every request to a cluster: like kubectl's, the tool, its version and
+/// the platform (`addonctl/0.1.0 (linux/x86_64)`).
+pub fn user_agent() -> String {
+    format!(
+        "addonctl/{} ({}/{})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
 /// Sets a kube config's socket timeouts from a request timeout.
 fn bound(config: &mut kube::Config, timeout: Duration) {
     config.connect_timeout = Some(timeout.min(MAX_CONNECT_TIMEOUT));
@@ -210,11 +221,18 @@ impl Cluster {
         let cluster_name = name.to_owned();
         let pinged = connect::own_stack(&config);
         let versions = Arc::clone(&counters);
+        let agent = http::HeaderValue::from_str(&user_agent())
+            .map_err(|e| Error::Config(format!("user agent: {e}")))?;
         let client = connect::builder(&config)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_layer(&tower::util::MapRequestLayer::new(
-                move |request: http::Request<kube::client::Body>| {
+                move |mut request: http::Request<kube::client::Body>| {
                     counting.requests.fetch_add(1, Ordering::Relaxed);
+                    // Named in the API server's audit log (kubectl and client-go send theirs).
+                    request
+                        .headers_mut()
+                        .entry(http::header::USER_AGENT)
+                        .or_insert_with(|| agent.clone());
                     tracing::trace!(target: "addonctl::requests", cluster = %cluster_name, method = %request.method(), uri = %request.uri(), "request");
                     // An access review is a POST that changes nothing, and so is a
                     // server-side dry run.
