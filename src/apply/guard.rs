@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::StreamExt as _;
 use kube::api::{DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
@@ -26,6 +27,8 @@ use crate::{Error, Result};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
+/// How many custom-resource checks run at once.
+const CONCURRENCY: usize = 8;
 
 /// Refuses the removal of `removal` while something outside it still needs one of them.
 pub(super) async fn check(
@@ -169,41 +172,57 @@ async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<St
     let own = own_objects(addon);
     let names: BTreeSet<String> = wanted.keys().cloned().collect();
     let clients = ctx.state().clients(&names).await?;
-    let mut found = Vec::new();
-    for (cluster_name, crds) in &wanted {
-        let Some(Ok(cluster)) = clients.get(cluster_name) else {
-            continue;
-        };
-        for crd in crds {
-            if found.len() >= SHOWN {
-                return Ok(found);
-            }
-            let owned = own.iter().filter(|(c, ..)| c == cluster_name).count();
-            match resources_of(cluster, crd, SHOWN - found.len() + owned).await {
-                Ok(items) => found.extend(
-                    items
-                        .into_iter()
-                        .filter(|(kind, namespace, name)| {
-                            !own.contains(&(
-                                cluster_name.clone(),
-                                kind.clone(),
-                                namespace.clone(),
-                                name.clone(),
-                            ))
-                        })
-                        .take(SHOWN - found.len())
-                        .map(|(kind, namespace, name)| match namespace {
-                            Some(ns) => format!("{kind} `{ns}/{name}` on cluster `{cluster_name}`"),
-                            None => format!("{kind} `{name}` on cluster `{cluster_name}`"),
-                        }),
-                ),
-                Err(Error::Cluster(e)) if !e.is_user_error() => {
-                    tracing::warn!(
-                        "cannot check custom resources on cluster `{cluster_name}`: {e}"
-                    );
+    // Every CRD at once (bounded): each first list of a kind can cost the API server the
+    // set-up of its storage, ~25 ms, which one after the other would add up per CRD.
+    let checks: Vec<(&String, &String)> = wanted
+        .iter()
+        .filter(|(cluster_name, _)| matches!(clients.get(*cluster_name), Some(Ok(_))))
+        .flat_map(|(cluster_name, crds)| crds.iter().map(move |crd| (cluster_name, crd)))
+        .collect();
+    let listings: Vec<Result<Vec<(String, Option<String>, String)>>> =
+        futures::stream::iter(&checks)
+            .map(|&(cluster_name, crd)| {
+                let owned = own.iter().filter(|(c, ..)| c == cluster_name).count();
+                let client = clients.get(cluster_name);
+                async move {
+                    match client {
+                        Some(Ok(cluster)) => resources_of(cluster, crd, SHOWN + owned).await,
+                        _ => Ok(Vec::new()),
+                    }
                 }
-                Err(e) => return Err(e),
+            })
+            .buffered(CONCURRENCY)
+            .collect()
+            .await;
+    let mut found = Vec::new();
+    for (&(cluster_name, _), listing) in checks.iter().zip(listings) {
+        let items = match listing {
+            Ok(items) => items,
+            Err(Error::Cluster(e)) if !e.is_user_error() => {
+                tracing::warn!("cannot check custom resources on cluster `{cluster_name}`: {e}");
+                continue;
             }
+            Err(e) => return Err(e),
+        };
+        found.extend(
+            items
+                .into_iter()
+                .filter(|(kind, namespace, name)| {
+                    !own.contains(&(
+                        cluster_name.clone(),
+                        kind.clone(),
+                        namespace.clone(),
+                        name.clone(),
+                    ))
+                })
+                .map(|(kind, namespace, name)| match namespace {
+                    Some(ns) => format!("{kind} `{ns}/{name}` on cluster `{cluster_name}`"),
+                    None => format!("{kind} `{name}` on cluster `{cluster_name}`"),
+                }),
+        );
+        if found.len() >= SHOWN {
+            found.truncate(SHOWN);
+            break;
         }
     }
     Ok(found)

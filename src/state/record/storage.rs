@@ -18,6 +18,7 @@
 use std::io::{Read as _, Write as _};
 
 use base64::Engine as _;
+use futures::StreamExt as _;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use kube::api::DynamicObject;
@@ -536,17 +537,45 @@ pub async fn delete_parts(
     } else {
         format!("{LABEL_RECORD_PART}={part},{LABEL_RECORD_OF}={addon}")
     };
+    let listed = cluster.list(&secret_gvk(), Some(ns), &selector).await?;
+    let names: Vec<&str> = listed
+        .iter()
+        .filter_map(|secret| secret.metadata.name.as_deref())
+        .filter(|name| !keep.contains(name))
+        .collect();
+    // Concurrently (a record keeps up to `--history-max` revisions and 64 shards); after the
+    // first failure no further delete is started, and the first error is returned.
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<Option<cluster::Result<bool>>> = futures::stream::iter(&names)
+        .map(|&name| {
+            let failed = &failed;
+            async move {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    return None;
+                }
+                let result = cluster.delete(&secret_gvk(), Some(ns), name).await;
+                if result.is_err() {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Some(result)
+            }
+        })
+        .buffered(crate::state::clusters::OBJECT_CONCURRENCY)
+        .collect()
+        .await;
     let mut deleted = Vec::new();
-    for secret in cluster.list(&secret_gvk(), Some(ns), &selector).await? {
-        let Some(name) = secret.metadata.name.as_deref() else {
-            continue;
-        };
-        if keep.contains(&name) {
-            continue;
-        }
-        if cluster.delete(&secret_gvk(), Some(ns), name).await? {
-            deleted.push(name.to_owned());
+    let mut first_error = None;
+    for (name, result) in names.iter().zip(results) {
+        match result {
+            Some(Ok(true)) => deleted.push((*name).to_owned()),
+            Some(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Some(Ok(false)) | None => {}
         }
     }
-    Ok(deleted)
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(deleted),
+    }
 }
