@@ -304,7 +304,22 @@ pub async fn plan_needs(
 }
 
 /// `create` on namespaces when the system namespace is missing (the command creates it).
+///
+/// The namespace is read only when the caller's rules in it do not allow that already: a rule
+/// there allowing `create` on namespaces comes from a ClusterRoleBinding whenever the namespace
+/// is missing (nothing can be bound in a namespace that does not exist), so with one the need
+/// is met either way, and the lock's first write makes the namespace when it is missing.
 pub async fn system_namespace_needs(ctx: &crate::apply::Applier<'_>) -> crate::Result<Vec<Need>> {
+    let create = Need::new("create", "", "namespaces", None);
+    if let Ok(Some(status)) = ctx.cluster.rules_review(ctx.namespace).await {
+        if Rules::from(status)
+            .rules
+            .iter()
+            .any(|rule| rule_allows(rule, &create, None))
+        {
+            return Ok(Vec::new());
+        }
+    }
     let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Namespace");
     Ok(
         match ctx.cluster.get_kept(&gvk, None, ctx.namespace).await {
