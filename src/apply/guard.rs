@@ -179,21 +179,20 @@ async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<St
         .filter(|(cluster_name, _)| matches!(clients.get(*cluster_name), Some(Ok(_))))
         .flat_map(|(cluster_name, crds)| crds.iter().map(move |crd| (cluster_name, crd)))
         .collect();
-    let listings: Vec<Result<Vec<(String, Option<String>, String)>>> =
-        futures::stream::iter(&checks)
-            .map(|&(cluster_name, crd)| {
-                let owned = own.iter().filter(|(c, ..)| c == cluster_name).count();
-                let client = clients.get(cluster_name);
-                async move {
-                    match client {
-                        Some(Ok(cluster)) => resources_of(cluster, crd, SHOWN + owned).await,
-                        _ => Ok(Vec::new()),
-                    }
+    let listings: Vec<Result<Resources>> = futures::stream::iter(&checks)
+        .map(|&(cluster_name, crd)| {
+            let owned = own.iter().filter(|(c, ..)| c == cluster_name).count();
+            let client = clients.get(cluster_name);
+            async move {
+                match client {
+                    Some(Ok(cluster)) => resources_of(cluster, crd, SHOWN + owned).await,
+                    _ => Ok(Vec::new()),
                 }
-            })
-            .buffered(CONCURRENCY)
-            .collect()
-            .await;
+            }
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
     let mut found = Vec::new();
     for (&(cluster_name, _), listing) in checks.iter().zip(listings) {
         let items = match listing {
@@ -228,12 +227,11 @@ async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<St
     Ok(found)
 }
 
+/// Custom resources, each as `(kind, namespace, name)`.
+type Resources = Vec<(String, Option<String>, String)>;
+
 /// Up to `limit` objects of a CRD's kind, in every namespace: `(kind, namespace, name)`.
-async fn resources_of(
-    cluster: &Cluster,
-    crd: &str,
-    limit: usize,
-) -> Result<Vec<(String, Option<String>, String)>> {
+async fn resources_of(cluster: &Cluster, crd: &str, limit: usize) -> Result<Resources> {
     let crd_gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
     let Some(object) = cluster.get(&crd_gvk, None, crd).await? else {
         return Ok(Vec::new());

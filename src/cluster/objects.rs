@@ -174,15 +174,19 @@ impl Cluster {
         }
     }
 
-    /// Creates an object only if it does not exist (used for the system namespace). Returns
-    /// whether it was created.
+    /// Creates an object only if it does not exist (used for the system namespace, field
+    /// manager [`crate::model::wire::SYSTEM_NAMESPACE_MANAGER`]). Returns whether it was created.
     pub async fn create_if_missing(&self, object: &Value) -> Result<bool> {
         let (what, api, _, stored) = self.stored_as(object).await?;
         if stored.is_some() {
             return Ok(false);
         }
         let typed = self.typed(object, &what)?;
-        match api.create(&PostParams::default(), &typed).await {
+        let params = PostParams {
+            field_manager: Some(crate::model::wire::SYSTEM_NAMESPACE_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match api.create(&params, &typed).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(r)) if r.code == 409 => Ok(false),
             Err(e) => Err(self.map_error(e, &what)),

@@ -18,6 +18,11 @@ pub const LABEL_RECORD: &str = "addonctl.io/record";
 pub const LOCAL_CLUSTER: &str = "local";
 /// The field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "addonctl";
+
+/// The field manager of the system namespace when addonctl makes it: not [`FIELD_MANAGER`], so
+/// that an addon whose objects include that namespace never counts it as created by its apply
+/// (objects written without a field manager would get the `User-Agent`'s first word).
+pub const SYSTEM_NAMESPACE_MANAGER: &str = "addonctl-system";
 /// The key of the argument Secret's data that holds the arguments (JSON).
 pub const ARGS_SECRET_KEY: &str = "addonParameterDataKey";
 
