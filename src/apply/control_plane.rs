@@ -89,8 +89,8 @@ pub(super) async fn apply_rendered(
     // namespace when it was missing). Otherwise it is read once per command (the access check
     // may have read it): no lock protects it.
     let namespace_gvk = GroupVersionKind::gvk("", "v1", "Namespace");
-    let missing = ctx.locked_at().is_none()
-        && cluster.get_kept(&namespace_gvk, None, ns).await?.is_none();
+    let missing =
+        ctx.locked_at().is_none() && cluster.get_kept(&namespace_gvk, None, ns).await?.is_none();
     if missing
         && cluster
             .create_if_missing(&crate::model::wire::namespace_object(ns))

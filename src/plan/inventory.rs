@@ -458,14 +458,15 @@ impl DefinitionsOnCluster {
     }
 }
 
-/// How [`check`] runs: `skip` turns what is missing into notes; `vela_running` is whether the
-/// planner found KubeVela's version (read once per plan).
-#[derive(Debug, Clone, Copy)]
-pub struct Checks {
+/// How [`check`] runs: `skip` turns what is missing into notes; `vela` tells whether KubeVela
+/// runs on the control plane (read once per plan, and only when KubeVela deploys an addon that
+/// uses definitions).
+#[derive(Clone, Copy)]
+pub struct Checks<'a> {
     /// What is missing becomes notes instead of an error.
     pub skip: bool,
-    /// KubeVela runs on the control plane.
-    pub vela_running: bool,
+    /// KubeVela's version, when it runs on the control plane.
+    pub vela: &'a super::VelaVersion<'a>,
 }
 
 /// Checks that every API the plan's addons use is provided; see the module documentation.
@@ -476,9 +477,9 @@ pub async fn check(
     plan: &Plan,
     installed: &BTreeMap<String, Installed>,
     readers: Vec<Reader>,
-    checks: Checks,
+    checks: Checks<'_>,
 ) -> Result<Vec<String>> {
-    let Checks { skip, vela_running } = checks;
+    let Checks { skip, vela } = checks;
     refuse_state(ctx.store(), plan).await?;
     let mut by_plan: BTreeSet<Api> = BTreeSet::new();
     for step in &plan.steps {
@@ -492,17 +493,20 @@ pub async fn check(
         }
     }
     let (installed_groups, by_installed) = installed_provided(installed);
-    let definitions_served = ctx
-        .cluster
-        .serves(&GroupVersionKind::gvk(
-            "core.oam.dev",
-            "v1beta1",
-            "ComponentDefinition",
-        ))
-        .await?;
+    // Definitions matter when KubeVela deploys the addons: the direct engine dispatches their
+    // components itself.
+    let definitions_served = super::uses_vela(ctx.cluster, ctx.engine).await
+        && ctx
+            .cluster
+            .serves(&GroupVersionKind::gvk(
+                "core.oam.dev",
+                "v1beta1",
+                "ComponentDefinition",
+            ))
+            .await?;
     // With KubeVela running, its built-ins are definitions in the system namespace like any
     // other; without it, the complete list of 1.10's built-ins stands in for them.
-    let kubevela_running = definitions_served && vela_running;
+    let kubevela_running = definitions_served && vela.get().await.is_some();
     let mut on_cluster = DefinitionsOnCluster::default();
 
     // Every addon's missing APIs, with an example object of each.

@@ -250,8 +250,9 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
     check_clusters(ctx.store(), request.args.clusters()).await?;
     let installed = ctx.store().installed().await?;
     let k8s_version = kubernetes_version(ctx.cluster).await;
-    let vela_version = vela_version(ctx.cluster, ctx.namespace).await;
-    let platform = Platform::new(k8s_version.as_deref(), vela_version.as_deref());
+    // Read only when an addon the solver sees requires a KubeVela version, or KubeVela deploys
+    // an addon that uses definitions.
+    let vela = VelaVersion::new(ctx.cluster, ctx.namespace);
     let mut notes = Vec::new();
     let directory = open_directory(request).await?;
     let (root, pinned) = root_of(request, directory.as_ref().map(|(_, package)| package));
@@ -264,6 +265,10 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
         pinned: pinned.as_deref(),
         directory: directory.as_ref().map(|(_, package)| package),
         current: installed.get(&root),
+    };
+    let platform = PlatformInputs {
+        kubernetes: k8s_version.as_deref(),
+        vela: &vela,
     };
     let solution = solve(
         &mut sources,
@@ -323,7 +328,7 @@ pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> R
         sources.readers(),
         Checks {
             skip: request.skip_api_check,
-            vela_running: vela_version.is_some(),
+            vela: &vela,
         },
     )
     .await?;
@@ -382,7 +387,7 @@ struct Wanted<'a> {
 async fn solve(
     sources: &mut Sources,
     installed: &BTreeMap<String, Installed>,
-    platform: &Platform,
+    platform: &PlatformInputs<'_>,
     request: &EnableRequest,
     wanted: &Wanted<'_>,
     notes: &mut Vec<String>,
@@ -419,7 +424,7 @@ async fn solve(
     sources
         .gather(&mut universe, root, version, pinned, false, notes)
         .await;
-    match resolve::solve(&universe, platform, &solver_request) {
+    match resolve::solve(&universe, &platform.of(&universe).await, &solver_request) {
         Ok(solution) => Ok(solution),
         Err(first) => {
             // The newest versions did not make a plan: let the solver see older ones too.
@@ -427,7 +432,8 @@ async fn solve(
                 .gather(&mut universe, root, version, pinned, true, notes)
                 .await;
             if added {
-                Ok(resolve::solve(&universe, platform, &solver_request)?)
+                let platform = platform.of(&universe).await;
+                Ok(resolve::solve(&universe, &platform, &solver_request)?)
             } else {
                 Err(first.into())
             }
@@ -631,6 +637,52 @@ pub fn installed_addon(addon: &Installed) -> InstalledAddon {
                     .collect()
             })
             .unwrap_or_default(),
+    }
+}
+
+/// What the solver's [`Platform`] is made of: Kubernetes' version (read already) and KubeVela's
+/// (read when a candidate requires one).
+struct PlatformInputs<'a> {
+    kubernetes: Option<&'a str>,
+    vela: &'a VelaVersion<'a>,
+}
+
+impl PlatformInputs<'_> {
+    /// The platform `universe`'s candidates are checked against: KubeVela's version is read
+    /// only when one of them has a `system.vela` requirement.
+    async fn of(&self, universe: &Universe) -> Platform {
+        let vela = if universe.requires_vela() {
+            self.vela.get().await
+        } else {
+            None
+        };
+        Platform::new(self.kubernetes, vela)
+    }
+}
+
+/// KubeVela's version ([`vela_version`]), read at most once per plan and only when asked for.
+pub struct VelaVersion<'a> {
+    cluster: &'a Cluster,
+    namespace: &'a str,
+    read: tokio::sync::OnceCell<Option<String>>,
+}
+
+impl<'a> VelaVersion<'a> {
+    /// Nothing is read yet.
+    pub fn new(cluster: &'a Cluster, namespace: &'a str) -> Self {
+        VelaVersion {
+            cluster,
+            namespace,
+            read: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The version (`None`: KubeVela is not installed), read on the first call.
+    pub async fn get(&self) -> Option<&str> {
+        self.read
+            .get_or_init(|| vela_version(self.cluster, self.namespace))
+            .await
+            .as_deref()
     }
 }
 

@@ -164,6 +164,18 @@ impl Universe {
         self.available.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// Whether a candidate requires a KubeVela version (`system.vela`): only then is the
+    /// platform's looked for.
+    pub fn requires_vela(&self) -> bool {
+        self.available.values().flatten().any(|candidate| {
+            candidate
+                .system
+                .vela
+                .as_deref()
+                .is_some_and(|constraint| !constraint.trim().is_empty())
+        })
+    }
+
     /// What is installed of an addon.
     pub fn installed(&self, name: &str) -> Option<&InstalledAddon> {
         self.installed.get(name)

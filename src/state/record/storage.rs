@@ -18,9 +18,9 @@
 use std::io::{Read as _, Write as _};
 
 use base64::Engine as _;
-use futures::StreamExt as _;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
+use futures::StreamExt as _;
 use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
