@@ -284,3 +284,31 @@ fn candidates_with_unreadable_constraints_are_avoided() {
         ["b 1.0.0 install", "a 1.0.0 install"]
     );
 }
+
+#[test]
+fn kubevelas_version_is_needed_only_by_a_candidate_requiring_one() {
+    let mut u = universe(MAIN, &[("main", "a 1.0.0", &["b"])]);
+    u.add(Candidate {
+        system: SystemRequirements {
+            kubernetes: Some(">=1.20".to_owned()),
+            vela: Some("  ".to_owned()),
+            ..SystemRequirements::default()
+        },
+        ..candidate("main", "b 1.0.0", &[])
+    });
+    assert!(
+        !u.requires_vela(),
+        "Kubernetes and a blank KubeVela requirement need no version"
+    );
+    u.add(Candidate {
+        system: SystemRequirements {
+            vela: Some(">=1.9".to_owned()),
+            ..SystemRequirements::default()
+        },
+        ..candidate("other", "b 0.9.0", &[])
+    });
+    assert!(
+        u.requires_vela(),
+        "an older candidate requiring KubeVela counts too"
+    );
+}
