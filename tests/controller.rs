@@ -709,9 +709,15 @@ async fn config_map_index(cluster: &Cluster, namespace: &str, name: &str) -> Opt
 async fn edit_config_map(cluster: &Cluster, namespace: &str, name: &str, index: &str) {
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::namespaced(cluster.client().clone(), namespace);
+    // As a person with `kubectl edit` would: another field manager (the client's User-Agent
+    // would name addonctl).
+    let params = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".to_owned()),
+        ..kube::api::PatchParams::default()
+    };
     api.patch(
         name,
-        &kube::api::PatchParams::default(),
+        &params,
         &kube::api::Patch::Merge(&json!({"data": {"index": index}})),
     )
     .await
