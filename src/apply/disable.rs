@@ -248,13 +248,40 @@ pub(super) async fn disable_one(
     ));
     // What other addons list is never deleted with this one.
     let others = OtherRecords::of(all.values().filter_map(|i| i.record.as_ref()), name);
-    if let Some(record) = &current.record {
-        remove_dispatched(ctx, record, &others, options.dry_run, &mut report, reporter).await?;
+    // The record's other Secrets (revisions, shards), listed while the clusters are worked on:
+    // the revisions go with the control-plane objects, the shards after the record that names
+    // them, so that the requests after the last objects are few.
+    let listing = async {
+        if current.record.is_some() && !options.dry_run {
+            record::storage::parts(ctx.cluster, ctx.namespace, name).await
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let dispatched = async {
+        match &current.record {
+            Some(record) => {
+                remove_dispatched(ctx, record, &others, options.dry_run, &mut report, reporter)
+                    .await
+            }
+            None => Ok(()),
+        }
+    };
+    let (dispatched, parts) = futures::join!(dispatched, listing);
+    dispatched?;
+    let (parts, mut result) = match parts {
+        Ok(parts) => (parts, Ok(())),
+        Err(e) => (Vec::new(), Err(e)),
+    };
+    let (shards, revisions): (Vec<_>, Vec<_>) = parts.iter().partition(|(_, shard)| *shard);
+    let revisions: Vec<&str> = revisions.iter().map(|(n, _)| n.as_str()).collect();
+    if result.is_ok() {
+        result = remove_control_plane(ctx, current, &others, &revisions, &mut report).await;
     }
-    let mut result = remove_control_plane(ctx, current, &others, &mut report).await;
-    if result.is_ok() && current.record.is_some() && !options.dry_run {
-        // The record is gone: its shards and revision Secrets go with it.
-        result = record::storage::delete_parts(ctx.cluster, ctx.namespace, name, "", &[])
+    if result.is_ok() && !shards.is_empty() {
+        // The record is gone: the shards it named go after it.
+        let shards: Vec<&str> = shards.iter().map(|(n, _)| n.as_str()).collect();
+        result = record::storage::delete_named(ctx.cluster, ctx.namespace, &shards)
             .await
             .map(|_| ());
     }
@@ -278,12 +305,14 @@ pub(crate) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef
 }
 
 /// The control-plane part of `disable`: the argument Secret, the record's objects (reverse
-/// order), the Application, the `needNamespace` namespaces, then the record itself (last, so a
-/// failure leaves it for the next `disable` to finish).
+/// order), the Application, the `needNamespace` namespaces and, meanwhile, the record's
+/// `revisions` Secrets; then the record itself (last, so a failure leaves it for the next
+/// `disable` to finish).
 async fn remove_control_plane(
     ctx: &Applier<'_>,
     current: &Installed,
     others: &OtherRecords,
+    revisions: &[&str],
     report: &mut DisableReport,
 ) -> Result<()> {
     let ns = ctx.namespace;
@@ -362,7 +391,18 @@ async fn remove_control_plane(
         trust_record: true,
     };
     let refs: Vec<&record::DispatchedObject> = objects.iter().collect();
-    let mut removal = deletion::remove(&site, &refs).await;
+    let (mut removal, revisions) = futures::join!(deletion::remove(&site, &refs), async {
+        if report.dry_run {
+            Ok(Vec::new())
+        } else {
+            record::storage::delete_named(ctx.cluster, ns, revisions).await
+        }
+    });
+    if let (None, Err(e)) = (&removal.failure, &revisions) {
+        return Err(Error::DeleteFailed {
+            reason: format!("the record's revision Secrets: {e}"),
+        });
+    }
     if let (None, Some(object)) = (&removal.failure, record_secret) {
         let last = record::DispatchedObject {
             object,

@@ -492,3 +492,94 @@ fn a_cluster_the_settled_record_never_had_needs_a_pending_revision_even_when_emp
     // A cluster with nothing planned on it is still a cluster the record must learn of.
     assert!(!covers(&previous, &planned(&[("m2", Vec::new())])));
 }
+
+/// A secret of the system namespace, as a list or a read returns it (written by addonctl alone).
+fn system_secret(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": name, "namespace": SYSTEM, "uid": format!("uid-{name}"), "labels": labels,
+                        "managedFields": [{"manager": "addonctl", "operation": "Apply",
+                                           "apiVersion": "v1", "fieldsType": "FieldsV1",
+                                           "fieldsV1": {"f:data": {}}}]}})
+}
+
+#[tokio::test]
+async fn disable_deletes_the_revisions_before_the_record_and_its_shards_after_it() {
+    use crate::apply::disable::{disable_one, DisableOptions};
+    use crate::state::Installed;
+    let secrets = format!("/api/v1/namespaces/{SYSTEM}/secrets");
+    let of =
+        |part: &str| json!({"addonctl.io/record-of": "tuned", "addonctl.io/record-part": part});
+    let mut api = FakeApi::default().serves("v1", "secrets", "Secret").on(
+        "GET",
+        &secrets,
+        200,
+        json!({"apiVersion": "v1", "kind": "SecretList", "metadata": {}, "items": [
+            system_secret("addon-record-tuned-rev-1", of("revision")),
+            system_secret("addon-record-tuned-rev-2", of("revision")),
+            system_secret("addon-record-tuned-0a1b-0", of("shard")),
+        ]}),
+    );
+    for name in [
+        "addon-record-tuned",
+        "addon-record-tuned-rev-1",
+        "addon-record-tuned-rev-2",
+        "addon-record-tuned-0a1b-0",
+    ] {
+        let path = format!("{secrets}/{name}");
+        api = api
+            .on("GET", &path, 200, system_secret(name, json!({})))
+            .on("DELETE", &path, 200, deleted());
+    }
+    let record: Record = serde_json::from_value(json!({
+        "name": "tuned", "version": "1.0.0", "registry": "local", "installedBy": "user",
+        "argsHash": "", "application": false,
+    }))
+    .unwrap();
+    let all = BTreeMap::from([(
+        "tuned".to_owned(),
+        Installed {
+            name: "tuned".to_owned(),
+            version: "1.0.0".to_owned(),
+            registry: "local".to_owned(),
+            application: None,
+            record: Some(record),
+        },
+    )]);
+    let cluster = api.cluster("local");
+    let lock = crate::context::LockOptions::default();
+    let ctx = super::Applier {
+        cluster: &cluster,
+        namespace: SYSTEM,
+        engine: crate::context::EngineChoice::Direct,
+        lock: &lock,
+    };
+    let options = DisableOptions {
+        force: true,
+        prune_dependencies: false,
+        dry_run: false,
+    };
+
+    disable_one(&ctx, &all, "tuned", &options, &crate::context::NoopReporter)
+        .await
+        .unwrap();
+
+    let deletes: Vec<String> = api
+        .writes()
+        .into_iter()
+        .filter_map(|w| {
+            w.strip_prefix(&format!("DELETE {secrets}/"))
+                .map(str::to_owned)
+        })
+        .filter(|name| name.starts_with("addon-record-"))
+        .collect();
+    let at = |name: &str| {
+        deletes
+            .iter()
+            .position(|d| d == name)
+            .unwrap_or_else(|| panic!("`{name}` was not deleted: {deletes:?}"))
+    };
+    let record = at("addon-record-tuned");
+    assert!(at("addon-record-tuned-rev-1") < record, "{deletes:?}");
+    assert!(at("addon-record-tuned-rev-2") < record, "{deletes:?}");
+    assert!(at("addon-record-tuned-0a1b-0") > record, "{deletes:?}");
+}

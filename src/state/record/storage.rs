@@ -524,7 +524,7 @@ pub async fn write(
 }
 
 /// Deletes the Secrets of addon `addon`'s record of one part (`shard`, `revision`, or every
-/// part with `None`) but those named in `keep`. Returns the names deleted.
+/// part with `""`) but those named in `keep`. Returns the names deleted.
 pub async fn delete_parts(
     cluster: &Cluster,
     ns: &str,
@@ -543,10 +543,45 @@ pub async fn delete_parts(
         .filter_map(|secret| secret.metadata.name.as_deref())
         .filter(|name| !keep.contains(name))
         .collect();
-    // Concurrently (a record keeps up to `--history-max` revisions and 64 shards); after the
-    // first failure no further delete is started, and the first error is returned.
+    delete_named(cluster, ns, &names).await
+}
+
+/// The Secrets of addon `addon`'s record besides the record itself: each name, and whether it
+/// is a shard (which must outlive the record that names it).
+pub async fn parts(cluster: &Cluster, ns: &str, addon: &str) -> crate::Result<Vec<(String, bool)>> {
+    let listed = cluster
+        .list(
+            &secret_gvk(),
+            Some(ns),
+            &format!("{LABEL_RECORD_OF}={addon}"),
+        )
+        .await?;
+    Ok(listed
+        .iter()
+        .filter_map(|secret| {
+            let name = secret.metadata.name.clone()?;
+            let shard = secret
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(LABEL_RECORD_PART))
+                .is_some_and(|part| part == "shard");
+            Some((name, shard))
+        })
+        .collect())
+}
+
+/// Deletes the Secrets `names` of the record's parts concurrently (a record keeps up to
+/// `--history-max` revisions and 64 shards); after the first failure no further delete is
+/// started, and the first error is returned. Returns the names deleted (those already gone are
+/// not).
+pub async fn delete_named(
+    cluster: &Cluster,
+    ns: &str,
+    names: &[&str],
+) -> crate::Result<Vec<String>> {
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let results: Vec<Option<cluster::Result<bool>>> = futures::stream::iter(&names)
+    let results: Vec<Option<cluster::Result<bool>>> = futures::stream::iter(names)
         .map(|&name| {
             let failed = &failed;
             async move {
