@@ -25,7 +25,7 @@ mod watch;
 pub mod watchdog;
 
 pub use error::{is_forbidden_text, Error, Result};
-pub use objects::{describe, gvk_of, kind_and_name, written_since, Deleted};
+pub use objects::{describe, gvk_of, kind_and_name, patch_params, written_since, Deleted};
 pub use rate::RateLimit;
 pub use reuse::Reusing;
 

@@ -131,11 +131,7 @@ impl Cluster {
         patch: &Value,
     ) -> Result<DynamicObject> {
         let (what, api) = self.named_api(gvk, namespace, name).await?;
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
-        api.patch(name, &params, &Patch::Merge(patch))
+        api.patch(name, &patch_params(), &Patch::Merge(patch))
             .await
             .map_err(|e| self.map_error(e, &what))
     }
@@ -397,6 +393,15 @@ impl Cluster {
 }
 
 /// The parameters of addonctl's creates and replaces: its field manager.
+/// The parameters of a merge patch addonctl sends (field manager `addonctl`, named rather than
+/// taken from the `User-Agent`).
+pub fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 fn post_params() -> PostParams {
     PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),

@@ -5,7 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kube::api::{Patch, PatchParams};
+use kube::api::Patch;
 use kube::Api;
 use serde::Serialize;
 use serde_json::json;
@@ -87,7 +87,7 @@ pub async fn set_paused(
     let value = if paused { json!(true) } else { json!(null) };
     let patch = json!({"spec": {"rollout": {"paused": value}}});
     Ok(api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(name, &crate::cluster::patch_params(), &Patch::Merge(&patch))
         .await?)
 }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Patch, PatchParams};
+use kube::api::Patch;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
@@ -718,7 +718,7 @@ async fn write_status(
     data.api
         .patch_status(
             name,
-            &PatchParams::default(),
+            &crate::cluster::patch_params(),
             &Patch::Merge(&json!({ "status": body })),
         )
         .await?;

@@ -247,7 +247,7 @@ async fn set_finalizers(data: &Data, addon: &Addon, finalizers: &[&String]) -> R
             "resourceVersion": addon.resource_version(),
         }
     });
-    let params = kube::api::PatchParams::default();
+    let params = crate::cluster::patch_params();
     data.api
         .patch(&addon.name_any(), &params, &kube::api::Patch::Merge(&patch))
         .await
