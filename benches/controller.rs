@@ -469,9 +469,15 @@ async fn drift() {
         let client = connect(&cluster.kubeconfig).await.client().clone();
         let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), namespace);
         let edited = Instant::now();
+        // As a person with `kubectl edit` would: another field manager (the client's
+        // User-Agent would name addonctl).
+        let person = kube::api::PatchParams {
+            field_manager: Some("kubectl-edit".to_owned()),
+            ..kube::api::PatchParams::default()
+        };
         maps.patch(
             "ctl-0",
-            &kube::api::PatchParams::default(),
+            &person,
             &kube::api::Patch::Merge(&json!({"data": {"index": "edited"}})),
         )
         .await
