@@ -27,8 +27,6 @@ use crate::{Error, Result};
 
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
-/// How many custom-resource checks run at once.
-const CONCURRENCY: usize = 8;
 
 /// Refuses the removal of `removal` while something outside it still needs one of them.
 pub(super) async fn check(
@@ -190,7 +188,7 @@ async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<St
                 }
             }
         })
-        .buffered(CONCURRENCY)
+        .buffered(crate::state::clusters::OBJECT_CONCURRENCY)
         .collect()
         .await;
     let mut found = Vec::new();

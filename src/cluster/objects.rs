@@ -392,7 +392,6 @@ impl Cluster {
     }
 }
 
-/// The parameters of addonctl's creates and replaces: its field manager.
 /// The parameters of a merge patch addonctl sends (field manager `addonctl`, named rather than
 /// taken from the `User-Agent`).
 pub fn patch_params() -> PatchParams {
@@ -402,6 +401,7 @@ pub fn patch_params() -> PatchParams {
     }
 }
 
+/// The parameters of addonctl's creates and replaces: its field manager.
 fn post_params() -> PostParams {
     PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),

@@ -513,7 +513,7 @@ pub async fn write(
     };
     if was_sharded || !encoded.shards.is_empty() {
         let keep: Vec<&str> = encoded.shards.iter().map(name_of).collect();
-        if let Err(e) = delete_parts(cluster, ns, &record.name, "shard", &keep).await {
+        if let Err(e) = delete_shards(cluster, ns, &record.name, &keep).await {
             tracing::debug!("unused shards of `{}` are left: {e}", record.name);
         }
     }
@@ -523,20 +523,15 @@ pub async fn write(
     ))
 }
 
-/// Deletes the Secrets of addon `addon`'s record of one part (`shard`, `revision`, or every
-/// part with `""`) but those named in `keep`. Returns the names deleted.
-pub async fn delete_parts(
+/// Deletes the shards of addon `addon`'s record but those named in `keep`. Returns the names
+/// deleted.
+pub async fn delete_shards(
     cluster: &Cluster,
     ns: &str,
     addon: &str,
-    part: &str,
     keep: &[&str],
 ) -> crate::Result<Vec<String>> {
-    let selector = if part.is_empty() {
-        format!("{LABEL_RECORD_OF}={addon}")
-    } else {
-        format!("{LABEL_RECORD_PART}={part},{LABEL_RECORD_OF}={addon}")
-    };
+    let selector = format!("{LABEL_RECORD_PART}=shard,{LABEL_RECORD_OF}={addon}");
     let listed = cluster.list(&secret_gvk(), Some(ns), &selector).await?;
     let names: Vec<&str> = listed
         .iter()
