@@ -208,6 +208,99 @@ async fn finish(mut child: Child, limit: Duration) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// A watch of an addon's status is woken by its workloads' changes, not by its pauses: with
+/// pauses of ten minutes it still sees a workload become ready (changed between its read and
+/// its watch) and become not ready again (changed while it watches).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_watch_wakes_when_a_workload_changes_not_when_its_pause_ends() {
+    let woken = workload_addon("woken");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&woken]);
+    let output = run(sb.cli().args(["enable", "woken"]));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let mut watch =
+        addonctl::status::wait::Watch::new(sb.ctx.state(), "woken").every(Duration::from_secs(600));
+    let ready =
+        |status: &addonctl::status::Status| (status.ready_workload_count, status.workload_count);
+    let first = watch.next().await.unwrap();
+    assert_eq!(ready(&first), (Some(0), Some(1)));
+
+    make_ready(&sb, "woken").await;
+    let next = tokio::time::timeout(Duration::from_secs(30), watch.next())
+        .await
+        .expect("the change made before the watch started wakes it")
+        .unwrap();
+    assert_eq!(ready(&next), (Some(1), Some(1)));
+
+    let later = {
+        let api = sb.api().clone();
+        let ns = sb.ns().to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            patch_status_on(
+                &api,
+                Kind::DEPLOYMENT,
+                "deployments",
+                &ns,
+                "woken",
+                json!({"readyReplicas": 0, "availableReplicas": 0}),
+            )
+            .await;
+        })
+    };
+    let next = tokio::time::timeout(Duration::from_secs(30), watch.next())
+        .await
+        .expect("the change made while it watches wakes it")
+        .unwrap();
+    later.await.unwrap();
+    assert_eq!(ready(&next), (Some(0), Some(1)));
+}
+
+/// `disable --wait` returns once KubeVela's Application is gone, not when it was asked to
+/// go: while KubeVela's finalizer holds it, the addon still counts as installed, and the wait
+/// times out saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn disable_wait_returns_once_kubevelas_application_is_gone() {
+    let held = workload_addon("held");
+    let sb = Sandbox::with_kubevela().await.registries(&[&held]);
+    let finalizer = |finalizers: Value| {
+        json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+               "metadata": {"name": "addon-held", "finalizers": finalizers}})
+    };
+    let output = run(sb.cli().args(["enable", "held"]));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    // KubeVela's controller holds the Application while it cleans up.
+    sb.apply_as(
+        "kubevela",
+        finalizer(json!(["app.oam.dev/resource-tracker-finalizer"])),
+    )
+    .await;
+
+    let output = run(sb
+        .cli()
+        .args(["disable", "held", "--wait", "--timeout", "2"]));
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("addon `held` is still") && stderr.contains("(waiting for disabled)"),
+        "{stderr}"
+    );
+    assert!(sb.get(Kind::APPLICATION, "addon-held").await.is_some());
+
+    let mut wait = sb.command();
+    wait.args(["disable", "held", "--wait", "--timeout", "60"]);
+    let mut child = spawn(wait);
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = read_until(&mut progress, "waiting for disabled");
+    sb.apply_as("kubevela", finalizer(json!([]))).await;
+    let output = finish(child, Duration::from_secs(30)).await;
+    stderr.push_str(&rest(progress));
+    assert!(output.status.success(), "{stderr}");
+    assert!(sb.get(Kind::APPLICATION, "addon-held").await.is_none());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwise() {
     let ready = workload_addon("ready");

@@ -15,12 +15,14 @@ use super::{Cluster, Result};
 const MAX_WATCH: Duration = Duration::from_secs(10);
 
 impl Cluster {
-    /// Waits until the object `name` of `gvk` changes after `resource_version`, the watch ends,
-    /// or `limit` passes (whichever comes first; at most [`MAX_WATCH`]). Returns whether an event
-    /// came. A kind the server does not serve returns at once.
+    /// Waits until the object `name` of `gvk` (in `namespace` when namespaced) changes after
+    /// `resource_version`, the watch ends, or `limit` passes (whichever comes first; at most
+    /// [`MAX_WATCH`]). Returns whether an event came (its creation, when it did not exist at
+    /// `resource_version`, is one). A kind the server does not serve returns at once.
     pub async fn changed_since(
         &self,
         gvk: &GroupVersionKind,
+        namespace: Option<&str>,
         name: &str,
         resource_version: &str,
         limit: Duration,
@@ -31,7 +33,7 @@ impl Cluster {
             .min(self.timeout.saturating_sub(Duration::from_secs(2)))
             .max(Duration::from_secs(1));
         let what = format!("watch of {} `{name}`", gvk.kind);
-        let (api, _) = self.api_for(gvk, None, &what).await?;
+        let (api, _) = self.api_for(gvk, namespace, &what).await?;
         let seconds = u32::try_from(limit.as_secs()).unwrap_or(u32::MAX).max(1);
         let params = WatchParams::default()
             .fields(&format!("metadata.name={name}"))

@@ -36,6 +36,12 @@ pub struct ResourceStatus {
     /// When it was created.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// Its apiVersion (not shown: what a wait watches it by).
+    #[serde(skip)]
+    pub api_version: String,
+    /// Its resourceVersion as read (not shown: where a wait's watch of it starts).
+    #[serde(skip)]
+    pub resource_version: Option<String>,
 }
 
 /// Whether one object is there and ready.
@@ -202,6 +208,10 @@ pub async fn health(
                                     .pointer("/metadata/creationTimestamp")
                                     .and_then(Value::as_str)
                                     .map(str::to_owned),
+                                api_version: o.object.api_version.clone(),
+                                resource_version: stored
+                                    .as_ref()
+                                    .and_then(|s| s.metadata.resource_version.clone()),
                             })
                         }
                     })

@@ -89,6 +89,10 @@ pub struct Status {
     /// `-v`: parameters.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<ParameterStatus>,
+    /// The resourceVersion of its KubeVela Application as read (not shown: where a wait's
+    /// watch of it starts).
+    #[serde(skip)]
+    pub application_version: Option<String>,
 }
 
 /// A dependency in `status -v`.
@@ -148,6 +152,11 @@ pub async fn status(store: Store<'_>, name: &str, detail: Option<Detail<'_>>) ->
         available_versions: Vec::new(),
         dependencies: Vec::new(),
         parameters: Vec::new(),
+        application_version: current
+            .and_then(|c| c.application.as_ref())
+            .and_then(|app| app.pointer("/metadata/resourceVersion"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
     };
     let args = if current.is_some() {
         store.stored_args(name).await?

@@ -309,6 +309,8 @@ fn cluster(
             replicas,
             ready_replicas,
             creation_timestamp: None,
+            api_version: "apps/v1".to_owned(),
+            resource_version: exists.then(|| "7".to_owned()),
         }],
     }
 }

@@ -3,22 +3,34 @@
 //! dependency is healthy before what needs it is applied).
 //!
 //! Expected flow: a [`Watch`] reads the addon's status ([`super::status()`]) and hands it out
-//! when something shown changed (the phase, a cluster's readiness, the reason, the notes);
-//! between reads it waits 100 ms, doubling up to 2 s while nothing changes, and back to 100 ms
-//! after a change. [`until`] follows a watch until the phase wanted is reached, reporting each
-//! change (`m1: 2/3 workloads ready`); it stops with an error when waiting for `enabled` and the
-//! phase is `failed` (the reason), or when the time is up (per cluster, every workload not ready
-//! yet or every object still there, and the status notes).
+//! when something shown changed (the phase, a cluster's readiness, the reason, the notes).
+//! Between reads it watches what the last read found (the addon's KubeVela Application, then
+//! its workloads, not ready ones first; at most [`MAX_WATCHED`], each from the version read),
+//! and reads again at the first event; without
+//! one, after 100 ms, doubling up to 2 s while nothing changes, and back to 100 ms after a
+//! change (what no watch covers: the record, other objects, a cluster's errors). So a workload
+//! that becomes ready is seen a request's time later, not up to a pause later. [`until`]
+//! follows a watch until the phase wanted is reached, reporting each change (`m1: 2/3
+//! workloads ready`); it stops with an error when waiting for `enabled` and the phase is
+//! `failed` (the reason), or when the time is up (per cluster, every workload not ready yet or
+//! every object still there, and the status notes).
 //!
-//! Guarantees: reads only; every read is bounded by the clusters' request timeout and the whole
-//! wait by its own.
+//! Guarantees: reads only; every read and watch is bounded by the clusters' request timeout
+//! and the pause, and the whole wait by its own; an event that changes nothing shown spaces the
+//! next read out (20 ms, doubling), so a watch that ends at once cannot make reads back to back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::health::{ClusterStatus, ResourceStatus};
 use super::{status, Phase, Status};
+use crate::cluster::set::LOCAL;
+use crate::cluster::Cluster;
 use crate::context::Reporter;
+use crate::model::wire::application_name;
+use crate::state::record::ObjectRef;
 use crate::state::Store;
 use crate::{Error, Result};
 
@@ -56,13 +68,41 @@ impl Shown {
     }
 }
 
-/// An addon's status, read again and again with back-off; see the module documentation.
+/// Follows one addon's status (see the module documentation).
 pub struct Watch<'a> {
     store: Store<'a>,
     name: String,
     interval: Duration,
+    /// The pause after a change (and the first of the pauses that grow).
+    first: Duration,
+    /// The longest pause between two reads.
+    longest: Duration,
     last: Option<Shown>,
+    /// What a pause watches, from the last read (see [`watched`]).
+    watched: Vec<Watched>,
+    /// The clients of the clusters watched, made once.
+    clients: BTreeMap<String, Cluster>,
+    /// The least time between a watch's event and the next read, doubled each time an event
+    /// changed nothing shown: an event that repeats at once (a watch ended because its version
+    /// expired) cannot make reads back to back.
+    spacing: Duration,
 }
+
+/// One object a pause watches (a workload, or the addon's KubeVela Application on the
+/// control plane): on which cluster, and since which version.
+#[derive(Debug, Clone)]
+struct Watched {
+    cluster: String,
+    object: ObjectRef,
+    since: String,
+}
+
+/// The most objects one pause watches (one watch request each); changes of the others are
+/// seen at the next read.
+pub const MAX_WATCHED: usize = 16;
+
+/// The first spacing after an event that changed nothing shown.
+const MIN_SPACING: Duration = Duration::from_millis(20);
 
 impl<'a> Watch<'a> {
     /// A watch of addon `name`; its first [`Watch::next`] reads at once.
@@ -71,27 +111,159 @@ impl<'a> Watch<'a> {
             store,
             name: name.to_owned(),
             interval: FIRST_INTERVAL,
+            first: FIRST_INTERVAL,
+            longest: MAX_INTERVAL,
             last: None,
+            watched: Vec::new(),
+            clients: BTreeMap::new(),
+            spacing: Duration::ZERO,
         }
+    }
+
+    /// The same watch with every pause between reads `pause` long, however often they
+    /// change: a change of a workload wakes it at once all the same.
+    #[must_use]
+    pub fn every(mut self, pause: Duration) -> Self {
+        self.interval = pause;
+        self.first = pause;
+        self.longest = pause;
+        self
     }
 
     /// The addon's status once it differs from the last one handed out (the first read at
     /// once). Never returns while nothing changes: bound it with a timeout.
     pub async fn next(&mut self) -> Result<Status> {
         loop {
-            if self.last.is_some() {
-                tokio::time::sleep(self.interval).await;
-            }
+            let woken = if self.last.is_some() {
+                self.pause().await
+            } else {
+                false
+            };
             let status = status(self.store, &self.name, None).await?;
             let shown = Shown::of(&status);
+            self.watched = watched(&status, self.store.namespace);
             if self.last.as_ref() != Some(&shown) {
                 self.last = Some(shown);
-                self.interval = FIRST_INTERVAL;
+                self.interval = self.first;
+                self.spacing = Duration::ZERO;
                 return Ok(status);
             }
-            self.interval = backed_off(self.interval);
+            self.interval = backed_off(self.interval).min(self.longest);
+            if woken {
+                self.spacing = (self.spacing * 2).max(MIN_SPACING).min(self.interval);
+            }
         }
     }
+
+    /// Waits until a watched workload changes or the interval passes; returns whether a
+    /// change woke it. A watch that cannot be made (no `watch` permission, a cluster that
+    /// does not answer) leaves the interval to pass.
+    async fn pause(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + self.interval;
+        if !self.spacing.is_zero() {
+            tokio::time::sleep(self.spacing.min(self.interval)).await;
+        }
+        let missing: BTreeSet<String> = self
+            .watched
+            .iter()
+            .map(|w| w.cluster.clone())
+            .filter(|c| !self.clients.contains_key(c))
+            .collect();
+        if !missing.is_empty() {
+            if let Ok(clients) = self.store.clients(&missing).await {
+                self.clients
+                    .extend(clients.into_iter().filter_map(|(n, c)| Some((n, c.ok()?))));
+            }
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut watches: FuturesUnordered<_> = self
+            .watched
+            .iter()
+            .filter_map(|w| Some((w, self.clients.get(&w.cluster)?)))
+            .map(|(w, client)| async move {
+                client
+                    .changed_since(
+                        &w.object.gvk(),
+                        w.object.namespace.as_deref(),
+                        &w.object.name,
+                        &w.since,
+                        left,
+                    )
+                    .await
+                    .unwrap_or(false)
+            })
+            .collect();
+        let woken = async {
+            while let Some(changed) = watches.next().await {
+                if changed {
+                    return;
+                }
+            }
+            // Every watch ended without an event: the interval passes.
+            std::future::pending::<()>().await;
+        };
+        tokio::time::timeout_at(deadline, woken).await.is_ok()
+    }
+}
+
+/// What of `status` a pause watches (its Application, then its workloads, not ready ones
+/// first), at most [`MAX_WATCHED`]:
+/// each since the version read, or, when it did not exist, since the newest version read on its
+/// cluster (its creation is then an event).
+fn watched(status: &Status, namespace: &str) -> Vec<Watched> {
+    let mut out: Vec<(bool, Watched)> = Vec::new();
+    for cluster in &status.resources {
+        let newest = cluster
+            .resources
+            .iter()
+            .filter_map(|r| r.resource_version.as_deref()?.parse::<u64>().ok())
+            .max();
+        for resource in cluster.resources.iter().filter(|r| r.is_workload()) {
+            let Some(since) = resource
+                .resource_version
+                .clone()
+                .or_else(|| newest.map(|v| v.to_string()))
+            else {
+                continue;
+            };
+            out.push((
+                resource.is_ready(),
+                Watched {
+                    cluster: cluster.cluster.clone(),
+                    object: ObjectRef {
+                        api_version: resource.api_version.clone(),
+                        kind: resource.kind.clone(),
+                        namespace: resource.namespace.clone(),
+                        name: resource.name.clone(),
+                    },
+                    since,
+                },
+            ));
+        }
+    }
+    // KubeVela's Application decides the phase of an addon KubeVela deploys (its status, its
+    // deletion once its finalizers ran): watched first.
+    if let Some(since) = &status.application_version {
+        out.push((
+            false,
+            Watched {
+                cluster: LOCAL.to_owned(),
+                object: ObjectRef {
+                    api_version: "core.oam.dev/v1beta1".to_owned(),
+                    kind: "Application".to_owned(),
+                    namespace: Some(namespace.to_owned()),
+                    name: application_name(&status.name),
+                },
+                since: since.clone(),
+            },
+        ));
+        out.rotate_right(1);
+    }
+    out.sort_by_key(|(ready, _)| *ready);
+    out.into_iter()
+        .take(MAX_WATCHED)
+        .map(|(_, watched)| watched)
+        .collect()
 }
 
 /// Waits until `name` is `enabled`; see [`until`].

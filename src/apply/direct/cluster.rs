@@ -363,7 +363,7 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
         // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
         let watched = match version {
             Some(version) => cluster
-                .changed_since(&gvk, name, &version, left)
+                .changed_since(&gvk, None, name, &version, left)
                 .await
                 .is_ok(),
             None => false,

@@ -312,9 +312,12 @@ pub async fn disable(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Waits until the `Addon` is gone (its finalizer ran: the addon is disabled).
+/// Waits until the `Addon` is gone (its finalizer ran: the addon is disabled): read, and while
+/// it is there, watch it from the version read for its next change (a pause of 100 ms, doubling
+/// up to 1 s, when the watch cannot be made or ends without an event), and read again.
 async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
+    let mut pause = Duration::from_millis(100);
     loop {
         let found: Option<Addon> = declare::find(&ctx.cluster, &ctx.namespace, name)
             .await
@@ -335,7 +338,25 @@ async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Resu
                 timeout.as_secs()
             );
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        let left = timeout.saturating_sub(started.elapsed());
+        let changed = match addon.metadata.resource_version.as_deref() {
+            Some(version) => ctx
+                .cluster
+                .changed_since(
+                    &declare::addon_gvk(),
+                    Some(&ctx.namespace),
+                    name,
+                    version,
+                    left,
+                )
+                .await
+                .unwrap_or(false),
+            None => false,
+        };
+        if !changed {
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
     }
 }
 

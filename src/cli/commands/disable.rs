@@ -38,20 +38,18 @@ pub async fn run(
     let reports =
         addonctl::apply::disable_all_with(&ctx.applier(), &args.addon, &options, &reporter).await?;
     if args.wait {
-        let started = Instant::now();
-        loop {
-            let left = ctx.state().installed().await?;
-            if !reports.iter().any(|r| left.contains_key(&r.name)) {
-                break;
-            }
-            if started.elapsed() > Duration::from_secs(args.timeout) {
-                anyhow::bail!(
-                    "addon `{}` is still present after {}s",
-                    args.addon,
-                    args.timeout
-                );
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+        // Gone from the records and KubeVela's Applications (whose finalizers may still run).
+        let deadline = Instant::now() + Duration::from_secs(args.timeout);
+        for report in &reports {
+            let left = deadline.saturating_duration_since(Instant::now());
+            addonctl::status::wait::until(
+                ctx.state(),
+                &report.name,
+                addonctl::status::Phase::Disabled,
+                left.max(Duration::from_secs(1)),
+                &reporter,
+            )
+            .await?;
         }
     }
     // The addon's report, with the dependencies pruned after it under `pruned`.

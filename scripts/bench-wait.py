@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""How soon addonctl's waits see what they wait for (see scripts/bench-wait.sh).
+
+usage: bench-wait.py KUBECTL ENV_DIR ADDONCTL...
+
+Part 1, `wait --for enabled`: per delay D and round, a workload addon (a Deployment and a
+ConfigMap) is enabled with the direct engine, `addonctl wait` starts, and D seconds later the
+Deployment's status is written ready with kubectl; the figure is the time from kubectl's return
+to the wait's exit.
+Part 2, `disable --wait`: the addon is enabled with the KubeVela engine (KubeVela's CRDs, no
+controller), a finalizer is set on its Application, `disable --wait` starts, and D seconds later
+the finalizer is removed; the figure is the time from kubectl's return to the command's exit.
+Every server is the environment's (127.0.0.1); every process is bounded by a timeout.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KUBECTL, ENV_DIR, *BINARIES = sys.argv[1:]
+ROUNDS = int(os.environ.get("ADDONCTL_BENCH_ROUNDS", "5"))
+DELAYS = [0.3, 1.5, 4.0]
+KUBECONFIG = os.path.join(ENV_DIR, "kubeconfig-control-plane")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TEMPLATE = r'''let ns = context.namespace;
+let addon = context.metadata.name;
+let objects = [
+    #{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{ name: addon, namespace: ns },
+       spec: #{ replicas: 1, selector: #{ matchLabels: #{ app: addon } },
+                template: #{ metadata: #{ labels: #{ app: addon } },
+                             spec: #{ containers: [#{ name: "main", image: "registry.example/app:1" }] } } } },
+    #{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-settings`, namespace: ns },
+       data: #{ key: "value" } },
+];
+#{ output: application(#{ components: [k8s_objects(addon, objects)] }) }
+'''
+
+
+def kubectl(*args, stdin=None):
+    subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, *args], input=stdin, text=True,
+                   check=True, capture_output=True, timeout=60)
+
+
+def addonctl(binary, namespace, registry, engine, *args, background=False):
+    argv = [binary, "--kubeconfig", KUBECONFIG, "--system-namespace", namespace,
+            "--registry-dir", registry, "--engine", engine, "-q", *args]
+    if background:
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed: {done.stderr}")
+
+
+def finished(process, limit=60):
+    try:
+        process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        sys.exit("a wait did not end within 60 s")
+    end = time.monotonic()
+    if process.returncode != 0:
+        sys.exit(f"a wait failed: {process.stderr.read()}")
+    return end
+
+
+def wait_enabled(binary, namespace, registry, delay):
+    addonctl(binary, namespace, registry, "direct", "enable", "bench")
+    waiting = addonctl(binary, namespace, registry, "direct", "wait", "bench", "--for", "enabled",
+                       "--timeout", "60s", background=True)
+    time.sleep(delay)
+    kubectl("-n", namespace, "patch", "deployment", "bench", "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {
+                "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                "readyReplicas": 1, "availableReplicas": 1}}))
+    ready = time.monotonic()
+    seen = finished(waiting)
+    addonctl(binary, namespace, registry, "direct", "disable", "bench")
+    return seen - ready
+
+
+def disable_wait(binary, namespace, registry, delay):
+    addonctl(binary, namespace, registry, "vela", "enable", "bench")
+    kubectl("-n", namespace, "patch", "application", "addon-bench", "--type=merge", "-p",
+            json.dumps({"metadata": {"finalizers": ["app.oam.dev/resource-tracker-finalizer"]}}))
+    waiting = addonctl(binary, namespace, registry, "vela", "disable", "bench", "--wait",
+                       "--timeout", "60", background=True)
+    time.sleep(delay)
+    kubectl("-n", namespace, "patch", "application", "addon-bench", "--type=merge", "-p",
+            json.dumps({"metadata": {"finalizers": None}}))
+    gone = time.monotonic()
+    return finished(waiting) - gone
+
+
+def main():
+    kubectl("apply", "--server-side", "-f", os.path.join(ROOT, "tests/fixtures/crds/kubevela.yaml"))
+    kubectl("wait", "--for=condition=Established", "crd/applications.core.oam.dev", "--timeout=60s")
+    with tempfile.TemporaryDirectory() as registry:
+        addon = os.path.join(registry, "bench")
+        os.makedirs(addon)
+        with open(os.path.join(addon, "metadata.yaml"), "w") as f:
+            f.write("name: bench\nversion: 1.0.0\ndescription: A workload to wait for\n")
+        with open(os.path.join(addon, "parameter.rhai"), "w") as f:
+            f.write("#{\n    replicas: pint(1),\n}\n")
+        with open(os.path.join(addon, "template.rhai"), "w") as f:
+            f.write(TEMPLATE)
+        parts = [("wait --for enabled, after the Deployment is ready", wait_enabled),
+                 ("disable --wait, after the Application's finalizer is removed", disable_wait)]
+        for p, (title, part) in enumerate(parts):
+            print(f"\n{title} (seconds; min / median / max of {ROUNDS} rounds)")
+            for delay in DELAYS:
+                figures = {binary: [] for binary in BINARIES}
+                for round_ in range(ROUNDS):
+                    # Interleaved: each round runs every binary once, on the same server.
+                    for i, binary in enumerate(BINARIES):
+                        namespace = f"bench-wait-{os.getpid()}-{p}-{i}-{round_}-{int(delay * 10)}"
+                        kubectl("create", "namespace", namespace)
+                        figures[binary].append(part(binary, namespace, registry, delay))
+                        kubectl("delete", "namespace", namespace, "--wait=false")
+                for binary, values in figures.items():
+                    print(f"  delay {delay:>4.1f} s  {binary}: {min(values):.3f} / "
+                          f"{statistics.median(values):.3f} / {max(values):.3f}")
+
+
+if __name__ == "__main__":
+    main()
