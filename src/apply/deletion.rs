@@ -20,7 +20,6 @@
 //! and the next command finishes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
 use kube::api::{DynamicObject, ListParams, PartialObjectMeta};
@@ -283,25 +282,11 @@ async fn remove_run(
     gone: &mut Own,
     removal: &mut Removal,
 ) -> Option<(String, Vec<DispatchedObject>)> {
-    let failed = AtomicBool::new(false);
     let seen: &Own = gone;
-    let steps: Vec<Option<cluster::Result<Step>>> = stream::iter(run.iter().copied())
-        .map(|object| {
-            let failed = &failed;
-            async move {
-                if failed.load(Ordering::Relaxed) {
-                    return None;
-                }
-                let step = handle(scope, object, seen).await;
-                if step.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                Some(step)
-            }
-        })
-        .buffered(DELETES_IN_FLIGHT)
-        .collect()
-        .await;
+    let steps = cluster::bounded::until_failure(run.iter().copied(), DELETES_IN_FLIGHT, |object| {
+        handle(scope, object, seen)
+    })
+    .await;
     let mut error = None;
     let mut left = Vec::new();
     for (object, step) in run.iter().zip(steps) {

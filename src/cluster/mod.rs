@@ -9,6 +9,7 @@
 //! mapping), `discovery.rs` (resources, versions, revision), `objects.rs` (apply, get, list,
 //! delete, writes with preconditions).
 
+pub(crate) mod bounded;
 mod connect;
 mod discovery;
 pub mod disk_discovery;

@@ -3,10 +3,8 @@
 //! longer needs.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
 use super::targets::rank;
@@ -196,21 +194,18 @@ async fn look_up(
     unknown: &Unknown,
     plan: &mut ClusterPlan,
 ) -> Result<BTreeSet<String>> {
-    let failed = AtomicBool::new(false);
     let objects_of = |indexes: &[usize]| -> Vec<String> {
         indexes
             .iter()
             .map(|&i| plan.objects[i].object.name.clone())
             .collect()
     };
-    let listings: Vec<Listing> = stream::iter(unknown)
-        .map(|((api_version, kind, namespace), indexes)| {
-            let failed = &failed;
+    let listings: Vec<Option<Listing>> = crate::cluster::bounded::until_failure(
+        unknown,
+        OBJECT_CONCURRENCY,
+        |((api_version, kind, namespace), indexes)| {
             let names = objects_of(indexes);
             async move {
-                if failed.load(Ordering::Relaxed) {
-                    return Ok((BTreeMap::new(), None));
-                }
                 let gvk = ObjectRef {
                     api_version: api_version.clone(),
                     kind: kind.clone(),
@@ -219,31 +214,26 @@ async fn look_up(
                 }
                 .gvk();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                match cluster
+                let (items, revision) = cluster
                     .metadata_of(&gvk, namespace.as_deref(), &names)
-                    .await
-                {
-                    Ok((items, revision)) => Ok((
-                        items
-                            .iter()
-                            .filter_map(|m| {
-                                Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
-                            })
-                            .collect(),
-                        revision,
-                    )),
-                    Err(e) => {
-                        failed.store(true, Ordering::Relaxed);
-                        Err(Error::from(e))
-                    }
-                }
+                    .await?;
+                Ok((
+                    items
+                        .iter()
+                        .filter_map(|m| {
+                            Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
+                        })
+                        .collect(),
+                    revision,
+                ))
             }
-        })
-        .buffered(OBJECT_CONCURRENCY)
-        .collect()
-        .await;
+        },
+    )
+    .await;
     let mut names = BTreeSet::new();
     for (indexes, listing) in unknown.values().zip(listings) {
+        // A list not started: one before it failed, and its error is returned first.
+        let Some(listing) = listing else { continue };
         let (found, revision) = listing?;
         plan.revision = plan.revision.max(revision);
         for &i in indexes {
@@ -519,27 +509,18 @@ async fn apply_stage(
     // After the first failure no further apply is started (a stopped server would otherwise
     // cost one timeout per object), but every apply that succeeded is recorded, so nothing
     // that reached the cluster is forgotten.
-    let failed = AtomicBool::new(false);
-    let results: Vec<Option<Result<(Value, kube::api::DynamicObject)>>> =
-        stream::iter(batch.iter().copied())
-            .map(|object| {
-                let failed = &failed;
-                async move {
-                    if failed.load(Ordering::Relaxed) {
-                        return None;
-                    }
-                    let stored = cluster
-                        .apply_placed(object, target.system_namespace, target.namespace_override)
-                        .await;
-                    if stored.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    Some(stored.map(|s| (object.clone(), s)).map_err(Error::from))
-                }
-            })
-            .buffered(OBJECT_CONCURRENCY)
-            .collect()
-            .await;
+    let results = crate::cluster::bounded::until_failure(
+        batch.iter().copied(),
+        OBJECT_CONCURRENCY,
+        |object| async move {
+            cluster
+                .apply_placed(object, target.system_namespace, target.namespace_override)
+                .await
+                .map(|stored| (object.clone(), stored))
+                .map_err(Error::from)
+        },
+    )
+    .await;
     let mut first_error = None;
     let mut crds = Vec::new();
     for result in results.into_iter().flatten() {

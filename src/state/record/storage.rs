@@ -20,7 +20,6 @@ use std::io::{Read as _, Write as _};
 use base64::Engine as _;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
-use futures::StreamExt as _;
 use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -575,24 +574,12 @@ pub async fn delete_named(
     ns: &str,
     names: &[&str],
 ) -> crate::Result<Vec<String>> {
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let results: Vec<Option<cluster::Result<bool>>> = futures::stream::iter(names)
-        .map(|&name| {
-            let failed = &failed;
-            async move {
-                if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                    return None;
-                }
-                let result = cluster.delete(&secret_gvk(), Some(ns), name).await;
-                if result.is_err() {
-                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-                Some(result)
-            }
-        })
-        .buffered(crate::state::clusters::OBJECT_CONCURRENCY)
-        .collect()
-        .await;
+    let results = cluster::bounded::until_failure(
+        names,
+        crate::state::clusters::OBJECT_CONCURRENCY,
+        |&name| async move { cluster.delete(&secret_gvk(), Some(ns), name).await },
+    )
+    .await;
     let mut deleted = Vec::new();
     let mut first_error = None;
     for (name, result) in names.iter().zip(results) {
