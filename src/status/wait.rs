@@ -6,10 +6,10 @@
 //! when something shown changed (the phase, a cluster's readiness, the reason, the notes).
 //! Between reads it watches what the last read found (the addon's KubeVela Application, then
 //! its workloads, not ready ones first; at most [`MAX_WATCHED`], each from the version read),
-//! and reads again at the first event; without
-//! one, after 100 ms, doubling up to 2 s while nothing changes, and back to 100 ms after a
-//! change (what no watch covers: the record, other objects, a cluster's errors). So a workload
-//! that becomes ready is seen a request's time later, not up to a pause later. [`until`]
+//! and reads again at the first event; without one, after 100 ms, doubling up to 2 s while
+//! nothing changes, and back to 100 ms after a change (for what no watch covers: the record,
+//! other objects, a cluster's errors). So a workload that becomes ready is seen a request's
+//! time later, not up to a pause later. [`until`]
 //! follows a watch until the phase wanted is reached, reporting each change (`m1: 2/3
 //! workloads ready`); it stops with an error when waiting for `enabled` and the phase is
 //! `failed` (the reason), or when the time is up (per cluster, every workload not ready yet or
@@ -155,8 +155,8 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Waits until a watched workload changes or the interval passes; returns whether a
-    /// change woke it. A watch that cannot be made (no `watch` permission, a cluster that
+    /// Waits until a watched object changes or the interval passes; returns whether an event
+    /// woke it. A watch that cannot be made (no `watch` permission, a cluster that
     /// does not answer) leaves the interval to pass.
     async fn pause(&mut self) -> bool {
         let deadline = tokio::time::Instant::now() + self.interval;
@@ -207,9 +207,8 @@ impl<'a> Watch<'a> {
 }
 
 /// What of `status` a pause watches (its Application, then its workloads, not ready ones
-/// first), at most [`MAX_WATCHED`]:
-/// each since the version read, or, when it did not exist, since the newest version read on its
-/// cluster (its creation is then an event).
+/// first), at most [`MAX_WATCHED`]: each since the version read, or, when it did not exist,
+/// since the newest version read on its cluster (its creation is then an event).
 fn watched(status: &Status, namespace: &str) -> Vec<Watched> {
     let mut out: Vec<(bool, Watched)> = Vec::new();
     for cluster in &status.resources {

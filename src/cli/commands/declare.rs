@@ -314,7 +314,7 @@ pub async fn disable(
 
 /// Waits until the `Addon` is gone (its finalizer ran: the addon is disabled): read, and while
 /// it is there, watch it from the version read for its next change (a pause of 100 ms, doubling
-/// up to 1 s, when the watch cannot be made or ends without an event), and read again.
+/// up to 1 s, when the watch cannot be made or ends at once without an event), and read again.
 async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(100);
@@ -339,6 +339,7 @@ async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Resu
             );
         }
         let left = timeout.saturating_sub(started.elapsed());
+        let watched = Instant::now();
         let changed = match addon.metadata.resource_version.as_deref() {
             Some(version) => ctx
                 .cluster
@@ -353,7 +354,9 @@ async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Resu
                 .unwrap_or(false),
             None => false,
         };
-        if !changed {
+        // No event: the watch could not be made, or ended at once (a pause before the next
+        // read); a watch that lasted its time without an event is followed by a read at once.
+        if !changed && watched.elapsed() < Duration::from_secs(1) {
             tokio::time::sleep(pause.min(left)).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }
