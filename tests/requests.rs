@@ -369,3 +369,55 @@ const PER_CLUSTER_OVER_N: u64 = 5;
 /// the rules allow making it, nor KubeVela's version when no addon requires one and KubeVela
 /// does not deploy it.
 const CONTROL_PLANE: u64 = 11;
+
+/// A status read of an addon of N objects on a managed cluster costs one request per kind
+/// (a metadata-only list) and one per workload, not one per object (it was N).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_read_costs_a_request_per_kind_not_per_object() {
+    let fleet = fleet();
+    let cache = tempfile::tempdir().unwrap();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&fleet]);
+    let managed = crate::support::k8s::Env::get().managed();
+    sb.join("m1", managed, &[]).await;
+    let namespace = namespace_on(&sb, managed, &format!("{}-status", sb.ns())).await;
+    let ctx = process(&sb, cache.path(), &[&fleet]).await;
+    enable(
+        &ctx,
+        "fleet",
+        json!({"count": 40, "namespace": namespace, "clusters": ["m1"]}),
+    )
+    .await;
+    // One object goes before the status is read: it shows as missing, the others as there.
+    let m1 = managed.admin().await;
+    m1.delete(&Kind::CONFIG_MAP.gvk(), Some(&namespace), "fleet-4")
+        .await
+        .unwrap();
+
+    let reader = process(&sb, cache.path(), &[&fleet]).await;
+    let names = std::collections::BTreeSet::from(["m1".to_owned()]);
+    let clients = reader.state().clients(&names).await.unwrap();
+    let client = clients["m1"].as_ref().unwrap();
+    let before = client.counters().requests();
+    let status = addonctl::status::status(reader.state(), "fleet", None)
+        .await
+        .unwrap();
+    let requests = client.counters().requests() - before;
+    let resources = &status.resources[0].resources;
+    assert_eq!(resources.len(), 40);
+    let missing: Vec<&str> = resources
+        .iter()
+        .filter(|r| !r.exists)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(missing, ["fleet-4"]);
+    assert!(resources
+        .iter()
+        .filter(|r| r.exists)
+        .all(|r| r.creation_timestamp.is_some()));
+    eprintln!("status of 40 objects of 4 kinds on m1: {requests} requests");
+    assert!(requests <= 4, "{requests} requests to m1");
+    disable(&process(&sb, cache.path(), &[&fleet]).await, "fleet").await;
+}

@@ -1,13 +1,18 @@
-//! Per-cluster health: every object the direct engine dispatched, read back from its cluster.
+//! Per-cluster health: every object the direct engine dispatched, read back from its cluster
+//! (each workload with a GET, the other objects with one metadata-only list per kind and
+//! namespace).
 
 use std::collections::BTreeMap;
 
 use futures::stream::{self, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::chrono::SecondsFormat;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::cluster::Cluster;
 use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
-use crate::state::record::ClusterInventory;
+use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::{to_value, Store};
 use crate::Result;
 
@@ -67,8 +72,7 @@ impl ResourceState {
         if !exists {
             return ResourceState::Missing;
         }
-        let workload = matches!(kind, "Deployment" | "DaemonSet" | "StatefulSet");
-        if workload && ready_replicas.unwrap_or(0) < replicas.unwrap_or(1) {
+        if is_workload_kind(kind) && ready_replicas.unwrap_or(0) < replicas.unwrap_or(1) {
             ResourceState::NotReady
         } else {
             ResourceState::Ready
@@ -90,10 +94,7 @@ impl ClusterStatus {
 impl ResourceStatus {
     /// Whether this is a workload (Deployment, DaemonSet, StatefulSet).
     pub fn is_workload(&self) -> bool {
-        matches!(
-            self.kind.as_str(),
-            "Deployment" | "DaemonSet" | "StatefulSet"
-        )
+        is_workload_kind(&self.kind)
     }
 
     /// A workload is ready when it exists and ready ≥ desired.
@@ -174,50 +175,7 @@ pub async fn health(
                     }
                 }
             };
-            let reads: Vec<std::result::Result<ResourceStatus, String>> =
-                stream::iter(&inventory.objects)
-                    .map(|o| {
-                        let client = &client;
-                        async move {
-                            let stored = client
-                                .get(
-                                    &o.object.gvk(),
-                                    o.object.namespace.as_deref(),
-                                    &o.object.name,
-                                )
-                                .await
-                                .map_err(|e| e.to_string())?;
-                            let value = stored.as_ref().map_or(Value::Null, to_value);
-                            let (replicas, ready_replicas) = replicas_of(&o.object.kind, &value);
-                            let replicas = stored.as_ref().and(replicas);
-                            let ready_replicas = stored.as_ref().and(ready_replicas);
-                            Ok(ResourceStatus {
-                                state: ResourceState::of(
-                                    &o.object.kind,
-                                    stored.is_some(),
-                                    replicas,
-                                    ready_replicas,
-                                ),
-                                kind: o.object.kind.clone(),
-                                namespace: o.object.namespace.clone(),
-                                name: o.object.name.clone(),
-                                exists: stored.is_some(),
-                                replicas,
-                                ready_replicas,
-                                creation_timestamp: value
-                                    .pointer("/metadata/creationTimestamp")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_owned),
-                                api_version: o.object.api_version.clone(),
-                                resource_version: stored
-                                    .as_ref()
-                                    .and_then(|s| s.metadata.resource_version.clone()),
-                            })
-                        }
-                    })
-                    .buffered(OBJECT_CONCURRENCY)
-                    .collect()
-                    .await;
+            let reads = read_objects(&client, &inventory.objects).await;
             let mut resources = Vec::new();
             let mut error = inventory.error.clone();
             for read in reads {
@@ -239,4 +197,145 @@ pub async fn health(
         .buffered(CLUSTER_CONCURRENCY)
         .collect()
         .await)
+}
+
+/// One read of [`read_objects`]: a workload's GET, or one kind's metadata-only list.
+enum Read {
+    One(usize, std::result::Result<ResourceStatus, String>),
+    Many(Vec<usize>, std::result::Result<Vec<ObjectMeta>, String>),
+}
+
+/// Reads `objects` back from `client`, in their order: each workload with one GET (its replicas
+/// are in its spec and status), the other objects with one metadata-only list per kind and
+/// namespace (narrowed to the object by name when it is the only one there, see
+/// [`Cluster::metadata_of`]; one GET each when the list is forbidden and a GET may not be): an
+/// addon of N objects costs its workloads plus its kinds, not N requests. At most
+/// [`OBJECT_CONCURRENCY`] reads at a time.
+async fn read_objects(
+    client: &Cluster,
+    objects: &[DispatchedObject],
+) -> Vec<std::result::Result<ResourceStatus, String>> {
+    let mut groups: BTreeMap<(String, String, Option<String>), Vec<usize>> = BTreeMap::new();
+    let mut workloads = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        if is_workload_kind(&o.object.kind) {
+            workloads.push(i);
+        } else {
+            groups
+                .entry((
+                    o.object.api_version.clone(),
+                    o.object.kind.clone(),
+                    o.object.namespace.clone(),
+                ))
+                .or_default()
+                .push(i);
+        }
+    }
+    let gets = workloads.into_iter().map(|i| {
+        let object = &objects[i].object;
+        futures::future::Either::Left(async move {
+            let stored = client
+                .get(&object.gvk(), object.namespace.as_deref(), &object.name)
+                .await
+                .map_err(|e| e.to_string());
+            Read::One(
+                i,
+                stored.map(|stored| {
+                    let value = stored.as_ref().map_or(Value::Null, to_value);
+                    let (replicas, ready_replicas) = replicas_of(&object.kind, &value);
+                    resource_status(
+                        object,
+                        stored.as_ref().map(|s| &s.metadata),
+                        stored.as_ref().and(replicas),
+                        stored.as_ref().and(ready_replicas),
+                    )
+                }),
+            )
+        })
+    });
+    let lists = groups.into_values().map(|indexes| {
+        futures::future::Either::Right(async move {
+            let object = &objects[indexes[0]].object;
+            let names: Vec<&str> = indexes
+                .iter()
+                .map(|&i| objects[i].object.name.as_str())
+                .collect();
+            let listed = client
+                .metadata_of(&object.gvk(), object.namespace.as_deref(), &names)
+                .await;
+            let found = match listed {
+                Ok((items, _)) => Ok(items),
+                // Allowed to get but not to list (a role of the user's own): one GET each.
+                Err(crate::cluster::Error::Forbidden { .. }) => {
+                    let mut items = Vec::new();
+                    for name in names {
+                        match client
+                            .get(&object.gvk(), object.namespace.as_deref(), name)
+                            .await
+                        {
+                            Ok(stored) => items.extend(stored.map(|s| s.metadata)),
+                            Err(e) => return Read::Many(indexes, Err(e.to_string())),
+                        }
+                    }
+                    Ok(items)
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            Read::Many(indexes, found)
+        })
+    });
+    let reads: Vec<Read> = stream::iter(gets.chain(lists))
+        .buffer_unordered(OBJECT_CONCURRENCY)
+        .collect()
+        .await;
+    let mut out: Vec<Option<std::result::Result<ResourceStatus, String>>> =
+        objects.iter().map(|_| None).collect();
+    for read in reads {
+        match read {
+            Read::One(i, result) => out[i] = Some(result),
+            Read::Many(indexes, Ok(found)) => {
+                for i in indexes {
+                    let object = &objects[i].object;
+                    let stored = found
+                        .iter()
+                        .find(|m| m.name.as_deref() == Some(object.name.as_str()));
+                    out[i] = Some(Ok(resource_status(object, stored, None, None)));
+                }
+            }
+            Read::Many(indexes, Err(e)) => {
+                for i in indexes {
+                    out[i] = Some(Err(e.clone()));
+                }
+            }
+        }
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// Whether objects of `kind` are workloads (see [`ResourceStatus::is_workload`]).
+fn is_workload_kind(kind: &str) -> bool {
+    matches!(kind, "Deployment" | "DaemonSet" | "StatefulSet")
+}
+
+/// How `object` stands, as read (`stored`: its metadata, `None` when it does not exist).
+fn resource_status(
+    object: &ObjectRef,
+    stored: Option<&ObjectMeta>,
+    replicas: Option<i64>,
+    ready_replicas: Option<i64>,
+) -> ResourceStatus {
+    ResourceStatus {
+        state: ResourceState::of(&object.kind, stored.is_some(), replicas, ready_replicas),
+        kind: object.kind.clone(),
+        namespace: object.namespace.clone(),
+        name: object.name.clone(),
+        exists: stored.is_some(),
+        replicas,
+        ready_replicas,
+        creation_timestamp: stored
+            .and_then(|m| m.creation_timestamp.as_ref())
+            .map(|t| t.0.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        api_version: object.api_version.clone(),
+        resource_version: stored.and_then(|m| m.resource_version.clone()),
+    }
 }

@@ -69,7 +69,10 @@ fn settings() -> Value {
            "metadata": {"name": "settings", "namespace": "team", "uid": "settings-uid"}})
 }
 
-/// A control plane holding `record`'s Secret.
+/// The ConfigMaps of namespace `team` (read with a metadata-only list, not a GET).
+const TEAM_CONFIG_MAPS: &str = "/api/v1/namespaces/team/configmaps";
+
+/// A control plane holding `record`'s Secret (and no ConfigMap in `team`).
 fn api(record: &Record) -> FakeApi {
     FakeApi::default()
         .serves("v1", "secrets", "Secret")
@@ -87,9 +90,9 @@ fn api(record: &Record) -> FakeApi {
 fn serving(record: &Record, web: Value) -> FakeApi {
     api(record).on("GET", WEB, 200, web).on(
         "GET",
-        "/api/v1/namespaces/team/configmaps/settings",
+        TEAM_CONFIG_MAPS,
         200,
-        settings(),
+        list("PartialObjectMetadataList", vec![settings()]),
     )
 }
 
@@ -141,8 +144,13 @@ async fn a_deployment_short_of_ready_replicas_keeps_the_addon_enabling() {
 
 #[tokio::test]
 async fn a_missing_object_is_shown_missing_and_its_workload_not_ready() {
-    // Neither the Deployment nor the ConfigMap is there (404).
-    let api = api(&record(&["local"]));
+    // Neither the Deployment (404) nor the ConfigMap (an empty list) is there.
+    let api = api(&record(&["local"])).on(
+        "GET",
+        TEAM_CONFIG_MAPS,
+        200,
+        list("PartialObjectMetadataList", Vec::new()),
+    );
 
     let status = status(context(&api).state(), "a", None)
         .await
@@ -211,9 +219,12 @@ async fn a_pending_revision_keeps_the_addon_enabling_and_its_planned_objects_are
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(names, ["web", "settings"]);
-    assert!(api
-        .requests()
-        .contains(&"GET /api/v1/namespaces/team/configmaps/settings".to_owned()));
+    assert!(
+        api.requests().contains(&format!("GET {TEAM_CONFIG_MAPS}")),
+        "the planned ConfigMap is looked for: {:?}",
+        api.requests()
+    );
+    assert!(status.resources[0].resources[1].exists);
 }
 
 fn application(status: Value) -> Value {
