@@ -208,7 +208,7 @@ enum Read {
 /// Reads `objects` back from `client`, in their order: each workload with one GET (its replicas
 /// are in its spec and status), the other objects with one metadata-only list per kind and
 /// namespace (narrowed to the object by name when it is the only one there, see
-/// [`Cluster::metadata_of`]; one GET each when the list is forbidden and a GET may not be): an
+/// [`Cluster::metadata_of`]; one GET each when listing is forbidden, as getting may not be): an
 /// addon of N objects costs its workloads plus its kinds, not N requests. At most
 /// [`OBJECT_CONCURRENCY`] reads at a time.
 async fn read_objects(
