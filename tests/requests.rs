@@ -295,6 +295,19 @@ fn fleet() -> TestAddon {
         })
 }
 
+/// The fleet addon in a sandbox with the direct engine, the first managed cluster joined as
+/// `m1` (the addon holds the registry's files: keep it while the sandbox is used).
+async fn fleet_on_m1() -> (TestAddon, Sandbox, &'static ClusterEnv) {
+    let fleet = fleet();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&fleet]);
+    let managed = crate::support::k8s::Env::get().managed();
+    sb.join("m1", managed, &[]).await;
+    (fleet, sb, managed)
+}
+
 /// A namespace made on `cluster` beforehand (as the benchmark does), deleted with the sandbox.
 async fn namespace_on(sb: &Sandbox, cluster: &ClusterEnv, name: &str) -> String {
     sb.clean_up_on(cluster, Kind::NAMESPACE, None, name);
@@ -314,14 +327,8 @@ async fn namespace_on(sb: &Sandbox, cluster: &ClusterEnv, name: &str) -> String 
 /// besides the record (goal 3). The bounds are the figures measured.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fresh_install_to_a_managed_cluster_costs_few_requests_besides_the_applies() {
-    let fleet = fleet();
+    let (fleet, sb, managed) = fleet_on_m1().await;
     let cache = tempfile::tempdir().unwrap();
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&fleet]);
-    let managed = crate::support::k8s::Env::get().managed();
-    sb.join("m1", managed, &[]).await;
     let args = |count: u64, namespace: &str| json!({"count": count, "namespace": namespace, "clusters": ["m1"]});
     // Cold discovery: fills the cache.
     let warm_up = namespace_on(&sb, managed, &format!("{}-w", sb.ns())).await;
@@ -374,14 +381,8 @@ const CONTROL_PLANE: u64 = 11;
 /// (a metadata-only list) and one per workload, not one per object (it was N).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_status_read_costs_a_request_per_kind_not_per_object() {
-    let fleet = fleet();
+    let (fleet, sb, managed) = fleet_on_m1().await;
     let cache = tempfile::tempdir().unwrap();
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&fleet]);
-    let managed = crate::support::k8s::Env::get().managed();
-    sb.join("m1", managed, &[]).await;
     let namespace = namespace_on(&sb, managed, &format!("{}-status", sb.ns())).await;
     let ctx = process(&sb, cache.path(), &[&fleet]).await;
     enable(
