@@ -134,6 +134,37 @@ async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
     );
 }
 
+/// A gate observes again when a watched workload changes and when a soak ends, not when its
+/// poll interval (ten minutes here) passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gate_wakes_when_a_workload_changes_and_when_its_soak_ends_not_at_its_poll_interval() {
+    let _managed_3 = fault_cluster_lock().await;
+    let addon = workload_addon("staged", "1.0.0");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    let clusters = fleet(&sb).await;
+    let (marker, stop) = mark_ready(clusters, sb.ns().to_owned());
+    let request = RunRequest {
+        poll_interval: Duration::from_secs(600),
+        ..request(two_stages(1, 300))
+    };
+
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        run(&sb.ctx, &request, &NoopReporter),
+    )
+    .await
+    .expect("a gate waited for its poll interval")
+    .unwrap();
+
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    assert!(report.succeeded(), "{:?}", report.state);
+    assert_eq!(report.state.done, ["m1", "m2", "m3"]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_are_untouched() {
     let _managed_3 = fault_cluster_lock().await;

@@ -29,6 +29,7 @@ pub use error::{is_forbidden_text, Error, Result};
 pub use objects::{describe, gvk_of, kind_and_name, patch_params, written_since, Deleted};
 pub use rate::RateLimit;
 pub use reuse::Reusing;
+pub use watch::{first_change, Since};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

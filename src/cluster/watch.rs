@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use kube::api::WatchParams;
 use kube::core::GroupVersionKind;
@@ -13,6 +14,66 @@ use super::{Cluster, Result};
 
 /// The longest one watch lasts before the caller reads again.
 const MAX_WATCH: Duration = Duration::from_secs(10);
+
+/// A watch that ends without an event sooner than this is not made again by [`first_change`]
+/// (a server that ends watches at once would otherwise be asked again and again).
+const SHORTEST_QUIET_WATCH: Duration = Duration::from_millis(500);
+
+/// One object [`first_change`] watches: which, and since which resource version (the one a
+/// read saw; for an object that did not exist, the newest version read on its cluster, so its
+/// creation is a change).
+#[derive(Debug, Clone)]
+pub struct Since<'a> {
+    /// Its kind.
+    pub gvk: GroupVersionKind,
+    /// Its namespace, when namespaced.
+    pub namespace: Option<&'a str>,
+    /// Its name.
+    pub name: &'a str,
+    /// The version to watch from.
+    pub version: &'a str,
+}
+
+/// Waits until one of `objects` (each on its cluster) changes, or `deadline` passes; returns
+/// whether a change came first. A watch that ends without an event is made again from the same
+/// version (one lasts at most [`MAX_WATCH`]), so a long pause stays watched to its end; one
+/// that cannot be made (no `watch` permission, a cluster that does not answer) or that ends at
+/// once leaves the deadline to pass, and the caller reads again then.
+pub async fn first_change(
+    objects: Vec<(&Cluster, Since<'_>)>,
+    deadline: tokio::time::Instant,
+) -> bool {
+    let mut watches: FuturesUnordered<_> = objects
+        .into_iter()
+        .map(|(cluster, since)| async move {
+            loop {
+                let started = tokio::time::Instant::now();
+                let left = deadline.saturating_duration_since(started);
+                if left.is_zero() {
+                    return false;
+                }
+                match cluster
+                    .changed_since(&since.gvk, since.namespace, since.name, since.version, left)
+                    .await
+                {
+                    Ok(true) => return true,
+                    Ok(false) if started.elapsed() >= SHORTEST_QUIET_WATCH => {}
+                    Ok(false) | Err(_) => return false,
+                }
+            }
+        })
+        .collect();
+    let woken = async {
+        while let Some(changed) = watches.next().await {
+            if changed {
+                return;
+            }
+        }
+        // Every watch ended without an event: the deadline passes.
+        std::future::pending::<()>().await;
+    };
+    tokio::time::timeout_at(deadline, woken).await.is_ok()
+}
 
 impl Cluster {
     /// Waits until the object `name` of `gvk` (in `namespace` when namespaced) changes after

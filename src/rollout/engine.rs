@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::StreamExt as _;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -17,14 +18,14 @@ use super::gate::{evaluate, GateState, Observation, Phase, RolloutState, Verdict
 use super::planner::{plan, ClusterLabels, RolloutPlan};
 use super::{Error, Result, Rollout};
 use crate::cluster::set::LOCAL;
-use crate::cluster::Cluster;
+use crate::cluster::{first_change, Cluster, Since};
 use crate::context::{Context, Reporter};
 use crate::params::{Input, RawInput};
 use crate::plan::EnableRequest;
 use crate::state::record::{ClusterInventory, ClusterRevision, Record};
 use crate::state::to_value;
 
-/// How often a gate is observed unless told otherwise.
+/// The longest pause between two observations of a gate unless told otherwise.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// What to roll out, and how.
@@ -46,7 +47,8 @@ pub struct RunRequest {
     pub skip_version_check: bool,
     /// Adopt existing objects addonctl did not create.
     pub adopt: bool,
-    /// How often each gate is observed.
+    /// The longest pause between two observations of a gate (a watched workload's change or a
+    /// soak's end is observed at once).
     pub poll_interval: Duration,
 }
 
@@ -384,7 +386,18 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The least pause between two observations of a gate.
+const MIN_PAUSE: Duration = Duration::from_millis(50);
+
+/// The first spacing after a wake that changed nothing said (see [`await_gate`]).
+const MIN_SPACING: Duration = Duration::from_millis(20);
+
 /// Observes the batch until its gate passes or fails (bounded by the progress deadline).
+/// Between observations it watches the batch's workloads (not healthy ones first, at most
+/// [`MAX_WATCHED`]) from the versions read, and observes again at the first change, when a
+/// soak ends, or after `poll_interval` (for what no watch covers: the record, a cluster's
+/// errors), whichever comes first. A wake that changed nothing said spaces the next
+/// observation out (20 ms, doubling up to the pause).
 async fn await_gate(
     ctx: &Context,
     addon: &str,
@@ -402,10 +415,13 @@ async fn await_gate(
     let target = revision_label(&read_record(ctx, addon).await?.current_revision());
     let mut gate = GateState::new(batch, now_ms());
     let mut last_said: Vec<(String, String)> = Vec::new();
+    let mut spacing = Duration::ZERO;
+    let mut woken = false;
     loop {
         let record = read_record(ctx, addon).await?;
-        let observations = observe(ctx, &record, batch).await?;
-        let verdict = evaluate(&mut gate, &target, &observations, limits, now_ms());
+        let observed = observe(ctx, &record, batch).await?;
+        let now = now_ms();
+        let verdict = evaluate(&mut gate, &target, &observed.observations, limits, now);
         state.gate = Some(gate.clone());
         let Verdict::Waiting { pending } = &verdict else {
             return Ok(verdict);
@@ -422,64 +438,134 @@ async fn await_gate(
                 (c.clone(), why.to_owned())
             })
             .collect();
-        if reasons != last_said {
+        let poll = request.poll_interval.max(MIN_PAUSE);
+        if reasons == last_said {
+            if woken {
+                spacing = (spacing * 2).max(MIN_SPACING).min(poll);
+            }
+        } else {
             for (cluster, why) in &reasons {
                 reporter.step(&format!("waiting for `{cluster}`: {why}"));
             }
             last_said = reasons;
+            spacing = Duration::ZERO;
         }
-        tokio::time::sleep(request.poll_interval.max(Duration::from_millis(50))).await;
+        let until_change =
+            Duration::from_millis(gate.next_change_ms(limits, now).saturating_sub(now));
+        let deadline =
+            tokio::time::Instant::now() + poll.min(until_change).max(Duration::from_millis(1));
+        if !spacing.is_zero() {
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + spacing)).await;
+        }
+        woken = first_change(observed.watches(), deadline).await;
+    }
+}
+
+/// The most workloads one pause of a gate watches (one watch request each); changes of the
+/// others are seen at the next observation.
+pub const MAX_WATCHED: usize = 16;
+
+/// One observation of a batch: what each cluster runs, and what the pause after it watches.
+struct Observed {
+    observations: Vec<Observation>,
+    /// The workloads read, each with its cluster's client and the version to watch it from.
+    workloads: Vec<Workload>,
+}
+
+/// A workload read: whether it was healthy, and since which version a change is new (empty
+/// for one that did not exist: a watch from no version sees its creation).
+struct Workload {
+    cluster: Cluster,
+    object: crate::state::record::ObjectRef,
+    since: String,
+    healthy: bool,
+}
+
+impl Observed {
+    /// The workloads to watch, not healthy ones first, at most [`MAX_WATCHED`].
+    fn watches(&self) -> Vec<(&Cluster, Since<'_>)> {
+        let mut workloads: Vec<&Workload> = self.workloads.iter().collect();
+        workloads.sort_by_key(|w| w.healthy);
+        workloads
+            .into_iter()
+            .take(MAX_WATCHED)
+            .map(|w| {
+                let since = Since {
+                    gvk: w.object.gvk(),
+                    namespace: w.object.namespace.as_deref(),
+                    name: &w.object.name,
+                    version: &w.since,
+                };
+                (&w.cluster, since)
+            })
+            .collect()
     }
 }
 
 /// What each cluster of the batch runs: the revision the record says it was applied at, when
-/// its apply is complete there (not pending, no error), and whether its workloads are healthy.
-async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Vec<Observation>> {
+/// its apply is complete there (not pending, no error), and whether its workloads are healthy
+/// (the clusters read at once, bounded).
+async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Observed> {
     let names: BTreeSet<String> = batch.iter().cloned().collect();
     let clients = ctx.state().clients(&names).await?;
-    let mut out = Vec::with_capacity(batch.len());
-    for name in batch {
-        let pending = record
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.dispatched.contains_key(name));
-        let inventory = record.dispatched.get(name);
-        let mut observation = Observation {
-            cluster: name.clone(),
-            revision: None,
-            healthy: false,
-            reason: None,
-            failed: false,
-        };
-        match (inventory, clients.get(name)) {
-            (Some(ClusterInventory { error: Some(e), .. }), _) => {
-                observation.failed = true;
-                observation.reason = Some(format!("the apply failed: {e}"));
-            }
-            (_, Some(Err(e))) => observation.reason = Some(e.clone()),
-            (None, _) => observation.reason = Some("not applied yet".to_owned()),
-            (Some(_), _) if pending => {
-                observation.reason = Some("the apply has not finished there".to_owned());
-            }
-            (Some(inventory), Some(Ok(cluster))) => {
-                observation.revision = record.cluster_revision(name).map(|r| revision_label(&r));
-                match workloads_healthy(cluster, inventory).await {
-                    Ok(()) => observation.healthy = true,
-                    Err(why) => observation.reason = Some(why),
+    let reads = batch.iter().map(|name| {
+        let client = clients.get(name);
+        async move {
+            let pending = record
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.dispatched.contains_key(name));
+            let inventory = record.dispatched.get(name);
+            let mut observation = Observation {
+                cluster: name.clone(),
+                revision: None,
+                healthy: false,
+                reason: None,
+                failed: false,
+            };
+            let mut workloads = Vec::new();
+            match (inventory, client) {
+                (Some(ClusterInventory { error: Some(e), .. }), _) => {
+                    observation.failed = true;
+                    observation.reason = Some(format!("the apply failed: {e}"));
                 }
+                (_, Some(Err(e))) => observation.reason = Some(e.clone()),
+                (None, _) => observation.reason = Some("not applied yet".to_owned()),
+                (Some(_), _) if pending => {
+                    observation.reason = Some("the apply has not finished there".to_owned());
+                }
+                (Some(inventory), Some(Ok(cluster))) => {
+                    observation.revision =
+                        record.cluster_revision(name).map(|r| revision_label(&r));
+                    match workloads_healthy(cluster, inventory, &mut workloads).await {
+                        Ok(()) => observation.healthy = true,
+                        Err(why) => observation.reason = Some(why),
+                    }
+                }
+                (Some(_), None) => observation.reason = Some(format!("no client for `{name}`")),
             }
-            (Some(_), None) => observation.reason = Some(format!("no client for `{name}`")),
+            (observation, workloads)
         }
-        out.push(observation);
-    }
-    Ok(out)
+    });
+    let read: Vec<(Observation, Vec<Workload>)> = futures::stream::iter(reads)
+        .buffered(crate::state::clusters::CLUSTER_CONCURRENCY)
+        .collect()
+        .await;
+    let (observations, workloads): (Vec<Observation>, Vec<Vec<Workload>>) =
+        read.into_iter().unzip();
+    Ok(Observed {
+        observations,
+        workloads: workloads.into_iter().flatten().collect(),
+    })
 }
 
 /// Every workload of the inventory exists, its controller has observed its current spec
-/// (`observedGeneration` = `generation`) and all its replicas are updated and ready.
+/// (`observedGeneration` = `generation`) and all its replicas are updated and ready. Each one
+/// read is added to `read` (up to the first that is not healthy).
 async fn workloads_healthy(
     cluster: &Cluster,
     inventory: &ClusterInventory,
+    read: &mut Vec<Workload>,
 ) -> std::result::Result<(), String> {
     for object in &inventory.objects {
         let kind = object.object.kind.as_str();
@@ -493,10 +579,22 @@ async fn workloads_healthy(
                 &object.object.name,
             )
             .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{} is missing", object.object))?;
-        workload_ready(kind, &to_value(&live))
-            .map_err(|why| format!("{}: {why}", object.object))?;
+            .map_err(|e| e.to_string())?;
+        let mut workload = Workload {
+            cluster: cluster.clone(),
+            object: object.object.clone(),
+            since: String::new(),
+            healthy: false,
+        };
+        let Some(live) = live else {
+            read.push(workload);
+            return Err(format!("{} is missing", object.object));
+        };
+        workload.since = live.metadata.resource_version.clone().unwrap_or_default();
+        let ready = workload_ready(kind, &to_value(&live));
+        workload.healthy = ready.is_ok();
+        read.push(workload);
+        ready.map_err(|why| format!("{}: {why}", object.object))?;
     }
     Ok(())
 }

@@ -68,6 +68,19 @@ impl GateState {
                 .collect(),
         }
     }
+
+    /// The earliest time after `now_ms` at which the verdict can change with nothing new
+    /// observed: a cluster's soak ending, or the progress deadline.
+    pub fn next_change_ms(&self, limits: GateLimits, now_ms: u64) -> u64 {
+        let deadline = self.started_ms.saturating_add(limits.deadline_ms);
+        self.clusters
+            .values()
+            .filter(|g| g.failed.is_none())
+            .filter_map(|g| g.healthy_since_ms)
+            .map(|since| since.saturating_add(limits.soak_ms))
+            .filter(|&soaked| soaked > now_ms)
+            .fold(deadline, u64::min)
+    }
 }
 
 /// A failed cluster, with the reason.

@@ -22,12 +22,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
-
 use super::health::{ClusterStatus, ResourceStatus};
 use super::{status, Phase, Status};
 use crate::cluster::set::LOCAL;
-use crate::cluster::Cluster;
+use crate::cluster::{first_change, Cluster, Since};
 use crate::context::Reporter;
 use crate::model::wire::application_name;
 use crate::state::record::ObjectRef;
@@ -175,34 +173,21 @@ impl<'a> Watch<'a> {
                     .extend(clients.into_iter().filter_map(|(n, c)| Some((n, c.ok()?))));
             }
         }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let mut watches: FuturesUnordered<_> = self
+        let objects = self
             .watched
             .iter()
-            .filter_map(|w| Some((w, self.clients.get(&w.cluster)?)))
-            .map(|(w, client)| async move {
-                client
-                    .changed_since(
-                        &w.object.gvk(),
-                        w.object.namespace.as_deref(),
-                        &w.object.name,
-                        &w.since,
-                        left,
-                    )
-                    .await
-                    .unwrap_or(false)
+            .filter_map(|w| Some((self.clients.get(&w.cluster)?, w)))
+            .map(|(client, w)| {
+                let since = Since {
+                    gvk: w.object.gvk(),
+                    namespace: w.object.namespace.as_deref(),
+                    name: &w.object.name,
+                    version: &w.since,
+                };
+                (client, since)
             })
             .collect();
-        let woken = async {
-            while let Some(changed) = watches.next().await {
-                if changed {
-                    return;
-                }
-            }
-            // Every watch ended without an event: the interval passes.
-            std::future::pending::<()>().await;
-        };
-        tokio::time::timeout_at(deadline, woken).await.is_ok()
+        first_change(objects, deadline).await
     }
 }
 

@@ -185,7 +185,8 @@ pub struct RolloutRunArgs {
     /// The version to roll out (default: the newest).
     #[arg(long)]
     pub version: Option<String>,
-    /// How often each gate is checked, in seconds.
+    /// The longest time between two checks of a gate, in seconds: a change of a watched
+    /// workload, or a soak's end, is checked at once.
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
     pub poll_interval: f64,
     /// Do not check the addons' `system` requirements.

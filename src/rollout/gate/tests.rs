@@ -172,3 +172,37 @@ fn a_failed_gate_stops_the_rollout_with_the_clusters_and_reasons() {
     assert_eq!(state.done, Vec::<String>::new());
     assert!(state.message.as_deref().unwrap().contains("canary"));
 }
+
+#[test]
+fn the_next_change_is_the_first_soak_to_end_or_the_deadline() {
+    let mut state = gate(&["m1", "m2", "m3"]);
+    let limits = limits(10, 1, 60);
+    // Nobody healthy: only the deadline can change the verdict.
+    evaluate(&mut state, NEW, &[], limits, 1_000);
+    assert_eq!(state.next_change_ms(limits, 1_000), 60_000);
+    // m2 healthy at 2 s, m1 at 4 s: m2's soak ends first.
+    evaluate(
+        &mut state,
+        NEW,
+        &[seen("m2", Some(NEW), true)],
+        limits,
+        2_000,
+    );
+    let both = [seen("m1", Some(NEW), true), seen("m2", Some(NEW), true)];
+    evaluate(&mut state, NEW, &both, limits, 4_000);
+    assert_eq!(state.next_change_ms(limits, 4_000), 12_000);
+    // Once m2 soaked, m1's end is next; a failed cluster's soak does not count.
+    assert_eq!(state.next_change_ms(limits, 12_000), 14_000);
+    let failed = Observation {
+        failed: true,
+        ..seen("m1", Some(NEW), false)
+    };
+    evaluate(
+        &mut state,
+        NEW,
+        &[failed, seen("m2", Some(NEW), true)],
+        limits,
+        12_500,
+    );
+    assert_eq!(state.next_change_ms(limits, 12_500), 60_000);
+}
