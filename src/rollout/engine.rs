@@ -489,15 +489,7 @@ impl Observed {
         workloads
             .into_iter()
             .take(MAX_WATCHED)
-            .map(|w| {
-                let since = Since {
-                    gvk: w.object.gvk(),
-                    namespace: w.object.namespace.as_deref(),
-                    name: &w.object.name,
-                    version: &w.since,
-                };
-                (&w.cluster, since)
-            })
+            .map(|w| (&w.cluster, w.object.since(&w.since)))
             .collect()
     }
 }

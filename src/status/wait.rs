@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::health::{ClusterStatus, ResourceStatus};
 use super::{status, Phase, Status};
 use crate::cluster::set::LOCAL;
-use crate::cluster::{first_change, Cluster, Since};
+use crate::cluster::{first_change, Cluster};
 use crate::context::Reporter;
 use crate::model::wire::application_name;
 use crate::state::record::ObjectRef;
@@ -177,15 +177,7 @@ impl<'a> Watch<'a> {
             .watched
             .iter()
             .filter_map(|w| Some((self.clients.get(&w.cluster)?, w)))
-            .map(|(client, w)| {
-                let since = Since {
-                    gvk: w.object.gvk(),
-                    namespace: w.object.namespace.as_deref(),
-                    name: &w.object.name,
-                    version: &w.since,
-                };
-                (client, since)
-            })
+            .map(|(client, w)| (client, w.object.since(&w.since)))
             .collect();
         first_change(objects, deadline).await
     }

@@ -65,6 +65,16 @@ impl ObjectRef {
         })
     }
 
+    /// This object, watched for a change after `version` ([`crate::cluster::first_change`]).
+    pub fn since<'a>(&'a self, version: &'a str) -> crate::cluster::Since<'a> {
+        crate::cluster::Since {
+            gvk: self.gvk(),
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
+            version,
+        }
+    }
+
     /// Whether both name the same object: the same kind and name, and the same namespace unless
     /// one of them has none (a planned reference may carry a namespace for a kind that turns
     /// out to be cluster-scoped).
