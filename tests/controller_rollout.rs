@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::controller::{addon, apply_addon, condition, install_crd, managed, wait_for, Child};
 use crate::drift::workload_addon;
-use crate::rollout::mark_ready;
+use crate::rollout::{mark_ready, mark_ready_after};
 use crate::support::k8s::{fault_cluster_lock, get_on, Kind, Sandbox};
 
 /// Joins managed-1..3 as `m1`, `m2`, `m3` with `tier` = `one`, `two`, `three`.
@@ -176,6 +176,57 @@ async fn a_stage_whose_cluster_never_becomes_healthy_stops_the_rollout_and_later
     assert_eq!(report["phase"], "Failed");
     assert_eq!(report["stages"][1]["failed"], json!(["m2"]));
     assert_eq!(report["stages"][2]["pending"], json!(["m3"]));
+    stop.send(()).unwrap();
+    marker.await.unwrap();
+    drop(controller);
+}
+
+/// A gate is looked at again when a workload of its batch changes (watched) and when its soak
+/// ends, not only when its poll comes: ten minutes here, as the drift checks.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gate_is_looked_at_when_a_workload_changes_not_only_when_its_poll_comes() {
+    let web = workload_addon("woken", "1.0.0");
+    let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
+    install_crd(&sb).await;
+    let mut clusters = Vec::new();
+    for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
+        sb.join(name, managed(n), &[("tier", tier)]).await;
+        clusters.push((name, managed(n).admin().await));
+    }
+    // Ready 3 s after each Deployment appears: after the gate's first looks, which find it
+    // not ready and have nothing new to write (no status change to wake the controller).
+    let (marker, stop) =
+        mark_ready_after(clusters.clone(), sb.ns().to_owned(), Duration::from_secs(3));
+    let controller = Child::start(
+        &sb,
+        &[
+            "--leader-elect=false",
+            "--gate-poll",
+            "10m",
+            "--drift-interval",
+            "10m",
+        ],
+    )
+    .await;
+
+    apply_addon(
+        &sb,
+        "woken",
+        json!({"clusterSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+               "rollout": stages(&["one", "two"], 1, 300)}),
+    )
+    .await;
+    let done = rollout_where(&sb, "woken", "the rollout succeeds", |r| {
+        r["phase"] == "Succeeded"
+    })
+    .await;
+    assert_eq!(
+        done["status"]["rollout"]["stages"][1]["done"],
+        json!(["m2"])
+    );
+    for (name, cluster) in &clusters {
+        assert!(has_web(cluster, sb.ns()).await, "nothing on {name}");
+    }
     stop.send(()).unwrap();
     marker.await.unwrap();
     drop(controller);

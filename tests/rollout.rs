@@ -48,9 +48,23 @@ pub(crate) fn mark_ready(
     tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
     tokio::sync::oneshot::Sender<()>,
 ) {
+    mark_ready_after(clusters, namespace, Duration::ZERO)
+}
+
+/// [`mark_ready`], each generation of a Deployment marked only once it was seen `delay` ago
+/// (a rollout of its pods that takes that long).
+pub(crate) fn mark_ready_after(
+    clusters: Vec<(&'static str, Cluster)>,
+    namespace: String,
+    delay: Duration,
+) -> (
+    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let (stop, mut stopped) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         let mut created = BTreeMap::new();
+        let mut seen = BTreeMap::new();
         while stopped.try_recv().is_err() {
             for (name, cluster) in &clusters {
                 let Some(web) = get_on(cluster, Kind::DEPLOYMENT, Some(&namespace), "web").await
@@ -61,7 +75,10 @@ pub(crate) fn mark_ready(
                     .entry(*name)
                     .or_insert_with(|| web["metadata"]["creationTimestamp"].to_string());
                 let generation = web["metadata"]["generation"].clone();
-                if web["status"]["observedGeneration"] != generation {
+                let since = *seen
+                    .entry((*name, generation.to_string()))
+                    .or_insert_with(std::time::Instant::now);
+                if web["status"]["observedGeneration"] != generation && since.elapsed() >= delay {
                     let status = json!({"observedGeneration": generation, "replicas": 2,
                         "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2});
                     patch_status_on(

@@ -25,8 +25,8 @@ use settings::{ClusterSettings, GlobalSettings};
 /// What the command line asks for: a command, or the names a completion script asks for.
 #[derive(Debug)]
 pub enum Invocation {
-    /// A command of [`Cli`].
-    Command(Cli),
+    /// A command of [`Cli`] (boxed: it is far larger than the other variant).
+    Command(Box<Cli>),
     /// `addonctl [global options] __complete addons|clusters`.
     Complete(CompleteCli),
 }
@@ -42,7 +42,7 @@ pub fn parse() -> Invocation {
             return Invocation::Complete(complete);
         }
     }
-    Invocation::Command(parse_from(argv).unwrap_or_else(|e| e.exit()))
+    Invocation::Command(Box::new(parse_from(argv).unwrap_or_else(|e| e.exit())))
 }
 
 /// [`parse`] of these arguments; help and errors are errors.
@@ -106,7 +106,7 @@ fn cluster_settings(global: &GlobalArgs) -> anyhow::Result<(GlobalSettings, Clus
 /// Runs one command, or prints the names a completion script asks for.
 pub async fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
     let cli = match invocation {
-        Invocation::Command(cli) => cli,
+        Invocation::Command(cli) => *cli,
         Invocation::Complete(complete) => {
             let CompleteCommand::Complete { what } = complete.command;
             let printer = Printer::new(true);

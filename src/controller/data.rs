@@ -55,6 +55,8 @@ pub(super) struct Data {
     pub events: super::events::Events,
     /// The drift watches on the managed clusters.
     pub watches: super::watches::Watches,
+    /// The rollout gates' waits for their workloads.
+    pub gates: super::gates::Gates,
 }
 
 impl Data {
@@ -89,6 +91,7 @@ impl Data {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name);
         self.watches.forget(name);
+        self.gates.forget(name);
     }
 
     /// Takes the drift state of `name` (empty when none) for one reconcile.

@@ -198,6 +198,11 @@ pub async fn record_revision(ctx: &Context, name: &str) -> Result<Option<String>
 /// The addon's health, per cluster, as `addonctl status` reads it.
 pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
     let status = crate::status::status(ctx.state(), name, None).await?;
+    Ok(health_of(status))
+}
+
+/// The health `status` shows.
+fn health_of(status: crate::status::Status) -> Health {
     let mut clusters = BTreeMap::new();
     let mut versions = BTreeMap::new();
     for cluster in &status.resources {
@@ -219,12 +224,12 @@ pub async fn health(ctx: &Context, name: &str) -> Result<Health> {
         };
         clusters.insert(cluster.cluster.clone(), entry);
     }
-    Ok(Health {
+    Health {
         clusters,
         enabled: status.phase == crate::status::Phase::Enabled,
         reason: status.reason,
         versions,
-    })
+    }
 }
 
 /// Disables the addon with the library's guards (dependents, users of its definitions);
@@ -482,19 +487,36 @@ fn revision_of(record: &crate::state::record::Record) -> String {
     format!("{} ({hash})", record.version)
 }
 
+/// What a look at a rollout's gate saw.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// The record's revision (`None` without a record).
+    pub revision: Option<String>,
+    /// What each cluster of the batch runs, and whether it is healthy there.
+    pub observations: Vec<crate::rollout::Observation>,
+    /// What the wait for the next look watches: the batch's workloads (not ready ones first),
+    /// from the versions read.
+    pub watched: Vec<crate::status::wait::Watched>,
+}
+
 /// What each cluster of `batch` runs and whether it is healthy, for the rollout's gate: the
 /// record's revision where its apply finished (not pending, no error), the health as `status`
-/// reads it. Returns the record's revision too (`None` without a record).
-pub async fn observe(
-    ctx: &Context,
-    name: &str,
-    batch: &[String],
-) -> Result<(Option<String>, Vec<crate::rollout::Observation>)> {
+/// reads it (not read for an empty batch).
+pub async fn observe(ctx: &Context, name: &str, batch: &[String]) -> Result<Observed> {
     let Some(record) = ctx.state().record(name).await? else {
-        return Ok((None, Vec::new()));
+        return Ok(Observed::default());
     };
     let revision = revision_of(&record);
-    let health = health(ctx, name).await?;
+    if batch.is_empty() {
+        return Ok(Observed {
+            revision: Some(revision),
+            ..Observed::default()
+        });
+    }
+    let status = crate::status::status(ctx.state(), name, None).await?;
+    let watched =
+        crate::status::wait::watched(&status, &ctx.namespace, |c| batch.iter().any(|b| b == c));
+    let health = health_of(status);
     let observations = batch
         .iter()
         .map(|cluster| {
@@ -541,5 +563,9 @@ pub async fn observe(
             observation
         })
         .collect();
-    Ok((Some(revision), observations))
+    Ok(Observed {
+        revision: Some(revision),
+        observations,
+        watched,
+    })
 }

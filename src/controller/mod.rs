@@ -33,6 +33,7 @@ pub mod crd;
 mod data;
 pub mod engine;
 mod events;
+mod gates;
 mod leader;
 pub mod manifests;
 mod metrics;
@@ -155,6 +156,10 @@ pub struct ControllerSettings {
     /// with its record (one metadata list per kind and cluster; full reads only of objects
     /// whose `resourceVersion` moved).
     pub drift_interval: Duration,
+    /// The longest time between two looks at a rollout's gate while a cluster of its batch is
+    /// not healthy yet (a change of its workloads, watched, is looked at at once; a soak's end
+    /// and the deadline are looked at on time).
+    pub gate_poll: Duration,
     /// Retry pacing.
     pub backoff: Backoff,
     /// `Addon`s reconciled at once.
@@ -170,6 +175,7 @@ impl Default for ControllerSettings {
             leader_elect: true,
             registry_interval: Duration::from_secs(300),
             drift_interval: Duration::from_secs(10),
+            gate_poll: Duration::from_secs(3),
             backoff: Backoff::default(),
             concurrency: 4,
             identity: crate::state::lease::holder_identity("controller"),

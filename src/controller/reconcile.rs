@@ -131,6 +131,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         drift: Mutex::new(HashMap::new()),
         events: super::events::Events::new(client.clone()),
         watches: super::watches::Watches::new(requeue.clone(), Arc::clone(shared)),
+        gates: super::gates::Gates::new(requeue.clone(), Arc::clone(shared)),
     });
     let poller = tokio::spawn(relist::poll(Arc::clone(&data), requeue));
     let store_watch = tokio::spawn(relist::watch_store(Arc::clone(&data), seconds));

@@ -37,9 +37,8 @@ use crate::rollout::engine::Keep;
 use crate::rollout::gate::{GateLimits, Phase};
 use crate::rollout::{evaluate, ClusterLabels, RolloutPlan, RolloutState, Verdict};
 
-/// How soon a gate whose clusters are not healthy yet is looked at again (their health is not
-/// watched), unless its deadline comes first.
-const GATE_POLL: Duration = Duration::from_secs(3);
+/// How soon a batch's gate is first looked at after its apply.
+const FIRST_LOOK: Duration = Duration::from_millis(200);
 
 /// What a rollout pass works from.
 pub(super) struct Inputs<'a> {
@@ -334,29 +333,34 @@ async fn step(
         let Some(mut gate) = state.gate.take() else {
             apply_batch(data, inputs, plan, state, rollout).await?;
             state.gate = Some(crate::rollout::GateState::new(&batch, now_ms()));
-            return Ok(Action::requeue(GATE_POLL));
+            return Ok(Action::requeue(FIRST_LOOK));
         };
         let Some(limits) = state.limits(plan) else {
             continue;
         };
         let target = rollout.gate_revision.clone().unwrap_or_default();
-        let (_, observations) =
-            engine::observe(&data.shared.ctx(), &inputs.addon.name_any(), &batch).await?;
+        let name = inputs.addon.name_any();
+        let observed = engine::observe(&data.shared.ctx(), &name, &batch).await?;
         let now = now_ms();
-        let verdict = evaluate(&mut gate, &target, &observations, limits, now);
-        let wait = next_moment(&gate, limits, now);
+        let verdict = evaluate(&mut gate, &target, &observed.observations, limits, now);
+        let poll = data.shared.settings.gate_poll;
+        let wait = next_moment(&gate, limits, now, poll);
         state.gate = Some(gate);
         state.settle(plan, &verdict);
         match verdict {
-            Verdict::Waiting { .. } => return Ok(Action::requeue(wait)),
+            Verdict::Waiting { .. } => {
+                data.gates.follow(inputs.addon, observed.watched, wait);
+                return Ok(Action::requeue(wait));
+            }
             Verdict::Failed { .. } => {
+                data.gates.forget(&name);
                 rollout.phase = RolloutPhase::Failed;
                 return Ok(Action::await_change());
             }
-            Verdict::Passed { .. } => {}
+            Verdict::Passed { .. } => data.gates.forget(&name),
         }
     }
-    Ok(Action::requeue(GATE_POLL))
+    Ok(Action::requeue(data.shared.settings.gate_poll))
 }
 
 /// Applies the clusters done, the current batch and the clusters kept (those among the
@@ -408,26 +412,29 @@ async fn apply_batch(
             data.shared.metrics.applied(&cluster.name, &cluster.outcome);
         }
     }
-    let (revision, _) = engine::observe(&data.shared.ctx(), &name, &[]).await?;
-    rollout.gate_revision = revision;
+    rollout.gate_revision = engine::observe(&data.shared.ctx(), &name, &[])
+        .await?
+        .revision;
     Ok(())
 }
 
-/// When the gate can next change: the first soak to end, or — while a cluster is not healthy
-/// yet — the next health look; never after the deadline.
-fn next_moment(gate: &crate::rollout::GateState, limits: GateLimits, now: u64) -> Duration {
-    let deadline = (gate.started_ms + limits.deadline_ms).saturating_sub(now);
-    let mut wait = deadline;
-    for cluster in gate.clusters.values().filter(|c| c.failed.is_none()) {
-        let until = match cluster.healthy_since_ms {
-            Some(since) => (since + limits.soak_ms).saturating_sub(now),
-            None => u64::try_from(GATE_POLL.as_millis()).unwrap_or(u64::MAX),
-        };
-        if until > 0 {
-            wait = wait.min(until);
-        }
+/// When the gate is next looked at: the first soak to end or the deadline, or — while a
+/// cluster is not healthy yet — `poll` (a change of its workloads, watched, comes sooner).
+fn next_moment(
+    gate: &crate::rollout::GateState,
+    limits: GateLimits,
+    now: u64,
+    poll: Duration,
+) -> Duration {
+    let mut wait = Duration::from_millis(gate.next_change_ms(limits, now).saturating_sub(now));
+    if gate
+        .clusters
+        .values()
+        .any(|c| c.failed.is_none() && c.healthy_since_ms.is_none())
+    {
+        wait = wait.min(poll);
     }
-    Duration::from_millis(wait.max(200))
+    wait.max(FIRST_LOOK)
 }
 
 /// The readable fields of the rollout status from the library's state.
@@ -656,12 +663,16 @@ mod tests {
         };
         gate.clusters.insert("m1".to_owned(), soaking(1_000));
         gate.clusters.insert("m2".to_owned(), soaking(5_000));
-        assert_eq!(next_moment(&gate, limits, 6_000), Duration::from_secs(5));
+        let poll = Duration::from_secs(3);
+        assert_eq!(
+            next_moment(&gate, limits, 6_000, poll),
+            Duration::from_secs(5)
+        );
         gate.clusters
             .insert("m2".to_owned(), ClusterGate::default());
-        assert_eq!(next_moment(&gate, limits, 6_000), GATE_POLL);
+        assert_eq!(next_moment(&gate, limits, 6_000, poll), poll);
         assert_eq!(
-            next_moment(&gate, limits, 59_000),
+            next_moment(&gate, limits, 59_000, poll),
             Duration::from_secs(1),
             "the deadline comes first"
         );

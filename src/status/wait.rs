@@ -89,7 +89,7 @@ pub struct Watch<'a> {
 /// One object a pause watches (a workload, or the addon's KubeVela Application on the
 /// control plane): on which cluster, and since which version.
 #[derive(Debug, Clone)]
-struct Watched {
+pub struct Watched {
     cluster: String,
     object: ObjectRef,
     since: String,
@@ -139,7 +139,7 @@ impl<'a> Watch<'a> {
             };
             let status = status(self.store, &self.name, None).await?;
             let shown = Shown::of(&status);
-            self.watched = watched(&status, self.store.namespace);
+            self.watched = watched(&status, self.store.namespace, |_| true);
             if self.last.as_ref() != Some(&shown) {
                 self.last = Some(shown);
                 self.interval = self.first;
@@ -183,12 +183,33 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// What of `status` a pause watches (its Application, then its workloads, not ready ones
-/// first), at most [`MAX_WATCHED`]: each since the version read, or, when it did not exist,
-/// since the newest version read on its cluster (its creation is then an event).
-fn watched(status: &Status, namespace: &str) -> Vec<Watched> {
+/// Waits until one of `watched` changes or `deadline` passes (see [`first_change`]); the
+/// clusters' clients are made from `store` (when they cannot be, the deadline passes).
+pub async fn changed(
+    store: Store<'_>,
+    watched: &[Watched],
+    deadline: tokio::time::Instant,
+) -> bool {
+    let names: BTreeSet<String> = watched.iter().map(|w| w.cluster.clone()).collect();
+    let Ok(clients) = store.clients(&names).await else {
+        tokio::time::sleep_until(deadline).await;
+        return false;
+    };
+    let objects = watched
+        .iter()
+        .filter_map(|w| Some((clients.get(&w.cluster)?.as_ref().ok()?, w)))
+        .map(|(client, w)| (client, w.object.since(&w.since)))
+        .collect();
+    first_change(objects, deadline).await
+}
+
+/// What of `status` a pause watches (its Application, then its workloads on the clusters
+/// `on` takes, not ready ones first), at most [`MAX_WATCHED`]: each since the version read,
+/// or, when it did not exist, since the newest version read on its cluster (its creation is
+/// then an event).
+pub fn watched(status: &Status, namespace: &str, on: impl Fn(&str) -> bool) -> Vec<Watched> {
     let mut out: Vec<(bool, Watched)> = Vec::new();
-    for cluster in &status.resources {
+    for cluster in status.resources.iter().filter(|c| on(&c.cluster)) {
         let newest = cluster
             .resources
             .iter()

@@ -25,6 +25,10 @@ pub struct ControllerArgs {
     /// `correct` or `warn` (`10s`, `1m`).
     #[arg(long, default_value = "10s")]
     pub drift_interval: String,
+    /// The longest time between two looks at a rollout's gate while a cluster of its batch is
+    /// not healthy yet (`3s`, `1m`): a change of its workloads is looked at at once.
+    #[arg(long, default_value = "3s")]
+    pub gate_poll: String,
     /// The first retry's delay after a failed reconcile (doubling each failure).
     #[arg(long, default_value = "5s")]
     pub backoff_initial: String,

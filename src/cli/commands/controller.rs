@@ -100,6 +100,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
         leader_elect: args.leader_elect,
         registry_interval: interval("--registry-interval", &args.registry_interval)?,
         drift_interval: duration("--drift-interval", &args.drift_interval)?,
+        gate_poll: duration("--gate-poll", &args.gate_poll)?,
         backoff,
         concurrency: args.concurrency.max(1),
         ..ControllerSettings::default()
