@@ -413,13 +413,16 @@ async fn await_gate(
         });
     };
     let target = revision_label(&read_record(ctx, addon).await?.current_revision());
+    // The batch's clients, made once for the gate (each look reads the record again).
+    let names: BTreeSet<String> = batch.iter().cloned().collect();
+    let clients = ctx.state().clients(&names).await?;
     let mut gate = GateState::new(batch, now_ms());
     let mut last_said: Vec<(String, String)> = Vec::new();
     let mut spacing = Duration::ZERO;
     let mut woken = false;
     loop {
         let record = read_record(ctx, addon).await?;
-        let observed = observe(ctx, &record, batch).await?;
+        let observed = observe(&clients, &record, batch).await;
         let now = now_ms();
         let verdict = evaluate(&mut gate, &target, &observed.observations, limits, now);
         state.gate = Some(gate.clone());
@@ -496,10 +499,12 @@ impl Observed {
 
 /// What each cluster of the batch runs: the revision the record says it was applied at, when
 /// its apply is complete there (not pending, no error), and whether its workloads are healthy
-/// (the clusters read at once, bounded).
-async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Observed> {
-    let names: BTreeSet<String> = batch.iter().cloned().collect();
-    let clients = ctx.state().clients(&names).await?;
+/// (the clusters read at once, bounded, through `clients`).
+async fn observe(
+    clients: &BTreeMap<String, std::result::Result<Cluster, String>>,
+    record: &Record,
+    batch: &[String],
+) -> Observed {
     let reads = batch.iter().map(|name| {
         let client = clients.get(name);
         async move {
@@ -545,10 +550,10 @@ async fn observe(ctx: &Context, record: &Record, batch: &[String]) -> Result<Obs
         .await;
     let (observations, workloads): (Vec<Observation>, Vec<Vec<Workload>>) =
         read.into_iter().unzip();
-    Ok(Observed {
+    Observed {
         observations,
         workloads: workloads.into_iter().flatten().collect(),
-    })
+    }
 }
 
 /// Every workload of the inventory exists, its controller has observed its current spec
