@@ -10,6 +10,9 @@ to the wait's exit.
 Part 2, `disable --wait`: the addon is enabled with the KubeVela engine (KubeVela's CRDs, no
 controller), a finalizer is set on its Application, `disable --wait` starts, and D seconds later
 the finalizer is removed; the figure is the time from kubectl's return to the command's exit.
+Part 3, `rollout run`: a one-stage rollout (every cluster, no soak) of the same workload with
+the direct engine; D seconds after its Deployment appears, its status is written ready; the
+figure is the time from kubectl's return to the run's exit (its gate passed).
 Every server is the environment's (127.0.0.1); every process is bounded by a timeout.
 """
 import json
@@ -67,6 +70,28 @@ def finished(process, limit=60):
     return end
 
 
+def rollout_gate(binary, namespace, registry, delay):
+    stages = os.path.join(registry, "stages.json")
+    running = addonctl(binary, namespace, registry, "direct", "rollout", "run", "bench-rollout",
+                       "--stages", stages, background=True)
+    deadline = time.monotonic() + 60
+    while subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, "-n", namespace, "get",
+                          "deployment", "bench-rollout"], capture_output=True, timeout=60).returncode:
+        if time.monotonic() > deadline:
+            running.kill()
+            sys.exit("the rollout's Deployment did not appear within 60 s")
+        time.sleep(0.05)
+    time.sleep(delay)
+    kubectl("-n", namespace, "patch", "deployment", "bench-rollout", "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {
+                "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                "readyReplicas": 1, "availableReplicas": 1}}))
+    ready = time.monotonic()
+    seen = finished(running)
+    addonctl(binary, namespace, registry, "direct", "disable", "bench-rollout")
+    return seen - ready
+
+
 def wait_enabled(binary, namespace, registry, delay):
     addonctl(binary, namespace, registry, "direct", "enable", "bench")
     waiting = addonctl(binary, namespace, registry, "direct", "wait", "bench", "--for", "enabled",
@@ -107,9 +132,27 @@ def main():
             f.write("#{\n    replicas: pint(1),\n}\n")
         with open(os.path.join(addon, "template.rhai"), "w") as f:
             f.write(TEMPLATE)
+        # The same workload, deployed where a rollout's `clusters` argument says.
+        staged = os.path.join(registry, "bench-rollout")
+        os.makedirs(staged)
+        with open(os.path.join(staged, "metadata.yaml"), "w") as f:
+            f.write("name: bench-rollout\nversion: 1.0.0\ndescription: A workload to roll out\n")
+        with open(os.path.join(staged, "parameter.rhai"), "w") as f:
+            f.write("#{\n    clusters: list(string()).optional(),\n}\n")
+        with open(os.path.join(staged, "template.rhai"), "w") as f:
+            f.write(TEMPLATE.replace(
+                "components: [k8s_objects(addon, objects)]",
+                'components: [k8s_objects(addon, objects)], policies: [topology("where", parameter.clusters)]'))
+        with open(os.path.join(registry, "stages.json"), "w") as f:
+            json.dump({"stages": [{"name": "all", "clusterSelector": {}, "soakSeconds": 0}],
+                       "progressDeadlineSeconds": 60}, f)
         parts = [("wait --for enabled, after the Deployment is ready", wait_enabled),
-                 ("disable --wait, after the Application's finalizer is removed", disable_wait)]
+                 ("disable --wait, after the Application's finalizer is removed", disable_wait),
+                 ("rollout run (one stage, no soak), after the Deployment is ready", rollout_gate)]
+        chosen = os.environ.get("ADDONCTL_BENCH_WAIT_PARTS", "123")
         for p, (title, part) in enumerate(parts):
+            if str(p + 1) not in chosen:
+                continue
             print(f"\n{title} (seconds; min / median / max of {ROUNDS} rounds)")
             for delay in DELAYS:
                 figures = {binary: [] for binary in BINARIES}

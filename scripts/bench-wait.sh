@@ -4,9 +4,11 @@
 # (its status written, as a kubelet would make it) after a delay; the figure is the time from
 # that write to the wait's exit, min / median / max over rounds, per delay. Then the same for
 # `disable --wait` while KubeVela's finalizer holds the Application, from the finalizer's
-# removal to the command's exit. See scripts/bench-wait.py.
+# removal to the command's exit; and for a one-stage `rollout run`, from the Deployment made ready to
+# the run's exit. See scripts/bench-wait.py.
 #   ADDONCTL_BIN           the binaries to compare, separated by spaces (default: a release build)
 #   ADDONCTL_BENCH_ROUNDS  rounds per delay (default 5)
+#   ADDONCTL_BENCH_WAIT_PARTS  the parts to run, e.g. "3" (default "123")
 #   ADDONCTL_TEST_ENV      an environment to reuse (default: one started here and stopped after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
