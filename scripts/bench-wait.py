@@ -70,6 +70,25 @@ def finished(process, limit=60):
     return end
 
 
+def make_ready(namespace, deployment):
+    """Writes the Deployment's status ready, as its controller would once its pod runs."""
+    kubectl("-n", namespace, "patch", "deployment", deployment, "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {
+                "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                "readyReplicas": 1, "availableReplicas": 1}}))
+
+
+def seen_after_ready(binary, namespace, registry, delay, process, addon):
+    """After `delay`, makes `addon`'s Deployment ready; returns how long `process` took to exit
+    after that, and disables the addon."""
+    time.sleep(delay)
+    make_ready(namespace, addon)
+    ready = time.monotonic()
+    seen = finished(process)
+    addonctl(binary, namespace, registry, "direct", "disable", addon)
+    return seen - ready
+
+
 def rollout_gate(binary, namespace, registry, delay):
     stages = os.path.join(registry, "stages.json")
     running = addonctl(binary, namespace, registry, "direct", "rollout", "run", "bench-rollout",
@@ -81,30 +100,14 @@ def rollout_gate(binary, namespace, registry, delay):
             running.kill()
             sys.exit("the rollout's Deployment did not appear within 60 s")
         time.sleep(0.05)
-    time.sleep(delay)
-    kubectl("-n", namespace, "patch", "deployment", "bench-rollout", "--subresource=status",
-            "--type=merge", "-p", json.dumps({"status": {
-                "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
-                "readyReplicas": 1, "availableReplicas": 1}}))
-    ready = time.monotonic()
-    seen = finished(running)
-    addonctl(binary, namespace, registry, "direct", "disable", "bench-rollout")
-    return seen - ready
+    return seen_after_ready(binary, namespace, registry, delay, running, "bench-rollout")
 
 
 def wait_enabled(binary, namespace, registry, delay):
     addonctl(binary, namespace, registry, "direct", "enable", "bench")
     waiting = addonctl(binary, namespace, registry, "direct", "wait", "bench", "--for", "enabled",
                        "--timeout", "60s", background=True)
-    time.sleep(delay)
-    kubectl("-n", namespace, "patch", "deployment", "bench", "--subresource=status",
-            "--type=merge", "-p", json.dumps({"status": {
-                "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
-                "readyReplicas": 1, "availableReplicas": 1}}))
-    ready = time.monotonic()
-    seen = finished(waiting)
-    addonctl(binary, namespace, registry, "direct", "disable", "bench")
-    return seen - ready
+    return seen_after_ready(binary, namespace, registry, delay, waiting, "bench")
 
 
 def disable_wait(binary, namespace, registry, delay):
@@ -120,29 +123,28 @@ def disable_wait(binary, namespace, registry, delay):
     return finished(waiting) - gone
 
 
+def write_addon(registry, name, description, parameter, template):
+    """An addon of one parameter and `template` in the registry directory."""
+    addon = os.path.join(registry, name)
+    os.makedirs(addon)
+    files = {"metadata.yaml": f"name: {name}\nversion: 1.0.0\ndescription: {description}\n",
+             "parameter.rhai": f"#{{\n    {parameter},\n}}\n", "template.rhai": template}
+    for file, text in files.items():
+        with open(os.path.join(addon, file), "w") as f:
+            f.write(text)
+
+
 def main():
     kubectl("apply", "--server-side", "-f", os.path.join(ROOT, "tests/fixtures/crds/kubevela.yaml"))
     kubectl("wait", "--for=condition=Established", "crd/applications.core.oam.dev", "--timeout=60s")
     with tempfile.TemporaryDirectory() as registry:
-        addon = os.path.join(registry, "bench")
-        os.makedirs(addon)
-        with open(os.path.join(addon, "metadata.yaml"), "w") as f:
-            f.write("name: bench\nversion: 1.0.0\ndescription: A workload to wait for\n")
-        with open(os.path.join(addon, "parameter.rhai"), "w") as f:
-            f.write("#{\n    replicas: pint(1),\n}\n")
-        with open(os.path.join(addon, "template.rhai"), "w") as f:
-            f.write(TEMPLATE)
+        write_addon(registry, "bench", "A workload to wait for", "replicas: pint(1)", TEMPLATE)
         # The same workload, deployed where a rollout's `clusters` argument says.
-        staged = os.path.join(registry, "bench-rollout")
-        os.makedirs(staged)
-        with open(os.path.join(staged, "metadata.yaml"), "w") as f:
-            f.write("name: bench-rollout\nversion: 1.0.0\ndescription: A workload to roll out\n")
-        with open(os.path.join(staged, "parameter.rhai"), "w") as f:
-            f.write("#{\n    clusters: list(string()).optional(),\n}\n")
-        with open(os.path.join(staged, "template.rhai"), "w") as f:
-            f.write(TEMPLATE.replace(
-                "components: [k8s_objects(addon, objects)]",
-                'components: [k8s_objects(addon, objects)], policies: [topology("where", parameter.clusters)]'))
+        write_addon(registry, "bench-rollout", "A workload to roll out",
+                    "clusters: list(string()).optional()",
+                    TEMPLATE.replace("components: [k8s_objects(addon, objects)]",
+                                     "components: [k8s_objects(addon, objects)], "
+                                     'policies: [topology("where", parameter.clusters)]'))
         with open(os.path.join(registry, "stages.json"), "w") as f:
             json.dump({"stages": [{"name": "all", "clusterSelector": {}, "soakSeconds": 0}],
                        "progressDeadlineSeconds": 60}, f)

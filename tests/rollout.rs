@@ -113,16 +113,32 @@ fn request(rollout: Rollout) -> RunRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
-    let _managed_3 = fault_cluster_lock().await;
+/// What [`staged_on_fleet`] starts: the addon (it holds the registry's files), the sandbox, and
+/// the marker of [`mark_ready_after`] with its stop switch.
+type Staged = (
+    crate::support::builders::TestAddon,
+    Sandbox,
+    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
+    tokio::sync::oneshot::Sender<()>,
+);
+
+/// The `staged` workload addon in a sandbox with the direct engine and the [`fleet`] joined,
+/// its Deployments marked ready `delay` after they appear.
+async fn staged_on_fleet(delay: Duration) -> Staged {
     let addon = workload_addon("staged", "1.0.0");
     let sb = Sandbox::with_kubevela()
         .await
         .direct()
         .registries(&[&addon]);
     let clusters = fleet(&sb).await;
-    let (marker, stop) = mark_ready(clusters, sb.ns().to_owned());
+    let (marker, stop) = mark_ready_after(clusters, sb.ns().to_owned(), delay);
+    (addon, sb, marker, stop)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
+    let _managed_3 = fault_cluster_lock().await;
+    let (_addon, sb, marker, stop) = staged_on_fleet(Duration::ZERO).await;
 
     let report = run(&sb.ctx, &request(two_stages(2, 60)), &NoopReporter)
         .await
@@ -152,17 +168,12 @@ async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
 }
 
 /// A gate observes again when a watched workload changes and when a soak ends, not when its
-/// poll interval (ten minutes here) passes.
+/// poll interval (ten minutes here) passes. The Deployments become ready 2 s after they
+/// appear: after each gate's first observation.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gate_wakes_when_a_workload_changes_and_when_its_soak_ends_not_at_its_poll_interval() {
     let _managed_3 = fault_cluster_lock().await;
-    let addon = workload_addon("staged", "1.0.0");
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&addon]);
-    let clusters = fleet(&sb).await;
-    let (marker, stop) = mark_ready(clusters, sb.ns().to_owned());
+    let (_addon, sb, marker, stop) = staged_on_fleet(Duration::from_secs(2)).await;
     let request = RunRequest {
         poll_interval: Duration::from_secs(600),
         ..request(two_stages(1, 300))
