@@ -24,6 +24,7 @@ use crate::params::{Input, RawInput};
 use crate::plan::EnableRequest;
 use crate::state::record::{ClusterInventory, ClusterRevision, Record};
 use crate::state::to_value;
+use crate::status::wait::MAX_WATCHED;
 
 /// The longest pause between two observations of a gate unless told otherwise.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -463,10 +464,6 @@ async fn await_gate(
         woken = first_change(observed.watches(), deadline).await;
     }
 }
-
-/// The most workloads one pause of a gate watches (one watch request each); changes of the
-/// others are seen at the next observation.
-pub const MAX_WATCHED: usize = 16;
 
 /// One observation of a batch: what each cluster runs, and what the pause after it watches.
 struct Observed {
