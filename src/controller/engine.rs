@@ -513,9 +513,10 @@ pub async fn observe(ctx: &Context, name: &str, batch: &[String]) -> Result<Obse
             ..Observed::default()
         });
     }
-    let status = crate::status::status(ctx.state(), name, None).await?;
-    let watched =
-        crate::status::wait::watched(&status, &ctx.namespace, |c| batch.iter().any(|b| b == c));
+    // The batch's clusters only: a gate's look costs its batch, not the whole fleet.
+    let only: BTreeSet<String> = batch.iter().cloned().collect();
+    let status = crate::status::status_within(ctx.state(), name, None, Some(&only)).await?;
+    let watched = crate::status::wait::watched(&status, &ctx.namespace);
     let health = health_of(status);
     let observations = batch
         .iter()

@@ -134,6 +134,18 @@ impl<'a> Detail<'a> {
 /// The status of one addon; `detail` (`status -v`) adds description, versions, dependencies
 /// and parameters.
 pub async fn status(store: Store<'_>, name: &str, detail: Option<Detail<'_>>) -> Result<Status> {
+    status_within(store, name, detail, None).await
+}
+
+/// [`status`], reading only the clusters of `only` (all when `None`): what a rollout's gate
+/// looks at is its batch, not every cluster of a fleet. The phase and reason then speak of
+/// those clusters alone.
+pub async fn status_within(
+    store: Store<'_>,
+    name: &str,
+    detail: Option<Detail<'_>>,
+    only: Option<&BTreeSet<String>>,
+) -> Result<Status> {
     let all = store.installed().await?;
     let current = all.get(name);
     let mut status = Status {
@@ -170,7 +182,7 @@ pub async fn status(store: Store<'_>, name: &str, detail: Option<Detail<'_>>) ->
         status.clusters = phase::targeted_clusters(current, &args);
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
         if let Some(record) = phase::dispatched_record(current) {
-            direct_health(store, current, record, &mut status).await?;
+            direct_health(store, current, record, only, &mut status).await?;
         }
     }
     let Some(detail) = detail else {
@@ -185,10 +197,15 @@ async fn direct_health(
     store: Store<'_>,
     installed: &Installed,
     record: &Record,
+    only: Option<&BTreeSet<String>>,
     status: &mut Status,
 ) -> Result<()> {
     let name = &record.name;
-    let mut clusters = health::health(store, &record.dispatched_or_planned()).await?;
+    let mut dispatched = record.dispatched_or_planned();
+    if let Some(only) = only {
+        dispatched.retain(|cluster, _| only.contains(cluster));
+    }
+    let mut clusters = health::health(store, &dispatched).await?;
     for cluster in &mut clusters {
         if cluster.version.is_none() {
             cluster.version = record.cluster_version(&cluster.cluster).map(str::to_owned);

@@ -561,3 +561,24 @@ fn a_watch_backs_off_from_100ms_to_2s() {
         super::wait::MAX_INTERVAL
     );
 }
+
+#[tokio::test]
+async fn a_status_within_some_clusters_reads_those_alone() {
+    // `gone` is not joined: reading it would fail the addon.
+    let api = serving(&record(&["local", "gone"]), deployment(2, 2));
+    let ctx = context(&api);
+
+    let only = std::collections::BTreeSet::from(["local".to_owned()]);
+    let within = super::status_within(ctx.state(), "a", None, Some(&only))
+        .await
+        .expect("status");
+    let whole = status(ctx.state(), "a", None).await.expect("status");
+
+    let clusters = |s: &super::Status| -> Vec<String> {
+        s.resources.iter().map(|c| c.cluster.clone()).collect()
+    };
+    assert_eq!(clusters(&within), ["local"]);
+    assert_eq!(within.phase, Phase::Enabled);
+    assert_eq!(clusters(&whole), ["gone", "local"]);
+    assert_eq!(whole.phase, Phase::Failed);
+}

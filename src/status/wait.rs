@@ -139,7 +139,7 @@ impl<'a> Watch<'a> {
             };
             let status = status(self.store, &self.name, None).await?;
             let shown = Shown::of(&status);
-            self.watched = watched(&status, self.store.namespace, |_| true);
+            self.watched = watched(&status, self.store.namespace);
             if self.last.as_ref() != Some(&shown) {
                 self.last = Some(shown);
                 self.interval = self.first;
@@ -203,13 +203,12 @@ pub async fn changed(
     first_change(objects, deadline).await
 }
 
-/// What of `status` a pause watches (its Application, then its workloads on the clusters
-/// `on` takes, not ready ones first), at most [`MAX_WATCHED`]: each since the version read,
-/// or, when it did not exist, since the newest version read on its cluster (its creation is
-/// then an event).
-pub fn watched(status: &Status, namespace: &str, on: impl Fn(&str) -> bool) -> Vec<Watched> {
+/// What of `status` a pause watches (its Application, then its workloads, not ready ones
+/// first), at most [`MAX_WATCHED`]: each since the version read, or, when it did not exist,
+/// since the newest version read on its cluster (its creation is then an event).
+pub fn watched(status: &Status, namespace: &str) -> Vec<Watched> {
     let mut out: Vec<(bool, Watched)> = Vec::new();
-    for cluster in status.resources.iter().filter(|c| on(&c.cluster)) {
+    for cluster in &status.resources {
         let newest = cluster
             .resources
             .iter()
