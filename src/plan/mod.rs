@@ -247,9 +247,19 @@ const READ_CONCURRENCY: usize = 8;
 /// need it (`clusters.rs`), and the APIs the rendered objects use are checked ([`inventory`]).
 pub async fn plan(ctx: &Inputs<'_>, request: &EnableRequest, upgrade: bool) -> Result<Plan> {
     use inventory::Checks;
-    check_clusters(ctx.store(), request.args.clusters()).await?;
-    let installed = ctx.store().installed().await?;
-    let k8s_version = kubernetes_version(ctx.cluster).await;
+    // What the plan starts from, read at once (the errors in this order); boxed, as the
+    // reads' futures are large.
+    let store = ctx.store();
+    let (checked, installed, k8s_version) = Box::pin(async {
+        futures::join!(
+            check_clusters(store, request.args.clusters()),
+            store.installed(),
+            kubernetes_version(ctx.cluster),
+        )
+    })
+    .await;
+    checked?;
+    let installed = installed?;
     // Read only when an addon the solver sees requires a KubeVela version, or KubeVela deploys
     // an addon that uses definitions.
     let vela = VelaVersion::new(ctx.cluster, ctx.namespace);

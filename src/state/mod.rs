@@ -55,7 +55,17 @@ impl Store<'_> {
     /// already and has written nothing since, see [`Cluster::reuse_lists`]).
     pub async fn installed(&self) -> Result<BTreeMap<String, Installed>> {
         let mut out: BTreeMap<String, Installed> = BTreeMap::new();
-        for record in self.records().await? {
+        // Both lists at once; a failure of the records' is the one reported.
+        let applications = application_gvk();
+        let (records, apps) = Box::pin(async {
+            futures::join!(
+                self.records(),
+                self.cluster
+                    .list_reused(&applications, Some(self.namespace), LABEL_NAME)
+            )
+        })
+        .await;
+        for record in records? {
             out.insert(
                 record.name.clone(),
                 Installed {
@@ -67,11 +77,7 @@ impl Store<'_> {
                 },
             );
         }
-        let apps = self
-            .cluster
-            .list_reused(&application_gvk(), Some(self.namespace), LABEL_NAME)
-            .await?;
-        for app in apps {
+        for app in apps? {
             let value = to_value(&app);
             let label = |k: &str| {
                 value
