@@ -12,7 +12,7 @@ use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
 use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::{enable_request, parameter_input, prepare_write, write_request};
+use crate::cli::commands::{check_write, enable_request, parameter_input, set_lock, write_request};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect_or_offline, ClusterSettings, GlobalSettings};
 
@@ -31,9 +31,24 @@ pub async fn run(
     let (mut ctx, offline) = connect_or_offline(global, cluster, printer, client_dry_run).await?;
     // The plan's reads of the state serve the checks until the first write (the lock).
     let _reuse = ctx.cluster.reuse_lists();
-    prepare_write(&mut ctx, printer, &write_request!(Guarded::Enable, args)).await?;
+    let write = write_request!(Guarded::Enable, args);
+    set_lock(&mut ctx, &write);
     let request = enable_request!(args, args.addon.clone(), given);
-    let mut plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
+    // The checks before writing and the plan's reads at once: a refusal of the checks is said
+    // as soon as it comes, and before any error of the plan.
+    let planner = ctx.planner();
+    let checks = Box::pin(check_write(&ctx, printer, &write));
+    let planning = Box::pin(addonctl::plan::plan(&planner, &request, false));
+    let mut plan = match futures::future::select(checks, planning).await {
+        futures::future::Either::Left((checked, planning)) => {
+            checked?;
+            planning.await?
+        }
+        futures::future::Either::Right((planned, checks)) => {
+            checks.await?;
+            planned?
+        }
+    };
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     let untargeted = untargeted_clusters(&ctx, &plan).await;

@@ -64,6 +64,16 @@ pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::R
     Ok(())
 }
 
+impl WriteRequest<'_> {
+    /// The command's verb.
+    fn verb(&self) -> &'static str {
+        match self.command {
+            declare::Guarded::Upgrade => "upgrade",
+            declare::Guarded::Enable | declare::Guarded::Disable => "enable",
+        }
+    }
+}
+
 /// What `enable` or `upgrade` of an addon asks of [`prepare_write`].
 pub(crate) struct WriteRequest<'a> {
     /// The command (`Guarded::Enable` or `Guarded::Upgrade`).
@@ -118,21 +128,39 @@ macro_rules! enable_request {
 }
 pub(crate) use enable_request;
 
-/// Before `enable` or `upgrade` plans: its lock options, and — unless it is a dry run — the
-/// check that the user may write the addon's state and the refusal of an addon an `Addon`
-/// resource declares (the controller owns it).
+/// Before `enable` or `upgrade` writes: its lock options ([`prepare_write`]), and — unless it
+/// is a dry run — the checks of [`check_write`].
 pub(crate) async fn prepare_write(
     ctx: &mut Context,
     printer: crate::cli::printer::Printer,
     write: &WriteRequest<'_>,
 ) -> anyhow::Result<()> {
-    let verb = match write.command {
-        declare::Guarded::Upgrade => "upgrade",
-        declare::Guarded::Enable | declare::Guarded::Disable => "enable",
-    };
-    ctx.lock = lock_options(&format!("{verb} {}", write.addon), write.force_unlock);
-    if !write.dry_run {
-        check_addon_state(ctx, &format!("`addonctl {verb} {}`", write.addon)).await?;
+    set_lock(ctx, write);
+    check_write(ctx, printer, write).await
+}
+
+/// The lock options of `enable` or `upgrade`.
+pub(crate) fn set_lock(ctx: &mut Context, write: &WriteRequest<'_>) {
+    ctx.lock = lock_options(
+        &format!("{} {}", write.verb(), write.addon),
+        write.force_unlock,
+    );
+}
+
+/// Unless it is a dry run: the check that the user may write the addon's state and the refusal
+/// of an addon an `Addon` resource declares (the controller owns it), made at once; the
+/// permission's refusal comes first.
+pub(crate) async fn check_write(
+    ctx: &Context,
+    printer: crate::cli::printer::Printer,
+    write: &WriteRequest<'_>,
+) -> anyhow::Result<()> {
+    if write.dry_run {
+        return Ok(());
+    }
+    let command = format!("`addonctl {} {}`", write.verb(), write.addon);
+    let (allowed, undeclared) = futures::join!(
+        check_addon_state(ctx, &command),
         declare::refuse_if_declared(
             ctx,
             printer,
@@ -140,9 +168,9 @@ pub(crate) async fn prepare_write(
             write.command,
             write.override_controller,
         )
-        .await?;
-    }
-    Ok(())
+    );
+    allowed?;
+    undeclared
 }
 
 /// The lock options of a writing command.
