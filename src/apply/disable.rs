@@ -118,27 +118,33 @@ pub async fn disable_all_with(
         return disable_all_unlocked(ctx, name, options, reporter).await;
     }
     let command = format!("`addonctl disable {name}`");
-    // The addon's state first, before anything is read: a user without rights learns what is
-    // missing, not merely that a list was refused.
-    let application =
-        ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
-    access::check(
-        ctx.cluster,
-        &command,
-        &access::addon_state(ctx.namespace, application),
-    )
-    .await?;
-    let scope = if options.prune_dependencies {
-        access::disable_scope(ctx, name).await?
-    } else {
-        vec![name.to_owned()]
+    // The addon's state first, while what the removal needs is read: a user without rights
+    // learns what is missing, not merely that a list was refused.
+    let state = async {
+        let application =
+            ctx.engine != EngineChoice::Direct && ctx.cluster.serves(&application_gvk()).await?;
+        access::check(
+            ctx.cluster,
+            &command,
+            &access::addon_state(ctx.namespace, application),
+        )
+        .await
     };
-    let mut needs = Vec::new();
-    for addon in &scope {
-        needs.extend(access::disable_needs(ctx, addon).await?);
-    }
-    needs.sort();
-    needs.dedup();
+    let scoped = async {
+        let scope = if options.prune_dependencies {
+            access::disable_scope(ctx, name).await?
+        } else {
+            vec![name.to_owned()]
+        };
+        let mut needs = Vec::new();
+        for addon in &scope {
+            needs.extend(access::disable_needs(ctx, addon).await?);
+        }
+        needs.sort();
+        needs.dedup();
+        Ok((scope, needs))
+    };
+    let (scope, needs) = super::checked_first(state, scoped).await?;
     super::guarded(
         ctx,
         &command,

@@ -171,6 +171,27 @@ where
     }
 }
 
+/// Runs `check` and `work` at once (a permission check and the reads that need no permission
+/// of their own): a refusal of `check` is returned as soon as it comes, and before any error
+/// of `work`, so that a user without rights learns what is missing, not merely that a read was
+/// refused; otherwise `work`'s outcome.
+pub async fn checked_first<T, E>(
+    check: impl std::future::Future<Output = std::result::Result<(), E>>,
+    work: impl std::future::Future<Output = std::result::Result<T, E>>,
+) -> std::result::Result<T, E> {
+    use futures::future::{select, Either};
+    match select(Box::pin(check), Box::pin(work)).await {
+        Either::Left((checked, work)) => {
+            checked?;
+            work.await
+        }
+        Either::Right((worked, check)) => {
+            check.await?;
+            worked
+        }
+    }
+}
+
 /// Releases locks; a lock that cannot be released expires on its own.
 async fn release_all(locks: Vec<lease::Lock>) {
     for lock in locks {

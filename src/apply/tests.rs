@@ -583,3 +583,42 @@ async fn disable_deletes_the_revisions_before_the_record_and_its_shards_after_it
     assert!(at("addon-record-tuned-rev-2") < record, "{deletes:?}");
     assert!(at("addon-record-tuned-0a1b-0") > record, "{deletes:?}");
 }
+
+#[tokio::test]
+async fn a_refused_check_is_said_first_and_at_once() {
+    use std::time::Duration;
+
+    use super::checked_first;
+
+    // The work fails first: the check's refusal is still the one returned.
+    let slow_refusal = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Err::<(), _>("refused")
+    };
+    let outcome = checked_first(slow_refusal, async { Err::<u8, _>("unreadable") }).await;
+    assert_eq!(outcome, Err("refused"));
+    // A refusal does not wait for the work (which never ends here).
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        checked_first(
+            async { Err::<(), _>("refused") },
+            std::future::pending::<Result<u8, &str>>(),
+        ),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Err("refused")));
+    // Allowed: the work's outcome, whichever ends first.
+    let late_work = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok::<_, &str>(7)
+    };
+    assert_eq!(checked_first(async { Ok(()) }, late_work).await, Ok(7));
+    let late_check = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(())
+    };
+    assert_eq!(
+        checked_first(late_check, async { Err::<u8, _>("bad") }).await,
+        Err("bad")
+    );
+}

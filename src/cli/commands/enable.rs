@@ -37,18 +37,10 @@ pub async fn run(
     // The checks before writing and the plan's reads at once: a refusal of the checks is said
     // as soon as it comes, and before any error of the plan.
     let planner = ctx.planner();
-    let checks = Box::pin(check_write(&ctx, printer, &write));
-    let planning = Box::pin(addonctl::plan::plan(&planner, &request, false));
-    let mut plan = match futures::future::select(checks, planning).await {
-        futures::future::Either::Left((checked, planning)) => {
-            checked?;
-            planning.await?
-        }
-        futures::future::Either::Right((planned, checks)) => {
-            checks.await?;
-            planned?
-        }
-    };
+    let mut plan = addonctl::apply::checked_first(check_write(&ctx, printer, &write), async {
+        Ok(addonctl::plan::plan(&planner, &request, false).await?)
+    })
+    .await?;
     plan.dependency_timeout =
         (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
     let untargeted = untargeted_clusters(&ctx, &plan).await;
