@@ -128,8 +128,8 @@ macro_rules! enable_request {
 }
 pub(crate) use enable_request;
 
-/// Before `enable` or `upgrade` writes: its lock options ([`prepare_write`]), and — unless it
-/// is a dry run — the checks of [`check_write`].
+/// Before `enable` or `upgrade` writes: its lock options ([`set_lock`]), and — unless it is a
+/// dry run — the checks of [`check_write`].
 pub(crate) async fn prepare_write(
     ctx: &mut Context,
     printer: crate::cli::printer::Printer,
@@ -159,7 +159,7 @@ pub(crate) async fn check_write(
         return Ok(());
     }
     let command = format!("`addonctl {} {}`", write.verb(), write.addon);
-    let (allowed, undeclared) = futures::join!(
+    addonctl::apply::checked_first(
         check_addon_state(ctx, &command),
         declare::refuse_if_declared(
             ctx,
@@ -167,10 +167,9 @@ pub(crate) async fn check_write(
             write.addon,
             write.command,
             write.override_controller,
-        )
-    );
-    allowed?;
-    undeclared
+        ),
+    )
+    .await
 }
 
 /// The lock options of a writing command.
