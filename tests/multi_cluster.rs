@@ -704,6 +704,99 @@ async fn a_crd_and_its_custom_resource_are_applied_in_one_enable() {
     }
 }
 
+/// The objects that need no CRD of the addon are applied while its CRDs become Established, not
+/// after: here the CRD never does (its kind is taken by another CRD of the group), so the
+/// ConfigMaps are there while the enable still waits for it; it then fails, and its record
+/// keeps what was applied.
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_that_need_no_crd_are_applied_while_the_crd_becomes_established() {
+    let crd = |plural: &str| {
+        format!(
+            r#"objects.push(#{{ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition",
+                metadata: #{{ name: `{plural}.${{ns}}.example.com` }},
+                spec: #{{ group: `${{ns}}.example.com`, scope: "Namespaced",
+                    names: #{{ plural: "{plural}", singular: "{plural}", kind: "Widget", listKind: "WidgetList" }},
+                    versions: [#{{ name: "v1", served: true, storage: true,
+                        schema: #{{ openAPIV3Schema: #{{ type: "object" }} }} }}] }} }});"#
+        )
+    };
+    let gizmos = crd("gizmos");
+    let waiting = addon("waiting")
+        .body(&[NAMESPACE, CONFIG_MAPS, &gizmos])
+        .write();
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&waiting]);
+    sb.join("m1", managed(1), &[]).await;
+    let group = format!("{}.example.com", sb.ns());
+    for plural in ["widgets", "gizmos"] {
+        sb.clean_up_on(
+            managed(1),
+            Kind::CUSTOM_RESOURCE_DEFINITION,
+            None,
+            &format!("{plural}.{group}"),
+        );
+    }
+    // Another CRD of the group defines the kind first: the addon's is never Established.
+    let m1 = managed(1).admin().await;
+    m1.apply(
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("widgets.{group}")},
+            "spec": {"group": group, "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
+        "",
+    )
+    .await
+    .unwrap();
+
+    let started = Instant::now();
+    let watch = async {
+        while started.elapsed() < Duration::from_secs(20) {
+            if config_maps(&m1, sb.ns(), "waiting").await == numbered("waiting", 2) {
+                let crd = get_on(
+                    &m1,
+                    Kind::CUSTOM_RESOURCE_DEFINITION,
+                    None,
+                    &format!("gizmos.{group}"),
+                )
+                .await
+                .unwrap();
+                return Some(crd);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        None
+    };
+    let (enabled, seen) = tokio::join!(sb.enable("waiting", json!({"clusters": ["m1"]})), watch);
+
+    let crd = seen.expect("the ConfigMaps were not applied while the CRD was waited for");
+    let conditions = crd["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !conditions
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True"),
+        "{crd:#}"
+    );
+    let error = enabled.unwrap_err().to_string();
+    assert!(error.contains("did not become Established"), "{error}");
+    let record = sb.record("waiting").await;
+    let kinds: BTreeSet<String> = record.dispatched["m1"]
+        .objects
+        .iter()
+        .filter(|o| !o.uid.is_empty())
+        .map(|o| format!("{} {}", o.object.kind, o.object.name))
+        .collect();
+    for name in numbered("waiting", 2) {
+        assert!(kinds.contains(&format!("ConfigMap {name}")), "{kinds:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing() {
     let spread = addon("spread").write();

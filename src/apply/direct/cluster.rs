@@ -1,6 +1,7 @@
 //! The direct engine on one cluster: the survey (changing nothing), then the staged apply
-//! (Namespaces and CRDs first, each CRD waited for), then the prune of what the cluster no
-//! longer needs.
+//! (Namespaces and CRDs first; the objects of the kinds those CRDs define once they are
+//! Established, the others while they become so), then the prune of what the cluster no longer
+//! needs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -365,6 +366,21 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
     }
 }
 
+/// The `(group, kind)` a CRD defines.
+fn defined_kind(crd: &Value) -> Option<(String, String)> {
+    Some((
+        crd.pointer("/spec/group")?.as_str()?.to_owned(),
+        crd.pointer("/spec/names/kind")?.as_str()?.to_owned(),
+    ))
+}
+
+/// The `(group, kind)` of an object (the core group is `""`).
+fn group_kind(object: &Value) -> Option<(String, String)> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    Some((group.to_owned(), object.get("kind")?.as_str()?.to_owned()))
+}
+
 /// Whether a CRD's `Established` condition is `True`.
 pub(super) fn is_established(crd: &Value) -> bool {
     crd.pointer("/status/conditions")
@@ -412,19 +428,61 @@ pub(super) async fn apply_to_cluster(
     let mut changed = 0;
     let result: Result<()> = async {
         ensure_planned_namespaces(cluster, plan, &mut applied).await?;
-        for stage in [0u8, 1, 2] {
-            let batch: Vec<&Value> = objects.iter().filter(|o| rank(o) == stage).collect();
-            if batch.is_empty() {
-                continue;
-            }
-            let crds =
-                apply_stage(target, plan, &batch, revision, &mut applied, &mut changed).await?;
-            for crd in crds {
-                wait_established(cluster, &crd).await?;
-            }
-            if stage == 0 {
-                cluster.refresh_discovery();
-            }
+        let staged =
+            |stage: u8| -> Vec<&Value> { objects.iter().filter(|o| rank(o) == stage).collect() };
+        let namespaces = staged(0);
+        if !namespaces.is_empty() {
+            apply_stage(
+                target,
+                plan,
+                &namespaces,
+                revision,
+                &mut applied,
+                &mut changed,
+            )
+            .await?;
+            cluster.refresh_discovery();
+        }
+        let definitions = staged(1);
+        let crds = if definitions.is_empty() {
+            Vec::new()
+        } else {
+            apply_stage(
+                target,
+                plan,
+                &definitions,
+                revision,
+                &mut applied,
+                &mut changed,
+            )
+            .await?
+        };
+        // The objects of the kinds those CRDs serve wait until they are Established; the others
+        // are applied meanwhile (the wait is the API server's, tens of milliseconds or more).
+        let defined: BTreeSet<(String, String)> = definitions
+            .iter()
+            .filter_map(|crd| defined_kind(crd))
+            .collect();
+        let (after, meanwhile): (Vec<&Value>, Vec<&Value>) = staged(2)
+            .into_iter()
+            .partition(|o| group_kind(o).is_some_and(|gk| defined.contains(&gk)));
+        let established =
+            futures::future::try_join_all(crds.iter().map(|crd| wait_established(cluster, crd)));
+        let (established, applied_meanwhile) = futures::join!(
+            established,
+            apply_stage(
+                target,
+                plan,
+                &meanwhile,
+                revision,
+                &mut applied,
+                &mut changed
+            )
+        );
+        applied_meanwhile?;
+        established?;
+        if !after.is_empty() {
+            apply_stage(target, plan, &after, revision, &mut applied, &mut changed).await?;
         }
         Ok(())
     }

@@ -14,9 +14,10 @@
 //!    so that one that existed before is recorded as not created by addonctl); a namespace the
 //!    objects need and the cluster lacks is planned as created. The caller records this plan as
 //!    the pending revision before anything is applied;
-//! 4. apply, per cluster, clusters in parallel (bounded): Namespaces and CRDs first (each CRD
-//!    waited for until `Established`), then everything else with bounded concurrency, one
-//!    server-side apply per object;
+//! 4. apply, per cluster, clusters in parallel (bounded): Namespaces and CRDs first, then
+//!    everything else with bounded concurrency, one server-side apply per object: the objects of
+//!    the kinds those CRDs define once the CRDs are `Established` (and served), the others while
+//!    the CRDs become so. An enable returns only after its CRDs are `Established`;
 //! 5. prune: objects the previous revision (or an interrupted one) had on a cluster that this
 //!    one no longer renders, and everything on clusters that are no longer targets, are removed
 //!    by the rules of [`deletion`]: only objects addonctl created and no other addon's record
