@@ -1072,3 +1072,64 @@ async fn an_unchanged_re_enable_with_a_warm_discovery_cache_reads_little() {
     assert!(!api.serves(&missing).await.unwrap());
     assert_eq!(api.counters().requests(), 1, "/api/v1 read once more");
 }
+
+/// The control-plane objects that need no CRD of the addon are applied while its CRDs become
+/// Established, not after: here the CRD never does (its kind is taken by another CRD of the
+/// group), so the ConfigMap is there while the enable still waits for it; it then fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn outputs_that_need_no_crd_are_applied_while_the_crd_becomes_established() {
+    let crd = |name: &str, plural: &str| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": name.split_once('.').unwrap().1, "scope": "Namespaced",
+                "names": {"plural": plural, "singular": plural, "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+    };
+    let sb = Sandbox::with_kubevela().await;
+    let group = format!("{}.example.com", sb.ns());
+    let (theirs, ours) = (format!("widgets.{group}"), format!("gizmos.{group}"));
+    let mut fixture = addon("waiting").config_map_output("settings", "waiting-settings");
+    fixture.outputs.push(format!(
+        r#"outputs["gizmos"] = parse_json({:?});"#,
+        crd(&ours, "gizmos").to_string()
+    ));
+    let waiting = fixture.write();
+    let sb = sb.registries(&[&waiting]);
+    for name in [&theirs, &ours] {
+        sb.clean_up_on(
+            Env::get().control_plane(),
+            Kind::CUSTOM_RESOURCE_DEFINITION,
+            None,
+            name,
+        );
+    }
+    // Another CRD of the group defines the kind first: the addon's is never Established.
+    sb.api().apply(&crd(&theirs, "widgets"), "").await.unwrap();
+
+    let started = std::time::Instant::now();
+    let watch = async {
+        while started.elapsed() < std::time::Duration::from_secs(20) {
+            if sb.get(Kind::CONFIG_MAP, "waiting-settings").await.is_some() {
+                return sb.get(Kind::CUSTOM_RESOURCE_DEFINITION, &ours).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        None
+    };
+    let (enabled, seen) = tokio::join!(sb.enable("waiting", json!({})), watch);
+
+    let crd = seen.expect("the ConfigMap was not applied while the CRD was waited for");
+    let conditions = crd["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !conditions
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True"),
+        "{crd:#}"
+    );
+    let error = enabled.unwrap_err().to_string();
+    assert!(error.contains("did not become Established"), "{error}");
+}

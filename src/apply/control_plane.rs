@@ -415,8 +415,18 @@ async fn adopt_outputs(
     Ok(())
 }
 
-/// Applies the control-plane objects in order, each owned by `owner`; objects of kinds the
-/// control plane does not serve are skipped with a note. Returns what was applied.
+/// What became of one control-plane object.
+enum Placed {
+    /// Applied: as stored.
+    Applied(ObjectRef, Box<DynamicObject>),
+    /// Not applied: the control plane does not serve its kind.
+    Skipped(ObjectRef),
+}
+
+/// Applies the control-plane objects, each owned by `owner`: Namespaces, then CRDs, then the
+/// others (bounded, concurrently within each stage); the objects of the kinds those CRDs define
+/// once the CRDs are Established, the others while they become so. Objects of kinds the control
+/// plane does not serve are skipped with a note. Returns what was applied, in `ordered`'s order.
 async fn apply_objects(
     cluster: &Cluster,
     ns: &str,
@@ -425,32 +435,62 @@ async fn apply_objects(
     writes: &Writes,
     report: &mut StepReport,
 ) -> Result<Vec<ObjectRef>> {
+    let stage = |rank: u8| -> Vec<usize> {
+        (0..ordered.len())
+            .filter(|&i| direct::rank(ordered[i]) == rank)
+            .collect()
+    };
+    let mut placed: Vec<Option<Placed>> = Vec::new();
+    placed.resize_with(ordered.len(), || None);
+    let mut record = |results: Vec<(usize, Placed)>| {
+        for (i, outcome) in results {
+            placed[i] = Some(outcome);
+        }
+    };
+    record(apply_some(cluster, ns, ordered, &stage(0), owner).await?);
+    let definitions = stage(1);
+    let crds = apply_some(cluster, ns, ordered, &definitions, owner).await?;
+    let established: Vec<&str> = crds
+        .iter()
+        .filter_map(|(_, outcome)| match outcome {
+            Placed::Applied(_, stored) => stored.metadata.name.as_deref(),
+            Placed::Skipped(_) => None,
+        })
+        .collect();
+    let defined: BTreeSet<(String, String)> = definitions
+        .iter()
+        .filter_map(|&i| direct::defined_kind(ordered[i]))
+        .collect();
+    let (after, meanwhile): (Vec<usize>, Vec<usize>) = stage(2)
+        .into_iter()
+        .partition(|&i| direct::group_kind(ordered[i]).is_some_and(|gk| defined.contains(&gk)));
+    let waits = futures::future::try_join_all(
+        established
+            .iter()
+            .map(|crd| direct::wait_established(cluster, crd)),
+    );
+    let (waited, applied) =
+        futures::join!(waits, apply_some(cluster, ns, ordered, &meanwhile, owner));
+    let applied = applied?;
+    waited?;
+    record(crds);
+    record(applied);
+    record(apply_some(cluster, ns, ordered, &after, owner).await?);
     let mut inventory = Vec::new();
     let mut skipped: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for object in ordered {
-        let Some(reference) = ObjectRef::of(object) else {
-            continue;
-        };
-        if !cluster.serves(&reference.gvk()).await? {
-            cluster.refresh_discovery();
-            if !cluster.serves(&reference.gvk()).await? {
-                skipped
-                    .entry((reference.api_version.clone(), reference.kind.clone()))
-                    .or_default()
-                    .push(reference.name.clone());
-                continue;
+    for outcome in placed.into_iter().flatten() {
+        match outcome {
+            Placed::Applied(mut reference, stored) => {
+                writes.note(report, &stored, reference.to_string());
+                reference.namespace.clone_from(&stored.metadata.namespace);
+                report.applied.push(reference.to_string());
+                inventory.push(reference);
             }
+            Placed::Skipped(reference) => skipped
+                .entry((reference.api_version.clone(), reference.kind.clone()))
+                .or_default()
+                .push(reference.name),
         }
-        let stored = cluster.apply(&with_owner(object, owner), ns).await?;
-        writes.note(report, &stored, reference.to_string());
-        if reference.kind == "CustomResourceDefinition" {
-            // Its custom resources may follow among the outputs.
-            direct::wait_established(cluster, &reference.name).await?;
-        }
-        let mut reference = reference;
-        reference.namespace.clone_from(&stored.metadata.namespace);
-        report.applied.push(reference.to_string());
-        inventory.push(reference);
     }
     for ((api_version, kind), names) in skipped {
         report
@@ -458,6 +498,41 @@ async fn apply_objects(
             .push(skipped_note(cluster, &api_version, &kind, &names).await?);
     }
     Ok(inventory)
+}
+
+/// Applies the objects of `ordered` at `indexes` (bounded, concurrently; none started after a
+/// failure), skipping those of kinds the control plane does not serve.
+async fn apply_some(
+    cluster: &Cluster,
+    ns: &str,
+    ordered: &[&Value],
+    indexes: &[usize],
+    owner: &Value,
+) -> Result<Vec<(usize, Placed)>> {
+    let results = crate::cluster::bounded::until_failure(
+        indexes.iter().copied(),
+        crate::state::clusters::OBJECT_CONCURRENCY,
+        |i| async move {
+            let object = ordered[i];
+            let Some(reference) = ObjectRef::of(object) else {
+                return Ok(None);
+            };
+            if !cluster.serves(&reference.gvk()).await? {
+                cluster.refresh_discovery();
+                if !cluster.serves(&reference.gvk()).await? {
+                    return Ok(Some((i, Placed::Skipped(reference))));
+                }
+            }
+            let stored = cluster.apply(&with_owner(object, owner), ns).await?;
+            Ok::<_, Error>(Some((i, Placed::Applied(reference, Box::new(stored)))))
+        },
+    )
+    .await;
+    let mut out = Vec::new();
+    for result in results.into_iter().flatten() {
+        out.extend(result?);
+    }
+    Ok(out)
 }
 
 /// Applies the argument Secret, or deletes it when the addon has no arguments to store.

@@ -367,7 +367,7 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
 }
 
 /// The `(group, kind)` a CRD defines.
-fn defined_kind(crd: &Value) -> Option<(String, String)> {
+pub(crate) fn defined_kind(crd: &Value) -> Option<(String, String)> {
     Some((
         crd.pointer("/spec/group")?.as_str()?.to_owned(),
         crd.pointer("/spec/names/kind")?.as_str()?.to_owned(),
@@ -375,7 +375,7 @@ fn defined_kind(crd: &Value) -> Option<(String, String)> {
 }
 
 /// The `(group, kind)` of an object (the core group is `""`).
-fn group_kind(object: &Value) -> Option<(String, String)> {
+pub(crate) fn group_kind(object: &Value) -> Option<(String, String)> {
     let api_version = object.get("apiVersion")?.as_str()?;
     let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     Some((group.to_owned(), object.get("kind")?.as_str()?.to_owned()))
