@@ -422,3 +422,55 @@ async fn a_status_read_costs_a_request_per_kind_not_per_object() {
     assert!(requests <= 4, "{requests} requests to m1");
     disable(&process(&sb, cache.path(), &[&fleet]).await, "fleet").await;
 }
+
+/// An addon of 12 auxiliary outputs (ConfigMaps of the system namespace): whether each exists
+/// and is someone else's (it would be adopted) is read with one metadata list for the kind, not
+/// a read per output, and the outputs are applied at once. The bound is the figure measured.
+#[tokio::test(flavor = "multi_thread")]
+async fn outputs_are_looked_up_with_a_list_per_kind_not_a_read_each() {
+    let outputs = TestAddon::new("outputs")
+        .file(
+            "metadata.yaml",
+            "name: outputs\nversion: 1.0.0\ndescription: twelve outputs\n",
+        )
+        .file(
+            "template.rhai",
+            r#"let outputs = #{};
+for i in 0..12 {
+    outputs[`cm-${i}`] = #{ apiVersion: "v1", kind: "ConfigMap",
+        metadata: #{ name: `outputs-${i}`, namespace: context.namespace }, data: #{ i: `${i}` } };
+}
+#{ output: application(#{ components: [] }), outputs: outputs }
+"#,
+        );
+    let cache = tempfile::tempdir().unwrap();
+    let sb = Sandbox::with_kubevela().await;
+    system_namespace(&sb).await;
+    // Cold discovery: fills the cache.
+    enable(
+        &process(&sb, cache.path(), &[&outputs]).await,
+        "outputs",
+        json!({}),
+    )
+    .await;
+    disable(&process(&sb, cache.path(), &[&outputs]).await, "outputs").await;
+
+    let fresh = process(&sb, cache.path(), &[&outputs]).await;
+    let reports = enable(&fresh, "outputs", json!({})).await;
+    assert_eq!(
+        reports[0]
+            .applied
+            .iter()
+            .filter(|a| a.starts_with("ConfigMap"))
+            .count(),
+        12,
+        "{:?}",
+        reports[0].applied
+    );
+    let requests = fresh.cluster.counters().requests();
+    eprintln!("12 outputs: fresh install {requests} requests");
+    assert!(requests <= OUTPUTS_INSTALL, "{requests} requests");
+}
+
+/// Measured: 25 (36 with a read per output).
+const OUTPUTS_INSTALL: u64 = 25;

@@ -5,7 +5,7 @@
 //!
 //! Adopting needs consent: [`refuse_adoptions`] is the error `enable` returns without `--adopt`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::core::GroupVersionKind;
 use serde_json::Value;
@@ -122,7 +122,8 @@ pub async fn control_plane_adoptions(
     held: &[ObjectRef],
     ns: &str,
 ) -> Result<Vec<ObjectRef>> {
-    let mut out = Vec::new();
+    // The outputs to look up, by kind and namespace: one metadata-only list each, at once.
+    let mut wanted: BTreeMap<(String, String, Option<String>), Vec<ObjectRef>> = BTreeMap::new();
     for (_, object) in outputs {
         let Some(mut reference) = ObjectRef::of(object) else {
             continue;
@@ -138,15 +139,45 @@ pub async fn control_plane_adoptions(
         if held.iter().any(|o| o.same_object(&reference)) {
             continue;
         }
-        let stored = cluster
-            .get(
-                &reference.gvk(),
-                reference.namespace.as_deref(),
-                &reference.name,
-            )
-            .await?;
-        if stored.is_some_and(|s| !super::deletion::created_by_us(&s)) {
-            out.push(reference);
+        wanted
+            .entry((
+                reference.api_version.clone(),
+                reference.kind.clone(),
+                reference.namespace.clone(),
+            ))
+            .or_default()
+            .push(reference);
+    }
+    let listings = crate::cluster::bounded::until_failure(
+        &wanted,
+        crate::state::clusters::OBJECT_CONCURRENCY,
+        |((api_version, kind, namespace), references)| async move {
+            let names: Vec<&str> = references.iter().map(|r| r.name.as_str()).collect();
+            let gvk = ObjectRef {
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                namespace: None,
+                name: String::new(),
+            }
+            .gvk();
+            cluster
+                .metadata_of(&gvk, namespace.as_deref(), &names)
+                .await
+        },
+    )
+    .await;
+    let mut out = Vec::new();
+    for (references, listing) in wanted.values().zip(listings) {
+        let Some(listing) = listing else { continue };
+        let (found, _) = listing?;
+        for reference in references {
+            let theirs = found.iter().any(|m| {
+                m.name.as_deref() == Some(reference.name.as_str())
+                    && !super::deletion::metadata_created_by_us(m)
+            });
+            if theirs {
+                out.push(reference.clone());
+            }
         }
     }
     Ok(out)
