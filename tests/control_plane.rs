@@ -1009,6 +1009,16 @@ async fn discovery_reads_each_group_version_once() {
         2,
         "/api/v1 read again once"
     );
+    // Lookups at once of kinds of one group version not read yet read it once too.
+    let rbac = |k: &str| kube::core::GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", k);
+    let kinds = ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"].map(rbac);
+    let served = futures::future::join_all(kinds.iter().map(|k| api.serves(k))).await;
+    assert!(served.into_iter().all(|s| s.unwrap()));
+    assert_eq!(
+        api.counters().requests() - before,
+        3,
+        "the RBAC group version read once"
+    );
 }
 
 /// With discovery kept on disk, a later process reads it from there: it trusts the server's

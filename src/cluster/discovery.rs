@@ -46,13 +46,27 @@ impl Cluster {
         gvk: &GroupVersionKind,
     ) -> Result<Option<Vec<(ApiResource, ApiCapabilities)>>> {
         let key = (gvk.group.clone(), gvk.version.clone());
-        if let Some(known) = self
-            .versions
+        let known = || {
+            self.versions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&key)
+                .cloned()
+        };
+        if let Some(known) = known() {
+            return Ok(known);
+        }
+        // Another lookup reading it: wait for its answer rather than read it again.
+        let reading = self
+            .reading
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-        {
-            return Ok(known.clone());
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let _reading = reading.lock().await;
+        if let Some(known) = known() {
+            return Ok(known);
         }
         if let Some(stored) = self.read_disk(&key).await {
             self.versions

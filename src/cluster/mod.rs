@@ -126,6 +126,8 @@ struct DiskState {
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
 /// The resources of one group version (`None`: not served), by group and version.
 type Versions = HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>;
+/// A lock per group version being read, by group and version.
+type Reading = HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>;
 /// Managed clusters by name, with the fingerprint of the credentials they were made with.
 type Managed = HashMap<String, ([u8; 32], Cluster)>;
 
@@ -139,6 +141,8 @@ pub struct Cluster {
     /// The resources of each group version read so far (`None`: not served), so that each
     /// group version is read once, whatever number of its kinds are looked up.
     versions: Arc<Mutex<Versions>>,
+    /// One lock per group version being read, so that lookups at once read it once.
+    reading: Arc<Mutex<Reading>>,
     counters: Arc<Counters>,
     /// The disk cache of discovery, and what came from it.
     disk: Arc<Mutex<DiskState>>,
@@ -269,6 +273,7 @@ impl Cluster {
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
             versions: Arc::default(),
+            reading: Arc::default(),
             disk: Arc::default(),
             server_version: Arc::default(),
             counters,
@@ -294,6 +299,7 @@ impl Cluster {
             client,
             discovery: Arc::new(Mutex::new(HashMap::new())),
             versions: Arc::default(),
+            reading: Arc::default(),
             disk: Arc::default(),
             server_version: Arc::default(),
             counters: Arc::new(Counters::default()),
