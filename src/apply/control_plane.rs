@@ -172,7 +172,15 @@ pub(super) async fn apply_rendered(
         )
     };
     let inventory = apply_objects(cluster, ns, &ordered, &owner, &writes, report).await?;
-    apply_args_secret(cluster, step, ns, &owner, &writes, report).await?;
+    // The argument Secret: nothing the rest needs, so (direct engine) written while the
+    // clusters are worked on.
+    let args = apply_args_secret(cluster, step, ns, &owner, &writes);
+    let args = if prepared.is_none() {
+        args.await?.report(report);
+        None
+    } else {
+        Some(args)
+    };
     if vela && has_stale(&record, &inventory, ns) {
         others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
     }
@@ -192,7 +200,13 @@ pub(super) async fn apply_rendered(
         revisions::forget(cluster, ns, &forget).await;
         return Ok(());
     };
-    let failed = dispatch(prepared, step, &mut record, report, reporter).await;
+    let dispatched = dispatch(prepared, step, &mut record, report, reporter);
+    let (args, failed) = match args {
+        Some(args) => futures::join!(args, dispatched),
+        None => (Ok(ArgsWritten::Nothing), dispatched.await),
+    };
+    // The clusters' outcome is recorded whatever became of the argument Secret.
+    let args = args.map(|args| args.report(report));
     let succeeded = failed.is_empty();
     let forget = note_revision(cluster, ns, step, &mut record, succeeded, upgrade).await?;
     stamp_applied(&mut record, hold);
@@ -200,6 +214,7 @@ pub(super) async fn apply_rendered(
     let stored = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored, record_name);
     revisions::forget(cluster, ns, &forget).await;
+    args?;
     if failed.is_empty() {
         Ok(())
     } else {
@@ -535,32 +550,58 @@ async fn apply_some(
     Ok(out)
 }
 
-/// Applies the argument Secret, or deletes it when the addon has no arguments to store.
+/// Applies the argument Secret, or deletes it when the addon has no arguments to store. Returns
+/// what to report.
 async fn apply_args_secret(
     cluster: &Cluster,
     step: &Step,
     ns: &str,
     owner: &Value,
     writes: &Writes,
-    report: &mut StepReport,
-) -> Result<()> {
+) -> Result<ArgsWritten> {
     let secret_name = args_secret_name(&step.rendered.name);
-    match &step.rendered.args_secret {
+    let what = format!("Secret `{ns}/{secret_name}`");
+    Ok(match &step.rendered.args_secret {
         Some(secret) => {
             let stored = cluster.apply(&with_owner(secret, owner), ns).await?;
-            writes.note(report, &stored, format!("Secret `{ns}/{secret_name}`"));
-            report.applied.push(format!("Secret `{ns}/{secret_name}`"));
+            ArgsWritten::Applied {
+                changed: cluster::written_since(&stored, writes.0),
+                what,
+            }
         }
         None => {
             if cluster
                 .delete(&secret_gvk(), Some(ns), &secret_name)
                 .await?
             {
-                report.deleted.push(format!("Secret `{ns}/{secret_name}`"));
+                ArgsWritten::Deleted(what)
+            } else {
+                ArgsWritten::Nothing
             }
         }
+    })
+}
+
+/// What [`apply_args_secret`] did.
+enum ArgsWritten {
+    Applied { what: String, changed: bool },
+    Deleted(String),
+    Nothing,
+}
+
+impl ArgsWritten {
+    fn report(self, report: &mut StepReport) {
+        match self {
+            ArgsWritten::Applied { what, changed } => {
+                if changed && !report.changed.contains(&what) {
+                    report.changed.push(what.clone());
+                }
+                report.applied.push(what);
+            }
+            ArgsWritten::Deleted(what) => report.deleted.push(what),
+            ArgsWritten::Nothing => {}
+        }
     }
-    Ok(())
 }
 
 /// What the previous version (or an interrupted enable) applied to the control plane and this
