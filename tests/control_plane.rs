@@ -13,7 +13,9 @@ use predicates::prelude::*;
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
-use crate::support::k8s::{args, owned_by, Env, Kind, Sandbox};
+use crate::support::k8s::{
+    args, assert_never_established, owned_by, widget_crd, Env, Kind, Sandbox,
+};
 
 /// A small addon for these tests, described piece by piece, then written with [`TestAddon`].
 struct Fixture {
@@ -1088,21 +1090,13 @@ async fn an_unchanged_re_enable_with_a_warm_discovery_cache_reads_little() {
 /// group), so the ConfigMap is there while the enable still waits for it; it then fails.
 #[tokio::test(flavor = "multi_thread")]
 async fn outputs_that_need_no_crd_are_applied_while_the_crd_becomes_established() {
-    let crd = |name: &str, plural: &str| {
-        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": name},
-            "spec": {"group": name.split_once('.').unwrap().1, "scope": "Namespaced",
-                "names": {"plural": plural, "singular": plural, "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
-    };
     let sb = Sandbox::with_kubevela().await;
     let group = format!("{}.example.com", sb.ns());
     let (theirs, ours) = (format!("widgets.{group}"), format!("gizmos.{group}"));
     let mut fixture = addon("waiting").config_map_output("settings", "waiting-settings");
     fixture.outputs.push(format!(
         r#"outputs["gizmos"] = parse_json({:?});"#,
-        crd(&ours, "gizmos").to_string()
+        widget_crd(&group, "gizmos").to_string()
     ));
     let waiting = fixture.write();
     let sb = sb.registries(&[&waiting]);
@@ -1115,7 +1109,10 @@ async fn outputs_that_need_no_crd_are_applied_while_the_crd_becomes_established(
         );
     }
     // Another CRD of the group defines the kind first: the addon's is never Established.
-    sb.api().apply(&crd(&theirs, "widgets"), "").await.unwrap();
+    sb.api()
+        .apply(&widget_crd(&group, "widgets"), "")
+        .await
+        .unwrap();
 
     let started = std::time::Instant::now();
     let watch = async {
@@ -1130,16 +1127,5 @@ async fn outputs_that_need_no_crd_are_applied_while_the_crd_becomes_established(
     let (enabled, seen) = tokio::join!(sb.enable("waiting", json!({})), watch);
 
     let crd = seen.expect("the ConfigMap was not applied while the CRD was waited for");
-    let conditions = crd["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        !conditions
-            .iter()
-            .any(|c| c["type"] == "Established" && c["status"] == "True"),
-        "{crd:#}"
-    );
-    let error = enabled.unwrap_err().to_string();
-    assert!(error.contains("did not become Established"), "{error}");
+    assert_never_established(&crd, &enabled.unwrap_err().to_string());
 }

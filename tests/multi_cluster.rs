@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{
-    apply_as_on, args, fault_cluster_lock, get_on, list_on, patch_status_on, ClusterEnv, Env, Kind,
-    Sandbox, Stopped,
+    apply_as_on, args, assert_never_established, fault_cluster_lock, get_on, list_on,
+    patch_status_on, widget_crd, ClusterEnv, Env, Kind, Sandbox, Stopped,
 };
 
 /// The label every fixture object carries: the addon's name.
@@ -740,17 +740,7 @@ async fn objects_that_need_no_crd_are_applied_while_the_crd_becomes_established(
     }
     // Another CRD of the group defines the kind first: the addon's is never Established.
     let m1 = managed(1).admin().await;
-    m1.apply(
-        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("widgets.{group}")},
-            "spec": {"group": group, "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
-        "",
-    )
-    .await
-    .unwrap();
+    m1.apply(&widget_crd(&group, "widgets"), "").await.unwrap();
 
     let started = Instant::now();
     let watch = async {
@@ -773,18 +763,7 @@ async fn objects_that_need_no_crd_are_applied_while_the_crd_becomes_established(
     let (enabled, seen) = tokio::join!(sb.enable("waiting", json!({"clusters": ["m1"]})), watch);
 
     let crd = seen.expect("the ConfigMaps were not applied while the CRD was waited for");
-    let conditions = crd["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        !conditions
-            .iter()
-            .any(|c| c["type"] == "Established" && c["status"] == "True"),
-        "{crd:#}"
-    );
-    let error = enabled.unwrap_err().to_string();
-    assert!(error.contains("did not become Established"), "{error}");
+    assert_never_established(&crd, &enabled.unwrap_err().to_string());
     let record = sb.record("waiting").await;
     let kinds: BTreeSet<String> = record.dispatched["m1"]
         .objects

@@ -320,6 +320,33 @@ pub fn owned_by(owner: &Value) -> Value {
     }])
 }
 
+/// A CRD `plural.group` of kind `Widget`: of two such CRDs in one group, the one made second is
+/// never `Established` (its kind is taken).
+pub fn widget_crd(group: &str, plural: &str) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+            "names": {"plural": plural, "singular": plural, "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+}
+
+/// Asserts that `crd` (as stored) is not `Established` and that the enable that waited for it
+/// (`error`) said so.
+pub fn assert_never_established(crd: &Value, error: &str) {
+    let conditions = crd["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !conditions
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True"),
+        "{crd:#}"
+    );
+    assert!(error.contains("did not become Established"), "{error}");
+}
+
 /// `{"a": 1}` → the argument map the library takes.
 pub fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
