@@ -3,8 +3,9 @@
 
 Run by scripts/bench-compare.sh, which builds the binaries and starts the API servers (with audit logs).
 Every figure is measured on whole processes: wall time, CPU (user + system of the process and its
-children, from wait4), peak resident memory, and API requests (lines the API servers' audit logs gained,
-for the admin user the tools run as). Runs are interleaved (addonctl, then its peer, round after round),
+children, from wait4), peak resident memory, API requests (lines the API servers' audit logs gained,
+for the admin user the tools run as), and the CPU the API servers and etcd spent meanwhile (from /proc):
+divided by the machine's cores, the floor no client can go below on this machine. Runs are interleaved (addonctl, then its peer, round after round),
 so both see the same machine; each pair gives a ratio addonctl / peer, printed as min / median / max.
 
 Part A: the largest built-in addon (`strongbox-operator`, direct engine, control plane only) against a
@@ -59,9 +60,27 @@ def audit_lines():
     return counts
 
 
+def servers_cpu():
+    """CPU seconds (user + system) the environment's API servers and etcd have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    pids = os.path.join(env_dir, "pids")
+    for name in os.listdir(pids):
+        try:
+            with open(os.path.join(pids, name)) as f:
+                pid = int(f.read().strip())
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
 def run(cmd, check=True, quiet=True):
     """Runs a command; returns wall seconds, CPU seconds, peak RSS (MiB) and requests per cluster."""
     before = audit_lines()
+    cpu_before = servers_cpu()
     with tempfile.TemporaryFile() as stderr:
         start = time.perf_counter()
         proc = subprocess.Popen(
@@ -70,6 +89,7 @@ def run(cmd, check=True, quiet=True):
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
+        servers = servers_cpu() - cpu_before
         stderr.seek(0)
         err = stderr.read().decode(errors="replace")
     if check and proc.returncode != 0:
@@ -82,6 +102,7 @@ def run(cmd, check=True, quiet=True):
         "rss": usage.ru_maxrss / 1024.0,
         "requests": sum(requests.values()),
         "per_cluster": requests,
+        "servers": servers,
     }
 
 
@@ -112,7 +133,8 @@ def fmt3(values, unit="", digits=3):
 def report(title, ours, theirs, peer):
     print(f"\n{title}")
     print(f"  {'figure':<10} {'addonctl (min/med/max)':<28} {peer + ' (min/med/max)':<28} ratio (min/med/max)")
-    for key, unit, digits in (("wall", " s", 3), ("cpu", " s", 3), ("rss", " MiB", 1), ("requests", "", 0)):
+    for key, unit, digits in (("wall", " s", 3), ("cpu", " s", 3), ("rss", " MiB", 1), ("requests", "", 0),
+                              ("servers", " s", 3)):
         a = [m[key] for m in ours]
         b = [m[key] for m in theirs]
         ratios = [x / y for x, y in zip(a, b) if y]
@@ -245,6 +267,10 @@ def part_b():
         print(f"  addonctl requests per object per cluster: {fmt3(per_object, '', 2)}")
         print_split(ours, targets, "addonctl")
         print_split(theirs, targets, "kubectl")
+        cores = os.cpu_count() or 1
+        floor = [m["servers"] / cores for m in ours]
+        print(f"  addonctl's floor (the servers' CPU over {cores} cores): {fmt3(floor, ' s')}; "
+              f"wall / floor {fmt3([m['wall'] / f for m, f in zip(ours, floor) if f], '', 2)}")
 
 
 if __name__ == "__main__":
