@@ -465,10 +465,10 @@ async fn apply_objects(
     record(apply_some(cluster, ns, ordered, &stage(0), owner).await?);
     let definitions = stage(1);
     let crds = apply_some(cluster, ns, ordered, &definitions, owner).await?;
-    let established: Vec<&str> = crds
+    let established: Vec<&DynamicObject> = crds
         .iter()
         .filter_map(|(_, outcome)| match outcome {
-            Placed::Applied(_, stored) => stored.metadata.name.as_deref(),
+            Placed::Applied(_, stored) => Some(&**stored),
             Placed::Skipped(_) => None,
         })
         .collect();

@@ -29,7 +29,7 @@ pub use error::{is_forbidden_text, Error, Result};
 pub use objects::{describe, gvk_of, kind_and_name, patch_params, written_since, Deleted};
 pub use rate::RateLimit;
 pub use reuse::Reusing;
-pub use watch::{first_change, Since};
+pub use watch::{first_change, Change, Since};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

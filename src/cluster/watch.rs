@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use kube::api::WatchParams;
+use kube::api::{DynamicObject, WatchEvent, WatchParams};
 use kube::core::GroupVersionKind;
 
 use super::{Cluster, Result};
@@ -75,6 +75,17 @@ pub async fn first_change(
     tokio::time::timeout_at(deadline, woken).await.is_ok()
 }
 
+/// What [`Cluster::next_change`] saw.
+#[derive(Debug)]
+pub enum Change {
+    /// The object as its event carried it (added or modified).
+    Object(Box<DynamicObject>),
+    /// Another event (deleted, an error such as an expired version): read the object again.
+    Other,
+    /// No event: the watch ended or its time passed.
+    Nothing,
+}
+
 impl Cluster {
     /// Waits until the object `name` of `gvk` (in `namespace` when namespaced) changes after
     /// `resource_version`, the watch ends, or `limit` passes (whichever comes first; at most
@@ -88,6 +99,21 @@ impl Cluster {
         resource_version: &str,
         limit: Duration,
     ) -> Result<bool> {
+        self.next_change(gvk, namespace, name, resource_version, limit)
+            .await
+            .map(|change| !matches!(change, Change::Nothing))
+    }
+
+    /// [`Cluster::changed_since`], with what the event carried: the object as it is now, so
+    /// the caller need not read it again.
+    pub async fn next_change(
+        &self,
+        gvk: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+        limit: Duration,
+    ) -> Result<Change> {
         // Within the request timeout (the connection's read timeout) with a second to spare.
         let limit = limit
             .min(MAX_WATCH)
@@ -106,11 +132,17 @@ impl Cluster {
                 .map_err(|e| self.map_error(e, &what))?;
             let mut stream = Box::pin(stream);
             // Any event, an error event (the version expired) included, means "read again".
-            Ok(stream.next().await.is_some())
+            Ok(match stream.next().await {
+                Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
+                    Change::Object(Box::new(object))
+                }
+                Some(_) => Change::Other,
+                None => Change::Nothing,
+            })
         };
         match tokio::time::timeout(limit + Duration::from_secs(1), watch).await {
             Ok(result) => result,
-            Err(_) => Ok(false),
+            Err(_) => Ok(Change::Nothing),
         }
     }
 }

@@ -6,12 +6,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::targets::rank;
 use super::{deletion, ClusterOutcome, Removal, OBJECT_CONCURRENCY};
 use crate::cluster::set::LOCAL;
-use crate::cluster::Cluster;
+use crate::cluster::{Change, Cluster};
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::to_value;
 use crate::{Error, Result};
@@ -316,16 +317,22 @@ fn ensure_namespaces(
     plan.objects = entries;
 }
 
-/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]):
-/// read, and while not established, watch the CRD for its next change and read again; once
+/// Waits until a CRD is `Established` and discovery serves its kind (at most [`CRD_WAIT`]),
+/// starting from `applied` (the CRD as its apply returned it): while not established, watch the
+/// CRD for its next change (the event carries it; another event makes it read again); once
 /// established, wait for discovery with short growing pauses (discovery cannot be watched).
-pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()> {
+pub(crate) async fn wait_established(cluster: &Cluster, applied: &DynamicObject) -> Result<()> {
     let gvk =
         kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let name = applied.metadata.name.as_deref().unwrap_or_default();
     let started = Instant::now();
     let mut pause = Duration::from_millis(5);
+    let mut known = Some(applied.clone());
     loop {
-        let crd = cluster.get(&gvk, None, name).await?;
+        let crd = match known.take() {
+            Some(crd) => Some(crd),
+            None => cluster.get(&gvk, None, name).await?,
+        };
         let mut version = None;
         if let Some(crd) = crd {
             let value = to_value(&crd);
@@ -340,6 +347,8 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
                 if served {
                     return Ok(());
                 }
+                // Established stays so: only discovery is asked again.
+                known = Some(crd);
             } else {
                 version.clone_from(&crd.metadata.resource_version);
             }
@@ -353,10 +362,14 @@ pub(crate) async fn wait_established(cluster: &Cluster, name: &str) -> Result<()
         };
         // A watch that cannot be made (no `watch` permission, a timeout) falls back to a pause.
         let watched = match version {
-            Some(version) => cluster
-                .changed_since(&gvk, None, name, &version, left)
-                .await
-                .is_ok(),
+            Some(version) => match cluster.next_change(&gvk, None, name, &version, left).await {
+                Ok(Change::Object(object)) => {
+                    known = Some(*object);
+                    true
+                }
+                Ok(Change::Other | Change::Nothing) => true,
+                Err(_) => false,
+            },
             None => false,
         };
         if !watched {
@@ -562,7 +575,7 @@ async fn apply_stage(
     revision: Option<u64>,
     applied: &mut Vec<DispatchedObject>,
     changed: &mut usize,
-) -> Result<Vec<String>> {
+) -> Result<Vec<DynamicObject>> {
     let cluster = target.cluster;
     // After the first failure no further apply is started (a stopped server would otherwise
     // cost one timeout per object), but every apply that succeeded is recorded, so nothing
@@ -609,7 +622,7 @@ async fn apply_stage(
             object: reference,
         });
         if rank(&object) == 1 {
-            crds.extend(stored.metadata.name.clone());
+            crds.push(stored.clone());
         }
     }
     match first_error {
