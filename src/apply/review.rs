@@ -151,18 +151,9 @@ pub async fn control_plane_adoptions(
     let listings = crate::cluster::bounded::until_failure(
         &wanted,
         crate::state::clusters::OBJECT_CONCURRENCY,
-        |((api_version, kind, namespace), references)| async move {
+        |(kind, references)| async move {
             let names: Vec<&str> = references.iter().map(|r| r.name.as_str()).collect();
-            let gvk = ObjectRef {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                namespace: None,
-                name: String::new(),
-            }
-            .gvk();
-            cluster
-                .metadata_of(&gvk, namespace.as_deref(), &names)
-                .await
+            super::direct::existing(cluster, kind, &names).await
         },
     )
     .await;
@@ -170,15 +161,13 @@ pub async fn control_plane_adoptions(
     for (references, listing) in wanted.values().zip(listings) {
         let Some(listing) = listing else { continue };
         let (found, _) = listing?;
-        for reference in references {
-            let theirs = found.iter().any(|m| {
-                m.name.as_deref() == Some(reference.name.as_str())
-                    && !super::deletion::metadata_created_by_us(m)
-            });
-            if theirs {
-                out.push(reference.clone());
-            }
-        }
+        // Existing and not created by addonctl.
+        out.extend(
+            references
+                .iter()
+                .filter(|r| found.get(&r.name) == Some(&false))
+                .cloned(),
+        );
     }
     Ok(out)
 }

@@ -202,36 +202,15 @@ async fn look_up(
             .map(|&i| plan.objects[i].object.name.clone())
             .collect()
     };
-    let listings: Vec<Option<Listing>> = crate::cluster::bounded::until_failure(
-        unknown,
-        OBJECT_CONCURRENCY,
-        |((api_version, kind, namespace), indexes)| {
+    let listings: Vec<Option<Listing>> =
+        crate::cluster::bounded::until_failure(unknown, OBJECT_CONCURRENCY, |(kind, indexes)| {
             let names = objects_of(indexes);
             async move {
-                let gvk = ObjectRef {
-                    api_version: api_version.clone(),
-                    kind: kind.clone(),
-                    namespace: None,
-                    name: String::new(),
-                }
-                .gvk();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                let (items, revision) = cluster
-                    .metadata_of(&gvk, namespace.as_deref(), &names)
-                    .await?;
-                Ok((
-                    items
-                        .iter()
-                        .filter_map(|m| {
-                            Some((m.name.clone()?, deletion::metadata_created_by_us(m)))
-                        })
-                        .collect(),
-                    revision,
-                ))
+                existing(cluster, kind, &names).await
             }
-        },
-    )
-    .await;
+        })
+        .await;
     let mut names = BTreeSet::new();
     for (indexes, listing) in unknown.values().zip(listings) {
         // A list not started: one before it failed, and its error is returned first.
@@ -246,6 +225,31 @@ async fn look_up(
         }
     }
     Ok(names)
+}
+
+/// Which of `names` of one kind in one namespace (`(apiVersion, kind, namespace)`) exist, each
+/// with whether addonctl created it, read with one metadata-only list; with the cluster's
+/// revision the list saw.
+pub(crate) async fn existing(
+    cluster: &Cluster,
+    (api_version, kind, namespace): &(String, String, Option<String>),
+    names: &[&str],
+) -> Listing {
+    let gvk = ObjectRef {
+        api_version: api_version.clone(),
+        kind: kind.clone(),
+        namespace: None,
+        name: String::new(),
+    }
+    .gvk();
+    let (items, revision) = cluster
+        .metadata_of(&gvk, namespace.as_deref(), names)
+        .await?;
+    let found = items
+        .iter()
+        .filter_map(|m| Some((m.name.clone()?, deletion::metadata_created_by_us(m))))
+        .collect();
+    Ok((found, revision))
 }
 
 /// The namespaces the objects need that the addon does not declare itself (in the order

@@ -64,7 +64,7 @@ mod cluster;
 mod targets;
 
 use cluster::{apply_to_cluster, prune, survey, ClusterPlan, Target};
-pub(crate) use cluster::{defined_kind, group_kind, served_kind, wait_established};
+pub(crate) use cluster::{defined_kind, existing, group_kind, served_kind, wait_established};
 use targets::crd_scopes;
 pub use targets::{component_objects, placements, resolve_targets};
 pub(crate) use targets::{labelled, rank};
