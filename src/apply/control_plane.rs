@@ -472,13 +472,10 @@ async fn apply_objects(
             Placed::Skipped(_) => None,
         })
         .collect();
-    let defined: BTreeSet<(String, String)> = definitions
-        .iter()
-        .filter_map(|&i| direct::defined_kind(ordered[i]))
-        .collect();
-    let (after, meanwhile): (Vec<usize>, Vec<usize>) = stage(2)
-        .into_iter()
-        .partition(|&i| direct::group_kind(ordered[i]).is_some_and(|gk| defined.contains(&gk)));
+    let (after, meanwhile) =
+        direct::of_kinds_defined_by(definitions.iter().map(|&i| ordered[i]), stage(2), |&i| {
+            ordered[i]
+        });
     let waits = futures::future::try_join_all(
         established
             .iter()

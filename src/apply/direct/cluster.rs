@@ -383,19 +383,29 @@ pub(crate) async fn wait_established(cluster: &Cluster, applied: &DynamicObject)
     }
 }
 
-/// The `(group, kind)` a CRD defines.
-pub(crate) fn defined_kind(crd: &Value) -> Option<(String, String)> {
-    Some((
-        crd.pointer("/spec/group")?.as_str()?.to_owned(),
-        crd.pointer("/spec/names/kind")?.as_str()?.to_owned(),
-    ))
-}
-
-/// The `(group, kind)` of an object (the core group is `""`).
-pub(crate) fn group_kind(object: &Value) -> Option<(String, String)> {
-    let api_version = object.get("apiVersion")?.as_str()?;
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-    Some((group.to_owned(), object.get("kind")?.as_str()?.to_owned()))
+/// Splits `objects` into those of a kind one of `crds` defines (they wait for those CRDs) and
+/// the others; `value` gives an object's manifest.
+pub(crate) fn of_kinds_defined_by<'a, 'b, T>(
+    crds: impl IntoIterator<Item = &'a Value>,
+    objects: Vec<T>,
+    value: impl Fn(&T) -> &'b Value,
+) -> (Vec<T>, Vec<T>) {
+    let text = |v: &Value, pointer: &str| v.pointer(pointer)?.as_str().map(str::to_owned);
+    let defined: BTreeSet<(String, String)> = crds
+        .into_iter()
+        .filter_map(|crd| Some((text(crd, "/spec/group")?, text(crd, "/spec/names/kind")?)))
+        .collect();
+    objects.into_iter().partition(|object| {
+        let object = value(object);
+        let group = text(object, "/apiVersion").map(|v| {
+            v.rsplit_once('/')
+                .map_or(String::new(), |(g, _)| g.to_owned())
+        });
+        match (group, text(object, "/kind")) {
+            (Some(group), Some(kind)) => defined.contains(&(group, kind)),
+            _ => false,
+        }
+    })
 }
 
 /// Whether a CRD's `Established` condition is `True`.
@@ -476,13 +486,8 @@ pub(super) async fn apply_to_cluster(
         };
         // The objects of the kinds those CRDs serve wait until they are Established; the others
         // are applied meanwhile (the wait is the API server's, tens of milliseconds or more).
-        let defined: BTreeSet<(String, String)> = definitions
-            .iter()
-            .filter_map(|crd| defined_kind(crd))
-            .collect();
-        let (after, meanwhile): (Vec<&Value>, Vec<&Value>) = staged(2)
-            .into_iter()
-            .partition(|o| group_kind(o).is_some_and(|gk| defined.contains(&gk)));
+        let (after, meanwhile) =
+            of_kinds_defined_by(definitions.iter().copied(), staged(2), |o| *o);
         let established =
             futures::future::try_join_all(crds.iter().map(|crd| wait_established(cluster, crd)));
         let (established, applied_meanwhile) = futures::join!(

@@ -64,7 +64,7 @@ mod cluster;
 mod targets;
 
 use cluster::{apply_to_cluster, prune, survey, ClusterPlan, Target};
-pub(crate) use cluster::{defined_kind, existing, group_kind, served_kind, wait_established};
+pub(crate) use cluster::{existing, of_kinds_defined_by, served_kind, wait_established};
 use targets::crd_scopes;
 pub use targets::{component_objects, placements, resolve_targets};
 pub(crate) use targets::{labelled, rank};
@@ -602,5 +602,22 @@ mod tests {
         );
         assert_eq!(dispatched.inventories.len(), 3);
         assert_eq!(dispatched.inventories["m2"].objects[0].uid, "u-1");
+    }
+
+    #[test]
+    fn only_objects_of_the_kinds_the_crds_define_wait_for_them() {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "spec": {"group": "example.com", "names": {"kind": "Widget"}}});
+        let objects = [
+            json!({"apiVersion": "example.com/v1", "kind": "Widget"}),
+            json!({"apiVersion": "example.com/v2", "kind": "Widget"}),
+            json!({"apiVersion": "other.com/v1", "kind": "Widget"}),
+            json!({"apiVersion": "v1", "kind": "Widget"}),
+            json!({"apiVersion": "example.com/v1", "kind": "Gadget"}),
+            json!({"kind": "Widget"}),
+        ];
+        let (after, meanwhile) = of_kinds_defined_by([&crd], objects.iter().collect(), |o| *o);
+        assert_eq!(after, [&objects[0], &objects[1]]);
+        assert_eq!(meanwhile.len(), 4);
     }
 }
