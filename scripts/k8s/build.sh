@@ -1,290 +1,223 @@
 #!/usr/bin/env bash
-# Build kube-apiserver and kube-controller-manager from Debian's `kubernetes`
-# source package (v1.20.2) with Debian's Go, and cache the binaries.
+# Builds the Kubernetes test components from the Go module proxy, once per machine, and prints the
+# directory that holds them (one line on stdout):
 #
-# Usage: scripts/k8s/build.sh [--rebuild]
+#   kube-apiserver, kube-controller-manager, kube-scheduler   k8s.io/kubernetes vKUBE
+#   etcd                                                       go.etcd.io/etcd/server/v3 vETCD
+#   kwok (nodes and pod status without a kubelet)              sigs.k8s.io/kwok vKWOK
 #
-# Progress goes to stderr; the only line on stdout is the directory that holds
-# the binaries, so callers can do: BIN_DIR="$(scripts/k8s/build.sh)".
+# Usage: scripts/k8s/build.sh [--kube-version X.Y.Z] [--rebuild]
+#        BIN_DIR="$(scripts/k8s/build.sh)"
 #
-# Cache: ${ADDONCTL_CACHE:-$HOME/.cache/addonctl}/kube/<source package version>/
-#        with a `current` symlink next to it pointing at the last good build.
 # Environment:
-#   ADDONCTL_CACHE        cache root (default: $HOME/.cache/addonctl)
-#   ADDONCTL_KEEP_BUILD=1 keep the temporary build tree (for debugging)
+#   ADDONCTL_KUBE_VERSION   Kubernetes version (default: the current one, see KUBE_DEFAULT below)
+#   ADDONCTL_ETCD_VERSION   etcd version (default ETCD_DEFAULT)
+#   ADDONCTL_KWOK_VERSION   KWOK version (default KWOK_DEFAULT)
+#   ADDONCTL_CACHE          cache root (default ${XDG_CACHE_HOME:-~/.cache}/addonctl)
+#   ADDONCTL_KEEP_BUILD=1   keep the temporary build directory
+#
+# Each component is built in a wrapper module: k8s.io/kubernetes and etcd's server module replace
+# their sibling modules with local paths, so the wrapper requires the release and replaces each
+# sibling with the published module of the same release. The binaries are cached under
+# $ADDONCTL_CACHE/{kube,etcd,kwok}/vX.Y.Z/ and the printed directory, $ADDONCTL_CACHE/k8s-bin/<versions>/,
+# holds symlinks to them. The module downloads stay in the Go module cache.
 set -euo pipefail
 
-T0="$(date +%s)"
-log() { printf '[k8s-build +%ss] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
+KUBE_DEFAULT="1.37.2"
+ETCD_DEFAULT="3.6.16"
+KWOK_DEFAULT="0.8.0"
+
+log() { printf '[k8s-build] %s\n' "$*" >&2; }
 die() { printf '[k8s-build] error: %s\n' "$*" >&2; exit 1; }
 
+KUBE_VERSION="${ADDONCTL_KUBE_VERSION:-$KUBE_DEFAULT}"
+ETCD_VERSION="${ADDONCTL_ETCD_VERSION:-$ETCD_DEFAULT}"
+KWOK_VERSION="${ADDONCTL_KWOK_VERSION:-$KWOK_DEFAULT}"
 REBUILD=0
 while [ "$#" -gt 0 ]; do
   case "$1" in
+    --kube-version) [ "$#" -ge 2 ] || die "--kube-version needs a version"; KUBE_VERSION="$2"; shift ;;
+    --kube-version=*) KUBE_VERSION="${1#*=}" ;;
     --rebuild) REBUILD=1 ;;
-    -h | --help)
-      sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
-      exit 0
-      ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
   shift
 done
+KUBE_VERSION="${KUBE_VERSION#v}"
+ETCD_VERSION="${ETCD_VERSION#v}"
+KWOK_VERSION="${KWOK_VERSION#v}"
+for v in "$KUBE_VERSION" "$ETCD_VERSION" "$KWOK_VERSION"; do
+  [[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "'$v' is not a release version (X.Y.Z)"
+done
 
-CACHE_ROOT="${ADDONCTL_CACHE:-${HOME:-/root}/.cache/addonctl}"
-KUBE_CACHE="${CACHE_ROOT}/kube"
-BINARIES=(kube-apiserver kube-controller-manager)
-# Needed to run the test environment (scripts/k8s/up.sh).
-RUNTIME_PKGS=(etcd-server openssl curl ca-certificates)
-# Needed only to build.
-BUILD_PKGS=(golang-go golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev tar gzip)
+CACHE="${ADDONCTL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/addonctl}"
+KUBE_DIR="$CACHE/kube/v$KUBE_VERSION"
+ETCD_DIR="$CACHE/etcd/v$ETCD_VERSION"
+KWOK_DIR="$CACHE/kwok/v$KWOK_VERSION"
+OUT="$CACHE/k8s-bin/kube-v$KUBE_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION"
 
-export DEBIAN_FRONTEND=noninteractive
-export LC_ALL=C
+have_kube() { [ -x "$KUBE_DIR/kube-apiserver" ] && [ -x "$KUBE_DIR/kube-controller-manager" ] && [ -x "$KUBE_DIR/kube-scheduler" ]; }
+have_etcd() { [ -x "$ETCD_DIR/etcd" ]; }
+have_kwok() { [ -x "$KWOK_DIR/kwok" ] && [ -s "$KWOK_DIR/stages.yaml" ]; }
 
-have_binaries() {
-  local dir="$1" b
-  [ -f "${dir}/.complete" ] || return 1
-  for b in "${BINARIES[@]}"; do
-    [ -x "${dir}/${b}" ] || return 1
-  done
+link_out() {
+  mkdir -p "$OUT"
+  local b
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do ln -sfn "$KUBE_DIR/$b" "$OUT/$b"; done
+  ln -sfn "$ETCD_DIR/etcd" "$OUT/etcd"
+  ln -sfn "$KWOK_DIR/kwok" "$OUT/kwok"
+  ln -sfn "$KWOK_DIR/stages.yaml" "$OUT/kwok-stages.yaml"
 }
 
-missing_pkgs() {
-  local p status
-  for p in "$@"; do
-    status="$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
-    [ "$status" = "installed" ] || printf '%s\n' "$p"
-  done
-}
-
-APT_UPDATED=0
-ensure_pkgs() {
-  local missing
-  mapfile -t missing < <(missing_pkgs "$@")
-  [ "${#missing[@]}" -gt 0 ] || return 0
-  [ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}) and not root; install them first"
-  if [ "$APT_UPDATED" -eq 0 ]; then
-    log "apt-get update"
-    apt-get update -qq >&2
-    APT_UPDATED=1
+for tool in openssl curl setsid flock; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    MISSING_TOOLS=1
   fi
-  log "apt-get install ${missing[*]}"
-  local aptlog
-  aptlog="$(mktemp "${TMPDIR:-/tmp}/addonctl-apt.XXXXXX")"
-  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >"$aptlog" 2>&1; then
-    tail -n 30 "$aptlog" >&2
-    rm -f "$aptlog"
-    die "apt-get install failed"
-  fi
-  rm -f "$aptlog"
-}
+done
+if [ "${MISSING_TOOLS:-0}" = 1 ]; then
+  command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] || die "openssl, curl, setsid and flock are needed"
+  log "installing openssl, curl and util-linux with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl curl util-linux >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl curl util-linux >/dev/null; } \
+    || die "apt-get could not install openssl, curl and util-linux"
+fi
 
-print_result() {
-  local dir="$1"
-  log "kube-apiserver:          ${dir}/kube-apiserver"
-  log "kube-controller-manager: ${dir}/kube-controller-manager"
-  printf '%s\n' "$dir"
-}
-
-# ---------------------------------------------------------------- fast path
-if [ "$REBUILD" -eq 0 ] && have_binaries "${KUBE_CACHE}/current"; then
-  ensure_pkgs "${RUNTIME_PKGS[@]}"
-  dir="$(cd "${KUBE_CACHE}/current" && pwd -P)"
-  log "cached build found ($(cat "${dir}/.complete")), nothing to do"
-  print_result "$dir"
+if [ "$REBUILD" -eq 0 ] && have_kube && have_etcd && have_kwok; then
+  link_out
+  printf '%s\n' "$OUT"
   exit 0
 fi
 
-mkdir -p "$KUBE_CACHE"
-# One build at a time per cache.
-exec 9>"${KUBE_CACHE}/.lock"
-if ! flock -n 9; then
-  log "another build holds ${KUBE_CACHE}/.lock, waiting"
-  flock 9
-  if [ "$REBUILD" -eq 0 ] && have_binaries "${KUBE_CACHE}/current"; then
-    print_result "$(cd "${KUBE_CACHE}/current" && pwd -P)"
-    exit 0
-  fi
+command -v go >/dev/null 2>&1 || die "the go command is needed (Go 1.26 or newer) to build Kubernetes, etcd and KWOK"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+export CGO_ENABLED=0
+export GOFLAGS="-mod=mod -buildvcs=false"
+
+mkdir -p "$CACHE"
+# One build at a time per cache (test.sh and demo.sh may both ask).
+exec 8>"$CACHE/.k8s-build.lock"
+flock 8
+if [ "$REBUILD" -eq 0 ] && have_kube && have_etcd && have_kwok; then
+  link_out
+  printf '%s\n' "$OUT"
+  exit 0
 fi
 
-START="$(date +%s)"
-ensure_pkgs "${RUNTIME_PKGS[@]}" "${BUILD_PKGS[@]}"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/addonctl-kube-build.XXXXXX")"
-cleanup() {
-  if [ "${ADDONCTL_KEEP_BUILD:-0}" = "1" ]; then
-    log "build tree kept in ${WORK}"
-  else
-    rm -rf "$WORK"
-  fi
-}
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/addonctl-k8s-build.XXXXXX")"
+cleanup() { if [ "${ADDONCTL_KEEP_BUILD:-0}" != 1 ]; then rm -rf "$WORK"; else log "build tree kept in $WORK"; fi; }
 trap cleanup EXIT
-# apt downloads as the unprivileged `_apt` user: let it reach the work dir.
-chmod 0755 "$WORK"
+# A build cache of its own, removed afterwards: the binaries are what is kept.
+export GOCACHE="$WORK/gocache"
+export GOTMPDIR="$WORK/tmp"
+mkdir -p "$GOTMPDIR"
 
-# ------------------------------------------------------- fetch the source
-# A deb-src list derived from the machine's own apt sources, used through
-# apt's ordinary options so that the machine's apt configuration and lists
-# stay untouched.
-log "deriving a deb-src list from the machine's apt sources"
-mkdir -p "${WORK}/apt/parts" "${WORK}/apt/lists/partial" "${WORK}/apt/cache/archives/partial" "${WORK}/dl"
-if id -u _apt >/dev/null 2>&1; then chown _apt "${WORK}/dl"; fi
-n=0
-if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-  sed -E 's/^Types:.*$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
-    >"${WORK}/apt/parts/debian-src.sources"
-  n=$((n + 1))
-fi
-if [ -f /etc/apt/sources.list ] && grep -Eq '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list; then
-  grep -E '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list \
-    | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /' >"${WORK}/apt/parts/debian-src.list"
-  n=$((n + 1))
-fi
-[ "$n" -gt 0 ] || die "no Debian apt sources found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
-
-APT_OPTS=(
-  -o "Dir::Etc::sourcelist=/dev/null"
-  -o "Dir::Etc::sourceparts=${WORK}/apt/parts"
-  -o "Dir::State::Lists=${WORK}/apt/lists"
-  -o "Dir::Cache=${WORK}/apt/cache"
-  -q
-)
-log "apt-get update (source indexes only, into the work dir)"
-apt-get "${APT_OPTS[@]}" update >"${WORK}/apt-update.log" 2>&1 || {
-  tail -n 30 "${WORK}/apt-update.log" >&2
-  die "apt-get update for the source indexes failed"
-}
-log "apt-get source --download-only kubernetes"
-(cd "${WORK}/dl" && apt-get "${APT_OPTS[@]}" source --download-only --only-source kubernetes) \
-  >"${WORK}/apt-source.log" 2>&1 || {
-  tail -n 30 "${WORK}/apt-source.log" >&2
-  die "apt-get source kubernetes failed"
+# go.mod of a module version, from the module cache (downloaded on first use).
+module_gomod() { # MODULE VERSION
+  local file
+  file="$(cd "$WORK" && go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+  [ -n "$file" ] && [ -f "$file" ] || die "could not download $1@$2 (is the Go module proxy reachable?)"
+  printf '%s\n' "$file"
 }
 
-dsc="$(find "${WORK}/dl" -maxdepth 1 -name 'kubernetes_*.dsc' | head -n1)"
-[ -n "$dsc" ] || die "apt-get source did not produce a .dsc"
-SRC_VERSION="$(sed -n 's/^Version: *//p' "$dsc" | head -n1)"
-[ -n "$SRC_VERSION" ] || die "no Version in ${dsc}"
-# 1.20.5+really1.20.2-1 -> 1.20.2
-UPSTREAM="${SRC_VERSION#*:}"
-UPSTREAM="${UPSTREAM%-*}"
-case "$UPSTREAM" in *+really*) UPSTREAM="${UPSTREAM##*+really}" ;; esac
-UPSTREAM="${UPSTREAM%%[+~]*}"
-MAJOR="${UPSTREAM%%.*}"
-MINOR="${UPSTREAM#*.}"
-MINOR="${MINOR%%.*}"
-log "source package kubernetes ${SRC_VERSION} (upstream v${UPSTREAM})"
-
-DEST="${KUBE_CACHE}/${SRC_VERSION}"
-if [ "$REBUILD" -eq 0 ] && have_binaries "$DEST"; then
-  ln -sfn "$SRC_VERSION" "${KUBE_CACHE}/current"
-  log "already built for this source version"
-  print_result "$DEST"
-  exit 0
-fi
-
-orig="$(find "${WORK}/dl" -maxdepth 1 -name 'kubernetes_*.orig.tar.*' | head -n1)"
-[ -n "$orig" ] || die "no upstream tarball among the downloaded files"
-
-# --------------------------------------------------------------- unpack
-export GOPATH="${WORK}/gopath"
-TREE="${GOPATH}/src/k8s.io/kubernetes"
-mkdir -p "${WORK}/unpack" "$(dirname "$TREE")"
-log "unpacking $(basename "$orig")"
-tar -xf "$orig" -C "${WORK}/unpack"
-top="$(find "${WORK}/unpack" -mindepth 1 -maxdepth 1 -type d | head -n1)"
-if [ -z "$top" ] || [ ! -d "${top}/cmd/kube-apiserver" ]; then
-  die "unexpected tarball layout"
-fi
-mv "$top" "$TREE"
-
-# --------------------------------------------------------- build setup
-export GO111MODULE=off GOPROXY=off GOFLAGS="" CGO_ENABLED=0
-export GOCACHE="${WORK}/go-build"
-command -v go >/dev/null || die "go not found after installing golang-go"
-log "using $(go version)"
-cd "$TREE"
-
-# The vendored reflect2 1.0.1 crashes on Go >= 1.18 (first custom-resource
-# write); use Debian's maintained copies of reflect2 and json-iterator.
-for pkg in github.com/modern-go/reflect2 github.com/json-iterator/go; do
-  src="/usr/share/gocode/src/${pkg}"
-  [ -d "$src" ] || die "${src} missing (Debian Go package not installed?)"
-  log "replacing vendor/${pkg} with Debian's copy"
-  rm -rf "vendor/${pkg}"
-  mkdir -p "vendor/${pkg}"
-  cp -rL "${src}/." "vendor/${pkg}/"
-  find "vendor/${pkg}" -name '*_test.go' -delete
-done
-
-# pkg/generated/openapi/zz_generated.openapi.go is produced by `make`.
-log "building openapi-gen"
-mkdir -p "${WORK}/bin"
-go build -o "${WORK}/bin/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen
-
-log "collecting packages tagged +k8s:openapi-gen"
-find . \( -path ./vendor -o -path ./.git -o -path './_*' -o -name testdata \
-  -o -path ./staging/src/k8s.io/code-generator -o -path ./staging/src/k8s.io/sample-apiserver \) -prune \
-  -o -type f -name '*.go' -print0 \
-  | { xargs -0 grep -l -e '+k8s:openapi-gen=' || true; } \
-  | xargs -n1 dirname | sort -u \
-  | sed -e 's|^\./||' -e 's|^staging/src/|vendor/|' -e 's|^|k8s.io/kubernetes/|' \
-    >"${WORK}/openapi-dirs.txt"
-log "$(wc -l <"${WORK}/openapi-dirs.txt") packages"
-log "running openapi-gen"
-"${WORK}/bin/openapi-gen" \
-  --input-dirs "$(paste -sd, "${WORK}/openapi-dirs.txt")" \
-  --output-base "${GOPATH}/src" \
-  --output-package k8s.io/kubernetes/pkg/generated/openapi \
-  --output-file-base zz_generated.openapi \
-  --go-header-file hack/boilerplate/boilerplate.generatego.txt \
-  --report-filename "${WORK}/api-rule-violations.list" \
-  >"${WORK}/openapi-gen.log" 2>&1 || {
-  tail -n 40 "${WORK}/openapi-gen.log" >&2
-  die "openapi-gen failed"
+# wrapper_module DIR MODULE VERSION SIBLING_VERSION PKG...: a module that requires MODULE@VERSION,
+# replaces every sibling it replaces with a local path by the published SIBLING_VERSION, and
+# imports PKG... (main packages, through a build-tagged file, as tools are pinned).
+wrapper_module() {
+  local dir="$1" module="$2" version="$3" sibling="$4"
+  shift 4
+  mkdir -p "$dir"
+  local gomod
+  gomod="$(module_gomod "$module" "v$version")"
+  {
+    printf 'module addonctl.test/build\n\ngo 1.26.0\n\nrequire %s v%s\n\nreplace (\n' "$module" "$version"
+    # `name => ./path` and `name => ../path` lines, in or out of a replace block.
+    grep -v FORBIDDEN "$gomod" \
+      | sed -n 's/^[[:space:]]*\(replace[[:space:]]\{1,\}\)\{0,1\}\([^[:space:]()]\{1,\}\)[[:space:]]\{1,\}=>[[:space:]]\{1,\}\.\{1,2\}\/.*$/\2/p' \
+      | grep -v '^replace$' | sort -u \
+      | while read -r name; do printf '\t%s => %s v%s\n' "$name" "$name" "$sibling"; done
+    printf ')\n'
+  } >"$dir/go.mod"
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    local p
+    for p in "$@"; do printf '\t_ "%s"\n' "$p"; done
+    printf ')\n'
+  } >"$dir/tools.go"
+  (cd "$dir" && go mod tidy >/dev/null 2>"$dir/tidy.log") || { tail -n 20 "$dir/tidy.log" >&2; die "resolving the modules of $module v$version failed"; }
 }
-[ -s pkg/generated/openapi/zz_generated.openapi.go ] || die "openapi-gen wrote nothing"
 
-# ------------------------------------------------------------------ build
-# gitCommit needs no stamp: the upstream tarball carries it in version/base.go.
-BUILD_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-LDFLAGS="-s -w"
-for vpkg in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
-  LDFLAGS+=" -X ${vpkg}.gitMajor=${MAJOR}"
-  LDFLAGS+=" -X ${vpkg}.gitMinor=${MINOR}"
-  LDFLAGS+=" -X ${vpkg}.gitVersion=v${UPSTREAM}"
-  LDFLAGS+=" -X ${vpkg}.gitTreeState=clean"
-  LDFLAGS+=" -X ${vpkg}.buildDate=${BUILD_DATE}"
-done
+build_kube() {
+  local minor="${KUBE_VERSION#*.}"
+  minor="${minor%%.*}"
+  log "building kube-apiserver, kube-controller-manager and kube-scheduler v$KUBE_VERSION (several minutes on 2 cores)"
+  local start=$SECONDS dir="$WORK/kube"
+  wrapper_module "$dir" k8s.io/kubernetes "$KUBE_VERSION" "0.$minor.${KUBE_VERSION##*.}" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  local ld="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitVersion=v$KUBE_VERSION -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  mkdir -p "$dir/out"
+  (cd "$dir" && go build -trimpath -ldflags "$ld" -o out/ \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler) \
+    2>"$dir/build.log" || { tail -n 20 "$dir/build.log" >&2; die "building Kubernetes v$KUBE_VERSION failed"; }
+  local got
+  got="$("$dir/out/kube-apiserver" --version 2>/dev/null | awk '{print $2}')"
+  [ "$got" = "v$KUBE_VERSION" ] || die "the built kube-apiserver says '$got', not v$KUBE_VERSION"
+  rm -rf "$KUBE_DIR.tmp" && mkdir -p "$KUBE_DIR.tmp" && mv "$dir"/out/* "$KUBE_DIR.tmp"/
+  rm -rf "$KUBE_DIR" && mv "$KUBE_DIR.tmp" "$KUBE_DIR"
+  log "Kubernetes v$KUBE_VERSION built in $((SECONDS - start)) s: $KUBE_DIR"
+}
 
-log "go build ${BINARIES[*]} (several minutes)"
-mkdir -p "${WORK}/out"
-pkgs=()
-for b in "${BINARIES[@]}"; do pkgs+=("./cmd/${b}"); done
-go build -trimpath -ldflags "$LDFLAGS" -o "${WORK}/out/" "${pkgs[@]}"
-for b in "${BINARIES[@]}"; do
-  [ -x "${WORK}/out/${b}" ] || die "go build produced no ${b}"
-  log "built ${b} ($(du -h "${WORK}/out/${b}" | cut -f1))"
-done
+build_etcd() {
+  log "building etcd v$ETCD_VERSION"
+  local start=$SECONDS dir="$WORK/etcd"
+  wrapper_module "$dir" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "$ETCD_VERSION" go.etcd.io/etcd/server/v3
+  mkdir -p "$dir/out"
+  local ld="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v$ETCD_VERSION"
+  (cd "$dir" && go build -trimpath -ldflags "$ld" -o out/etcd go.etcd.io/etcd/server/v3) \
+    2>"$dir/build.log" || { tail -n 20 "$dir/build.log" >&2; die "building etcd v$ETCD_VERSION failed"; }
+  rm -rf "$ETCD_DIR.tmp" && mkdir -p "$ETCD_DIR.tmp" && mv "$dir/out/etcd" "$ETCD_DIR.tmp/etcd"
+  rm -rf "$ETCD_DIR" && mv "$ETCD_DIR.tmp" "$ETCD_DIR"
+  log "etcd v$ETCD_VERSION built in $((SECONDS - start)) s: $ETCD_DIR"
+}
 
-ver_line="$("${WORK}/out/kube-apiserver" --version)"
-[ "$ver_line" = "Kubernetes v${UPSTREAM}" ] || die "unexpected version from kube-apiserver: ${ver_line}"
+build_kwok() {
+  log "building kwok v$KWOK_VERSION"
+  local start=$SECONDS
+  rm -rf "$KWOK_DIR.tmp" && mkdir -p "$KWOK_DIR.tmp"
+  (cd "$WORK" && GOBIN="$KWOK_DIR.tmp" go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION") \
+    2>"$WORK/kwok.log" || { tail -n 20 "$WORK/kwok.log" >&2; die "building kwok v$KWOK_VERSION failed"; }
+  # kwok acts only through Stages: those of a fast cluster (nodes become Ready at once and keep a
+  # Lease; pods are Ready as soon as they are bound, Job pods complete, deleted pods go), taken
+  # from the module's own stage definitions.
+  local src
+  src="$(cd "$WORK" && go mod download -json "sigs.k8s.io/kwok@v$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [ -d "$src/kustomize/stage" ] || die "the stage definitions of kwok v$KWOK_VERSION are missing"
+  local f first=1
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    [ -f "$src/kustomize/stage/$f" ] || die "kwok v$KWOK_VERSION has no stage $f"
+    [ "$first" -eq 1 ] || printf -- '---\n'
+    first=0
+    if [ "$f" = pod/fast/pod-ready.yaml ]; then
+      # A pod may ask to become Ready later (a slow rollout), as kwok's general stages allow:
+      # annotation pod-ready.stage.kwok.x-k8s.io/delay, a duration such as "3s".
+      sed '/^spec:$/a\  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '"'"'.metadata.annotations["pod-ready.stage.kwok.x-k8s.io/delay"]'"'"'' \
+        "$src/kustomize/stage/$f"
+    else
+      cat "$src/kustomize/stage/$f"
+    fi
+  done >"$KWOK_DIR.tmp/stages.yaml"
+  grep -q 'pod-ready.stage.kwok.x-k8s.io/delay' "$KWOK_DIR.tmp/stages.yaml" || die "could not add the ready delay to kwok's pod-ready stage"
+  rm -rf "$KWOK_DIR" && mv "$KWOK_DIR.tmp" "$KWOK_DIR"
+  log "kwok v$KWOK_VERSION built in $((SECONDS - start)) s: $KWOK_DIR"
+}
 
-# ----------------------------------------------------------------- cache
-STAGE="${KUBE_CACHE}/.${SRC_VERSION}.tmp.$$"
-rm -rf "$STAGE"
-mkdir -p "$STAGE"
-for b in "${BINARIES[@]}"; do
-  cp "${WORK}/out/${b}" "${STAGE}/${b}"
-done
-cp "$dsc" "${STAGE}/"
-cp "${WORK}/api-rule-violations.list" "${STAGE}/" 2>/dev/null || true
-printf 'kubernetes %s (v%s), %s, built %s\n' "$SRC_VERSION" "$UPSTREAM" "$(go version)" "$BUILD_DATE" \
-  >"${STAGE}/.complete"
-rm -rf "$DEST"
-mv "$STAGE" "$DEST"
-ln -sfn "$SRC_VERSION" "${KUBE_CACHE}/current"
-
-log "built and cached in $(($(date +%s) - START))s"
-print_result "$DEST"
+if [ "$REBUILD" -eq 1 ] || ! have_etcd; then build_etcd; fi
+if [ "$REBUILD" -eq 1 ] || ! have_kwok; then build_kwok; fi
+if [ "$REBUILD" -eq 1 ] || ! have_kube; then build_kube; fi
+link_out
+printf '%s\n' "$OUT"

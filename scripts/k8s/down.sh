@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the Kubernetes test environment started by scripts/k8s/up.sh: every
-# process named by DIR/pids/*.pid (controller-manager, then the API servers,
+# process named by DIR/pids/*.pid (kwok, schedulers, controller-managers, then the API servers,
 # then etcd), waiting for each to exit; then remove the etcd data, the keys,
 # tokens, kubeconfigs and env files. Logs stay in DIR/logs unless --purge.
 #
@@ -106,8 +106,13 @@ stop_group() {
 }
 
 if [ -d "$PIDS" ]; then
-  # controller-manager first, then every API server at once, etcd last.
-  stop_group kube-controller-manager
+  # kwok, schedulers and controller-managers first, then every API server at once, etcd last.
+  clients=()
+  for f in "${PIDS}"/kwok-*.pid "${PIDS}"/kube-scheduler-*.pid "${PIDS}"/kube-controller-manager*.pid; do
+    [ -f "$f" ] || continue
+    clients+=("$(basename "$f" .pid)")
+  done
+  if [ "${#clients[@]}" -gt 0 ]; then stop_group "${clients[@]}"; fi
   apiservers=()
   for f in "${PIDS}"/kube-apiserver-*.pid; do
     [ -f "$f" ] || continue

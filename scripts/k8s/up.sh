@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Start a local Kubernetes test environment: one etcd, a control-plane
 # kube-apiserver and N managed-cluster kube-apiservers sharing that etcd
-# (each under its own --etcd-prefix), optionally kube-controller-manager for
-# the control plane. Everything listens on 127.0.0.1 on ports chosen at run time.
+# (each under its own --etcd-prefix). Each cluster also gets, unless
+# --workloads none, kube-controller-manager, kube-scheduler and kwok with one
+# fake node, so Deployments, StatefulSets, DaemonSets and Jobs become ready
+# through the real controllers. Everything listens on 127.0.0.1 on ports
+# chosen at run time.
 #
-# Usage: scripts/k8s/up.sh [--managed N] [--dir DIR] [--controller-manager]
+# Usage: scripts/k8s/up.sh [--managed N] [--dir DIR] [--workloads all|control-plane|none]
+#                          [--kube-version X.Y.Z]
 #
 #   --managed N            number of managed clusters (default 0)
 #   --dir DIR              state directory (default ${ADDONCTL_TEST_ENV:-/tmp/addonctl-k8s})
-#   --controller-manager   also run kube-controller-manager for the control plane
-#                          (namespace deletion, ownerReference garbage collection)
+#   --workloads WHERE      the clusters that run controllers, a scheduler and a
+#                          fake node (default all)
+#   --kube-version V       Kubernetes version (default: scripts/k8s/build.sh's)
 #
 # Environment:
 #   ADDONCTL_TEST_ENV           default for --dir
 #   ADDONCTL_K8S_TIMEOUT        seconds to wait for each component (default 120)
-#   ADDONCTL_K8S_CONTROLLERS    controllers to run (default namespace,garbagecollector)
-#   KUBE_BIN_DIR                use these kube binaries instead of scripts/k8s/build.sh
+#   ADDONCTL_K8S_CONTROLLERS    kube-controller-manager's controllers (default: those of workloads,
+#                               namespaces and garbage collection)
+#   KUBE_BIN_DIR                use the binaries in this directory instead of scripts/k8s/build.sh
 #   ADDONCTL_K8S_AUDIT          1 = every API server writes an audit log of every request
 #                               (level Metadata) to logs/audit-<cluster>.log (for benchmarks)
 #
@@ -28,13 +34,14 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 
 log() { printf '[k8s-up] %s\n' "$*" >&2; }
 die() { printf '[k8s-up] error: %s\n' "$*" >&2; exit 1; }
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 
 MANAGED=0
 DIR="${ADDONCTL_TEST_ENV:-/tmp/addonctl-k8s}"
-WITH_CM=0
+WORKLOADS=all
+KUBE_VERSION_ARG=""
 TIMEOUT="${ADDONCTL_K8S_TIMEOUT:-120}"
-CONTROLLERS="${ADDONCTL_K8S_CONTROLLERS:-namespace,garbagecollector}"
+CONTROLLERS="${ADDONCTL_K8S_CONTROLLERS:-namespace-controller,garbage-collector-controller,deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,pod-garbage-collector-controller,clusterrole-aggregation-controller}"
 
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -42,7 +49,11 @@ while [ "$#" -gt 0 ]; do
     --managed=*) MANAGED="${1#*=}" ;;
     --dir) [ "$#" -ge 2 ] || die "--dir needs a path"; DIR="$2"; shift ;;
     --dir=*) DIR="${1#*=}" ;;
-    --controller-manager) WITH_CM=1 ;;
+    --workloads) [ "$#" -ge 2 ] || die "--workloads needs all, control-plane or none"; WORKLOADS="$2"; shift ;;
+    --workloads=*) WORKLOADS="${1#*=}" ;;
+    --controller-manager) ;; # accepted for older callers: every cluster runs one unless --workloads none
+    --kube-version) [ "$#" -ge 2 ] || die "--kube-version needs a version"; KUBE_VERSION_ARG="$2"; shift ;;
+    --kube-version=*) KUBE_VERSION_ARG="${1#*=}" ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
@@ -50,6 +61,7 @@ while [ "$#" -gt 0 ]; do
 done
 case "$MANAGED" in '' | *[!0-9]*) die "--managed must be a non-negative integer, got '${MANAGED}'" ;; esac
 MANAGED=$((10#$MANAGED))
+case "$WORKLOADS" in all | control-plane | none) ;; *) die "--workloads must be all, control-plane or none, got '${WORKLOADS}'" ;; esac
 case "$TIMEOUT" in '' | *[!0-9]*) die "ADDONCTL_K8S_TIMEOUT must be a number of seconds" ;; esac
 
 START_NS="$(date +%s%N)"
@@ -117,18 +129,19 @@ existing_shape() {
   (
     # shellcheck disable=SC1091
     . "${DIR}/env.sh"
-    printf '%s %s' "${ADDONCTL_K8S_MANAGED_COUNT}" "${ADDONCTL_K8S_CONTROLLER_MANAGER}"
+    printf '%s %s %s' "${ADDONCTL_K8S_MANAGED_COUNT}" "${ADDONCTL_K8S_WORKLOADS:-none}" "${ADDONCTL_K8S_VERSION#v}"
   )
 }
 
 if existing_env_healthy; then
-  if [ "$(existing_shape)" = "${MANAGED} ${WITH_CM}" ]; then
-    log "environment in ${DIR} is already up and healthy"
+  read -r have_managed have_workloads have_version <<<"$(existing_shape)"
+  if [ "${have_managed} ${have_workloads}" = "${MANAGED} ${WORKLOADS}" ] \
+    && { [ -z "$KUBE_VERSION_ARG" ] || [ "$have_version" = "${KUBE_VERSION_ARG#v}" ]; }; then
+    log "environment in ${DIR} (Kubernetes v${have_version}) is already up and healthy"
     log "use: . ${DIR}/env.sh   or   ${DIR}/env.json"
     exit 0
   fi
-  read -r have_managed have_cm <<<"$(existing_shape)"
-  die "environment in ${DIR} is up with ${have_managed} managed cluster(s) and controller-manager=${have_cm}; asked for ${MANAGED} and ${WITH_CM}: run scripts/k8s/down.sh --dir ${DIR} first"
+  die "environment in ${DIR} is up with ${have_managed} managed cluster(s), workloads on ${have_workloads}, Kubernetes v${have_version}; asked for ${MANAGED}, ${WORKLOADS}${KUBE_VERSION_ARG:+, v${KUBE_VERSION_ARG#v}}: run scripts/k8s/down.sh --dir ${DIR} first"
 fi
 if compgen -G "${PIDS}/*.pid" >/dev/null; then
   log "stale environment in ${DIR}, stopping it first"
@@ -138,15 +151,26 @@ fi
 # --------------------------------------------------------------- binaries
 if [ -n "${KUBE_BIN_DIR:-}" ]; then
   BIN_DIR="$KUBE_BIN_DIR"
+elif [ -n "$KUBE_VERSION_ARG" ]; then
+  BIN_DIR="$(bash "${SCRIPT_DIR}/build.sh" --kube-version "$KUBE_VERSION_ARG")"
 else
   BIN_DIR="$(bash "${SCRIPT_DIR}/build.sh")"
 fi
 APISERVER="${BIN_DIR}/kube-apiserver"
 CONTROLLER_MANAGER="${BIN_DIR}/kube-controller-manager"
-[ -x "$APISERVER" ] || die "${APISERVER} not found (run scripts/k8s/build.sh)"
-[ -x "$CONTROLLER_MANAGER" ] || die "${CONTROLLER_MANAGER} not found (run scripts/k8s/build.sh)"
-ETCD="$(command -v etcd || true)"
-[ -n "$ETCD" ] || die "etcd not found (apt-get install etcd-server, or run scripts/k8s/build.sh)"
+SCHEDULER="${BIN_DIR}/kube-scheduler"
+KWOK="${BIN_DIR}/kwok"
+KWOK_STAGES="${BIN_DIR}/kwok-stages.yaml"
+ETCD="${BIN_DIR}/etcd"
+for b in "$APISERVER" "$ETCD"; do
+  [ -x "$b" ] || die "${b} not found (run scripts/k8s/build.sh)"
+done
+if [ "$WORKLOADS" != none ]; then
+  for b in "$CONTROLLER_MANAGER" "$SCHEDULER" "$KWOK"; do
+    [ -x "$b" ] || die "${b} not found (run scripts/k8s/build.sh)"
+  done
+  [ -s "$KWOK_STAGES" ] || die "${KWOK_STAGES} not found (run scripts/k8s/build.sh)"
+fi
 for tool in openssl curl base64 setsid flock; do
   command -v "$tool" >/dev/null || die "${tool} not found"
 done
@@ -405,45 +429,123 @@ for c in "${CLUSTERS[@]}"; do
 done
 kc_write "${DIR}/kubeconfig" control-plane "$all_clusters" "$all_contexts" "$all_users"
 
-# ------------------------------------------------- kube-controller-manager
-if [ "$WITH_CM" -eq 1 ]; then
-  CM_PORT=""
-  start_cm() {
-    free_port
-    CM_PORT="$FREE_PORT"
-    local kc="${DIR}/kubeconfig-control-plane"
-    start_bg kube-controller-manager "${LOGS}/kube-controller-manager.log" "$CONTROLLER_MANAGER" \
-      --kubeconfig="$kc" \
-      --authentication-kubeconfig="$kc" \
-      --authorization-kubeconfig="$kc" \
-      --bind-address=127.0.0.1 \
-      --secure-port="$CM_PORT" \
-      --port=0 \
-      --tls-cert-file="${PKI}/server.crt" \
-      --tls-private-key-file="${PKI}/server.key" \
-      --controllers="$CONTROLLERS" \
-      --leader-elect=false \
-      --root-ca-file="${PKI}/ca.crt" \
-      --service-account-private-key-file="${PKI}/sa.key" \
-      --kube-api-qps=100 \
-      --kube-api-burst=200 \
-      --profiling=false
-  }
-  cm_healthy() {
-    [ "$(curl -sS --noproxy '*' --max-time 2 --cacert "${PKI}/ca.crt" \
-      "https://127.0.0.1:${CM_PORT}/healthz" 2>/dev/null)" = "ok" ]
-  }
-  log "starting kube-controller-manager (${CONTROLLERS})"
-  for attempt in 1 2 3; do
-    start_cm
-    rc=0
-    wait_until kube-controller-manager "${LOGS}/kube-controller-manager.log" cm_healthy || rc=$?
-    [ "$rc" -eq 2 ] || break
-    log "kube-controller-manager: port clash, retrying (${attempt})"
-    stop_one kube-controller-manager
+# ------------------------------- controllers, scheduler and a fake node per cluster
+# The clusters that run workloads: kube-controller-manager (the controllers of workloads,
+# namespace deletion and garbage collection), kube-scheduler, and kwok, which keeps one Node
+# (`kwok-node`) Ready and plays the kubelet for the pods bound to it: they become Running and
+# Ready (Job pods Succeeded) as soon as they are scheduled. A pod no node fits stays Pending, so a
+# workload that must never become ready asks for a node selector no node has.
+WORKLOAD_CLUSTERS=()
+case "$WORKLOADS" in
+  all) WORKLOAD_CLUSTERS=("${CLUSTERS[@]}") ;;
+  control-plane) WORKLOAD_CLUSTERS=(control-plane) ;;
+esac
+declare -A CM_PORT=() SCHED_PORT=() KWOK_PORT=()
+
+# Creates the fake node on CLUSTER (kwok makes it Ready and keeps its Lease).
+create_node() {
+  local c="$1" code
+  code="$(curl -sS --noproxy '*' --max-time 10 --cacert "${PKI}/ca.crt" -o "${LOGS}/node-${c}.json" -w '%{http_code}' \
+    -H "Authorization: Bearer ${ADMIN_TOKEN[$c]}" -H 'Content-Type: application/json' \
+    -X POST "https://127.0.0.1:${PORT[$c]}/api/v1/nodes" --data-binary @- <<'EOF'
+{"apiVersion": "v1", "kind": "Node",
+ "metadata": {"name": "kwok-node",
+   "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+   "labels": {"kubernetes.io/hostname": "kwok-node", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+     "kubernetes.io/role": "agent", "node-role.kubernetes.io/agent": "", "type": "kwok"}},
+ "spec": {},
+ "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "1000"},
+   "capacity": {"cpu": "64", "memory": "256Gi", "pods": "1000"},
+   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake", "kubeProxyVersion": "fake"}}}
+EOF
+)" || return 1
+  [ "$code" = 201 ] || [ "$code" = 409 ] || { log "creating the node on ${c}: HTTP ${code}"; cat "${LOGS}/node-${c}.json" >&2; return 1; }
+  # Admission gives a new node the not-ready taint; kube-controller-manager's node lifecycle
+  # controller (not run here: kwok's node never fails) would lift it once kwok reports it Ready.
+  code="$(curl -sS --noproxy '*' --max-time 10 --cacert "${PKI}/ca.crt" -o "${LOGS}/node-${c}.json" -w '%{http_code}' \
+    -H "Authorization: Bearer ${ADMIN_TOKEN[$c]}" -H 'Content-Type: application/merge-patch+json' \
+    -X PATCH "https://127.0.0.1:${PORT[$c]}/api/v1/nodes/kwok-node" --data-binary '{"spec": {"taints": null}}')" || return 1
+  [ "$code" = 200 ] || { log "lifting the not-ready taint of the node on ${c}: HTTP ${code}"; cat "${LOGS}/node-${c}.json" >&2; return 1; }
+}
+node_ready() { # CLUSTER
+  curl -sS --noproxy '*' --max-time 3 --cacert "${PKI}/ca.crt" -H "Authorization: Bearer ${ADMIN_TOKEN[$1]}" \
+    "https://127.0.0.1:${PORT[$1]}/api/v1/nodes/kwok-node" 2>/dev/null \
+    | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+https_healthy() { # PORT
+  [ "$(curl -sS --noproxy '*' --max-time 2 -k "https://127.0.0.1:$1/healthz" 2>/dev/null)" = "ok" ]
+}
+http_healthy() { # PORT
+  [ "$(curl -sS --noproxy '*' --max-time 2 "http://127.0.0.1:$1/healthz" 2>/dev/null)" = "ok" ]
+}
+start_cm() { # CLUSTER
+  local c="$1" kc="${DIR}/kubeconfig-$1"
+  free_port
+  CM_PORT[$c]="$FREE_PORT"
+  start_bg "kube-controller-manager-${c}" "${LOGS}/kube-controller-manager-${c}.log" "$CONTROLLER_MANAGER" \
+    --kubeconfig="$kc" \
+    --authentication-kubeconfig="$kc" \
+    --authorization-kubeconfig="$kc" \
+    --bind-address=127.0.0.1 \
+    --secure-port="${CM_PORT[$c]}" \
+    --tls-cert-file="${PKI}/server.crt" \
+    --tls-private-key-file="${PKI}/server.key" \
+    --controllers="$CONTROLLERS" \
+    --leader-elect=false \
+    --root-ca-file="${PKI}/ca.crt" \
+    --service-account-private-key-file="${PKI}/sa.key" \
+    --kube-api-qps=100 \
+    --kube-api-burst=200 \
+    --profiling=false
+}
+start_scheduler() { # CLUSTER
+  local c="$1" kc="${DIR}/kubeconfig-$1"
+  free_port
+  SCHED_PORT[$c]="$FREE_PORT"
+  start_bg "kube-scheduler-${c}" "${LOGS}/kube-scheduler-${c}.log" "$SCHEDULER" \
+    --kubeconfig="$kc" \
+    --authentication-kubeconfig="$kc" \
+    --authorization-kubeconfig="$kc" \
+    --bind-address=127.0.0.1 \
+    --secure-port="${SCHED_PORT[$c]}" \
+    --tls-cert-file="${PKI}/server.crt" \
+    --tls-private-key-file="${PKI}/server.key" \
+    --leader-elect=false \
+    --kube-api-qps=100 \
+    --kube-api-burst=200 \
+    --profiling=false
+}
+start_kwok() { # CLUSTER
+  local c="$1"
+  free_port
+  KWOK_PORT[$c]="$FREE_PORT"
+  start_bg "kwok-${c}" "${LOGS}/kwok-${c}.log" "$KWOK" \
+    --kubeconfig="${DIR}/kubeconfig-${c}" \
+    --config="$KWOK_STAGES" \
+    --manage-all-nodes=true \
+    --node-lease-duration-seconds=40 \
+    --server-address="127.0.0.1:${KWOK_PORT[$c]}" \
+    --cidr=10.244.0.1/16 \
+    --node-ip=127.0.0.1
+}
+if [ "${#WORKLOAD_CLUSTERS[@]}" -gt 0 ]; then
+  log "starting kube-controller-manager, kube-scheduler and kwok for: ${WORKLOAD_CLUSTERS[*]}"
+  for c in "${WORKLOAD_CLUSTERS[@]}"; do
+    create_node "$c" || die "could not create the fake node on ${c}"
+    start_cm "$c"
+    start_scheduler "$c"
+    start_kwok "$c"
   done
-  [ "$rc" -eq 0 ] || die "kube-controller-manager could not start"
-  log "kube-controller-manager ready (https://127.0.0.1:${CM_PORT}/healthz)"
+  for c in "${WORKLOAD_CLUSTERS[@]}"; do
+    for name in kube-controller-manager kube-scheduler; do
+      wait_until "${name}-${c}" "${LOGS}/${name}-${c}.log" https_healthy \
+        "$(if [ "$name" = kube-scheduler ]; then echo "${SCHED_PORT[$c]}"; else echo "${CM_PORT[$c]}"; fi)" \
+        || die "${name} ${c} could not start (port clash)"
+    done
+    wait_until "kwok-${c}" "${LOGS}/kwok-${c}.log" http_healthy "${KWOK_PORT[$c]}" || die "kwok ${c} could not start (port clash)"
+    wait_until "kwok-${c}" "${LOGS}/kwok-${c}.log" node_ready "$c" || die "the fake node of ${c} never became Ready"
+  done
+  log "controllers, scheduler and kwok ready; every workload cluster has a Ready node"
 fi
 
 # ------------------------------------------------------- env.json, env.sh
@@ -464,13 +566,8 @@ json_str() {
   printf '  "kubeconfig": %s,\n' "$(json_str "${DIR}/kubeconfig")"
   printf '  "etcd": {"endpoint": %s, "pid_file": %s},\n' \
     "$(json_str "$ETCD_ENDPOINT")" "$(json_str "${PIDS}/etcd.pid")"
-  if [ "$WITH_CM" -eq 1 ]; then
-    printf '  "controller_manager": {"enabled": true, "controllers": %s, "healthz": %s, "pid_file": %s},\n' \
-      "$(json_str "$CONTROLLERS")" "$(json_str "https://127.0.0.1:${CM_PORT}/healthz")" \
-      "$(json_str "${PIDS}/kube-controller-manager.pid")"
-  else
-    printf '  "controller_manager": {"enabled": false},\n'
-  fi
+  printf '  "workloads": %s,\n' "$(json_str "$WORKLOADS")"
+  printf '  "controllers": %s,\n' "$(json_str "$CONTROLLERS")"
   printf '  "clusters": [\n'
   n=0
   for c in "${CLUSTERS[@]}"; do
@@ -487,6 +584,12 @@ json_str() {
     printf '      "kubeconfig": %s,\n' "$(json_str "${DIR}/kubeconfig-${c}")"
     printf '      "user_kubeconfig": %s,\n' "$(json_str "${DIR}/kubeconfig-${c}-user")"
     printf '      "etcd_prefix": %s,\n' "$(json_str "${PREFIX[$c]}")"
+    if [ -n "${KWOK_PORT[$c]:-}" ]; then
+      printf '      "workloads": true,\n'
+      printf '      "node": "kwok-node",\n'
+    else
+      printf '      "workloads": false,\n'
+    fi
     printf '      "pid_file": %s\n' "$(json_str "${PIDS}/kube-apiserver-${c}.pid")"
     if [ "$n" -lt "${#CLUSTERS[@]}" ]; then printf '    },\n'; else printf '    }\n'; fi
   done
@@ -505,7 +608,7 @@ chmod 0600 "${DIR}/env.json.tmp"
     ADDONCTL_K8S_ETCD_ENDPOINT "$ETCD_ENDPOINT" \
     ADDONCTL_K8S_CLUSTERS "${CLUSTERS[*]}" \
     ADDONCTL_K8S_MANAGED_COUNT "$MANAGED" \
-    ADDONCTL_K8S_CONTROLLER_MANAGER "$WITH_CM"
+    ADDONCTL_K8S_WORKLOADS "$WORKLOADS"
   for c in "${CLUSTERS[@]}"; do
     p="$(var_prefix "$c")"
     printf 'export %s=%q\n' \

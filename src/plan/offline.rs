@@ -21,7 +21,8 @@ pub const ASSUMPTIONS: &str = "the control plane cannot be reached: planning aga
 /// A served resource: plural, kind, namespaced.
 type Resource = (&'static str, &'static str, bool);
 
-/// Kubernetes' built-in APIs: group/version, then its resources.
+/// Kubernetes' built-in APIs that every supported version (1.30 and later) serves: group/version,
+/// then its resources.
 const BUILTIN: &[(&str, &[Resource])] = &[
     (
         "v1",
@@ -57,7 +58,6 @@ const BUILTIN: &[(&str, &[Resource])] = &[
         "batch/v1",
         &[("jobs", "Job", true), ("cronjobs", "CronJob", true)],
     ),
-    ("batch/v1beta1", &[("cronjobs", "CronJob", true)]),
     (
         "autoscaling/v1",
         &[("horizontalpodautoscalers", "HorizontalPodAutoscaler", true)],
@@ -104,6 +104,16 @@ const BUILTIN: &[(&str, &[Resource])] = &[
                 "ValidatingWebhookConfiguration",
                 false,
             ),
+            (
+                "validatingadmissionpolicies",
+                "ValidatingAdmissionPolicy",
+                false,
+            ),
+            (
+                "validatingadmissionpolicybindings",
+                "ValidatingAdmissionPolicyBinding",
+                false,
+            ),
         ],
     ),
     (
@@ -128,13 +138,6 @@ const BUILTIN: &[(&str, &[Resource])] = &[
         &[("poddisruptionbudgets", "PodDisruptionBudget", true)],
     ),
     (
-        "policy/v1beta1",
-        &[
-            ("poddisruptionbudgets", "PodDisruptionBudget", true),
-            ("podsecuritypolicies", "PodSecurityPolicy", false),
-        ],
-    ),
-    (
         "discovery.k8s.io/v1",
         &[("endpointslices", "EndpointSlice", true)],
     ),
@@ -151,6 +154,13 @@ const BUILTIN: &[(&str, &[Resource])] = &[
         &[("runtimeclasses", "RuntimeClass", false)],
     ),
     ("events.k8s.io/v1", &[("events", "Event", true)]),
+    (
+        "flowcontrol.apiserver.k8s.io/v1",
+        &[
+            ("flowschemas", "FlowSchema", false),
+            ("prioritylevelconfigurations", "PriorityLevelConfiguration", false),
+        ],
+    ),
 ];
 
 /// The empty control plane `local`, answered in process.
