@@ -10,8 +10,11 @@
 //!   `managed-1` plays "no KubeVela" and never gets them;
 //! - a [`Sandbox`] gives one test its own system namespace (`t-<test>-<run><n>`), a
 //!   [`Context`] on it, the `addonctl` command line pointed at it, and the non-admin user's view;
-//!   the namespaces it made are deleted when it is dropped (best effort: without
-//!   kube-controller-manager a deleted namespace stays `Terminating`);
+//!   the namespaces it made are deleted when it is dropped;
+//! - every cluster runs kube-controller-manager, kube-scheduler and kwok with one node
+//!   ([`NODE`]): workloads become ready through the real controllers; a test that needs a
+//!   workload not ready (yet) holds its pods with a node selector ([`pool_label`]) and releases
+//!   them on a cluster when it chooses ([`release_pods_on`], [`hold_pods_on`]);
 //! - with `--managed 3`, a sandbox can join `managed-N` clusters ([`Sandbox::join`]); its objects
 //!   there live in a namespace named after its system namespace, deleted with the sandbox;
 //!   `managed-3` ([`Env::fault_cluster`]) is reserved for tests that stop its API server
@@ -738,6 +741,59 @@ pub async fn patch_status_on(
             kind.1
         )
     });
+}
+
+/// The node every cluster of the environment has: kwok plays its kubelet, so a pod bound to it
+/// becomes Running and Ready (a Job's pods Succeeded) and the real controllers report the
+/// workload ready.
+pub const NODE: &str = "kwok-node";
+
+/// The node selector that holds the pods of a workload in `namespace` until the test releases
+/// them on a cluster ([`release_pods_on`]): Rhai for a pod template's `spec`, e.g.
+/// `spec: #{ nodeSelector: held_pool(ns), containers: [...] }` after `let held_pool = ...`. The
+/// label key is `addonctl.test/<namespace>`: one per test, so tests sharing a node never release
+/// each other's pods.
+pub fn pool_label(namespace: &str) -> String {
+    format!("addonctl.test/{namespace}")
+}
+
+/// The Rhai function `held_pool(ns)` a test addon's template defines to hold its pods (see
+/// [`pool_label`]).
+pub const HELD_POOL_RHAI: &str = r#"fn held_pool(ns) { let pool = #{}; pool["addonctl.test/" + ns] = "scheduled"; pool }
+"#;
+
+/// Lets the held pods of `namespace` be scheduled on `cluster`: labels its node, the scheduler
+/// binds them, kwok makes them ready.
+pub async fn release_pods_on(cluster: &Cluster, namespace: &str) {
+    label_node(cluster, namespace, json!("scheduled")).await;
+}
+
+/// Holds the pods of `namespace` on `cluster` again: the node loses the label and the pods are
+/// deleted, so their controllers' new pods stay Pending and the workload is no longer ready.
+pub async fn hold_pods_on(cluster: &Cluster, namespace: &str) {
+    label_node(cluster, namespace, Value::Null).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client().clone(), namespace);
+    pods.delete_collection(
+        &kube::api::DeleteParams::default().grace_period(0),
+        &kube::api::ListParams::default(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("deleting the pods of `{namespace}`: {e}"));
+}
+
+async fn label_node(cluster: &Cluster, namespace: &str, value: Value) {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(cluster.client().clone());
+    let mut labels = Map::new();
+    labels.insert(pool_label(namespace), value);
+    nodes
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": labels } })),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("labelling node `{NODE}` on `{}`: {e}", cluster.server()));
 }
 
 /// Held by every test that stops [`Env::fault_cluster`]: one at a time.
