@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of addonctl against helm and kubectl on the same real API servers.
+"""Side-by-side benchmark of addonctl against Helm 3, Helm 4 and kubectl on the same real API servers.
 
 Run by scripts/bench-compare.sh, which builds the binaries and starts the API servers (with audit logs).
 Every figure is measured on whole processes: wall time, CPU (user + system of the process and its
 children, from wait4), peak resident memory, API requests (lines the API servers' audit logs gained,
 for the admin user the tools run as), and the CPU the API servers and etcd spent meanwhile (from /proc):
-divided by the machine's cores, the floor no client can go below on this machine. Runs are interleaved (addonctl, then its peer, round after round),
-so both see the same machine; each pair gives a ratio addonctl / peer, printed as min / median / max.
+divided by the machine's cores, the floor no client can go below on this machine. Runs are interleaved (addonctl, then its peers, round after round),
+so all see the same machine; each pair gives a ratio addonctl / peer, printed as min / median / max.
 
 Part A: the largest built-in addon (`strongbox-operator`, direct engine, control plane only) against a
-Helm chart holding exactly the objects addonctl applies: render, fresh install, unchanged re-run, removal, and
-removal once the custom resources of its CRDs were listed (as an operator's informers would have).
+Helm chart holding exactly the objects addonctl applies, installed by Helm 3 (client-side three-way merge
+patches) and by Helm 4 (server-side apply by default, as addonctl): render, fresh install, unchanged re-run,
+removal, and removal once the custom resources of its CRDs were listed (as an operator's informers would have).
 Part B: N objects on K clusters: `addonctl enable` of a generated addon against `kubectl apply
 --server-side` run in parallel, one process per cluster.
 """
@@ -34,7 +35,7 @@ if os.environ.get("ADDONCTL_BENCH_GRID"):
 else:
     GRID = [(n, k) for n in NS for k in KS]
 
-addonctl, helm, kubectl, env_dir = sys.argv[1:5]
+addonctl, helm, helm4, kubectl, env_dir = sys.argv[1:6]
 env = json.load(open(os.path.join(env_dir, "env.json")))
 clusters = {c["name"]: c for c in env["clusters"]}
 control = clusters["control-plane"]
@@ -130,16 +131,28 @@ def fmt3(values, unit="", digits=3):
     return f"{lo:.{digits}f} / {mid:.{digits}f} / {hi:.{digits}f}{unit}"
 
 
-def report(title, ours, theirs, peer):
+def report(title, ours, peers):
+    """One row per figure: addonctl, then each peer (name, measures), then addonctl / each peer."""
     print(f"\n{title}")
-    print(f"  {'figure':<10} {'addonctl (min/med/max)':<28} {peer + ' (min/med/max)':<28} ratio (min/med/max)")
+    header = f"  {'figure':<10} {'addonctl (min/med/max)':<28}"
+    for peer, _ in peers:
+        header += f" {peer + ' (min/med/max)':<28}"
+    for peer, _ in peers:
+        header += f" {'ratio to ' + peer:<20}"
+    print(header.rstrip())
     for key, unit, digits in (("wall", " s", 3), ("cpu", " s", 3), ("rss", " MiB", 1), ("requests", "", 0),
                               ("servers", " s", 3)):
         a = [m[key] for m in ours]
-        b = [m[key] for m in theirs]
-        ratios = [x / y for x, y in zip(a, b) if y]
-        ratio = fmt3(ratios, "", 2) if ratios else "-"
-        print(f"  {key:<10} {fmt3(a, unit, digits):<28} {fmt3(b, unit, digits):<28} {ratio}")
+        row = f"  {key:<10} {fmt3(a, unit, digits):<28}"
+        ratios = []
+        for _, theirs in peers:
+            b = [m[key] for m in theirs]
+            row += f" {fmt3(b, unit, digits):<28}"
+            r = [x / y for x, y in zip(a, b) if y]
+            ratios.append(fmt3(r, "", 2) if r else "-")
+        for ratio in ratios:
+            row += f" {ratio:<20}"
+        print(row.rstrip())
     sys.stdout.flush()
 
 
@@ -175,9 +188,15 @@ def part_a():
             # JSON is YAML; `{{` would be read as a template action, so it is escaped
             f.write("---\n" + json.dumps(o).replace("{{", '{{ "{{" }}') + "\n")
     quiet(kubectl_cmd(control, "create", "namespace", system_ns))
-    helm_base = [helm, "--kubeconfig", kc, "-n", system_ns]
-    print(f"A. `{addon}` ({len(objects)} objects) on one API server, {ROUNDS} interleaved rounds")
-    figures = {k: ([], []) for k in ("render", "install", "rerun", "remove", "remove_listed")}
+    # Helm 3 applies with client-side three-way merge patches; Helm 4 with server-side apply (its
+    # default for a new release, and `upgrade --server-side=auto` keeps the release's method), as
+    # addonctl does: the fairer peer. Both store the release in the same Secrets, so one release name
+    # serves both (each uninstalls before the other installs).
+    peers = (("helm 3", helm), ("helm 4", helm4))
+    print(f"A. `{addon}` ({len(objects)} objects) on one API server, {ROUNDS} interleaved rounds"
+          f" (addonctl, helm 3, helm 4)")
+    figures = {k: {"addonctl": [], **{p: [] for p, _ in peers}}
+               for k in ("render", "install", "rerun", "remove", "remove_listed")}
     # What an operator's informers do in a real cluster, and nobody does on these fresh servers: list
     # the custom resources of its CRDs once. The first list of a new CRD's resources makes the API
     # server set up their storage (tens of ms); addonctl's removal lists them (it refuses to delete
@@ -185,30 +204,38 @@ def part_a():
     kinds = ",".join(crds)
     list_resources = kubectl_cmd(control, "get", kinds, "--all-namespaces", "--ignore-not-found")
     for _ in range(ROUNDS):
-        figures["render"][0].append(run([addonctl, "render", addon, "--system-namespace", system_ns]))
-        figures["render"][1].append(run([helm, "template", "bench", chart, "-n", system_ns]))
-        figures["install"][0].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
-        figures["rerun"][0].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
-        figures["remove"][0].append(run(base + ["disable", addon]))
+        figures["render"]["addonctl"].append(run([addonctl, "render", addon, "--system-namespace", system_ns]))
+        for peer, binary in peers:
+            figures["render"][peer].append(run([binary, "template", "bench", chart, "-n", system_ns]))
+        figures["install"]["addonctl"].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
+        figures["rerun"]["addonctl"].append(run(base + ["enable", addon, "--dependency-timeout", "0"]))
+        figures["remove"]["addonctl"].append(run(base + ["disable", addon]))
         wait_gone(control, "crd", crds)
-        figures["install"][1].append(run(helm_base + ["install", "bench", chart]))
-        figures["rerun"][1].append(run(helm_base + ["upgrade", "bench", chart]))
-        figures["remove"][1].append(run(helm_base + ["uninstall", "bench"]))
-        wait_gone(control, "crd", crds)
+        for peer, binary in peers:
+            helm_base = [binary, "--kubeconfig", kc, "-n", system_ns]
+            figures["install"][peer].append(run(helm_base + ["install", "bench", chart]))
+            figures["rerun"][peer].append(run(helm_base + ["upgrade", "bench", chart]))
+            figures["remove"][peer].append(run(helm_base + ["uninstall", "bench"]))
+            wait_gone(control, "crd", crds)
         quiet(base + ["enable", addon, "--dependency-timeout", "0"])
         quiet(list_resources)
-        figures["remove_listed"][0].append(run(base + ["disable", addon]))
+        figures["remove_listed"]["addonctl"].append(run(base + ["disable", addon]))
         wait_gone(control, "crd", crds)
-        quiet(helm_base + ["install", "bench", chart])
-        quiet(list_resources)
-        figures["remove_listed"][1].append(run(helm_base + ["uninstall", "bench"]))
-        wait_gone(control, "crd", crds)
-    report("render (addonctl render vs helm template)", *figures["render"], "helm")
-    report("fresh install (enable vs helm install)", *figures["install"], "helm")
-    report("unchanged re-run (enable vs helm upgrade)", *figures["rerun"], "helm")
-    report("removal (disable vs helm uninstall)", *figures["remove"], "helm")
-    report("removal, the CRDs' resources listed once before (as an operator's informers do)",
-           *figures["remove_listed"], "helm")
+        for peer, binary in peers:
+            helm_base = [binary, "--kubeconfig", kc, "-n", system_ns]
+            quiet(helm_base + ["install", "bench", chart])
+            quiet(list_resources)
+            figures["remove_listed"][peer].append(run(helm_base + ["uninstall", "bench"]))
+            wait_gone(control, "crd", crds)
+
+    def report_a(title, key):
+        report(title, figures[key]["addonctl"], [(p, figures[key][p]) for p, _ in peers])
+
+    report_a("render (addonctl render vs helm template)", "render")
+    report_a("fresh install (enable vs helm install)", "install")
+    report_a("unchanged re-run (enable vs helm upgrade)", "rerun")
+    report_a("removal (disable vs helm uninstall)", "remove")
+    report_a("removal, the CRDs' resources listed once before (as an operator's informers do)", "remove_listed")
 
 
 # --------------------------------------------------------------------------- part B
@@ -262,7 +289,7 @@ def part_b():
                 shlex.join(kubectl_cmd(c, "delete", "--wait=false", "-f", manifest)) for c in targets
             ) + " & wait"
             quiet(["bash", "-c", f"set -e; {cleanup}"])
-        report(f"{n} objects × {k} clusters (enable vs kubectl apply --server-side)", ours, theirs, "kubectl")
+        report(f"{n} objects × {k} clusters (enable vs kubectl apply --server-side)", ours, [("kubectl", theirs)])
         per_object = [m["requests"] / (int(n) * int(k)) for m in ours]
         print(f"  addonctl requests per object per cluster: {fmt3(per_object, '', 2)}")
         print_split(ours, targets, "addonctl")

@@ -56,6 +56,7 @@ echo "== registry stand-ins for the source tests (installed once, started by the
 bash scripts/sources/moto.sh install
 bash scripts/sources/s3s-fs.sh install
 bash scripts/sources/helm.sh >/dev/null
+bash scripts/sources/helm.sh helm4 >/dev/null
 bash scripts/sources/sshd-git.sh install
 if ! command -v lighttpd >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null \

@@ -14,7 +14,7 @@ use addonctl::source::{AddonRef, AsyncReader, Error};
 use crate::support::conformance;
 use crate::support::fixture_registry;
 use crate::support::helm_repo::{
-    fresh_cache, helm, package_and_index, quick_http, reader, serve_fixture_repo,
+    fresh_cache, package_and_index, quick_http, reader, serve_fixture_repo, Helm,
 };
 use crate::support::http_server::{black_hole, Fault, TestCa, TestServer};
 
@@ -543,62 +543,96 @@ async fn bodies_over_the_limit_are_not_read() {
     assert!(matches!(err, Error::TooLarge { .. }), "{err}");
 }
 
+/// Helm 3 and Helm 4 both add the repository `index` wrote, pull the archives `package` wrote
+/// (latest and a given version), lint them and read their Chart.yaml.
 #[tokio::test]
 async fn helm_accepts_what_package_and_index_write() {
     let (_server, url) = serve_fixture_repo(TestServer::builder()).await;
-    let home = tempfile::tempdir().unwrap();
-    let ok = |output: std::process::Output, what: &str| {
-        assert!(
-            output.status.success(),
-            "{what} failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+    for version in Helm::ALL {
+        let home = tempfile::tempdir().unwrap();
+        let helm = |args: &[&str]| version.run(home.path(), args);
+        let ok = |output: std::process::Output, what: &str| {
+            assert!(
+                output.status.success(),
+                "{version:?}: {what} failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        };
+        ok(helm(&["repo", "add", "fixtures", &url]), "helm repo add");
+        let pulled = home.path().join("pulled");
+        std::fs::create_dir_all(&pulled).unwrap();
+        let destination = pulled.to_str().unwrap();
+        ok(
+            helm(&["pull", "fixtures/minimal", "--destination", destination]),
+            "helm pull",
         );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    ok(
-        helm(home.path(), &["repo", "add", "fixtures", &url]),
-        "helm repo add",
-    );
-    let pulled = home.path().join("pulled");
-    std::fs::create_dir_all(&pulled).unwrap();
-    ok(
-        helm(
-            home.path(),
-            &[
-                "pull",
-                "fixtures/minimal",
-                "--destination",
-                pulled.to_str().unwrap(),
-            ],
-        ),
-        "helm pull",
-    );
-    assert!(pulled.join("minimal-0.1.0.tgz").is_file());
-    ok(
-        helm(
-            home.path(),
-            &[
+        assert!(pulled.join("minimal-0.1.0.tgz").is_file(), "{version:?}");
+        ok(
+            helm(&[
                 "pull",
                 "fixtures/full",
                 "--version",
                 "v1.2.0",
                 "--destination",
-                pulled.to_str().unwrap(),
-            ],
-        ),
-        "helm pull --version",
-    );
-    let chart = ok(
-        helm(home.path(), &["show", "chart", "fixtures/full"]),
-        "helm show chart",
-    );
-    assert!(chart.contains("name: full"), "{chart}");
-    assert!(chart.contains("apiVersion: v2"), "{chart}");
-    assert!(chart.contains("addon.name: full"), "{chart}");
-    let search = ok(
-        helm(home.path(), &["search", "repo", "fixtures/"]),
-        "helm search",
-    );
-    assert!(search.contains("fixtures/legacy"), "{search}");
+                destination,
+            ]),
+            "helm pull --version",
+        );
+        assert!(pulled.join("full-v1.2.0.tgz").is_file(), "{version:?}");
+        // Helm 4's linter warns where Helm 3's does not: when a chart has no `templates/`
+        // directory (addonctl's archives hold the addon's own files, no Helm templates), and when
+        // the version is not strict SemVer 2 (`full` is `v1.2.0`, written as the addon declares
+        // it; both Helm versions index, pull and show it all the same). `--strict` turns those
+        // warnings into a failure; nothing else is reported.
+        for (archive, helm4_warnings) in [
+            (
+                "minimal-0.1.0.tgz",
+                &["templates/: directory does not exist"][..],
+            ),
+            (
+                "full-v1.2.0.tgz",
+                &[
+                    "Chart.yaml: version 'v1.2.0' is not a valid SemVerV2",
+                    "templates/: directory does not exist",
+                ][..],
+            ),
+        ] {
+            let path = pulled.join(archive);
+            let lint = helm(&["lint", "--strict", path.to_str().unwrap()]);
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&lint.stdout),
+                String::from_utf8_lossy(&lint.stderr)
+            );
+            let complaints: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("[WARNING]") || l.starts_with("[ERROR]"))
+                .collect();
+            let expected: Vec<String> = match version {
+                Helm::V3 => Vec::new(),
+                Helm::V4 => helm4_warnings
+                    .iter()
+                    .map(|w| format!("[WARNING] {w}"))
+                    .collect(),
+            };
+            assert_eq!(complaints, expected, "{version:?} {archive}: {text}");
+            assert_eq!(
+                lint.status.success(),
+                expected.is_empty(),
+                "{version:?} {archive}: {text}"
+            );
+            assert!(
+                text.contains("1 chart(s) linted"),
+                "{version:?} {archive}: {text}"
+            );
+        }
+        let chart = ok(helm(&["show", "chart", "fixtures/full"]), "helm show chart");
+        assert!(chart.contains("name: full"), "{version:?}: {chart}");
+        assert!(chart.contains("apiVersion: v2"), "{version:?}: {chart}");
+        assert!(chart.contains("addon.name: full"), "{version:?}: {chart}");
+        let search = ok(helm(&["search", "repo", "fixtures/"]), "helm search");
+        assert!(search.contains("fixtures/legacy"), "{version:?}: {search}");
+    }
 }

