@@ -36,3 +36,4 @@ mod sources_helm;
 mod sources_remote;
 mod staged;
 mod values;
+mod workloads;

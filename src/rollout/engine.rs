@@ -593,7 +593,8 @@ async fn workloads_healthy(
     Ok(())
 }
 
-/// Whether one workload is ready on its current generation.
+/// Whether one workload is ready on its current generation: as `status` counts it
+/// ([`crate::status::health::replicas_of`]), every desired replica ready at the current version.
 fn workload_ready(kind: &str, live: &Value) -> std::result::Result<(), String> {
     let int = |p: &str| live.pointer(p).and_then(Value::as_i64);
     let generation = int("/metadata/generation").unwrap_or(0);
@@ -603,22 +604,11 @@ fn workload_ready(kind: &str, live: &Value) -> std::result::Result<(), String> {
             "its controller has not observed generation {generation} yet (observed {observed})"
         ));
     }
-    let (desired, updated, ready) = if kind == "DaemonSet" {
-        (
-            int("/status/desiredNumberScheduled").unwrap_or(0),
-            int("/status/updatedNumberScheduled").unwrap_or(0),
-            int("/status/numberReady").unwrap_or(0),
-        )
-    } else {
-        (
-            int("/spec/replicas").unwrap_or(1),
-            int("/status/updatedReplicas").unwrap_or(0),
-            int("/status/readyReplicas").unwrap_or(0),
-        )
-    };
-    if updated < desired || ready < desired {
+    let (desired, ready) = crate::status::health::replicas_of(kind, live);
+    let (desired, ready) = (desired.unwrap_or(0), ready.unwrap_or(0));
+    if ready < desired {
         return Err(format!(
-            "{ready} of {desired} replicas ready, {updated} updated"
+            "{ready} of {desired} replicas ready at the current version"
         ));
     }
     Ok(())
@@ -705,5 +695,11 @@ mod tests {
         let daemon_set = json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
             "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberReady": 3}});
         assert!(workload_ready("DaemonSet", &daemon_set).is_ok());
+        // Mid-rollout: the old pod still serves, the new one is not ready.
+        let rolling = json!({"metadata": {"generation": 2}, "spec": {"replicas": 1},
+            "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1,
+                       "readyReplicas": 1}});
+        let waiting = workload_ready("Deployment", &rolling).unwrap_err();
+        assert!(waiting.contains("0 of 1"), "{waiting}");
     }
 }

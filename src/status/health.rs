@@ -35,7 +35,8 @@ pub struct ResourceStatus {
     /// until the DaemonSet's controller has observed it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i64>,
-    /// Ready replicas (DaemonSets: `numberReady`).
+    /// Ready replicas at the workload's current version (DaemonSets: of `numberReady`; see
+    /// [`replicas_of`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i64>,
     /// When it was created.
@@ -124,22 +125,65 @@ pub struct ClusterStatus {
     pub resources: Vec<ResourceStatus>,
 }
 
-fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
+/// A workload's desired replicas and its replicas ready *at its current version*.
+///
+/// While a rollout is under way the status counts the pods of every version: `readyReplicas`
+/// may be all old pods still serving while the new ones never start. So, as `kubectl rollout
+/// status` does, nothing counts until the controller has observed the current generation, and
+/// then the ready pods are a lower bound of the new ones: every pod still of an older version
+/// (`replicas − updatedReplicas`) may be among the ready. Once the old pods are gone it is
+/// `readyReplicas`. A StatefulSet or DaemonSet updated `OnDelete` (or a partitioned
+/// StatefulSet) moves to the new version only as its pods are deleted: its ready pods count.
+pub(crate) fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i64>) {
     let int = |p: &str| object.pointer(p).and_then(Value::as_i64);
+    let observed = match (
+        int("/metadata/generation"),
+        int("/status/observedGeneration"),
+    ) {
+        (Some(generation), Some(seen)) => seen >= generation,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    let by_deletion = object
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
+        == Some("OnDelete")
+        || int("/spec/updateStrategy/rollingUpdate/partition").unwrap_or(0) > 0;
+    // Ready pods at the current version: `ready` of `total` pods, `updated` of them new.
+    let current = |ready: i64, total: i64, updated: i64| {
+        if !observed {
+            0
+        } else if by_deletion {
+            ready
+        } else {
+            let old = total.saturating_sub(updated).max(0);
+            ready.saturating_sub(old).clamp(0, updated.max(0))
+        }
+    };
     match kind {
-        "Deployment" | "StatefulSet" => (
-            Some(int("/spec/replicas").unwrap_or(1)),
-            Some(int("/status/readyReplicas").unwrap_or(0)),
-        ),
+        "Deployment" | "StatefulSet" => {
+            let ready = int("/status/readyReplicas").unwrap_or(0);
+            let total = int("/status/replicas").unwrap_or(ready);
+            let updated = int("/status/updatedReplicas").unwrap_or(total);
+            (
+                Some(int("/spec/replicas").unwrap_or(1)),
+                Some(current(ready, total, updated)),
+            )
+        }
         // Until its controller has observed it, a DaemonSet's status says nothing (0 of 0
         // scheduled): the desired count is unknown and it is not ready.
-        "DaemonSet" => (
-            object
-                .pointer("/status/observedGeneration")
-                .and_then(Value::as_i64)
-                .map(|_| int("/status/desiredNumberScheduled").unwrap_or(0)),
-            Some(int("/status/numberReady").unwrap_or(0)),
-        ),
+        "DaemonSet" => {
+            let ready = int("/status/numberReady").unwrap_or(0);
+            let total = int("/status/currentNumberScheduled").unwrap_or(ready);
+            let updated = int("/status/updatedNumberScheduled").unwrap_or(total);
+            (
+                object
+                    .pointer("/status/observedGeneration")
+                    .and_then(Value::as_i64)
+                    .map(|_| int("/status/desiredNumberScheduled").unwrap_or(0)),
+                Some(current(ready, total, updated)),
+            )
+        }
         _ => (None, None),
     }
 }

@@ -582,3 +582,47 @@ async fn a_status_within_some_clusters_reads_those_alone() {
     assert_eq!(clusters(&whole), ["gone", "local"]);
     assert_eq!(whole.phase, Phase::Failed);
 }
+
+#[test]
+fn a_workload_counts_only_the_pods_ready_at_its_current_version() {
+    use super::health::replicas_of;
+    let deployment = |generation: i64, observed: i64, total: i64, updated: i64, ready: i64| {
+        json!({"metadata": {"generation": generation}, "spec": {"replicas": 2},
+               "status": {"observedGeneration": observed, "replicas": total,
+                          "updatedReplicas": updated, "readyReplicas": ready}})
+    };
+    // Settled: every pod new and ready.
+    assert_eq!(
+        replicas_of("Deployment", &deployment(2, 2, 2, 2, 2)),
+        (Some(2), Some(2))
+    );
+    // The new generation not yet observed: the ready pods are the old version's.
+    assert_eq!(
+        replicas_of("Deployment", &deployment(3, 2, 2, 2, 2)),
+        (Some(2), Some(0))
+    );
+    // Mid-rollout (one surge pod): the two old pods serve, the new one is not ready yet.
+    assert_eq!(
+        replicas_of("Deployment", &deployment(3, 3, 3, 1, 2)),
+        (Some(2), Some(0))
+    );
+    // One new pod ready, one old one left.
+    assert_eq!(
+        replicas_of("Deployment", &deployment(3, 3, 3, 2, 3)),
+        (Some(2), Some(2))
+    );
+    // A StatefulSet updated on deletion keeps its ready pods counted.
+    let on_delete = json!({"metadata": {"generation": 2},
+        "spec": {"replicas": 2, "updateStrategy": {"type": "OnDelete"}},
+        "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 0,
+                   "readyReplicas": 2}});
+    assert_eq!(replicas_of("StatefulSet", &on_delete), (Some(2), Some(2)));
+    // A DaemonSet rolling to a new version on one of two nodes.
+    let daemon_set = json!({"metadata": {"generation": 2},
+        "status": {"observedGeneration": 2, "desiredNumberScheduled": 2,
+                   "currentNumberScheduled": 2, "updatedNumberScheduled": 1, "numberReady": 2}});
+    assert_eq!(replicas_of("DaemonSet", &daemon_set), (Some(2), Some(1)));
+    // Without a status (just created): nothing ready.
+    let fresh = json!({"metadata": {"generation": 1}, "spec": {"replicas": 1}});
+    assert_eq!(replicas_of("Deployment", &fresh), (Some(1), Some(0)));
+}
