@@ -158,7 +158,11 @@ const BUILTIN: &[(&str, &[Resource])] = &[
         "flowcontrol.apiserver.k8s.io/v1",
         &[
             ("flowschemas", "FlowSchema", false),
-            ("prioritylevelconfigurations", "PriorityLevelConfiguration", false),
+            (
+                "prioritylevelconfigurations",
+                "PriorityLevelConfiguration",
+                false,
+            ),
         ],
     ),
 ];
