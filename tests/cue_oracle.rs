@@ -64,7 +64,7 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// Every case, sorted by name (the order `scripts/cue-oracle.js` uses).
+/// Every case, sorted by name (the order `scripts/cue-oracle` uses).
 fn load_cases(dir: &Path) -> Vec<Case> {
     let mut cases = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {

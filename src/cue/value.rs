@@ -209,8 +209,15 @@ pub(crate) fn show(v: &Val) -> String {
 /// The scale of a float whose digits are unknown (printed in the shortest form).
 pub(crate) const SHORTEST: i16 = -1;
 
+/// The "scale" of a whole quotient with two or more trailing zeros: CUE keeps one of them as a
+/// digit and prints the rest as an exponent (`200 / 2` is `1.0E+2`, `3000 / 2` is `1.50E+3`).
+pub(crate) const SCIENTIFIC: i16 = -2;
+
 /// A float as CUE prints it: with its scale, or in the shortest form (`2`, `3.5`).
 pub(crate) fn show_float(f: f64, scale: i16) -> String {
+    if scale == SCIENTIFIC && f.fract() == 0.0 && f.abs() < 1e15 && f != 0.0 {
+        return scientific(f);
+    }
     match usize::try_from(scale) {
         Ok(s) if s <= 17 && f.abs() < 1e15 => format!("{f:.s$}"),
         _ => {
@@ -221,6 +228,63 @@ pub(crate) fn show_float(f: f64, scale: i16) -> String {
             }
         }
     }
+}
+
+/// A whole number with two or more trailing zeros as CUE prints a quotient of that value: the
+/// digits without all but one trailing zero, a point after the first, the exponent.
+fn scientific(f: f64) -> String {
+    let digits = format!("{:.0}", f.abs());
+    let zeros = digits.len() - digits.trim_end_matches('0').len();
+    let kept = &digits[..digits.len() - zeros.saturating_sub(1)];
+    let sign = if f < 0.0 { "-" } else { "" };
+    format!("{sign}{}.{}E+{}", &kept[..1], &kept[1..], digits.len() - 1)
+}
+
+/// The scale CUE v0.9 gives a quotient that is a whole number: its decimal division keeps 34
+/// digits and then drops all trailing zeros but one, so `4 / 2` is `2.0` (a float), `20 / 2`
+/// is `10` (one zero: the digit kept makes it look whole), `200 / 2` is `1.0E+2`, `0 / 5` is `0`.
+fn whole_quotient_scale(q: &BigInt) -> i16 {
+    if q.is_zero() {
+        return 0;
+    }
+    let digits = q.abs().to_string();
+    match digits.len() - digits.trim_end_matches('0').len() {
+        0 => 1,
+        1 => 0,
+        _ => SCIENTIFIC,
+    }
+}
+
+/// A number as an exact decimal `coefficient / 10^scale`, when its digits are known.
+fn decimal(v: &Val) -> Option<(BigInt, u32)> {
+    match v {
+        Val::Int(i) => Some((i.clone(), 0)),
+        Val::Float(f, s) if *s >= 0 && *s <= 17 && f.abs() < 1e15 => {
+            let scale = usize::try_from(*s).ok()?;
+            let text = format!("{f:.scale$}").replace('.', "");
+            Some((text.parse().ok()?, u32::try_from(scale).ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// `a / b` as CUE's decimal division gives it, when both digits are known and the quotient is
+/// a whole number.
+fn whole_quotient(a: &Val, b: &Val) -> Option<Val> {
+    let ((x, sx), (y, sy)) = (decimal(a)?, decimal(b)?);
+    if y.is_zero() {
+        return None;
+    }
+    // x / 10^sx ÷ y / 10^sy = (x · 10^sy) / (y · 10^sx)
+    let num = x * BigInt::from(10u32).pow(sy);
+    let den = y * BigInt::from(10u32).pow(sx);
+    if !(&num % &den).is_zero() {
+        return None;
+    }
+    let q = num / den;
+    let f = q.to_f64()?;
+    f.is_finite()
+        .then(|| Val::Float(f, whole_quotient_scale(&q)))
 }
 
 /// Round `f` to `scale` digits after the point (the decimal result CUE computes).
@@ -545,6 +609,9 @@ pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
                 if y.is_zero() {
                     return Err("division by zero".into());
                 }
+                if let Some(q) = whole_quotient(a, b) {
+                    return Ok(q);
+                }
                 float(x.to_f64().unwrap_or(f64::NAN) / y.to_f64().unwrap_or(f64::NAN))
             }
         };
@@ -572,6 +639,11 @@ pub(crate) fn arith(op: char, a: &Val, b: &Val) -> Result<Val, String> {
     };
     if op == '/' && y == 0.0 {
         return Err("division by zero".into());
+    }
+    if op == '/' {
+        if let Some(q) = whole_quotient(a, b) {
+            return Ok(q);
+        }
     }
     let f = match op {
         '+' => x + y,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use num_bigint::BigInt;
-use num_traits::Signed;
+use num_traits::{FromPrimitive as _, Signed};
 use serde_json::Value;
 
 use super::{arity, concrete, fail, number, s, string, R};
@@ -29,7 +29,7 @@ pub(super) fn encoding(ev: &mut Evaluator, name: &str, a: &[Val], pos: Pos) -> R
             };
             if name == "json.Marshal" {
                 let text = ev.text_of(&at(0)).map_err(as_bottom)?;
-                Ok(s(html_escape(&text)))
+                Ok(s(escape_line_separators(&text)))
             } else {
                 let json = ev.json_of(&at(0)).map_err(as_bottom)?;
                 Ok(s(crate::cue::yaml::marshal(&json)))
@@ -82,11 +82,21 @@ pub(super) fn math(name: &str, a: &[Val], pos: Pos) -> R {
     let two = matches!(short, "Pow");
     arity(name, a, if two { 2 } else { 1 }, pos)?;
     let x = number(a.first().unwrap_or(&Val::Top), pos)?;
+    let whole = match short {
+        "Floor" => Some(x.floor()),
+        "Ceil" => Some(x.ceil()),
+        // Half away from zero, as CUE rounds.
+        "Round" => Some(x.round()),
+        "Trunc" => Some(x.trunc()),
+        _ => None,
+    };
+    if let Some(w) = whole {
+        // CUE's Floor, Ceil, Round and Trunc give integers (`int & math.Floor(2.7)` is 2).
+        return BigInt::from_f64(w)
+            .map(Val::Int)
+            .ok_or_else(|| fail("the result is not a finite number", pos));
+    }
     let r = match short {
-        "Floor" => x.floor(),
-        "Ceil" => x.ceil(),
-        "Round" => x.round(),
-        "Trunc" => x.trunc(),
         "Abs" => {
             if let Ok(Val::Int(i)) = concrete(a.first().unwrap_or(&Val::Top), pos) {
                 return Ok(Val::Int(i.abs()));
@@ -100,20 +110,15 @@ pub(super) fn math(name: &str, a: &[Val], pos: Pos) -> R {
         "Exp" => x.exp(),
         _ => x.powf(number(a.get(1).unwrap_or(&Val::Top), pos)?),
     };
-    let inexact = matches!(short, "Log" | "Log10" | "Log2" | "Exp");
-    match crate::cue::value::float(r).map_err(|m| fail(m, pos))? {
-        // CUE computes logarithms with more digits than they show: never a whole number.
-        Val::Float(f, _) if inexact && f.fract() == 0.0 => Ok(Val::Float(f, 1)),
-        other => Ok(other),
-    }
+    // CUE's results print without a fraction when they are whole (`math.Log10(1000)` is `3`,
+    // `math.Pow(2, 10)` is `1024`): the shortest form.
+    crate::cue::value::float(r).map_err(|m| fail(m, pos))
 }
 
-/// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029.
-pub(super) fn html_escape(text: &str) -> String {
-    text.replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
+/// CUE's `json.Marshal` writes `<`, `>` and `&` as they are (Go's encoder without HTML
+/// escaping), but Go's encoder always escapes U+2028 and U+2029.
+pub(super) fn escape_line_separators(text: &str) -> String {
+    text.replace('\u{2028}', "\\u2028")
         .replace('\u{2029}', "\\u2029")
 }
 

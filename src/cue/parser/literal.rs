@@ -185,12 +185,19 @@ pub(super) fn number(raw: &str) -> Option<ExprKind> {
         return Some(ExprKind::Int(scaled / scale));
     }
     if digits.contains(['.', 'e', 'E']) {
-        let scale = if digits.contains(['e', 'E']) {
-            let integral = digits.parse::<f64>().is_ok_and(|f| f.fract() == 0.0);
-            if integral {
-                1
+        let scale = if let Some((mantissa, exponent)) = digits.split_once(['e', 'E']) {
+            // CUE keeps a literal's digits and exponent: `1.5e-3` is 0.0015 (four digits after
+            // the point), `1.0e1` is 10 and `1e0` is 1 (no point: they print as whole numbers),
+            // `1e10` is 1E+10.
+            let fraction = mantissa.split_once('.').map_or(0, |(_, f)| f.len());
+            let exponent = exponent.parse::<i64>().unwrap_or(0);
+            let places = i64::try_from(fraction)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(exponent);
+            if places < 0 {
+                crate::cue::value::SCIENTIFIC
             } else {
-                crate::cue::value::SHORTEST
+                i16::try_from(places).unwrap_or(i16::MAX)
             }
         } else {
             digits
