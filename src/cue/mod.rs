@@ -215,6 +215,10 @@ impl Instance {
 
     /// Concrete JSON of the value at a path of regular field names (`["output"]`).
     ///
+    /// Numbers are those KubeVela sends to Kubernetes: a float that is a whole number up to 2^53
+    /// is an integer (`4 / 2` is `2`, where `cue export` prints `2.0`); other floats keep their
+    /// value.
+    ///
     /// `Ok(None)` when the field is absent; an error when it is not concrete or conflicts (the
     /// message names the path).
     pub fn export(&self, path: &[&str]) -> Result<Option<serde_json::Value>, Error> {
@@ -225,14 +229,15 @@ impl Instance {
     }
 
     /// What `cue export --out json` prints for the whole instance (hidden fields,
-    /// definitions and optional fields left out).
+    /// definitions and optional fields left out), numbers as [`Instance::export`] gives them.
     pub fn export_all(&self) -> Result<serde_json::Value, Error> {
         self.with(|ev| ev.export_vertex(eval::ROOT))
     }
 
-    /// Compact JSON text of the value at a path, as [`Instance::export`] gives it, except that
-    /// integers beyond 64 bits keep all their digits (a `serde_json::Value` cannot hold them:
-    /// [`Instance::export`] reports them as an error).
+    /// Compact JSON text of the value at a path, with the numbers `cue export` prints: floats
+    /// keep the digits CUE gives them (`4 / 2` is `2.0`, where [`Instance::export`] gives `2`)
+    /// and integers beyond 64 bits keep all their digits (a `serde_json::Value` cannot hold
+    /// them: [`Instance::export`] reports them as an error).
     pub fn export_text(&self, path: &[&str]) -> Result<Option<String>, Error> {
         self.with(|ev| match ev.lookup(path) {
             Some(at) => ev.export_text(at).map(Some),

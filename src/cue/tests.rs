@@ -27,7 +27,7 @@ fn err(text: &str) -> super::Error {
 fn scalars_and_structs() {
     assert_eq!(
         ok("a: 1\nb: \"x\"\nc: {d: true, e: null}\nf: 1.0\ng: [1, 2]"),
-        json!({"a": 1, "b": "x", "c": {"d": true, "e": null}, "f": 1.0, "g": [1, 2]})
+        json!({"a": 1, "b": "x", "c": {"d": true, "e": null}, "f": 1, "g": [1, 2]})
     );
 }
 
@@ -238,11 +238,53 @@ fn several_files_share_the_package_scope() {
 
 #[test]
 fn decimals_keep_their_digits() {
-    let v = ok("a: 0.1 + 0.2\nb: 2 * 1.0\nc: 4 / 2\nd: \"\\(3.0)\"\ne: 1.5\nf: \"\\(200 / 2)\"");
+    let text = "a: 0.1 + 0.2\nb: 2 * 1.0\nc: 4 / 2\nd: \"\\(3.0)\"\ne: 1.5\nf: \"\\(200 / 2)\"";
+    let inst = evaluate(&[Source::new("test.cue", text)], &Limits::default()).unwrap();
     assert_eq!(
-        v.to_string(),
+        inst.export_all_text().unwrap(),
         r#"{"a":0.3,"b":2.0,"c":2.0,"d":"3.0","e":1.5,"f":"1.0E+2"}"#
     );
+}
+
+#[test]
+fn whole_floats_reach_kubernetes_objects_as_integers() {
+    let text = "spec: {replicas: 4 / 2, ratio: 1.5, literal: 2.0, negative: -9 / 3, \
+                hundred: 200 / 2, product: 2 * 1.0, floor: math.Floor(2.7), \
+                exact: 9007199254740992.0, beyond: 9007199254740994.0, huge: 1e300, \
+                small: 1 / 4, list: [6 / 3, 0.5]}\n\
+                text: json.Marshal({n: 4 / 2})";
+    let source = format!("import (\"math\", \"encoding/json\")\n{text}");
+    let inst = evaluate(&[Source::new("test.cue", &source)], &Limits::default()).unwrap();
+    let spec = inst.export(&["spec"]).unwrap().unwrap();
+    assert_eq!(spec["replicas"], json!(2));
+    assert!(spec["replicas"].is_i64(), "{spec}");
+    assert_eq!(spec["ratio"], json!(1.5));
+    assert_eq!(spec["literal"], json!(2));
+    assert_eq!(spec["negative"], json!(-3));
+    assert_eq!(spec["hundred"], json!(100));
+    assert_eq!(spec["product"], json!(2));
+    assert_eq!(spec["floor"], json!(2));
+    assert_eq!(spec["exact"], json!(9_007_199_254_740_992_i64));
+    // Beyond 2^53 and far beyond i64 a whole float stays a float.
+    assert!(spec["beyond"].is_f64(), "{spec}");
+    assert_eq!(spec["beyond"], json!(9_007_199_254_740_994.0));
+    assert!(spec["huge"].is_f64(), "{spec}");
+    assert_eq!(spec["huge"], json!(1e300));
+    assert_eq!(spec["small"], json!(0.25));
+    assert_eq!(spec["list"], json!([2, 0.5]));
+    assert_eq!(inst.export_all().unwrap()["spec"], spec);
+    // Serialized for the API server: `2`, never `2.0`.
+    assert!(spec.to_string().contains(r#""replicas":2,"#), "{spec}");
+    // The text export and the marshalled strings keep CUE's digits.
+    assert_eq!(
+        inst.export_text(&["spec", "replicas"]).unwrap().as_deref(),
+        Some("2.0")
+    );
+    assert_eq!(
+        inst.export_text(&["spec", "literal"]).unwrap().as_deref(),
+        Some("2.0")
+    );
+    assert_eq!(inst.export(&["text"]).unwrap(), Some(json!(r#"{"n":2.0}"#)));
 }
 
 #[test]

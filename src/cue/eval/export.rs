@@ -341,9 +341,10 @@ impl Evaluator {
         Some(at)
     }
 
-    /// Concrete JSON of vertex `v`.
+    /// Concrete JSON of vertex `v` for Kubernetes objects: whole floats are integers (see
+    /// [`ObjectJson`]).
     pub(crate) fn export_vertex(&mut self, v: VId) -> Result<Value, Error> {
-        self.export_as::<Value>(v)
+        self.export_as::<ObjectJson>(v).map(|o| o.0)
     }
 
     /// Concrete JSON text (compact) of vertex `v`, integers of any size with all their digits.
@@ -414,7 +415,8 @@ impl Evaluator {
         }
     }
 
-    /// Concrete JSON of a value (structs and lists through their vertices).
+    /// Concrete JSON of a value (structs and lists through their vertices), floats with the
+    /// digits CUE keeps (`2.0` stays a float).
     pub(crate) fn json_of(&mut self, val: &Val) -> Result<Value, Error> {
         self.out_of::<Value>(val)
     }
@@ -457,8 +459,12 @@ impl Evaluator {
                 }
             }
             Val::Float(f, s) => {
-                let integral = f.fract() == 0.0 && f.abs() < 9.0e15;
-                if integral && (*s == 0 || *s == crate::cue::value::SHORTEST) {
+                let whole = f.fract() == 0.0;
+                let integral = whole
+                    && ((f.abs() < 9.0e15 && (*s == 0 || *s == crate::cue::value::SHORTEST))
+                        || (O::WHOLE_FLOATS_AS_INTEGERS && f.abs() <= MAX_EXACT_INTEGER));
+                if integral {
+                    // |f| ≤ 2^53 here: the conversion is exact.
                     #[allow(clippy::cast_possible_truncation)]
                     Value::from(*f as i64)
                 } else {
@@ -545,8 +551,14 @@ fn flatten(e: &Arc<crate::cue::ast::Expr>, default: bool, out: &mut Vec<(Src, bo
     }
 }
 
+/// The largest whole number a float64 holds with every smaller one: 2^53.
+const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
 /// What an export builds: a `serde_json::Value`, or JSON text that keeps big integers exact.
 trait Out: Sized {
+    /// Whether a float that is a whole number (|x| ≤ 2^53) comes out as a JSON integer rather
+    /// than with the digits CUE prints (`2.0`).
+    const WHOLE_FLOATS_AS_INTEGERS: bool = false;
     fn scalar(value: Value) -> Self;
     /// An integer beyond 64 bits, as decimal digits (`Err` gives the digits back when this
     /// output cannot hold it).
@@ -570,6 +582,38 @@ impl Out for Value {
 
     fn object(fields: Vec<(String, Self)>) -> Self {
         Value::Object(fields.into_iter().collect::<Map<String, Value>>())
+    }
+}
+
+/// JSON for Kubernetes objects, with numbers as KubeVela sends them: it decodes the JSON CUE
+/// exports into Go values (every number a float64) and encodes them again, so a whole float
+/// such as `4 / 2` (`2.0` in `cue export`) reaches the API server as `2`, which an integer field
+/// accepts. Other floats keep their value; the numbers of `json.Marshal`, `yaml.Marshal` and of
+/// the text export stay as CUE prints them.
+struct ObjectJson(Value);
+
+impl Out for ObjectJson {
+    const WHOLE_FLOATS_AS_INTEGERS: bool = true;
+
+    fn scalar(value: Value) -> Self {
+        ObjectJson(value)
+    }
+
+    fn big_int(digits: String) -> Result<Self, String> {
+        Err(digits)
+    }
+
+    fn array(items: Vec<Self>) -> Self {
+        ObjectJson(Value::Array(items.into_iter().map(|i| i.0).collect()))
+    }
+
+    fn object(fields: Vec<(String, Self)>) -> Self {
+        ObjectJson(Value::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect::<Map<String, Value>>(),
+        ))
     }
 }
 
