@@ -1,7 +1,7 @@
 //! The controller drives `spec.rollout` against the real API servers: `m1`, `m2`, `m3`
-//! (managed-1..3) in stages, the controller as a child process. There is no kubelet: the test
-//! marks the fixture's Deployment `web` ready where it should become healthy, as its controller
-//! would (see `rollout.rs`).
+//! (managed-1..3) in stages, the controller as a child process. The clusters' controllers,
+//! scheduler and kwok make the fixture's Deployment `web` ready; a test that needs it not ready
+//! somewhere holds its pods and releases them only where it should become healthy.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,9 +10,9 @@ use addonctl::cluster::Cluster;
 use serde_json::{json, Value};
 
 use crate::controller::{addon, apply_addon, condition, install_crd, managed, wait_for, Child};
-use crate::drift::workload_addon;
-use crate::rollout::{mark_ready, mark_ready_after};
-use crate::support::k8s::{fault_cluster_lock, get_on, Kind, Sandbox};
+use crate::drift::{workload_addon, workload_addon_with, Pods};
+use crate::rollout::created_at;
+use crate::support::k8s::{fault_cluster_lock, get_on, release_pods_on, Kind, Sandbox};
 
 /// Joins managed-1..3 as `m1`, `m2`, `m3` with `tier` = `one`, `two`, `three`.
 async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
@@ -24,23 +24,15 @@ async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
     clusters
 }
 
-/// Joins managed-1 and managed-2 as `m1` (`tier` = `one`) and `m2` (`two`) and marks the
-/// fixture's Deployment ready on them as it appears; returns the clusters and the marker with
-/// its stop switch.
-async fn two_tiers(
-    sb: &Sandbox,
-) -> (
-    Vec<(&'static str, Cluster)>,
-    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
-    tokio::sync::oneshot::Sender<()>,
-) {
+/// Joins managed-1 and managed-2 as `m1` (`tier` = `one`) and `m2` (`two`); returns the
+/// clusters.
+async fn two_tiers(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
     let mut clusters = Vec::new();
     for (name, n, tier) in [("m1", 1, "one"), ("m2", 2, "two")] {
         sb.join(name, managed(n), &[("tier", tier)]).await;
         clusters.push((name, managed(n).admin().await));
     }
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
-    (clusters, marker, stop)
+    clusters
 }
 
 /// One stage per tier, in order, each soaking `soak` seconds.
@@ -113,17 +105,16 @@ fn applies(metrics: &str) -> BTreeMap<(String, String), u64> {
 async fn a_stage_whose_cluster_never_becomes_healthy_stops_the_rollout_and_later_stages_get_nothing(
 ) {
     let _managed_3 = fault_cluster_lock().await;
-    let web = workload_addon("gated", "1.0.0");
+    let web = workload_addon_with("gated", "1.0.0", Pods::Held);
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
     let clusters = fleet(&sb).await;
     // Only m1 and m3 would ever become healthy: m2 (stage two) never does.
-    let healthy: Vec<_> = clusters
-        .iter()
-        .filter(|(name, _)| *name != "m2")
-        .cloned()
-        .collect();
-    let (marker, stop) = mark_ready(healthy, sb.ns().to_owned());
+    for (name, cluster) in &clusters {
+        if *name != "m2" {
+            release_pods_on(cluster, sb.ns()).await;
+        }
+    }
     let controller = Child::start(&sb, &["--leader-elect=false"]).await;
 
     apply_addon(
@@ -176,8 +167,6 @@ async fn a_stage_whose_cluster_never_becomes_healthy_stops_the_rollout_and_later
     assert_eq!(report["phase"], "Failed");
     assert_eq!(report["stages"][1]["failed"], json!(["m2"]));
     assert_eq!(report["stages"][2]["pending"], json!(["m3"]));
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     drop(controller);
 }
 
@@ -185,7 +174,10 @@ async fn a_stage_whose_cluster_never_becomes_healthy_stops_the_rollout_and_later
 /// ends, not only when its poll comes: ten minutes here, as the drift checks.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gate_is_looked_at_when_a_workload_changes_not_only_when_its_poll_comes() {
-    let web = workload_addon("woken", "1.0.0");
+    // Ready 3 s after each Deployment's pods are scheduled: after the gate's first looks, which
+    // find it not ready and have nothing new to write (no status change to wake the
+    // controller).
+    let web = workload_addon_with("woken", "1.0.0", Pods::ReadyAfter("3s"));
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
     let mut clusters = Vec::new();
@@ -193,10 +185,6 @@ async fn a_gate_is_looked_at_when_a_workload_changes_not_only_when_its_poll_come
         sb.join(name, managed(n), &[("tier", tier)]).await;
         clusters.push((name, managed(n).admin().await));
     }
-    // Ready 3 s after each Deployment appears: after the gate's first looks, which find it
-    // not ready and have nothing new to write (no status change to wake the controller).
-    let (marker, stop) =
-        mark_ready_after(clusters.clone(), sb.ns().to_owned(), Duration::from_secs(3));
     let controller = Child::start(
         &sb,
         &[
@@ -227,8 +215,6 @@ async fn a_gate_is_looked_at_when_a_workload_changes_not_only_when_its_poll_come
     for (name, cluster) in &clusters {
         assert!(has_web(cluster, sb.ns()).await, "nothing on {name}");
     }
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     drop(controller);
 }
 
@@ -237,7 +223,7 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
     let web = workload_addon("pausing", "1.0.0");
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
-    let (clusters, marker, stop) = two_tiers(&sb).await;
+    let clusters = two_tiers(&sb).await;
     let controller = Child::start(&sb, &["--leader-elect=false"]).await;
 
     // No Addon (and then no rollout in it): exit 2, saying so.
@@ -327,8 +313,6 @@ async fn rollout_pause_holds_the_next_stage_and_resume_finishes_it() {
         "{restaged:#}"
     );
     assert_eq!(condition(&restaged, "Ready").unwrap()["status"], "True");
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     drop(controller);
 }
 
@@ -356,7 +340,7 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         .direct()
         .registries(&[&tuned]);
     install_crd(&sb).await;
-    let (clusters, marker, stop) = two_tiers(&sb).await;
+    let clusters = two_tiers(&sb).await;
     let controller = Child::start(&sb, &["--leader-elect=false", "--drift-interval", "1s"]).await;
     apply_addon(
         &sb,
@@ -407,8 +391,6 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         (settings_mode(&clusters[1].1, sb.ns()).await.as_deref() == Some("relaxed")).then_some(())
     })
     .await;
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     drop(controller);
 }
 
@@ -419,7 +401,6 @@ async fn the_standby_finishes_a_rollout_whose_leader_died_during_a_soak_applying
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
     let clusters = fleet(&sb).await;
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
     let first = Child::start(&sb, &["--leader-elect"]).await;
     wait_for("a leader", || async {
         let lease = sb.get(Kind::LEASE, "addonctl-controller").await?;
@@ -467,8 +448,7 @@ async fn the_standby_finishes_a_rollout_whose_leader_died_during_a_soak_applying
             .collect::<Vec<_>>(),
         [json!(["m1"]), json!(["m2"]), json!(["m3"])]
     );
-    stop.send(()).unwrap();
-    let created = marker.await.unwrap();
+    let created = created_at(&clusters, sb.ns()).await;
     let (_, after) = second.get("/metrics").await;
     let (before, after) = (applies(&before), applies(&after));
     // Every cluster's objects were created by exactly one apply across both processes: m1 by
@@ -527,7 +507,7 @@ async fn a_version_published_and_announced_by_the_webhook_is_rolled_out_by_stage
     let web = workload_addon("announced", "1.0.0");
     let sb = Sandbox::with_kubevela().await.direct().registries(&[&web]);
     install_crd(&sb).await;
-    let (clusters, marker, stop) = two_tiers(&sb).await;
+    let clusters = two_tiers(&sb).await;
     // No periodic re-list: only the webhook can make the new version seen.
     let controller = Child::start(&sb, &["--leader-elect=false", "--registry-interval", "0"]).await;
 
@@ -599,8 +579,6 @@ async fn a_version_published_and_announced_by_the_webhook_is_rolled_out_by_stage
             .then_some(())
     })
     .await;
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     let record = sb.record("announced").await;
     assert_eq!(record.version, "1.1.0");
     assert!(!record.is_mixed(), "{record:?}");

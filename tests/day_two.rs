@@ -10,32 +10,47 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::controller::wait_for;
 use crate::support::builders::TestAddon;
 use crate::support::fixture_registry;
-use crate::support::k8s::{patch_status_on, Env, Kind, Sandbox};
+use crate::support::k8s::{hold_pods_on, release_pods_on, Env, Kind, Sandbox, HELD_POOL_RHAI};
 
 /// An addon `name` at 1.0.0: a Deployment `<name>` (1 replica) and a ConfigMap
-/// `<name>-settings` in the system namespace, without a topology (so: `local`).
+/// `<name>-settings` in the system namespace, without a topology (so: `local`). The Deployment's
+/// pods are held in the namespace's pool until the test releases them ([`make_ready`]).
 fn workload_addon(name: &str) -> TestAddon {
+    workload_addon_in(name, "ns")
+}
+
+/// [`workload_addon`] with its pods held in the pool `<namespace>-<name>` of their own, which
+/// releasing the namespace's pool leaves held.
+fn workload_addon_in_own_pool(name: &str) -> TestAddon {
+    workload_addon_in(name, "`${ns}-${addon}`")
+}
+
+/// [`workload_addon`] with its pods held in the pool the Rhai expression `pool` names.
+fn workload_addon_in(name: &str, pool: &str) -> TestAddon {
     let template = r#"let ns = context.namespace;
 let addon = context.metadata.name;
 let objects = [
     #{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{ name: addon, namespace: ns },
        spec: #{ replicas: 1, selector: #{ matchLabels: #{ app: addon } },
                 template: #{ metadata: #{ labels: #{ app: addon } },
-                             spec: #{ containers: [#{ name: "main", image: "registry.example/app:1" }] } } } },
+                             spec: #{ nodeSelector: held_pool(POOL),
+                                      containers: [#{ name: "main", image: "registry.example/app:1" }] } } } },
     #{ apiVersion: "v1", kind: "ConfigMap", metadata: #{ name: `${addon}-settings`, namespace: ns },
        data: #{ key: "value" } },
 ];
 #{ output: application(#{ components: [k8s_objects(addon, objects)] }) }
 "#;
+    let template = format!("{HELD_POOL_RHAI}{}", template.replace("POOL", pool));
     TestAddon::new(name)
         .file(
             "metadata.yaml",
             &format!("name: {name}\nversion: 1.0.0\ndescription: Fixture addon {name}\n"),
         )
         .file("parameter.rhai", "#{\n    replicas: pint(1),\n}\n")
-        .file("template.rhai", template)
+        .file("template.rhai", &template)
 }
 
 fn run(cmd: &mut assert_cmd::Command) -> std::process::Output {
@@ -56,18 +71,31 @@ fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// Marks the Deployment `name` ready, as its controller would once its Pod runs.
-async fn make_ready(sb: &Sandbox, name: &str) {
-    patch_status_on(
-        sb.api(),
-        Kind::DEPLOYMENT,
-        "deployments",
-        sb.ns(),
-        name,
-        json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
-               "readyReplicas": 1, "availableReplicas": 1}),
-    )
-    .await;
+/// Releases the held pods of the sandbox's namespace: the cluster's controllers, scheduler and
+/// kwok make its Deployments ready.
+async fn make_ready(sb: &Sandbox) {
+    release_pods_on(sb.api(), sb.ns()).await;
+}
+
+/// Polls `check` every 200 ms until it holds, at most 30 s; panics with `what` and the last
+/// value otherwise.
+async fn eventually<T: std::fmt::Debug>(
+    what: &str,
+    mut read: impl FnMut() -> T,
+    check: impl Fn(&T) -> bool,
+) -> T {
+    let started = Instant::now();
+    loop {
+        let value = tokio::task::block_in_place(&mut read);
+        if check(&value) {
+            return value;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: not within 30 s; last: {value:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// `(phase, installedVersion)` of `addon` in `list -o json` and in `status -o json`.
@@ -139,9 +167,10 @@ async fn list_and_status_agree_on_the_phase_and_mark_not_ready_and_missing_objec
         "{all}"
     );
 
-    make_ready(&sb, "web").await;
+    make_ready(&sb).await;
     let enabled = (json!("enabled"), json!("1.0.0"));
-    assert_eq!(phases(&sb, "web"), (enabled.clone(), enabled));
+    let both = (enabled.clone(), enabled);
+    eventually("`web` enabled", || phases(&sb, "web"), |p| *p == both).await;
 
     sb.api()
         .delete(&Kind::CONFIG_MAP.gvk(), Some(sb.ns()), "web-settings")
@@ -227,7 +256,13 @@ async fn a_status_watch_wakes_when_a_workload_changes_not_when_its_pause_ends() 
     let first = watch.next().await.unwrap();
     assert_eq!(ready(&first), (Some(0), Some(1)));
 
-    make_ready(&sb, "woken").await;
+    make_ready(&sb).await;
+    // Ready before the watch looks again: changed between its read and its watch.
+    wait_for("`woken` ready", || async {
+        let woken = sb.get(Kind::DEPLOYMENT, "woken").await?;
+        (woken["status"]["readyReplicas"] == 1).then_some(())
+    })
+    .await;
     let next = tokio::time::timeout(Duration::from_secs(30), watch.next())
         .await
         .expect("the change made before the watch started wakes it")
@@ -239,15 +274,7 @@ async fn a_status_watch_wakes_when_a_workload_changes_not_when_its_pause_ends() 
         let ns = sb.ns().to_owned();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            patch_status_on(
-                &api,
-                Kind::DEPLOYMENT,
-                "deployments",
-                &ns,
-                "woken",
-                json!({"readyReplicas": 0, "availableReplicas": 0}),
-            )
-            .await;
+            hold_pods_on(&api, &ns).await;
         })
     };
     let next = tokio::time::timeout(Duration::from_secs(30), watch.next())
@@ -304,7 +331,8 @@ async fn disable_wait_returns_once_kubevelas_application_is_gone() {
 #[tokio::test(flavor = "multi_thread")]
 async fn wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwise() {
     let ready = workload_addon("ready");
-    let stuck = workload_addon("stuck");
+    // Its pods wait in a pool of their own, never released.
+    let stuck = workload_addon_in_own_pool("stuck");
     let sb = Sandbox::with_kubevela()
         .await
         .direct()
@@ -319,7 +347,7 @@ async fn wait_returns_when_the_workloads_are_ready_or_gone_and_times_out_otherwi
     let mut child = spawn(wait);
     let mut progress = BufReader::new(child.stderr.take().unwrap());
     let mut stderr = read_until(&mut progress, "local: 0/1 workloads ready");
-    make_ready(&sb, "ready").await;
+    make_ready(&sb).await;
     let output = finish(child, Duration::from_secs(30)).await;
     stderr.push_str(&rest(progress));
     assert!(output.status.success(), "{stderr}");
@@ -379,7 +407,7 @@ async fn status_watch_piped_prints_a_line_per_change_and_ends_on_timeout_or_ctrl
     let mut child = spawn(watch);
     let mut changes = BufReader::new(child.stdout.take().unwrap());
     let mut stdout = read_until(&mut changes, "watched enabling");
-    make_ready(&sb, "watched").await;
+    make_ready(&sb).await;
     let output = finish(child, Duration::from_secs(30)).await;
     assert!(output.status.success(), "{}", stderr_of(&output));
     stdout.push_str(&rest(changes));

@@ -9,12 +9,28 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
-use crate::support::k8s::{get_on, Env, Kind, Sandbox};
+use crate::support::k8s::{get_on, Env, Kind, Sandbox, HELD_POOL_RHAI};
 
 /// A fixture addon `name` at `version` for the direct engine, on the clusters of its `clusters`
 /// argument: the Namespace named after the system namespace, a ConfigMap `settings`, and a
-/// Deployment `web` with 2 replicas.
+/// Deployment `web` with 2 replicas, ready as soon as the cluster's controllers make it so.
 pub(crate) fn workload_addon(name: &str, version: &str) -> TestAddon {
+    workload_addon_with(name, version, Pods::Ready)
+}
+
+/// When the pods of [`workload_addon_with`]'s Deployment `web` become ready.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pods {
+    /// As soon as they are scheduled.
+    Ready,
+    /// Not before the test releases them on a cluster (`release_pods_on(cluster, namespace)`).
+    Held,
+    /// This long (`"3s"`) after they are scheduled: a slow rollout.
+    ReadyAfter(&'static str),
+}
+
+/// [`workload_addon`] whose pods become ready as `pods` says.
+pub(crate) fn workload_addon_with(name: &str, version: &str, pods: Pods) -> TestAddon {
     let template = r#"let ns = context.namespace;
 let addon = context.metadata.name;
 let labels = #{ "addonctl.test/addon": addon };
@@ -34,6 +50,27 @@ objects.push(#{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{ name: "w
 #{ output: application(#{ components: [k8s_objects(addon, objects)],
     policies: [topology("where", parameter.clusters)] }) }
 "#;
+    let edited = |from: &str, to: &str| {
+        assert!(template.contains(from), "no `{from}` in the template");
+        template.replace(from, to)
+    };
+    let template = match pods {
+        Pods::Ready => template.to_owned(),
+        Pods::Held => format!(
+            "{HELD_POOL_RHAI}{}",
+            edited(
+                "spec: #{ containers:",
+                "spec: #{ nodeSelector: held_pool(ns), containers:",
+            )
+        ),
+        Pods::ReadyAfter(delay) => edited(
+            r#"metadata: #{ labels: #{ app: "web" } }"#,
+            &format!(
+                r#"metadata: #{{ labels: #{{ app: "web" }},
+                annotations: #{{ "pod-ready.stage.kwok.x-k8s.io/delay": "{delay}" }} }}"#
+            ),
+        ),
+    };
     TestAddon::new(name)
         .file(
             "metadata.yaml",
@@ -43,7 +80,7 @@ objects.push(#{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{ name: "w
             "parameter.rhai",
             "#{\n    clusters: list(string()).optional(),\n}\n",
         )
-        .file("template.rhai", template)
+        .file("template.rhai", &template)
 }
 
 fn spec(policy: Policy, exclusions: Vec<Exclusion>) -> DriftSpec {
@@ -230,7 +267,19 @@ async fn an_excluded_path_is_neither_reported_nor_reverted() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unchanged_cluster_costs_one_list_per_kind_and_no_full_read() {
-    let (sb, _m1, _addon) = enabled().await;
+    let (sb, m1, _addon) = enabled().await;
+    // Unchanged: the Deployment's controller has finished its rollout and writes no more.
+    crate::controller::wait_for("`web` rolled out", || async {
+        let web = web(&m1, sb.ns()).await;
+        let progressing = web["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Progressing")?
+            .clone();
+        (web["status"]["readyReplicas"] == 2 && progressing["reason"] == "NewReplicaSetAvailable")
+            .then_some(())
+    })
+    .await;
     let mut cache = DriftCache::new();
     check(&sb.ctx, "drifty", &spec(Policy::Warn, vec![]), &mut cache)
         .await

@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{
     apply_as_on, args, assert_never_established, fault_cluster_lock, get_on, list_on,
-    patch_status_on, widget_crd, ClusterEnv, Env, Kind, Sandbox, Stopped,
+    release_pods_on, server_version, widget_crd, ClusterEnv, Env, Kind, Sandbox, Stopped,
+    HELD_POOL_RHAI, HELD_SPREAD_RHAI,
 };
 
 /// The label every fixture object carries: the addon's name.
@@ -49,19 +50,27 @@ const CONFIG_MAPS: &str = r#"for i in 0..parameter.count {
         metadata: #{ name: `${addon}-${i}`, labels: labels }, data: #{ index: `${i}` } });
 }"#;
 
-/// A Deployment `web` (2 replicas) and a DaemonSet `agent`.
-const WORKLOADS: &str = r#"for w in [["Deployment", "web"], ["DaemonSet", "agent"]] {
-    let spec = #{
-        selector: #{ matchLabels: #{ app: w[1] } },
-        template: #{
-            metadata: #{ labels: #{ app: w[1] } },
-            spec: #{ containers: [#{ name: w[1], image: `registry.example/${w[1]}:1` }] },
-        },
-    };
-    if w[0] == "Deployment" { spec.replicas = 2; }
-    objects.push(#{ apiVersion: "apps/v1", kind: w[0],
-        metadata: #{ name: w[1], labels: labels }, spec: spec });
-}"#;
+/// A Deployment `web` (2 replicas) and a DaemonSet `agent`, their pods held until the test
+/// releases them on a cluster (`release_pods_on`).
+fn workloads() -> String {
+    format!(
+        r#"{HELD_POOL_RHAI}{HELD_SPREAD_RHAI}for w in [["Deployment", "web"], ["DaemonSet", "agent"]] {{
+    let pod = #{{ containers: [#{{ name: w[1], image: `registry.example/${{w[1]}}:1` }}] }};
+    if w[0] == "Deployment" {{
+        pod.nodeSelector = held_pool(ns);
+    }} else {{
+        pod.topologySpreadConstraints = held_spread(ns);
+    }}
+    let spec = #{{
+        selector: #{{ matchLabels: #{{ app: w[1] }} }},
+        template: #{{ metadata: #{{ labels: #{{ app: w[1] }} }}, spec: pod }},
+    }};
+    if w[0] == "Deployment" {{ spec.replicas = 2; }}
+    objects.push(#{{ apiVersion: "apps/v1", kind: w[0],
+        metadata: #{{ name: w[1], labels: labels }}, spec: spec }});
+}}"#
+    )
+}
 
 /// An addon `name` at 1.0.0: the Namespace and `count` (default 2) ConfigMaps, on the clusters of
 /// the `clusters` argument (every cluster without it).
@@ -970,41 +979,28 @@ async fn disable_deletes_what_it_created_on_every_cluster_and_nothing_else() {
 
 // ---------------------------------------------------------------------------------- health
 
-fn ready_deployment_status(replicas: i64, ready: i64) -> Value {
-    json!({
-        "observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
-        "readyReplicas": ready, "availableReplicas": ready,
-    })
-}
-
-fn daemon_set_status(desired: i64, ready: i64) -> Value {
-    json!({
-        "observedGeneration": 1, "currentNumberScheduled": desired, "desiredNumberScheduled": desired,
-        "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
-        "updatedNumberScheduled": desired,
-    })
-}
-
-/// Writes what the controllers and kubelets of a cluster would once every Pod runs.
-async fn make_ready(cluster: &Cluster, namespace: &str) {
-    patch_status_on(
-        cluster,
-        Kind::DEPLOYMENT,
-        "deployments",
-        namespace,
-        "web",
-        ready_deployment_status(2, 2),
-    )
-    .await;
-    patch_status_on(
-        cluster,
-        Kind::DAEMON_SET,
-        "daemonsets",
-        namespace,
-        "agent",
-        daemon_set_status(3, 3),
-    )
-    .await;
+/// The status of `workloads` once `check` holds for it (polled, at most a minute).
+async fn status_once(
+    sb: &Sandbox,
+    what: &str,
+    check: impl Fn(&addonctl::status::Status) -> bool,
+) -> addonctl::status::Status {
+    let started = Instant::now();
+    loop {
+        let status = addonctl::status::status(sb.ctx.state(), "workloads", None)
+            .await
+            .unwrap();
+        if check(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{what}: not within 60 s; last: {:?} {:?}",
+            status.phase,
+            status.resources
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Panics naming every key of `value` (at any depth) that is not camelCase.
@@ -1038,7 +1034,7 @@ type Row<'a> = (&'a str, &'a str, bool, Option<i64>, Option<i64>);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads_are_ready() {
-    let workloads = addon("workloads").body(&[NAMESPACE, WORKLOADS]).write();
+    let workloads = addon("workloads").body(&[NAMESPACE, &workloads()]).write();
     let sb = Sandbox::with_kubevela()
         .await
         .direct()
@@ -1051,9 +1047,16 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
         .await
         .unwrap();
 
-    let status = addonctl::status::status(sb.ctx.state(), "workloads", None)
-        .await
-        .unwrap();
+    // Once the clusters' controllers have taken the workloads in: their pods are held.
+    let status = status_once(&sb, "the DaemonSets observed", |status| {
+        status
+            .resources
+            .iter()
+            .flat_map(|c| &c.resources)
+            .filter(|r| r.kind == "DaemonSet")
+            .all(|r| r.replicas.is_some())
+    })
+    .await;
 
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(
@@ -1086,8 +1089,8 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
             [
                 ("Namespace", sb.ns(), true, None, None),
                 ("Deployment", "web", true, Some(2), Some(0)),
-                // Not observed by its controller yet: the desired count is unknown.
-                ("DaemonSet", "agent", true, None, Some(0)),
+                // One node: its controller wants one pod.
+                ("DaemonSet", "agent", true, Some(1), Some(0)),
             ],
             "{}",
             cluster.cluster
@@ -1099,20 +1102,9 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
         assert_eq!(cluster.resources[1].namespace.as_deref(), Some(sb.ns()));
     }
 
-    // m1 fully ready, m2's Deployment half-way: still enabling.
-    make_ready(&m1, sb.ns()).await;
-    patch_status_on(
-        &m2,
-        Kind::DEPLOYMENT,
-        "deployments",
-        sb.ns(),
-        "web",
-        ready_deployment_status(2, 1),
-    )
-    .await;
-    let status = addonctl::status::status(sb.ctx.state(), "workloads", None)
-        .await
-        .unwrap();
+    // m1 fully ready, m2 still held: still enabling.
+    release_pods_on(&m1, sb.ns()).await;
+    let status = status_once(&sb, "m1 ready", |s| s.ready_workload_count == Some(2)).await;
     assert_eq!(status.phase, Phase::Enabling);
     assert_eq!(
         (status.workload_count, status.ready_workload_count),
@@ -1121,13 +1113,18 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
     let m1_daemon_set = &status.resources[0].resources[2];
     assert_eq!(
         (m1_daemon_set.replicas, m1_daemon_set.ready_replicas),
-        (Some(3), Some(3))
+        (Some(1), Some(1))
     );
+    let m2_ready: Vec<Option<i64>> = status.resources[1]
+        .resources
+        .iter()
+        .filter(|r| r.kind != "Namespace")
+        .map(|r| r.ready_replicas)
+        .collect();
+    assert_eq!(m2_ready, [Some(0), Some(0)], "m2's pods are held");
 
-    make_ready(&m2, sb.ns()).await;
-    let status = addonctl::status::status(sb.ctx.state(), "workloads", None)
-        .await
-        .unwrap();
+    release_pods_on(&m2, sb.ns()).await;
+    let status = status_once(&sb, "m2 ready", |s| s.ready_workload_count == Some(4)).await;
     assert_eq!(status.phase, Phase::Enabled);
     assert_eq!(
         (status.workload_count, status.ready_workload_count),
@@ -1166,15 +1163,18 @@ async fn status_reports_every_cluster_and_resource_and_is_enabled_once_workloads
 
 #[tokio::test(flavor = "multi_thread")]
 async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise() {
-    let workloads = addon("workloads").body(&[NAMESPACE, WORKLOADS]).write();
-    // Deploys into the namespace `workloads` made, without making it.
+    let workloads = addon("workloads").body(&[NAMESPACE, &workloads()]).write();
+    // Deploys into the namespace `workloads` made, without making it; its pods wait in a pool of
+    // their own, never released.
     let stuck = addon("stuck")
         .body(&[
+            HELD_POOL_RHAI,
             r#"objects.push(#{ apiVersion: "apps/v1", kind: "Deployment",
                 metadata: #{ name: "stuck", labels: labels },
                 spec: #{ replicas: 1, selector: #{ matchLabels: #{ app: "stuck" } },
                     template: #{ metadata: #{ labels: #{ app: "stuck" } },
-                        spec: #{ containers: [#{ name: "stuck", image: "registry.example/stuck:1" }] } } } });"#,
+                        spec: #{ nodeSelector: held_pool(`${ns}-stuck`),
+                            containers: [#{ name: "stuck", image: "registry.example/stuck:1" }] } } } });"#,
         ])
         .write();
     let sb = Sandbox::with_kubevela()
@@ -1200,8 +1200,8 @@ async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let child = enable.spawn().unwrap();
-    // Once both clusters have the workloads, let the "kubelets" report a little later.
+    let mut child = enable.spawn().unwrap();
+    // Once both clusters have the workloads, release their pods a little later.
     let started = Instant::now();
     for cluster in [&m1, &m2] {
         while get_on(cluster, Kind::DAEMON_SET, Some(sb.ns()), "agent")
@@ -1213,10 +1213,14 @@ async fn enable_wait_returns_once_every_cluster_is_ready_and_times_out_otherwise
         }
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    make_ready(&m1, sb.ns()).await;
+    release_pods_on(&m1, sb.ns()).await;
     let m1_ready = Instant::now();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    make_ready(&m2, sb.ns()).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "returned while m2 was held"
+    );
+    release_pods_on(&m2, sb.ns()).await;
     let all_ready = Instant::now();
     let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
         .await
@@ -1567,7 +1571,7 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
             "credentialType": "ServiceAccountToken",
             "labels": {"region": "east", "tier": "gold"},
             "reachable": true,
-            "version": "v1.20.2",
+            "version": server_version(managed(1)).await,
         })
     );
     let secret = sb.get(Kind::SECRET, "m1").await.unwrap();
@@ -1619,6 +1623,11 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
     let output = run(sb.cli().args(["cluster", "list", "-o", "json"]));
     assert!(output.status.success(), "{}", stderr_of(&output));
     let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let versions = [
+        server_version(Env::get().control_plane()).await,
+        server_version(managed(1)).await,
+        server_version(managed(2)).await,
+    ];
     let summary: Vec<(String, Value, bool, Value)> = rows
         .as_array()
         .unwrap()
@@ -1635,18 +1644,18 @@ async fn cluster_commands_keep_kubevela_cluster_secrets_and_never_show_credentia
     assert_eq!(
         summary,
         [
-            ("local".to_owned(), Value::Null, true, json!("v1.20.2")),
+            ("local".to_owned(), Value::Null, true, json!(versions[0])),
             (
                 "m1".to_owned(),
                 json!("ServiceAccountToken"),
                 true,
-                json!("v1.20.2")
+                json!(versions[1])
             ),
             (
                 "m2".to_owned(),
                 json!("X509Certificate"),
                 true,
-                json!("v1.20.2")
+                json!(versions[2])
             ),
         ]
     );

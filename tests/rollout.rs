@@ -1,6 +1,6 @@
 //! Staged rollouts against real API servers: `m1` (managed-1) in a first stage, `m2` and `m3`
-//! (managed-2 and managed-3) in a second. There is no kubelet: a test marks workloads ready by
-//! patching their Deployments' status subresource, as their controller would.
+//! (managed-2 and managed-3) in a second. The clusters' controllers, scheduler and kwok make the
+//! workloads ready; a test holds their pods (`Pods::Held`) or slows them (`Pods::ReadyAfter`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,8 +11,8 @@ use addonctl::rollout::engine::{run, RunRequest};
 use addonctl::rollout::Rollout;
 use serde_json::{json, Value};
 
-use crate::drift::workload_addon;
-use crate::support::k8s::{fault_cluster_lock, get_on, patch_status_on, Env, Kind, Sandbox};
+use crate::drift::{workload_addon, workload_addon_with, Pods};
+use crate::support::k8s::{fault_cluster_lock, get_on, Env, Kind, Sandbox};
 
 fn two_stages(soak_seconds: u64, deadline_seconds: u64) -> Rollout {
     serde_json::from_value(json!({
@@ -39,64 +39,19 @@ async fn fleet(sb: &Sandbox) -> Vec<(&'static str, Cluster)> {
     clusters
 }
 
-/// Marks the Deployment `web` ready wherever it exists, as its controller would, until stopped;
-/// returns when each cluster's Deployment was first seen (its creation timestamp).
-pub(crate) fn mark_ready(
-    clusters: Vec<(&'static str, Cluster)>,
-    namespace: String,
-) -> (
-    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
-    tokio::sync::oneshot::Sender<()>,
-) {
-    mark_ready_after(clusters, namespace, Duration::ZERO)
-}
-
-/// [`mark_ready`], each generation of a Deployment marked only once it was seen `delay` ago
-/// (a rollout of its pods that takes that long).
-pub(crate) fn mark_ready_after(
-    clusters: Vec<(&'static str, Cluster)>,
-    namespace: String,
-    delay: Duration,
-) -> (
-    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
-    tokio::sync::oneshot::Sender<()>,
-) {
-    let (stop, mut stopped) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut created = BTreeMap::new();
-        let mut seen = BTreeMap::new();
-        while stopped.try_recv().is_err() {
-            for (name, cluster) in &clusters {
-                let Some(web) = get_on(cluster, Kind::DEPLOYMENT, Some(&namespace), "web").await
-                else {
-                    continue;
-                };
-                created
-                    .entry(*name)
-                    .or_insert_with(|| web["metadata"]["creationTimestamp"].to_string());
-                let generation = web["metadata"]["generation"].clone();
-                let since = *seen
-                    .entry((*name, generation.to_string()))
-                    .or_insert_with(std::time::Instant::now);
-                if web["status"]["observedGeneration"] != generation && since.elapsed() >= delay {
-                    let status = json!({"observedGeneration": generation, "replicas": 2,
-                        "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2});
-                    patch_status_on(
-                        cluster,
-                        Kind::DEPLOYMENT,
-                        "deployments",
-                        &namespace,
-                        "web",
-                        status,
-                    )
-                    .await;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        created
-    });
-    (task, stop)
+/// When the Deployment `web` was created on each cluster (its creation timestamp).
+pub(crate) async fn created_at(
+    clusters: &[(&'static str, Cluster)],
+    namespace: &str,
+) -> BTreeMap<&'static str, String> {
+    let mut created = BTreeMap::new();
+    for (name, cluster) in clusters {
+        let web = get_on(cluster, Kind::DEPLOYMENT, Some(namespace), "web")
+            .await
+            .unwrap_or_else(|| panic!("no Deployment `web` on {name}"));
+        created.insert(*name, web["metadata"]["creationTimestamp"].to_string());
+    }
+    created
 }
 
 fn request(rollout: Rollout) -> RunRequest {
@@ -113,39 +68,36 @@ fn request(rollout: Rollout) -> RunRequest {
     }
 }
 
-/// What [`staged_on_fleet`] starts: the addon (it holds the registry's files), the sandbox, and
-/// the marker of [`mark_ready_after`] with its stop switch.
+/// What [`staged_on_fleet`] starts: the addon (it holds the registry's files), the sandbox and
+/// the clusters of the [`fleet`].
 type Staged = (
     crate::support::builders::TestAddon,
     Sandbox,
-    tokio::task::JoinHandle<BTreeMap<&'static str, String>>,
-    tokio::sync::oneshot::Sender<()>,
+    Vec<(&'static str, Cluster)>,
 );
 
-/// The `staged` workload addon in a sandbox with the direct engine and the [`fleet`] joined,
-/// its Deployments marked ready `delay` after they appear.
-async fn staged_on_fleet(delay: Duration) -> Staged {
-    let addon = workload_addon("staged", "1.0.0");
+/// The `staged` workload addon, its pods ready as `pods` says, in a sandbox with the direct
+/// engine and the [`fleet`] joined.
+async fn staged_on_fleet(pods: Pods) -> Staged {
+    let addon = workload_addon_with("staged", "1.0.0", pods);
     let sb = Sandbox::with_kubevela()
         .await
         .direct()
         .registries(&[&addon]);
     let clusters = fleet(&sb).await;
-    let (marker, stop) = mark_ready_after(clusters, sb.ns().to_owned(), delay);
-    (addon, sb, marker, stop)
+    (addon, sb, clusters)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
     let _managed_3 = fault_cluster_lock().await;
-    let (_addon, sb, marker, stop) = staged_on_fleet(Duration::ZERO).await;
+    let (_addon, sb, clusters) = staged_on_fleet(Pods::Ready).await;
 
     let report = run(&sb.ctx, &request(two_stages(2, 60)), &NoopReporter)
         .await
         .unwrap();
 
-    stop.send(()).unwrap();
-    let created = marker.await.unwrap();
+    let created = created_at(&clusters, sb.ns()).await;
     assert!(report.succeeded(), "{:?}", report.state);
     assert_eq!(report.state.done, ["m1", "m2", "m3"]);
     assert!(report.untouched.is_empty());
@@ -168,12 +120,12 @@ async fn a_two_stage_rollout_passes_stage_by_stage_once_each_is_healthy() {
 }
 
 /// A gate observes again when a watched workload changes and when a soak ends, not when its
-/// poll interval (ten minutes here) passes. The Deployments become ready 2 s after they
-/// appear: after each gate's first observation.
+/// poll interval (ten minutes here) passes. The Deployments' pods become ready 2 s after they
+/// are scheduled: after each gate's first observation.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gate_wakes_when_a_workload_changes_and_when_its_soak_ends_not_at_its_poll_interval() {
     let _managed_3 = fault_cluster_lock().await;
-    let (_addon, sb, marker, stop) = staged_on_fleet(Duration::from_secs(2)).await;
+    let (_addon, sb, _clusters) = staged_on_fleet(Pods::ReadyAfter("2s")).await;
     let request = RunRequest {
         poll_interval: Duration::from_secs(600),
         ..request(two_stages(1, 300))
@@ -187,8 +139,6 @@ async fn a_gate_wakes_when_a_workload_changes_and_when_its_soak_ends_not_at_its_
     .expect("a gate waited for its poll interval")
     .unwrap();
 
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     assert!(report.succeeded(), "{:?}", report.state);
     assert_eq!(report.state.done, ["m1", "m2", "m3"]);
 }
@@ -196,12 +146,8 @@ async fn a_gate_wakes_when_a_workload_changes_and_when_its_soak_ends_not_at_its_
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_are_untouched() {
     let _managed_3 = fault_cluster_lock().await;
-    let addon = workload_addon("staged", "1.0.0");
-    let sb = Sandbox::with_kubevela()
-        .await
-        .direct()
-        .registries(&[&addon]);
-    let clusters = fleet(&sb).await;
+    // The pods are never released: `web` never becomes ready on m1.
+    let (_addon, sb, clusters) = staged_on_fleet(Pods::Held).await;
     let stages = tempfile::NamedTempFile::new().unwrap();
     fs_err::write(
         stages.path(),
@@ -236,7 +182,9 @@ async fn a_stage_that_never_becomes_healthy_stops_the_rollout_and_later_stages_a
         stdout.contains("cluster `m1` (stage `canary`): not healthy on revision"),
         "{stdout}"
     );
-    assert!(stdout.contains("has not observed generation 1"), "{stdout}");
+    // Its controller has taken the Deployment in; its pods are not ready.
+    let why = format!("Deployment `{}/web`: 0 of 2 replicas ready", sb.ns());
+    assert!(stdout.contains(&why), "no `{why}`:\n{stdout}");
     assert!(stdout.contains("untouched: `m2`, `m3`"), "{stdout}");
     assert!(
         stderr.contains("stage `canary`: applying to `m1`"),

@@ -1,8 +1,9 @@
 //! Staged upgrades against real API servers: `staged` 1.0.0 enabled on `m1`, `m2`, `m3`
 //! (managed-1..3), then `rollout run` to 1.1.0 one cluster per stage. 1.1.0 changes the
 //! ConfigMap `settings` (`mode`: `strict` → `relaxed`) and the Deployment `web`'s image, and no
-//! longer renders the ConfigMap `legacy`. There is no kubelet: workloads are marked ready by
-//! patching their status, as their controller would.
+//! longer renders the ConfigMap `legacy`. `web`'s pods are held until the test releases them on
+//! a cluster (`release_pods_on`); the cluster's controllers, scheduler and kwok then make it
+//! ready.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -15,12 +16,13 @@ use addonctl::rollout::gate::Phase;
 use addonctl::rollout::Rollout;
 use serde_json::{json, Value};
 
-use crate::rollout::mark_ready;
 use crate::support::builders::TestAddon;
-use crate::support::k8s::{fault_cluster_lock, get_on, Env, Kind, Sandbox};
+use crate::support::k8s::{
+    fault_cluster_lock, get_on, release_pods_on, Env, Kind, Sandbox, HELD_POOL_RHAI,
+};
 
 /// `staged` at `version`: its Namespace, ConfigMap `settings`, Deployment `web` and, in 1.0.0
-/// only, ConfigMap `legacy`, on the clusters of its `clusters` argument.
+/// only, ConfigMap `legacy`, on the clusters of its `clusters` argument; `web`'s pods are held.
 fn versioned(version: &str) -> TestAddon {
     let (mode, legacy) = if version == "1.0.0" {
         (
@@ -32,7 +34,7 @@ fn versioned(version: &str) -> TestAddon {
         ("relaxed", "")
     };
     let template = format!(
-        r#"let ns = context.namespace;
+        r#"{HELD_POOL_RHAI}let ns = context.namespace;
 let addon = context.metadata.name;
 let labels = #{{ "addonctl.test/addon": addon }};
 let objects = [];
@@ -46,7 +48,7 @@ objects.push(#{{ apiVersion: "apps/v1", kind: "Deployment", metadata: #{{ name: 
         selector: #{{ matchLabels: #{{ app: "web" }} }},
         template: #{{
             metadata: #{{ labels: #{{ app: "web" }} }},
-            spec: #{{ containers: [#{{ name: "web", image: `registry.example/web:${{context.metadata.version}}` }}] }},
+            spec: #{{ nodeSelector: held_pool(ns), containers: [#{{ name: "web", image: `registry.example/web:${{context.metadata.version}}` }}] }},
         }},
     }} }});
 #{{ output: application(#{{ components: [k8s_objects(addon, objects)],
@@ -189,7 +191,9 @@ async fn a_staged_upgrade_moves_each_cluster_when_its_stage_comes_and_prunes_onl
         .registries(&[&installed]);
     let clusters = installed_on_three(&sb).await;
     let before = what_runs(&clusters[2].1, sb.ns()).await;
-    let (marker, stop) = mark_ready(clusters.clone(), sb.ns().to_owned());
+    for (_, cluster) in &clusters {
+        release_pods_on(cluster, sb.ns()).await;
+    }
     let snapshots = Snapshots {
         sb: &sb,
         clusters: &clusters,
@@ -204,8 +208,6 @@ async fn a_staged_upgrade_moves_each_cluster_when_its_stage_comes_and_prunes_onl
     .await
     .unwrap();
 
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     assert!(report.succeeded(), "{:?}", report.state);
     assert_eq!(report.state.done, ["m1", "m2", "m3"]);
     let taken = snapshots.taken.into_inner().unwrap();
@@ -264,7 +266,7 @@ async fn a_gate_failing_at_stage_two_leaves_the_later_clusters_on_the_old_versio
     let clusters = installed_on_three(&sb).await;
     let before = what_runs(&clusters[2].1, sb.ns()).await;
     // Only m1's workload ever becomes ready: m2's gate cannot pass.
-    let (marker, stop) = mark_ready(clusters[..1].to_vec(), sb.ns().to_owned());
+    release_pods_on(&clusters[0].1, sb.ns()).await;
 
     let report = run(
         &sb.ctx,
@@ -274,8 +276,6 @@ async fn a_gate_failing_at_stage_two_leaves_the_later_clusters_on_the_old_versio
     .await
     .unwrap();
 
-    stop.send(()).unwrap();
-    marker.await.unwrap();
     assert_eq!(report.state.phase, Phase::Failed, "{:?}", report.state);
     let message = report.state.message.clone().unwrap_or_default();
     assert!(message.starts_with("stage `two`"), "{message}");

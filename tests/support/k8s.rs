@@ -796,6 +796,26 @@ async fn label_node(cluster: &Cluster, namespace: &str, value: Value) {
         .unwrap_or_else(|e| panic!("labelling node `{NODE}` on `{}`: {e}", cluster.server()));
 }
 
+/// The Rhai function `held_spread(ns)` a test addon's template defines to hold the pods of a
+/// DaemonSet, as its pod template's `topologySpreadConstraints`. A node selector does not hold
+/// them: a DaemonSet's controller wants pods only on the nodes it matches, none (0 of 0, ready).
+/// It ignores spread constraints, but the scheduler binds no pod whose constraint's topology key
+/// (the label of [`pool_label`]) its node lacks: the DaemonSet wants a pod that stays Pending
+/// until [`release_pods_on`], and [`hold_pods_on`] holds it again.
+pub const HELD_SPREAD_RHAI: &str = r#"fn held_spread(ns) { [#{ maxSkew: 1, topologyKey: "addonctl.test/" + ns, whenUnsatisfiable: "DoNotSchedule" }] }
+"#;
+
+/// The version `cluster`'s API server reports (`gitVersion` of `/version`, e.g. `v1.37.2`).
+pub async fn server_version(cluster: &ClusterEnv) -> String {
+    let admin = cluster.admin().await;
+    admin
+        .client()
+        .apiserver_version()
+        .await
+        .unwrap_or_else(|e| panic!("the version of `{}`: {e}", cluster.name))
+        .git_version
+}
+
 /// Held by every test that stops [`Env::fault_cluster`]: one at a time.
 pub async fn fault_cluster_lock() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
