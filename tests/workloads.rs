@@ -34,12 +34,25 @@ let objects = [
         .file("template.rhai", &format!("{HELD_POOL_RHAI}{template}"))
 }
 
+/// Runs `addonctl ARGS` in the sandbox; the output, and whether it succeeded.
+fn run(sb: &Sandbox, args: &[&str]) -> (std::process::Output, bool) {
+    let output = sb.cli().args(args).output().unwrap();
+    let ok = output.status.success();
+    (output, ok)
+}
+
+/// Runs `addonctl ARGS` in the sandbox and requires it to succeed.
+fn run_ok(sb: &Sandbox, args: &[&str]) {
+    let (output, ok) = run(sb, args);
+    assert!(
+        ok,
+        "addonctl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn deployment_state(sb: &Sandbox, addon: &str) -> (String, Value) {
-    let output = sb
-        .cli()
-        .args(["status", addon, "-o", "json"])
-        .output()
-        .unwrap();
+    let (output, _) = run(sb, &["status", addon, "-o", "json"]);
     let status: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "status -o json ({e}): {}",
@@ -66,40 +79,20 @@ async fn an_upgrade_is_ready_only_once_its_new_pods_are_while_the_old_pod_still_
         .await
         .direct()
         .registries(&[&addon]);
-    let output = sb.cli().args(["enable", "rolling"]).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(&sb, &["enable", "rolling"]);
     // The first version's pod is scheduled on the node and becomes ready by itself.
-    let output = sb
-        .cli()
-        .args(["wait", "rolling", "--timeout", "60s"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(&sb, &["wait", "rolling", "--timeout", "60s"]);
 
     // The new version's pod cannot be scheduled; the old one keeps serving (maxUnavailable of
     // one replica rounds down to 0).
-    let output = sb
-        .cli()
-        .args([
+    run_ok(
+        &sb,
+        &[
             "upgrade",
             "rolling",
             "image=registry.example/app:2",
             "held=true",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        ],
     );
     // Once the controller has started the new ReplicaSet, the Deployment's own counts still
     // say one ready replica: the old pod's.
@@ -125,29 +118,16 @@ async fn an_upgrade_is_ready_only_once_its_new_pods_are_while_the_old_pod_still_
     assert_eq!(deployment["state"], "notReady", "{deployment}");
     assert_eq!(deployment["readyReplicas"], 0, "{deployment}");
     assert_eq!(phase, "enabling");
-    let output = sb
-        .cli()
-        .args(["wait", "rolling", "--timeout", "2s"])
-        .output()
-        .unwrap();
+    let (output, ok) = run(&sb, &["wait", "rolling", "--timeout", "2s"]);
     assert!(
-        !output.status.success(),
+        !ok,
         "wait returned while the new version was not ready: {}",
         String::from_utf8_lossy(&output.stdout)
     );
 
     // The new pod runs; the old one goes.
     release_pods_on(sb.api(), sb.ns()).await;
-    let output = sb
-        .cli()
-        .args(["wait", "rolling", "--timeout", "60s"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(&sb, &["wait", "rolling", "--timeout", "60s"]);
     let (phase, deployment) = deployment_state(&sb, "rolling");
     assert_eq!(deployment["state"], "ready", "{deployment}");
     assert_eq!(phase, "enabled");

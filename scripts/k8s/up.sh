@@ -478,42 +478,36 @@ https_healthy() { # PORT
 http_healthy() { # PORT
   [ "$(curl -sS --noproxy '*' --max-time 2 "http://127.0.0.1:$1/healthz" 2>/dev/null)" = "ok" ]
 }
-start_cm() { # CLUSTER
-  local c="$1" kc="${DIR}/kubeconfig-$1"
+# start_client NAME BINARY PORT_ARRAY CLUSTER ARGS...: kube-controller-manager or kube-scheduler for
+# CLUSTER, serving /healthz on a free port recorded in PORT_ARRAY[CLUSTER].
+start_client() {
+  local name="$1" binary="$2" c="$4" kc="${DIR}/kubeconfig-$4"
+  local -n ports="$3"
+  shift 4
   free_port
-  CM_PORT[$c]="$FREE_PORT"
-  start_bg "kube-controller-manager-${c}" "${LOGS}/kube-controller-manager-${c}.log" "$CONTROLLER_MANAGER" \
+  ports[$c]="$FREE_PORT"
+  start_bg "${name}-${c}" "${LOGS}/${name}-${c}.log" "$binary" \
     --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" \
     --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 \
-    --secure-port="${CM_PORT[$c]}" \
+    --secure-port="${ports[$c]}" \
     --tls-cert-file="${PKI}/server.crt" \
     --tls-private-key-file="${PKI}/server.key" \
-    --controllers="$CONTROLLERS" \
     --leader-elect=false \
-    --root-ca-file="${PKI}/ca.crt" \
-    --service-account-private-key-file="${PKI}/sa.key" \
     --kube-api-qps=100 \
     --kube-api-burst=200 \
-    --profiling=false
+    --profiling=false \
+    "$@"
+}
+start_cm() { # CLUSTER
+  start_client kube-controller-manager "$CONTROLLER_MANAGER" CM_PORT "$1" \
+    --controllers="$CONTROLLERS" \
+    --root-ca-file="${PKI}/ca.crt" \
+    --service-account-private-key-file="${PKI}/sa.key"
 }
 start_scheduler() { # CLUSTER
-  local c="$1" kc="${DIR}/kubeconfig-$1"
-  free_port
-  SCHED_PORT[$c]="$FREE_PORT"
-  start_bg "kube-scheduler-${c}" "${LOGS}/kube-scheduler-${c}.log" "$SCHEDULER" \
-    --kubeconfig="$kc" \
-    --authentication-kubeconfig="$kc" \
-    --authorization-kubeconfig="$kc" \
-    --bind-address=127.0.0.1 \
-    --secure-port="${SCHED_PORT[$c]}" \
-    --tls-cert-file="${PKI}/server.crt" \
-    --tls-private-key-file="${PKI}/server.key" \
-    --leader-elect=false \
-    --kube-api-qps=100 \
-    --kube-api-burst=200 \
-    --profiling=false
+  start_client kube-scheduler "$SCHEDULER" SCHED_PORT "$1"
 }
 start_kwok() { # CLUSTER
   local c="$1"
