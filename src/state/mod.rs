@@ -95,6 +95,14 @@ impl Store<'_> {
                 application: None,
                 record: None,
             });
+            // The Application's labels are KubeVela's state and win over the record, which
+            // `vela addon upgrade` (or `enable`) does not update.
+            if let Some(version) = label(LABEL_VERSION) {
+                entry.version = version;
+            }
+            if let Some(registry) = label(LABEL_REGISTRY) {
+                entry.registry = registry;
+            }
             entry.application = Some(value);
         }
         Ok(out)

@@ -58,17 +58,18 @@ pub fn phase_of_application(app: &Value) -> Phase {
     {
         return Phase::Disabling;
     }
+    // A suspended workflow comes first, whatever the phase, as for `vela addon status`.
+    if app
+        .pointer("/status/workflow/suspend")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return Phase::Suspend;
+    }
     match app.pointer("/status/status").and_then(Value::as_str) {
         Some("running") => Phase::Enabled,
         Some("deleting") => Phase::Disabling,
         Some("workflowFailed" | "workflowTerminated") => Phase::Failed,
-        _ if app
-            .pointer("/status/workflow/suspend")
-            .and_then(Value::as_bool)
-            == Some(true) =>
-        {
-            Phase::Suspend
-        }
         Some("workflowSuspending") => Phase::Suspend,
         _ => Phase::Enabling,
     }

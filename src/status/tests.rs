@@ -284,6 +284,11 @@ fn an_applications_phase_follows_its_status_and_deletion() {
         phase(json!({"status": "runningWorkflow", "workflow": {"suspend": true}})),
         Phase::Suspend
     );
+    // Suspended whatever the phase, as KubeVela says.
+    assert_eq!(
+        phase(json!({"status": "running", "workflow": {"suspend": true}})),
+        Phase::Suspend
+    );
     assert_eq!(phase(json!({"status": "deleting"})), Phase::Disabling);
     let mut deleted = application(json!({"status": "running"}));
     deleted["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
