@@ -36,4 +36,5 @@ mod sources_helm;
 mod sources_remote;
 mod staged;
 mod values;
+mod vela_interop;
 mod workloads;
