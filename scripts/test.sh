@@ -7,6 +7,7 @@
 #     controllers, scheduler and a kwok node so workloads become ready (stopped again on exit);
 #   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binaries
 #     (Helm 3, and Helm 4 built from the Go module proxy) for the registry tests;
+#   - the real `vela` CLI (v1.10.9, built from the Go module proxy) for the interop tests;
 #   - the CUE oracle (the real Go CUE evaluator, v0.9.2 as KubeVela 1.10 uses, built once and
 #     cached), which re-checks the goldens of the CUE corpus tests/cue/cases before the cargo
 #     tests compare addonctl's evaluator with them;
@@ -23,12 +24,13 @@ COMPAT_ENV="${ADDONCTL_COMPAT_ENV:-$PWD/target/k8s-compat-env}"
 echo "== formatting =="
 cargo fmt --all -- --check
 
-# The Go builds (Kubernetes, etcd, kwok, Helm 4, the CUE oracle: minutes, once per machine) run
+# The Go builds (Kubernetes, etcd, kwok, Helm 4, the CUE oracle, vela: minutes, once per machine) run
 # while cargo works.
 mkdir -p target
 K8S_BUILD_LOG="$PWD/target/k8s-build.log"
 ( bash scripts/k8s/build.sh >/dev/null && bash scripts/k8s/build.sh --kube-version "$COMPAT_KUBE_VERSION" >/dev/null \
-  && bash scripts/sources/helm.sh helm4 >/dev/null && bash scripts/cue-oracle.sh --install ) \
+  && bash scripts/sources/helm.sh helm4 >/dev/null && bash scripts/cue-oracle.sh --install \
+  && bash scripts/sources/vela.sh >/dev/null ) \
   >"$K8S_BUILD_LOG" 2>&1 &
 K8S_BUILD=$!
 stop_all() {
@@ -49,7 +51,7 @@ cargo test --locked --lib --bins --tests --no-run
 echo "== Kubernetes for the tests (current release; ADDONCTL_KEEP_ENV=1 keeps it running) =="
 if ! wait "$K8S_BUILD"; then
   cat "$K8S_BUILD_LOG" >&2
-  echo "building Kubernetes, etcd, kwok, Helm 4 or the CUE oracle failed" >&2
+  echo "building Kubernetes, etcd, kwok, Helm 4, the CUE oracle or vela failed" >&2
   exit 1
 fi
 grep -F 'built in' "$K8S_BUILD_LOG" || true

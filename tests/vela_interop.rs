@@ -513,7 +513,19 @@ async fn an_addon_addonctl_enabled_is_listed_upgraded_and_disabled_by_vela() {
         error.trim_end(),
         format!("Error: addon '{name}' not found in cluster or any registry")
     );
-    // addonctl's record outlives the Application (nothing owns it); `disable` removes it.
+    // addonctl sees it disabled too, though its record outlives the Application (nothing owns
+    // it); `disable` removes that.
+    let status = json_of(sb.cli().args(["status", name, "-o", "json"]));
+    assert_eq!(status["phase"], "disabled", "{status:#}");
+    let listed = json_of(sb.cli().args(["list", "-o", "json"]));
+    let row = listed["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or_default();
+    assert_ne!(row["phase"], "enabled", "{listed:#}");
     let out = stdout_of(sb.cli().args(["disable", name]));
     assert_eq!(
         out,

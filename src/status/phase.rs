@@ -84,7 +84,8 @@ pub fn dispatched_record(installed: &Installed) -> Option<&Record> {
     })
 }
 
-/// The phase of an addon: `disabled` when not installed; KubeVela's phase of its Application;
+/// The phase of an addon: `disabled` when not installed, or when KubeVela deployed it and its
+/// Application is gone; KubeVela's phase of its Application;
 /// for what the direct engine dispatched, from `clusters` (its objects read back, see
 /// [`dispatched_record`]): `failed` when a cluster has an error, `upgrading` while its clusters
 /// run different versions ([`upgrade_progress`] says how far), `enabling` while a revision is
@@ -96,6 +97,16 @@ pub fn phase(installed: Option<&Installed>, clusters: Option<&[ClusterStatus]>) 
     };
     if let Some(app) = &installed.application {
         return phase_of_application(app);
+    }
+    // KubeVela deployed it and its Application is gone while no enable is under way: `vela addon
+    // disable` (or a person) removed the addon, and only addonctl's record is left, which
+    // `disable` deletes.
+    if installed
+        .record
+        .as_ref()
+        .is_some_and(|r| r.application && r.pending.is_none())
+    {
+        return Phase::Disabled;
     }
     let pending = installed
         .record
