@@ -323,13 +323,14 @@ async fn an_addon_vela_enabled_is_listed_upgraded_and_disabled_by_addonctl() {
     install_kubevela_state(&sb).await;
     let dir = enabled.path().join(name);
 
-    let enabling = vela.spawn(&["addon", "enable", dir.to_str().unwrap(), "greeting=hi"]);
-    mark_running(&sb, name, "1.0.0").await;
-    let out = enabling.succeeds().await;
-    assert!(
-        out.contains(&format!("Addon {name} enabled successfully.")),
-        "{out}"
-    );
+    vela_applies(
+        &vela,
+        &sb,
+        &["addon", "enable", dir.to_str().unwrap(), "greeting=hi"],
+        name,
+        "1.0.0",
+    )
+    .await;
 
     // What vela wrote: KubeVela's wire state.
     let app = sb
@@ -468,13 +469,14 @@ async fn an_addon_addonctl_enabled_is_listed_upgraded_and_disabled_by_vela() {
 
     // vela upgrades it, its new arguments merged over addonctl's; addonctl sees the new version.
     let dir = upgraded.path().join(name);
-    let upgrading = vela.spawn(&["addon", "upgrade", dir.to_str().unwrap(), "replicas=2"]);
-    mark_running(&sb, name, "1.1.0").await;
-    let out = upgrading.succeeds().await;
-    assert!(
-        out.contains(&format!("Addon {name} enabled successfully.")),
-        "{out}"
-    );
+    vela_applies(
+        &vela,
+        &sb,
+        &["addon", "upgrade", dir.to_str().unwrap(), "replicas=2"],
+        name,
+        "1.1.0",
+    )
+    .await;
     let app = sb
         .get(Kind::APPLICATION, &format!("addon-{name}"))
         .await
@@ -537,6 +539,18 @@ async fn an_addon_addonctl_enabled_is_listed_upgraded_and_disabled_by_vela() {
     );
     let status = json_of(sb.cli().args(["status", name, "-o", "json"]));
     assert_eq!(status["phase"], "disabled", "{status:#}");
+}
+
+/// Runs `vela ARGS` (an enable or upgrade of `name`) while playing KubeVela's controller — the
+/// Application running at `version` — and requires vela to say the addon is enabled.
+async fn vela_applies(vela: &Vela, sb: &Sandbox, args: &[&str], name: &str, version: &str) {
+    let applying = vela.spawn(args);
+    mark_running(sb, name, version).await;
+    let out = applying.succeeds().await;
+    assert!(
+        out.contains(&format!("Addon {name} enabled successfully.")),
+        "{out}"
+    );
 }
 
 /// The phase `vela addon status` prints (`<addon>: <phase> …`).
