@@ -36,7 +36,7 @@ if [ "${#REAL[@]}" -gt 0 ]; then
   if [ "${ADDONCTL_BENCH_CONTROLLER_KEEP:-0}" != 1 ]; then
     trap 'bash scripts/k8s/down.sh --dir "$DIR" || true' EXIT
   fi
-  ADDONCTL_K8S_AUDIT=1 bash scripts/k8s/up.sh --managed 10 --dir "$DIR"
+  ADDONCTL_K8S_AUDIT=1 bash scripts/k8s/up.sh --managed 10 --workloads none --dir "$DIR"
   cargo bench --profile dev --bench controller -- "${REAL[@]}"
 fi
 for part in "${PARTS[@]}"; do

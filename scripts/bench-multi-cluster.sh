@@ -12,5 +12,5 @@ bash scripts/k8s/build.sh >/dev/null
 if [ "${ADDONCTL_BENCH_MC_KEEP:-0}" != 1 ]; then
   trap 'bash scripts/k8s/down.sh --dir "$DIR" || true' EXIT
 fi
-bash scripts/k8s/up.sh --managed 10 --dir "$DIR"
+bash scripts/k8s/up.sh --managed 10 --workloads none --dir "$DIR"
 cargo bench --bench multi_cluster
