@@ -70,6 +70,15 @@ link_out() {
   ln -sfn "$KWOK_DIR/stages.yaml" "$OUT/kwok-stages.yaml"
 }
 
+# Everything built already: print the directory and stop.
+print_if_cached() {
+  if [ "$REBUILD" -eq 0 ] && have_kube && have_etcd && have_kwok; then
+    link_out
+    printf '%s\n' "$OUT"
+    exit 0
+  fi
+}
+
 for tool in openssl curl setsid flock; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     MISSING_TOOLS=1
@@ -83,11 +92,7 @@ if [ "${MISSING_TOOLS:-0}" = 1 ]; then
     || die "apt-get could not install openssl, curl and util-linux"
 fi
 
-if [ "$REBUILD" -eq 0 ] && have_kube && have_etcd && have_kwok; then
-  link_out
-  printf '%s\n' "$OUT"
-  exit 0
-fi
+print_if_cached
 
 command -v go >/dev/null 2>&1 || die "the go command is needed (Go 1.26 or newer) to build Kubernetes, etcd and KWOK"
 # The installed Go (1.26) satisfies every go directive of these releases: never switch toolchains.
@@ -99,11 +104,7 @@ mkdir -p "$CACHE"
 # One build at a time per cache (test.sh and demo.sh may both ask).
 exec 8>"$CACHE/.k8s-build.lock"
 flock 8
-if [ "$REBUILD" -eq 0 ] && have_kube && have_etcd && have_kwok; then
-  link_out
-  printf '%s\n' "$OUT"
-  exit 0
-fi
+print_if_cached
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/addonctl-k8s-build.XXXXXX")"
 cleanup() { if [ "${ADDONCTL_KEEP_BUILD:-0}" != 1 ]; then rm -rf "$WORK"; else log "build tree kept in $WORK"; fi; }

@@ -531,11 +531,10 @@ if [ "${#WORKLOAD_CLUSTERS[@]}" -gt 0 ]; then
     start_kwok "$c"
   done
   for c in "${WORKLOAD_CLUSTERS[@]}"; do
-    for name in kube-controller-manager kube-scheduler; do
-      wait_until "${name}-${c}" "${LOGS}/${name}-${c}.log" https_healthy \
-        "$(if [ "$name" = kube-scheduler ]; then echo "${SCHED_PORT[$c]}"; else echo "${CM_PORT[$c]}"; fi)" \
-        || die "${name} ${c} could not start (port clash)"
-    done
+    wait_until "kube-controller-manager-${c}" "${LOGS}/kube-controller-manager-${c}.log" https_healthy "${CM_PORT[$c]}" \
+      || die "kube-controller-manager ${c} could not start (port clash)"
+    wait_until "kube-scheduler-${c}" "${LOGS}/kube-scheduler-${c}.log" https_healthy "${SCHED_PORT[$c]}" \
+      || die "kube-scheduler ${c} could not start (port clash)"
     wait_until "kwok-${c}" "${LOGS}/kwok-${c}.log" http_healthy "${KWOK_PORT[$c]}" || die "kwok ${c} could not start (port clash)"
     wait_until "kwok-${c}" "${LOGS}/kwok-${c}.log" node_ready "$c" || die "the fake node of ${c} never became Ready"
   done
