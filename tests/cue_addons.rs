@@ -62,10 +62,13 @@ async fn render(addon: &str, args: &Map<String, Value>, upgrade: bool) -> Render
 /// components, one `raw` component per needed namespace, `<addon>-resources`, the legacy CUE
 /// components; named, namespaced and labelled as KubeVela does.
 fn expected_application(case: &Case, golden: &Value, rendered: &Value) -> Value {
-    let mut app = if golden["output"].is_null() {
-        json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "Application", "spec": {}})
-    } else {
+    let template_yaml = fixture(&case.addon).join("template.yaml");
+    let mut app = if !golden["output"].is_null() {
         golden["output"].clone()
+    } else if template_yaml.exists() {
+        serde_yaml::from_str(&fs_err::read_to_string(&template_yaml).unwrap()).unwrap()
+    } else {
+        json!({"apiVersion": "core.oam.dev/v1beta1", "kind": "Application", "spec": {}})
     };
     let mut components: Vec<Value> = app["spec"]["components"]
         .as_array()
@@ -176,13 +179,22 @@ async fn differences(case: &Case) -> Vec<String> {
             "{what}: the Application differs\n  rendered: {application}\n  expected: {expected}"
         ));
     }
+    // KubeVela labels each output with its key, then with the addon's name and version (the
+    // text of metadata.yaml), over the labels the template gives.
+    let metadata: Value = serde_yaml::from_str(
+        &fs_err::read_to_string(fixture(&case.addon).join("metadata.yaml")).unwrap(),
+    )
+    .unwrap();
     let expected_outputs: Vec<(String, Value)> = golden["outputs"]
         .as_object()
         .cloned()
         .unwrap_or_default()
         .into_iter()
         .map(|(key, mut object)| {
-            object["metadata"]["labels"]["addons.oam.dev/auxiliary-name"] = json!(key);
+            let labels = &mut object["metadata"]["labels"];
+            labels["addons.oam.dev/auxiliary-name"] = json!(key);
+            labels["addons.oam.dev/name"] = json!(case.addon);
+            labels["addons.oam.dev/version"] = metadata["version"].clone();
             (key, object)
         })
         .collect();

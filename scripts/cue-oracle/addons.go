@@ -215,13 +215,16 @@ func objectFields(text []byte) ([]field, bool) {
 }
 
 // withDefaultName gives a component without a name (or a JavaScript-falsy one, as `vela`'s
-// check treats it) the name made from its file: `a.cue` → `a-cue`.
+// check treats it) the name made from its file as `vela` makes it (pkg/addon/render.go): the
+// base name with every occurrence of its extension removed, then dots as dashes:
+// `a.cue` → `a`, `legacy.worker.cue` → `legacy-worker`.
 func withDefaultName(component json.RawMessage, file string) (json.RawMessage, error) {
 	fields, ok := objectFields(component)
 	if !ok {
 		return component, nil
 	}
-	name := strings.Join(strings.Split(path.Base(file), "."), "-")
+	base := path.Base(file)
+	name := strings.ReplaceAll(strings.ReplaceAll(base, path.Ext(base), ""), ".", "-")
 	nameJSON, err := marshal(name)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,8 @@
 //!   the auxiliary objects by key;
 //! - a `resources/*.cue` file without a package clause is a legacy component: evaluated alone
 //!   with `parameter.cue` and the generated file, its `output` is one component, named by its
-//!   `name` or after the file (dots → dashes); a file without `output` is skipped;
+//!   `name` or after the file (extension removed, dots → dashes); a file without `output` is
+//!   skipped;
 //! - `NOTES.cue` is evaluated with `parameter.cue` and the generated file, whose `context` also
 //!   holds `installer: {upgrade}`; `notes` is the text.
 //!
@@ -328,10 +329,17 @@ impl CueInput<'_> {
     }
 }
 
-/// The name of a legacy component without `name`: the file's name with dots as dashes
-/// (`resources/legacy.worker.cue` → `legacy-worker-cue`), as `vela` names it.
+/// The name of a legacy component without `name`, as `vela` makes it: the file's base name with
+/// every occurrence of its extension removed, then dots as dashes
+/// (`resources/legacy.worker.cue` → `legacy-worker`, `resources/chartmuseum.cue` →
+/// `chartmuseum`).
 pub(crate) fn component_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or(path).replace('.', "-")
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let stem = match base.rfind('.') {
+        Some(dot) => base.replace(&base[dot..], ""),
+        None => base.to_owned(),
+    };
+    stem.replace('.', "-")
 }
 
 /// The JSON Schema of `parameter.cue`'s `parameter` field. A struct whose fields all have
@@ -449,11 +457,15 @@ mod tests {
     }
 
     #[test]
-    fn legacy_components_are_named_after_their_file_with_dots_as_dashes() {
+    fn legacy_components_are_named_after_their_file_without_extension_dots_as_dashes() {
         assert_eq!(
             component_name("resources/legacy.worker.cue"),
-            "legacy-worker-cue"
+            "legacy-worker"
         );
-        assert_eq!(component_name("resources/deep/a.cue"), "a-cue");
+        assert_eq!(component_name("resources/chartmuseum.cue"), "chartmuseum");
+        assert_eq!(component_name("resources/deep/a.cue"), "a");
+        // Every occurrence of the extension goes, as Go's `strings.ReplaceAll` takes it.
+        assert_eq!(component_name("resources/x.cue.y.cue"), "x-y");
+        assert_eq!(component_name("resources/noext"), "noext");
     }
 }

@@ -49,7 +49,20 @@ impl Renderer {
                     .cue_input(package, args)
                     .template(file)
                     .map_err(|f| Self::cue_error(pkg, f))?;
-                let outputs = Self::labelled_outputs(pkg, file, result.outputs)?;
+                let mut outputs = Self::labelled_outputs(pkg, file, result.outputs)?;
+                // KubeVela labels every auxiliary output of `template.cue` with the addon's name
+                // and version (the text of metadata.yaml), over any label the output sets.
+                let version = package.metadata.version.raw();
+                for (key, object) in &mut outputs {
+                    for (label, value) in [
+                        (normalize::LABEL_NAME, package.name()),
+                        (normalize::LABEL_VERSION, version),
+                    ] {
+                        normalize::add_label(object, label, value).map_err(|m| {
+                            Self::file_error(pkg, &file.path, format!("`outputs.{key}`: {m}"))
+                        })?;
+                    }
+                }
                 // Like a Rhai template, a CUE template places the Application itself.
                 (result.application, outputs, true)
             }
