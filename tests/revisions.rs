@@ -490,6 +490,7 @@ async fn rollback_gives_each_cluster_the_parameters_it_had_in_that_revision() {
             override_definitions: false,
             adopt: false,
             skip_version_check: false,
+            skip_api_check: false,
         },
         &NoopReporter,
     )

@@ -31,6 +31,8 @@ pub struct RollbackRequest {
     pub adopt: bool,
     /// Skip the `system` requirement checks.
     pub skip_version_check: bool,
+    /// Plan even when APIs the addons use are served by nobody yet.
+    pub skip_api_check: bool,
 }
 
 /// What a rollback did: the revision it went back to, and the reports of the addons applied.
@@ -90,7 +92,7 @@ pub async fn rollback(
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
         adopt: request.adopt,
-        skip_api_check: false,
+        skip_api_check: request.skip_api_check,
         reset_values: true,
         history: History {
             max: request.history_max,
@@ -100,7 +102,13 @@ pub async fn rollback(
         overrides: super::overrides::from_revision(&target.overrides),
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
-    for note in &plan.notes {
+    // The revision's arguments replace the stored ones by the rollback's own choice: the plan's
+    // note on `--reset-values` would name a flag the user never gave.
+    for note in plan
+        .notes
+        .iter()
+        .filter(|n| !n.starts_with("--reset-values"))
+    {
         reporter.step(&format!("note: {note}"));
     }
     let steps = execute(

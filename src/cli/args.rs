@@ -86,26 +86,28 @@ pub struct GlobalArgs {
         value_name = "N"
     )]
     pub burst: u32,
-    /// The limit of each request to a cluster (the control plane and every managed cluster), in
-    /// seconds: connecting, reading, writing and the whole request. A request still unanswered
-    /// after a few seconds is announced on stderr.
+    /// The limit of each request to a cluster (the control plane and every managed cluster)
+    /// (`30s`, `1m`, or seconds): connecting, reading, writing and the whole request. A request
+    /// still unanswered after a few seconds is announced on stderr.
     #[arg(
         long,
         global = true,
         env = "ADDONCTL_CLUSTER_TIMEOUT",
-        default_value_t = 30.0,
-        value_name = "SECONDS"
+        default_value = "30s",
+        value_parser = parse_duration,
+        value_name = "DURATION"
     )]
-    pub request_timeout: f64,
-    /// Wall-clock limit for each addon script, in seconds.
+    pub request_timeout: std::time::Duration,
+    /// Wall-clock limit for each addon script (`5s`, `500ms`, or seconds).
     #[arg(
         long,
         global = true,
         env = "ADDONCTL_SCRIPT_TIMEOUT",
-        default_value_t = 5.0,
-        value_name = "SECONDS"
+        default_value = "5s",
+        value_parser = parse_duration,
+        value_name = "DURATION"
     )]
-    pub script_timeout: f64,
+    pub script_timeout: std::time::Duration,
     /// Operation limit for each addon script.
     #[arg(
         long,
@@ -285,11 +287,16 @@ pub struct RollbackArgs {
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,
+    /// Roll back even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub controller: ControllerGuardArgs,
 }
 
 #[derive(Debug, Args)]
@@ -331,13 +338,13 @@ pub struct EnableArgs {
     /// Wait until the addon is enabled.
     #[arg(long)]
     pub wait: bool,
-    /// How long `--wait` waits, in seconds.
-    #[arg(long, default_value_t = 300)]
-    pub timeout: u64,
-    /// Direct engine: seconds to wait for a dependency's workloads before applying what
-    /// needs it (0 = do not wait).
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    pub dependency_timeout: u64,
+    /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
+    /// Direct engine: how long to wait for a dependency's workloads before applying what
+    /// needs it (`90s`, `5m`, or seconds; 0 = do not wait).
+    #[arg(long, default_value = "5m", value_parser = parse_duration_or_zero, value_name = "DURATION")]
+    pub dependency_timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
@@ -433,9 +440,9 @@ pub struct DisableArgs {
     /// Wait until everything is gone.
     #[arg(long)]
     pub wait: bool,
-    /// How long `--wait` waits, in seconds.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
+    #[arg(long, default_value = "2m", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
@@ -459,7 +466,7 @@ pub struct StatusArgs {
     #[arg(short, long)]
     pub watch: bool,
     /// With `--watch`: stop watching after this long (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, requires = "watch", value_parser = parse_duration)]
+    #[arg(long, requires = "watch", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<std::time::Duration>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
@@ -481,34 +488,62 @@ pub struct WaitArgs {
     #[arg(long = "for", value_enum, default_value_t = WaitFor::Enabled)]
     pub wait_for: WaitFor,
     /// How long to wait (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: std::time::Duration,
 }
 
-/// A duration: a positive number of seconds, or a number with `ms`, `s`, `m` or `h`.
+/// The forms of a duration, said when one is refused.
+pub const DURATION_FORMS: &str =
+    "a number of seconds (`90`, `2.5`) or numbers with `ms`, `s`, `m` or `h` (`90s`, `5m`, `1h`, `1m30s`)";
+
+/// A duration of every `--timeout` and interval flag: a positive number of seconds, or numbers
+/// with `ms`, `s`, `m` or `h` (`90s`, `5m`, `1h`, `1m30s`).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale = match unit {
-        "" | "s" => 1.0,
-        "ms" => 0.001,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => {
-            return Err(format!(
-                "`{text}` is not a duration: use e.g. `90s`, `5m` or `1h`"
-            ))
-        }
+    let duration = parse_duration_or_zero(text)?;
+    if duration.is_zero() {
+        return Err(format!(
+            "`{text}` is not longer than zero: use {DURATION_FORMS}"
+        ));
+    }
+    Ok(duration)
+}
+
+/// A [`parse_duration`] that may be zero (for flags where `0` means "off").
+pub fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
+    let refused = || format!("`{text}` is not a duration: use {DURATION_FORMS}");
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(refused());
+    }
+    let number_end = |rest: &str| {
+        rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len())
     };
-    number
-        .parse::<f64>()
-        .ok()
-        .and_then(|n| std::time::Duration::try_from_secs_f64(n * scale).ok())
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("`{text}` is not a positive duration: use e.g. `90s`, `5m` or `1h`"))
+    let mut rest = trimmed;
+    let mut seconds = 0.0_f64;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let split = number_end(rest);
+        let (number, after) = rest.split_at(split);
+        let unit_end = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_end);
+        let scale = match unit {
+            // A plain number is seconds, alone only.
+            "" if parts == 0 && next.is_empty() => 1.0,
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(refused()),
+        };
+        let value: f64 = number.parse().map_err(|_| refused())?;
+        seconds += value * scale;
+        parts += 1;
+        rest = next;
+    }
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| refused())
 }
 
 #[derive(Debug, Args)]
@@ -562,6 +597,12 @@ pub struct UpgradeArgs {
     /// Print Secret data and `secret()` parameters in `--dry-run` output.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Wait until the addon is enabled again (its workloads ready).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub wait: bool,
+    /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,

@@ -214,7 +214,10 @@ mod tests {
         let cli = parse_from(["addonctl", "version", "--request-timeout", "1", "-q"]).unwrap();
         assert!(cli.global.request_timeout_given);
         assert!(cli.global.quiet);
-        assert!((cli.global.request_timeout - 1.0).abs() < f64::EPSILON);
+        assert_eq!(
+            cli.global.request_timeout,
+            std::time::Duration::from_secs(1)
+        );
         let cli = parse_from([
             "addonctl",
             "cluster",
@@ -275,5 +278,58 @@ mod tests {
             assert!(args::parse_duration(bad).is_err(), "{bad}");
         }
         assert!(parse_from(["addonctl", "status", "a", "--timeout", "5s"]).is_err());
+    }
+
+    #[test]
+    fn every_timeout_and_interval_takes_the_same_durations() {
+        use std::time::Duration;
+        let five_minutes = Duration::from_secs(300);
+        let cli = parse_from(["addonctl", "enable", "a", "--wait", "--timeout", "5m"]).unwrap();
+        let Command::Enable(enable) = cli.command else {
+            panic!("not `enable`");
+        };
+        assert_eq!(enable.timeout, five_minutes);
+        // C6: `disable --timeout 40s`.
+        let cli = parse_from(["addonctl", "disable", "a", "--wait", "--timeout", "40s"]).unwrap();
+        let Command::Disable(disable) = cli.command else {
+            panic!("not `disable`");
+        };
+        assert_eq!(disable.timeout, Duration::from_secs(40));
+        let cli = parse_from(["addonctl", "upgrade", "a", "--wait", "--timeout", "1h"]).unwrap();
+        let Command::Upgrade(upgrade) = cli.command else {
+            panic!("not `upgrade`");
+        };
+        assert_eq!(upgrade.timeout, Duration::from_secs(3600));
+        for argv in [
+            &["addonctl", "enable", "a", "--dependency-timeout", "5m"][..],
+            &["addonctl", "wait", "a", "--timeout", "5m"],
+            &["addonctl", "status", "a", "-w", "--timeout", "5m"],
+            &[
+                "addonctl",
+                "rollout",
+                "run",
+                "a",
+                "--stages",
+                "s.yaml",
+                "--poll-interval",
+                "5m",
+            ],
+            &["addonctl", "--request-timeout", "5m", "list"],
+            &["addonctl", "--script-timeout", "5m", "list"],
+            &["addonctl", "enable", "a", "--timeout", "300"],
+            &["addonctl", "enable", "a", "--timeout", "4m60s"],
+        ] {
+            parse_from(argv.iter().copied()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+        // A refusal names the flag and says what is accepted.
+        for argv in [
+            &["addonctl", "enable", "a", "--timeout", "5 min"][..],
+            &["addonctl", "disable", "a", "--timeout", "forever"],
+            &["addonctl", "upgrade", "a", "--timeout", "0"],
+        ] {
+            let error = parse_from(argv.iter().copied()).unwrap_err().to_string();
+            assert!(error.contains("--timeout"), "{error}");
+            assert!(error.contains("`90s`, `5m`, `1h`"), "{error}");
+        }
     }
 }

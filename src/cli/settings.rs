@@ -36,12 +36,12 @@ impl GlobalSettings {
     ///
     /// # Errors
     ///
-    /// A user error when `--script-timeout` is not a positive number of seconds.
+    /// A user error when `--script-timeout` is zero.
     pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Self> {
-        let deadline = Duration::try_from_secs_f64(args.script_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| user("`--script-timeout` must be a positive number of seconds"))?;
+        let deadline = args.script_timeout;
+        if deadline.is_zero() {
+            return Err(user("`--script-timeout` must be longer than zero"));
+        }
         Ok(GlobalSettings {
             namespace: args.system_namespace.clone(),
             registry_dirs: args.registry_dirs.clone(),
@@ -88,17 +88,15 @@ impl ClusterSettings {
     ///
     /// # Errors
     ///
-    /// A user error when `--request-timeout` is not a positive number of seconds, or `--qps` or
+    /// A user error when `--request-timeout` is zero, or `--qps` or
     /// `--burst` is 0.
     pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Self> {
-        let request_timeout = Duration::try_from_secs_f64(args.request_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                user(
-                    "`--request-timeout` (`ADDONCTL_CLUSTER_TIMEOUT`) must be a positive number of seconds",
-                )
-            })?;
+        let request_timeout = args.request_timeout;
+        if request_timeout.is_zero() {
+            return Err(user(
+                "`--request-timeout` (`ADDONCTL_CLUSTER_TIMEOUT`) must be longer than zero",
+            ));
+        }
         let rate_limit = RateLimit::new(args.qps, args.burst)
             .ok_or_else(|| user("`--qps` and `--burst` must be at least 1"))?;
         Ok(ClusterSettings {
@@ -315,18 +313,24 @@ mod tests {
     }
 
     #[test]
-    fn bad_limits_are_the_users_errors_naming_the_flag() {
+    fn bad_limits_are_refused_naming_the_flag_and_the_forms_accepted() {
         for (flags, flag) in [
-            (&["--script-timeout", "0"][..], "`--script-timeout`"),
-            (&["--script-timeout=-1"][..], "`--script-timeout`"),
+            (&["--script-timeout", "0"][..], "--script-timeout"),
+            (&["--script-timeout=-1"][..], "--script-timeout"),
+            (&["--request-timeout", "0"][..], "--request-timeout"),
+            (&["--request-timeout", "5 min"][..], "--request-timeout"),
         ] {
-            let err = GlobalSettings::resolve(&global(flags)).unwrap_err();
-            assert!(err.to_string().contains(flag), "{err}");
-            assert!(err
-                .downcast_ref::<crate::cli::diagnostics::UserError>()
-                .is_some());
+            let mut argv = vec!["addonctl"];
+            argv.extend_from_slice(flags);
+            argv.push("rbac");
+            let err = Cli::try_parse_from(argv).unwrap_err().to_string();
+            assert!(err.contains(flag), "{err}");
+            assert!(err.contains("`90s`, `5m`, `1h`"), "{err}");
         }
-        let err = ClusterSettings::resolve(&global(&["--request-timeout", "0"])).unwrap_err();
-        assert!(err.to_string().contains("`--request-timeout`"), "{err}");
+        let args = global(&["--request-timeout", "1m", "--script-timeout", "500ms"]);
+        let cluster = ClusterSettings::resolve(&args).unwrap();
+        assert_eq!(cluster.request_timeout, Duration::from_secs(60));
+        let settings = GlobalSettings::resolve(&args).unwrap();
+        assert_eq!(settings.limits.deadline, Duration::from_millis(500));
     }
 }

@@ -189,10 +189,10 @@ pub struct RolloutRunArgs {
     /// The version to roll out (default: the newest).
     #[arg(long)]
     pub version: Option<String>,
-    /// The longest time between two checks of a gate, in seconds: a change of a watched
-    /// workload, or a soak's end, is checked at once.
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
-    pub poll_interval: f64,
+    /// The longest time between two checks of a gate (`2s`, `500ms`, or seconds): a change of
+    /// a watched workload, or a soak's end, is checked at once.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub poll_interval: std::time::Duration,
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
     pub skip_version_check: bool,

@@ -117,28 +117,15 @@ fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
     parse_duration(flag, text, false)
 }
 
+/// The one duration parser of the command line ([`crate::cli::args::parse_duration`]), its
+/// refusal naming the flag.
 fn parse_duration(flag: &str, text: &str, zero: bool) -> anyhow::Result<Duration> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, ""), |i| text.split_at(i));
-    let bad = || {
-        user(format!(
-            "`{flag} {text}`: not a duration (a number with `ms`, `s`, `m` or `h`, such as `30s` or `5m`)"
-        ))
+    let parsed = if zero {
+        crate::cli::args::parse_duration_or_zero(text)
+    } else {
+        crate::cli::args::parse_duration(text)
     };
-    let value: u64 = number.parse().map_err(|_| bad())?;
-    let duration = match unit {
-        "ms" => Duration::from_millis(value),
-        "" | "s" => Duration::from_secs(value),
-        "m" => Duration::from_secs(value.saturating_mul(60)),
-        "h" => Duration::from_secs(value.saturating_mul(3600)),
-        _ => return Err(bad()),
-    };
-    if duration.is_zero() && !zero {
-        return Err(user(format!("`{flag} {text}`: must be longer than zero")));
-    }
-    Ok(duration)
+    parsed.map_err(|reason| user(format!("`{flag} {text}`: {reason}")))
 }
 
 /// Resolves at SIGTERM or Ctrl-C (SIGINT).

@@ -24,6 +24,7 @@ pub(crate) enum Guarded {
     Enable,
     Upgrade,
     Disable,
+    Rollback,
 }
 
 /// The library's declaration errors as the CLI reports them (user errors exit 2).
@@ -47,8 +48,9 @@ fn addon_name(reference: &str) -> Option<&str> {
     )
 }
 
-/// Refuses (exit 2) to enable, upgrade or disable an addon an `Addon` resource declares: the
-/// controller would undo it. `--override-controller` (enable and upgrade) turns the refusal
+/// Refuses (exit 2) to enable, upgrade, roll back or disable an addon an `Addon` resource
+/// declares: the controller would undo it. `--override-controller` (enable, upgrade and
+/// rollback) turns the refusal
 /// into a warning. One GET; no CRD or no permission to read `Addon`s = nothing declared.
 pub(crate) async fn refuse_if_declared(
     ctx: &Context,
@@ -75,11 +77,11 @@ pub(crate) async fn refuse_if_declared(
         Guarded::Disable => format!(
             "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller would enable it again. Delete the `Addon` instead: `addonctl disable {name} --declarative` (the controller then disables the addon)"
         ),
-        Guarded::Enable | Guarded::Upgrade => {
-            let verb = if command == Guarded::Enable {
-                "enable"
-            } else {
-                "upgrade"
+        Guarded::Enable | Guarded::Upgrade | Guarded::Rollback => {
+            let verb = match command {
+                Guarded::Enable => "enable it",
+                Guarded::Rollback => "roll it back",
+                _ => "upgrade it",
             };
             if override_controller {
                 printer.note(&format!(
@@ -88,7 +90,7 @@ pub(crate) async fn refuse_if_declared(
                 return Ok(());
             }
             format!(
-                "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller owns it and would apply the `Addon`'s spec again. Change the `Addon` (`addonctl enable {name} --declarative …`, or edit it), or pass `--override-controller` to {verb} it anyway"
+                "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller owns it and would apply the `Addon`'s spec again. Change the `Addon` (`addonctl enable {name} --declarative …`, or edit it), or pass `--override-controller` to {verb} anyway"
             )
         }
     };
@@ -299,7 +301,7 @@ pub async fn disable(
         .await
         .map_err(reported)?;
     if args.wait {
-        wait_gone(&ctx, name, Duration::from_secs(args.timeout)).await?;
+        wait_gone(&ctx, name, args.timeout).await?;
     }
     if printer.structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);

@@ -39,7 +39,7 @@ pub async fn run(
         addonctl::apply::disable_all_with(&ctx.applier(), &args.addon, &options, &reporter).await?;
     if args.wait {
         // Gone from the records and KubeVela's Applications (whose finalizers may still run).
-        let deadline = Instant::now() + Duration::from_secs(args.timeout);
+        let deadline = Instant::now() + args.timeout;
         for report in &reports {
             let left = deadline.saturating_duration_since(Instant::now());
             addonctl::status::wait::until(

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -42,7 +41,7 @@ pub async fn run(
     })
     .await?;
     plan.dependency_timeout =
-        (args.dependency_timeout > 0).then(|| Duration::from_secs(args.dependency_timeout));
+        (!args.dependency_timeout.is_zero()).then_some(args.dependency_timeout);
     let untargeted = untargeted_clusters(&ctx, &plan).await;
     let shown = PlanOutput {
         override_definitions: args.override_definitions,
@@ -99,13 +98,7 @@ pub async fn run(
         .map(|s| s.rendered.name.clone())
         .unwrap_or_default();
     if args.wait {
-        addonctl::status::wait::until_enabled(
-            ctx.state(),
-            &root,
-            Duration::from_secs(args.timeout),
-            &reporter,
-        )
-        .await?;
+        addonctl::status::wait::until_enabled(ctx.state(), &root, args.timeout, &reporter).await?;
     }
     if !printer.structured(&reports, args.output)? {
         print_reports(printer, &reports)?;

@@ -69,6 +69,7 @@ impl WriteRequest<'_> {
     fn verb(&self) -> &'static str {
         match self.command {
             declare::Guarded::Upgrade => "upgrade",
+            declare::Guarded::Rollback => "rollback",
             declare::Guarded::Enable | declare::Guarded::Disable => "enable",
         }
     }

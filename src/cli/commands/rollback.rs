@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::args::RollbackArgs;
+use crate::cli::commands::declare::{refuse_if_declared, Guarded};
 use crate::cli::commands::{check_addon_state, lock_options};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -17,7 +18,18 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut ctx = connect(global, cluster, printer, true).await?;
     ctx.lock = lock_options(&format!("rollback {}", args.addon), args.lock.force_unlock);
-    check_addon_state(&ctx, &format!("`addonctl rollback {}`", args.addon)).await?;
+    // The permission's refusal first, then the refusal of an addon an `Addon` declares.
+    addonctl::apply::checked_first(
+        check_addon_state(&ctx, &format!("`addonctl rollback {}`", args.addon)),
+        refuse_if_declared(
+            &ctx,
+            printer,
+            &args.addon,
+            Guarded::Rollback,
+            args.controller.override_controller,
+        ),
+    )
+    .await?;
     let request = addonctl::apply::RollbackRequest {
         name: args.addon.clone(),
         revision: args.revision,
@@ -25,6 +37,7 @@ pub async fn run(
         override_definitions: args.override_definitions,
         adopt: args.adopt,
         skip_version_check: args.skip_version_check,
+        skip_api_check: args.skip_api_check,
     };
     let reporter = printer;
     let report = addonctl::apply::rollback(&ctx, &request, &reporter).await?;

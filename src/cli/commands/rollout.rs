@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use addonctl::rollout::engine::{run as run_rollout, RunReport, RunRequest};
 use addonctl::rollout::Rollout;
@@ -28,10 +27,7 @@ pub async fn run(
     args: RolloutRunArgs,
 ) -> anyhow::Result<ExitCode> {
     let rollout = read_stages(&args)?;
-    let poll_interval = Duration::try_from_secs_f64(args.poll_interval)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| user("`--poll-interval` must be a positive number of seconds"))?;
+    let poll_interval = args.poll_interval;
     let mut ctx = connect(global, cluster, printer, true).await?;
     ctx.lock = lock_options(
         &format!("rollout run {}", args.addon),

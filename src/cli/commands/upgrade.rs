@@ -43,6 +43,10 @@ pub async fn run(
     }
     let reporter = printer;
     let reports = addonctl::apply::upgrade(&ctx, &request, &reporter).await?;
+    if args.wait {
+        addonctl::status::wait::until_enabled(ctx.state(), &args.addon, args.timeout, &reporter)
+            .await?;
+    }
     if !printer.structured(&reports, args.output)? {
         let mut stdout = printer.stdout();
         for report in &reports {

@@ -1,0 +1,68 @@
+//! What new users tripped on at the command line, each step as they typed it, against the real
+//! API servers: durations, unknown addons, tables, words.
+
+use serde_json::Value;
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::Sandbox;
+
+/// An addon of one ConfigMap (nothing to wait for once applied) with a `greeting` parameter.
+fn plain(name: &str) -> TestAddon {
+    TestAddon::new(name)
+        .file("parameter.rhai", "#{ greeting: string(\"hello\") }\n")
+        .file(
+            "template.rhai",
+            &format!(
+                "#{{ output: application(#{{ components: [k8s_objects(\"{name}\", [#{{ apiVersion: \"v1\", kind: \"ConfigMap\",\n    metadata: #{{ name: \"{name}\" }}, data: #{{ greeting: parameter.greeting }} }}])] }}) }}\n"
+            ),
+        )
+}
+
+/// Runs a command: exit code, stdout, stderr.
+fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_enable_upgrade_and_disable_wait_for_durations_with_units() {
+    let addon = plain("timed");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+
+    for args in [
+        &["enable", "timed", "--wait", "--timeout", "5m"][..],
+        &[
+            "upgrade",
+            "timed",
+            "greeting=hi",
+            "--wait",
+            "--timeout",
+            "90s",
+        ],
+        &["disable", "timed", "--wait", "--timeout", "40s"],
+    ] {
+        let (code, stdout, stderr) = run(sb.cli().args(args));
+        assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
+    }
+    let (code, stdout, _) = run(sb.cli().args(["status", "timed", "-o", "json"]));
+    assert_eq!(code, 0, "{stdout}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["phase"], "disabled", "{status}");
+
+    // A refused duration says what would have been accepted.
+    let (code, _, stderr) = run(sb
+        .cli()
+        .args(["enable", "timed", "--wait", "--timeout", "5min"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--timeout") && stderr.contains("`90s`, `5m`, `1h`"),
+        "{stderr}"
+    );
+}
