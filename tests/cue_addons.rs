@@ -294,6 +294,75 @@ fn bad_arguments_of_a_cue_addon_are_parameter_errors() {
     assert!(too_many.contains("11"), "{too_many}");
 }
 
+/// `addonctl render <dir> [args]`, expected to fail with exit code 2: its stderr.
+fn render_refused(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = assert_cmd::Command::cargo_bin("addonctl")
+        .unwrap()
+        .arg("render")
+        .arg(dir)
+        .args(args)
+        .assert()
+        .code(2);
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+#[test]
+fn a_closed_definition_in_parameter_refuses_fields_it_does_not_declare() {
+    // `host: #host` is closed; `values: #values` is open (`...`).
+    let stderr = render_refused(&fixture("cue-catalog"), &["host.extra=1"]);
+    assert!(stderr.contains("host.extra"), "{stderr}");
+    assert!(
+        stderr.contains("host.name"),
+        "names the known fields: {stderr}"
+    );
+    assert_cmd::Command::cargo_bin("addonctl")
+        .unwrap()
+        .arg("render")
+        .arg(fixture("cue-catalog"))
+        .args(["values.extra=1", "postgresURL=null"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn an_unused_import_is_named_as_cue_names_it() {
+    // KubeVela builds `template.cue` as `package main` even without the clause: CUE refuses
+    // an import that is not used.
+    let addon = crate::support::builders::TestAddon::new("unused-import")
+        .file("parameter.cue", "parameter: {}\n")
+        .file(
+            "template.cue",
+            "import \"strings\"\n\noutput: {\n\tapiVersion: \"core.oam.dev/v1beta1\"\n\tkind: \"Application\"\n}\n",
+        );
+
+    let stderr = render_refused(addon.path(), &[]);
+
+    assert!(
+        stderr.contains("imported and not used: \"strings\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("template.cue"), "{stderr}");
+}
+
+#[test]
+fn a_missing_required_parameter_is_named_by_its_field_path() {
+    let addon = crate::support::builders::TestAddon::new("nested-required")
+        .file(
+            "parameter.cue",
+            "parameter: {\n\taws: {\n\t\tbucket: string\n\t\tregion: *\"us-east-1\" | string\n\t}\n\texternalURL: string\n}\n",
+        )
+        .file(
+            "template.cue",
+            "output: {\n\tapiVersion: \"core.oam.dev/v1beta1\"\n\tkind: \"Application\"\n\tmetadata: annotations: bucket: parameter.aws.bucket\n}\n",
+        );
+
+    let stderr = render_refused(addon.path(), &[]);
+
+    assert!(stderr.contains("`aws.bucket`"), "{stderr}");
+    assert!(stderr.contains("`externalURL`"), "{stderr}");
+    assert!(!stderr.contains("`aws`:"), "{stderr}");
+}
+
 #[test]
 fn a_cue_error_names_the_addon_file_line_and_column() {
     let addon = crate::support::builders::TestAddon::new("broken-cue")

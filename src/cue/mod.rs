@@ -94,6 +94,17 @@ const PACKAGES: [&str; 7] = [
 /// Syntax errors, unsupported constructs and imports, and sandbox limits are reported here;
 /// conflicts and incomplete values are reported by [`Instance::export`] for the path asked.
 pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> {
+    evaluate_files(sources, limits, false)
+}
+
+/// [`evaluate`], every file counted as a file of `package main` whether it says so or not, as
+/// KubeVela builds an addon's `template.cue` (it prepends `package main` to a file without a
+/// package clause): an unused import is then an error in every file.
+pub fn evaluate_main(sources: &[Source], limits: &Limits) -> Result<Instance, Error> {
+    evaluate_files(sources, limits, true)
+}
+
+fn evaluate_files(sources: &[Source], limits: &Limits, all_main: bool) -> Result<Instance, Error> {
     let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
     let evaluator = on_big_stack(|| {
         let mut files = Vec::with_capacity(sources.len());
@@ -103,6 +114,11 @@ pub fn evaluate(sources: &[Source], limits: &Limits) -> Result<Instance, Error> 
             let file = parser::parse_file(&source.text, index, limits.max_depth)
                 .map_err(|e| eval::name_positions(e, &names))?;
             check_imports(&file, &source.name)?;
+            // CUE resolves the imports of a file of a package (not of an anonymous one) and
+            // refuses one that is never used.
+            if all_main || file.package.is_some() {
+                check_imports_used(&file, &source.name)?;
+            }
             if let (Some(name), Some((first, at))) = (&file.package, &package) {
                 if name != first {
                     return Err(Error::new(
@@ -157,6 +173,123 @@ fn check_imports(file: &ast::File, name: &str) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The first import of `file` that no identifier of the file refers to, as CUE reports it:
+/// `imported and not used: "strings"` (`… as s` for an import with its own name).
+fn check_imports_used(file: &ast::File, name: &str) -> Result<(), Error> {
+    if file.imports.is_empty() {
+        return Ok(());
+    }
+    let mut used = std::collections::HashSet::new();
+    idents_in_struct(&file.body, &mut used);
+    for import in &file.imports {
+        if used.contains(import.alias.as_str()) {
+            continue;
+        }
+        let own_name = import.path.rsplit('/').next() != Some(import.alias.as_str());
+        let message = if own_name {
+            format!(
+                "imported and not used: \"{}\" as {}",
+                import.path, import.alias
+            )
+        } else {
+            format!("imported and not used: \"{}\"", import.path)
+        };
+        return Err(Error::new(ErrorKind::Other, message).at(Position {
+            file: name.to_string(),
+            line: import.pos.line,
+            column: import.pos.column,
+        }));
+    }
+    Ok(())
+}
+
+/// Every identifier an expression of `body` refers to (labels are not references).
+fn idents_in_struct<'a>(body: &'a ast::StructLit, out: &mut std::collections::HashSet<&'a str>) {
+    for decl in &body.decls {
+        match decl {
+            ast::Decl::Field(field) => {
+                if let ast::Label::Dynamic(label) = &field.label {
+                    idents_in_expr(label, out);
+                }
+                idents_in_expr(&field.value, out);
+            }
+            ast::Decl::Pattern { label, value, .. } => {
+                idents_in_expr(label, out);
+                idents_in_expr(value, out);
+            }
+            ast::Decl::Embed(expr) | ast::Decl::Let { expr, .. } => idents_in_expr(expr, out),
+            ast::Decl::Comprehension(c) => idents_in_comprehension(c, out),
+        }
+    }
+}
+
+fn idents_in_comprehension<'a>(
+    comprehension: &'a ast::Comprehension,
+    out: &mut std::collections::HashSet<&'a str>,
+) {
+    for clause in &comprehension.clauses {
+        match clause {
+            ast::Clause::For { source, .. } => idents_in_expr(source, out),
+            ast::Clause::If(expr) | ast::Clause::Let { expr, .. } => idents_in_expr(expr, out),
+        }
+    }
+    idents_in_expr(&comprehension.body, out);
+}
+
+fn idents_in_expr<'a>(expr: &'a ast::Expr, out: &mut std::collections::HashSet<&'a str>) {
+    use ast::ExprKind as K;
+    match &expr.kind {
+        K::Ident(name) => {
+            out.insert(name.as_str());
+        }
+        K::Interpolation(parts) => {
+            for part in parts {
+                if let ast::Part::Expr(e) = part {
+                    idents_in_expr(e, out);
+                }
+            }
+        }
+        K::Selector(e, _) | K::Unary(_, e) | K::Paren(e) => idents_in_expr(e, out),
+        K::Index(a, b) | K::Binary(_, a, b) => {
+            idents_in_expr(a, out);
+            idents_in_expr(b, out);
+        }
+        K::Slice(e, low, high) => {
+            idents_in_expr(e, out);
+            for bound in [low, high].into_iter().flatten() {
+                idents_in_expr(bound, out);
+            }
+        }
+        K::Call(f, args) => {
+            idents_in_expr(f, out);
+            for arg in args {
+                idents_in_expr(arg, out);
+            }
+        }
+        K::Struct(body) => idents_in_struct(body, out),
+        K::List { elems, rest } => {
+            for elem in elems {
+                match elem {
+                    ast::Elem::Expr(e) => idents_in_expr(e, out),
+                    ast::Elem::Comprehension(c) => idents_in_comprehension(c, out),
+                }
+            }
+            if let Some(Some(rest)) = rest {
+                idents_in_expr(rest, out);
+            }
+        }
+        K::Null
+        | K::Bool(_)
+        | K::Int(_)
+        | K::Float(..)
+        | K::Str(_)
+        | K::Bytes(_)
+        | K::Top
+        | K::Bottom
+        | K::Value(_) => {}
+    }
 }
 
 /// The stack the evaluator runs on: deep (but bounded) recursion never overflows it.
@@ -251,7 +384,12 @@ impl Instance {
     }
 }
 
-/// JSON Schema (draft 2020-12) of the `parameter` field of a `parameter.cue` file.
-pub fn parameter_schema(source: &Source, limits: &Limits) -> Result<serde_json::Value, Error> {
-    schema::parameter_schema(source, limits)
+/// JSON Schema (draft 2020-12) of the `parameter` field of a `parameter.cue` file; `others` are
+/// the other files of its package (where a definition it refers to may be declared).
+pub fn parameter_schema(
+    source: &Source,
+    others: &[Source],
+    limits: &Limits,
+) -> Result<serde_json::Value, Error> {
+    schema::parameter_schema(source, others, limits)
 }

@@ -5,14 +5,20 @@ use super::{Error, ErrorKind, Limits, Position, Source};
 
 /// The JSON Schema of the `parameter` field of a `parameter.cue` file.
 ///
-/// The file must also be valid for the evaluator (checked first, so a syntax error is reported
-/// the same way for schema and rendering). A file without `parameter` has an empty object schema.
+/// The file must also be valid for the evaluator (checked first, with `others`, the other files
+/// of its package, so a syntax error is reported the same way for schema and rendering). A
+/// definition `parameter` refers to may be declared in any of them. A file without `parameter`
+/// has an empty object schema.
 pub(crate) fn parameter_schema(
     source: &Source,
+    others: &[Source],
     limits: &Limits,
 ) -> Result<serde_json::Value, Error> {
-    super::evaluate(std::slice::from_ref(source), limits)?;
-    match super::structural::parameter_schema_from_cue(&source.text) {
+    let mut package = vec![source.clone()];
+    package.extend(others.iter().cloned());
+    super::evaluate(&package, limits)?;
+    let texts: Vec<&str> = others.iter().map(|o| o.text.as_str()).collect();
+    match super::structural::parameter_schema_from_cue(&source.text, &texts) {
         Ok(Some(schema)) => Ok(schema),
         Ok(None) => Ok(serde_json::json!({"type": "object", "properties": {}})),
         Err(e) => Err(Error {

@@ -314,7 +314,7 @@ fn parameter_schema_lowers_parameter_cue() {
         "parameter.cue",
         "parameter: {\n\t// +usage=The image\n\timage: *\"nginx\" | string\n\treplicas?: int & >=1\n}",
     );
-    let schema = super::parameter_schema(&source, &Limits::default()).expect("schema");
+    let schema = super::parameter_schema(&source, &[], &Limits::default()).expect("schema");
     assert_eq!(schema["properties"]["image"]["default"], json!("nginx"));
     assert_eq!(
         schema["properties"]["image"]["description"],
@@ -322,7 +322,7 @@ fn parameter_schema_lowers_parameter_cue() {
     );
     assert_eq!(schema["properties"]["replicas"]["minimum"], json!(1));
     let bad = Source::new("parameter.cue", "parameter: {\n\ta: \n");
-    let e = super::parameter_schema(&bad, &Limits::default()).expect_err("syntax error");
+    let e = super::parameter_schema(&bad, &[], &Limits::default()).expect_err("syntax error");
     assert!(e.to_string().contains("parameter.cue:"), "{e}");
 }
 

@@ -384,16 +384,24 @@ pub(crate) fn violations(
         let found: Vec<Violation> = match error.kind() {
             ValidationErrorKind::Required { property } => {
                 let mut path = segments.clone();
-                path.push(Segment::Key(
-                    property
-                        .as_str()
-                        .map_or_else(|| property.to_string(), str::to_owned),
-                ));
-                vec![Violation {
-                    path: display_path(&path),
-                    rule: "missing required parameter".to_owned(),
-                    value: None,
-                }]
+                let name = property
+                    .as_str()
+                    .map_or_else(|| property.to_string(), str::to_owned);
+                path.push(Segment::Key(name.clone()));
+                // A missing struct is missing what it requires: name those fields.
+                let node = schema_at(schema, &segments)
+                    .0
+                    .and_then(|parent| property_schema(parent, &name));
+                let mut leaves = Vec::new();
+                missing_fields(node, &mut path, &mut leaves);
+                leaves
+                    .into_iter()
+                    .map(|path| Violation {
+                        path,
+                        rule: "missing required parameter".to_owned(),
+                        value: None,
+                    })
+                    .collect()
             }
             ValidationErrorKind::AdditionalProperties { unexpected }
             | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
@@ -440,6 +448,33 @@ pub(crate) fn violations(
         }
     }
     out
+}
+
+/// The paths of what a missing value at `path` (of schema `node`) lacks: for an object that
+/// requires fields without defaults, each of them (recursively, as far as they require more);
+/// else `path`.
+fn missing_fields(node: Option<&Value>, path: &mut Vec<Segment>, out: &mut Vec<String>) {
+    let required: Vec<&str> = node
+        .filter(|_| path.len() <= MAX_WALK_DEPTH)
+        .and_then(|n| n.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|name| {
+            node.and_then(|n| property_schema(n, name))
+                .is_none_or(|sub| sub.get("default").is_none())
+        })
+        .collect();
+    if required.is_empty() {
+        out.push(display_path(path));
+        return;
+    }
+    for name in required {
+        path.push(Segment::Key(name.to_owned()));
+        missing_fields(node.and_then(|n| property_schema(n, name)), path, out);
+        path.pop();
+    }
 }
 
 /// The rule a `jsonschema` error kind stands for, worded as a requirement.

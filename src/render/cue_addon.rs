@@ -233,7 +233,10 @@ impl CueInput<'_> {
             }
         }
         sources.extend(self.common(None)?);
-        let instance = self.evaluate(template, &sources)?;
+        // `vela` builds these files as `package main` (adding the clause where it is missing),
+        // so an unused import is an error in each of them.
+        let instance = cue::evaluate_main(&sources, &self.limits)
+            .map_err(|e| Failure::of(&template.path, &e))?;
         let export = |path: &str| {
             instance
                 .export(&[path])
@@ -342,10 +345,35 @@ pub(crate) fn component_name(path: &str) -> String {
     stem.replace('.', "-")
 }
 
-/// The JSON Schema of `parameter.cue`'s `parameter` field. A struct whose fields all have
-/// defaults (or are optional) is concrete without arguments, so it is not required, as in CUE.
-pub(crate) fn parameter_schema(file: &SourceFile, limits: &cue::Limits) -> Result<Value, Failure> {
-    let mut schema = cue::parameter_schema(&CueInput::source(file), limits)
+/// The files `vela` builds together with `parameter.cue` into one package: `template.cue` and
+/// the `package main` files of `resources/` (a definition `parameter` refers to may be declared
+/// in any of them). Files whose package clause cannot be read are left out (their render
+/// reports it).
+pub(crate) fn package_files(package: &AddonPackage) -> Vec<&SourceFile> {
+    let mut files = Vec::new();
+    if let Some(crate::model::Template::Cue(template)) = &package.template {
+        files.push(template);
+        for file in &package.resource_cues {
+            let source = CueInput::source(file);
+            if matches!(cue::package_clause(&source), Ok(Some(name)) if name == "main") {
+                files.push(file);
+            }
+        }
+    }
+    files
+}
+
+/// The JSON Schema of `parameter.cue`'s `parameter` field (`others`: see [`package_files`]). A
+/// struct whose fields all have defaults (or are optional) is concrete without arguments, so it
+/// is not required, as in CUE; nor is an open list without a default, which CUE exports as
+/// `[]` (its default here).
+pub(crate) fn parameter_schema(
+    file: &SourceFile,
+    others: &[&SourceFile],
+    limits: &cue::Limits,
+) -> Result<Value, Failure> {
+    let others: Vec<Source> = others.iter().map(|f| CueInput::source(f)).collect();
+    let mut schema = cue::parameter_schema(&CueInput::source(file), &others, limits)
         .map_err(|e| Failure::of(&file.path, &e))?;
     relax_required(&mut schema, 0);
     Ok(schema)
@@ -365,8 +393,13 @@ fn relax_required(schema: &mut Value, depth: usize) -> bool {
     if object.contains_key("default") {
         return false;
     }
-    if object.get("type").and_then(Value::as_str) != Some("object") {
-        return true;
+    match object.get("type").and_then(Value::as_str) {
+        Some("object") => {}
+        Some("array") => {
+            object.insert("default".into(), Value::Array(Vec::new()));
+            return false;
+        }
+        _ => return true,
     }
     let mut needed = Vec::new();
     if let Some(Value::Object(properties)) = object.get_mut("properties") {

@@ -75,7 +75,18 @@ impl Renderer {
         } else {
             String::new()
         };
-        let key = content_hash(&[&file.path, &file.text, &context_text]);
+        // A CUE parameter file may refer to definitions of the other files of its package.
+        let others = if file.path.ends_with(".cue") {
+            cue_addon::package_files(package)
+        } else {
+            Vec::new()
+        };
+        let mut hashed: Vec<&str> = vec![&file.path, &file.text, &context_text];
+        for other in &others {
+            hashed.push(&other.path);
+            hashed.push(&other.text);
+        }
+        let key = content_hash(&hashed);
         if let Some(schema) = self
             .schemas
             .lock()
@@ -90,7 +101,7 @@ impl Renderer {
             let value = self.eval(pkg, file, &mut scope)?;
             ParameterSchema::from_rhai(value).map_err(params_error)?
         } else if file.path.ends_with(".cue") {
-            let json = cue_addon::parameter_schema(file, &self.cue_limits())
+            let json = cue_addon::parameter_schema(file, &others, &self.cue_limits())
                 .map_err(|f| Self::cue_error(pkg, f))?;
             ParameterSchema::from_json_schema(json).map_err(params_error)?
         } else {

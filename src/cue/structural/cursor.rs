@@ -27,12 +27,28 @@ pub(super) enum Marker {
     Required,
 }
 
+/// How many references to definitions one conversion lowers at most.
+pub(super) const MAX_REFERENCES: usize = 2_000;
+
 pub(super) struct Parser<'a> {
     pub(super) src: &'a str,
     pub(super) tokens: Vec<Token>,
     pub(super) index: usize,
     pub(super) depth: usize,
     pub(super) eof: Token,
+    /// The texts of the other files of the package, where a parameter's definition may be
+    /// declared.
+    pub(super) others: Vec<&'a str>,
+    /// Lowering the value of a definition: its structs are closed.
+    pub(super) closed: bool,
+    /// The definitions being lowered, outermost first (a reference to one of them is a cycle).
+    pub(super) resolving: Vec<String>,
+    /// The definitions declared in each struct enclosing the current token, outermost first:
+    /// name and the index of the first token of its value.
+    pub(super) scopes: Vec<Vec<(String, usize)>>,
+    /// How many more references to definitions may be lowered, shared by the parsers of one
+    /// conversion (each reference lowers the definition again: this bounds the work).
+    pub(super) references_left: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 impl<'a> Parser<'a> {
@@ -51,6 +67,11 @@ impl<'a> Parser<'a> {
             index: 0,
             depth: 0,
             eof,
+            others: Vec::new(),
+            closed: false,
+            resolving: Vec::new(),
+            scopes: Vec::new(),
+            references_left: std::rc::Rc::new(std::cell::Cell::new(MAX_REFERENCES)),
         })
     }
 

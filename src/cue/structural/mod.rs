@@ -32,6 +32,7 @@ mod cursor;
 mod definition;
 mod file;
 mod literal;
+mod references;
 mod schema;
 #[cfg(test)]
 mod tests_config;
@@ -39,6 +40,8 @@ mod tests_config;
 mod tests_definitions;
 #[cfg(test)]
 mod tests_fixtures;
+#[cfg(test)]
+mod tests_parameters;
 
 #[allow(unused_imports)]
 use crate::cue::lexer::{
@@ -131,8 +134,11 @@ pub fn config_template_from_cue(
 
 /// The JSON Schema of the top-level `parameter` field of a `parameter.cue` file, lowered as
 /// config templates' `template.parameter` is; `None` when the file declares no `parameter`.
-pub(crate) fn parameter_schema_from_cue(text: &str) -> Result<Option<Value>> {
+/// `others` are the texts of the other files of the package, where a definition `parameter`
+/// refers to may be declared.
+pub(crate) fn parameter_schema_from_cue(text: &str, others: &[&str]) -> Result<Option<Value>> {
     let mut parser = Parser::new(strip_bom(text))?;
+    parser.others = others.iter().map(|o| strip_bom(o)).collect();
     parser.preamble()?;
     let mut found = None;
     while !parser.at_eof() {

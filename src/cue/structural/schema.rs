@@ -271,7 +271,6 @@ impl Parser<'_> {
                 Err(beyond_subset(pos, "a string interpolation `\\(…)`"))
             }
             Kind::Bytes => Err(beyond_subset(pos, "a bytes literal")),
-            Kind::Ident if self.text() == "null" => Err(beyond_subset(pos, "`null`")),
             _ if self.scalar_len().is_some() => Ok(Term::Value(self.scalar_literal()?)),
             Kind::Ident => self.schema_ident(),
             Kind::Punct("{") => self.nested(Self::schema_struct),
@@ -304,6 +303,9 @@ impl Parser<'_> {
                 literal: None,
             });
         }
+        if name.starts_with('#') {
+            return self.definition_reference();
+        }
         let construct = match name {
             "if" | "for" => format!("an `{name}` comprehension"),
             "let" => "a `let` declaration".to_string(),
@@ -318,8 +320,6 @@ impl Parser<'_> {
                 }
                 if self.punct_at(ahead, "(") {
                     format!("the function call `{path}(…)`")
-                } else if name.starts_with('#') {
-                    format!("the reference to definition `{path}`")
                 } else {
                     format!("the reference `{path}`")
                 }
@@ -329,16 +329,34 @@ impl Parser<'_> {
     }
 
     pub(super) fn schema_struct(&mut self) -> Result<Term> {
+        let definitions = self.struct_definitions(self.index);
+        self.scopes.push(definitions);
+        let result = self.schema_struct_body();
+        self.scopes.pop();
+        result
+    }
+
+    fn schema_struct_body(&mut self) -> Result<Term> {
         let mut properties = Map::new();
         let mut required = Vec::new();
         let mut additional = None;
         let mut literal = Some(Map::new());
+        let mut open = false;
         self.struct_body(|p| {
             let pos = p.pos();
             match p.kind() {
                 Kind::Punct("...") => {
                     p.bump();
                     literal = None;
+                    open = true;
+                }
+                // A definition declared in the struct is no field of it: references to it
+                // lower its value where they stand.
+                Kind::Ident if p.text().starts_with('#') && p.is_field_start() => {
+                    p.bump();
+                    p.marker();
+                    p.expect_punct(":", "after the definition name")?;
+                    p.skip_expression()?;
                 }
                 _ if p.is_pattern_start() => {
                     if additional.is_some() {
@@ -370,7 +388,12 @@ impl Parser<'_> {
             }
             p.field_end()
         })?;
-        let schema = object_schema(properties, required, additional);
+        // A struct of a definition is closed: only what it declares is allowed.
+        let closed = self.closed && !open && additional.is_none();
+        let mut schema = object_schema(properties, required, additional);
+        if closed {
+            schema.insert("additionalProperties".into(), Value::Bool(false));
+        }
         Ok(Term::Type {
             schema,
             literal: literal.map(Value::Object),
@@ -693,6 +716,12 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
             "a disjunction of several types (such as `string | int`)",
         ));
     }
+    // `null` beside a type or an enum (`*null | string`): the type also allows null.
+    let nullable = literals.iter().any(|(v, _)| v.is_null())
+        && (!types.is_empty() || literals.iter().any(|(v, _)| !v.is_null()));
+    if nullable {
+        literals.retain(|(v, _)| !v.is_null());
+    }
     let mut schema = match types.pop() {
         Some((schema, _)) => {
             if let Some((value, pos)) = literals.iter().find(|(v, _)| !schema_accepts(&schema, v)) {
@@ -708,10 +737,32 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
         }
         None => enum_schema(&literals, first_pos)?,
     };
+    if nullable {
+        allow_null(&mut schema);
+    }
     if let Some((value, _)) = default {
         schema.insert("default".into(), value);
     }
     Ok(schema)
+}
+
+/// Lets `schema` also accept `null`: `null` joins its type (and its enum, when it has one).
+fn allow_null(schema: &mut Schema) {
+    let null = Value::from("null");
+    match schema.get_mut("type") {
+        Some(Value::String(ty)) => {
+            let ty = Value::String(std::mem::take(ty));
+            schema.insert("type".into(), Value::Array(vec![ty, null]));
+        }
+        Some(Value::Array(types)) if !types.contains(&null) => types.push(null),
+        // Any type (`_`) already accepts null.
+        _ => {}
+    }
+    if let Some(Value::Array(options)) = schema.get_mut("enum") {
+        if !options.contains(&Value::Null) {
+            options.push(Value::Null);
+        }
+    }
 }
 
 /// `"a" | "b" | "c"`: an enum of scalars of one type.

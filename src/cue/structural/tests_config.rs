@@ -154,7 +154,7 @@ fn config_template_skips_what_it_does_not_read() {
 
 #[test]
 fn config_template_beyond_subset_is_named() {
-    let cases: [(&str, usize, usize, &str); 14] = [
+    let cases: [(&str, usize, usize, &str); 13] = [
         ("\t\tref: parameter.url", 4, 8, "reference `parameter.url`"),
         (
             "\t\tif context.name != _|_ {\n\t\t\tx: string\n\t\t}",
@@ -177,7 +177,6 @@ fn config_template_beyond_subset_is_named() {
         ),
         ("\t\te: string | int", 4, 15, "several types"),
         ("\t\tf: string & !=\"\"", 4, 15, "`!=` constraint"),
-        ("\t\tg: #Port", 4, 6, "definition `#Port`"),
         ("\t\th: float & >0", 4, 14, "exclusive bound `>`"),
         ("\t\ti: *1 | *2 | int", 4, 11, "second `*` default"),
         ("\t\tj: \"a\" | 1", 4, 12, "enum mixing value types"),
@@ -185,6 +184,9 @@ fn config_template_beyond_subset_is_named() {
         ("\t\tlet x = 1", 4, 3, "`let` declaration"),
         ("\t\tm: 1 + 2", 4, 8, "expression with `+`"),
     ];
+    // A definition that is declared nowhere.
+    let e = config_error(&config_with("\t\tg: #Port"));
+    assert_error(&e, 4, 6, &["reference \"#Port\" not found"]);
     for (parameter, line, column, needle) in cases {
         let e = config_error(&config_with(parameter));
         assert_error(
