@@ -66,3 +66,59 @@ async fn cli_enable_upgrade_and_disable_wait_for_durations_with_units() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_status_and_enable_of_a_misspelt_addon_say_what_was_meant_and_where_they_looked() {
+    let addon = plain("fixture-dashboard");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+
+    // Never installed and in no registry: an error, not `phase: disabled`.
+    let (code, stdout, stderr) = run(sb.cli().args(["status", "nosuch"]));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("addon `nosuch` is in no registry and not installed")
+            && stderr.contains("registries searched:")
+            && stderr.contains("the built-in registry"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(sb.cli().args(["status", "fixture-dashbord", "-o", "json"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("did you mean `fixture-dashboard`?"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = run(sb.cli().args(["enable", "fixture-dashbord"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("did you mean `fixture-dashboard`?")
+            && stderr.contains("registries searched:")
+            && stderr.contains("the built-in registry"),
+        "{stderr}"
+    );
+
+    // An addon a registry has is `disabled` until enabled, and its status stays once its
+    // registry no longer has it.
+    let (code, stdout, stderr) = run(sb.cli().args(["status", "fixture-dashboard"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("disabled"), "{stdout}");
+    let (code, _, stderr) = run(sb.cli().args(["enable", "fixture-dashboard"]));
+    assert_eq!(code, 0, "{stderr}");
+    let mut without_registry = assert_cmd::Command::cargo_bin("addonctl").unwrap();
+    without_registry
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+        .env_remove("ADDONCTL_ENGINE")
+        .env("NO_COLOR", "1")
+        .arg("--kubeconfig")
+        .arg(&sb.cluster.kubeconfig)
+        .args(["--system-namespace", sb.ns(), "--engine", "direct"])
+        .args(["status", "fixture-dashboard"]);
+    let (code, stdout, stderr) = run(&mut without_registry);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("fixture-dashboard"), "{stdout}");
+}

@@ -33,7 +33,10 @@ pub async fn run(
         reset_values: args.reset_values,
         ..addonctl::plan::EnableRequest::default()
     };
-    let plan = addonctl::plan::plan(&ctx.planner(), &request, false).await?;
+    let plan = match addonctl::plan::plan(&ctx.planner(), &request, false).await {
+        Ok(plan) => plan,
+        Err(e) => return Err(super::explain_not_found(&ctx.catalog, e.into()).await),
+    };
     let diff = compute(&ctx, printer, &plan).await?;
     if !printer.structured(&diff, args.output)? {
         print_diffs(printer, &diff)?;

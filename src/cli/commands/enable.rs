@@ -36,10 +36,14 @@ pub async fn run(
     // The checks before writing and the plan's reads at once: a refusal of the checks is said
     // as soon as it comes, and before any error of the plan.
     let planner = ctx.planner();
-    let mut plan = addonctl::apply::checked_first(check_write(&ctx, printer, &write), async {
+    let planned = addonctl::apply::checked_first(check_write(&ctx, printer, &write), async {
         Ok(addonctl::plan::plan(&planner, &request, false).await?)
     })
-    .await?;
+    .await;
+    let mut plan = match planned {
+        Ok(plan) => plan,
+        Err(e) => return Err(super::explain_not_found(&ctx.catalog, e).await),
+    };
     plan.dependency_timeout =
         (!args.dependency_timeout.is_zero()).then_some(args.dependency_timeout);
     let untargeted = untargeted_clusters(&ctx, &plan).await;

@@ -180,3 +180,71 @@ pub(crate) fn lock_options(command: &str, force: bool) -> addonctl::context::Loc
         force,
     }
 }
+
+/// An addon no registry has, as the user's error: a did-you-mean among the registries' addons
+/// (and `installed`, the installed ones), and the registries searched.
+pub(crate) async fn unknown_addon(
+    catalog: &addonctl::source::catalog::Catalog,
+    name: &str,
+    installed: &[String],
+) -> anyhow::Error {
+    let mut known = catalog.names().await;
+    known.extend(installed.iter().cloned());
+    known.sort();
+    known.dedup();
+    crate::cli::diagnostics::user(format!(
+        "addon `{name}` is in no registry and not installed{}",
+        searched(catalog, name, &known)
+    ))
+}
+
+/// `; did you mean `x`? (searched: …)`, for an addon `name` among the `known` ones.
+fn searched(catalog: &addonctl::source::catalog::Catalog, name: &str, known: &[String]) -> String {
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    let guess = match addonctl::model::metadata::closest(name, &known) {
+        Some(close) => format!("; did you mean `{close}`?"),
+        // A part of longer names (`strongbox` → `strongbox-operator`, `strongbox-dashboard`).
+        None if name.len() >= 3 => {
+            let parts: Vec<String> = known
+                .iter()
+                .filter(|k| k.contains(name))
+                .take(5)
+                .map(|k| format!("`{k}`"))
+                .collect();
+            match parts.len() {
+                0 => String::new(),
+                1 => format!("; did you mean {}?", parts.join("")),
+                _ => format!("; did you mean one of {}?", parts.join(", ")),
+            }
+        }
+        None => String::new(),
+    };
+    format!(
+        "{guess} (registries searched: {}; `addonctl list` shows their addons)",
+        catalog.describe()
+    )
+}
+
+/// An enable-like command's error, with a did-you-mean and the registries searched when it is
+/// an addon in no registry; any other error as it is.
+pub(crate) async fn explain_not_found(
+    catalog: &addonctl::source::catalog::Catalog,
+    error: anyhow::Error,
+) -> anyhow::Error {
+    let not_found = error
+        .chain()
+        .find_map(|cause| match cause.downcast_ref::<addonctl::Error>() {
+            Some(addonctl::Error::Resolve(addonctl::resolve::ResolveError::NotFound {
+                name,
+                wanted: None,
+                registry: None,
+                available,
+            })) if available.is_empty() => Some(name.clone()),
+            _ => None,
+        });
+    let Some(name) = not_found else {
+        return error;
+    };
+    let known = catalog.names().await;
+    crate::cli::diagnostics::user(format!("{error}{}", searched(catalog, &name, &known)))
+}

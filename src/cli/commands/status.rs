@@ -33,6 +33,12 @@ pub async fn run(
     let declared = super::declare::declared_for_status(&ctx, &args.addon)
         .await
         .map(|a| addonctl::declare::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
+    if status.phase == addonctl::status::Phase::Disabled
+        && status.installed_version.is_none()
+        && declared.is_none()
+    {
+        refuse_unknown(global, &ctx, &args.addon, args.detail).await?;
+    }
     let mut document = serde_json::to_value(&status)?;
     if let (Some(map), Some(block)) = (document.as_object_mut(), &declared) {
         map.insert("addon".into(), serde_json::to_value(block)?);
@@ -49,6 +55,33 @@ pub async fn run(
         print_detail(&mut out, &status)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses (exit 2, with a did-you-mean) the status of an addon that is not installed and that
+/// no registry has: a typo, not a disabled addon.
+async fn refuse_unknown(
+    global: &GlobalSettings,
+    ctx: &Context,
+    name: &str,
+    registries_read: bool,
+) -> anyhow::Result<()> {
+    let read;
+    let catalog = if registries_read {
+        &ctx.catalog
+    } else {
+        read = crate::cli::settings::catalog(global, &ctx.cluster).await?;
+        &read
+    };
+    if catalog.names().await.iter().any(|n| n == name) {
+        return Ok(());
+    }
+    let installed: Vec<String> = ctx
+        .state()
+        .installed()
+        .await
+        .map(|list| list.into_keys().collect())
+        .unwrap_or_default();
+    Err(super::unknown_addon(catalog, name, &installed).await)
 }
 
 /// The "Declared by Addon resource" block: generations, drift policy, rollout stage, then one
