@@ -636,3 +636,94 @@ async fn helm_accepts_what_package_and_index_write() {
         assert!(search.contains("fixtures/legacy"), "{version:?}: {search}");
     }
 }
+
+/// A gzip bomb: `size` bytes of zeros, compressed to a few hundred KiB.
+fn gzip_bomb(size: u64) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::best(),
+    ));
+    builder
+        .append_data(
+            &mut header,
+            "bad/zeros",
+            std::io::Read::take(std::io::repeat(0), size),
+        )
+        .unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// An archive whose `bad/link` points out of the archive.
+fn symlink_out() -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let metadata = b"name: bad\nversion: 1.0.0\n";
+    let mut header = tar::Header::new_gnu();
+    header.set_size(metadata.len() as u64);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    builder
+        .append_data(&mut header, "bad/metadata.yaml", &metadata[..])
+        .unwrap();
+    let mut link = tar::Header::new_gnu();
+    link.set_entry_type(tar::EntryType::Symlink);
+    link.set_size(0);
+    link.set_mode(0o777);
+    builder
+        .append_link(&mut link, "bad/link", "../../../etc/passwd")
+        .unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// `enable reg/x --dry-run` from a stored Helm registry whose archive of `x` is hostile: the
+/// reason, exit 2, as `render` gives it; never "`x` is not in registry `reg`".
+#[tokio::test(flavor = "multi_thread")]
+async fn enable_from_a_stored_registry_names_why_a_hostile_archive_cannot_be_read() {
+    use crate::support::k8s::Sandbox;
+    let sb = Sandbox::with_kubevela().await;
+    let cache = tempfile::tempdir().unwrap();
+    let cases = [
+        ("traversal", raw_tar_entry("bad/../../escape.yaml"), ".."),
+        (
+            "absolute",
+            raw_tar_entry("/etc/cron.d/evil"),
+            "/etc/cron.d/evil",
+        ),
+        ("symlink", symlink_out(), "outside the archive"),
+        ("bomb", gzip_bomb(100 * 1024 * 1024), "over the limit"),
+    ];
+    for (label, archive, needle) in cases {
+        let (_server, url) = repo_with_archive(archive);
+        let registry = format!("hostile-{label}");
+        sb.cli()
+            .env("XDG_CACHE_HOME", cache.path())
+            .args(["registry", "add", &registry, "--type", "helm", "--endpoint"])
+            .arg(&url)
+            .assert()
+            .success();
+        let reference = format!("{registry}/bad");
+        for command in [
+            vec!["enable", reference.as_str(), "--dry-run"],
+            vec!["render", reference.as_str()],
+        ] {
+            let out = sb
+                .cli()
+                .env("XDG_CACHE_HOME", cache.path())
+                .args(&command)
+                .assert()
+                .code(2);
+            let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+            assert!(
+                !stderr.contains("is not in registry") && !stderr.contains("in no registry"),
+                "{label}: {command:?}: {stderr}"
+            );
+            assert!(stderr.contains(needle), "{label}: {command:?}: {stderr}");
+        }
+    }
+}

@@ -441,11 +441,23 @@ async fn solve(
             let added = sources
                 .gather(&mut universe, root, version, pinned, true, notes)
                 .await;
-            if added {
+            let result = if added {
                 let platform = platform.of(&universe).await;
-                Ok(resolve::solve(&universe, &platform, &solver_request)?)
+                resolve::solve(&universe, &platform, &solver_request)
             } else {
-                Err(first.into())
+                Err(first)
+            };
+            match result {
+                Ok(solution) => Ok(solution),
+                Err(e) => {
+                    // No version of the addon could be read: why, not that it is missing.
+                    let root_missing =
+                        matches!(&e, resolve::ResolveError::NotFound { name, .. } if name == root);
+                    match sources.root_unreadable(root).filter(|_| root_missing) {
+                        Some(unreadable) => Err(unreadable),
+                        None => Err(e.into()),
+                    }
+                }
             }
         }
     }

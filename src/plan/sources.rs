@@ -35,6 +35,9 @@ pub(super) struct Sources {
     listed: BTreeMap<(String, String, String), String>,
     /// `(registry, name, listed version)` already read.
     read: BTreeSet<(String, String, String)>,
+    /// The first failure to read a version of the addon asked for (its archive refused, say):
+    /// the reason the plan gives when no version of it could be read, rather than "not found".
+    root_unreadable: Option<crate::source::Error>,
 }
 
 impl Sources {
@@ -49,6 +52,7 @@ impl Sources {
             registries: Vec::new(),
             listed: BTreeMap::new(),
             read: BTreeSet::new(),
+            root_unreadable: None,
         }
     }
 
@@ -291,11 +295,16 @@ impl Sources {
             for (reader, name, version, meta) in metas {
                 let meta = match meta {
                     Ok(meta) => meta,
-                    Err(message) => {
+                    Err(failure) => {
                         notes.push(format!(
-                            "`{name}` {version} in registry `{}` is left out: {message}",
+                            "`{name}` {version} in registry `{}` is left out: {failure}",
                             reader.registry()
                         ));
+                        if let (true, MetadataFailure::Source(e), None) =
+                            (name == root, failure, &self.root_unreadable)
+                        {
+                            self.root_unreadable = Some(e);
+                        }
                         continue;
                     }
                 };
@@ -370,10 +379,43 @@ impl Sources {
             .await
             .map_err(crate::Error::from)
     }
+
+    /// Why the addon asked for could not be read, when no version of it could: the first
+    /// failure of the registry (a refused archive, an unreachable server…), as `render` gives
+    /// it.
+    pub(super) fn root_unreadable(&self, root: &str) -> Option<Error> {
+        self.root_unreadable.as_ref().map(|e| {
+            Error::from(crate::loader::Error::Source {
+                addon: root.to_owned(),
+                source: e.detached(),
+            })
+        })
+    }
 }
 
-/// Reads and parses one version's `metadata.yaml`; the error is a message for a note.
-async fn read_metadata(reader: &Reader, name: &str, version: &str) -> Result<AddonMeta, String> {
+/// Why one version's `metadata.yaml` could not be read.
+enum MetadataFailure {
+    /// The registry could not give it.
+    Source(crate::source::Error),
+    /// It is not a valid `metadata.yaml` of this addon.
+    Invalid(String),
+}
+
+impl std::fmt::Display for MetadataFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetadataFailure::Source(e) => e.fmt(f),
+            MetadataFailure::Invalid(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Reads and parses one version's `metadata.yaml`.
+async fn read_metadata(
+    reader: &Reader,
+    name: &str,
+    version: &str,
+) -> Result<AddonMeta, MetadataFailure> {
     let addon = AddonRef {
         name: name.to_owned(),
         version: Some(version.to_owned()),
@@ -381,12 +423,18 @@ async fn read_metadata(reader: &Reader, name: &str, version: &str) -> Result<Add
     let bytes = reader
         .read_file(&addon, "metadata.yaml")
         .await
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|_| "`metadata.yaml` is not UTF-8".to_owned())?;
-    let (meta, _) = AddonMeta::parse(&text).map_err(|e| format!("`metadata.yaml`: {e}"))?;
+        .map_err(MetadataFailure::Source)?;
+    let invalid = MetadataFailure::Invalid;
+    let text =
+        String::from_utf8(bytes).map_err(|_| invalid("`metadata.yaml` is not UTF-8".to_owned()))?;
+    let (meta, _) =
+        AddonMeta::parse(&text).map_err(|e| invalid(format!("`metadata.yaml`: {e}")))?;
     if meta.name == name {
         Ok(meta)
     } else {
-        Err(format!("its `metadata.yaml` names it `{}`", meta.name))
+        Err(invalid(format!(
+            "its `metadata.yaml` names it `{}`",
+            meta.name
+        )))
     }
 }
