@@ -152,10 +152,36 @@ fn format_not_found(
         ),
         (None, true) if registry.is_some() => format!("addon `{name}` is not{place}"),
         (None, true) => format!("addon `{name}` is in no registry"),
-        (None, false) => format!(
-            "addon `{name}` has no stable version{place}; available: {} (ask for one with `--version`)",
-            available.join(", ")
-        ),
+        (None, false) => {
+            // A prerelease is chosen only when asked for exactly: name the flag that does it.
+            let newest = available
+                .iter()
+                .map(|v| crate::model::AddonVersion::parse(v))
+                .max()
+                .map_or_else(String::new, |v| v.raw().to_owned());
+            let reference = registry.map_or_else(|| name.to_owned(), |r| format!("{r}/{name}"));
+            let listed = available
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let what = if available
+                .iter()
+                .all(|v| crate::model::AddonVersion::parse(v).is_prerelease())
+            {
+                if available.len() == 1 {
+                    "only a prerelease"
+                } else {
+                    "only prereleases"
+                }
+            } else {
+                "no stable version"
+            };
+            format!(
+                "addon `{name}` has {what}{place}: {listed}; a version that is not stable is \
+                 enabled only when asked for exactly: `addonctl enable {reference} --version {newest}`"
+            )
+        }
     }
 }
 

@@ -236,7 +236,7 @@ fn prereleases_are_chosen_only_when_asked_for() {
         ),
         (
             Request::new("e"),
-            Err("addon `e` has no stable version; available: 2.0.0-rc.1 (ask for one with `--version`)"),
+            Err("addon `e` has only a prerelease: `2.0.0-rc.1`; a version that is not stable is enabled only when asked for exactly: `addonctl enable e --version 2.0.0-rc.1`"),
         ),
         (
             Request {

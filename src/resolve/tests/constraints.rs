@@ -312,3 +312,34 @@ fn kubevelas_version_is_needed_only_by_a_candidate_requiring_one() {
         "an older candidate requiring KubeVela counts too"
     );
 }
+
+#[test]
+fn an_addon_with_only_prereleases_names_them_and_the_exact_flag() {
+    let u = universe(
+        &["main", "exp"],
+        &[
+            ("exp", "traefik 1.0.0-beta.10", &[]),
+            ("exp", "traefik 1.0.0-beta.2", &[]),
+        ],
+    );
+    for (request, expected) in [
+        (
+            Request::new("traefik"),
+            "addon `traefik` has only prereleases: `1.0.0-beta.2`, `1.0.0-beta.10`; a version that \
+             is not stable is enabled only when asked for exactly: \
+             `addonctl enable traefik --version 1.0.0-beta.10`",
+        ),
+        (
+            Request {
+                registry: Some("exp".to_owned()),
+                ..Request::new("traefik")
+            },
+            "addon `traefik` has only prereleases in registry `exp`: `1.0.0-beta.2`, \
+             `1.0.0-beta.10`; a version that is not stable is enabled only when asked for \
+             exactly: `addonctl enable exp/traefik --version 1.0.0-beta.10`",
+        ),
+    ] {
+        let error = solve(&u, &platform(), &request).unwrap_err();
+        assert_eq!(error.to_string(), expected);
+    }
+}
