@@ -122,3 +122,39 @@ async fn cli_status_and_enable_of_a_misspelt_addon_say_what_was_meant_and_where_
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("fixture-dashboard"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_disable_prune_dependencies_judges_the_removal_as_a_whole() {
+    let base = TestAddon::new("defs-base").file(
+        "definitions/worker.yaml",
+        "apiVersion: core.oam.dev/v1beta1\nkind: ComponentDefinition\nmetadata:\n  name: fixture-worker\nspec:\n  schematic:\n    cue:\n      template: \"parameter: {}\\n\"\n",
+    );
+    let user = TestAddon::new("defs-user")
+        .file(
+            "metadata.yaml",
+            "name: defs-user\nversion: 1.0.0\ndependencies:\n  - name: defs-base\n",
+        )
+        .file(
+            "template.yaml",
+            "apiVersion: core.oam.dev/v1beta1\nkind: Application\nspec:\n  components:\n    - name: w\n      type: fixture-worker\n",
+        );
+    let sb = Sandbox::with_kubevela().await.registries(&[&user, &base]);
+    let (code, _, stderr) = run(sb.cli().args(["enable", "defs-user"]));
+    assert_eq!(code, 0, "{stderr}");
+
+    // Its own Application, which this command deletes, uses the dependency's definition.
+    let (code, stdout, stderr) =
+        run(sb
+            .cli()
+            .args(["disable", "defs-user", "--prune-dependencies", "-o", "json"]));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stderr.contains("--force"), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["name"], "defs-user", "{report}");
+    assert_eq!(report["pruned"][0]["name"], "defs-base", "{report}");
+    sb.assert_absent(&[
+        (crate::support::k8s::Kind::APPLICATION, "addon-defs-user"),
+        (crate::support::k8s::Kind::APPLICATION, "addon-defs-base"),
+    ])
+    .await;
+}

@@ -28,7 +28,9 @@ use crate::{Error, Result};
 /// How many custom resources an error names.
 const SHOWN: usize = 5;
 
-/// Refuses the removal of `removal` while something outside it still needs one of them.
+/// Refuses the removal of `removal` while something outside it still needs one of them. The
+/// removal is judged as a whole: what its own addons apply (their Applications, their custom
+/// resources) goes with them and does not count.
 pub(super) async fn check(
     ctx: &Applier<'_>,
     all: &BTreeMap<String, Installed>,
@@ -62,14 +64,14 @@ pub(super) async fn check(
                 dependents.join(", ")
             ));
         }
-        let users = applications_using_definitions(ctx, addon).await?;
+        let users = applications_using_definitions(ctx, addon, &removing).await?;
         if !users.is_empty() {
             problems.push(format!(
                 "Applications use the definitions of addon `{name}`: {}; delete them first",
                 users.join(", ")
             ));
         }
-        let resources = custom_resources(ctx, addon).await?;
+        let resources = custom_resources(ctx, addon, &removal_of(all, &removing)).await?;
         if !resources.is_empty() {
             problems.push(format!(
                 "custom resources of the CRDs of addon `{name}` still exist: {}; delete them first",
@@ -78,10 +80,30 @@ pub(super) async fn check(
         }
     }
     if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::InUse { problems })
+        return Ok(());
     }
+    // Only dependencies being pruned are in use: the addon alone can go.
+    if let Some((root, pruned)) = removal.split_first() {
+        let root_blamed = problems
+            .iter()
+            .any(|p| p.contains(&format!("addon `{root}`")));
+        if !pruned.is_empty() && !root_blamed {
+            problems.push(format!(
+                "(without `--prune-dependencies`, `{root}` is disabled and its dependencies stay)"
+            ));
+        }
+    }
+    Err(Error::InUse { problems })
+}
+
+/// The installed addons of the removal.
+fn removal_of<'a>(
+    all: &'a BTreeMap<String, Installed>,
+    removing: &BTreeSet<&str>,
+) -> Vec<&'a Installed> {
+    all.values()
+        .filter(|a| removing.contains(a.name.as_str()))
+        .collect()
 }
 
 /// The CRDs an addon created, per cluster: those its record lists on the control plane and on
@@ -150,9 +172,13 @@ fn own_objects(addon: &Installed) -> BTreeSet<(String, String, Option<String>, S
     out
 }
 
-/// Up to [`SHOWN`] custom resources of the addon's CRDs that the addon did not apply itself,
-/// as `Kind ns/name on cluster `c``.
-async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<String>> {
+/// Up to [`SHOWN`] custom resources of the addon's CRDs that no addon of the removal applied
+/// itself, as `Kind ns/name on cluster `c``.
+async fn custom_resources(
+    ctx: &Applier<'_>,
+    addon: &Installed,
+    removal: &[&Installed],
+) -> Result<Vec<String>> {
     let joined: Vec<String> = if addon.application.is_some() {
         ctx.state()
             .joined()
@@ -167,7 +193,10 @@ async fn custom_resources(ctx: &Applier<'_>, addon: &Installed) -> Result<Vec<St
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let own = own_objects(addon);
+    let mut own = own_objects(addon);
+    for other in removal {
+        own.extend(own_objects(other));
+    }
     let names: BTreeSet<String> = wanted.keys().cloned().collect();
     let clients = ctx.state().clients(&names).await?;
     // Every CRD at once (bounded): each first list of a kind can cost the API server the
@@ -264,11 +293,12 @@ async fn resources_of(cluster: &Cluster, crd: &str, limit: usize) -> Result<Reso
         .collect())
 }
 
-/// Applications (in any namespace, except the addon's own) whose components, traits, policies
+/// Applications (in any namespace, except those of the addons being removed) whose components, traits, policies
 /// or workflow steps use a definition of the addon.
 async fn applications_using_definitions(
     ctx: &Applier<'_>,
     addon: &Installed,
+    removing: &BTreeSet<&str>,
 ) -> Result<Vec<String>> {
     let Some(record) = &addon.record else {
         return Ok(Vec::new());
@@ -282,14 +312,19 @@ async fn applications_using_definitions(
     if definitions.is_empty() {
         return Ok(Vec::new());
     }
-    let own = application_name(&addon.name);
+    // The Applications of the addons being removed go with them.
+    let own: BTreeSet<String> = removing
+        .iter()
+        .chain(std::iter::once(&addon.name.as_str()))
+        .map(|name| application_name(name))
+        .collect();
     let apps = ctx.cluster.list(&application_gvk(), None, "").await?;
     let mut users = Vec::new();
     for app in apps {
         let value = to_value(&app);
         let app_name = app.metadata.name.clone().unwrap_or_default();
         let app_ns = app.metadata.namespace.clone().unwrap_or_default();
-        if app_name == own && app_ns == ctx.namespace {
+        if own.contains(&app_name) && app_ns == ctx.namespace {
             continue;
         }
         let mut types = BTreeSet::new();
@@ -408,6 +443,49 @@ mod tests {
         );
         assert!(message.contains("`team/web` (uses worker)"), "{message}");
         assert!(message.contains("pass `--force`"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_removal_is_judged_whole_the_applications_it_deletes_do_not_count() {
+        let top_app = |namespace: &str| {
+            json!({
+                "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+                "metadata": {"name": "addon-top", "namespace": namespace},
+                "spec": {"components": [{"name": "w", "type": "worker"}]},
+            })
+        };
+        let api = api(vec![top_app("vela-system")]);
+        let ctx = context(&api);
+
+        // `disable top --prune-dependencies`: `top`'s own Application goes with it.
+        check(
+            &ctx.applier(),
+            &addons(),
+            &["top".to_owned(), "base".to_owned()],
+        )
+        .await
+        .unwrap();
+
+        // An Application of the same name elsewhere is someone else's: refused, and the advice
+        // is to keep the dependency, not `--force` alone.
+        let api = super::tests::api(vec![top_app("team")]);
+        let ctx = context(&api);
+        let message = check(
+            &ctx.applier(),
+            &addons(),
+            &["top".to_owned(), "base".to_owned()],
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            message.contains("`team/addon-top` (uses worker)"),
+            "{message}"
+        );
+        assert!(
+            message.contains("without `--prune-dependencies`, `top` is disabled"),
+            "{message}"
+        );
     }
 
     #[tokio::test]
