@@ -22,6 +22,19 @@ use crate::support::k8s::{get_on, list_on, ClusterEnv, Env, Kind, Sandbox};
 const LABEL: &str = "addonctl.test/addon";
 /// The `Addon` kind.
 pub(crate) const ADDON: Kind = Kind("addonctl.io/v1alpha1", "Addon");
+/// Who writes the `Addon`s of the tests: the test environment's administrator (token user
+/// `admin` of group `system:masters`).
+pub(crate) const ADMIN_AUTHOR: AuthorNames = AuthorNames("admin", "system:masters");
+
+/// An `Addon`'s author as its annotations name them.
+pub(crate) struct AuthorNames(pub(crate) &'static str, pub(crate) &'static str);
+
+impl AuthorNames {
+    pub(crate) fn annotations(&self) -> Value {
+        json!({"addonctl.io/author": self.0, "addonctl.io/author-groups": self.1})
+    }
+}
+
 /// The longest any condition is waited for.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 /// The CRD kind.
@@ -117,11 +130,43 @@ pub(crate) async fn install_crd(sb: &Sandbox) {
     INSTALLED
         .get_or_init(|| async {
             let admin = Env::get().control_plane().admin().await;
-            let crd = serde_yaml::Deserializer::from_str(&text)
+            let documents: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
                 .map(|d| Value::deserialize(d).unwrap())
+                .collect();
+            let crd = documents
+                .iter()
                 .find(|d| d["kind"] == "CustomResourceDefinition")
                 .expect("the manifests hold the CRD");
-            admin.apply(&crd, "default").await.unwrap();
+            admin.apply(crd, "default").await.unwrap();
+            // The admission policy that keeps `addonctl.io/author` true, as shipped.
+            for kind in [
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+            ] {
+                let policy = documents
+                    .iter()
+                    .find(|d| d["kind"] == kind)
+                    .unwrap_or_else(|| panic!("the manifests hold the {kind}"));
+                admin.apply(policy, "default").await.unwrap();
+            }
+            // A new policy takes a moment to be enforced: until an Addon naming another author
+            // is refused.
+            let probe = json!({"apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+                "metadata": {"name": "policy-probe", "namespace": "default",
+                             "annotations": {"addonctl.io/author": "not-the-writer"}},
+                "spec": {"suspend": true}});
+            wait_for("the admission policy enforced", || async {
+                match admin.apply(&probe, "default").await {
+                    Ok(_) => {
+                        let _ = admin
+                            .delete(&ADDON.gvk(), Some("default"), "policy-probe")
+                            .await;
+                        None
+                    }
+                    Err(e) => e.to_string().contains("must name the user").then_some(()),
+                }
+            })
+            .await;
             wait_for("the Addon CRD is established", || async {
                 let stored = admin
                     .get(&CRD.gvk(), None, "addons.addonctl.io")
@@ -164,7 +209,7 @@ pub(crate) async fn apply_addon(sb: &Sandbox, name: &str, spec: Value) -> Value 
     ensure_namespace(sb).await;
     let object = json!({
         "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
-        "metadata": {"name": name, "namespace": sb.ns()},
+        "metadata": {"name": name, "namespace": sb.ns(), "annotations": ADMIN_AUTHOR.annotations()},
         "spec": spec,
     });
     let stored = sb.api().apply(&object, sb.ns()).await.unwrap();
@@ -437,7 +482,7 @@ async fn an_unchanged_addon_is_not_applied_again_and_an_edit_is() {
 
 /// A controller in this process on its own connection (so its requests are counted), without
 /// leader election; returns its task, its stop switch, its control-plane client and address.
-async fn in_process(
+pub(crate) async fn in_process(
     sb: &Sandbox,
     addons: &[&TestAddon],
     backoff: Backoff,
@@ -459,7 +504,7 @@ async fn in_process(
 }
 
 /// [`in_process`] with `settings` (its address and leader election are the test's).
-async fn in_process_with(
+pub(crate) async fn in_process_with(
     sb: &Sandbox,
     addons: &[&TestAddon],
     controller_settings: ControllerSettings,
@@ -593,7 +638,8 @@ async fn a_missing_secret_parameter_is_reported_without_any_secret_value() {
     sb.api()
         .apply(
             &json!({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": "creds", "namespace": sb.ns()},
+                    "metadata": {"name": "creds", "namespace": sb.ns(),
+                                 "labels": {"addonctl.io/secret-parameter": "true"}},
                     "stringData": {"other": "hunter2"}}),
             sb.ns(),
         )
@@ -966,7 +1012,7 @@ async fn a_registry_added_while_the_controller_runs_is_listed_at_once() {
 }
 
 /// The value of the metric line starting with `name` (0 when absent).
-fn metric(metrics: &str, name: &str) -> u64 {
+pub(crate) fn metric(metrics: &str, name: &str) -> u64 {
     metrics
         .lines()
         .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())

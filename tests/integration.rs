@@ -13,6 +13,8 @@ mod cli_suggestions;
 mod control_plane;
 mod controller;
 mod controller_rollout;
+mod controller_trust;
+mod controller_truth;
 mod cue_addons;
 mod cue_oracle;
 mod day_two;

@@ -85,7 +85,13 @@ pub async fn set_paused(
     addon_with_rollout(cluster, namespace, name).await?;
     let api: Api<Addon> = Api::namespaced(cluster.client().clone(), namespace);
     let value = if paused { json!(true) } else { json!(null) };
-    let patch = json!({"spec": {"rollout": {"paused": value}}});
+    let mut patch = json!({"spec": {"rollout": {"paused": value}}});
+    // Whoever changes the spec is its author from now on (the admission policy checks it).
+    if let Some((user, groups)) = crate::declare::whoami(cluster).await {
+        patch["metadata"] = json!({
+            "annotations": super::trust::author_annotations(&user, &groups)
+        });
+    }
     Ok(api
         .patch(name, &crate::cluster::patch_params(), &Patch::Merge(&patch))
         .await?)

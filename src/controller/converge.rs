@@ -23,7 +23,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::crd::{condition, now, Addon, AddonSpec, AddonStatus, ClusterStatus, RolloutPhase};
+use super::crd::{condition, now, Addon, AddonStatus, ClusterStatus, RolloutPhase};
 use super::data::{Data, Memo};
 use super::engine::{self, Applied, Desired};
 use super::targets::{self, KnownCluster, Targets};
@@ -32,7 +32,7 @@ use super::{Error, Result};
 use crate::state::record::record_name;
 
 /// The status fields that may be absent (removed by writing `null`).
-const OPTIONAL_STATUS_FIELDS: [&str; 10] = [
+const OPTIONAL_STATUS_FIELDS: [&str; 11] = [
     "observedGeneration",
     "appliedVersion",
     "registry",
@@ -43,11 +43,15 @@ const OPTIONAL_STATUS_FIELDS: [&str; 10] = [
     "rolloutStage",
     "rollout",
     "lastError",
+    "flags",
 ];
 /// How soon an `Addon` whose clusters are not all healthy yet is looked at again.
 const HEALTH_RECHECK: Duration = Duration::from_secs(10);
 /// How often a healthy `Addon` is looked at again without any event.
 const RESYNC: Duration = Duration::from_secs(300);
+/// How long the health read at an apply or a drift check stands for an unchanged `Addon`
+/// whose clusters were all healthy (a workload that stops being ready is seen within it).
+const HEALTH_REFRESH: Duration = Duration::from_secs(60);
 
 /// Reconciles an `Addon` that is not being deleted.
 pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
@@ -108,6 +112,14 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
 /// the status and the finalizer stays.
 pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
     let name = addon.name_any();
+    let current = addon.status.clone().unwrap_or_default();
+    if addon.spec.suspend || !claimed(&current) {
+        // Suspended, or it never installed anything: the addon (installed by other means, or
+        // not at all) is left as it is.
+        tracing::info!(addon = %name, suspended = addon.spec.suspend, "Addon deleted: released without disabling the addon");
+        data.forget(&name);
+        return Ok(Action::await_change());
+    }
     match engine::disable(&data.shared.ctx(), &name).await {
         Ok(disabled) => {
             tracing::info!(addon = %name, disabled, "Addon deleted: addon disabled");
@@ -151,10 +163,21 @@ async fn converge(
     let ctx = &*ctx;
     let known = known_clusters(data);
     let targets = targets::resolve(spec, &known)?;
-    let (secrets, mut versions) = read_secrets(data, spec).await?;
+    let (secrets, mut versions) = read_secrets(data, addon).await?;
     let version = resolve_version(data, addon, current).await?;
     let key = stages::Key::of(spec, &version, &versions);
     versions.push(format!("version={version}"));
+    // Another author is another set of rights: applied again (and checked again).
+    let annotations = addon.annotations();
+    versions.push(format!(
+        "author={};{}",
+        annotations
+            .get(super::crd::AUTHOR)
+            .map_or("", String::as_str),
+        annotations
+            .get(super::crd::AUTHOR_GROUPS)
+            .map_or("", String::as_str)
+    ));
     let digest = targets::digest(spec, &targets, &known, &versions);
     let revision = data
         .records
@@ -171,6 +194,13 @@ async fn converge(
     if overrides::refused(ctx, &name, &parameters.overrides, applying, &mut status).await? {
         return Ok((status, Action::await_change(), false));
     }
+    let trust = if applying {
+        let trust = trust_for(data, addon, current, revision.is_some()).await?;
+        claim(data, addon, current, revision.is_some(), &mut status).await?;
+        trust
+    } else {
+        engine::Trust::default()
+    };
     if rolling {
         let inputs = stages::Inputs {
             addon,
@@ -180,6 +210,7 @@ async fn converge(
             overrides: parameters.overrides.clone(),
             version: version.clone(),
             key,
+            trust: trust.clone(),
         };
         let (rolled, action) = stages::drive(data, &inputs, status).await?;
         status = rolled;
@@ -197,14 +228,26 @@ async fn converge(
         status.rollout_stage = None;
     }
     if unchanged && !rolling {
+        // Drift is looked at whatever the health: an object deleted while a workload is not
+        // ready yet is put back all the same.
+        let saw = observe_drift(data, addon, revision.as_ref(), &mut status).await?;
         let ready = status
             .condition("Ready")
             .is_some_and(|c| c.status == "True");
-        if memo.healthy || (memo.planned.is_none() && ready) {
-            observe_drift(data, addon, revision.as_ref(), &mut status).await?;
-            return Ok((status, next(data, addon, true), true));
+        let fresh = memo
+            .health_at
+            .is_some_and(|at| at.elapsed() < HEALTH_REFRESH);
+        let healthy = if !saw && fresh && (memo.healthy || (memo.planned.is_none() && ready)) {
+            true
+        } else {
+            observe_health(data, &name, &targets, &known, None, &mut status).await?
+        };
+        if !fresh || saw || !memo.healthy {
+            data.update_memo(&name, |memo| {
+                memo.healthy = healthy;
+                memo.health_at = Some(Instant::now());
+            });
         }
-        let healthy = observe_health(data, &name, &targets, &known, None, &mut status).await?;
         return Ok((status, next(data, addon, healthy), true));
     }
     if targets.clusters.as_ref().is_some_and(Vec::is_empty) {
@@ -214,8 +257,12 @@ async fn converge(
     // [rollout gate] The rollout module narrows `targets` to the clusters this pass may change
     // (the current stage, `maxConcurrency`) and holds the rest; without a rollout every target
     // changes at once.
-    let desired = Desired::of(name.clone(), spec, version, parameters);
+    let desired = Desired::of(name.clone(), spec, version, parameters, trust);
     let applied = engine::apply(ctx, &desired).await?;
+    status.flags.clone_from(&applied.flags);
+    if !applied.flags.is_empty() {
+        super::events::flagged(&data.events, addon, &applied.flags).await;
+    }
     super::events::applied(&data.events, addon, &applied).await;
     let revision = engine::record_revision(ctx, &name).await?;
     observe_drift(data, addon, revision.as_ref(), &mut status).await?;
@@ -233,8 +280,94 @@ async fn converge(
         memo.revision = revision;
         memo.planned = Some(Instant::now());
         memo.healthy = healthy;
+        memo.health_at = Some(Instant::now());
     });
     Ok((status, next(data, addon, healthy), false))
+}
+
+/// Whose rights an apply of `addon` stays within (see [`super::trust`]), refusing first an
+/// installation this `Addon` did not make unless `spec.adopt` (`installed`: the addon has a
+/// record).
+async fn trust_for(
+    data: &Data,
+    addon: &Addon,
+    current: &AddonStatus,
+    installed: bool,
+) -> Result<engine::Trust> {
+    let spec = &addon.spec;
+    let name = addon.name_any();
+    if installed && !claimed(current) && !spec.adopt {
+        return Err(Error::Unauthorized(format!(
+            "addon `{name}` is installed already (by the CLI, KubeVela or another Addon) and this Addon did not install it, so it is left as it is; to take it over, set `spec.adopt: true` (setting it needs the verb `approve` on addons.addonctl.io)"
+        )));
+    }
+    let ctx = data.shared.ctx();
+    let author = match data.shared.settings.authorize_as {
+        super::trust::AuthorizeAs::Controller => None,
+        super::trust::AuthorizeAs::Author => {
+            if !super::trust::policy_installed(&ctx.cluster).await? {
+                return Err(Error::Unauthorized(format!(
+                    "the ValidatingAdmissionPolicy `{}` and its binding are not installed on the control plane, so nothing vouches for who wrote the Addon: apply them (`addonctl controller manifests` prints them), or run the controller with `--authorize-as controller` if only its administrators can write Addons",
+                    super::trust::POLICY
+                )));
+            }
+            let author = super::trust::Author::of(addon)?;
+            for parameter in &spec.secret_parameters {
+                super::trust::author_reads_secret(
+                    &ctx.cluster,
+                    &author,
+                    &parameter.name,
+                    &ctx.namespace,
+                    &parameter.secret_ref.name,
+                )
+                .await?;
+            }
+            Some(author)
+        }
+    };
+    Ok(engine::Trust {
+        author,
+        allow: spec.allow.clone(),
+        secret_parameters: spec
+            .secret_parameters
+            .iter()
+            .map(|p| p.name.clone())
+            .collect(),
+    })
+}
+
+/// Whether this `Addon` installed (or took over) its addon: it says so, or it applied before
+/// it said so.
+fn claimed(current: &AddonStatus) -> bool {
+    current.installation.is_some() || current.applied_revision.is_some()
+}
+
+/// Before the first apply: says in the status that this `Addon` installs the addon (`Created`)
+/// or takes over an existing installation (`Adopted`), so that deleting it disables the addon
+/// even when the apply is cut short.
+async fn claim(
+    data: &Data,
+    addon: &Addon,
+    current: &AddonStatus,
+    installed: bool,
+    status: &mut AddonStatus,
+) -> Result<()> {
+    if claimed(current) {
+        if status.installation.is_none() {
+            status.installation = Some("Created".to_owned());
+        }
+        return Ok(());
+    }
+    let installation = if installed { "Adopted" } else { "Created" };
+    data.api
+        .patch_status(
+            &addon.name_any(),
+            &crate::cluster::patch_params(),
+            &Patch::Merge(&json!({ "status": { "installation": installation } })),
+        )
+        .await?;
+    status.installation = Some(installation.to_owned());
+    Ok(())
 }
 
 /// Whether nothing an apply depends on changed since the last one: the inputs' `digest` and the
@@ -306,7 +439,7 @@ async fn observe_drift(
     addon: &Addon,
     revision: Option<&String>,
     status: &mut AddonStatus,
-) -> Result<()> {
+) -> Result<bool> {
     // A failed check is reported in `Drifted` and does not fail the reconcile: the addon is
     // applied; drift is looked at again at the next interval.
     let spec = engine::drift_spec(addon.spec.drift.as_ref());
@@ -315,7 +448,7 @@ async fn observe_drift(
     if spec.policy == crate::drift::Policy::Ignore {
         data.watches.forget(&name);
         status.conditions.retain(|c| c.type_ != "Drifted");
-        return Ok(());
+        return Ok(false);
     }
     let mut memo = data.take_drift(&name);
     let watched = data.watches.vouched(&name);
@@ -352,7 +485,7 @@ async fn observe_drift(
                 ),
                 &now(),
             );
-            return Ok(());
+            return Ok(true);
         }
     };
     data.watches.follow(addon, &report.places).await;
@@ -398,7 +531,7 @@ async fn observe_drift(
         )
     };
     status.set_condition(drifted, &now());
-    Ok(())
+    Ok(!left.is_empty() || !report.corrected.is_empty() || !report.errors.is_empty())
 }
 
 /// What the records of the addons but `name` list, from the records' watch cache; `None` when
@@ -463,7 +596,13 @@ async fn observe_health(
             name: cluster.clone(),
             outcome: outcome.map_or_else(|| "unknown".to_owned(), |c| c.outcome.clone()),
             health: state,
-            message: outcome.and_then(|c| c.message.clone()).or(message),
+            // What the cluster shows now; the apply's own message only while it stands
+            // (a failure there), never a stale one from an earlier look.
+            message: message.or_else(|| {
+                outcome
+                    .filter(|c| c.outcome == "failed")
+                    .and_then(|c| c.message.clone())
+            }),
         });
     }
     let healthy_count = clusters.iter().filter(|c| c.health == "healthy").count();
@@ -472,17 +611,38 @@ async fn observe_health(
         .filter(|c| c.outcome == "failed")
         .map(|c| c.name.clone())
         .collect();
-    let all_healthy = health.enabled && failed.is_empty();
-    status.cluster_summary = Some(format!("{healthy_count}/{}", clusters.len()));
+    // Ready means what GitOps tools take it to mean: applied and healthy on every selected
+    // cluster. Under KubeVela (no per-cluster objects read back) the Application's phase says.
+    let per_cluster = !health.clusters.is_empty();
+    let total = clusters.len();
+    let all_healthy = health.enabled
+        && failed.is_empty()
+        && (!per_cluster || (total > 0 && healthy_count == total));
+    status.cluster_summary = Some(format!("{healthy_count}/{total}"));
+    let unhealthy: Vec<String> = clusters
+        .iter()
+        .filter(|c| c.health != "healthy")
+        .take(5)
+        .map(|c| match &c.message {
+            Some(message) => format!("{}: {} ({message})", c.name, c.health),
+            None => format!("{}: {}", c.name, c.health),
+        })
+        .collect();
     status.clusters = clusters;
     let now = now();
-    let ready_message = if all_healthy {
-        format!("enabled on {healthy_count} cluster(s)")
+    let ready_message = if all_healthy && per_cluster {
+        format!("healthy on {healthy_count} of {total} cluster(s)")
+    } else if all_healthy {
+        "enabled (KubeVela reports its Application running)".to_owned()
     } else {
-        health
-            .reason
-            .clone()
-            .unwrap_or_else(|| format!("{healthy_count} of {} cluster(s) healthy", names.len()))
+        let mut message = format!("{healthy_count} of {total} cluster(s) healthy");
+        if !unhealthy.is_empty() {
+            message.push_str(&format!("; {}", unhealthy.join("; ")));
+        }
+        if let Some(reason) = &health.reason {
+            message.push_str(&format!("; {reason}"));
+        }
+        message
     };
     let reason = if all_healthy {
         "Enabled"
@@ -573,7 +733,9 @@ async fn record_failure(
     status.consecutive_failures = failures;
     status.last_error = Some(error.to_string());
     let now = now();
-    let reason = if error.is_user_error() {
+    let reason = if matches!(error, Error::Unauthorized(_)) {
+        "Refused"
+    } else if error.is_user_error() {
         "InvalidSpec"
     } else {
         "ReconcileFailed"
@@ -640,10 +802,8 @@ fn known_clusters(data: &Data) -> Vec<KnownCluster> {
 
 /// The secret parameters' values (by parameter path) and the versions of their Secrets (for
 /// the digest). A missing Secret or key is an error that says which and what to do.
-async fn read_secrets(
-    data: &Data,
-    spec: &AddonSpec,
-) -> Result<(Vec<(String, Value)>, Vec<String>)> {
+async fn read_secrets(data: &Data, addon: &Addon) -> Result<(Vec<(String, Value)>, Vec<String>)> {
+    let spec = &addon.spec;
     let mut values = Vec::new();
     let mut versions = Vec::new();
     for parameter in &spec.secret_parameters {
@@ -659,6 +819,12 @@ async fn read_secrets(
                 ),
             });
         };
+        super::trust::secret_usable(
+            &parameter.name,
+            &reference.name,
+            &secret.metadata.labels.clone().unwrap_or_default(),
+            &addon.name_any(),
+        )?;
         let data_map = secret.data.clone().unwrap_or_default();
         let Some(bytes) = data_map.get(&reference.key) else {
             let keys: Vec<&str> = data_map.keys().map(String::as_str).collect();

@@ -17,6 +17,12 @@ pub const VERSION: &str = "v1alpha1";
 /// before the resource goes.
 pub const FINALIZER: &str = "addonctl.io/disable";
 
+/// The annotation naming the user who last wrote an `Addon`'s spec: the controller acts for
+/// them, never beyond their rights (the shipped ValidatingAdmissionPolicy makes it true).
+pub const AUTHOR: &str = "addonctl.io/author";
+/// The annotation listing that user's groups (comma-separated; a subset of theirs).
+pub const AUTHOR_GROUPS: &str = "addonctl.io/author-groups";
+
 /// An addon declared as a resource: which addon, which version constraint, with which
 /// parameters, on which clusters.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -69,6 +75,33 @@ pub struct AddonSpec {
     /// Stop reconciling: nothing is written until it is `false` again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspend: bool,
+    /// What the plan's review flags and this `Addon` may still apply: `privilegedRbac`,
+    /// `foreignNamespace`, `webhook`, `customResourceDefinition`, `adopts`. Setting it needs
+    /// the `approve` verb on `addons.addonctl.io` (the shipped policy checks it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<Allowance>,
+    /// Take over an installation made by other means (the CLI, KubeVela): without it, an
+    /// addon this `Addon` did not install is left alone. Needs `approve`, as `allow` does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
+}
+
+/// What an `Addon` may apply although the plan's review flags it.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum Allowance {
+    /// RBAC that grants much, or grants it to everyone.
+    PrivilegedRbac,
+    /// Objects in namespaces that are not the addon's.
+    ForeignNamespace,
+    /// Admission webhooks.
+    Webhook,
+    /// Replacing CustomResourceDefinitions already present.
+    CustomResourceDefinition,
+    /// Adopting existing objects addonctl did not create.
+    Adopts,
 }
 
 /// A parameter whose value is the key of a Secret in the `Addon`'s namespace.
@@ -246,6 +279,14 @@ pub struct AddonStatus {
     /// The last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// `Created` once this `Addon` installed the addon, `Adopted` once it took over an
+    /// installation made by other means (`spec.adopt`); absent while it has installed nothing,
+    /// and then deleting it disables nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation: Option<String>,
+    /// What the plan's review flagged at the last apply (allowed by `spec.allow` or refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 /// Where a staged rollout stands.

@@ -26,6 +26,8 @@ pub(super) struct Memo {
     pub planned: Option<Instant>,
     /// Whether every target cluster was healthy at the last look.
     pub healthy: bool,
+    /// When the health was last read.
+    pub health_at: Option<Instant>,
     /// Failures in a row, with the generation they failed at.
     pub failures: u32,
     /// The generation of those failures.

@@ -34,6 +34,20 @@ pub struct Desired {
     /// every target gets the version. Direct engine only: with KubeVela a non-empty `hold` is
     /// refused ([`crate::Error::HoldNeedsDirectEngine`]).
     pub hold: Vec<String>,
+    /// Whose rights it is applied within, and what the review may flag.
+    pub trust: Trust,
+}
+
+/// What an apply may do for an `Addon` (see [`super::trust`]).
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// The author whose rights bound the apply; `None`: the controller's own
+    /// (`--authorize-as controller`).
+    pub author: Option<super::trust::Author>,
+    /// What the plan's review may flag (`spec.allow`).
+    pub allow: Vec<super::crd::Allowance>,
+    /// The parameters read from Secrets: each must be a `secret()` parameter.
+    pub secret_parameters: Vec<String>,
 }
 
 impl Desired {
@@ -43,6 +57,7 @@ impl Desired {
         spec: &super::crd::AddonSpec,
         version: String,
         parameters: super::targets::Parameters,
+        trust: Trust,
     ) -> Desired {
         Desired {
             name,
@@ -51,6 +66,7 @@ impl Desired {
             args: parameters.base,
             overrides: parameters.overrides,
             hold: Vec::new(),
+            trust,
         }
     }
 }
@@ -66,6 +82,8 @@ pub struct Applied {
     pub clusters: Vec<ClusterStatus>,
     /// Whether the apply wrote nothing.
     pub unchanged: bool,
+    /// What the plan's review flagged (and `spec.allow` allowed).
+    pub flags: Vec<String>,
 }
 
 /// The addon's health as `status` reads it.
@@ -100,6 +118,7 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
     };
     let mut plan = crate::plan::plan(&ctx.planner(), &request, false).await?;
     plan.hold = desired.hold.iter().cloned().collect();
+    let flags = vouch(ctx, &mut plan, desired).await?;
     let reports = crate::apply::execute(&ctx.applier(), &plan, false, &NoopReporter).await?;
     let Some(root) = reports.iter().find(|r| r.name == desired.name) else {
         return Ok(Applied {
@@ -132,7 +151,51 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
             .unwrap_or_default(),
         clusters,
         unchanged: reports.iter().all(crate::apply::StepReport::unchanged),
+        flags,
     })
+}
+
+/// What the review flags in a plan without reading a cluster (see
+/// [`crate::apply::review::step_flags`]).
+pub fn plan_flags(ctx: &Context, plan: &crate::plan::Plan) -> Vec<crate::plan::protect::Flag> {
+    plan.steps
+        .iter()
+        .filter(|s| s.action != crate::plan::Action::Keep)
+        .flat_map(|s| crate::apply::review::step_flags(s, &ctx.namespace))
+        .collect()
+}
+
+/// Before anything is applied: only `secret()` parameters are read from Secrets; what the
+/// review flags is allowed by `spec.allow` (returned, to be shown); the author may do what the
+/// plan does (see [`super::trust`]). Sets the plan's adoption per `spec.allow`.
+async fn vouch(
+    ctx: &Context,
+    plan: &mut crate::plan::Plan,
+    desired: &Desired,
+) -> Result<Vec<String>> {
+    let trust = &desired.trust;
+    if let Some(root) = plan.steps.iter().find(|s| s.rendered.name == desired.name) {
+        for parameter in &trust.secret_parameters {
+            if !root.rendered.schema.is_secret(parameter) {
+                return Err(Error::SecretParameter {
+                    parameter: parameter.clone(),
+                    reason: format!(
+                        "it is not a `secret()` parameter of addon `{}`: only those are read from Secrets (their values are masked wherever they are shown); give it in `parameters`",
+                        desired.name
+                    ),
+                });
+            }
+        }
+    }
+    // The author's rights first: what they could not do themselves is refused whatever
+    // `spec.allow` says.
+    if let Some(author) = &trust.author {
+        super::trust::authorize(ctx, plan, author).await?;
+    }
+    let flags = plan_flags(ctx, plan);
+    super::trust::refuse_flags(&flags, &trust.allow)?;
+    plan.adopt = trust.allow.contains(&super::crd::Allowance::Adopts);
+    Ok(flags.iter().map(ToString::to_string).collect())
 }
 
 /// The overrides of `desired` for the clusters its `clusters` argument names (a rollout's batch
@@ -209,19 +272,8 @@ fn health_of(status: crate::status::Status) -> Health {
         if let Some(version) = &cluster.version {
             versions.insert(cluster.cluster.clone(), version.clone());
         }
-        let (ready, total, missing) = cluster.readiness();
-        let entry = match (&cluster.error, missing, ready == total) {
-            (Some(e), _, _) => ("unreachable".to_owned(), Some(e.clone())),
-            (None, 0, true) => ("healthy".to_owned(), None),
-            (None, 0, false) => (
-                "progressing".to_owned(),
-                Some(format!("{ready}/{total} workloads ready")),
-            ),
-            (None, m, _) => (
-                "progressing".to_owned(),
-                Some(format!("{m} objects missing")),
-            ),
-        };
+        let (health, message) = cluster.health();
+        let entry = (health.as_str().to_owned(), message);
         clusters.insert(cluster.cluster.clone(), entry);
     }
     Health {
@@ -429,6 +481,7 @@ pub fn version_request(name: String, spec: &super::crd::AddonSpec) -> Desired {
         args: Map::new(),
         overrides: crate::plan::Overrides::default(),
         hold: Vec::new(),
+        trust: Trust::default(),
     }
 }
 

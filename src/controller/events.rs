@@ -122,9 +122,14 @@ pub(super) async fn failed(
 ) {
     // No count in the message: the same failure again is the same outcome (not published
     // again within `REPEAT`).
+    let reason = if matches!(error, Error::Unauthorized(_)) {
+        "Refused"
+    } else {
+        "ApplyFailed"
+    };
     let note = format!("reconcile failed: {error}");
     events
-        .publish(addon, EventType::Warning, "ApplyFailed", note, false)
+        .publish(addon, EventType::Warning, reason, note, false)
         .await;
     let budget = backoff.budget;
     if failures >= budget {
@@ -158,6 +163,17 @@ pub(super) async fn drift(events: &Events, addon: &Addon, report: &crate::drift:
             .publish(addon, EventType::Normal, "DriftCorrected", note, true)
             .await;
     }
+}
+
+/// `Flagged`: what the plan's review flagged and `spec.allow` allowed, applied.
+pub(super) async fn flagged(events: &Events, addon: &Addon, flags: &[String]) {
+    let note = format!(
+        "applied what the review flags, as `spec.allow` allows: {}",
+        flags.join("; ")
+    );
+    events
+        .publish(addon, EventType::Warning, "Flagged", note, false)
+        .await;
 }
 
 /// `DisableRefused`: the `Addon` is being deleted and the addon cannot be disabled.

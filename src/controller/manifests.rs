@@ -90,6 +90,64 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
             binding("ClusterRoleBinding", NAME, "ClusterRole", role.name(), ns, &labels),
         ),
     ];
+    let controller = format!("system:serviceaccount:{ns}:{NAME}");
+    out.push((
+        format!(
+            "Acting for an Addon's author: the controller asks, with SubjectAccessReviews, whether the\n\
+             user who wrote the Addon may do what its addon does (on the control plane; on a managed\n\
+             cluster its joined credentials ask)"
+        ),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": format!("{NAME}-reviews"), "labels": labels},
+               "rules": [{"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+                         {"apiGroups": ["admissionregistration.k8s.io"],
+                          "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+                          "verbs": ["get"]}]}),
+    ));
+    out.push((
+        format!("Grants `{NAME}-reviews` to the controller"),
+        binding(
+            "ClusterRoleBinding",
+            &format!("{NAME}-reviews"),
+            "ClusterRole",
+            &format!("{NAME}-reviews"),
+            ns,
+            &labels,
+        ),
+    ));
+    for (comment, document) in super::trust::policy_manifests(&controller)
+        .into_iter()
+        .zip([
+            "Who wrote an Addon: the annotation addonctl.io/author must name the user writing its spec\n\
+             (addonctl.io/author-groups: some of their groups), and only users with the verb `approve` on\n\
+             addons.addonctl.io may set spec.allow or spec.adopt. The controller acts only while this\n\
+             policy and its binding are installed (Kubernetes 1.30 or later)",
+            "Enforces the policy above",
+        ])
+        .map(|(document, comment)| (comment.to_owned(), document))
+    {
+        out.push((comment, document));
+    }
+    out.push((
+        format!(
+            "For the people who write Addons (bind with a RoleBinding in `{ns}`): `{NAME}-author` writes\n\
+             Addons, `{NAME}-approver` may also set spec.allow and spec.adopt. Writing an Addon makes the\n\
+             controller act for its author, never beyond the author's own rights"
+        ),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": format!("{NAME}-author"), "labels": labels},
+               "rules": [{"apiGroups": ["addonctl.io"], "resources": ["addons"],
+                          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+                         {"apiGroups": ["addonctl.io"], "resources": ["addons/status"], "verbs": ["get"]}]}),
+    ));
+    out.push((
+        "Approvers: authors who may also allow what a review flags and take over installations".to_owned(),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": format!("{NAME}-approver"), "labels": labels},
+               "rules": [{"apiGroups": ["addonctl.io"], "resources": ["addons"],
+                          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "approve"]},
+                         {"apiGroups": ["addonctl.io"], "resources": ["addons/status"], "verbs": ["get"]}]}),
+    ));
     out.push((
         "The controller: leader election through a Lease, so several replicas are safe".to_owned(),
         deployment(options, &labels),

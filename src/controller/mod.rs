@@ -43,6 +43,7 @@ mod relist;
 mod serve;
 mod stages;
 pub mod targets;
+pub mod trust;
 mod watches;
 mod workers;
 
@@ -93,6 +94,10 @@ pub enum Error {
     /// Drift could not be checked or corrected.
     #[error("drift: {0}")]
     Drift(#[from] crate::drift::Error),
+    /// The `Addon` would make the controller do what its author may not, or what the review
+    /// flags without `spec.allow`.
+    #[error("refused: {0}")]
+    Unauthorized(String),
 }
 
 // The user (or the author of the `Addon`) can fix the `user` ones.
@@ -101,6 +106,7 @@ crate::error::front_end_error!(
     user: Error::Spec(_)
         | Error::Control(_)
         | Error::SecretParameter { .. }
+        | Error::Unauthorized(_)
         | Error::Listen { .. },
     Error::Drift(e) => e.is_user_error(),
     Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
@@ -166,6 +172,9 @@ pub struct ControllerSettings {
     pub concurrency: u16,
     /// Who this process is in the Lease.
     pub identity: String,
+    /// Whose rights an `Addon` is applied within: its author's (the default) or the
+    /// controller's own.
+    pub authorize_as: trust::AuthorizeAs,
 }
 
 impl Default for ControllerSettings {
@@ -179,6 +188,7 @@ impl Default for ControllerSettings {
             backoff: Backoff::default(),
             concurrency: 4,
             identity: crate::state::lease::holder_identity("controller"),
+            authorize_as: trust::AuthorizeAs::Author,
         }
     }
 }

@@ -56,6 +56,8 @@ pub(super) struct Inputs<'a> {
     pub version: String,
     /// The rollout's key.
     pub key: Key,
+    /// Whose rights each batch is applied within.
+    pub trust: engine::Trust,
 }
 
 /// What identifies a rollout: what its clusters are given and how it is staged.
@@ -113,6 +115,8 @@ impl Key {
             rollout,
             drift: _,
             suspend: _,
+            allow: _,
+            adopt: _,
         } = unpaused;
         let content = AddonSpec {
             registry,
@@ -405,6 +409,7 @@ async fn apply_batch(
         args,
         overrides: inputs.overrides.clone(),
         hold,
+        trust: inputs.trust.clone(),
     };
     tracing::info!(addon = %name, clusters = ?clusters, hold = ?desired.hold, "rollout: applying a batch");
     if let Some(applied) = engine::apply_batch(&data.shared.ctx(), &desired).await? {

@@ -239,6 +239,14 @@ pub async fn declare(ctx: &Context, request: &Request) -> Result<Declaration, Er
             exclusions: Vec::new(),
         }),
         suspend: request.suspend,
+        // What the review flags, the person declaring it allows (as `enable` would apply it);
+        // the admission policy lets only approvers write it.
+        allow: crate::controller::engine::plan_flags(ctx, &plan)
+            .into_iter()
+            .map(|f| crate::controller::trust::allowance_of(f.kind))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
         ..AddonSpec::default()
     };
     let mut addon = Addon::new(&name, spec);
@@ -401,12 +409,37 @@ pub async fn write(ctx: &Context, declaration: &Declaration) -> Result<Written, 
         secret_deleted = refs::delete_params_secret(&ctx.cluster, ns, &name).await?;
         None
     };
-    let stored = ctx.cluster.apply(&declaration.addon_value(), ns).await?;
+    let mut addon = declaration.addon_value();
+    // The controller acts for the user writing the `Addon` (the shipped admission policy checks
+    // that these name them): who that is, as the API server sees it.
+    if let Some((user, groups)) = whoami(&ctx.cluster).await {
+        let annotations = crate::controller::trust::author_annotations(&user, &groups);
+        if let Some(meta) = addon.get_mut("metadata") {
+            meta["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
+        }
+    }
+    let stored = ctx.cluster.apply(&addon, ns).await?;
     Ok(Written {
         addon: serde_json::to_value(stored).unwrap_or(Value::Null),
         secret,
         secret_deleted,
     })
+}
+
+/// The user and groups the API server knows the caller as (a SelfSubjectReview); `None`
+/// when it cannot say (before Kubernetes 1.28, or refused).
+pub(crate) async fn whoami(cluster: &crate::cluster::Cluster) -> Option<(String, Vec<String>)> {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    let api: kube::Api<SelfSubjectReview> = kube::Api::all(cluster.client().clone());
+    let review = api
+        .create(
+            &kube::api::PostParams::default(),
+            &SelfSubjectReview::default(),
+        )
+        .await
+        .ok()?;
+    let info = review.status?.user_info?;
+    Some((info.username?, info.groups.unwrap_or_default()))
 }
 
 /// `--cluster-selector k=v,k2=v2` as a label selector (`matchLabels`); empty = every cluster.

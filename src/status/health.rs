@@ -81,7 +81,66 @@ impl ResourceState {
     }
 }
 
+/// One cluster's health in a word, as `status -o json` and an `Addon`'s status both say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ClusterHealth {
+    /// Every object there, every workload ready.
+    Healthy,
+    /// An object missing, or a workload short of ready replicas.
+    Progressing,
+    /// It could not be read (or the last apply failed there).
+    Unreachable,
+}
+
+impl ClusterHealth {
+    /// The word: `healthy`, `progressing`, `unreachable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterHealth::Healthy => "healthy",
+            ClusterHealth::Progressing => "progressing",
+            ClusterHealth::Unreachable => "unreachable",
+        }
+    }
+}
+
 impl ClusterStatus {
+    /// The cluster's health, and what keeps it from healthy (`0/1 workloads ready, 1 object
+    /// missing`, the error).
+    pub fn health(&self) -> (ClusterHealth, Option<String>) {
+        if let Some(error) = &self.error {
+            return (ClusterHealth::Unreachable, Some(error.clone()));
+        }
+        let (ready, total, missing) = self.readiness();
+        if missing == 0 && ready == total {
+            return (ClusterHealth::Healthy, None);
+        }
+        let mut problems = Vec::new();
+        if ready < total {
+            problems.push(format!("{ready}/{total} workloads ready"));
+        }
+        if missing > 0 {
+            let missing_names: Vec<String> = self
+                .resources
+                .iter()
+                .filter(|r| !r.exists)
+                .take(3)
+                .map(|r| format!("{} {}", r.kind, r.name))
+                .collect();
+            let more = if missing > missing_names.len() {
+                format!(" and {} more", missing - missing_names.len())
+            } else {
+                String::new()
+            };
+            problems.push(format!(
+                "{missing} {} missing ({}{more})",
+                if missing == 1 { "object" } else { "objects" },
+                missing_names.join(", ")
+            ));
+        }
+        (ClusterHealth::Progressing, Some(problems.join(", ")))
+    }
+
     /// Workloads ready, workloads, and objects missing on this cluster.
     pub fn readiness(&self) -> (usize, usize, usize) {
         let workloads = self.resources.iter().filter(|r| r.is_workload());

@@ -41,6 +41,20 @@ pub struct ControllerArgs {
     /// `Addon`s reconciled at once (on one worker thread per CPU, at most this many).
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
+    /// Whose rights an `Addon` is applied within: `author` (the user who wrote it, named by
+    /// the annotation `addonctl.io/author` that the shipped admission policy keeps true) or
+    /// `controller` (its own: anyone who may write `Addon`s gets the controller's rights).
+    #[arg(long, value_enum, default_value_t = AuthorizeAsArg::Author)]
+    pub authorize_as: AuthorizeAsArg,
+}
+
+/// `--authorize-as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthorizeAsArg {
+    /// The `Addon`'s author's rights.
+    Author,
+    /// The controller's own rights.
+    Controller,
 }
 
 #[derive(Debug, Subcommand)]

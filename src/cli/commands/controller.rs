@@ -103,6 +103,14 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
         gate_poll: duration("--gate-poll", &args.gate_poll)?,
         backoff,
         concurrency: args.concurrency.max(1),
+        authorize_as: match args.authorize_as {
+            crate::cli::args::AuthorizeAsArg::Author => {
+                addonctl::controller::trust::AuthorizeAs::Author
+            }
+            crate::cli::args::AuthorizeAsArg::Controller => {
+                addonctl::controller::trust::AuthorizeAs::Controller
+            }
+        },
         ..ControllerSettings::default()
     })
 }

@@ -1,0 +1,757 @@
+//! Whom an `Addon` acts for: the controller never does for an `Addon` what its author could
+//! not do themselves.
+//!
+//! The model:
+//! - the author is the user who last wrote the `Addon`'s spec, named by the annotations
+//!   [`AUTHOR`] and [`AUTHOR_GROUPS`] (`addonctl enable --declarative` writes them). The shipped
+//!   ValidatingAdmissionPolicy ([`policy_manifests`]) makes them true: a create, or an update of
+//!   the spec or of the annotations, is refused unless [`AUTHOR`] is the requesting user and
+//!   [`AUTHOR_GROUPS`] a subset of their groups. The controller trusts the annotations only
+//!   while that policy and its binding are installed ([`policy_installed`]);
+//! - before anything is applied, every object the plan writes is checked with a
+//!   SubjectAccessReview for the author: `create` and `patch` on the control plane (its
+//!   definitions and outputs) and on each cluster its components go to, `bind` on the role a
+//!   binding grants, `escalate` for a role granting what the author lacks. One refusal and
+//!   nothing is applied; the status and an Event name every missing right ([`authorize`]);
+//! - what the plan's review flags (privileged RBAC, objects outside the addon's namespaces,
+//!   webhooks, replaced CRDs, adopted objects) is refused unless `spec.allow` lists it; the
+//!   policy lets only users with `approve` on the `Addon` set `allow` or `adopt`;
+//! - an installation made by other means is taken over only with `spec.adopt`; an `Addon`
+//!   that installed nothing (suspended, refused, never applied) releases without disabling;
+//! - `secretParameters` read only Secrets labelled [`SECRET_PARAMETER_LABEL`] (or the
+//!   `Addon`'s own `addon-params-<name>`), never cluster credentials, registry tokens,
+//!   records or another addon's parameters, only for `secret()` parameters, and only Secrets
+//!   the author may `get`.
+//!
+//! `--authorize-as controller` turns the author checks off (every writer of `Addon`s gets the
+//! controller's rights): for a controller only its administrators can reach.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::api::{Api, PostParams};
+use kube::ResourceExt as _;
+use serde_json::{json, Value};
+
+use super::crd::{Addon, Allowance, AUTHOR, AUTHOR_GROUPS};
+use super::{Error, Result};
+use crate::cluster::Cluster;
+use crate::context::Context;
+use crate::plan::protect::{Flag, FlagKind};
+
+/// The name of the shipped ValidatingAdmissionPolicy and of its binding.
+pub const POLICY: &str = "addonctl-addon-author";
+/// The annotation both carry, with the policy's version: an older policy is not trusted.
+const POLICY_VERSION_ANNOTATION: &str = "addonctl.io/policy-version";
+/// The policy's version.
+const POLICY_VERSION: &str = "1";
+/// The label a Secret carries to be readable through `secretParameters`.
+pub const SECRET_PARAMETER_LABEL: &str = "addonctl.io/secret-parameter";
+/// Reviews in flight at once.
+const CONCURRENCY: usize = 8;
+/// Rules of one role checked one by one; a role with more needs `escalate`.
+const MAX_RULE_CHECKS: usize = 64;
+
+/// Whose rights the controller acts within.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuthorizeAs {
+    /// The `Addon`'s author's (the default).
+    #[default]
+    Author,
+    /// Its own: every writer of `Addon`s gets the controller's rights.
+    Controller,
+}
+
+/// The user an `Addon` acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Author {
+    /// The user name.
+    pub user: String,
+    /// Their groups (as the annotation lists them).
+    pub groups: Vec<String>,
+}
+
+impl std::fmt::Display for Author {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`", self.user)
+    }
+}
+
+impl Author {
+    /// The author the `Addon`'s annotations name.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unauthorized`] when [`AUTHOR`] is missing or empty.
+    pub fn of(addon: &Addon) -> Result<Author> {
+        let annotations = addon.annotations();
+        let user = annotations
+            .get(AUTHOR)
+            .map(|u| u.trim().to_owned())
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                Error::Unauthorized(format!(
+                    "the `Addon` names no author (annotation `{AUTHOR}`): the controller acts only for the user who wrote it; write it with `addonctl enable {} --declarative`, or set `{AUTHOR}` to your user name and `{AUTHOR_GROUPS}` to your groups (the policy `{POLICY}` checks both)",
+                    addon.name_any()
+                ))
+            })?;
+        let groups = annotations
+            .get(AUTHOR_GROUPS)
+            .map(|g| {
+                g.split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Author { user, groups })
+    }
+}
+
+/// The annotations that name `user` with `groups` as an `Addon`'s author.
+pub fn author_annotations(user: &str, groups: &[String]) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (AUTHOR.to_owned(), user.to_owned()),
+        (AUTHOR_GROUPS.to_owned(), groups.join(",")),
+    ])
+}
+
+/// The ValidatingAdmissionPolicy that keeps [`AUTHOR`] true and `allow`/`adopt` to approvers,
+/// and its binding. `controller` is the controller's own user (its finalizer writes are not
+/// spec changes, but it is exempt all the same).
+pub fn policy_manifests(controller: &str) -> Vec<Value> {
+    let annotations = json!({ POLICY_VERSION_ANNOTATION: POLICY_VERSION });
+    let unchanged = "oldObject != null && object.spec == oldObject.spec && variables.author == variables.oldAuthor && variables.groups == variables.oldGroups";
+    vec![
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": POLICY, "annotations": annotations},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [super::crd::GROUP],
+                    "apiVersions": ["*"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["addons"],
+                }]},
+                "matchConditions": [{
+                    "name": "not-the-controller",
+                    "expression": format!("request.userInfo.username != '{controller}'"),
+                }],
+                "variables": [
+                    {"name": "annotations", "expression": "has(object.metadata.annotations) ? object.metadata.annotations : {}"},
+                    {"name": "oldAnnotations", "expression": "oldObject != null && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}"},
+                    {"name": "author", "expression": format!("'{AUTHOR}' in variables.annotations ? variables.annotations['{AUTHOR}'] : ''")},
+                    {"name": "oldAuthor", "expression": format!("'{AUTHOR}' in variables.oldAnnotations ? variables.oldAnnotations['{AUTHOR}'] : ''")},
+                    {"name": "groups", "expression": format!("'{AUTHOR_GROUPS}' in variables.annotations ? variables.annotations['{AUTHOR_GROUPS}'] : ''")},
+                    {"name": "oldGroups", "expression": format!("'{AUTHOR_GROUPS}' in variables.oldAnnotations ? variables.oldAnnotations['{AUTHOR_GROUPS}'] : ''")},
+                    {"name": "unchanged", "expression": unchanged},
+                    {"name": "optsIn", "expression": "(has(object.spec.allow) && size(object.spec.allow) > 0) || (has(object.spec.adopt) && object.spec.adopt)"},
+                ],
+                "validations": [
+                    {
+                        "expression": "variables.unchanged || variables.author == request.userInfo.username",
+                        "messageExpression": format!("'the annotation {AUTHOR} must name the user writing the Addon (' + request.userInfo.username + '): the controller acts for its author and within their rights; `addonctl enable --declarative` sets it'"),
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "variables.unchanged || variables.groups == '' || variables.groups.split(',').all(g, g in request.userInfo.groups)",
+                        "messageExpression": format!("'the annotation {AUTHOR_GROUPS} may list only groups of the user writing the Addon (' + request.userInfo.groups.join(',') + ')'"),
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "variables.unchanged || !variables.optsIn || authorizer.group('addonctl.io').resource('addons').namespace(object.metadata.namespace).name(object.metadata.name).check('approve').allowed()",
+                        "messageExpression": "'spec.allow and spec.adopt let the controller apply what a review flags or take over an installation: setting them needs the verb approve on addons.addonctl.io (' + request.userInfo.username + ' lacks it)'",
+                        "reason": "Forbidden",
+                    },
+                ],
+            },
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": POLICY, "annotations": annotations},
+            "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+        }),
+    ]
+}
+
+/// Whether the policy and its binding (this version, denying) are installed on the control
+/// plane: only then do the author annotations say who wrote an `Addon`.
+pub async fn policy_installed(cluster: &Cluster) -> Result<bool> {
+    let gvk =
+        |kind: &str| kube::core::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    for kind in [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ] {
+        let found = match cluster.get(&gvk(kind), None, POLICY).await {
+            Ok(found) => found,
+            // Not served (before Kubernetes 1.30) or not readable: not installed as far as the
+            // controller can tell.
+            Err(crate::cluster::Error::Forbidden { .. }) => return Ok(false),
+            Err(e) => return Err(Error::Library(Box::new(e.into()))),
+        };
+        let Some(found) = found else {
+            return Ok(false);
+        };
+        let value = serde_json::to_value(found).unwrap_or(Value::Null);
+        let version = value
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                POLICY_VERSION_ANNOTATION.replace('/', "~1")
+            ))
+            .and_then(Value::as_str);
+        if version != Some(POLICY_VERSION) {
+            return Ok(false);
+        }
+        if kind == "ValidatingAdmissionPolicyBinding"
+            && !value
+                .pointer("/spec/validationActions")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == "Deny"))
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// One right to check: a resource request or a non-resource one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Right {
+    verb: String,
+    group: String,
+    resource: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    /// A non-resource URL (`/metrics`) instead of a resource.
+    path: Option<String>,
+}
+
+impl std::fmt::Display for Right {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(path) = &self.path {
+            return write!(f, "{} {path}", self.verb);
+        }
+        let resource = if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        };
+        write!(f, "{} {resource}", self.verb)?;
+        if let Some(name) = &self.name {
+            write!(f, " `{name}`")?;
+        }
+        match &self.namespace {
+            Some(ns) => write!(f, " in namespace `{ns}`"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Right {
+    fn on(verb: &str, group: &str, resource: &str, ns: Option<&str>, name: Option<&str>) -> Self {
+        Right {
+            verb: verb.to_owned(),
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            namespace: ns.map(str::to_owned),
+            name: name.map(str::to_owned),
+            path: None,
+        }
+    }
+}
+
+/// Asks `cluster` whether `author` holds `right`.
+async fn allowed(cluster: &Cluster, author: &Author, right: &Right) -> Result<bool> {
+    let spec = SubjectAccessReviewSpec {
+        user: Some(author.user.clone()),
+        groups: Some(author.groups.clone()),
+        resource_attributes: right.path.is_none().then(|| ResourceAttributes {
+            verb: Some(right.verb.clone()),
+            group: Some(right.group.clone()),
+            resource: Some(right.resource.clone()),
+            namespace: right.namespace.clone(),
+            name: right.name.clone(),
+            ..ResourceAttributes::default()
+        }),
+        non_resource_attributes: right.path.as_ref().map(|path| NonResourceAttributes {
+            path: Some(path.clone()),
+            verb: Some(right.verb.clone()),
+        }),
+        ..SubjectAccessReviewSpec::default()
+    };
+    let review = SubjectAccessReview {
+        spec,
+        ..SubjectAccessReview::default()
+    };
+    let api: Api<SubjectAccessReview> = Api::all(cluster.client().clone());
+    let answer = api.create(&PostParams::default(), &review).await?;
+    Ok(answer
+        .status
+        .is_some_and(|s| s.allowed && !s.denied.unwrap_or(false)))
+}
+
+/// The rights writing `object` (server-side apply) takes on a cluster whose `resource` of it is
+/// known: `create` and `patch`, `bind` on a binding's role, and for a role each rule it grants
+/// (or `escalate`, checked when one is missing).
+fn object_rights(
+    object: &Value,
+    group: &str,
+    plural: &str,
+    namespace: Option<&str>,
+) -> (Vec<Right>, Option<(Vec<Right>, Right)>) {
+    let name = object.pointer("/metadata/name").and_then(Value::as_str);
+    let mut rights = vec![
+        Right::on("create", group, plural, namespace, None),
+        Right::on("patch", group, plural, namespace, name),
+    ];
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let rbac = group == "rbac.authorization.k8s.io";
+    if rbac && (kind == "ClusterRoleBinding" || kind == "RoleBinding") {
+        let role_kind = object.pointer("/roleRef/kind").and_then(Value::as_str);
+        let role = object.pointer("/roleRef/name").and_then(Value::as_str);
+        let (resource, ns) = if role_kind == Some("ClusterRole") {
+            ("clusterroles", None)
+        } else {
+            ("roles", namespace)
+        };
+        rights.push(Right::on("bind", group, resource, ns, role));
+    }
+    let granted = if rbac && (kind == "ClusterRole" || kind == "Role") {
+        let mut grants = Vec::new();
+        for rule in object
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let list = |key: &str| -> Vec<String> {
+                rule.get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let (verbs, groups, resources, names, paths) = (
+                list("verbs"),
+                list("apiGroups"),
+                list("resources"),
+                list("resourceNames"),
+                list("nonResourceURLs"),
+            );
+            for verb in &verbs {
+                for path in &paths {
+                    grants.push(Right {
+                        verb: verb.clone(),
+                        group: String::new(),
+                        resource: String::new(),
+                        namespace: None,
+                        name: None,
+                        path: Some(path.clone()),
+                    });
+                }
+                for g in &groups {
+                    for resource in &resources {
+                        if names.is_empty() {
+                            grants.push(Right::on(verb, g, resource, namespace, None));
+                        }
+                        for n in &names {
+                            grants.push(Right::on(verb, g, resource, namespace, Some(n)));
+                        }
+                    }
+                }
+            }
+        }
+        let resource = if kind == "ClusterRole" {
+            "clusterroles"
+        } else {
+            "roles"
+        };
+        Some((
+            grants,
+            Right::on("escalate", group, resource, namespace, name),
+        ))
+    } else {
+        None
+    };
+    (rights, granted)
+}
+
+/// What one cluster must allow the author: plain rights, and per role its grants with the
+/// `escalate` that stands in for them.
+#[derive(Default)]
+struct ClusterRights {
+    rights: BTreeSet<Right>,
+    roles: Vec<(Vec<Right>, Right)>,
+}
+
+impl ClusterRights {
+    async fn add(
+        &mut self,
+        cluster: &Cluster,
+        object: &Value,
+        default_namespace: &str,
+    ) -> Result<()> {
+        let Some(gvk) = crate::cluster::gvk_of(object) else {
+            return Ok(());
+        };
+        let resource = cluster
+            .resource(&gvk)
+            .await
+            .map_err(|e| Error::Library(Box::new(e.into())))?;
+        // A kind the cluster does not serve is not applied there (the apply says so).
+        let Some((resource, caps)) = resource else {
+            return Ok(());
+        };
+        let namespace = (caps.scope == kube::discovery::Scope::Namespaced).then(|| {
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(default_namespace)
+        });
+        let (rights, role) = object_rights(object, &resource.group, &resource.plural, namespace);
+        self.rights.extend(rights);
+        self.roles.extend(role);
+        Ok(())
+    }
+
+    /// The rights `author` lacks on `cluster`.
+    async fn missing(&self, cluster: &Cluster, author: &Author) -> Result<Vec<Right>> {
+        let ask = |right: Right| async move {
+            let answer = allowed(cluster, author, &right).await;
+            (right, answer)
+        };
+        let answers: Vec<(Right, Result<bool>)> =
+            futures::stream::iter(self.rights.iter().cloned())
+                .map(ask)
+                .buffer_unordered(CONCURRENCY)
+                .collect()
+                .await;
+        let mut missing = Vec::new();
+        for (right, answer) in answers {
+            if !answer? {
+                missing.push(right);
+            }
+        }
+        for (grants, escalate) in &self.roles {
+            if grants.len() <= MAX_RULE_CHECKS {
+                let answers: Vec<(Right, Result<bool>)> =
+                    futures::stream::iter(grants.iter().cloned())
+                        .map(ask)
+                        .buffer_unordered(CONCURRENCY)
+                        .collect()
+                        .await;
+                let mut lacks = false;
+                for (_, answer) in answers {
+                    lacks |= !answer?;
+                }
+                if !lacks {
+                    continue;
+                }
+            }
+            if !allowed(cluster, author, escalate).await? {
+                missing.push(escalate.clone());
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        Ok(missing)
+    }
+}
+
+/// Refuses, before anything is applied, a plan whose objects `author` could not write
+/// themselves: on the control plane (definitions, ConfigMaps, views, outputs) and on every
+/// cluster its components go to. The error names every missing right, per cluster.
+pub async fn authorize(ctx: &Context, plan: &crate::plan::Plan, author: &Author) -> Result<()> {
+    let mut per_cluster: BTreeMap<String, ClusterRights> = BTreeMap::new();
+    let joined = ctx
+        .state()
+        .joined()
+        .await
+        .map_err(|e| Error::Library(Box::new(e)))?;
+    let infos: Vec<crate::cluster::set::ClusterInfo> =
+        joined.iter().map(|(info, _)| info.clone()).collect();
+    let mut placed: BTreeMap<String, Vec<(Value, Option<String>)>> = BTreeMap::new();
+    for step in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != crate::plan::Action::Keep)
+    {
+        let rendered = &step.rendered;
+        let local = per_cluster
+            .entry(crate::cluster::set::LOCAL.to_owned())
+            .or_default();
+        for object in rendered
+            .definitions
+            .iter()
+            .chain(&rendered.config_maps)
+            .chain(&rendered.views)
+            .chain(rendered.outputs.iter().map(|(_, o)| o))
+        {
+            local.add(&ctx.cluster, object, &ctx.namespace).await?;
+        }
+        let objects = crate::apply::direct::component_objects(&rendered.application)
+            .map_err(|e| Error::Library(Box::new(e)))?;
+        let placements = crate::apply::direct::placements(&rendered.application);
+        let targets = crate::apply::direct::resolve_targets(&placements, &infos)
+            .map_err(|e| Error::Library(Box::new(e)))?;
+        for (cluster, namespace) in targets {
+            placed
+                .entry(cluster)
+                .or_default()
+                .extend(objects.iter().map(|o| (o.clone(), namespace.clone())));
+        }
+    }
+    let names: BTreeSet<String> = placed.keys().cloned().collect();
+    let clients = ctx.state().clients_of(&joined, &names).await;
+    let mut clusters: BTreeMap<String, Cluster> = BTreeMap::new();
+    clusters.insert(crate::cluster::set::LOCAL.to_owned(), ctx.cluster.clone());
+    for (name, client) in clients {
+        match client {
+            Ok(cluster) => {
+                clusters.insert(name, cluster);
+            }
+            Err(error) => {
+                return Err(Error::Unauthorized(format!(
+                    "cannot check the author's rights on cluster `{name}`: {error}"
+                )))
+            }
+        }
+    }
+    for (name, objects) in placed {
+        let Some(cluster) = clusters.get(&name) else {
+            continue;
+        };
+        let rights = per_cluster.entry(name).or_default();
+        for (object, namespace) in objects {
+            let default = namespace.as_deref().unwrap_or(&ctx.namespace);
+            let mut object = object;
+            if let (Some(ns), Some(meta)) = (&namespace, object.get_mut("metadata")) {
+                if meta.get("namespace").is_some() {
+                    meta["namespace"] = Value::from(ns.clone());
+                }
+            }
+            rights.add(cluster, &object, default).await?;
+        }
+    }
+    let mut refusals = Vec::new();
+    for (name, rights) in &per_cluster {
+        let Some(cluster) = clusters.get(name) else {
+            continue;
+        };
+        let missing = rights.missing(cluster, author).await?;
+        if !missing.is_empty() {
+            let shown: Vec<String> = missing.iter().take(8).map(ToString::to_string).collect();
+            let more = missing.len().saturating_sub(shown.len());
+            refusals.push(format!(
+                "on cluster `{name}`: {}{}",
+                shown.join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    if refusals.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unauthorized(format!(
+        "its author {author} may not do what the addon does, so the controller does not do it for them: {}; grant the author these rights (or have someone who holds them write the Addon)",
+        refusals.join(" — ")
+    )))
+}
+
+/// The allowance that lets an `Addon` apply what `flag` flags.
+pub fn allowance_of(flag: FlagKind) -> Allowance {
+    match flag {
+        FlagKind::PrivilegedRbac => Allowance::PrivilegedRbac,
+        FlagKind::ForeignNamespace => Allowance::ForeignNamespace,
+        FlagKind::Webhook => Allowance::Webhook,
+        FlagKind::CustomResourceDefinition => Allowance::CustomResourceDefinition,
+        FlagKind::Adopts => Allowance::Adopts,
+    }
+}
+
+/// The name `spec.allow` gives an allowance.
+pub fn allowance_name(allowance: Allowance) -> &'static str {
+    match allowance {
+        Allowance::PrivilegedRbac => "privilegedRbac",
+        Allowance::ForeignNamespace => "foreignNamespace",
+        Allowance::Webhook => "webhook",
+        Allowance::CustomResourceDefinition => "customResourceDefinition",
+        Allowance::Adopts => "adopts",
+    }
+}
+
+/// Refuses the `flags` `allow` does not cover, naming each and the allowance it needs.
+pub fn refuse_flags(flags: &[Flag], allow: &[Allowance]) -> Result<()> {
+    let refused: Vec<String> = flags
+        .iter()
+        .filter(|f| !allow.contains(&allowance_of(f.kind)))
+        .map(|f| format!("{f} (allow `{}`)", allowance_name(allowance_of(f.kind))))
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unauthorized(format!(
+        "the review flags what the addon would do, and `spec.allow` does not allow it: {}; add the allowances to `spec.allow` (setting them needs the verb `approve` on addons.addonctl.io)",
+        refused.join("; ")
+    )))
+}
+
+/// Names of Secrets `secretParameters` never read, whatever their labels: cluster credentials,
+/// registry tokens, records and other addons' state.
+fn reserved_secret(
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    addon: &str,
+) -> Option<&'static str> {
+    let own_params = format!("{}{addon}", crate::declare::SECRET_PREFIX);
+    if name == own_params {
+        return None;
+    }
+    if name.starts_with(crate::declare::SECRET_PREFIX) {
+        return Some("another addon's parameters");
+    }
+    if name.starts_with("addon-registry-") {
+        return Some("a registry's credentials");
+    }
+    if labels
+        .keys()
+        .any(|k| k.starts_with("cluster.core.oam.dev/"))
+    {
+        return Some("a joined cluster's credentials");
+    }
+    if labels.keys().any(|k| k == crate::model::wire::LABEL_NAME)
+        || name.starts_with("addon-secret-")
+        || name.starts_with("addonctl-")
+    {
+        return Some("addonctl's or KubeVela's state");
+    }
+    None
+}
+
+/// Checks that `secret` (named `name`) may feed `parameter` of the `Addon` `addon`.
+///
+/// # Errors
+///
+/// [`Error::SecretParameter`] saying why not and what to do.
+pub fn secret_usable(
+    parameter: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    addon: &str,
+) -> Result<()> {
+    if let Some(what) = reserved_secret(name, labels, addon) {
+        return Err(Error::SecretParameter {
+            parameter: parameter.to_owned(),
+            reason: format!(
+                "Secret `{name}` holds {what}: `secretParameters` never read it; put the value in a Secret of its own labelled `{SECRET_PARAMETER_LABEL}=true`"
+            ),
+        });
+    }
+    let own = name == format!("{}{addon}", crate::declare::SECRET_PREFIX);
+    if !own && labels.get(SECRET_PARAMETER_LABEL).map(String::as_str) != Some("true") {
+        return Err(Error::SecretParameter {
+            parameter: parameter.to_owned(),
+            reason: format!(
+                "Secret `{name}` is not labelled `{SECRET_PARAMETER_LABEL}=true`: only Secrets meant for addon parameters are read; label it (`kubectl label secret {name} {SECRET_PARAMETER_LABEL}=true`) if it is one"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that `author` may read the Secret `name` of `namespace` themselves.
+pub async fn author_reads_secret(
+    cluster: &Cluster,
+    author: &Author,
+    parameter: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<()> {
+    let right = Right::on("get", "", "secrets", Some(namespace), Some(name));
+    if allowed(cluster, author, &right).await? {
+        return Ok(());
+    }
+    Err(Error::SecretParameter {
+        parameter: parameter.to_owned(),
+        reason: format!(
+            "its author {author} may not read Secret `{name}` in namespace `{namespace}`, so the controller does not read it for them; grant them `get` on it"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binding_needs_bind_on_its_role_and_a_role_its_grants_or_escalate() {
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "all"}, "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "name": "system:authenticated"}]});
+        let (rights, role) = object_rights(
+            &binding,
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            None,
+        );
+        assert!(role.is_none());
+        let shown: Vec<String> = rights.iter().map(ToString::to_string).collect();
+        assert!(
+            shown.contains(
+                &"bind clusterroles.rbac.authorization.k8s.io `cluster-admin`".to_owned()
+            ),
+            "{shown:?}"
+        );
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r", "namespace": "ns"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]});
+        let (_, granted) = object_rights(&role, "rbac.authorization.k8s.io", "roles", Some("ns"));
+        let (grants, escalate) = granted.unwrap();
+        assert_eq!(grants.len(), 2);
+        assert_eq!(
+            escalate.to_string(),
+            "escalate roles.rbac.authorization.k8s.io `r` in namespace `ns`"
+        );
+    }
+
+    #[test]
+    fn secret_parameters_read_only_secrets_meant_for_them() {
+        let labelled = BTreeMap::from([(SECRET_PARAMETER_LABEL.to_owned(), "true".to_owned())]);
+        let none = BTreeMap::new();
+        assert!(secret_usable("p", "mine", &labelled, "a").is_ok());
+        assert!(secret_usable("p", "addon-params-a", &none, "a").is_ok());
+        let refused = |name: &str, labels: &BTreeMap<String, String>| {
+            secret_usable("p", name, labels, "a")
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused("mine", &none).contains("not labelled"));
+        assert!(refused("addon-params-b", &labelled).contains("another addon's parameters"));
+        assert!(refused("addon-registry-r", &labelled).contains("registry"));
+        let cluster = BTreeMap::from([
+            (
+                "cluster.core.oam.dev/cluster-credential-type".to_owned(),
+                "X509".to_owned(),
+            ),
+            (SECRET_PARAMETER_LABEL.to_owned(), "true".to_owned()),
+        ]);
+        assert!(refused("m1", &cluster).contains("cluster's credentials"));
+    }
+}
