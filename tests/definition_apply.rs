@@ -355,3 +355,65 @@ async fn an_unchanged_re_enable_with_the_direct_engine_says_unchanged() {
         "{stdout}"
     );
 }
+
+/// Two addons of one plan (an addon and the dependency it installs) that bring the same
+/// definition: refused up front, naming both addons and the definition, unless overridden.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_definition_two_addons_of_one_plan_bring_is_refused_naming_both() {
+    let fluxy = TestAddon::new("fluxy").file(
+        "definitions/helm.yaml",
+        &definition_yaml(
+            "core.oam.dev/v1beta1",
+            "ComponentDefinition",
+            "helm-release",
+        ),
+    );
+    let example = TestAddon::new("example-user")
+        .file(
+            "metadata.yaml",
+            "name: example-user\nversion: 1.0.0\ndependencies:\n  - name: fluxy\n",
+        )
+        .file(
+            "definitions/helm.yaml",
+            &definition_yaml(
+                "core.oam.dev/v1beta1",
+                "ComponentDefinition",
+                "helm-release",
+            ),
+        );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&[&fluxy, &example]);
+
+    let out = sb.cli().args(["enable", "example-user"]).assert().code(2);
+
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for needle in [
+        "helm-release",
+        "addon `example-user`",
+        "addon `fluxy`",
+        "--override-definitions",
+    ] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    // Refused before anything was applied.
+    assert!(sb.get(Kind::APPLICATION, "addon-fluxy").await.is_none());
+    assert!(sb
+        .get(Kind::COMPONENT_DEFINITION, "helm-release")
+        .await
+        .is_none());
+
+    // Overridden: the addon asked for takes the definition.
+    sb.cli()
+        .args(["enable", "example-user", "--override-definitions"])
+        .assert()
+        .success();
+    let definition = sb
+        .get(Kind::COMPONENT_DEFINITION, "helm-release")
+        .await
+        .unwrap();
+    assert_eq!(
+        definition["metadata"]["ownerReferences"][0]["name"],
+        "addon-example-user"
+    );
+}

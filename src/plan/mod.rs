@@ -752,17 +752,27 @@ fn image_tag(deployment: &Value) -> Option<String> {
     (!tag.is_empty() && !tag.contains('/')).then(|| tag.to_owned())
 }
 
-/// A definition of a plan that already exists and is not the addon's own.
+/// A definition of a plan that already exists and is not the addon's own, or that two addons
+/// of the plan both bring.
 struct Clash {
     /// The addon of the plan that renders it.
     addon: String,
     reference: ObjectRef,
     /// The addon (or other owner) it belongs to; `None` = nobody.
     owner: Option<String>,
+    /// `owner` is an addon of the same plan that brings it too (the object may not exist yet).
+    in_plan: bool,
 }
 
 impl std::fmt::Display for Clash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let (true, Some(other)) = (self.in_plan, &self.owner) {
+            return write!(
+                f,
+                "{} of addon `{}` is also brought by addon `{other}` of the same plan",
+                self.reference, self.addon
+            );
+        }
         match &self.owner {
             Some(other) => write!(
                 f,
@@ -778,8 +788,36 @@ impl std::fmt::Display for Clash {
     }
 }
 
-async fn clashes(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<Vec<Clash>> {
+/// The definitions that two addons of the plan both bring (kind and name), each named by the
+/// later addon with the earlier one as owner: KubeVela refuses such a plan unless overridden.
+fn clashes_in_plan(plan: &Plan) -> Vec<Clash> {
+    let mut brought: BTreeMap<(String, String), String> = BTreeMap::new();
     let mut clashes = Vec::new();
+    for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
+        for definition in &step.rendered.definitions {
+            let Some(reference) = ObjectRef::of(definition) else {
+                continue;
+            };
+            let key = (reference.kind.clone(), reference.name.clone());
+            match brought.get(&key) {
+                Some(other) if other != &step.rendered.name => clashes.push(Clash {
+                    addon: step.rendered.name.clone(),
+                    reference,
+                    owner: Some(other.clone()),
+                    in_plan: true,
+                }),
+                Some(_) => {}
+                None => {
+                    brought.insert(key, step.rendered.name.clone());
+                }
+            }
+        }
+    }
+    clashes
+}
+
+async fn clashes(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<Vec<Clash>> {
+    let mut clashes = clashes_in_plan(plan);
     for step in plan.steps.iter().filter(|s| s.action != Action::Keep) {
         let ours_app = normalize::application_name(&step.rendered.name);
         let ours_record = record::record_name(&step.rendered.name);
@@ -817,6 +855,7 @@ async fn clashes(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<Vec<
                 addon: step.rendered.name.clone(),
                 reference,
                 owner,
+                in_plan: false,
             });
         }
     }
@@ -841,7 +880,7 @@ pub async fn definition_conflicts(
 /// server-side apply keeps the references another field manager wrote).
 pub async fn release_definitions(cluster: &Cluster, namespace: &str, plan: &Plan) -> Result<()> {
     for clash in clashes(cluster, namespace, plan).await? {
-        if clash.owner.is_some() {
+        if clash.owner.is_some() && !clash.in_plan {
             cluster
                 .merge_patch(
                     &clash.reference.gvk(),
