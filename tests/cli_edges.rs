@@ -158,3 +158,101 @@ async fn cli_disable_prune_dependencies_judges_the_removal_as_a_whole() {
     ])
     .await;
 }
+
+/// An addon whose metadata sets `deployTo.runtimeCluster` (KubeVela adds `local` to the clusters
+/// named): a static Application of one ConfigMap.
+fn runtime_cluster_addon(name: &str) -> TestAddon {
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: 1.0.0\ndeployTo:\n  runtimeCluster: true\n"),
+        )
+        .file(
+            "template.yaml",
+            &format!("apiVersion: core.oam.dev/v1beta1\nkind: Application\nspec:\n  components:\n    - name: {name}\n      type: k8s-objects\n      properties:\n        objects:\n          - apiVersion: v1\n            kind: ConfigMap\n            metadata:\n              name: {name}\n            data:\n              a: \"1\"\n"),
+        )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_local_added_for_a_runtime_cluster_addon_is_said_and_a_rollout_must_cover_it() {
+    let addon = runtime_cluster_addon("rt-agent");
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    sb.join(
+        "m1",
+        crate::support::k8s::Env::get().managed_n(1),
+        &[("env", "staging")],
+    )
+    .await;
+
+    // At plan time: `local` is added, and why (the dry run's plan on stdout, the enable's
+    // notes on stderr).
+    let (code, stdout, stderr) =
+        run(sb
+            .cli()
+            .args(["enable", "rt-agent", "--clusters", "m1", "--dry-run"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("`local` (the control plane) is added to the clusters of `rt-agent` (m1)")
+            && stdout.contains("deployTo.runtimeCluster"),
+        "{stdout}"
+    );
+
+    // A rollout whose stages leave `local` out is refused before anything is applied.
+    let dir = tempfile::tempdir().unwrap();
+    let stages = dir.path().join("stages.yaml");
+    std::fs::write(
+        &stages,
+        "stages:\n  - name: staging\n    clusterSelector:\n      matchLabels:\n        env: staging\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(sb
+        .cli()
+        .args([
+            "rollout",
+            "run",
+            "rt-agent",
+            "--poll-interval",
+            "200ms",
+            "--stages",
+        ])
+        .arg(&stages));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("addon `rt-agent` also goes to `local`")
+            && stderr.contains("addonctl.io/cluster-name: local")
+            && !stdout.contains("finished"),
+        "{stdout}{stderr}"
+    );
+    let (_, stdout, _) = run(sb.cli().args(["status", "rt-agent", "-o", "json"]));
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["phase"], "disabled", "{status}");
+
+    // A stage may select `local` by its name.
+    std::fs::write(
+        &stages,
+        "stages:\n  - name: control-plane\n    clusterSelector:\n      matchLabels:\n        addonctl.io/cluster-name: local\n  - name: staging\n    clusterSelector:\n      matchLabels:\n        env: staging\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(sb
+        .cli()
+        .args([
+            "rollout",
+            "run",
+            "rt-agent",
+            "--poll-interval",
+            "200ms",
+            "--stages",
+        ])
+        .arg(&stages));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("stage `control-plane`: applying to `local`"),
+        "{stderr}"
+    );
+    let (_, stdout, _) = run(sb.cli().args(["status", "rt-agent", "-o", "json"]));
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["phase"], "enabled", "{status}");
+}

@@ -149,7 +149,11 @@ impl Planner<'_> {
             kubernetes_version: self.k8s_version.clone(),
             clusters: None,
         };
-        self.render(planned, action, package, &options, &kept_overrides)
+        let planned = self.render(planned, action, package, &options, &kept_overrides)?;
+        if let Planned::Apply(step) = &planned {
+            self.notes.extend(local_added_note(step));
+        }
+        Ok(planned)
     }
 
     /// The arguments given for the addon asked for, with their clusters checked.
@@ -234,6 +238,40 @@ impl Planner<'_> {
             variants,
         })))
     }
+}
+
+/// The note that `local` (the control plane) is among an addon's clusters though its `clusters`
+/// did not name it: KubeVela's rule for an addon whose metadata sets `deployTo.runtimeCluster`
+/// without `disableControlPlane`.
+fn local_added_note(step: &super::Step) -> Option<String> {
+    use crate::model::wire::LOCAL_CLUSTER;
+    let deploy_to = &step.package.metadata.deploy_to;
+    if !deploy_to.runtime_cluster || deploy_to.disable_control_plane {
+        return None;
+    }
+    let given = step.clusters.as_ref()?;
+    if given.iter().any(|c| c == LOCAL_CLUSTER) {
+        return None;
+    }
+    let targets_local = step
+        .rendered
+        .application
+        .pointer("/spec/policies")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(serde_json::Value::as_str) == Some("topology"))
+        .filter_map(|p| p.pointer("/properties/clusters"))
+        .filter_map(serde_json::Value::as_array)
+        .flatten()
+        .any(|c| c.as_str() == Some(LOCAL_CLUSTER));
+    targets_local.then(|| {
+        format!(
+            "`local` (the control plane) is added to the clusters of `{}` ({}): its metadata sets `deployTo.runtimeCluster` without `disableControlPlane`, so it goes to the control plane too, as KubeVela deploys it; an addon whose metadata sets `deployTo.disableControlPlane: true` goes to the named clusters only",
+            step.rendered.name,
+            given.join(", ")
+        )
+    })
 }
 
 /// The note saying what an installed addon asked for starts from: its stored arguments (their

@@ -97,7 +97,19 @@ pub async fn run(
     }
     let mut state = RolloutState::default();
     let first = state.cumulative(&planned);
-    let (addon, version) = target(ctx, request, &first).await?;
+    let (addon, version, reached) = target(ctx, request, &first).await?;
+    // Clusters the addon goes to that no stage selects (KubeVela's `local` for a runtime-cluster
+    // addon): refused before anything is applied.
+    let uncovered: Vec<String> = reached
+        .into_iter()
+        .filter(|c| planned.unselected.contains(c))
+        .collect();
+    if !uncovered.is_empty() {
+        return Err(Error::Uncovered {
+            addon,
+            clusters: uncovered,
+        });
+    }
     // Every batch applies the version found now, whatever a registry publishes meanwhile.
     let request = &RunRequest {
         version: Some(version.clone()),
@@ -276,14 +288,39 @@ async fn known_clusters(ctx: &Context) -> Result<Vec<ClusterLabels>> {
     Ok(clusters)
 }
 
-/// The addon and the version the rollout applies (planned once, with the first step's
-/// clusters).
-async fn target(ctx: &Context, request: &RunRequest, first: &[String]) -> Result<(String, String)> {
+/// The addon and the version the rollout applies, and the clusters its topology names beyond
+/// the first step's (planned once, with the first step's clusters).
+async fn target(
+    ctx: &Context,
+    request: &RunRequest,
+    first: &[String],
+) -> Result<(String, String, Vec<String>)> {
     let planned = enable_plan(ctx, request, first).await?;
     let step = planned.steps.last().ok_or_else(|| Error::Invalid {
         message: format!("`{}` plans nothing to apply", request.reference),
     })?;
-    Ok((step.rendered.name.clone(), step.rendered.version.clone()))
+    let mut reached: Vec<String> = step
+        .rendered
+        .application
+        .pointer("/spec/policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("topology"))
+        .filter_map(|p| p.pointer("/properties/clusters"))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|c| !first.iter().any(|f| f == c))
+        .map(str::to_owned)
+        .collect();
+    reached.sort();
+    reached.dedup();
+    Ok((
+        step.rendered.name.clone(),
+        step.rendered.version.clone(),
+        reached,
+    ))
 }
 
 /// KubeVela's engine cannot hold clusters (its Application puts one revision everywhere): an

@@ -212,14 +212,30 @@ pub enum Error {
         /// The clusters running it outside the first batch.
         clusters: Vec<String>,
     },
+    /// The addon as planned goes to clusters no stage selects (`local` for an addon whose
+    /// metadata sets `deployTo.runtimeCluster`): they would change outside every gate.
+    #[error("addon `{addon}` also goes to {} (`local`, the control plane, is added for an addon whose metadata sets `deployTo.runtimeCluster`, as KubeVela does), and no stage selects {}: add a stage that does (`clusterSelector: {{matchLabels: {{{CLUSTER_NAME_LABEL}: {}}}}}`) so that it is applied and gated as a stage; nothing was changed", clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "), if clusters.len() == 1 { "it" } else { "them" }, clusters.first().map_or("local", String::as_str))]
+    Uncovered {
+        /// The addon.
+        addon: String,
+        /// The clusters it goes to that no stage selects.
+        clusters: Vec<String>,
+    },
     /// The library failed (planning, applying, reading the record or clusters).
     #[error(transparent)]
     Library(#[from] Box<crate::Error>),
 }
 
+/// The label every cluster has for a stage's selector, whatever its own labels: its name
+/// (`local` for the control plane, which has no other).
+pub const CLUSTER_NAME_LABEL: &str = "addonctl.io/cluster-name";
+
 crate::error::front_end_error!(
     Error,
-    user: Error::Invalid { .. } | Error::NothingSelected { .. } | Error::StagedUpgrade { .. },
+    user: Error::Invalid { .. }
+        | Error::NothingSelected { .. }
+        | Error::StagedUpgrade { .. }
+        | Error::Uncovered { .. },
 );
 
 /// The module's result.

@@ -60,18 +60,29 @@ impl RolloutPlan {
     }
 }
 
-/// Plans a rollout: each cluster goes to the first stage whose selector selects it; a stage's
-/// clusters (in name order) are cut into batches of its `maxConcurrency`.
+/// Plans a rollout: each cluster goes to the first stage whose selector selects it (its labels
+/// and [`super::CLUSTER_NAME_LABEL`], its name); a stage's clusters (in name order) are cut into
+/// batches of its `maxConcurrency`.
 pub fn plan(rollout: &Rollout, clusters: &[ClusterLabels]) -> RolloutPlan {
     let mut sorted: Vec<&ClusterLabels> = clusters.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     sorted.dedup_by(|a, b| a.name == b.name);
+    let labelled: Vec<BTreeMap<String, String>> = sorted
+        .iter()
+        .map(|c| {
+            let mut labels = c.labels.clone();
+            labels
+                .entry(super::CLUSTER_NAME_LABEL.to_owned())
+                .or_insert_with(|| c.name.clone());
+            labels
+        })
+        .collect();
     let mut taken = vec![false; sorted.len()];
     let mut stages = Vec::with_capacity(rollout.stages.len());
     for stage in &rollout.stages {
         let mut mine = Vec::new();
         for (i, cluster) in sorted.iter().enumerate() {
-            if !taken[i] && stage.cluster_selector.matches(&cluster.labels) {
+            if !taken[i] && stage.cluster_selector.matches(&labelled[i]) {
                 taken[i] = true;
                 mine.push(cluster.name.clone());
             }
@@ -151,6 +162,21 @@ mod tests {
         assert_eq!(second[0], "prod-01");
         assert_eq!(planned.unselected, ["lab", "local"]);
         assert_eq!(planned.progress_deadline_seconds, 600);
+    }
+
+    #[test]
+    fn a_stage_selects_a_cluster_by_its_name_local_included() {
+        let planned = plan(
+            &rollout(json!([
+                {"name": "control-plane", "clusterSelector": {"matchLabels": {
+                    "addonctl.io/cluster-name": "local"}}},
+                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}}},
+            ])),
+            &fleet(),
+        );
+        assert_eq!(planned.stages[0].batches, [["local"]]);
+        assert_eq!(planned.stages[1].batches, [["stage-1"]]);
+        assert!(!planned.unselected.contains(&"local".to_owned()));
     }
 
     #[test]
