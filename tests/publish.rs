@@ -27,7 +27,7 @@ fn package_writes_a_deterministic_archive_under_the_addon_name_with_a_chart_yaml
     addonctl()
         .arg("package")
         .arg(fixture_registry().join("full"))
-        .arg("-o")
+        .arg("-d")
         .arg(out.path())
         .assert()
         .success()
@@ -42,7 +42,7 @@ fn package_writes_a_deterministic_archive_under_the_addon_name_with_a_chart_yaml
     addonctl()
         .arg("package")
         .arg(fixture_registry().join("full"))
-        .arg("-o")
+        .arg("-d")
         .arg(out.path())
         .assert()
         .success();
@@ -60,7 +60,7 @@ fn package_refuses_an_addon_with_lint_errors_or_a_version_helm_cannot_use() {
     addonctl()
         .arg("package")
         .arg(broken.path())
-        .arg("-o")
+        .arg("-d")
         .arg(out.path())
         .assert()
         .code(2)
@@ -71,7 +71,7 @@ fn package_refuses_an_addon_with_lint_errors_or_a_version_helm_cannot_use() {
     addonctl()
         .arg("package")
         .arg(unversioned.path())
-        .arg("-o")
+        .arg("-d")
         .arg(out.path())
         .assert()
         .code(2)
@@ -84,7 +84,7 @@ fn index_lists_every_package_and_merging_keeps_existing_entries() {
     addonctl()
         .arg("package")
         .arg(fixture_registry())
-        .arg("-o")
+        .arg("-d")
         .arg(out.path())
         .assert()
         .success();
@@ -139,4 +139,42 @@ fn index_lists_every_package_and_merging_keeps_existing_entries() {
         "the existing entry for a version wins"
     );
     assert_eq!(minimal[1]["custom"], "kept");
+}
+
+#[test]
+fn package_writes_to_its_destination_and_never_makes_a_directory_of_a_format() {
+    let work = tempfile::tempdir().unwrap();
+    // `-o json`, as every other command takes it: refused, no `json/` directory.
+    addonctl()
+        .current_dir(work.path())
+        .arg("package")
+        .arg(fixture_registry().join("full"))
+        .args(["-o", "json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("-d DIR"));
+    assert!(!work.path().join("json").exists());
+
+    // `-d/--destination`, as helm has it.
+    addonctl()
+        .current_dir(work.path())
+        .arg("package")
+        .arg(fixture_registry().join("full"))
+        .args(["-d", "dist"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("packaged `full` v1.2.0"))
+        .stderr(predicate::str::is_empty());
+    assert!(work.path().join("dist/full-v1.2.0.tgz").is_file());
+
+    // The old `-o DIR` still works, with a note.
+    addonctl()
+        .current_dir(work.path())
+        .arg("package")
+        .arg(fixture_registry().join("full"))
+        .args(["-o", "old"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("deprecated"));
+    assert!(work.path().join("old/full-v1.2.0.tgz").is_file());
 }

@@ -716,14 +716,19 @@ pub struct InitArgs {
 pub struct PackageArgs {
     /// An addon directory or a directory of addons.
     pub dir: PathBuf,
-    /// Where to write the packages.
+    /// Where to write the packages (default: the current directory).
+    #[arg(short = 'd', long = "destination", value_name = "DIR")]
+    pub destination: Option<PathBuf>,
+    /// The former name of `--destination` (`-o` is an output format everywhere else): still
+    /// taken, with a note; `-o json|yaml|text` is refused rather than made a directory.
     #[arg(
         short = 'o',
         long = "output-dir",
         value_name = "DIR",
-        default_value = "."
+        hide = true,
+        conflicts_with = "destination"
     )]
-    pub output_dir: PathBuf,
+    pub output_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -96,7 +96,7 @@ pub const GET_VALUES: &str = "Examples:
   addonctl get values strongbox-dashboard --show-secrets -o json";
 pub const PACKAGE: &str = "Examples:
   addonctl package ./my-addon
-  addonctl package ./addons -o dist/";
+  addonctl package ./addons -d dist/";
 pub const INDEX: &str = "Examples:
   addonctl index dist/ --url https://addons.example.com/charts
   addonctl index dist/ --url https://addons.example.com/charts --merge old/index.yaml";

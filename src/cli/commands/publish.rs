@@ -13,8 +13,8 @@ pub async fn package(
     printer: Printer,
     args: PackageArgs,
 ) -> anyhow::Result<ExitCode> {
-    let written =
-        addonctl::publish::package(&args.dir, &args.output_dir, &global.renderer()).await?;
+    let destination = destination(printer, &args)?;
+    let written = addonctl::publish::package(&args.dir, &destination, &global.renderer()).await?;
     let mut stdout = printer.stdout();
     for package in &written {
         writeln!(
@@ -27,6 +27,27 @@ pub async fn package(
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The directory `package` writes to: `-d/--destination`, else the deprecated `-o/--output-dir`
+/// (with a note; a format name there is refused, never made a directory), else `.`.
+fn destination(printer: Printer, args: &PackageArgs) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(dir) = &args.destination {
+        return Ok(dir.clone());
+    }
+    let Some(dir) = &args.output_dir else {
+        return Ok(".".into());
+    };
+    let text = dir.to_string_lossy();
+    if ["json", "yaml", "text"].contains(&text.as_ref()) && !dir.is_dir() {
+        return Err(crate::cli::diagnostics::user(format!(
+            "`package` prints no `{text}` report: `-o` is its deprecated name of the destination directory; give the directory with `-d DIR` (`--destination`)"
+        )));
+    }
+    printer.note(&format!(
+        "`-o/--output-dir` of `package` is deprecated (everywhere else `-o` is the output format): use `-d {text}` (`--destination`)"
+    ));
+    Ok(dir.clone())
 }
 
 /// Writes `index.yaml` for the packages in a directory.
