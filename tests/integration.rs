@@ -20,6 +20,7 @@ mod cue_oracle;
 mod day_two;
 mod declarative;
 mod definition_apply;
+mod definition_handover;
 mod dependencies;
 mod diff;
 mod drift;

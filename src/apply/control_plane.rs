@@ -645,6 +645,9 @@ async fn prune_control_plane(
         dry_run: false,
         trust_record: true,
     };
+    // What another addon keeps names that addon, not this one, from now on.
+    let kept = super::disable::shared_objects(&stale, ns, &listed);
+    super::handover::hand_over(cluster, cluster, ns, &record.name, &kept).await?;
     let refs: Vec<&DispatchedObject> = stale.iter().collect();
     let removal = deletion::remove(&site, &refs).await;
     report

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use futures::StreamExt as _;
 use serde::Serialize;
 
-use super::{access, deletion, direct, guard};
+use super::{access, deletion, direct, guard, handover};
 use crate::apply::Applier;
 use crate::context::{EngineChoice, Reporter};
 use crate::model::wire::{application_gvk, application_name, args_secret_name, LOCAL_CLUSTER};
@@ -310,6 +310,26 @@ pub(crate) fn control_plane_listing(others: &OtherRecords) -> BTreeMap<ObjectRef
         .collect()
 }
 
+/// The objects of `objects` that another addon's record lists (`listed`), each with that
+/// addon: they stay, and must name it.
+pub(crate) fn shared_objects(
+    objects: &[record::DispatchedObject],
+    system_namespace: &str,
+    listed: &BTreeMap<ObjectRef, (String, bool)>,
+) -> Vec<(ObjectRef, String)> {
+    objects
+        .iter()
+        .filter_map(|o| {
+            match deletion::decide(&o.object, o.created, system_namespace, Some(listed)) {
+                deletion::Decision::Keep(deletion::Reason::Shared(addon)) => {
+                    Some((o.object.clone(), addon))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 /// The control-plane part of `disable`: the argument Secret, the record's objects (reverse
 /// order), the Application, the `needNamespace` namespaces and, meanwhile, the record's
 /// `revisions` Secrets; then the record itself (last, so a failure leaves it for the next
@@ -396,6 +416,12 @@ async fn remove_control_plane(
         dry_run: report.dry_run,
         trust_record: true,
     };
+    // What another addon keeps names that addon before this one's Application goes: the
+    // garbage collector would take it with the Application.
+    if !report.dry_run {
+        let kept = shared_objects(&objects, ns, &listed);
+        handover::hand_over(ctx.cluster, ctx.cluster, ns, name, &kept).await?;
+    }
     let refs: Vec<&record::DispatchedObject> = objects.iter().collect();
     let (mut removal, revisions) = futures::join!(deletion::remove(&site, &refs), async {
         if report.dry_run {
@@ -451,6 +477,24 @@ async fn remove_dispatched(
         async move {
             let removal = match client {
                 Some(Ok(client)) => {
+                    if let (false, Some(listed)) = (dry_run, others.dispatched.get(name)) {
+                        let kept = shared_objects(&inventory.objects, ctx.namespace, listed);
+                        let handed = handover::hand_over(
+                            ctx.cluster,
+                            client,
+                            ctx.namespace,
+                            &record.name,
+                            &kept,
+                        )
+                        .await;
+                        if let Err(e) = handed {
+                            let removal = deletion::Removal {
+                                failure: Some((e.to_string(), inventory.objects.clone())),
+                                ..deletion::Removal::default()
+                            };
+                            return (name, removal);
+                        }
+                    }
                     direct::remove_all(
                         client,
                         name,

@@ -37,6 +37,7 @@ pub mod deletion;
 pub mod direct;
 mod disable;
 mod guard;
+mod handover;
 mod overrides;
 pub mod review;
 mod rollback;
