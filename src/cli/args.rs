@@ -95,7 +95,7 @@ pub struct GlobalArgs {
         env = "ADDONCTL_CLUSTER_TIMEOUT",
         default_value = "30s",
         value_parser = parse_duration,
-        value_name = "DURATION"
+        value_name = "TIME"
     )]
     pub request_timeout: std::time::Duration,
     /// Wall-clock limit for each addon script (`5s`, `500ms`, or seconds).
@@ -105,7 +105,7 @@ pub struct GlobalArgs {
         env = "ADDONCTL_SCRIPT_TIMEOUT",
         default_value = "5s",
         value_parser = parse_duration,
-        value_name = "DURATION"
+        value_name = "TIME"
     )]
     pub script_timeout: std::time::Duration,
     /// Operation limit for each addon script.
@@ -339,11 +339,11 @@ pub struct EnableArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "TIME")]
     pub timeout: std::time::Duration,
     /// Direct engine: how long to wait for a dependency's workloads before applying what
-    /// needs it (`90s`, `5m`, or seconds; 0 = do not wait).
-    #[arg(long, default_value = "5m", value_parser = parse_duration_or_zero, value_name = "DURATION")]
+    /// needs it (0 = do not wait).
+    #[arg(long, default_value = "5m", value_parser = parse_duration_or_zero, value_name = "TIME")]
     pub dependency_timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
@@ -441,7 +441,7 @@ pub struct DisableArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, default_value = "2m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2m", value_parser = parse_duration, value_name = "TIME")]
     pub timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
@@ -466,7 +466,7 @@ pub struct StatusArgs {
     #[arg(short, long)]
     pub watch: bool,
     /// With `--watch`: stop watching after this long (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, requires = "watch", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, requires = "watch", value_parser = parse_duration, value_name = "TIME")]
     pub timeout: Option<std::time::Duration>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
@@ -488,7 +488,7 @@ pub struct WaitArgs {
     #[arg(long = "for", value_enum, default_value_t = WaitFor::Enabled)]
     pub wait_for: WaitFor,
     /// How long to wait (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "TIME")]
     pub timeout: std::time::Duration,
 }
 
@@ -601,7 +601,7 @@ pub struct UpgradeArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub wait: bool,
     /// How long `--wait` waits (`90s`, `5m`, `1h`, or seconds).
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "TIME")]
     pub timeout: std::time::Duration,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]

@@ -205,7 +205,7 @@ pub struct RolloutRunArgs {
     pub version: Option<String>,
     /// The longest time between two checks of a gate (`2s`, `500ms`, or seconds): a change of
     /// a watched workload, or a soak's end, is checked at once.
-    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "TIME")]
     pub poll_interval: std::time::Duration,
     /// Do not check the addons' `system` requirements.
     #[arg(long)]
