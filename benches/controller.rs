@@ -384,6 +384,9 @@ impl Part {
         let mut controller_settings = ControllerSettings {
             metrics_address: "127.0.0.1:0".parse().unwrap(),
             leader_elect: false,
+            // The bench's `Addon`s are written by the administrator without the admission
+            // policy: the controller's own rights (no SubjectAccessReviews in the figures).
+            authorize_as: addonctl::controller::trust::AuthorizeAs::Controller,
             ..ControllerSettings::default()
         };
         if let Some(interval) = drift_interval {

@@ -12,6 +12,7 @@ mod cli_lint;
 mod cli_suggestions;
 mod control_plane;
 mod controller;
+mod controller_faults;
 mod controller_rollout;
 mod controller_trust;
 mod controller_truth;

@@ -141,6 +141,7 @@ fn resolve(secrets: &[kube::api::DynamicObject], spec: &AddonSpec) -> (Desired, 
         args: parameters.base,
         overrides: parameters.overrides,
         hold: Vec::new(),
+        trust: engine::Trust::default(),
     };
     (desired, digest, count)
 }

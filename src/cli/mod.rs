@@ -71,8 +71,12 @@ pub fn init_logging(invocation: &Invocation) {
         return;
     };
     let global = &cli.global;
+    // A running controller logs each reconcile, apply, drift correction and error (one line
+    // each, timed), as controllers do.
+    let controller = matches!(&cli.command, Command::Controller(args) if args.command.is_none());
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
+        (false, 0) if controller => "info",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
@@ -87,13 +91,16 @@ pub fn init_logging(invocation: &Invocation) {
         };
         tracing_subscriber::EnvFilter::new(format!("{libraries},addonctl={level}"))
     });
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
-        .without_time()
-        .with_ansi(settings::stderr_color())
-        .try_init();
+        .with_ansi(settings::stderr_color());
+    let _ = if controller {
+        builder.try_init()
+    } else {
+        builder.without_time().try_init()
+    };
 }
 
 /// The settings of a command that talks to the control plane (the cluster's first, as they are

@@ -87,6 +87,7 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
     }
     match converge(addon, data, &current).await {
         Ok((status, action, skipped)) => {
+            data.shared.reconciled(None);
             data.update_memo(&name, |memo| {
                 memo.failures = 0;
                 memo.failed_generation = None;
@@ -96,9 +97,21 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
             data.shared
                 .metrics
                 .reconciled(&name, started.elapsed(), false, skipped);
+            let ready = status
+                .condition("Ready")
+                .map_or("Unknown", |c| c.status.as_str());
+            tracing::info!(
+                addon = %name,
+                applied = !skipped,
+                ready,
+                clusters = status.cluster_summary.as_deref().unwrap_or("-"),
+                took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "reconciled"
+            );
             Ok(action)
         }
         Err(error) => {
+            data.shared.reconciled(Some(&error));
             let action = record_failure(addon, data, &current, &error).await?;
             data.shared
                 .metrics

@@ -94,6 +94,7 @@ impl Data {
             .remove(name);
         self.watches.forget(name);
         self.gates.forget(name);
+        self.shared.metrics.forget(name);
     }
 
     /// Takes the drift state of `name` (empty when none) for one reconcile.

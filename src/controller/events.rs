@@ -104,6 +104,7 @@ pub(super) async fn applied(events: &Events, addon: &Addon, applied: &Applied) {
         clusters.join(", ")
     };
     let note = format!("applied version {} to {where_}", applied.version);
+    tracing::info!(addon = %addon.name_any(), "{note}");
     let type_ = if applied.clusters.iter().any(|c| c.outcome == "failed") {
         EventType::Warning
     } else {

@@ -24,6 +24,9 @@ pub struct ManifestOptions {
     /// Bind `addonctl-admin` (every verb on every resource) instead of `addonctl-operator`:
     /// needed when addons put arbitrary objects (CRDs, RBAC, workloads) on the control plane.
     pub admin: bool,
+    /// Only what a controller run elsewhere (`addonctl controller` on a workstation) needs on
+    /// the cluster: the CRD and the admission policy that keeps `Addon` authors true.
+    pub crd_only: bool,
 }
 
 /// The documents, each with a comment saying why it is there.
@@ -92,11 +95,10 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
     ];
     let controller = format!("system:serviceaccount:{ns}:{NAME}");
     out.push((
-        format!(
-            "Acting for an Addon's author: the controller asks, with SubjectAccessReviews, whether the\n\
-             user who wrote the Addon may do what its addon does (on the control plane; on a managed\n\
-             cluster its joined credentials ask)"
-        ),
+        "Acting for an Addon's author: the controller asks, with SubjectAccessReviews, whether the\n\
+         user who wrote the Addon may do what its addon does (on the control plane; on a managed\n\
+         cluster its joined credentials ask)"
+            .to_owned(),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                "metadata": {"name": format!("{NAME}-reviews"), "labels": labels},
                "rules": [{"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
@@ -233,7 +235,18 @@ fn deployment(options: &ManifestOptions, labels: &Value) -> Value {
 /// The documents as one YAML stream, each preceded by its comment.
 pub fn render(options: &ManifestOptions) -> Result<String, serde_yaml::Error> {
     let mut out = String::new();
-    for (comment, document) in documents(options) {
+    let kept = |document: &Value| {
+        !options.crd_only
+            || matches!(
+                document.get("kind").and_then(Value::as_str),
+                Some(
+                    "CustomResourceDefinition"
+                        | "ValidatingAdmissionPolicy"
+                        | "ValidatingAdmissionPolicyBinding"
+                )
+            )
+    };
+    for (comment, document) in documents(options).into_iter().filter(|(_, d)| kept(d)) {
         out.push_str("---\n");
         for line in comment.lines() {
             out.push_str("# ");
@@ -255,6 +268,7 @@ mod tests {
             image: "example/addonctl:1".into(),
             replicas: 2,
             admin,
+            crd_only: false,
         }
     }
 

@@ -47,6 +47,24 @@ impl Metrics {
         f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Drops every series of `addon` (its `Addon` is gone): the series do not outlive it.
+    pub fn forget(&self, addon: &str) {
+        self.with(|m| {
+            for series in [
+                &mut m.reconciles,
+                &mut m.errors,
+                &mut m.skipped,
+                &mut m.drifted,
+                &mut m.corrected,
+                &mut m.listed,
+                &mut m.vouched,
+                &mut m.wakeups,
+            ] {
+                series.remove(addon);
+            }
+        });
+    }
+
     /// One reconcile of `addon` finished (`error`: it failed; `skipped`: nothing to do).
     pub fn reconciled(&self, addon: &str, took: Duration, error: bool, skipped: bool) {
         self.with(|m| {

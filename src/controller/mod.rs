@@ -112,6 +112,9 @@ crate::error::front_end_error!(
     Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
 );
 
+/// Reconciles failing in a row for reasons no author can fix before `/readyz` says so.
+const TROUBLED_AFTER: u32 = 3;
+
 /// The controller's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -212,9 +215,38 @@ struct Shared {
     leader: tokio::sync::watch::Sender<bool>,
     /// Whether `/readyz` answers 200.
     ready: std::sync::atomic::AtomicBool,
+    /// Reconciles in a row that failed for a reason no `Addon` author can fix (the API, the
+    /// process itself: out of descriptors), and the last such error: `/readyz` says so.
+    troubled: std::sync::Mutex<(u32, String)>,
 }
 
 impl Shared {
+    /// Notes how a reconcile ended: a success clears the trouble, a failure no author can fix
+    /// adds to it.
+    fn reconciled(&self, error: Option<&Error>) {
+        let mut troubled = self
+            .troubled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match error {
+            None => *troubled = (0, String::new()),
+            Some(e) if !e.is_user_error() => {
+                *troubled = (troubled.0.saturating_add(1), e.to_string());
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Why the controller cannot reconcile, once that many reconciles in a row failed so.
+    fn trouble(&self) -> Option<String> {
+        let troubled = self
+            .troubled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (troubled.0 >= TROUBLED_AFTER)
+            .then(|| format!("the last {} reconciles failed: {}", troubled.0, troubled.1))
+    }
+
     /// The current context (its catalogue as last re-listed).
     fn ctx(&self) -> Arc<Context> {
         Arc::clone(
@@ -251,6 +283,7 @@ impl Controller {
         let (leader, _) = tokio::sync::watch::channel(!settings.leader_elect);
         let shared = Arc::new(Shared {
             ready: std::sync::atomic::AtomicBool::new(settings.leader_elect),
+            troubled: std::sync::Mutex::new((0, String::new())),
             ctx: std::sync::RwLock::new(Arc::new(ctx)),
             relist: tokio::sync::Notify::new(),
             settings,

@@ -115,7 +115,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
             .concurrency(shared.settings.concurrency.max(1)),
     );
     let addons = runtime.store();
-    mark_ready_when_synced(shared, addons.clone());
+    mark_ready_when_synced(shared, addons.clone(), api.clone());
     let every_addon = addons.clone();
     let record_namespace = namespace.clone();
     let (requeue, requeued) = futures::channel::mpsc::unbounded();
@@ -162,16 +162,29 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
     store_watch.abort();
 }
 
-/// Without leader election, `/readyz` turns ready once the `Addon` cache has synced.
-fn mark_ready_when_synced(shared: &Arc<Shared>, addons: Store<Addon>) {
+/// Without leader election, `/readyz` turns ready once the `Addon` cache has synced, or once
+/// the `Addon`s can be listed (the cache's own readiness signal is not relied on alone).
+fn mark_ready_when_synced(shared: &Arc<Shared>, addons: Store<Addon>, api: Api<Addon>) {
     if shared.settings.leader_elect {
         return;
     }
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        if addons.wait_until_ready().await.is_ok() {
-            shared.ready.store(true, Ordering::Relaxed);
+        let listed = async {
+            let params = kube::api::ListParams::default().limit(1);
+            loop {
+                match api.list(&params).await {
+                    Ok(_) => return,
+                    Err(e) => tracing::warn!("cannot list the Addons yet: {e}"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        };
+        tokio::select! {
+            _ = addons.wait_until_ready() => {}
+            () = listed => {}
         }
+        shared.ready.store(true, Ordering::Relaxed);
     });
 }
 

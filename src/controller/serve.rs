@@ -17,6 +17,11 @@ use super::Shared;
 
 /// The longest one connection is served.
 const CONNECTION_LIMIT: Duration = Duration::from_secs(30);
+/// The longest a request's head is waited for (a connection that sends nothing is closed).
+const HEADER_READ_LIMIT: Duration = Duration::from_secs(5);
+/// Connections served at once; more are closed as soon as they are accepted, so that a flood
+/// never takes the descriptors reconciles need.
+const MAX_CONNECTIONS: usize = 64;
 /// The registry webhook's path.
 const WEBHOOK: &str = "/webhook/registry";
 /// The largest webhook body read.
@@ -30,6 +35,7 @@ pub(super) async fn serve(
     shared: Arc<Shared>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -43,8 +49,14 @@ pub(super) async fn serve(
                 continue;
             }
         };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            // Over the cap: closed at once.
+            drop(stream);
+            continue;
+        };
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let shared = Arc::clone(&shared);
                 async move {
@@ -57,6 +69,8 @@ pub(super) async fn serve(
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_LIMIT)
                 .serve_connection(TokioIo::new(stream), service);
             let _ = tokio::time::timeout(CONNECTION_LIMIT, connection).await;
         });
@@ -111,9 +125,14 @@ fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
 fn respond(shared: &Shared, path: &str) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match path {
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_owned()),
-        "/readyz" if shared.ready.load(Ordering::Relaxed) => {
-            (StatusCode::OK, "text/plain", "ready\n".to_owned())
-        }
+        "/readyz" if shared.ready.load(Ordering::Relaxed) => match shared.trouble() {
+            None => (StatusCode::OK, "text/plain", "ready\n".to_owned()),
+            Some(trouble) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("cannot reconcile: {trouble}\n"),
+            ),
+        },
         "/readyz" => (
             StatusCode::SERVICE_UNAVAILABLE,
             "text/plain",

@@ -31,6 +31,8 @@ use crate::model::wire::namespace_object;
 
 /// How long a Lease lasts without renewal.
 pub const LEASE_DURATION: Duration = Duration::from_secs(60);
+/// The longest a Lease's own `leaseDurationSeconds` is believed: addonctl's longest.
+pub const MAX_CLAIMED: Duration = LEASE_DURATION;
 /// Attempts at acquiring when others write the Lease at the same moment.
 const ATTEMPTS: usize = 5;
 
@@ -105,9 +107,13 @@ impl LeaseState {
 
     /// When it expires: its last renewal (or acquisition) plus its duration; `None` = never
     /// renewed, so free.
+    ///
+    /// A duration longer than addonctl's own ([`MAX_CLAIMED`]) counts as that long: a Lease
+    /// claiming years (written by hand, or by another tool) does not block an addon until then.
     pub fn expires(&self) -> Option<DateTime<Utc>> {
         let last = self.renewed.or(self.acquired)?;
-        let duration = k8s_openapi::chrono::Duration::from_std(self.duration).ok()?;
+        let duration =
+            k8s_openapi::chrono::Duration::from_std(self.duration.min(MAX_CLAIMED)).ok()?;
         last.checked_add_signed(duration)
     }
 }
@@ -148,7 +154,16 @@ pub fn decide(
         return Decision::Create;
     };
     let free = lease.holder.is_empty() || lease.holder == holder || gone(&lease.holder);
-    let expired = lease.expires().is_none_or(|t| t <= now);
+    // A stamp a little in the future (a skewed clock) counts as made now; one further ahead
+    // than a Lease may last (a hostile or broken writer) as not made.
+    let ahead = k8s_openapi::chrono::Duration::from_std(MAX_CLAIMED).unwrap_or_default();
+    let believable = |t: DateTime<Utc>| (t <= now + ahead).then(|| t.min(now));
+    let capped = LeaseState {
+        renewed: lease.renewed.and_then(believable),
+        acquired: lease.acquired.and_then(believable),
+        ..lease.clone()
+    };
+    let expired = capped.expires().is_none_or(|t| t <= now);
     if free || expired || force {
         return Decision::TakeOver {
             resource_version: lease.resource_version.clone(),
@@ -158,7 +173,7 @@ pub fn decide(
     Decision::Busy {
         holder: lease.holder.clone(),
         since: lease.acquired,
-        expires: lease.expires(),
+        expires: capped.expires(),
     }
 }
 
@@ -582,6 +597,30 @@ mod tests {
                 transitions: 3
             }
         );
+    }
+
+    #[test]
+    fn a_lease_claiming_years_or_renewed_in_the_future_lasts_no_longer_than_addonctls_own() {
+        let mut lease = held_by("other", 10);
+        lease.duration = Duration::from_secs(31 * 365 * 24 * 3600);
+        assert!(matches!(
+            decide(Some(&lease), "me", at(70), false, |_| false),
+            Decision::TakeOver { .. }
+        ));
+        let mut ahead = held_by("other", 10);
+        ahead.renewed = Some(at(1_000_000));
+        assert_eq!(
+            decide(Some(&ahead), "me", at(20), false, |_| false),
+            Decision::Busy {
+                holder: "other".to_owned(),
+                since: Some(at(0)),
+                expires: Some(at(60)),
+            }
+        );
+        assert!(matches!(
+            decide(Some(&ahead), "me", at(60), false, |_| false),
+            Decision::TakeOver { .. }
+        ));
     }
 
     #[test]

@@ -68,8 +68,12 @@ pub enum ControllerCommand {
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {
     /// The controller's image (an image of this build of addonctl; there is no default).
+    #[arg(long, required_unless_present = "crd_only")]
+    pub image: Option<String>,
+    /// Only the `Addon` CRD and the admission policy that keeps `Addon` authors true: for a
+    /// controller run elsewhere (`addonctl controller` with a kubeconfig).
     #[arg(long)]
-    pub image: String,
+    pub crd_only: bool,
     /// The namespace (default: the system namespace).
     #[arg(long)]
     pub namespace: Option<String>,

@@ -26,9 +26,10 @@ pub fn manifests(
             .namespace
             .clone()
             .unwrap_or_else(|| global.namespace.clone()),
-        image: args.image.clone(),
+        image: args.image.clone().unwrap_or_default(),
         replicas: args.replicas,
         admin: args.admin,
+        crd_only: args.crd_only,
     };
     write!(printer.stdout(), "{}", manifests::render(&options)?)?;
     Ok(ExitCode::SUCCESS)
