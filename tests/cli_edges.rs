@@ -256,3 +256,33 @@ async fn cli_local_added_for_a_runtime_cluster_addon_is_said_and_a_rollout_must_
     let status: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(status["phase"], "enabled", "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_list_as_a_user_who_may_not_read_secrets_lists_the_registries_with_phase_unknown() {
+    let addon = plain("listed-anyway");
+    let sb = Sandbox::with_kubevela().await.registries(&[&addon]);
+    sb.enable("listed-anyway", serde_json::json!({}))
+        .await
+        .unwrap();
+
+    let (code, stdout, stderr) = run(sb.cli_as_user().args(["list", "-o", "json"]));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let row = listed["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "listed-anyway")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["phase"], "unknown", "{listed}");
+    assert!(
+        stderr.contains("note: which addons are installed cannot be read")
+            && stderr.contains("addonctl-viewer"),
+        "{stderr}"
+    );
+    // `--installed` cannot do without the records: still the refusal, with its hint.
+    let (code, _, stderr) = run(sb.cli_as_user().args(["list", "--installed"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("hint: ClusterRole `addonctl-viewer`"), "{stderr}");
+}

@@ -28,9 +28,19 @@ pub async fn run(
     let listed = match connect(global, cluster, printer, true).await {
         Ok(ctx) => {
             declared = super::declare::declared_names(&ctx).await;
-            addonctl::status::list(Some(ctx.state()), &ctx.catalog, &options)
-                .await
-                .map_err(anyhow::Error::from)
+            match addonctl::status::list(Some(ctx.state()), &ctx.catalog, &options).await {
+                // A user who may read the registries but not what is installed (its records
+                // are Secrets): the registries, phase unknown, as without a cluster.
+                Err(e) if is_forbidden(&e) && !args.installed => {
+                    printer.note(&format!(
+                        "which addons are installed cannot be read ({e}); listing the registries with phase `unknown` (ClusterRole `addonctl-viewer` may read them, see `addonctl rbac`)"
+                    ));
+                    addonctl::status::list(None, &ctx.catalog, &options)
+                        .await
+                        .map_err(anyhow::Error::from)
+                }
+                other => other.map_err(anyhow::Error::from),
+            }
         }
         Err(e) => Err(e),
     };
@@ -66,6 +76,14 @@ pub async fn run(
     }
     print_rows(printer, &rows, &declared)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the control plane refused a read of the state.
+fn is_forbidden(error: &addonctl::Error) -> bool {
+    matches!(
+        error,
+        addonctl::Error::Cluster(addonctl::cluster::Error::Forbidden { .. })
+    )
 }
 
 /// The table; an addon an `Addon` resource declares has ` (declared)` after its phase.
