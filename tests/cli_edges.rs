@@ -284,5 +284,41 @@ async fn cli_list_as_a_user_who_may_not_read_secrets_lists_the_registries_with_p
     // `--installed` cannot do without the records: still the refusal, with its hint.
     let (code, _, stderr) = run(sb.cli_as_user().args(["list", "--installed"]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("hint: ClusterRole `addonctl-viewer`"), "{stderr}");
+    assert!(
+        stderr.contains("hint: ClusterRole `addonctl-viewer`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_counts_read_right_and_an_empty_installed_list_says_so() {
+    let addon = plain("counted");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+
+    let (code, stdout, stderr) = run(sb.cli().args(["list", "--installed"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "no addons installed");
+
+    // The noun agrees with its count, whatever the count is.
+    let agrees = |text: &str, noun: &str| {
+        let pattern = regex::Regex::new(&format!(r"(\d+) {noun}(s?) applied")).unwrap();
+        let found = pattern.captures(text).unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(&found[1] == "1", found[2].is_empty(), "{text}");
+    };
+    let (code, stdout, stderr) = run(sb.cli().args(["enable", "counted"]));
+    assert_eq!(code, 0, "{stderr}");
+    agrees(&stdout, "control-plane object");
+    let (code, stdout, stderr) = run(sb.cli().args(["upgrade", "counted", "greeting=hi"]));
+    assert_eq!(code, 0, "{stderr}");
+    agrees(&stdout, "object");
+    let (code, stdout, stderr) = run(sb.cli().args(["disable", "counted"]));
+    assert_eq!(code, 0, "{stderr}");
+    let deleted = regex::Regex::new(r"(\d+) object(s?) deleted").unwrap();
+    let found = deleted
+        .captures(&stdout)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(&found[1] == "1", found[2].is_empty(), "{stdout}");
 }

@@ -532,7 +532,7 @@ async fn an_addon_addonctl_enabled_is_listed_upgraded_and_disabled_by_vela() {
     assert_eq!(
         out,
         format!(
-            "addon `{name}` disabled: 1 objects deleted\n  deleted Secret `{}/addon-record-{name}` \
+            "addon `{name}` disabled: 1 object deleted\n  deleted Secret `{}/addon-record-{name}` \
              on cluster `local`\n",
             sb.ns()
         )

@@ -77,16 +77,16 @@ pub async fn run(
         if args.dry_run {
             writeln!(
                 stdout,
-                "addon `{}`{what} would be disabled: {} objects would be deleted",
+                "addon `{}`{what} would be disabled: {} would be deleted",
                 report.name,
-                report.deleted.len()
+                super::counted(report.deleted.len(), "object")
             )?;
         } else {
             writeln!(
                 stdout,
-                "addon `{}` disabled{what}: {} objects deleted",
+                "addon `{}` disabled{what}: {} deleted",
                 report.name,
-                report.deleted.len()
+                super::counted(report.deleted.len(), "object")
             )?;
         }
         print_removal(

@@ -173,10 +173,10 @@ fn print_reports(printer: Printer, reports: &[addonctl::apply::StepReport]) -> a
         };
         writeln!(
             stdout,
-            "addon `{}` {} {verb}: {} control-plane objects applied{changed}",
+            "addon `{}` {} {verb}: {} applied{changed}",
             report.name,
             report.version,
-            report.applied.len()
+            super::counted(report.applied.len(), "control-plane object")
         )?;
         for deleted in &report.deleted {
             writeln!(stdout, "  deleted {deleted}")?;

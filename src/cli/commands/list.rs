@@ -74,7 +74,7 @@ pub async fn run(
     )? {
         return Ok(ExitCode::SUCCESS);
     }
-    print_rows(printer, &rows, &declared)?;
+    print_rows(printer, &rows, &declared, args.installed)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -91,8 +91,21 @@ fn print_rows(
     printer: Printer,
     rows: &[ListRow],
     declared: &std::collections::BTreeSet<String>,
+    installed_only: bool,
 ) -> anyhow::Result<()> {
     let mut out = printer.stdout();
+    if rows.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            if installed_only {
+                "no addons installed"
+            } else {
+                "no addons in the registries"
+            }
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "{:<24} {:<10} {:<20} {:<10} {:<10} DESCRIPTION",

@@ -181,6 +181,15 @@ pub(crate) fn lock_options(command: &str, force: bool) -> addonctl::context::Loc
     }
 }
 
+/// `1 object`, `2 objects`: a count with its noun, singular or plural.
+pub(crate) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// An addon no registry has, as the user's error: a did-you-mean among the registries' addons
 /// (and `installed`, the installed ones), and the registries searched.
 pub(crate) async fn unknown_addon(

@@ -60,10 +60,10 @@ pub async fn run(
     for step in &report.steps {
         writeln!(
             stdout,
-            "addon `{}` {}: {} objects applied, {} deleted",
+            "addon `{}` {}: {} applied, {} deleted",
             step.name,
             step.version,
-            step.applied.len(),
+            super::counted(step.applied.len(), "object"),
             step.deleted.len()
         )?;
         for deleted in &step.deleted {

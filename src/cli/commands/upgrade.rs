@@ -52,10 +52,10 @@ pub async fn run(
         for report in &reports {
             writeln!(
                 stdout,
-                "addon `{}` {}: {} objects applied, {} deleted",
+                "addon `{}` {}: {} applied, {} deleted",
                 report.name,
                 report.version,
-                report.applied.len(),
+                super::counted(report.applied.len(), "object"),
                 report.deleted.len()
             )?;
             for deleted in &report.deleted {
