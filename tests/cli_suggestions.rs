@@ -210,7 +210,8 @@ async fn cli_rollback_of_an_addon_an_addon_resource_declares_needs_override_cont
         "test",
         json!({
             "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
-            "metadata": {"name": "guarded-roll", "namespace": sb.ns()},
+            "metadata": {"name": "guarded-roll", "namespace": sb.ns(),
+                "annotations": {"addonctl.io/author": "admin"}},
             "spec": {"parameters": {"count": 3}, "suspend": true},
         }),
     )
