@@ -10,7 +10,7 @@ use crate::controller::{
     addon, apply_addon, fixture, http_get, in_process, install_crd, wait_for, wait_ready, Child,
     ADDON,
 };
-use crate::support::k8s::Sandbox;
+use crate::support::k8s::{get_on, Kind, Sandbox};
 
 /// Descriptors the process `pid` holds.
 fn descriptors(pid: u32) -> usize {
@@ -90,4 +90,131 @@ async fn the_metric_series_of_an_addon_go_with_its_addon_resource() {
     assert!(!metrics.contains(series), "{metrics}");
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), controller).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_drift_correction_creates_again_is_recorded_so_deleting_the_addon_removes_it() {
+    let addon_dir = fixture("reborn", "1.0.0", false);
+    let sb = Sandbox::with_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon_dir]);
+    install_crd(&sb).await;
+    sb.join("m1", crate::controller::managed(1), &[]).await;
+    let m1 = crate::controller::managed(1).admin().await;
+    let (controller, stop, _, _) = crate::controller::in_process_with(
+        &sb,
+        &[&addon_dir],
+        addonctl::controller::ControllerSettings {
+            drift_interval: Duration::from_secs(1),
+            ..addonctl::controller::ControllerSettings::default()
+        },
+    )
+    .await;
+    apply_addon(
+        &sb,
+        "reborn",
+        json!({"clusters": ["m1"], "drift": {"policy": "correct"}}),
+    )
+    .await;
+    wait_ready(&sb, "reborn").await;
+    let uid_of = |object: Option<serde_json::Value>| {
+        object.map(|o| o["metadata"]["uid"].as_str().unwrap_or_default().to_owned())
+    };
+    let old = uid_of(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "reborn-1").await).unwrap();
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(m1.client().clone(), sb.ns());
+    api.delete("reborn-1", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    let new = wait_for("the deleted ConfigMap created again", || async {
+        uid_of(get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "reborn-1").await)
+            .filter(|uid| uid != &old)
+    })
+    .await;
+    wait_for("the record holding its new uid", || async {
+        let record = sb.record("reborn").await;
+        record
+            .dispatched
+            .get("m1")?
+            .objects
+            .iter()
+            .any(|o| o.object.name == "reborn-1" && o.uid == new && o.created)
+            .then_some(())
+    })
+    .await;
+    sb.api()
+        .delete(&ADDON.gvk(), Some(sb.ns()), "reborn")
+        .await
+        .unwrap();
+    wait_for(
+        "the re-created ConfigMap deleted with the addon",
+        || async {
+            get_on(&m1, Kind::CONFIG_MAP, Some(sb.ns()), "reborn-1")
+                .await
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), controller).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_damaged_record_fails_its_own_addon_only() {
+    let (first, second) = (
+        fixture("broken-rec", "1.0.0", false),
+        fixture("sound-rec", "1.0.0", false),
+    );
+    let sb = Sandbox::with_kubevela()
+        .await
+        .registries(&[&first, &second]);
+    for name in ["broken-rec", "sound-rec"] {
+        let output = sb
+            .cli()
+            .args(["enable", name, "--clusters", "local"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+    // Someone edits the record by hand and breaks it.
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(sb.api().client().clone(), sb.ns());
+    secrets
+        .patch(
+            "addon-record-broken-rec",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"stringData": {"record": "{not json"}})),
+        )
+        .await
+        .unwrap();
+    let list = sb.cli().args(["list", "-o", "json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&list.stderr);
+    assert!(list.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("sound-rec"),
+        "{list:?}"
+    );
+    assert!(stderr.contains("addon-record-broken-rec"), "{stderr}");
+    let sound = sb.cli().args(["status", "sound-rec"]).output().unwrap();
+    assert!(sound.status.success(), "{sound:?}");
+    let broken = sb.cli().args(["status", "broken-rec"]).output().unwrap();
+    let error = String::from_utf8_lossy(&broken.stderr);
+    assert!(!broken.status.success());
+    // The hint names the record Secret itself, not a selector that misses it.
+    assert!(
+        error.contains(&format!(
+            "kubectl get secret -n {} addon-record-broken-rec -o yaml",
+            sb.ns()
+        )),
+        "{error}"
+    );
+    // Nothing is deleted while a record cannot be read.
+    let disable = sb.cli().args(["disable", "sound-rec"]).output().unwrap();
+    assert!(!disable.status.success(), "{disable:?}");
+    assert!(
+        String::from_utf8_lossy(&disable.stderr).contains("addon-record-broken-rec"),
+        "{disable:?}"
+    );
 }

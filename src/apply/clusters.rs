@@ -302,6 +302,8 @@ async fn detach_unlocked(
         ..DetachReport::default()
     };
     let client = ctx.state().connect(name, &credentials).await;
+    // What a damaged record lists cannot be known: nothing is deleted while one is.
+    ctx.state().all_records().await?;
     let records: Vec<Record> = ctx
         .state()
         .installed()

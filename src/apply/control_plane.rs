@@ -182,7 +182,7 @@ pub(super) async fn apply_rendered(
         Some(args)
     };
     if vela && has_stale(&record, &inventory, ns) {
-        others = OtherRecords::of(&ctx.state().records().await?, &rendered.name);
+        others = OtherRecords::of(&ctx.state().all_records().await?, &rendered.name);
     }
     prune_control_plane(cluster, &record, &inventory, &others, ns, report).await?;
     record

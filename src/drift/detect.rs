@@ -53,6 +53,8 @@ pub struct Target {
 struct Found {
     drifts: Vec<Drift>,
     corrected: Vec<Drift>,
+    /// Deleted objects created again, with their new uids.
+    recreated: Vec<(ObjectRef, String)>,
     in_sync: Vec<(ObjectRef, String)>,
     /// Changed objects as read, for their correction.
     live: Vec<(ObjectRef, Value)>,
@@ -111,6 +113,12 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
         }
         report.drifts.extend(found.drifts);
         report.corrected.extend(found.corrected);
+        report.recreated.extend(
+            found
+                .recreated
+                .into_iter()
+                .map(|(object, uid)| (name.clone(), object, uid)),
+        );
         report.full_reads += found.full_reads;
         report.requests += found.requests;
     }
@@ -383,6 +391,9 @@ async fn correct(request: &DetectRequest, target: &Target, cluster: &Cluster, fo
             .await
         {
             Ok(stored) => {
+                if let (DriftKind::Deleted, Some(uid)) = (&drift.kind, &stored.metadata.uid) {
+                    found.recreated.push((drift.object.clone(), uid.clone()));
+                }
                 if let Some(version) = stored.metadata.resource_version {
                     found.in_sync.push((drift.object.clone(), version));
                 }

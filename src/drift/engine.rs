@@ -113,7 +113,44 @@ pub async fn check_vouched(
     if report.policy != Policy::Ignore {
         report.skipped = skipped;
     }
+    if !report.recreated.is_empty() {
+        if let Err(e) = record_recreated(ctx, &record.name, &report.recreated).await {
+            report.errors.push(ClusterError {
+                cluster: crate::model::wire::LOCAL_CLUSTER.to_owned(),
+                error: format!(
+                    "the objects created again are not in the record yet (the next check tries again): {e}"
+                ),
+            });
+        }
+    }
     Ok(report)
+}
+
+/// Writes the uids of objects a correction created again into the addon's record: they are
+/// addonctl's (created), so disable and detach delete them.
+async fn record_recreated(
+    ctx: &Context,
+    addon: &str,
+    recreated: &[(String, ObjectRef, String)],
+) -> crate::Result<()> {
+    crate::state::record::update(&ctx.cluster, &ctx.namespace, addon, |stored| {
+        let mut record = stored?;
+        let mut changed = false;
+        for (cluster, object, uid) in recreated {
+            let Some(inventory) = record.dispatched.get_mut(cluster) else {
+                continue;
+            };
+            for held in &mut inventory.objects {
+                if &held.object == object && (&held.uid != uid || !held.created) {
+                    held.uid.clone_from(uid);
+                    held.created = true;
+                    changed = true;
+                }
+            }
+        }
+        changed.then_some(record)
+    })
+    .await
 }
 
 /// The clusters to compare (those at the record's current revision) and those a staged rollout

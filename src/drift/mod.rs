@@ -271,6 +271,10 @@ pub struct Report {
     /// be reached (what a watch for the next change follows).
     #[serde(skip)]
     pub places: Vec<Place>,
+    /// Deleted objects created again (policy `correct`): cluster, object and new uid, which
+    /// the record takes (so that disable deletes them).
+    #[serde(skip)]
+    pub recreated: Vec<(String, ObjectRef, String)>,
     /// Clusters not listed: the caller vouched for them ([`DetectRequest::vouched`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub vouched: usize,

@@ -147,9 +147,21 @@ impl Store<'_> {
         Ok(names)
     }
 
-    /// Every record in the system namespace (one labelled list; one more when a record is
-    /// sharded, see [`record::storage`]).
+    /// Every readable record in the system namespace (one labelled list; one more when a
+    /// record is sharded, see [`record::storage`]). A damaged record is left out with a warning
+    /// naming it: its own addon fails ([`Store::record`]), the others go on.
     pub async fn records(&self) -> Result<Vec<Record>> {
+        let (records, damaged) =
+            record::storage::read_all_readable(self.cluster, self.namespace).await?;
+        for error in damaged {
+            tracing::warn!("{error}; the other addons go on without it");
+        }
+        Ok(records)
+    }
+
+    /// Every record, a damaged one being an error: for decisions that delete objects another
+    /// addon may list (what a damaged record lists cannot be known).
+    pub async fn all_records(&self) -> Result<Vec<Record>> {
         record::storage::read_all(self.cluster, self.namespace).await
     }
 

@@ -148,6 +148,10 @@ pub async fn status_within(
 ) -> Result<Status> {
     let all = store.installed().await?;
     let current = all.get(name);
+    if current.and_then(|c| c.record.as_ref()).is_none() {
+        // A damaged record is left out of the others' reads: its own addon's fails here.
+        store.record(name).await?;
+    }
     let mut status = Status {
         name: name.to_owned(),
         phase: Phase::Disabled,

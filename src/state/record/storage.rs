@@ -77,7 +77,7 @@ pub const PAIR_GROWTH: usize = 64;
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// A record Secret (or one of its shards) is missing, damaged or not addonctl's format.
-    #[error("the record `{secret}` cannot be read: {reason}; nothing was changed (inspect it with `kubectl get secret -n {namespace} -l {LABEL_RECORD_OF}={addon}`)")]
+    #[error("the record `{secret}` of addon `{addon}` cannot be read: {reason}; nothing was changed (inspect it with `kubectl get secret -n {namespace} {secret} -o yaml`, its shards with `kubectl get secret -n {namespace} -l {LABEL_RECORD_OF}={addon}`)")]
     Unreadable {
         /// The addon.
         addon: String,
@@ -419,14 +419,31 @@ async fn shards_of(cluster: &Cluster, ns: &str, addon: Option<&str>) -> crate::R
 /// Secrets labelled as records that hold none (neither format) are left out; a damaged one is
 /// an error (what it lists would be forgotten).
 pub async fn read_all(cluster: &Cluster, ns: &str) -> crate::Result<Vec<Record>> {
+    let (records, damaged) = read_all_readable(cluster, ns).await?;
+    match damaged.into_iter().next() {
+        Some(error) => Err(error.into()),
+        None => Ok(records),
+    }
+}
+
+/// [`read_all`], the damaged records apart: each is its addon's problem (reading that addon's
+/// record fails), not every other addon's. For what only reads; what deletes objects another
+/// addon may share uses [`read_all`].
+pub async fn read_all_readable(
+    cluster: &Cluster,
+    ns: &str,
+) -> crate::Result<(Vec<Record>, Vec<RecordError>)> {
     let (mains, shards) = list_all(cluster, ns).await?;
     let mut out = Vec::new();
+    let mut damaged = Vec::new();
     for main in &mains {
-        if let Some(record) = decode(main, &shards)? {
-            out.push(record);
+        match decode(main, &shards) {
+            Ok(Some(record)) => out.push(record),
+            Ok(None) => {}
+            Err(error) => damaged.push(error),
         }
     }
-    Ok(out)
+    Ok((out, damaged))
 }
 
 /// Addon `addon`'s record as [`read`] gives it, and every other addon's record as
