@@ -322,3 +322,67 @@ async fn cli_counts_read_right_and_an_empty_installed_list_says_so() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert_eq!(&found[1] == "1", found[2].is_empty(), "{stdout}");
 }
+
+/// Copies an addon's files into `to`.
+fn copy_addon(addon: &TestAddon, to: &std::path::Path) {
+    for entry in walkdir_files(addon.path()) {
+        let relative = entry.strip_prefix(addon.path()).unwrap();
+        let target = to.join(relative);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, target).unwrap();
+    }
+}
+
+fn walkdir_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walkdir_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_registry_dir_at_a_kubevela_catalog_checkout_reads_its_addons_and_experimental_addons()
+{
+    let checkout = tempfile::tempdir().unwrap();
+    copy_addon(
+        &plain("stable-one"),
+        &checkout.path().join("addons/stable-one"),
+    );
+    copy_addon(
+        &plain("trying-one"),
+        &checkout.path().join("experimental/addons/trying-one"),
+    );
+    std::fs::write(checkout.path().join("README.md"), "# catalog\n").unwrap();
+
+    let scratch = tempfile::tempdir().unwrap();
+    let (kubeconfig, _) = crate::support::k8s::Env::get().unreachable_kubeconfig(scratch.path());
+    let mut cmd = assert_cmd::Command::cargo_bin("addonctl").unwrap();
+    cmd.env_remove("KUBECONFIG")
+        .env(
+            "ADDONCTL_REGISTRY_FILE",
+            scratch.path().join("no-registries.json"),
+        )
+        .env("NO_COLOR", "1")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--registry-dir")
+        .arg(checkout.path())
+        .args(["list", "-o", "json"]);
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, 0, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = listed["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"stable-one"), "{listed}");
+    assert!(names.contains(&"trying-one"), "{listed}");
+}

@@ -421,8 +421,43 @@ impl Catalog {
 fn local_readers(directories: &[PathBuf]) -> source::Result<Vec<Reader>> {
     directories
         .iter()
+        .flat_map(|dir| registry_dirs_of(dir))
         .map(|dir| Ok(Arc::new(LocalReader::new(dir)?) as Reader))
         .collect()
+}
+
+/// The registry directories a `--registry-dir` stands for: the directory itself, or — when it
+/// is the root of a KubeVela catalog checkout (no addon in it or directly under it, but
+/// `addons/` and/or `experimental/addons/`) — those two directories, stable first.
+pub fn registry_dirs_of(dir: &std::path::Path) -> Vec<PathBuf> {
+    if !dir.is_dir() || holds_addons(dir) {
+        return vec![dir.to_path_buf()];
+    }
+    let nested: Vec<PathBuf> = [dir.join("addons"), dir.join("experimental").join("addons")]
+        .into_iter()
+        .filter(|d| d.is_dir())
+        .collect();
+    if nested.is_empty() {
+        vec![dir.to_path_buf()]
+    } else {
+        tracing::debug!(
+            directory = %dir.display(),
+            "a KubeVela catalog checkout: reading its `addons/` and `experimental/addons/`"
+        );
+        nested
+    }
+}
+
+/// Whether a directory is one addon or holds addons directly under it.
+fn holds_addons(dir: &std::path::Path) -> bool {
+    if dir.join("metadata.yaml").is_file() {
+        return true;
+    }
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(std::result::Result::ok)
+            .any(|e| e.path().join("metadata.yaml").is_file())
+    })
 }
 
 /// A registry that could not be listed, as the error of a command that needed it: the
