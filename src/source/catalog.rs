@@ -453,7 +453,7 @@ fn holds_addons(dir: &std::path::Path) -> bool {
     if dir.join("metadata.yaml").is_file() {
         return true;
     }
-    std::fs::read_dir(dir).is_ok_and(|entries| {
+    fs_err::read_dir(dir).is_ok_and(|entries| {
         entries
             .filter_map(std::result::Result::ok)
             .any(|e| e.path().join("metadata.yaml").is_file())
