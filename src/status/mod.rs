@@ -62,7 +62,8 @@ pub struct Status {
     /// Who asked for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub installed_by: Option<InstalledBy>,
-    /// Why the phase is `failed`; how far the upgrade got when `upgrading`.
+    /// Why the phase is `failed`; how far the upgrade got when `upgrading`; that KubeVela has not
+    /// reported on the Application yet when `enabling` under the vela engine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What else to know (a pending revision: an enable running, or interrupted).
@@ -185,6 +186,11 @@ pub async fn status_within(
         status.registry = Some(current.registry.clone());
         status.clusters = phase::targeted_clusters(current, &args);
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
+        if let Some(app) = &current.application {
+            if status.phase == Phase::Enabling {
+                status.reason = phase::unreported_application_reason(app);
+            }
+        }
         if let Some(record) = phase::dispatched_record(current) {
             direct_health(store, current, record, only, &mut status).await?;
         }

@@ -75,6 +75,39 @@ pub fn phase_of_application(app: &Value) -> Phase {
     }
 }
 
+/// Why an Application KubeVela deploys is still `enabling` with nothing to show for it: KubeVela
+/// has not reported on it at all (no `status.status`, no workflow), which it does within seconds
+/// while vela-core runs. `None` once it has reported, or while the Application is being deleted.
+pub fn unreported_application_reason(app: &Value) -> Option<String> {
+    if app
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return None;
+    }
+    let reported = app
+        .pointer("/status/status")
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+        || app
+            .pointer("/status/workflow")
+            .is_some_and(|w| !w.is_null());
+    if reported {
+        return None;
+    }
+    let name = app
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("its Application");
+    let namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("vela-system");
+    Some(format!(
+        "KubeVela has not reported on `{name}` yet; is vela-core running? (check with `kubectl -n {namespace} get application {name}` and `kubectl get pods -A -l app.kubernetes.io/name=vela-core`)"
+    ))
+}
+
 /// The record of an addon the direct engine dispatched (or is dispatching): the addon whose
 /// phase depends on what its clusters hold, read with [`super::health::health`]. `None` for an
 /// addon KubeVela deploys (its Application says) or one with nothing dispatched.

@@ -266,6 +266,43 @@ async fn an_addon_with_an_application_takes_its_phase_from_it() {
     assert_eq!(missing.phase, Phase::Disabled);
 }
 
+#[tokio::test]
+async fn an_application_kubevela_has_not_reported_on_is_enabling_with_the_reason() {
+    let api = |app_status: Value| {
+        FakeApi::default()
+            .serves("v1", "secrets", "Secret")
+            .serves("core.oam.dev/v1beta1", "applications", "Application")
+            .on("GET", SECRETS, 200, list("SecretList", Vec::new()))
+            .on(
+                "GET",
+                APPLICATIONS,
+                200,
+                list("ApplicationList", vec![application(app_status)]),
+            )
+    };
+
+    for unreported in [json!({}), Value::Null] {
+        let api = api(unreported);
+        let status = status(context(&api).state(), "b", None)
+            .await
+            .expect("status");
+        assert_eq!(status.phase, Phase::Enabling);
+        let reason = status.reason.expect("a reason");
+        assert!(
+            reason.contains("KubeVela has not reported on `addon-b` yet; is vela-core running?"),
+            "{reason}"
+        );
+    }
+
+    // Once KubeVela reports, its word stands alone.
+    let api = api(json!({"status": "runningWorkflow", "workflow": {"steps": []}}));
+    let status = status(context(&api).state(), "b", None)
+        .await
+        .expect("status");
+    assert_eq!(status.phase, Phase::Enabling);
+    assert_eq!(status.reason, None);
+}
+
 #[test]
 fn an_applications_phase_follows_its_status_and_deletion() {
     let phase = |status: Value| phase_of_application(&application(status));
