@@ -386,3 +386,51 @@ async fn cli_registry_dir_at_a_kubevela_catalog_checkout_reads_its_addons_and_ex
     assert!(names.contains(&"stable-one"), "{listed}");
     assert!(names.contains(&"trying-one"), "{listed}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_tables_keep_their_columns_for_long_names_and_print_a_dash_for_blanks() {
+    let long = "a-twenty-five-char-addon1";
+    assert_eq!(long.len(), 25);
+    let addon = plain(long);
+    let short = plain("short");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon, &short]);
+    let (code, _, stderr) = run(sb.cli().args(["enable", long]));
+    assert_eq!(code, 0, "{stderr}");
+
+    let (code, stdout, stderr) = run(sb.cli().args(["list"]));
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines[0];
+    for column in ["REGISTRY", "PHASE", "INSTALLED"] {
+        let at = header.find(column).unwrap();
+        for line in lines.iter().skip(1) {
+            assert!(line.len() > at, "{stdout}");
+            assert_eq!(&line[at - 2..at], "  ", "{column} shifts:\n{stdout}");
+            assert_ne!(&line[at..=at], " ", "{column} shifts:\n{stdout}");
+        }
+    }
+
+    let (code, stdout, stderr) = run(sb.cli().args(["cluster", "list"]));
+    assert_eq!(code, 0, "{stderr}");
+    let header = stdout.lines().next().unwrap();
+    let starts: Vec<usize> = [
+        "NAME",
+        "ENDPOINT",
+        "CREDENTIAL",
+        "REACHABLE",
+        "VERSION",
+        "LABELS",
+    ]
+    .iter()
+    .map(|c| header.find(c).unwrap())
+    .collect();
+    for line in stdout.lines().skip(1).filter(|l| !l.starts_with("  ")) {
+        for &at in &starts {
+            let cell = line.get(at..=at).unwrap_or(" ");
+            assert_ne!(cell, " ", "a blank cell at column {at} in:\n{stdout}");
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod diagnostics;
 mod help;
 mod printer;
 mod settings;
+mod table;
 
 use std::process::ExitCode;
 

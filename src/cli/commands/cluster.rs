@@ -194,31 +194,43 @@ fn print_clusters(
     out: &mut impl Write,
     rows: Vec<addonctl::apply::clusters::ClusterRow>,
 ) -> anyhow::Result<()> {
-    writeln!(
-        out,
-        "{:<16} {:<32} {:<20} {:<10} {:<10} LABELS",
-        "NAME", "ENDPOINT", "CREDENTIAL", "REACHABLE", "VERSION"
-    )?;
-    for row in rows {
-        let labels: Vec<String> = row.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let credential = row
-            .credential_type
-            .map_or_else(|| "-".to_owned(), |c| format!("{c:?}"));
-        let version = if row.reachable {
-            row.version.clone()
-        } else {
-            "-".to_owned()
-        };
-        writeln!(
-            out,
-            "{:<16} {:<32} {:<20} {:<10} {:<10} {}",
-            row.name,
-            row.endpoint,
-            credential,
-            if row.reachable { "yes" } else { "no" },
-            version,
-            labels.join(",")
-        )?;
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let labels: Vec<String> = row.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            vec![
+                row.name.clone(),
+                row.endpoint.clone(),
+                row.credential_type
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!("{c:?}")),
+                if row.reachable { "yes" } else { "no" }.to_owned(),
+                if row.reachable {
+                    row.version.clone()
+                } else {
+                    String::new()
+                },
+                labels.join(","),
+            ]
+        })
+        .collect();
+    let table = crate::cli::table::render(
+        &[
+            "NAME",
+            "ENDPOINT",
+            "CREDENTIAL",
+            "REACHABLE",
+            "VERSION",
+            "LABELS",
+        ],
+        &cells,
+    );
+    let mut lines = table.lines();
+    if let Some(header) = lines.next() {
+        writeln!(out, "{header}")?;
+    }
+    for (line, row) in lines.zip(&rows) {
+        writeln!(out, "{line}")?;
         if !row.reachable {
             writeln!(out, "  unreachable: {}", row.version)?;
         }

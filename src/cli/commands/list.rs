@@ -106,29 +106,41 @@ fn print_rows(
         )?;
         return Ok(());
     }
-    writeln!(
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let mut description = row.description.clone();
+            if description.chars().count() > 60 {
+                description = description.chars().take(57).collect::<String>() + "...";
+            }
+            vec![
+                row.name.clone(),
+                row.registry.clone(),
+                row.available_versions.join(","),
+                if declared.contains(&row.name) {
+                    format!("{} (declared)", row.phase)
+                } else {
+                    row.phase.to_string()
+                },
+                row.installed_version.clone().unwrap_or_default(),
+                description,
+            ]
+        })
+        .collect();
+    write!(
         out,
-        "{:<24} {:<10} {:<20} {:<10} {:<10} DESCRIPTION",
-        "NAME", "REGISTRY", "AVAILABLE-VERSIONS", "PHASE", "INSTALLED"
+        "{}",
+        crate::cli::table::render(
+            &[
+                "NAME",
+                "REGISTRY",
+                "AVAILABLE-VERSIONS",
+                "PHASE",
+                "INSTALLED",
+                "DESCRIPTION"
+            ],
+            &cells,
+        )
     )?;
-    for row in rows {
-        let mut description = row.description.clone();
-        if description.chars().count() > 60 {
-            description = description.chars().take(57).collect::<String>() + "...";
-        }
-        writeln!(
-            out,
-            "{:<24} {:<10} {:<20} {:<10} {:<10} {description}",
-            row.name,
-            row.registry,
-            row.available_versions.join(","),
-            if declared.contains(&row.name) {
-                format!("{} (declared)", row.phase)
-            } else {
-                row.phase.to_string()
-            },
-            row.installed_version.as_deref().unwrap_or("-"),
-        )?;
-    }
     Ok(())
 }
