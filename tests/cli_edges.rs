@@ -434,3 +434,46 @@ async fn cli_tables_keep_their_columns_for_long_names_and_print_a_dash_for_blank
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_rollback_names_a_damaged_revision_secret_and_how_to_inspect_it() {
+    use base64::Engine as _;
+
+    let addon = plain("rolled");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&addon]);
+    for args in [
+        &["enable", "rolled"][..],
+        &["upgrade", "rolled", "greeting=hi"],
+    ] {
+        let (code, stdout, stderr) = run(sb.cli().args(args));
+        assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
+    }
+    let name = addonctl::state::revisions::secret_name("rolled", 1);
+    let mut secret = crate::support::k8s::get_on(
+        sb.api(),
+        crate::support::k8s::Kind::SECRET,
+        Some(sb.ns()),
+        &name,
+    )
+    .await
+    .unwrap_or_else(|| panic!("revision Secret `{name}` is missing"));
+    assert!(secret["data"]["package"].is_string(), "{secret}");
+    secret["data"]["package"] =
+        Value::from(base64::engine::general_purpose::STANDARD.encode(b"not a package"));
+    sb.api().replace(&secret).await.unwrap();
+
+    let (code, stdout, stderr) = run(sb.cli().args(["rollback", "rolled", "1"]));
+    assert_ne!(code, 0, "{stdout}{stderr}");
+    let ns = sb.ns();
+    for part in [
+        "revision 1 of addon `rolled`".to_owned(),
+        format!("Secret `{ns}/{name}` is damaged: `data.package` does not read"),
+        format!("kubectl -n {ns} get secret {name} -o yaml"),
+        "addonctl history rolled".to_owned(),
+    ] {
+        assert!(stderr.contains(&part), "no `{part}` in: {stderr}");
+    }
+}

@@ -394,7 +394,16 @@ pub async fn kept(
         if revision.secret_args.is_empty() && !revision.package_kept {
             return Ok(Kept::default());
         }
-        return Err(unusable(format!("its Secret `{ns}/{name}` is gone")).into());
+        return Err(unusable(format!(
+            "its Secret `{ns}/{name}` is gone; roll back to another revision (see `addonctl history {addon}`)"
+        ))
+        .into());
+    };
+    // A damaged Secret: which one, what is wrong with it, how to look at it, what to do instead.
+    let damaged = |what: String| {
+        unusable(format!(
+            "its revision Secret `{ns}/{name}` is damaged: {what}; inspect it with `kubectl -n {ns} get secret {name} -o yaml`, and roll back to another revision (see `addonctl history {addon}`)"
+        ))
     };
     let field = |key: &str| -> Result<Option<Vec<u8>>, RevisionError> {
         secret
@@ -403,22 +412,25 @@ pub async fn kept(
             .map(|text| {
                 base64::engine::general_purpose::STANDARD
                     .decode(text)
-                    .map_err(|e| unusable(format!("`{key}` of Secret `{name}` is not base64: {e}")))
+                    .map_err(|e| damaged(format!("`data.{key}` is not base64 ({e})")))
             })
             .transpose()
     };
     let files = match field(PACKAGE_KEY)? {
-        Some(bytes) if revision.package_kept => Some(unpack(&bytes).map_err(&unusable)?),
+        Some(bytes) if revision.package_kept => Some(
+            unpack(&bytes)
+                .map_err(|e| damaged(format!("`data.{PACKAGE_KEY}` does not read ({e})")))?,
+        ),
         _ => None,
     };
     let secrets = match field(SECRET_ARGS_KEY)? {
-        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            unusable(format!(
-                "`{SECRET_ARGS_KEY}` of Secret `{name}` does not read: {e}"
-            ))
-        })?,
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| damaged(format!("`data.{SECRET_ARGS_KEY}` does not read ({e})")))?,
         None if !revision.secret_args.is_empty() => {
-            return Err(unusable(format!("Secret `{name}` lacks its secret arguments")).into())
+            return Err(damaged(format!(
+                "it lacks `data.{SECRET_ARGS_KEY}`, the revision's secret arguments"
+            ))
+            .into())
         }
         None => Vec::new(),
     };
