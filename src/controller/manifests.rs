@@ -260,6 +260,8 @@ pub fn render(options: &ManifestOptions) -> Result<String, serde_yaml::Error> {
 
 #[cfg(test)]
 mod tests {
+    use serde::Deserialize as _;
+
     use super::*;
 
     fn options(admin: bool) -> ManifestOptions {
@@ -288,10 +290,37 @@ mod tests {
                 "RoleBinding",
                 "ClusterRole",
                 "ClusterRoleBinding",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+                "ClusterRole",
+                "ClusterRole",
                 "Deployment"
             ]
         );
-        let deployment = &operator[6].1;
+        let deployment = &operator[12].1;
+        assert_eq!(
+            operator[8].1["spec"]["matchConditions"][0]["expression"],
+            "request.userInfo.username != 'system:serviceaccount:vela-system:addonctl-controller'"
+        );
+        let crd_only = render(&ManifestOptions {
+            crd_only: true,
+            ..options(false)
+        })
+        .unwrap();
+        let kinds: Vec<String> = serde_yaml::Deserializer::from_str(&crd_only)
+            .filter_map(|d| serde_json::Value::deserialize(d).ok())
+            .filter_map(|d| d["kind"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding"
+            ]
+        );
         assert_eq!(
             deployment["spec"]["template"]["spec"]["containers"][0]["image"],
             "example/addonctl:1"
