@@ -303,10 +303,9 @@ async fn detach_unlocked(
     };
     let client = ctx.state().connect(name, &credentials).await;
     // What a damaged record lists cannot be known: nothing is deleted while one is.
-    ctx.state().all_records().await?;
     let records: Vec<Record> = ctx
         .state()
-        .installed()
+        .installed_checked()
         .await?
         .into_values()
         .filter_map(|installed| installed.record)

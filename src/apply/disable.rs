@@ -169,9 +169,8 @@ async fn disable_all_unlocked(
     } = *options;
     // The state, read once under the locks: each removal below takes the addons it removed
     // out of it, as a new read would.
-    let mut all = ctx.state().installed().await?;
     // What a damaged record lists cannot be known: nothing is deleted while one is.
-    ctx.state().all_records().await?;
+    let mut all = ctx.state().installed_checked().await?;
     if !all.contains_key(name) {
         return Err(Error::NotEnabled {
             addon: name.to_owned(),

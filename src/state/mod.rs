@@ -54,12 +54,29 @@ impl Store<'_> {
     /// records: O(1) calls whatever the number of addons (none when a command read them
     /// already and has written nothing since, see [`Cluster::reuse_lists`]).
     pub async fn installed(&self) -> Result<BTreeMap<String, Installed>> {
+        self.installed_with(false).await
+    }
+
+    /// [`Store::installed`], a damaged record being an error: for decisions that delete
+    /// objects another addon may list (what a damaged record lists cannot be known).
+    pub async fn installed_checked(&self) -> Result<BTreeMap<String, Installed>> {
+        self.installed_with(true).await
+    }
+
+    async fn installed_with(&self, strict: bool) -> Result<BTreeMap<String, Installed>> {
         let mut out: BTreeMap<String, Installed> = BTreeMap::new();
         // Both lists at once; a failure of the records' is the one reported.
         let applications = application_gvk();
+        let records = async {
+            if strict {
+                self.all_records().await
+            } else {
+                self.records().await
+            }
+        };
         let (records, apps) = Box::pin(async {
             futures::join!(
-                self.records(),
+                records,
                 self.cluster
                     .list_reused(&applications, Some(self.namespace), LABEL_NAME)
             )
