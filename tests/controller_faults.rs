@@ -218,3 +218,73 @@ async fn one_damaged_record_fails_its_own_addon_only() {
         "{disable:?}"
     );
 }
+
+/// A leader cut off from its control plane (its API server stopped: the port accepts, nothing
+/// answers) steps down by its own clock within the renew deadline (10 s), before its Lease
+/// (15 s) can expire for a standby — not after the 30 s request timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_cut_off_from_its_control_plane_steps_down_before_its_lease_expires() {
+    use std::io::BufRead as _;
+    let _only_us = crate::support::k8s::fault_cluster_lock().await;
+    let fault = crate::support::k8s::Env::get().fault_cluster();
+    let namespace = format!("leader-cut-{}", std::process::id());
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("addonctl"));
+    command
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .arg("--kubeconfig")
+        .arg(&fault.kubeconfig)
+        .args(["--system-namespace", &namespace])
+        .args(["controller", "--metrics-addr", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap().into_owned_fd().unwrap();
+    let (lines, events) = std::sync::mpsc::channel::<(std::time::Instant, String)>();
+    std::thread::spawn(move || {
+        let reader = std::io::BufReader::new(std::fs::File::from(stderr));
+        for line in reader.lines().map_while(Result::ok) {
+            eprintln!("[leader] {line}");
+            let _ = lines.send((std::time::Instant::now(), line));
+        }
+    });
+    let wait_line = move |events: std::sync::mpsc::Receiver<(std::time::Instant, String)>,
+                          needle: &'static str,
+                          limit: Duration| {
+        let started = std::time::Instant::now();
+        loop {
+            let left = limit.saturating_sub(started.elapsed());
+            match events.recv_timeout(left) {
+                Ok((at, line)) if line.contains(needle) => return (at, events),
+                Ok(_) => {}
+                Err(_) => panic!("no `{needle}` within {limit:?}"),
+            }
+        }
+    };
+    let (_, events) = tokio::task::spawn_blocking(move || {
+        wait_line(events, "became the leader", Duration::from_secs(30))
+    })
+    .await
+    .unwrap();
+    // Let one renewal go through, then cut the control plane off.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stopped = crate::support::k8s::Stopped::apiserver(fault);
+    let cut = std::time::Instant::now();
+    let (stepped_down, _) = tokio::task::spawn_blocking(move || {
+        wait_line(events, "lost the leadership", Duration::from_secs(40))
+    })
+    .await
+    .unwrap();
+    stopped.resume().await;
+    let after = stepped_down.duration_since(cut);
+    assert!(
+        after < Duration::from_secs(12),
+        "stepped down {after:?} after the cut: the Lease (15 s) may have expired for a standby first"
+    );
+    let _ = child.kill().await;
+    let admin = fault.admin().await;
+    let _ = admin.delete(&Kind::NAMESPACE.gvk(), None, &namespace).await;
+}

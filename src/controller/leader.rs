@@ -41,10 +41,23 @@ pub(super) async fn elect(shared: Arc<Shared>, mut stopped: tokio::sync::watch::
         if *stopped.borrow() {
             break;
         }
-        match try_hold(&shared).await {
-            Ok(true) => last_renewal = Some(Instant::now()),
-            Ok(false) => last_renewal = None,
-            Err(e) => tracing::warn!("leader election: {e}"),
+        // Counted from when the renewal was sent, and never waited for past the deadline: a
+        // leader cut off from the API server steps down by its own clock, before the Lease
+        // can expire for the others (whatever the request timeout).
+        let sent = Instant::now();
+        let limit = match last_renewal {
+            Some(at) if at.elapsed() < RENEW_DEADLINE => RENEW_DEADLINE - at.elapsed(),
+            _ => RENEW_DEADLINE,
+        }
+        .max(Duration::from_millis(100));
+        match tokio::time::timeout(limit, try_hold(&shared)).await {
+            Ok(Ok(true)) => last_renewal = Some(sent),
+            Ok(Ok(false)) => last_renewal = None,
+            Ok(Err(e)) => tracing::warn!("leader election: {e}"),
+            Err(_) => tracing::warn!(
+                "leader election: the Lease `{LEASE}` could not be renewed within {}s",
+                limit.as_secs()
+            ),
         }
         let leading = last_renewal.is_some_and(|t| t.elapsed() < RENEW_DEADLINE);
         if leading != *shared.leader.borrow() {
