@@ -45,11 +45,10 @@ pub(super) async fn elect(shared: Arc<Shared>, mut stopped: tokio::sync::watch::
         // leader cut off from the API server steps down by its own clock, before the Lease
         // can expire for the others (whatever the request timeout).
         let sent = Instant::now();
-        let limit = match last_renewal {
-            Some(at) if at.elapsed() < RENEW_DEADLINE => RENEW_DEADLINE - at.elapsed(),
-            _ => RENEW_DEADLINE,
-        }
-        .max(Duration::from_millis(100));
+        let limit = last_renewal
+            .and_then(|at| RENEW_DEADLINE.checked_sub(at.elapsed()))
+            .unwrap_or(RENEW_DEADLINE)
+            .max(Duration::from_millis(100));
         match tokio::time::timeout(limit, try_hold(&shared)).await {
             Ok(Ok(true)) => last_renewal = Some(sent),
             Ok(Ok(false)) => last_renewal = None,
