@@ -260,7 +260,7 @@ async fn a_leader_cut_off_from_its_control_plane_steps_down_before_its_lease_exp
             match events.recv_timeout(left) {
                 Ok((at, line)) if line.contains(needle) => return (at, events),
                 Ok(_) => {}
-                Err(_) => panic!("no `{needle}` within {limit:?}"),
+                Err(e) => panic!("no `{needle}` within {limit:?}: {e}"),
             }
         }
     };
