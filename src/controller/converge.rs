@@ -126,7 +126,7 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
 pub(super) async fn cleanup(addon: &Addon, data: &Data) -> Result<Action> {
     let name = addon.name_any();
     let current = addon.status.clone().unwrap_or_default();
-    if addon.spec.suspend || !claimed(&current) {
+    if addon.spec.suspend || !super::trust::claimed(&current) {
         // Suspended, or it never installed anything: the addon (installed by other means, or
         // not at all) is left as it is.
         tracing::info!(addon = %name, suspended = addon.spec.suspend, "Addon deleted: released without disabling the addon");
@@ -208,8 +208,8 @@ async fn converge(
         return Ok((status, Action::await_change(), false));
     }
     let trust = if applying {
-        let trust = trust_for(data, addon, current, revision.is_some()).await?;
-        claim(data, addon, current, revision.is_some(), &mut status).await?;
+        let trust = super::trust::trust_for(data, addon, current, revision.is_some()).await?;
+        super::trust::claim(data, addon, current, revision.is_some(), &mut status).await?;
         trust
     } else {
         engine::Trust::default()
@@ -296,91 +296,6 @@ async fn converge(
         memo.health_at = Some(Instant::now());
     });
     Ok((status, next(data, addon, healthy), false))
-}
-
-/// Whose rights an apply of `addon` stays within (see [`super::trust`]), refusing first an
-/// installation this `Addon` did not make unless `spec.adopt` (`installed`: the addon has a
-/// record).
-async fn trust_for(
-    data: &Data,
-    addon: &Addon,
-    current: &AddonStatus,
-    installed: bool,
-) -> Result<engine::Trust> {
-    let spec = &addon.spec;
-    let name = addon.name_any();
-    if installed && !claimed(current) && !spec.adopt {
-        return Err(Error::Unauthorized(format!(
-            "addon `{name}` is installed already (by the CLI, KubeVela or another Addon) and this Addon did not install it, so it is left as it is; to take it over, set `spec.adopt: true` (setting it needs the verb `approve` on addons.addonctl.io)"
-        )));
-    }
-    let ctx = data.shared.ctx();
-    let author = match data.shared.settings.authorize_as {
-        super::trust::AuthorizeAs::Controller => None,
-        super::trust::AuthorizeAs::Author => {
-            if !super::trust::policy_installed(&ctx.cluster).await? {
-                return Err(Error::Unauthorized(format!(
-                    "the ValidatingAdmissionPolicy `{}` and its binding are not installed on the control plane, so nothing vouches for who wrote the Addon: apply them (`addonctl controller manifests` prints them), or run the controller with `--authorize-as controller` if only its administrators can write Addons",
-                    super::trust::POLICY
-                )));
-            }
-            let author = super::trust::Author::of(addon)?;
-            for parameter in &spec.secret_parameters {
-                super::trust::author_reads_secret(
-                    &ctx.cluster,
-                    &author,
-                    &parameter.name,
-                    &ctx.namespace,
-                    &parameter.secret_ref.name,
-                )
-                .await?;
-            }
-            Some(author)
-        }
-    };
-    Ok(engine::Trust {
-        author,
-        allow: spec.allow.clone(),
-        secret_parameters: spec
-            .secret_parameters
-            .iter()
-            .map(|p| p.name.clone())
-            .collect(),
-    })
-}
-
-/// Whether this `Addon` installed (or took over) its addon: it says so, or it applied before
-/// it said so.
-fn claimed(current: &AddonStatus) -> bool {
-    current.installation.is_some() || current.applied_revision.is_some()
-}
-
-/// Before the first apply: says in the status that this `Addon` installs the addon (`Created`)
-/// or takes over an existing installation (`Adopted`), so that deleting it disables the addon
-/// even when the apply is cut short.
-async fn claim(
-    data: &Data,
-    addon: &Addon,
-    current: &AddonStatus,
-    installed: bool,
-    status: &mut AddonStatus,
-) -> Result<()> {
-    if claimed(current) {
-        if status.installation.is_none() {
-            status.installation = Some("Created".to_owned());
-        }
-        return Ok(());
-    }
-    let installation = if installed { "Adopted" } else { "Created" };
-    data.api
-        .patch_status(
-            &addon.name_any(),
-            &crate::cluster::patch_params(),
-            &Patch::Merge(&json!({ "status": { "installation": installation } })),
-        )
-        .await?;
-    status.installation = Some(installation.to_owned());
-    Ok(())
 }
 
 /// Whether nothing an apply depends on changed since the last one: the inputs' `digest` and the

@@ -36,7 +36,11 @@ use kube::api::{Api, PostParams};
 use kube::ResourceExt as _;
 use serde_json::{json, Value};
 
-use super::crd::{Addon, Allowance, AUTHOR, AUTHOR_GROUPS};
+use kube::api::Patch;
+
+use super::crd::{Addon, AddonStatus, Allowance, AUTHOR, AUTHOR_GROUPS};
+use super::data::Data;
+use super::engine;
 use super::{Error, Result};
 use crate::cluster::Cluster;
 use crate::context::Context;
@@ -694,6 +698,90 @@ pub async fn author_reads_secret(
             "its author {author} may not read Secret `{name}` in namespace `{namespace}`, so the controller does not read it for them; grant them `get` on it"
         ),
     })
+}
+
+/// Whose rights an apply of `addon` stays within (see [`super::trust`]), refusing first an
+/// installation this `Addon` did not make unless `spec.adopt` (`installed`: the addon has a
+/// record).
+pub(super) async fn trust_for(
+    data: &Data,
+    addon: &Addon,
+    current: &AddonStatus,
+    installed: bool,
+) -> Result<engine::Trust> {
+    let spec = &addon.spec;
+    let name = addon.name_any();
+    if installed && !claimed(current) && !spec.adopt {
+        return Err(Error::Unauthorized(format!(
+            "addon `{name}` is installed already (by the CLI, KubeVela or another Addon) and this Addon did not install it, so it is left as it is; to take it over, set `spec.adopt: true` (setting it needs the verb `approve` on addons.addonctl.io)"
+        )));
+    }
+    let ctx = data.shared.ctx();
+    let author = match data.shared.settings.authorize_as {
+        AuthorizeAs::Controller => None,
+        AuthorizeAs::Author => {
+            if !policy_installed(&ctx.cluster).await? {
+                return Err(Error::Unauthorized(format!(
+                    "the ValidatingAdmissionPolicy `{POLICY}` and its binding are not installed on the control plane, so nothing vouches for who wrote the Addon: apply them (`addonctl controller manifests` prints them), or run the controller with `--authorize-as controller` if only its administrators can write Addons"
+                )));
+            }
+            let author = Author::of(addon)?;
+            for parameter in &spec.secret_parameters {
+                author_reads_secret(
+                    &ctx.cluster,
+                    &author,
+                    &parameter.name,
+                    &ctx.namespace,
+                    &parameter.secret_ref.name,
+                )
+                .await?;
+            }
+            Some(author)
+        }
+    };
+    Ok(engine::Trust {
+        author,
+        allow: spec.allow.clone(),
+        secret_parameters: spec
+            .secret_parameters
+            .iter()
+            .map(|p| p.name.clone())
+            .collect(),
+    })
+}
+
+/// Whether this `Addon` installed (or took over) its addon: it says so, or it applied before
+/// it said so.
+pub(super) fn claimed(current: &AddonStatus) -> bool {
+    current.installation.is_some() || current.applied_revision.is_some()
+}
+
+/// Before the first apply: says in the status that this `Addon` installs the addon (`Created`)
+/// or takes over an existing installation (`Adopted`), so that deleting it disables the addon
+/// even when the apply is cut short.
+pub(super) async fn claim(
+    data: &Data,
+    addon: &Addon,
+    current: &AddonStatus,
+    installed: bool,
+    status: &mut AddonStatus,
+) -> Result<()> {
+    if claimed(current) {
+        if status.installation.is_none() {
+            status.installation = Some("Created".to_owned());
+        }
+        return Ok(());
+    }
+    let installation = if installed { "Adopted" } else { "Created" };
+    data.api
+        .patch_status(
+            &addon.name_any(),
+            &crate::cluster::patch_params(),
+            &Patch::Merge(&json!({ "status": { "installation": installation } })),
+        )
+        .await?;
+    status.installation = Some(installation.to_owned());
+    Ok(())
 }
 
 #[cfg(test)]
