@@ -229,7 +229,7 @@ pub enum Error {
         clusters: Vec<String>,
     },
     /// An override's parameters are not valid for the addon.
-    #[error("override {index} of addon `{addon}`{} sets parameter `{parameter}`: {reason}", if clusters.is_empty() { String::new() } else { format!(" (clusters {})", quoted(clusters)) })]
+    #[error("override #{} (`overrides[{index}]`) of addon `{addon}`{} sets parameter `{parameter}`: {reason}", index + 1, if clusters.is_empty() { " (it selects no cluster now)".to_owned() } else { format!(" (selecting cluster(s) {})", quoted(clusters)) })]
     OverrideInvalid {
         /// The addon.
         addon: String,

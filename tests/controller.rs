@@ -37,6 +37,8 @@ impl AuthorNames {
 
 /// The longest any condition is waited for.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
+/// The one-time install of the CRD and the admission policy, done while the whole suite starts.
+const SETUP_WAIT: Duration = Duration::from_secs(180);
 /// The CRD kind.
 const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
 
@@ -149,24 +151,6 @@ pub(crate) async fn install_crd(sb: &Sandbox) {
                     .unwrap_or_else(|| panic!("the manifests hold the {kind}"));
                 admin.apply(policy, "default").await.unwrap();
             }
-            // A new policy takes a moment to be enforced: until an Addon naming another author
-            // is refused.
-            let probe = json!({"apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
-                "metadata": {"name": "policy-probe", "namespace": "default",
-                             "annotations": {"addonctl.io/author": "not-the-writer"}},
-                "spec": {"suspend": true}});
-            wait_for("the admission policy enforced", || async {
-                match admin.apply(&probe, "default").await {
-                    Ok(_) => {
-                        let _ = admin
-                            .delete(&ADDON.gvk(), Some("default"), "policy-probe")
-                            .await;
-                        None
-                    }
-                    Err(e) => e.to_string().contains("must name the user").then_some(()),
-                }
-            })
-            .await;
             wait_for("the Addon CRD is established", || async {
                 let stored = admin
                     .get(&CRD.gvk(), None, "addons.addonctl.io")
@@ -180,6 +164,36 @@ pub(crate) async fn install_crd(sb: &Sandbox) {
                 established.then_some(())
             })
             .await;
+            // A new policy takes a moment to be enforced: until an Addon naming another author
+            // is refused. Discovery is read afresh each round, or a first look taken before the
+            // group was served would be believed.
+            let probe = json!({"apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+                "metadata": {"name": "policy-probe", "namespace": "default",
+                             "annotations": {"addonctl.io/author": "not-the-writer"}},
+                "spec": {"suspend": true}});
+            let last = std::sync::Mutex::new(String::new());
+            let enforced = tokio::time::timeout(SETUP_WAIT, async {
+                loop {
+                    admin.refresh_discovery();
+                    match admin.apply(&probe, "default").await {
+                        Ok(_) => {
+                            let _ = admin
+                                .delete(&ADDON.gvk(), Some("default"), "policy-probe")
+                                .await;
+                            *last.lock().unwrap() = "the probe was admitted".to_owned();
+                        }
+                        Err(e) if e.to_string().contains("must name the user") => break,
+                        Err(e) => *last.lock().unwrap() = e.to_string(),
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+            .await;
+            assert!(
+                enforced.is_ok(),
+                "the admission policy was not enforced within {SETUP_WAIT:?}; last: {}",
+                last.lock().unwrap()
+            );
         })
         .await;
     // Each test's own client must see the new group.
@@ -1311,7 +1325,9 @@ async fn an_override_gives_one_cluster_other_parameters_and_follows_its_labels()
     })
     .await;
     assert!(
-        refused.contains("override 0") && refused.contains("`count`"),
+        refused.contains("override #1 (`overrides[0]`)")
+            && refused.contains("`count`")
+            && refused.contains("it selects no cluster now"),
         "{refused}"
     );
     assert_eq!(counts().await, [2, 2, 2]);

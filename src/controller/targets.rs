@@ -154,9 +154,20 @@ pub fn parameters(
     for i in &common {
         merge(&mut base, &spec.overrides[*i].parameters);
     }
-    // Every override is handed over (the planner checks each against the schema, naming it);
-    // only the groups that get others than every target are rendered apart.
+    // Every override is handed over (the planner checks each against the schema, naming it and
+    // the clusters it selects); only the groups that get others than every target are rendered
+    // apart.
+    let selects = (0..spec.overrides.len())
+        .map(|i| {
+            groups
+                .iter()
+                .filter(|(chosen, _)| chosen.contains(&i))
+                .flat_map(|(_, clusters)| clusters.iter().cloned())
+                .collect()
+        })
+        .collect();
     let overrides = crate::plan::Overrides {
+        selects,
         parameters: spec
             .overrides
             .iter()

@@ -26,6 +26,9 @@ pub struct Overrides {
     pub parameters: Vec<Map<String, Value>>,
     /// The groups of clusters that get the same overrides.
     pub groups: Vec<OverrideGroup>,
+    /// Per override (by index), every target cluster its selector matches, when the caller
+    /// knows them: an override every target gets is in no group, yet its errors name them.
+    pub selects: Vec<Vec<String>>,
 }
 
 /// Clusters that get the same overrides.
@@ -109,12 +112,17 @@ pub(super) fn render_variants(
         .parameter_schema_in(package, options)
         .map_err(crate::Error::from)?;
     for (index, parameters) in overrides.parameters.iter().enumerate() {
-        let clusters = overrides
-            .groups
-            .iter()
-            .filter(|g| g.overrides.contains(&index))
-            .flat_map(|g| g.clusters.iter().cloned())
-            .collect();
+        let mut clusters: Vec<String> = match overrides.selects.get(index) {
+            Some(selected) if !selected.is_empty() => selected.clone(),
+            _ => overrides
+                .groups
+                .iter()
+                .filter(|g| g.overrides.contains(&index))
+                .flat_map(|g| g.clusters.iter().cloned())
+                .collect(),
+        };
+        clusters.sort();
+        clusters.dedup();
         check(&schema, options, parameters).map_err(|(parameter, reason)| {
             Error::OverrideInvalid {
                 addon: addon.to_owned(),
@@ -307,6 +315,7 @@ for i in 0..parameter.count {
                 group(&[1], &["m2"]),
                 group(&[2], &["m3"]),
             ],
+            ..Overrides::default()
         };
         let variants =
             render_variants(&Renderer::new(), &package(), &options(), &overrides).unwrap();
@@ -330,6 +339,7 @@ for i in 0..parameter.count {
         let bad = Overrides {
             parameters: vec![object(json!({"count": 3})), object(json!({"count": 0}))],
             groups: vec![group(&[0, 1], &["m2"])],
+            ..Overrides::default()
         };
         let error = render_variants(&Renderer::new(), &package(), &options(), &bad).unwrap_err();
         assert!(
@@ -338,7 +348,24 @@ for i in 0..parameter.count {
         );
         let text = error.to_string();
         assert!(
-            text.contains("override 1") && text.contains("`count`") && text.contains("`m2`"),
+            text.contains("override #2 (`overrides[1]`)")
+                && text.contains("`count`")
+                && text.contains("selecting cluster(s) `m2`"),
+            "{text}"
+        );
+
+        // An override every target gets is in no group: its error still names what it selects.
+        let everywhere = Overrides {
+            parameters: vec![object(json!({"count": 0}))],
+            groups: Vec::new(),
+            selects: vec![vec!["m2".to_owned(), "m1".to_owned()]],
+        };
+        let text = render_variants(&Renderer::new(), &package(), &options(), &everywhere)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("override #1 (`overrides[0]`)")
+                && text.contains("selecting cluster(s) `m1`, `m2`"),
             "{text}"
         );
         assert!(error.is_user_error());
@@ -346,6 +373,7 @@ for i in 0..parameter.count {
         let secret = Overrides {
             parameters: vec![object(json!({"token": "other-s3cr3t"}))],
             groups: vec![group(&[0], &["m1"])],
+            ..Overrides::default()
         };
         let error = render_variants(&Renderer::new(), &package(), &options(), &secret).unwrap_err();
         let text = error.to_string();
@@ -358,6 +386,7 @@ for i in 0..parameter.count {
         let unknown = Overrides {
             parameters: vec![object(json!({"colour": "red"}))],
             groups: vec![group(&[0], &["m1"])],
+            ..Overrides::default()
         };
         let error =
             render_variants(&Renderer::new(), &package(), &options(), &unknown).unwrap_err();
