@@ -180,7 +180,7 @@ pub(crate) async fn install_crd(sb: &Sandbox) {
                             let _ = admin
                                 .delete(&ADDON.gvk(), Some("default"), "policy-probe")
                                 .await;
-                            *last.lock().unwrap() = "the probe was admitted".to_owned();
+                            "the probe was admitted".clone_into(&mut last.lock().unwrap());
                         }
                         Err(e) if e.to_string().contains("must name the user") => break,
                         Err(e) => *last.lock().unwrap() = e.to_string(),
