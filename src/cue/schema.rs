@@ -21,19 +21,27 @@ pub(crate) fn parameter_schema(
     match super::structural::parameter_schema_from_cue(&source.text, &texts) {
         Ok(Some(schema)) => Ok(schema),
         Ok(None) => Ok(serde_json::json!({"type": "object", "properties": {}})),
-        Err(e) => Err(Error {
-            kind: if e.message.contains("beyond the supported") {
-                ErrorKind::Unsupported
-            } else {
-                ErrorKind::Syntax
-            },
-            path: Some("parameter".into()),
-            message: e.message.replace("`template.parameter`", "`parameter`"),
-            positions: vec![Position {
-                file: source.name.clone(),
-                line: u32::try_from(e.line).unwrap_or(u32::MAX),
-                column: u32::try_from(e.column).unwrap_or(u32::MAX),
-            }],
-        }),
+        Err(e) => {
+            let mismatch = e
+                .message
+                .starts_with(super::structural::DEFAULT_TYPE_MISMATCH);
+            Err(Error {
+                kind: if e.message.contains("beyond the supported") {
+                    ErrorKind::Unsupported
+                } else if mismatch {
+                    ErrorKind::Conflict
+                } else {
+                    ErrorKind::Syntax
+                },
+                // A default of the wrong type names its field itself.
+                path: (!mismatch).then(|| "parameter".into()),
+                message: e.message.replace("`template.parameter`", "`parameter`"),
+                positions: vec![Position {
+                    file: source.name.clone(),
+                    line: u32::try_from(e.line).unwrap_or(u32::MAX),
+                    column: u32::try_from(e.column).unwrap_or(u32::MAX),
+                }],
+            })
+        }
     }
 }

@@ -49,6 +49,9 @@ pub(super) struct Parser<'a> {
     /// How many more references to definitions may be lowered, shared by the parsers of one
     /// conversion (each reference lowers the definition again: this bounds the work).
     pub(super) references_left: std::rc::Rc<std::cell::Cell<usize>>,
+    /// The names of the parameter fields being lowered, outermost first (`resources`, `cpu`):
+    /// where a problem is, for the messages that name the field.
+    pub(super) fields: Vec<String>,
 }
 
 impl<'a> Parser<'a> {
@@ -72,6 +75,7 @@ impl<'a> Parser<'a> {
             resolving: Vec::new(),
             scopes: Vec::new(),
             references_left: std::rc::Rc::new(std::cell::Cell::new(MAX_REFERENCES)),
+            fields: Vec::new(),
         })
     }
 

@@ -182,6 +182,7 @@ impl<'a> Parser<'a> {
         parser.depth = self.depth;
         parser.scopes = found.scopes;
         parser.references_left = std::rc::Rc::clone(&self.references_left);
+        parser.fields.clone_from(&self.fields);
         parser.index = found.index;
         let lowered = parser
             .nested_definition(&path[1..], &shown)

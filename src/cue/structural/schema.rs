@@ -27,11 +27,13 @@ pub(super) enum Term {
     Pattern(String),
 }
 
-/// A disjunct: a term, whether it is marked `*` default, and where it starts.
+/// A disjunct: a term, whether it is marked `*` default, where it starts and its text as
+/// written (without the `*`).
 pub(super) struct Disjunct {
     pub(super) term: Term,
     pub(super) default: bool,
     pub(super) pos: Pos,
+    pub(super) text: String,
 }
 
 /// A parsed parameter field.
@@ -98,7 +100,10 @@ impl Parser<'_> {
         }
         let marker = self.marker();
         self.expect_punct(":", "after the field name")?;
-        let (mut schema, constant) = self.nested(Self::schema_field_value)?;
+        self.fields.push(label.name.clone());
+        let value = self.nested(Self::schema_field_value);
+        self.fields.pop();
+        let (mut schema, constant) = value?;
         if self.at_punct("@") {
             return Err(beyond_subset(self.pos(), "a field attribute `@…`"));
         }
@@ -159,8 +164,15 @@ impl Parser<'_> {
             if default {
                 self.bump();
             }
+            let first = self.index;
             let term = self.schema_conjunction()?;
-            disjuncts.push(Disjunct { term, default, pos });
+            let text = self.text_between(first, self.index);
+            disjuncts.push(Disjunct {
+                term,
+                default,
+                pos,
+                text,
+            });
             if !self.at_punct("|") {
                 break;
             }
@@ -179,7 +191,17 @@ impl Parser<'_> {
             }] => Some(v.clone()),
             _ => None,
         };
-        Ok((lower_disjunction(disjuncts)?, constant))
+        Ok((lower_disjunction(disjuncts, &self.fields)?, constant))
+    }
+
+    /// The source text of the tokens `first..end`.
+    fn text_between(&self, first: usize, end: usize) -> String {
+        if end <= first {
+            return String::new();
+        }
+        let from = self.token(first).start;
+        let to = self.token(end - 1).end;
+        self.src.get(from..to).unwrap_or_default().to_owned()
     }
 
     pub(super) fn reject_trailing_operator(&self) -> Result<()> {
@@ -669,8 +691,9 @@ pub(super) fn apply_bound(schema: &mut Schema, op: &str, limit: &Number, pos: Po
     Ok(())
 }
 
-/// `*default | type`, enums `"a" | "b"`, or a single term.
-pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
+/// `*default | type`, enums `"a" | "b"`, or a single term. `fields` is where the declaration
+/// is (`resources`, `cpu`), for the messages.
+pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>, fields: &[String]) -> Result<Schema> {
     let first_pos = disjuncts
         .first()
         .map_or(Pos { line: 1, column: 1 }, |d| d.pos);
@@ -681,11 +704,12 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
     }
     let mut default: Option<(Value, Pos)> = None;
     let mut literals: Vec<(Value, Pos)> = Vec::new();
-    let mut types: Vec<(Schema, Pos)> = Vec::new();
+    let mut types: Vec<(Schema, Pos, String)> = Vec::new();
     for Disjunct {
         term,
         default: is_default,
         pos,
+        text,
     } in disjuncts
     {
         let concrete = match &term {
@@ -707,10 +731,10 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
         } else if let Some(value) = concrete {
             literals.push((value, pos));
         } else {
-            types.push((lower_term(term, pos)?, pos));
+            types.push((lower_term(term, pos)?, pos, text));
         }
     }
-    if let Some((_, pos)) = types.get(1) {
+    if let Some((_, pos, _)) = types.get(1) {
         return Err(beyond_subset(
             *pos,
             "a disjunction of several types (such as `string | int`)",
@@ -723,8 +747,11 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
         literals.retain(|(v, _)| !v.is_null());
     }
     let mut schema = match types.pop() {
-        Some((schema, _)) => {
+        Some((schema, _, written)) => {
             if let Some((value, pos)) = literals.iter().find(|(v, _)| !schema_accepts(&schema, v)) {
+                if default.as_ref().is_some_and(|(_, at)| at == pos) {
+                    return Err(default_type_error(fields, value, &schema, &written, *pos));
+                }
                 return Err(beyond_subset(
                     *pos,
                     &format!(
@@ -744,6 +771,71 @@ pub(super) fn lower_disjunction(disjuncts: Vec<Disjunct>) -> Result<Schema> {
         schema.insert("default".into(), value);
     }
     Ok(schema)
+}
+
+/// The start of the message of a default whose type is not the declared one.
+pub(crate) const DEFAULT_TYPE_MISMATCH: &str = "type mismatch: the default of";
+
+/// `*"1" | int`: the default is not of the field's type. Names the field, the default and its
+/// type, the declared type, and the default written in that type when the text converts.
+fn default_type_error(
+    fields: &[String],
+    value: &Value,
+    schema: &Schema,
+    written: &str,
+    pos: Pos,
+) -> CueError {
+    let field = std::iter::once("parameter")
+        .chain(fields.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(".");
+    let expected = schema.get("type").and_then(Value::as_str).unwrap_or("");
+    let found = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a bool",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => "an int",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a struct",
+    };
+    let written = if written.is_empty() {
+        match expected {
+            "integer" => "int",
+            "boolean" => "bool",
+            "array" => "[...]",
+            "object" => "{...}",
+            other => other,
+        }
+    } else {
+        written
+    };
+    let converted = value.as_str().and_then(|text| match expected {
+        "integer" => text.trim().parse::<i64>().ok().map(|n| n.to_string()),
+        "number" => text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite())
+            .map(|_| text.trim().to_owned()),
+        "boolean" => matches!(text.trim(), "true" | "false").then(|| text.trim().to_owned()),
+        _ => None,
+    });
+    let converted = converted.or_else(|| match (expected, value) {
+        ("string", Value::Number(_) | Value::Bool(_)) => Some(format!("\"{value}\"")),
+        _ => None,
+    });
+    let fix = converted.map_or_else(
+        || "give it a default of that type or change the type".to_owned(),
+        |default| format!("write `*{default} | {written}`, or change the type"),
+    );
+    error(
+        pos,
+        format!(
+            "{DEFAULT_TYPE_MISMATCH} `{field}` is `{}` ({found}), but its type is `{written}`; {fix}",
+            short(value)
+        ),
+    )
 }
 
 /// Lets `schema` also accept `null`: `null` joins its type (and its enum, when it has one).

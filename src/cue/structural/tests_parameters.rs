@@ -136,3 +136,45 @@ fn an_open_list_without_default_is_a_list_type() {
     assert_eq!(listeners["type"], "array", "{s:#}");
     assert_eq!(listeners["items"]["properties"]["port"]["default"], 8050);
 }
+
+#[test]
+fn a_default_of_the_wrong_type_is_a_type_error_naming_the_field() {
+    let error = |text: &str| match parameter_schema_from_cue(text, &[]) {
+        Err(e) => e,
+        Ok(s) => panic!("accepted: {s:?}"),
+    };
+    let e = error("parameter: {\n\treplicas: *\"1\" | int\n}\n");
+    assert_eq!((e.line, e.column), (2, 12), "{e}");
+    assert!(e.message.starts_with(super::DEFAULT_TYPE_MISMATCH), "{e}");
+    for part in [
+        "`parameter.replicas`",
+        "`\"1\"` (a string)",
+        "its type is `int`",
+        "write `*1 | int`",
+    ] {
+        assert!(e.message.contains(part), "{part}: {e}");
+    }
+    assert!(!e.message.contains("beyond the supported"), "{e}");
+    let e =
+        error("parameter: {\n\tresources: {\n\t\tcpu: *1 | string & =~\"^[0-9]+m?$\"\n\t}\n}\n");
+    assert_eq!((e.line, e.column), (3, 8), "{e}");
+    assert!(
+        e.message
+            .contains("`parameter.resources.cpu` is `1` (an int)"),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("write `*\"1\" | string & =~\"^[0-9]+m?$\"`"),
+        "{e}"
+    );
+    let e = error("parameter: enabled: *\"yes\" | bool\n");
+    assert!(
+        e.message
+            .contains("its type is `bool`; give it a default of that type"),
+        "{e}"
+    );
+    // A literal beside a type that is not the default is still a disjunction of types.
+    let e = error("parameter: x: \"a\" | int\n");
+    assert!(e.message.contains("beyond the supported"), "{e}");
+}
