@@ -13,8 +13,14 @@
 //!
 //! Every finding has a stable `code` and, where it can be placed, a file, line and column (of
 //! the text as written: a rendered object's label is placed where its text appears in the
-//! addon's files).
+//! addon's files). Its message starts with the addon and the place (`web: template.rhai:3:5:
+//! …`), so that the text output names them as `-o json` does.
+//!
+//! One run reports every finding of every file: a `metadata.yaml` or parameter declaration that
+//! cannot be read does not stop the checks of the templates and resources (see [`load`]; the
+//! objects are then rendered without the parameters).
 
+mod load;
 pub mod objects;
 pub mod params;
 mod rendered;
@@ -25,10 +31,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::loader::{self, classify};
 use crate::model::{metadata, AddonPackage, SourceFile, Template};
 use crate::render::Renderer;
-use crate::source::local::{LocalReader, LOCAL_REGISTRY};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,7 +59,8 @@ pub struct Finding {
     pub line: Option<usize>,
     /// The column in `line` (1-based, in characters).
     pub column: Option<usize>,
-    /// What is wrong, naming the file.
+    /// What is wrong, starting with the addon and the place: `web: template.rhai:3:5: …`
+    /// (`web: metadata.yaml: …` without a line, `web: …` without a file).
     pub message: String,
 }
 
@@ -227,6 +232,15 @@ impl Sink<'_> {
         location: Location,
         message: String,
     ) {
+        let addon = &self.addon;
+        let message = match (&location.file, location.line, location.column) {
+            (Some(file), Some(line), Some(column)) => {
+                format!("{addon}: {file}:{line}:{column}: {message}")
+            }
+            (Some(file), Some(line), None) => format!("{addon}: {file}:{line}: {message}"),
+            (Some(file), None, _) => format!("{addon}: {file}: {message}"),
+            (None, ..) => format!("{addon}: {message}"),
+        };
         self.report.findings.push(Finding {
             severity,
             code,
@@ -236,6 +250,17 @@ impl Sink<'_> {
             column: location.column,
             message,
         });
+    }
+
+    /// Whether this addon already has a finding with `code` at `location`.
+    pub(crate) fn reported(&self, code: &str, location: &Location) -> bool {
+        self.report.findings.iter().any(|f| {
+            f.addon == self.addon
+                && f.code == code
+                && f.file == location.file
+                && f.line == location.line
+                && f.column == location.column
+        })
     }
 }
 
@@ -250,98 +275,106 @@ async fn lint_one(
         report,
         addon: label.to_owned(),
     };
-    let Some((package, metadata_text)) = load(dir, label, &mut sink).await else {
+    let Some(loaded) = load::load(dir, label, &mut sink).await else {
         return;
     };
-    package.name().clone_into(&mut sink.addon);
+    let package = &loaded.package;
     for warning in &package.warnings {
-        sink.push(Severity::Warning, "load-warning", warning.clone());
+        let (location, message) = placed_warning(package, warning);
+        sink.at(Severity::Warning, "load-warning", location, message);
     }
-    for error in renderer.compile_all(&package) {
+    for error in renderer.compile_all(package) {
         sink.at(
             Severity::Error,
             "script-error",
             location_of(&error),
-            error.to_string(),
+            render_message(&error, true),
         );
     }
-    check_metadata_keys(&package, &metadata_text, &mut sink);
-    check_dependencies(&package, &metadata_text, &mut sink);
-    rendered::check_yaml_resources(&package, &mut sink);
-    let schema = match renderer.parameter_schema(&package) {
-        Ok(s) => s,
+    check_metadata_keys(&loaded, &mut sink);
+    check_dependencies(package, &loaded.metadata_text, &mut sink);
+    rendered::check_yaml_resources(package, &mut sink);
+    match renderer.parameter_schema(package) {
+        Ok(schema) => {
+            check_parameter_docs(package, &schema, &mut sink);
+            check_references(package, schema.schema(), &mut sink);
+            rendered::render_and_check(package, Some(&schema), renderer, definitions, &mut sink);
+        }
         Err(e) => {
-            return sink.at(
+            let mut location = location_of(&e);
+            if location.file.is_none() {
+                location.file = package
+                    .parameter
+                    .as_ref()
+                    .or(package.parameter_schema.as_ref())
+                    .or(package.parameter_cue.as_ref())
+                    .map(|f| f.path.clone());
+            }
+            sink.at(
                 Severity::Error,
                 "parameter-schema",
-                location_of(&e),
-                e.to_string(),
-            )
+                location,
+                render_message(&e, false),
+            );
+            // The templates are still rendered, without the parameters.
+            rendered::render_and_check(package, None, renderer, definitions, &mut sink);
         }
-    };
-    check_parameter_docs(&package, &schema, &mut sink);
-    check_references(&package, schema.schema(), &mut sink);
-    rendered::render_and_check(&package, &schema, renderer, definitions, &mut sink);
+    }
 }
 
-/// Reads and loads the addon; `None` (with a finding) when it cannot be loaded.
-async fn load(dir: &Path, label: &str, sink: &mut Sink<'_>) -> Option<(AddonPackage, String)> {
-    let files = match LocalReader::new(dir) {
-        Ok(reader) => reader
-            .read_tree_checked(|p| classify::classify(p) != classify::FileKind::Ignored)
-            .await
-            .map(|(files, skipped)| {
-                for why in skipped {
-                    // The reason starts with the path in back-ticks.
-                    let location = why
-                        .strip_prefix('`')
-                        .and_then(|rest| rest.split_once('`'))
-                        .map(|(path, _)| Location::file(path))
-                        .unwrap_or_default();
-                    sink.at(
-                        Severity::Error,
-                        "skipped-file",
-                        location,
-                        format!("{why}: addonctl does not read it, so the addon would be incomplete; copy the file into the addon or remove the link"),
-                    );
-                }
-                files
-            }),
-        Err(e) => Err(e),
-    };
-    let files = match files {
-        Ok(files) => files,
-        Err(e) => {
-            sink.push(Severity::Error, "load-error", e.to_string());
-            return None;
+/// A loading warning placed at the file it starts with (`` `metadata.yaml`: … ``).
+fn placed_warning(package: &AddonPackage, warning: &str) -> (Location, String) {
+    let file = warning
+        .strip_prefix('`')
+        .and_then(|rest| rest.split_once("`: "))
+        .filter(|(path, _)| is_file_of(package, path));
+    match file {
+        Some((path, rest)) => (Location::file(path), rest.to_owned()),
+        None => (Location::default(), warning.to_owned()),
+    }
+}
+
+/// Whether `path` is one of the package's files.
+fn is_file_of(package: &AddonPackage, path: &str) -> bool {
+    path == package.metadata_file.path || rendered::sources(package).iter().any(|f| f.path == path)
+}
+
+/// The message of a render error, for a finding placed at [`location_of`] it: without the
+/// addon (the finding names it), and without the place the finding names too, unless
+/// `keep_place` (a script that does not compile is shown as it always was: `` `template.rhai`
+/// line 1, column 9: syntax error … ``).
+pub(crate) fn render_message(error: &crate::render::Error, keep_place: bool) -> String {
+    let text = load::without_addon(&error.to_string());
+    match error {
+        crate::render::Error::Script {
+            file, line, column, ..
+        } => {
+            // A CUE error ends with the positions of its values.
+            let text = text
+                .strip_suffix(&format!(" ({file}:{line}:{column})"))
+                .unwrap_or(&text);
+            let place = format!("`{file}` line {line}, column {column}: ");
+            match text.strip_prefix(&place) {
+                Some(rest) if !keep_place && *line > 0 => rest.to_owned(),
+                _ => text.to_owned(),
+            }
         }
-    };
-    let metadata_text = files
-        .iter()
-        .find(|(path, _)| path == "metadata.yaml")
-        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
-        .unwrap_or_default();
-    match loader::from_files(LOCAL_REGISTRY, label, files) {
-        Ok(package) => Some((package, metadata_text)),
-        Err(e) => {
-            let location = if e.to_string().contains("metadata.yaml") {
-                Location::file("metadata.yaml")
-            } else {
-                Location::default()
-            };
-            sink.at(Severity::Error, "load-error", location, e.to_string());
-            None
-        }
+        crate::render::Error::File { file, .. } if !keep_place => text
+            .strip_prefix(&format!("`{file}`: "))
+            .map_or_else(|| text.clone(), str::to_owned),
+        _ => text,
     }
 }
 
 /// The file, line and column a render error names.
 pub(crate) fn location_of(error: &crate::render::Error) -> Location {
     match error {
+        // Line 0: the line is not known.
+        crate::render::Error::Script { file, line: 0, .. }
+        | crate::render::Error::File { file, .. } => Location::file(file),
         crate::render::Error::Script {
             file, line, column, ..
         } => Location::at(file, *line, *column),
-        crate::render::Error::File { file, .. } => Location::file(file),
         _ => Location::default(),
     }
 }
@@ -377,7 +410,7 @@ fn check_parameter_docs(
                 Severity::Warning,
                 "parameter-without-usage",
                 location,
-                format!("`{file}`: parameter `{path}` has no {how}; users see no description"),
+                format!("parameter `{path}` has no {how}; users see no description"),
             );
         }
     }
@@ -385,9 +418,19 @@ fn check_parameter_docs(
     let rhai_reads_parameters = package.parameter.is_some() || !package.uses_cue();
     for key in schema.known().iter().filter(|_| rhai_reads_parameters) {
         if RHAI_RESERVED.contains(&key.as_str()) {
-            sink.push(
+            let location = declared_in
+                .map(|(file, _)| {
+                    text.as_deref()
+                        .and_then(|t| {
+                            key_position(t, key).or_else(|| key_position(t, &format!("\"{key}\"")))
+                        })
+                        .map_or_else(|| Location::file(file), |(l, c)| Location::at(file, l, c))
+                })
+                .unwrap_or_default();
+            sink.at(
                 Severity::Warning,
                 "parameter-is-keyword",
+                location,
                 format!("parameter `{key}` is a Rhai keyword: scripts must read it as `parameter[\"{key}\"]`"),
             );
         }
@@ -450,28 +493,38 @@ fn check_references(package: &AddonPackage, schema: &Value, sink: &mut Sink<'_>)
                 Severity::Error,
                 "undeclared-parameter",
                 Location::at(&file.path, found.line, found.column),
-                format!("`{}` line {}, column {}: `parameter.{}` is not declared in {declared_in}, so it is always empty; {hint}", file.path, found.line, found.column, found.path),
+                format!("`parameter.{}` is not declared in {declared_in}, so it is always empty; {hint}", found.path),
             );
         }
     }
 }
 
-/// Keys of `metadata.yaml` nothing reads.
-fn check_metadata_keys(package: &AddonPackage, text: &str, sink: &mut Sink<'_>) {
-    for unknown in metadata::unknown_keys(&package.metadata.raw) {
-        let position = key_position(text, &unknown.key);
-        let (location, at) = position.map_or_else(
-            || (Location::file("metadata.yaml"), String::new()),
-            |(l, c)| (Location::at("metadata.yaml", l, c), format!(" line {l}")),
+/// Keys of `metadata.yaml` (as written) nothing reads, but those already reported as a
+/// misspelt required key.
+fn check_metadata_keys(loaded: &load::Loaded, sink: &mut Sink<'_>) {
+    for unknown in metadata::unknown_keys(&loaded.metadata_raw) {
+        if unknown.path == unknown.key && loaded.reported_keys.contains(&unknown.key) {
+            continue;
+        }
+        let location = key_position(&loaded.metadata_text, &unknown.key).map_or_else(
+            || Location::file("metadata.yaml"),
+            |(l, c)| Location::at("metadata.yaml", l, c),
         );
         let (severity, message) = match unknown.suggestion {
             Some(known) => (
                 Severity::Error,
-                format!("`metadata.yaml`{at}: unknown key `{}`, did you mean `{known}`? Its value is ignored as written", unknown.path),
+                format!(
+                    "unknown key `{}`, did you mean `{known}`? Its value is ignored as written",
+                    unknown.path
+                ),
             ),
             None => (
                 Severity::Warning,
-                format!("`metadata.yaml`{at}: unknown key `{}` is ignored (known keys: {})", unknown.path, metadata::KNOWN_KEYS.join(", ")),
+                format!(
+                    "unknown key `{}` is ignored (known keys: {})",
+                    unknown.path,
+                    metadata::KNOWN_KEYS.join(", ")
+                ),
             ),
         };
         sink.at(severity, "unknown-metadata-key", location, message);
@@ -513,7 +566,7 @@ fn check_dependencies(package: &AddonPackage, text: &str, sink: &mut Sink<'_>) {
                     Severity::Error,
                     "invalid-constraint",
                     at("dependencies"),
-                    format!("`metadata.yaml`: dependency `{}`: {e}", dep.name),
+                    format!("dependency `{}`: {e}", dep.name),
                 );
             }
         }
@@ -522,7 +575,7 @@ fn check_dependencies(package: &AddonPackage, text: &str, sink: &mut Sink<'_>) {
                 Severity::Error,
                 "self-dependency",
                 at("dependencies"),
-                "`metadata.yaml`: the addon depends on itself".to_owned(),
+                "the addon depends on itself".to_owned(),
             );
         }
     }
@@ -537,7 +590,7 @@ fn check_dependencies(package: &AddonPackage, text: &str, sink: &mut Sink<'_>) {
                     Severity::Error,
                     "invalid-constraint",
                     at(key),
-                    format!("`metadata.yaml`: `system.{key}`: {e}"),
+                    format!("`system.{key}`: {e}"),
                 );
             }
         }

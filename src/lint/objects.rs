@@ -1,7 +1,8 @@
 //! What the API server would reject in an object's identity and metadata, by its own rules
 //! (`k8s.io/apimachinery/pkg/util/validation` and `ValidateObjectMeta`).
 //!
-//! - `apiVersion` and `kind` are required.
+//! - `apiVersion` and `kind` are required; for a well-known kind the message gives the
+//!   group/version that serves it ([`api_version_of`]).
 //! - Names: a DNS-1123 label for `Namespace` and `Service`, a path segment (no `/`, `%`, not `.`
 //!   or `..`) for the RBAC kinds, a DNS-1123 subdomain for every other kind (custom resources
 //!   included); `metadata.namespace` is a DNS-1123 label.
@@ -47,7 +48,11 @@ pub fn check(object: &Value) -> Vec<Problem> {
         (None, None) => "an object".to_owned(),
     };
     if text("apiVersion").is_none() {
-        out.push(problem("missing-api-version", format!("{what} has no `apiVersion`; the API server needs it to know which API serves the object (e.g. `apiVersion: v1`)"), name));
+        out.push(problem(
+            "missing-api-version",
+            missing_api_version(&what, kind),
+            name,
+        ));
     }
     if kind.is_none() {
         out.push(problem("missing-kind", format!("{what} has no `kind`; the API server needs it to know what the object is (e.g. `kind: ConfigMap`)"), name));
@@ -93,6 +98,109 @@ pub fn check(object: &Value) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// The group/version that serves a well-known kind: Kubernetes' built-in kinds (as every
+/// supported version, 1.30 and later, serves them) and KubeVela's.
+const API_VERSIONS: &[(&str, &str)] = &[
+    ("Binding", "v1"),
+    ("ConfigMap", "v1"),
+    ("Endpoints", "v1"),
+    ("Event", "v1"),
+    ("LimitRange", "v1"),
+    ("Namespace", "v1"),
+    ("Node", "v1"),
+    ("PersistentVolume", "v1"),
+    ("PersistentVolumeClaim", "v1"),
+    ("Pod", "v1"),
+    ("PodTemplate", "v1"),
+    ("ReplicationController", "v1"),
+    ("ResourceQuota", "v1"),
+    ("Secret", "v1"),
+    ("Service", "v1"),
+    ("ServiceAccount", "v1"),
+    ("ControllerRevision", "apps/v1"),
+    ("DaemonSet", "apps/v1"),
+    ("Deployment", "apps/v1"),
+    ("ReplicaSet", "apps/v1"),
+    ("StatefulSet", "apps/v1"),
+    ("CronJob", "batch/v1"),
+    ("Job", "batch/v1"),
+    ("HorizontalPodAutoscaler", "autoscaling/v2"),
+    ("PodDisruptionBudget", "policy/v1"),
+    ("Ingress", "networking.k8s.io/v1"),
+    ("IngressClass", "networking.k8s.io/v1"),
+    ("NetworkPolicy", "networking.k8s.io/v1"),
+    ("ClusterRole", "rbac.authorization.k8s.io/v1"),
+    ("ClusterRoleBinding", "rbac.authorization.k8s.io/v1"),
+    ("Role", "rbac.authorization.k8s.io/v1"),
+    ("RoleBinding", "rbac.authorization.k8s.io/v1"),
+    ("CustomResourceDefinition", "apiextensions.k8s.io/v1"),
+    (
+        "MutatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1",
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1",
+    ),
+    (
+        "ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/v1",
+    ),
+    (
+        "ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io/v1",
+    ),
+    ("APIService", "apiregistration.k8s.io/v1"),
+    ("CertificateSigningRequest", "certificates.k8s.io/v1"),
+    ("Lease", "coordination.k8s.io/v1"),
+    ("EndpointSlice", "discovery.k8s.io/v1"),
+    ("FlowSchema", "flowcontrol.apiserver.k8s.io/v1"),
+    (
+        "PriorityLevelConfiguration",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    ("RuntimeClass", "node.k8s.io/v1"),
+    ("PriorityClass", "scheduling.k8s.io/v1"),
+    ("CSIDriver", "storage.k8s.io/v1"),
+    ("CSINode", "storage.k8s.io/v1"),
+    ("CSIStorageCapacity", "storage.k8s.io/v1"),
+    ("StorageClass", "storage.k8s.io/v1"),
+    ("VolumeAttachment", "storage.k8s.io/v1"),
+    ("Application", "core.oam.dev/v1beta1"),
+    ("ComponentDefinition", "core.oam.dev/v1beta1"),
+    ("PolicyDefinition", "core.oam.dev/v1beta1"),
+    ("TraitDefinition", "core.oam.dev/v1beta1"),
+    ("WorkflowStepDefinition", "core.oam.dev/v1beta1"),
+];
+
+/// The group/version that serves `kind` when it is a well-known kind (`Deployment` →
+/// `apps/v1`); `None` for other kinds (custom resources).
+pub fn api_version_of(kind: &str) -> Option<&'static str> {
+    API_VERSIONS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, version)| *version)
+}
+
+/// The message of an object (`what`: `Deployment \`web\``) of `kind` without `apiVersion`.
+pub fn missing_api_version(what: &str, kind: Option<&str>) -> String {
+    format!(
+        "{what} has no `apiVersion`; the API server needs it to know which API serves the object: {}",
+        api_version_hint(kind)
+    )
+}
+
+/// What to write for a missing `apiVersion`.
+fn api_version_hint(kind: Option<&str>) -> String {
+    match kind {
+        Some(kind) => api_version_of(kind).map_or_else(
+            || format!("set the group/version of the API that serves `{kind}` (`kubectl api-resources` lists them)"),
+            |version| format!("add `apiVersion: {version}`"),
+        ),
+        None => "add the `kind` and the `apiVersion` that serves it (e.g. `apiVersion: v1` for a ConfigMap)".to_owned(),
+    }
 }
 
 fn problem(code: &'static str, message: String, needle: Option<&str>) -> Problem {
@@ -398,5 +506,32 @@ mod tests {
         );
         let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"x": "y".repeat(ANNOTATIONS_LIMIT)}}});
         assert_eq!(codes(&big), vec!["annotations-too-large"]);
+    }
+
+    #[test]
+    fn a_missing_api_version_names_the_version_of_a_well_known_kind() {
+        for (kind, version) in [
+            ("Deployment", "apps/v1"),
+            ("ConfigMap", "v1"),
+            ("Ingress", "networking.k8s.io/v1"),
+            ("CronJob", "batch/v1"),
+            ("ClusterRole", "rbac.authorization.k8s.io/v1"),
+            ("HorizontalPodAutoscaler", "autoscaling/v2"),
+        ] {
+            assert_eq!(api_version_of(kind), Some(version), "{kind}");
+            let problems = check(&json!({"kind": kind, "metadata": {"name": "x"}}));
+            let message = &problems[0].message;
+            assert!(
+                message.contains(&format!("add `apiVersion: {version}`")),
+                "{message}"
+            );
+        }
+        assert_eq!(api_version_of("Certificate"), None);
+        let problems = check(&json!({"kind": "Certificate", "metadata": {"name": "x"}}));
+        assert!(
+            problems[0].message.contains("`kubectl api-resources`"),
+            "{}",
+            problems[0].message
+        );
     }
 }
