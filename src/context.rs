@@ -69,7 +69,7 @@ impl Default for Settings {
     /// defaults (the kubeconfig of the environment, engine `auto`, default limits and rate).
     fn default() -> Self {
         Settings {
-            namespace: crate::DEFAULT_SYSTEM_NAMESPACE.to_owned(),
+            namespace: crate::constants::DEFAULT_SYSTEM_NAMESPACE.to_owned(),
             kubeconfig: None,
             kube_context: None,
             engine: EngineChoice::default(),

@@ -1,15 +1,20 @@
 //! The crate's one error: every module's typed error as a source, the stages' own failures,
-//! and whether it is the user's to fix ([`Error::is_user_error`]). A low module: it imports
-//! module errors and pure data ([`crate::model`]), never a stage.
+//! and what kind of failure each is ([`Error::kind`], one [`ErrorKind`] vocabulary that each
+//! front end maps once: the CLI to its exit code). A low module: it imports module errors and
+//! pure data ([`crate::model`]), never a stage.
 
 mod authoring;
+mod record;
 mod registry;
 
 pub use authoring::AuthoringError;
+pub use record::{RecordError, RevisionError};
 pub use registry::RegistryError;
 
 use crate::model::access::Denied;
 use crate::model::registry::InvalidRegistry;
+pub use crate::model::ErrorKind;
+use crate::resolve::ResolveError;
 use crate::{cluster, loader, params, render, resolve, source};
 
 /// Any error the library returns.
@@ -60,10 +65,10 @@ pub enum Error {
     Busy(#[from] Busy),
     /// An addon's record cannot be read, or would not fit its budget.
     #[error(transparent)]
-    Record(#[from] crate::state::record::storage::RecordError),
+    Record(#[from] RecordError),
     /// A revision of an addon's history cannot be used.
     #[error(transparent)]
-    Revision(#[from] crate::state::revisions::RevisionError),
+    Revision(#[from] RevisionError),
     /// An addon the command works on is not enabled.
     #[error("addon `{addon}` is not enabled (see `addonctl list`)")]
     NotEnabled {
@@ -410,59 +415,42 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the error is caused by input the user controls (an addon, an argument, a file they
-    /// named, a request that cannot be carried out as asked) rather than by the environment or a
-    /// bug. The CLI exits 2 for these, 1 otherwise.
-    pub fn is_user_error(&self) -> bool {
+    /// What kind of failure it is. Each variant is classified by what it means; the module
+    /// errors it wraps say their own kind.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Source(e) => e.is_user_error(),
-            Error::Load(loader::Error::Source { source, .. }) => source.is_user_error(),
-            Error::Locate(e) => e.is_user_error(),
-            Error::Catalog(e) => e.is_user_error(),
-            Error::Cluster(e) => e.is_user_error(),
-            Error::Record(e) => matches!(
-                e,
-                crate::state::record::storage::RecordError::TooLarge { .. }
-            ),
-            Error::Revision(e) => e.is_user_error(),
-            Error::Partial { source, .. } | Error::Unfinished { source, .. } => {
-                source.is_user_error()
+            Error::Source(e) => e.kind(),
+            Error::Load(loader::Error::Source { source, .. }) => source.kind(),
+            Error::Locate(e) => e.kind(),
+            Error::Catalog(e) => e.kind(),
+            Error::Cluster(e) => e.kind(),
+            Error::Record(e) => e.kind(),
+            Error::Revision(e) => e.kind(),
+            Error::Registry(e) => registry_kind(e),
+            Error::Resolve(e) => resolve_kind(e),
+            Error::Partial { source, .. } | Error::Unfinished { source, .. } => source.kind(),
+            // Refused by every failed cluster: the credentials' fault, as when refused up front;
+            // otherwise clusters that failed, which running again converges.
+            Error::Clusters { failed, .. } => {
+                if failed.iter().all(|f| cluster::is_forbidden_text(f)) {
+                    ErrorKind::Denied
+                } else {
+                    ErrorKind::Unavailable
+                }
             }
-            // Refused by every failed cluster: the credentials' fault, as when refused up front.
-            Error::Clusters { failed, .. } => failed.iter().all(|f| cluster::is_forbidden_text(f)),
-            // The environment failed (or another command holds the lock): running again may do.
-            Error::Io(_)
-            | Error::Busy(_)
-            | Error::NotReady { .. }
-            | Error::DeleteFailed { .. }
-            | Error::DeletionFailed { .. } => false,
             // What was given, or the request as asked, cannot be carried out: the user decides
-            // what to change.
+            // what to change (or which flag to pass).
             Error::Load(_)
             | Error::Params(_)
             | Error::Render(_)
             | Error::InvalidRegistry(_)
-            | Error::Registry(_)
             | Error::Authoring(_)
-            | Error::Resolve(_)
-            | Error::Denied(_)
-            | Error::NotEnabled { .. }
-            | Error::NotEnabledToUpgrade { .. }
-            | Error::NoSuchAddon { .. }
-            | Error::SecretsUnknown { .. }
             | Error::MaskedSecretGiven { .. }
             | Error::AddonFailed { .. }
-            | Error::UnknownClusters { .. }
-            | Error::TopologyUnknownCluster { .. }
-            | Error::ClusterNotJoined { .. }
             | Error::ReservedClusterName
             | Error::InvalidClusterName { .. }
             | Error::InvalidLabel { .. }
             | Error::DetachBlocked { .. }
-            | Error::ClusterSecretContended { .. }
-            | Error::EndpointAlreadyJoined { .. }
-            | Error::LockContended { .. }
-            | Error::LockTakenOver { .. }
             | Error::VelaMissing
             | Error::HoldNeedsDirectEngine { .. }
             | Error::OverridesNeedDirectEngine { .. }
@@ -470,17 +458,76 @@ impl Error {
             | Error::KeptOverrideInvalid { .. }
             | Error::UndeployableComponent { .. }
             | Error::CrdNotEstablished { .. }
-            | Error::ProtectedObjects { .. }
             | Error::MissingApis { .. }
             | Error::TooLarge { .. }
-            | Error::RegistryGone { .. }
-            | Error::DefinitionConflicts { .. }
-            | Error::WouldAdopt { .. }
-            | Error::InUse { .. }
             | Error::Uncheckable { .. }
             | Error::StoredArgumentsNotBase64 { .. }
-            | Error::StoredArgumentsNotObject { .. } => true,
+            | Error::StoredArgumentsNotObject { .. } => ErrorKind::Invalid,
+            // Something named is not there: an addon (or the version installed), a cluster, a
+            // registry.
+            Error::NotEnabled { .. }
+            | Error::NotEnabledToUpgrade { .. }
+            | Error::NoSuchAddon { .. }
+            | Error::SecretsUnknown { .. }
+            | Error::UnknownClusters { .. }
+            | Error::TopologyUnknownCluster { .. }
+            | Error::ClusterNotJoined { .. }
+            | Error::RegistryGone { .. } => ErrorKind::NotFound,
+            // Refused by addonctl's own checks: the rights the command needs, what an addon may
+            // write.
+            Error::Denied(_) | Error::ProtectedObjects { .. } => ErrorKind::Denied,
+            // Another command holds the lock or wrote first, or what would change is someone
+            // else's: every contention is the same kind.
+            Error::Busy(_)
+            | Error::LockContended { .. }
+            | Error::LockTakenOver { .. }
+            | Error::ClusterSecretContended { .. }
+            | Error::EndpointAlreadyJoined { .. }
+            | Error::DefinitionConflicts { .. }
+            | Error::WouldAdopt { .. }
+            | Error::InUse { .. } => ErrorKind::Conflict,
+            // The clusters did not do what was asked in time, or failed: running again may do.
+            Error::NotReady { .. } | Error::DeleteFailed { .. } | Error::DeletionFailed { .. } => {
+                ErrorKind::Unavailable
+            }
+            // A local file that cannot be read or written.
+            Error::Io(_) => ErrorKind::Internal,
         }
+    }
+
+    /// Whether the error is caused by input the user controls (an addon, an argument, a file they
+    /// named, their rights, a request that cannot be carried out as asked) rather than by the
+    /// environment or a bug: [`ErrorKind::is_user`] of its [`kind`](Error::kind).
+    pub fn is_user_error(&self) -> bool {
+        self.kind().is_user()
+    }
+}
+
+/// The kind of a registry operation's refusal.
+fn registry_kind(error: &RegistryError) -> ErrorKind {
+    match error {
+        RegistryError::NotFound { .. } | RegistryError::Removed { .. } => ErrorKind::NotFound,
+        RegistryError::Exists { .. } | RegistryError::StoreContended { .. } => ErrorKind::Conflict,
+        RegistryError::ListNotMap { .. }
+        | RegistryError::CredentialsNotStored { .. }
+        | RegistryError::InvalidFile { .. }
+        | RegistryError::RegistriesNotList { .. }
+        | RegistryError::NoDefinition { .. }
+        | RegistryError::NotDefinition { .. }
+        | RegistryError::MissingVariable { .. } => ErrorKind::Invalid,
+        RegistryError::Encode(_) => ErrorKind::Internal,
+    }
+}
+
+/// The kind of the solver's refusal.
+fn resolve_kind(error: &ResolveError) -> ErrorKind {
+    match error {
+        ResolveError::NotFound { .. } => ErrorKind::NotFound,
+        ResolveError::BreaksDependents { .. } => ErrorKind::Conflict,
+        ResolveError::NoSolution { .. }
+        | ResolveError::Cycle { .. }
+        | ResolveError::System { .. }
+        | ResolveError::TooComplex { .. } => ErrorKind::Invalid,
     }
 }
 
@@ -566,10 +613,11 @@ pub struct Busy {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A front end's error (the controller's, drift's, a rollout's) that wraps the library's as
-/// `Library(Box<crate::Error>)`: `From<crate::Error>`, and `is_user_error` — the library's
-/// verdict for `Library`, `true` for the `user` variants, and the given arms for the rest.
+/// `Library(Box<crate::Error>)`: `From<crate::Error>`, `kind` — the library's kind for
+/// `Library`, the given kind for each of the other arms — and `is_user_error`, its
+/// [`ErrorKind::is_user`].
 macro_rules! front_end_error {
-    ($error:ident, user: $user:pat $(, $pattern:pat => $verdict:expr)* $(,)?) => {
+    ($error:ident $(, $pattern:pat => $kind:expr)+ $(,)?) => {
         impl From<$crate::Error> for $error {
             fn from(e: $crate::Error) -> Self {
                 $error::Library(Box::new(e))
@@ -577,13 +625,18 @@ macro_rules! front_end_error {
         }
 
         impl $error {
-            /// Whether the user can fix it.
-            pub fn is_user_error(&self) -> bool {
+            /// What kind of failure it is.
+            pub fn kind(&self) -> $crate::ErrorKind {
                 match self {
-                    $error::Library(e) => e.is_user_error(),
-                    $user => true,
-                    $($pattern => $verdict,)*
+                    $error::Library(e) => e.kind(),
+                    $($pattern => $kind,)+
                 }
+            }
+
+            /// Whether the user can fix it: [`ErrorKind::is_user`](crate::ErrorKind::is_user)
+            /// of its kind.
+            pub fn is_user_error(&self) -> bool {
+                self.kind().is_user()
             }
         }
     };

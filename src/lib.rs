@@ -33,14 +33,15 @@
 //! [`cluster`] is the kube-rs access every stage uses; [`model::wire`] holds the names (labels,
 //! object names, `local`) rendering writes and the stages read, so applying never imports the
 //! renderer. Every module's typed error (and the stages' own refusals, each a variant with its
-//! data) meets in the one [`Error`], which says whether the user can fix it; it sits low, with
-//! [`model`] and the one-line `chain` formatter, and imports no stage. Sources
+//! data) meets in the one [`Error`], which says what kind of failure it is ([`ErrorKind`]); it
+//! sits low, with [`model`] and the one-line `chain` formatter, and imports no stage. Sources
 //! know nothing of rendering, rendering knows nothing of clusters, and the CLI
 //! (`cli`, private to the binary) only parses arguments, prints and calls this library.
 
 pub mod apply;
 mod chain;
 pub mod cluster;
+mod constants;
 pub mod context;
 pub mod controller;
 pub mod cue;
@@ -65,10 +66,5 @@ pub mod state;
 pub mod status;
 pub mod yaml;
 
-pub use error::{Error, Result};
-
-/// The version of addonctl itself, as `context.installer.version` shows it to scripts.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The system namespace used when none is configured (KubeVela's default).
-pub const DEFAULT_SYSTEM_NAMESPACE: &str = "vela-system";
+pub use constants::{DEFAULT_SYSTEM_NAMESPACE, VERSION};
+pub use error::{Error, ErrorKind, Result};

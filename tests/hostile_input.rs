@@ -166,7 +166,11 @@ async fn a_failing_registry_is_reported_not_taken_for_a_missing_addon() {
         for reference in ["flaky/minimal", "minimal"] {
             let err = catalog.find(reference, None, None, None).await.unwrap_err();
             let text = err.to_string();
-            assert!(!err.is_user_error(), "{fault:?} {reference}: {text}");
+            assert_eq!(
+                err.kind(),
+                addonctl::ErrorKind::Unavailable,
+                "{fault:?} {reference}: {text}"
+            );
             assert!(text.contains("registry `flaky`"), "{fault:?}: {text}");
             assert!(text.contains("cannot be read"), "{fault:?}: {text}");
             assert!(!text.contains("no addon"), "{fault:?}: {text}");

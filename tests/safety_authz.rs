@@ -294,10 +294,11 @@ async fn assert_serial_outcome(sb: &Sandbox, addon: &str) -> bool {
     enabled
 }
 
-/// A loser of a race: refused with the lock error (exit 1), naming the holder.
+/// A loser of a race: refused with the lock error (a conflict, exit 2, as a lock that kept
+/// changing), naming the holder.
 fn assert_lost_the_lock(output: &Output, addon: &str) {
     let stderr = stderr_of(output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!("`{addon}` is being changed by `addonctl ")),
         "{stderr}"
@@ -369,7 +370,7 @@ async fn a_live_lease_refuses_with_its_holder_force_unlock_takes_it_and_a_stale_
     sb.cli()
         .args(["enable", "locked", "--clusters", "east"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(format!(
             "`locked` is being changed by `addonctl enable locked` (pid 1 on elsewhere) since {}",
             stamp(now)

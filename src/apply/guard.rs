@@ -224,7 +224,7 @@ async fn custom_resources(
     for (&(cluster_name, _), listing) in checks.iter().zip(listings) {
         let items = match listing {
             Ok(items) => items,
-            Err(Error::Cluster(e)) if !e.is_user_error() => {
+            Err(Error::Cluster(e)) if !e.kind().is_user() => {
                 tracing::warn!("cannot check custom resources on cluster `{cluster_name}`: {e}");
                 continue;
             }

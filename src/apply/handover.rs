@@ -161,7 +161,7 @@ async fn repoint(
             Err(e) => return Err(e),
         }
     }
-    Err(last.unwrap_or_else(|| cluster::Error::Api {
+    Err(last.unwrap_or_else(|| cluster::Error::Conflict {
         cluster: cluster.name().to_owned(),
         message: format!("{object} kept changing"),
     }))

@@ -1,7 +1,11 @@
-//! Error reporting: the full chain on stderr, and the exit code (2 for the user's errors, 1 otherwise).
+//! Error reporting: the full chain on stderr, and the exit code. Every error has an
+//! [`ErrorKind`]; this is the one place that maps a kind to an exit code: 2 for the user's
+//! (`invalid`, `notfound`, `denied`, `conflict`), 1 otherwise (`unavailable`, `internal`).
 
 use std::io::Write;
 use std::process::ExitCode;
+
+use addonctl::ErrorKind;
 
 /// Prints an error with its causes and returns the exit code for it.
 pub fn report(error: &anyhow::Error) -> ExitCode {
@@ -28,18 +32,25 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
     exit_code(error)
 }
 
-/// The exit code of the user's errors.
+/// The exit code of the user's errors: [`ErrorKind::Invalid`], [`ErrorKind::NotFound`],
+/// [`ErrorKind::Denied`], [`ErrorKind::Conflict`].
 pub const USER_ERROR: u8 = 2;
-/// The exit code of every other failure.
+/// The exit code of every other failure: [`ErrorKind::Unavailable`], [`ErrorKind::Internal`].
 pub const FAILURE: u8 = 1;
 
-/// The exit code for an error: [`USER_ERROR`] when the user can fix it, else [`FAILURE`].
+/// The one mapping of a kind of failure to the CLI's exit code.
+fn code_of(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Invalid | ErrorKind::NotFound | ErrorKind::Denied | ErrorKind::Conflict => {
+            USER_ERROR
+        }
+        ErrorKind::Unavailable | ErrorKind::Internal => FAILURE,
+    }
+}
+
+/// The exit code for an error: the code of its [`kind`].
 fn exit_code(error: &anyhow::Error) -> ExitCode {
-    ExitCode::from(if is_user_error(error) {
-        USER_ERROR
-    } else {
-        FAILURE
-    })
+    ExitCode::from(code_of(kind(error)))
 }
 
 /// For a control plane's refusal: the shipped role that would allow the request.
@@ -62,33 +73,42 @@ fn forbidden_hint(error: &anyhow::Error) -> Option<String> {
     })
 }
 
-/// User errors: anything the library classifies as such, and every [`UserError`].
-fn is_user_error(error: &anyhow::Error) -> bool {
-    // The outermost error that knows its class decides.
+/// The kind of an error: that of the outermost cause that knows its kind (a [`UserError`], the
+/// library's error, a cluster's); [`ErrorKind::Internal`] when none does.
+fn kind(error: &anyhow::Error) -> ErrorKind {
     error
         .chain()
         .find_map(|cause| {
-            if cause.downcast_ref::<UserError>().is_some() {
-                Some(true)
+            if let Some(e) = cause.downcast_ref::<UserError>() {
+                Some(e.kind)
             } else if let Some(e) = cause.downcast_ref::<addonctl::Error>() {
-                Some(e.is_user_error())
+                Some(e.kind())
             } else {
                 cause
                     .downcast_ref::<addonctl::cluster::Error>()
-                    .map(addonctl::cluster::Error::is_user_error)
+                    .map(addonctl::cluster::Error::kind)
             }
         })
-        .unwrap_or(false)
+        .unwrap_or(ErrorKind::Internal)
 }
 
-/// An error caused by what the user asked for (exit code 2).
+/// An error the CLI itself finds in what the user asked for, with its kind
+/// ([`ErrorKind::Invalid`] unless said otherwise).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UserError(pub String);
+#[error("{message}")]
+pub struct UserError {
+    /// What is wrong.
+    pub message: String,
+    /// Its kind.
+    pub kind: ErrorKind,
+}
 
-/// Shorthand for a user error.
+/// Shorthand for a user error of kind [`ErrorKind::Invalid`] (exit code 2).
 pub fn user(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UserError(message.into()))
+    anyhow::Error::new(UserError {
+        message: message.into(),
+        kind: ErrorKind::Invalid,
+    })
 }
 
 #[cfg(test)]
@@ -97,50 +117,69 @@ mod tests {
 
     #[test]
     fn the_users_errors_and_the_others_are_told_apart() {
-        let cases: [(anyhow::Error, bool); 6] = [
-            (user("bad flag"), true),
+        let cases: [(anyhow::Error, ErrorKind); 6] = [
+            (user("bad flag"), ErrorKind::Invalid),
             (
                 addonctl::Error::from(addonctl::loader::LocateError::ManyAddons {
                     reference: "addons".to_owned(),
                     names: vec!["a".to_owned(), "b".to_owned()],
                 })
                 .into(),
-                true,
+                ErrorKind::Invalid,
             ),
             (
                 addonctl::Error::from(addonctl::params::Error::Clusters).into(),
-                true,
+                ErrorKind::Invalid,
             ),
             (
                 anyhow::Error::from(addonctl::Error::from(addonctl::params::Error::Clusters))
                     .context("while planning"),
-                true,
+                ErrorKind::Invalid,
             ),
-            (anyhow::anyhow!("the server hung up"), false),
-            (std::io::Error::other("disk full").into(), false),
+            (anyhow::anyhow!("the server hung up"), ErrorKind::Internal),
+            (
+                std::io::Error::other("disk full").into(),
+                ErrorKind::Internal,
+            ),
         ];
         for (error, expected) in cases {
-            assert_eq!(is_user_error(&error), expected, "{error:#}");
+            assert_eq!(kind(&error), expected, "{error:#}");
         }
     }
 
-    /// The stages' errors keep the exit codes they had before they joined the crate's error.
+    #[test]
+    fn each_kind_has_one_exit_code() {
+        for (kind, code) in [
+            (ErrorKind::Invalid, USER_ERROR),
+            (ErrorKind::NotFound, USER_ERROR),
+            (ErrorKind::Denied, USER_ERROR),
+            (ErrorKind::Conflict, USER_ERROR),
+            (ErrorKind::Unavailable, FAILURE),
+            (ErrorKind::Internal, FAILURE),
+        ] {
+            assert_eq!(code_of(kind), code, "{kind}");
+            assert_eq!(code_of(kind) == USER_ERROR, kind.is_user(), "{kind}");
+        }
+    }
+
+    /// The stages' errors keep the exit codes they had before they joined the crate's error;
+    /// a lock another command holds is a conflict, the user's to wait for or force (2).
     #[test]
     fn the_stages_errors_keep_their_exit_codes() {
         use addonctl::Error;
         let refused = || Error::NotEnabled {
             addon: "a".to_owned(),
         };
-        let cases: Vec<(Error, bool)> = vec![
-            (refused(), true),
-            (Error::VelaMissing, true),
+        let cases: Vec<(Error, ErrorKind)> = vec![
+            (refused(), ErrorKind::NotFound),
+            (Error::VelaMissing, ErrorKind::Invalid),
             (
                 Error::CrdNotEstablished {
                     crd: "c".to_owned(),
                     cluster: "m".to_owned(),
                     seconds: 1,
                 },
-                true,
+                ErrorKind::Invalid,
             ),
             (
                 Error::NotReady {
@@ -150,13 +189,13 @@ mod tests {
                     wanted: "enabled".to_owned(),
                     why: String::new(),
                 },
-                false,
+                ErrorKind::Unavailable,
             ),
             (
                 Error::DeleteFailed {
                     reason: "Secret `ns/x`: gone".to_owned(),
                 },
-                false,
+                ErrorKind::Unavailable,
             ),
             (
                 Error::Unfinished {
@@ -168,32 +207,78 @@ mod tests {
                     done: Vec::new(),
                     next: "addonctl disable a".to_owned(),
                 },
-                false,
+                ErrorKind::Unavailable,
             ),
             (
                 Error::Partial {
                     source: Box::new(refused()),
                     applied: Vec::new(),
                 },
-                true,
+                ErrorKind::NotFound,
             ),
-            (
-                Error::Busy(addonctl::state::lease::Busy {
-                    subject: "a".to_owned(),
-                    lease: "l".to_owned(),
-                    holder: "h".to_owned(),
-                    since: "s".to_owned(),
-                    expires: "e".to_owned(),
-                }),
-                false,
-            ),
+            (busy(), ErrorKind::Conflict),
         ];
         for (error, expected) in cases {
             let error = anyhow::Error::from(error).context("while enabling");
-            assert_eq!(is_user_error(&error), expected, "{error:#}");
+            assert_eq!(kind(&error), expected, "{error:#}");
             let code = exit_code(&error);
-            let wanted = ExitCode::from(if expected { USER_ERROR } else { FAILURE });
+            let wanted = ExitCode::from(if expected.is_user() {
+                USER_ERROR
+            } else {
+                FAILURE
+            });
             assert_eq!(code, wanted, "{error:#}");
+        }
+    }
+
+    fn busy() -> addonctl::Error {
+        addonctl::Error::Busy(addonctl::state::lease::Busy {
+            subject: "a".to_owned(),
+            lease: "l".to_owned(),
+            holder: "h".to_owned(),
+            since: "s".to_owned(),
+            expires: "e".to_owned(),
+        })
+    }
+
+    /// A lock held by another command, a lock or a Secret or ConfigMap that kept changing, a
+    /// lock taken over, a write the API server refused for a newer one: one kind, one exit code,
+    /// whichever path found it.
+    #[test]
+    fn every_contention_is_a_conflict_and_exits_2() {
+        use addonctl::Error;
+        let cluster_conflict = || addonctl::cluster::Error::Conflict {
+            cluster: "local".to_owned(),
+            message: "the object has been modified".to_owned(),
+        };
+        let cases: Vec<anyhow::Error> = vec![
+            busy().into(),
+            Error::LockContended {
+                subject: "a".to_owned(),
+                lease: "vela-system/addonctl-lock-a".to_owned(),
+            }
+            .into(),
+            Error::LockTakenOver {
+                lease: "vela-system/addonctl-lock-a".to_owned(),
+                seconds: 60,
+            }
+            .into(),
+            Error::ClusterSecretContended {
+                cluster: "m".to_owned(),
+            }
+            .into(),
+            Error::from(addonctl::error::RegistryError::StoreContended {
+                namespace: "vela-system".to_owned(),
+                attempts: 5,
+            })
+            .into(),
+            Error::from(cluster_conflict()).into(),
+            cluster_conflict().into(),
+            anyhow::Error::from(busy()).context("while disabling `a`"),
+        ];
+        for error in cases {
+            assert_eq!(kind(&error), ErrorKind::Conflict, "{error:#}");
+            assert_eq!(exit_code(&error), ExitCode::from(USER_ERROR), "{error:#}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What can go wrong talking to an API server, and kube's errors mapped to it.
 
 use super::Cluster;
+use crate::model::ErrorKind;
 
 /// A request to the API server failed.
 #[derive(Debug, thiserror::Error)]
@@ -63,16 +64,19 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the user can fix this (credentials, kubeconfig, invalid object), as opposed to the
-    /// server or network failing.
-    pub fn is_user_error(&self) -> bool {
-        matches!(
-            self,
-            Error::Forbidden { .. }
-                | Error::NotFound { .. }
-                | Error::Invalid { .. }
-                | Error::Config(_)
-        )
+    /// What kind of failure it is: a refusal of the credentials is [`ErrorKind::Denied`], a
+    /// missing object [`ErrorKind::NotFound`], a write another writer won (409)
+    /// [`ErrorKind::Conflict`], an object the server rejects or a kubeconfig that cannot be used
+    /// [`ErrorKind::Invalid`], a server that cannot be reached or failed otherwise
+    /// [`ErrorKind::Unavailable`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Forbidden { .. } => ErrorKind::Denied,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Invalid { .. } | Error::Config(_) => ErrorKind::Invalid,
+            Error::Unreachable { .. } | Error::Api { .. } => ErrorKind::Unavailable,
+        }
     }
 }
 

@@ -100,17 +100,37 @@ pub enum Error {
     Unauthorized(String),
 }
 
-// The user (or the author of the `Addon`) can fix the `user` ones.
+// The user (or the author of the `Addon`) can fix a spec, a secret parameter, a flag, a missing
+// `Addon` (or rollout) and what the trust model refuses; the controller's own requests (its
+// credentials, not the author's), its finalizer and its threads fail for the environment or
+// addonctl.
 crate::error::front_end_error!(
     Error,
-    user: Error::Spec(_)
-        | Error::Control(_)
+    Error::Spec(_)
         | Error::SecretParameter { .. }
-        | Error::Unauthorized(_)
-        | Error::Listen { .. },
-    Error::Drift(e) => e.is_user_error(),
-    Error::Kube(_) | Error::Finalizer(_) | Error::Worker(_) => false,
+        | Error::Listen { .. } => crate::ErrorKind::Invalid,
+    Error::Control(_) => crate::ErrorKind::NotFound,
+    Error::Unauthorized(_) => crate::ErrorKind::Denied,
+    Error::Drift(e) => e.kind(),
+    Error::Kube(e) => kube_kind(e),
+    Error::Finalizer(_) | Error::Worker(_) => crate::ErrorKind::Internal,
 );
+
+/// The kind of the controller's own request failing: a write another writer won (409) is a
+/// [`Conflict`](crate::ErrorKind::Conflict) like every contention; a server that cannot be
+/// reached or answers 429 or 5xx is [`Unavailable`](crate::ErrorKind::Unavailable); anything
+/// else (its own rights included: the deployment's, not the author's) is
+/// [`Internal`](crate::ErrorKind::Internal).
+fn kube_kind(error: &kube::Error) -> crate::ErrorKind {
+    match error {
+        kube::Error::Api(response) if response.code == 409 => crate::ErrorKind::Conflict,
+        kube::Error::Api(response) if response.code == 429 || response.code >= 500 => {
+            crate::ErrorKind::Unavailable
+        }
+        kube::Error::HyperError(_) | kube::Error::Service(_) => crate::ErrorKind::Unavailable,
+        _ => crate::ErrorKind::Internal,
+    }
+}
 
 /// Reconciles failing in a row for reasons no author can fix before `/readyz` says so.
 const TROUBLED_AFTER: u32 = 3;

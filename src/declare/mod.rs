@@ -24,6 +24,7 @@ use crate::controller::crd::{
     Addon, AddonSpec, Drift, DriftPolicy, LabelSelector, SecretKeyRef, SecretParameter,
 };
 use crate::params::{Input, ParameterSchema};
+use crate::ErrorKind;
 
 pub use refs::{addon_gvk, delete, find, list, served};
 
@@ -62,13 +63,22 @@ impl From<crate::cluster::Error> for Error {
 }
 
 impl Error {
-    /// Whether the user can fix it.
-    pub fn is_user_error(&self) -> bool {
+    /// What kind of failure it is: the library's says its own; what cannot be declared is
+    /// [`ErrorKind::Invalid`], a control plane without the `Addon` resource
+    /// [`ErrorKind::NotFound`], a version that could not be resolved for the registries'
+    /// fault [`ErrorKind::Unavailable`].
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Library(e) => e.is_user_error(),
-            Error::Invalid(_) | Error::NotInstalled => true,
-            Error::Failed(_) => false,
+            Error::Library(e) => e.kind(),
+            Error::Invalid(_) => ErrorKind::Invalid,
+            Error::NotInstalled => ErrorKind::NotFound,
+            Error::Failed(_) => ErrorKind::Unavailable,
         }
+    }
+
+    /// Whether the user can fix it: [`ErrorKind::is_user`] of its [`kind`](Error::kind).
+    pub fn is_user_error(&self) -> bool {
+        self.kind().is_user()
     }
 
     /// Whether the API server refused the user (who may not read `Addon`s).

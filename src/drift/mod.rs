@@ -354,7 +354,11 @@ pub enum Error {
     Library(#[from] Box<crate::Error>),
 }
 
-crate::error::front_end_error!(Error, user: Error::InvalidPath { .. } | Error::NotEnabled { .. });
+crate::error::front_end_error!(
+    Error,
+    Error::InvalidPath { .. } => crate::ErrorKind::Invalid,
+    Error::NotEnabled { .. } => crate::ErrorKind::NotFound,
+);
 
 /// The module's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,5 +1,6 @@
 //! Why the addon a user named (a directory, `registry/name` or a name) was not found.
 
+use crate::model::ErrorKind;
 use crate::source::{self, catalog};
 
 /// [`super::locate_in`] found no single addon for what the user named.
@@ -50,15 +51,17 @@ pub enum LocateError {
 }
 
 impl LocateError {
-    /// Whether the user can fix it: all but a registry or directory that failed to read.
-    pub fn is_user_error(&self) -> bool {
+    /// What kind of failure it is: nothing of that name is [`ErrorKind::NotFound`]; a
+    /// directory without a usable addon, or with several, is [`ErrorKind::Invalid`]; a
+    /// registry or directory that failed to read says its own kind.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            LocateError::Source(e) => e.is_user_error(),
-            LocateError::Catalog(e) => e.is_user_error(),
-            LocateError::NotAnAddon { .. }
-            | LocateError::NoSuchAddonOrDir { .. }
-            | LocateError::NoAddonIn { .. }
-            | LocateError::ManyAddons { .. } => true,
+            LocateError::Source(e) => e.kind(),
+            LocateError::Catalog(e) => e.kind(),
+            LocateError::NotAnAddon { .. } | LocateError::NoSuchAddonOrDir { .. } => {
+                ErrorKind::NotFound
+            }
+            LocateError::NoAddonIn { .. } | LocateError::ManyAddons { .. } => ErrorKind::Invalid,
         }
     }
 }

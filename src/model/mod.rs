@@ -1,7 +1,9 @@
-//! Pure data: addon metadata, versions and classified packages. No I/O happens here.
+//! Pure data: addon metadata, versions and classified packages, and the kinds of failure every
+//! error is classified by ([`ErrorKind`]). No I/O happens here.
 
 pub mod access;
 pub mod addon;
+pub mod error_kind;
 pub mod metadata;
 pub mod registry;
 pub mod secret;
@@ -9,6 +11,7 @@ pub mod version;
 pub mod wire;
 
 pub use addon::{AddonPackage, SourceFile, Template};
+pub use error_kind::ErrorKind;
 pub use metadata::{
     AddonMeta, Dependency, DeployTo, InstalledBy, MetadataError, SystemRequirements,
 };

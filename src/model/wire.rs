@@ -14,6 +14,11 @@ pub const LABEL_REGISTRY: &str = "addons.oam.dev/registry";
 pub const LABEL_AUXILIARY: &str = "addons.oam.dev/auxiliary-name";
 /// Label marking addonctl's records (Secrets `addon-record-<addon>`).
 pub const LABEL_RECORD: &str = "addonctl.io/record";
+/// Label on every Secret that belongs to a record besides the record itself (shards, revision
+/// Secrets): the addon's name.
+pub const LABEL_RECORD_OF: &str = "addonctl.io/record-of";
+/// Label saying which part of a record a Secret is: `shard` or `revision`.
+pub const LABEL_RECORD_PART: &str = "addonctl.io/record-part";
 /// The name of the control-plane cluster.
 pub const LOCAL_CLUSTER: &str = "local";
 /// The field manager of every server-side apply.

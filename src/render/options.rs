@@ -26,7 +26,7 @@ pub struct RenderOptions {
 impl Default for RenderOptions {
     fn default() -> Self {
         RenderOptions {
-            namespace: crate::DEFAULT_SYSTEM_NAMESPACE.to_owned(),
+            namespace: crate::constants::DEFAULT_SYSTEM_NAMESPACE.to_owned(),
             args: Map::new(),
             stored_args: Map::new(),
             upgrade: false,

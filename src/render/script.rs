@@ -10,6 +10,7 @@ use super::{
     content_hash, cue_addon, engine, functions, is_parameter_file, Error, Pkg, RenderOptions,
     Renderer, AST_CACHE_CAPACITY,
 };
+use crate::constants::VERSION;
 use crate::model::{AddonPackage, SourceFile};
 
 impl Renderer {
@@ -147,7 +148,7 @@ impl Renderer {
     ) -> Result<(Value, Dynamic), Error> {
         let context = json!({
             "metadata": package.metadata.raw,
-            "installer": {"name": "addonctl", "version": crate::VERSION, "upgrade": options.upgrade},
+            "installer": {"name": "addonctl", "version": VERSION, "upgrade": options.upgrade},
             "namespace": options.namespace,
             "clusters": clusters,
             "kubernetes": options.kubernetes_version.as_ref().map(|v| json!({"version": v})),

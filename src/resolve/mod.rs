@@ -204,7 +204,7 @@ impl Platform {
         Platform {
             kubernetes: kubernetes.map(AddonVersion::parse),
             vela: vela.map(AddonVersion::parse),
-            addonctl: AddonVersion::parse(crate::VERSION),
+            addonctl: AddonVersion::parse(crate::constants::VERSION),
         }
     }
 }

@@ -232,10 +232,10 @@ pub const CLUSTER_NAME_LABEL: &str = "addonctl.io/cluster-name";
 
 crate::error::front_end_error!(
     Error,
-    user: Error::Invalid { .. }
+    Error::Invalid { .. }
         | Error::NothingSelected { .. }
         | Error::StagedUpgrade { .. }
-        | Error::Uncovered { .. },
+        | Error::Uncovered { .. } => crate::ErrorKind::Invalid,
 );
 
 /// The module's result.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 use crate::model::registry::Registry;
-use crate::model::Constraint;
+use crate::model::{Constraint, ErrorKind};
 use crate::source::builtin::{BuiltinReader, BUILTIN_REGISTRY};
 use crate::source::local::LocalReader;
 use crate::source::{self, AddonRef, AddonSummary, Choice, OpenOptions, Reader};
@@ -30,12 +30,12 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the user can fix it (a name or version that does not exist, refused
-    /// credentials); a registry that cannot be read is not the user's error.
-    pub fn is_user_error(&self) -> bool {
+    /// What kind of failure it is: no registry has it is [`ErrorKind::NotFound`]; a registry
+    /// that failed says its own kind.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::NoAddon(_) => true,
-            Error::Source(e) => e.is_user_error(),
+            Error::NoAddon(_) => ErrorKind::NotFound,
+            Error::Source(e) => e.kind(),
         }
     }
 }

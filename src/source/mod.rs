@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::model::registry::{Credentials, RegistrySpec, RegistryType};
-use crate::model::{AddonVersion, Constraint};
+use crate::model::{AddonVersion, Constraint, ErrorKind};
 
 pub mod archive;
 pub mod builtin;
@@ -333,9 +333,19 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the user can fix this by changing what they asked for or what the registry holds.
-    pub fn is_user_error(&self) -> bool {
-        !matches!(self, Error::Backend { .. })
+    /// What kind of failure it is: a missing addon, version or file is
+    /// [`ErrorKind::NotFound`], refused credentials [`ErrorKind::Denied`], a path, size or
+    /// content the registry should not hold [`ErrorKind::Invalid`]; a registry that rate limits
+    /// or cannot be read (I/O, network, server error) is [`ErrorKind::Unavailable`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Unauthorized { .. } => ErrorKind::Denied,
+            Error::InvalidPath { .. } | Error::TooLarge { .. } | Error::InvalidContent { .. } => {
+                ErrorKind::Invalid
+            }
+            Error::RateLimited { .. } | Error::Backend { .. } => ErrorKind::Unavailable,
+        }
     }
 
     /// A copy of this error for a second reader of a listing kept once: the same variant and

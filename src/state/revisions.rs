@@ -50,51 +50,7 @@ pub struct History {
     pub description: Option<String>,
 }
 
-/// Errors about revisions.
-#[derive(Debug, thiserror::Error)]
-pub enum RevisionError {
-    /// No such revision.
-    #[error("addon `{addon}` has no revision {revision}; it keeps {available} (see `addonctl history {addon}`)")]
-    NoSuchRevision {
-        /// The addon.
-        addon: String,
-        /// The revision asked for.
-        revision: u32,
-        /// The revisions kept, as text.
-        available: String,
-    },
-    /// There is no revision before the current one.
-    #[error("addon `{addon}` has no revision before the current one to roll back to (see `addonctl history {addon}`)")]
-    NoPrevious {
-        /// The addon.
-        addon: String,
-    },
-    /// The addon has no record (not installed by addonctl).
-    #[error(
-        "addon `{addon}` has no history: it is not installed by addonctl (see `addonctl list`)"
-    )]
-    NoHistory {
-        /// The addon.
-        addon: String,
-    },
-    /// The revision Secret is missing or damaged.
-    #[error("revision {revision} of addon `{addon}` cannot be used: {reason}")]
-    Unusable {
-        /// The addon.
-        addon: String,
-        /// The revision.
-        revision: u32,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl RevisionError {
-    /// Whether the user asked for something that cannot be done (exit code 2).
-    pub fn is_user_error(&self) -> bool {
-        !matches!(self, RevisionError::Unusable { .. })
-    }
-}
+pub use crate::error::RevisionError;
 
 /// The name of an addon's revision Secret.
 pub fn secret_name(addon: &str, revision: u32) -> String {

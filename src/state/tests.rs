@@ -65,6 +65,38 @@ async fn a_lease_another_holder_renewed_recently_refuses_a_second_holder_and_wri
     assert_eq!(api.writes(), [format!("POST {LEASES}")]);
 }
 
+/// The two ways a lock is found contended — another holder's live Lease, or a Lease that kept
+/// changing under every attempt to take it — are one kind of failure (and one exit code).
+#[tokio::test]
+async fn a_held_lock_and_a_lock_that_kept_changing_are_the_same_conflict() {
+    let api = api_with_lease(lease("other", 5, "7"));
+    let cluster = api.cluster("local");
+    let busy = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
+        .await
+        .expect_err("held by another");
+    assert!(matches!(busy, Error::Busy(_)), "{busy:?}");
+
+    // Expired, but every take-over loses to another writer (`409` on its precondition).
+    let api = api_with_lease(lease("other", 120, "7")).on(
+        "PUT",
+        &lease_path(),
+        409,
+        conflict("Conflict"),
+    );
+    let cluster = api.cluster("local");
+    let contended = acquire(&cluster, "vela-system", &addon_lease("a"), "a", "me", false)
+        .await
+        .expect_err("kept changing");
+    assert!(
+        matches!(contended, Error::LockContended { .. }),
+        "{contended:?}"
+    );
+
+    assert_eq!(busy.kind(), crate::ErrorKind::Conflict);
+    assert_eq!(contended.kind(), busy.kind());
+    assert!(busy.is_user_error() && contended.is_user_error());
+}
+
 #[tokio::test]
 async fn an_expired_lease_is_taken_over_with_its_resource_version_as_precondition() {
     let path = lease_path();

@@ -187,7 +187,7 @@ async fn a_missing_addon_names_the_registries_and_a_missing_version_the_versions
         LocalReader::with_registry(dir.path(), "mine").unwrap(),
     )]);
     let err = catalog.find("b", None, None, None).await.unwrap_err();
-    assert!(err.is_user_error());
+    assert_eq!(err.kind(), crate::ErrorKind::NotFound);
     assert_eq!(err.to_string(), "no addon `b` in `mine`");
     let err = catalog
         .find("a", Some("2.0.0"), None, None)

@@ -27,13 +27,9 @@ use sha2::{Digest, Sha256};
 
 use super::{record_name, Record, RECORD_KEY};
 use crate::cluster::{self, Cluster};
+pub use crate::error::RecordError;
 use crate::model::wire::{secret_gvk, LABEL_RECORD};
-
-/// Label on every Secret that belongs to a record besides the record itself (shards, revision
-/// Secrets): the addon's name.
-pub const LABEL_RECORD_OF: &str = "addonctl.io/record-of";
-/// Label saying which part of a record a Secret is: `shard` or `revision`.
-pub const LABEL_RECORD_PART: &str = "addonctl.io/record-part";
+pub use crate::model::wire::{LABEL_RECORD_OF, LABEL_RECORD_PART};
 /// The key of a sharded record's index in the record Secret.
 pub const INDEX_KEY: &str = "recordIndex";
 /// The key of a shard's bytes.
@@ -72,35 +68,6 @@ const MAX_INFLATED: u64 = 1024 * 1024 * 1024;
 /// What a record uses in the worst case per object×cluster pair a pending revision plans and
 /// whose uid is not known yet (the uid and its key, uncompressed).
 pub const PAIR_GROWTH: usize = 64;
-
-/// Errors reading or writing a record.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// A record Secret (or one of its shards) is missing, damaged or not addonctl's format.
-    #[error("the record `{secret}` of addon `{addon}` cannot be read: {reason}; nothing was changed (inspect it with `kubectl get secret -n {namespace} {secret} -o yaml`, its shards with `kubectl get secret -n {namespace} -l {LABEL_RECORD_OF}={addon}`)")]
-    Unreadable {
-        /// The addon.
-        addon: String,
-        /// The system namespace.
-        namespace: String,
-        /// The Secret.
-        secret: String,
-        /// Why.
-        reason: String,
-    },
-    /// The record would not fit its storage budget.
-    #[error("the record of addon `{addon}` would take {bytes} bytes compressed ({pairs} object×cluster pairs), over its budget of {limit} bytes; nothing was applied: target fewer clusters or split the addon")]
-    TooLarge {
-        /// The addon.
-        addon: String,
-        /// The compressed size it would take.
-        bytes: usize,
-        /// Its budget.
-        limit: usize,
-        /// Object×cluster pairs it lists.
-        pairs: usize,
-    },
-}
 
 /// Where a sharded record's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
