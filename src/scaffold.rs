@@ -49,7 +49,11 @@ pub fn files(name: &str) -> Vec<(&'static str, String)> {
         ),
         (
             "NOTES.rhai",
-            format!("`{name} is enabled with ${{parameter.replicas}} replica(s) of ${{parameter.image}}.`\n"),
+            format!(
+                "// Printed after `addonctl enable`: the addon is applied, its workloads may not be ready yet.\n\
+                 let replicas = if parameter.replicas == 1 {{ \"1 replica\" }} else {{ `${{parameter.replicas}} replicas` }};\n\
+                 `{name} has been enabled (${{replicas}} of ${{parameter.image}}); run ` + \"`addonctl status {name}`\" + ` to see when it is ready.`\n"
+            ),
         ),
     ]
 }

@@ -311,6 +311,24 @@ async fn cli_counts_read_right_and_an_empty_installed_list_says_so() {
     let (code, stdout, stderr) = run(sb.cli().args(["enable", "counted"]));
     assert_eq!(code, 0, "{stderr}");
     agrees(&stdout, "control-plane object");
+    // `status` counts each cluster's objects (one ConfigMap), `diff` the unchanged ones.
+    let counts = |text: &str, pattern: &str| {
+        let found = regex::Regex::new(pattern)
+            .unwrap()
+            .captures(text)
+            .unwrap_or_else(|| panic!("no `{pattern}` in:\n{text}"))
+            .iter()
+            .map(|m| m.map_or("", |m| m.as_str()).to_owned())
+            .collect::<Vec<String>>();
+        assert_eq!(found[1] == "1", found[2].is_empty(), "{text}");
+        found[1].clone()
+    };
+    let (code, stdout, stderr) = run(sb.cli().args(["status", "counted"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(counts(&stdout, r"cluster \S+\s+(\d+) object(s?),"), "1");
+    let (code, stdout, stderr) = run(sb.cli().args(["diff", "counted"]));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    counts(&stdout, r"(\d+) object(s?) unchanged");
     let (code, stdout, stderr) = run(sb.cli().args(["upgrade", "counted", "greeting=hi"]));
     assert_eq!(code, 0, "{stderr}");
     agrees(&stdout, "object");

@@ -10,6 +10,7 @@ mod cli_edges;
 mod cli_kubeconfig;
 mod cli_lint;
 mod cli_suggestions;
+mod cli_vocabulary;
 mod control_plane;
 mod controller;
 mod controller_faults;

@@ -97,10 +97,11 @@ pub fn init_logging(invocation: &Invocation) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(settings::stderr_color());
+    // Outside controller mode addonctl's warnings are the user's: `warning: …`, as its notes.
     let _ = if controller {
         builder.try_init()
     } else {
-        builder.without_time().try_init()
+        builder.event_format(printer::UserLog::default()).try_init()
     };
 }
 

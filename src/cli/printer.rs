@@ -61,10 +61,11 @@ impl Printer {
         }
     }
 
-    /// A note on stderr (hidden with `-q`): something the result lacks, and why.
+    /// A note on stderr (hidden with `-q`): something the result lacks, and why. A note that
+    /// is a warning (`warning: …`) reads as one, as addonctl's logged warnings do.
     pub fn note(self, message: &str) {
         if !self.quiet {
-            let _ = writeln!(std::io::stderr(), "note: {message}");
+            let _ = writeln!(std::io::stderr(), "{}", note_line(message));
         }
     }
 
@@ -115,5 +116,125 @@ impl Printer {
 impl Reporter for Printer {
     fn step(&self, message: &str) {
         Printer::step(*self, message);
+    }
+}
+
+/// The line of a note: `note: …`, or the warning itself for one that starts `warning: `.
+fn note_line(message: &str) -> String {
+    if message.starts_with("warning: ") {
+        message.to_owned()
+    } else {
+        format!("note: {message}")
+    }
+}
+
+/// How log events read on stderr outside controller mode: addonctl's own warnings and errors
+/// are for the user, so they read `warning: …` and `error: …` like the `note: …` lines and the
+/// final `error: …`; every other event (`-v`'s info, debug and trace, other crates' logs) keeps
+/// the log format (level, message, fields).
+pub struct UserLog {
+    log: tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Full, ()>,
+}
+
+impl Default for UserLog {
+    fn default() -> Self {
+        UserLog {
+            log: tracing_subscriber::fmt::format()
+                .with_target(false)
+                .without_time(),
+        }
+    }
+}
+
+/// The word an event of addonctl's at `level` starts with (`None`: it reads as a log line).
+fn user_word(target: &str, level: tracing::Level) -> Option<&'static str> {
+    let ours = target == "addonctl" || target.starts_with("addonctl::");
+    match level {
+        tracing::Level::WARN if ours => Some("warning"),
+        tracing::Level::ERROR if ours => Some("error"),
+        _ => None,
+    }
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for UserLog
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let metadata = event.metadata();
+        let Some(word) = user_word(metadata.target(), *metadata.level()) else {
+            return self.log.format_event(ctx, writer, event);
+        };
+        write!(writer, "{word}: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    /// A writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn addonctls_warnings_and_errors_read_as_the_users_and_the_rest_as_logs() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .event_format(super::UserLog::default())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "addonctl::source::local", registry = "dev", "skipping `x`");
+            tracing::error!(target: "addonctl", "not compared: m1");
+            tracing::info!(target: "addonctl", "applied");
+            tracing::warn!(target: "kube_client", "a library's warning");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "warning: skipping `x` registry=\"dev\"", "{text}");
+        assert_eq!(lines[1], "error: not compared: m1", "{text}");
+        assert!(
+            lines[2].contains("INFO") && lines[2].ends_with("applied"),
+            "{text}"
+        );
+        assert!(
+            lines[3].contains("WARN") && lines[3].ends_with("a library's warning"),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 4, "{text}");
+    }
+
+    #[test]
+    fn a_note_that_is_a_warning_reads_as_one() {
+        assert_eq!(super::note_line("no cluster"), "note: no cluster");
+        assert_eq!(
+            super::note_line("warning: a secret in plain text"),
+            "warning: a secret in plain text"
+        );
     }
 }

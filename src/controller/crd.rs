@@ -36,7 +36,7 @@ pub const AUTHOR_GROUPS: &str = "addonctl.io/author-groups";
     category = "addonctl",
     printcolumn = r#"{"name":"Version","type":"string","description":"The version applied","jsonPath":".status.appliedVersion"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","description":"Whether every target cluster has the addon and it is healthy","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name":"Phase","type":"string","description":"The reason of the Ready condition","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","description":"The reason of the Ready condition (the addon's phase is what addonctl status and list say)","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"Clusters","type":"string","description":"Healthy / target clusters","jsonPath":".status.clusterSummary"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -493,7 +493,9 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(columns, ["Version", "Ready", "Phase", "Clusters", "Age"]);
+        // `Phase` is addonctl's word for `enabled`, `enabling`, …: the Ready condition's reason
+        // is shown as what it is.
+        assert_eq!(columns, ["Version", "Ready", "Reason", "Clusters", "Age"]);
         let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
         assert_eq!(
             spec["parameters"]["x-kubernetes-preserve-unknown-fields"],

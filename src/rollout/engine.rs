@@ -467,7 +467,8 @@ async fn await_gate(
         let Verdict::Waiting { pending } = &verdict else {
             return Ok(verdict);
         };
-        // Said when the reasons change (a soak's countdown is not a change).
+        // Said when the reasons change (a soak's countdown is not a change), with the soak
+        // time left when it starts.
         let reasons: Vec<(String, String)> = pending
             .iter()
             .map(|(c, why)| {
@@ -485,7 +486,7 @@ async fn await_gate(
                 spacing = (spacing * 2).max(MIN_SPACING).min(poll);
             }
         } else {
-            for (cluster, why) in &reasons {
+            for (cluster, why) in pending {
                 reporter.step(&format!("waiting for `{cluster}`: {why}"));
             }
             last_said = reasons;

@@ -202,7 +202,7 @@ pub fn evaluate(
         .map(|(n, g)| {
             let why = match (g.healthy_since_ms, &g.reason) {
                 (Some(t), _) => format!(
-                    "soaking: {} s left",
+                    "soaking, {} s left",
                     (limits.soak_ms.saturating_sub(now_ms.saturating_sub(t))).div_ceil(1000)
                 ),
                 (None, Some(reason)) => reason.clone(),

@@ -377,7 +377,10 @@ pub fn cluster_readiness(cluster: &ClusterStatus) -> String {
     let (ready, total, missing) = cluster.readiness();
     let mut line = format!("{ready}/{total} workloads ready");
     if missing > 0 {
-        line.push_str(&format!(", {missing} objects missing"));
+        line.push_str(&format!(
+            ", {missing} {} missing",
+            if missing == 1 { "object" } else { "objects" }
+        ));
     }
     if let Some(error) = &cluster.error {
         line.push_str(&format!(", error: {error}"));

@@ -35,29 +35,134 @@ pub async fn run(
     };
     let plan = match addonctl::plan::plan(&ctx.planner(), &request, false).await {
         Ok(plan) => plan,
-        Err(e) => return Err(super::explain_not_found(&ctx.catalog, e.into()).await),
+        Err(e) => {
+            // Diffing an installed addon is diffing its upgrade: the hints say so.
+            let installed: Vec<String> = ctx
+                .state()
+                .installed()
+                .await
+                .map(|list| list.into_keys().collect())
+                .unwrap_or_default();
+            let name = args.addon.rsplit('/').next().unwrap_or(&args.addon);
+            let verb = if installed.iter().any(|i| i == name) {
+                Verb::Upgrade
+            } else {
+                Verb::Enable
+            };
+            let error = super::explain_not_found(&ctx.catalog, e.into()).await;
+            return Err(reword(error, verb, &installed));
+        }
     };
-    let diff = compute(&ctx, printer, &plan).await?;
+    let diff = compute(&ctx, printer, &plan, Verb::of(&plan)).await?;
     if !printer.structured(&diff, args.output)? {
         print_diffs(printer, &diff)?;
     }
     outcome(&diff, diff.has_differences())
 }
 
-/// The diff of a plan (its notes on stderr first), with the requests it made logged.
-pub(crate) async fn compute(ctx: &Context, printer: Printer, plan: &Plan) -> anyhow::Result<Diff> {
-    for note in &plan.notes {
-        printer.note(note);
+/// What a plan would do to the addon asked for, as its hints word it: a plan for an addon that
+/// is installed upgrades it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    /// `enable`: the addon is not installed.
+    Enable,
+    /// `upgrade`: the addon is installed.
+    Upgrade,
+}
+
+impl Verb {
+    /// The verb of `plan`'s root (the addon asked for, the last step).
+    pub(crate) fn of(plan: &Plan) -> Verb {
+        match plan.steps.last().map(|s| s.action) {
+            Some(addonctl::plan::Action::Install) | None => Verb::Enable,
+            Some(_) => Verb::Upgrade,
+        }
     }
-    let diff = addonctl::diff::diff(ctx, plan).await?;
+
+    /// `text` (worded by the library for an enable) worded for this verb.
+    fn word(self, text: &str) -> String {
+        match self {
+            Verb::Enable => text.to_owned(),
+            Verb::Upgrade => [
+                ("to enable it anyway", "to upgrade it anyway"),
+                ("to enable anyway", "to upgrade anyway"),
+                ("(enabling anyway:", "(upgrading anyway:"),
+                ("`enable` refuses it", "`upgrade` refuses it"),
+                ("cannot enable `", "cannot upgrade `"),
+            ]
+            .iter()
+            .fold(text.to_owned(), |text, (from, to)| text.replace(from, to)),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Enable => "enable",
+            Verb::Upgrade => "upgrade",
+        }
+    }
+}
+
+/// A planning error whose hints ("pass `--skip-version-check` to enable it anyway") the
+/// library words for an enable, worded for `verb`; a requirement of an addon that is not
+/// installed (a new dependency) keeps `enable`. Other errors, and errors with causes, are
+/// returned as they are.
+pub(crate) fn reword(error: anyhow::Error, verb: Verb, installed: &[String]) -> anyhow::Error {
+    use addonctl::resolve::ResolveError;
+    if error.chain().count() != 1 {
+        return error;
+    }
+    let Some(known) = error.downcast_ref::<addonctl::Error>() else {
+        return error;
+    };
+    let verb = match known {
+        addonctl::Error::Resolve(ResolveError::System { addon, .. }) => {
+            if installed.contains(addon) {
+                verb
+            } else {
+                Verb::Enable
+            }
+        }
+        addonctl::Error::Resolve(ResolveError::NoSolution { .. })
+        | addonctl::Error::MissingApis { .. } => verb,
+        _ => return error,
+    };
+    let text = verb.word(&known.to_string());
+    if text == known.to_string() {
+        return error;
+    }
+    anyhow::Error::new(crate::cli::diagnostics::UserError {
+        message: text,
+        kind: known.kind(),
+    })
+}
+
+/// The diff of a plan (its notes on stderr first), with the requests it made logged; its
+/// notes and messages worded for `verb`.
+pub(crate) async fn compute(
+    ctx: &Context,
+    printer: Printer,
+    plan: &Plan,
+    verb: Verb,
+) -> anyhow::Result<Diff> {
+    for note in &plan.notes {
+        printer.note(&verb.word(note));
+    }
+    let mut diff = addonctl::diff::diff(ctx, plan).await?;
     tracing::info!(
         requests = ctx.cluster.counters().requests(),
         writes = ctx.cluster.counters().writes(),
         "API calls made by the dry run"
     );
-    for addon in &diff.addons {
-        for note in &addon.notes {
+    for addon in &mut diff.addons {
+        for note in &mut addon.notes {
+            *note = verb.word(note);
             printer.note(note);
+        }
+        for object in &mut addon.objects {
+            if let Some(message) = &mut object.message {
+                *message = verb.word(message);
+            }
         }
     }
     Ok(diff)
@@ -160,7 +265,7 @@ fn print_diffs(printer: Printer, diff: &Diff) -> anyhow::Result<()> {
             }
         }
         if unchanged > 0 {
-            writeln!(stdout, "{unchanged} objects unchanged")?;
+            writeln!(stdout, "{} unchanged", super::counted(unchanged, "object"))?;
         }
         for failure in &addon.failed {
             writeln!(stdout, "not compared: {failure}")?;
@@ -191,14 +296,26 @@ fn override_line(change: &addonctl::diff::ParamChange) -> String {
     }
 }
 
-/// `--dry-run=server`: the plan dry-run by the API servers, one line per object.
+/// `enable --dry-run=server`: the plan dry-run by the API servers, one line per object.
 pub(crate) async fn server_dry_run(
     ctx: &Context,
     printer: Printer,
     plan: &Plan,
     output: ReportFormat,
 ) -> anyhow::Result<ExitCode> {
-    let diff = compute(ctx, printer, plan).await?;
+    server_dry_run_as(ctx, printer, plan, output, Verb::Enable).await
+}
+
+/// `--dry-run=server` of the command `verb` names: the plan dry-run by the API servers, one
+/// line per object.
+pub(crate) async fn server_dry_run_as(
+    ctx: &Context,
+    printer: Printer,
+    plan: &Plan,
+    output: ReportFormat,
+    verb: Verb,
+) -> anyhow::Result<ExitCode> {
+    let diff = compute(ctx, printer, plan, verb).await?;
     if !printer.structured(&diff, output)? {
         let mut stdout = printer.stdout();
         for addon in &diff.addons {
@@ -221,8 +338,16 @@ pub(crate) async fn server_dry_run(
     let conflicts = diff.conflicts().count();
     if conflicts > 0 && diff.rejections().next().is_none() {
         return Err(user(format!(
-            "{conflicts} object{} exist and addonctl did not create them (listed above): the enable would refuse them; pass `--adopt` to take them over; nothing was changed",
-            if conflicts == 1 { "" } else { "s" }
+            "{} and addonctl did not create {} (listed above): the {} would refuse {}; pass `--adopt` to take {} over; nothing was changed",
+            if conflicts == 1 {
+                "1 object exists".to_owned()
+            } else {
+                format!("{conflicts} objects exist")
+            },
+            if conflicts == 1 { "it" } else { "them" },
+            verb.name(),
+            if conflicts == 1 { "it" } else { "them" },
+            if conflicts == 1 { "it" } else { "them" },
         )));
     }
     outcome(&diff, false)

@@ -30,8 +30,9 @@ pub async fn run(
     }
     let detail = args.detail.then(|| addonctl::status::Detail::of(&ctx));
     let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
-    let declared = super::declare::declared_for_status(&ctx, &args.addon)
-        .await
+    let resource = super::declare::declared_for_status(&ctx, &args.addon).await;
+    let soak_left = resource.as_ref().and_then(soak_left);
+    let declared = resource
         .map(|a| addonctl::declare::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
     if status.phase == addonctl::status::Phase::Disabled
         && status.installed_version.is_none()
@@ -41,7 +42,11 @@ pub async fn run(
     }
     let mut document = serde_json::to_value(&status)?;
     if let (Some(map), Some(block)) = (document.as_object_mut(), &declared) {
-        map.insert("addon".into(), serde_json::to_value(block)?);
+        let mut block = serde_json::to_value(block)?;
+        if let (Some(block), Some(left)) = (block.as_object_mut(), soak_left) {
+            block.insert("soakRemainingSeconds".into(), left.into());
+        }
+        map.insert("addon".into(), block);
     }
     if printer.structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
@@ -49,7 +54,7 @@ pub async fn run(
     let mut out = printer.stdout();
     print_status(&mut out, &status)?;
     if let Some(block) = &declared {
-        print_declared(&mut out, block)?;
+        print_declared(&mut out, block, soak_left)?;
     }
     if args.detail {
         print_detail(&mut out, &status)?;
@@ -84,11 +89,22 @@ async fn refuse_unknown(
     Err(super::unknown_addon(catalog, name, &installed).await)
 }
 
-/// The "Declared by Addon resource" block: generations, drift policy, rollout stage, then one
-/// line per condition.
+/// The soak time left in the current batch of the `Addon`'s rollout, in seconds, while one is
+/// under way and every cluster of the batch is healthy (soaking).
+fn soak_left(addon: &addonctl::controller::crd::Addon) -> Option<u64> {
+    let report = addonctl::controller::control::report(addon);
+    (report.phase == Some(addonctl::controller::crd::RolloutPhase::Progressing))
+        .then_some(report.soak_remaining_seconds)
+        .flatten()
+        .filter(|&left| left > 0)
+}
+
+/// The "Declared by Addon resource" block: generations, drift policy, rollout stage (and the
+/// soak time left), then one line per condition.
 fn print_declared(
     out: &mut impl Write,
     block: &addonctl::declare::declared::Declared,
+    soak_left: Option<u64>,
 ) -> anyhow::Result<()> {
     writeln!(
         out,
@@ -115,7 +131,10 @@ fn print_declared(
         facts.push(format!("version {version}"));
     }
     if let Some(stage) = &block.rollout_stage {
-        facts.push(format!("rollout stage {stage}"));
+        match soak_left {
+            Some(left) => facts.push(format!("rollout stage {stage} (soaking, {left} s left)")),
+            None => facts.push(format!("rollout stage {stage}")),
+        }
     }
     if let Some(summary) = &block.cluster_summary {
         facts.push(format!("clusters healthy {summary}"));
@@ -213,9 +232,9 @@ fn print_cluster(
         .unwrap_or_default();
     writeln!(
         out,
-        "  cluster {:<16}{behind} {} objects{}, {ready}/{total} workloads ready{}",
+        "  cluster {:<16}{behind} {}{}, {ready}/{total} workloads ready{}",
         cluster.cluster,
-        cluster.resources.len(),
+        super::counted(cluster.resources.len(), "object"),
         if missing > 0 {
             format!(" ({missing} missing)")
         } else {
@@ -283,27 +302,42 @@ fn print_detail(out: &mut impl Write, status: &addonctl::status::Status) -> anyh
     }
     if !status.parameters.is_empty() {
         writeln!(out, "parameters:")?;
-        writeln!(
-            out,
-            "  {:<24} {:<24} {:<24} DESCRIPTION",
-            "NAME", "VALUE", "DEFAULT"
-        )?;
-        for p in &status.parameters {
-            let show = |v: &Option<Value>| {
-                v.as_ref()
-                    .map_or_else(|| "-".to_owned(), ToString::to_string)
-            };
-            writeln!(
-                out,
-                "  {:<24} {:<24} {:<24} {}",
-                p.name,
-                show(&p.value),
-                show(&p.default),
-                p.description.as_deref().unwrap_or("")
-            )?;
-        }
+        write!(out, "{}", parameter_table(&status.parameters))?;
     }
     Ok(())
+}
+
+/// The widest a value or default shows in `status -v`'s parameter table; longer ones are cut
+/// with `…` (`-o json` has them whole).
+const VALUE_CAP: usize = 40;
+
+/// `status -v`'s parameters, indented: NAME, VALUE, DEFAULT, DESCRIPTION, each column as wide as
+/// its widest cell (values and defaults at most [`VALUE_CAP`]).
+fn parameter_table(parameters: &[addonctl::status::ParameterStatus]) -> String {
+    let show = |v: &Option<Value>| v.as_ref().map_or_else(String::new, ToString::to_string);
+    let rows: Vec<Vec<String>> = parameters
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                show(&p.value),
+                show(&p.default),
+                p.description.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let table = crate::cli::table::render_capped(
+        &["NAME", "VALUE", "DEFAULT", "DESCRIPTION"],
+        &rows,
+        &[None, Some(VALUE_CAP), Some(VALUE_CAP)],
+    );
+    let mut out = String::new();
+    for line in table.lines() {
+        out.push_str("  ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// `status --watch`: on a terminal the status redrawn at each change; piped, one line per
@@ -397,6 +431,85 @@ fn assignments(parameters: &serde_json::Map<String, serde_json::Value>) -> Vec<S
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn a_long_default_is_cut_and_the_description_stays_in_its_column() {
+        let long = format!("\"{}\"", "d".repeat(120));
+        let parameters = vec![
+            addonctl::status::ParameterStatus {
+                name: "image".into(),
+                value: Some(json!("nginx")),
+                default: Some(json!("d".repeat(120))),
+                description: Some("the image".into()),
+            },
+            addonctl::status::ParameterStatus {
+                name: "replicas".into(),
+                value: None,
+                default: Some(json!(1)),
+                description: Some("how many".into()),
+            },
+        ];
+        let text = super::parameter_table(&parameters);
+        let lines: Vec<&str> = text.lines().collect();
+        // Where `needle` starts, in characters (`…` is one, of three bytes).
+        let column =
+            |line: &str, needle: &str| line.find(needle).map(|b| line[..b].chars().count());
+        let at = column(lines[0], "DESCRIPTION");
+        assert_eq!(column(lines[1], "the image"), at, "{text}");
+        assert_eq!(column(lines[2], "how many"), at, "{text}");
+        assert!(!text.contains(&long), "{text}");
+        assert!(lines[1].contains('…'), "{text}");
+        assert!(lines.iter().all(|l| l.starts_with("  ")), "{text}");
+        // A parameter without a value shows `-`, as every blank cell.
+        let value_at = lines[0].find("VALUE").unwrap();
+        assert_eq!(&lines[2][value_at..=value_at], "-", "{text}");
+    }
+
+    #[test]
+    fn a_soaking_rollout_stage_says_the_time_left() {
+        let now_ms = u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap();
+        let addon = |phase: &str, healthy_since: u64| -> addonctl::controller::crd::Addon {
+            serde_json::from_value(json!({
+                "apiVersion": "addonctl.io/v1alpha1", "kind": "Addon",
+                "metadata": {"name": "web", "namespace": "vela-system", "generation": 2},
+                "spec": {},
+                "status": {
+                    "observedGeneration": 2,
+                    "rolloutStage": "canary",
+                    "rollout": {
+                        "version": "1.1.0", "key": "k", "phase": phase, "stage": "canary",
+                        "state": {"revision": "1.1.0", "stage": 0, "batch": 0, "phase": "Progressing",
+                            "gate": {"startedMs": now_ms - 2_000,
+                                     "clusters": {"m1": {"healthySinceMs": healthy_since}}},
+                            "done": []},
+                        "plan": {"stages": [{"name": "canary", "batches": [["m1"]], "maxFailures": 0,
+                            "soakSeconds": 300}], "unselected": [], "progressDeadlineSeconds": 600}
+                    }
+                }
+            }))
+            .unwrap()
+        };
+        let soaking = addon("Progressing", now_ms - 1_000);
+        let left = super::soak_left(&soaking).unwrap();
+        assert!((298..=300).contains(&left), "{left}");
+        let block =
+            addonctl::declare::declared::declared(&soaking, k8s_openapi::chrono::Utc::now());
+        let mut out = Vec::new();
+        super::print_declared(&mut out, &block, Some(left)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(&format!("rollout stage canary (soaking, {left} s left)")),
+            "{text}"
+        );
+        // Once the rollout is over, no soak is said.
+        assert_eq!(super::soak_left(&addon("Succeeded", now_ms - 1_000)), None);
+    }
 
     #[test]
     fn overrides_read_as_the_assignments_that_would_set_them() {
