@@ -225,6 +225,19 @@ pub enum Error {
         /// The clusters asked to be held.
         clusters: Vec<String>,
     },
+    /// The objects an enable would adopt were shown, and adopting them was declined.
+    #[error("not adopted: nothing was changed (pass `--adopt` to adopt them without asking)")]
+    AdoptionDeclined,
+    /// A command would change an addon an `Addon` resource declares: the controller owns it.
+    #[error("{}", declared_message(addon, namespace, *command))]
+    DeclaredByAddon {
+        /// The addon.
+        addon: String,
+        /// The namespace of the `Addon` resource (the system namespace).
+        namespace: String,
+        /// The command refused.
+        command: crate::ops::guard::Command,
+    },
     /// Overrides give some clusters other parameters, and KubeVela deploys the addon.
     #[error("addon `{addon}` is deployed by KubeVela, whose Application puts the same components on every cluster: the overrides that give clusters {} other parameters cannot be applied; make every override select all target clusters or none of them, or use the direct engine (`--engine direct`)", quoted(clusters))]
     OverridesNeedDirectEngine {
@@ -454,6 +467,8 @@ impl Error {
             | Error::VelaMissing
             | Error::HoldNeedsDirectEngine { .. }
             | Error::OverridesNeedDirectEngine { .. }
+            | Error::DeclaredByAddon { .. }
+            | Error::AdoptionDeclined
             | Error::OverrideInvalid { .. }
             | Error::KeptOverrideInvalid { .. }
             | Error::UndeployableComponent { .. }
@@ -544,6 +559,24 @@ pub(crate) fn listed(items: &[String], shown: usize) -> String {
         text.push_str(&format!(", and {} more", items.len() - shown));
     }
     text
+}
+
+/// What a command refused for an addon an `Addon` declares says, and what to do instead.
+fn declared_message(addon: &str, ns: &str, command: crate::ops::guard::Command) -> String {
+    use crate::ops::guard::Command;
+    let verb = match command {
+        Command::Disable => {
+            return format!(
+                "addon `{addon}` is declared by the `Addon` resource `{ns}/{addon}`: the controller would enable it again. Delete the `Addon` instead: `addonctl disable {addon} --declarative` (the controller then disables the addon)"
+            )
+        }
+        Command::Enable => "enable it",
+        Command::Rollback => "roll it back",
+        Command::Upgrade => "upgrade it",
+    };
+    format!(
+        "addon `{addon}` is declared by the `Addon` resource `{ns}/{addon}`: the controller owns it and would apply the `Addon`'s spec again. Change the `Addon` (`addonctl enable {addon} --declarative …`, or edit it), or pass `--override-controller` to {verb} anyway"
+    )
 }
 
 fn quoted(names: &[String]) -> String {

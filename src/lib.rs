@@ -53,6 +53,7 @@ pub mod lint;
 pub mod loader;
 pub mod model;
 mod net;
+pub mod ops;
 pub mod params;
 pub mod plan;
 pub mod publish;

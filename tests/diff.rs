@@ -114,6 +114,39 @@ async fn diff_shows_changed_fields_deletions_and_parameters_and_exits_1() {
     assert!(objects
         .iter()
         .any(|o| o["name"] == "dif-settings" && o["change"] == "change"));
+
+    // `diff`, `enable --dry-run=server` and `enable --dry-run` print one preview: the plan,
+    // with the API servers' verdicts when they were asked.
+    assert_eq!(parsed["plan"][0]["name"], "dif", "{stdout}");
+    assert_eq!(parsed["plan"][0]["action"], "upgrade", "{stdout}");
+    let (_, server, _) = run(sb.cli().args([
+        "enable",
+        "dif",
+        "replicas=2",
+        "--dry-run=server",
+        "-o",
+        "json",
+    ]));
+    let server: serde_json::Value = serde_json::from_str(&server).unwrap();
+    assert_eq!(server["plan"], parsed["plan"], "{server}");
+    assert_eq!(server["addons"][0]["name"], "dif", "{server}");
+    let (code, client, _) =
+        run(sb
+            .cli()
+            .args(["enable", "dif", "replicas=2", "--dry-run", "-o", "json"]));
+    assert_eq!(code, 0);
+    let client: serde_json::Value = serde_json::from_str(&client).unwrap();
+    assert_eq!(client["plan"][0]["name"], "dif", "{client}");
+    assert!(
+        client["plan"][0]["objects"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty()),
+        "{client}"
+    );
+    assert!(
+        client.get("addons").is_none(),
+        "a client preview asks no API server: {client}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

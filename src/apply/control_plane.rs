@@ -349,7 +349,10 @@ async fn prepare_direct(
     let rendered = &step.rendered;
     for name in direct.hold {
         if let Some(version) = record.cluster_version(name) {
-            reporter.step(&format!("cluster `{name}`: held at {version}"));
+            reporter.event(&crate::context::Progress::ClusterHeld {
+                cluster: name.clone(),
+                version: version.to_string(),
+            });
         }
     }
     // Fails early, before anything is written, on components the direct engine cannot deploy.
@@ -368,11 +371,13 @@ async fn prepare_direct(
     }
     let shared = prepared.newly_shared(&record.dispatched);
     if !shared.is_empty() {
-        reporter.step(&format!(
-            "note: `{}` applies objects other addons apply too (the last apply's fields win; drift checks report fields the addons set differently, and each object is deleted only with the last addon): {}",
-            rendered.name,
-            crate::error::listed(&shared, 5)
-        ));
+        reporter.event(&crate::context::Progress::Note {
+            message: format!(
+                "`{}` applies objects other addons apply too (the last apply's fields win; drift checks report fields the addons set differently, and each object is deleted only with the last addon): {}",
+                rendered.name,
+                crate::error::listed(&shared, 5)
+            ),
+        });
     }
     let pending = PendingRevision {
         version: rendered.version.clone(),

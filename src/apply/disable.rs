@@ -245,14 +245,10 @@ pub(super) async fn disable_one(
         kept: Vec::new(),
         dry_run: options.dry_run,
     };
-    reporter.step(&format!(
-        "{} `{name}`",
-        if options.dry_run {
-            "checking what disabling would delete:"
-        } else {
-            "disabling"
-        }
-    ));
+    reporter.event(&crate::context::Progress::Disabling {
+        addon: name.to_owned(),
+        dry_run: options.dry_run,
+    });
     // What other addons list is never deleted with this one.
     let others = OtherRecords::of(all.values().filter_map(|i| i.record.as_ref()), name);
     // The record's other Secrets (revisions, shards), listed while the clusters are worked on:
@@ -529,13 +525,13 @@ async fn remove_dispatched(
     let mut failed = Vec::new();
     let mut remaining = BTreeMap::new();
     for (name, removal) in removals {
-        reporter.step(&format!(
-            "cluster `{name}`: {} objects {}deleted, {} given back, {} kept",
-            removal.deleted.len(),
-            if dry_run { "would be " } else { "" },
-            removal.given_back.len(),
-            removal.kept.len()
-        ));
+        reporter.event(&crate::context::Progress::ClusterRemoval {
+            cluster: name.clone(),
+            deleted: removal.deleted.len(),
+            given_back: removal.given_back.len(),
+            kept: removal.kept.len(),
+            dry_run,
+        });
         report.deleted.extend(removal.deleted);
         report.given_back.extend(removal.given_back);
         report.kept.extend(removal.kept);

@@ -274,10 +274,10 @@ pub async fn apply_step(
     if step.action == Action::Keep {
         return Ok(report);
     }
-    reporter.step(&format!(
-        "applying `{}` {}",
-        rendered.name, rendered.version
-    ));
+    reporter.event(&crate::context::Progress::Applying {
+        addon: rendered.name.clone(),
+        version: rendered.version.clone(),
+    });
     let result = control_plane::apply_rendered(ctx, step, adopt, hold, &mut report, reporter).await;
     match result {
         Ok(()) => Ok(report),
@@ -368,15 +368,10 @@ async fn execute_locked(
         let gate = report.engine == EngineChoice::Direct && !step.needed_by.is_empty();
         reports.push(report);
         if let (true, Some(timeout)) = (gate, plan.dependency_timeout) {
-            reporter.step(&format!(
-                "waiting for `{}` to be ready before {}",
-                step.rendered.name,
-                step.needed_by
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            reporter.event(&crate::context::Progress::WaitingForDependency {
+                addon: step.rendered.name.clone(),
+                needed_by: step.needed_by.clone(),
+            });
             if let Err(e) =
                 wait::until_enabled(ctx.state(), &step.rendered.name, timeout, reporter).await
             {

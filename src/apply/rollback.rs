@@ -80,10 +80,12 @@ pub async fn rollback(
         format!("{}/{name}", target.registry)
     };
     if revision_package.is_none() {
-        reporter.step(&format!(
-            "note: revision {} keeps no package; reading `{name}` {} from registry `{}`",
-            target.revision, target.version, target.registry
-        ));
+        reporter.event(&crate::context::Progress::Note {
+            message: format!(
+                "revision {} keeps no package; reading `{name}` {} from registry `{}`",
+                target.revision, target.version, target.registry
+            ),
+        });
     }
     let enable_request = EnableRequest {
         reference,
@@ -109,7 +111,9 @@ pub async fn rollback(
         .iter()
         .filter(|n| !n.starts_with("--reset-values"))
     {
-        reporter.step(&format!("note: {note}"));
+        reporter.event(&crate::context::Progress::Note {
+            message: note.clone(),
+        });
     }
     let steps = execute(
         &ctx.applier(),

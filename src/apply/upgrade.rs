@@ -28,7 +28,9 @@ pub async fn upgrade(
 ) -> Result<Vec<StepReport>> {
     let plan = upgrade_plan(ctx, request).await?;
     for note in &plan.notes {
-        reporter.step(&format!("note: {note}"));
+        reporter.event(&crate::context::Progress::Note {
+            message: note.clone(),
+        });
     }
     execute_planned(ctx, &plan, &request.enable, reporter).await
 }

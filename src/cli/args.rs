@@ -326,15 +326,6 @@ pub struct EnableArgs {
     /// Change nothing: print the plan (`client`; offline too) or the servers' verdicts (`server`).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
     pub dry_run: Option<DryRun>,
-    /// Take over definitions owned by another addon or by nobody.
-    #[arg(long)]
-    pub override_definitions: bool,
-    /// Do not check the addons' `system` requirements.
-    #[arg(long)]
-    pub skip_version_check: bool,
-    /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
-    #[arg(long)]
-    pub skip_api_check: bool,
     /// Wait until the addon is enabled.
     #[arg(long)]
     pub wait: bool,
@@ -353,9 +344,17 @@ pub struct EnableArgs {
     pub show_secrets: bool,
     #[command(flatten)]
     pub lock: LockArgs,
-    /// Take over existing objects addonctl did not create (`disable` gives them back).
-    #[arg(long)]
-    pub adopt: bool,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    #[command(flatten)]
+    pub declarative: DeclarativeArgs,
+    #[command(flatten)]
+    pub controller: ControllerGuardArgs,
+}
+
+/// The flags `enable` and `upgrade` share: what the plan may do and what its revision keeps.
+#[derive(Debug, Args)]
+pub struct PlanFlags {
     /// Start from the defaults, not an installed addon's stored arguments and clusters
     /// (otherwise what is given is merged over them).
     #[arg(long)]
@@ -363,10 +362,44 @@ pub struct EnableArgs {
     /// Revisions kept in `addonctl history` (default 10).
     #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub history_max: u32,
-    #[command(flatten)]
-    pub declarative: DeclarativeArgs,
-    #[command(flatten)]
-    pub controller: ControllerGuardArgs,
+    /// Take over definitions owned by another addon or by nobody.
+    #[arg(long)]
+    pub override_definitions: bool,
+    /// Take over existing objects addonctl did not create (`disable` gives them back).
+    #[arg(long)]
+    pub adopt: bool,
+    /// Do not check the addons' `system` requirements.
+    #[arg(long)]
+    pub skip_version_check: bool,
+    /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
+    #[arg(long)]
+    pub skip_api_check: bool,
+}
+
+impl PlanFlags {
+    /// The library's request for `reference` at `version` with the arguments `given`.
+    pub fn request(
+        &self,
+        reference: String,
+        version: Option<String>,
+        given: addonctl::params::Input,
+    ) -> addonctl::plan::EnableRequest {
+        addonctl::plan::EnableRequest {
+            reference,
+            version,
+            args: given,
+            skip_version_check: self.skip_version_check,
+            override_definitions: self.override_definitions,
+            adopt: self.adopt,
+            skip_api_check: self.skip_api_check,
+            reset_values: self.reset_values,
+            history: addonctl::state::revisions::History {
+                max: Some(self.history_max as usize),
+                description: None,
+            },
+            ..addonctl::plan::EnableRequest::default()
+        }
+    }
 }
 
 /// `enable --declarative`: an `Addon` resource for the controller instead of an apply. Only
@@ -571,25 +604,8 @@ pub struct UpgradeArgs {
     /// Move to the newest version.
     #[arg(long)]
     pub latest: bool,
-    /// Start from the defaults instead of the stored arguments and clusters (otherwise
-    /// what is given is merged over them).
-    #[arg(long)]
-    pub reset_values: bool,
-    /// Revisions kept in `addonctl history` (default 10).
-    #[arg(long, value_name = "N", default_value_t = 10, hide_default_value = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub history_max: u32,
-    /// Take over definitions owned by another addon or by nobody.
-    #[arg(long)]
-    pub override_definitions: bool,
-    /// Take over existing objects addonctl did not create (`disable` gives them back).
-    #[arg(long)]
-    pub adopt: bool,
-    /// Do not check the addons' `system` requirements.
-    #[arg(long)]
-    pub skip_version_check: bool,
-    /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
-    #[arg(long)]
-    pub skip_api_check: bool,
+    #[command(flatten)]
+    pub plan: PlanFlags,
     /// Change nothing: print the plan (`client`) or the API servers' verdict on each object
     /// (`server`).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]

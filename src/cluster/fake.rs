@@ -114,6 +114,25 @@ impl FakeApi {
         Cluster::from_client(name, kube::Client::new(service, "default"))
     }
 
+    /// A cluster whose client talks to this fake and whose writes are seen, as those of a
+    /// cluster addonctl connects itself: its sessions ([`Cluster::scoped`]) reuse lists.
+    pub(crate) fn watched_cluster(&self, name: &str) -> Cluster {
+        let api = self.clone();
+        let scopes = Arc::new(super::reuse::Scopes::default());
+        let seen = Arc::clone(&scopes);
+        let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+            let api = api.clone();
+            if request.method() != http::Method::GET {
+                seen.wrote(request.uri().path());
+            }
+            async move { Ok::<_, Infallible>(api.answer(request).await) }
+        });
+        let mut cluster = Cluster::from_client(name, kube::Client::new(service, "default"));
+        cluster.reuse = scopes.open();
+        cluster.scopes = scopes;
+        cluster
+    }
+
     async fn answer(&self, request: Request<kube::client::Body>) -> Response<Full<Bytes>> {
         let method = request.method().as_str().to_owned();
         let path = request.uri().path().to_owned();

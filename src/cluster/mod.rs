@@ -158,8 +158,10 @@ pub struct Cluster {
     managed: Arc<Mutex<Managed>>,
     /// The rules reviews answered lately, by namespace (see [`Cluster::rules_review`]).
     rules: Arc<Mutex<RulesAnswers>>,
-    /// The lists a command reuses until it writes (see [`Cluster::reuse_lists`]).
+    /// The lists this session reuses until a write (see [`Cluster::reuse_lists`]).
     reuse: Arc<reuse::Reuse>,
+    /// Every session's memory of lists, told of this client's writes ([`Cluster::scoped`]).
+    scopes: Arc<reuse::Scopes>,
 }
 
 type RulesStatus = k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus;
@@ -221,8 +223,9 @@ impl Cluster {
         };
         let counters = Arc::new(Counters::default());
         let counting = Arc::clone(&counters);
-        let reuse = Arc::new(reuse::Reuse::watched());
-        let reusing = Arc::clone(&reuse);
+        let scopes = Arc::new(reuse::Scopes::default());
+        let reuse = scopes.open();
+        let reusing = Arc::clone(&scopes);
         let limits = rate::Limits::new(RateLimit::default());
         let cluster_name = name.to_owned();
         let pinged = connect::own_stack(&config);
@@ -284,6 +287,7 @@ impl Cluster {
             managed: Arc::default(),
             rules: Arc::default(),
             reuse,
+            scopes,
         })
     }
 
@@ -310,6 +314,7 @@ impl Cluster {
             managed: Arc::default(),
             rules: Arc::default(),
             reuse: Arc::default(),
+            scopes: Arc::default(),
         }
     }
 

@@ -5,13 +5,18 @@
 //! across commands (the last guard dropped forgets them), nor on a client made elsewhere
 //! ([`Cluster::from_client`]), whose writes this one does not see.
 //!
+//! Each session ([`Cluster::scoped`]) has its own memory: a list one session read is never
+//! answered to another. A write through the shared client, by any session, makes every
+//! session's memory stale (a write is seen, not who made it: reuse is only ever lost, never
+//! wrong).
+//!
 //! What no addonctl lock protects (the joined clusters, the system namespace) is read once per
 //! command ([`Cluster::list_kept`], [`Cluster::get_kept`]): taking or releasing a lock does not
 //! make it stale, any other write of this client does. Another client may change it at any
 //! moment, before a second read as well as after, so a second read would guarantee nothing.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use kube::api::DynamicObject;
 use kube::core::GroupVersionKind;
@@ -75,15 +80,39 @@ impl State {
     }
 }
 
-impl Reuse {
-    /// For a client whose every request passes [`Reuse::wrote`].
-    pub(super) fn watched() -> Self {
-        Reuse {
+/// The memories of every session of one client, told of each of its writes.
+#[derive(Debug, Default)]
+pub(super) struct Scopes(Mutex<Vec<Weak<Reuse>>>);
+
+impl Scopes {
+    /// A new memory for a session, told of this client's writes from now on.
+    pub(super) fn open(&self) -> Arc<Reuse> {
+        let reuse = Arc::new(Reuse {
             watched: true,
             state: Mutex::default(),
-        }
+        });
+        let mut scopes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        scopes.retain(|scope| scope.strong_count() > 0);
+        scopes.push(Arc::downgrade(&reuse));
+        reuse
     }
 
+    /// This client is writing to `path`: every live session's memory hears of it.
+    pub(super) fn wrote(&self, path: &str) {
+        let live: Vec<Arc<Reuse>> = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for reuse in live {
+            reuse.wrote(path);
+        }
+    }
+}
+
+impl Reuse {
     /// This client is writing to `path`: nothing read before is reused, except reads kept
     /// when the write is a lock's (a Lease).
     pub(super) fn wrote(&self, path: &str) {
@@ -121,6 +150,18 @@ impl Drop for Reusing {
 }
 
 impl Cluster {
+    /// The same cluster (connections, discovery, rate limit, managed clusters) with a memory
+    /// of its own for [`Cluster::reuse_lists`]: what one session reads is never answered to
+    /// another. A client made elsewhere ([`Cluster::from_client`]) reuses nothing either way.
+    #[must_use]
+    pub fn scoped(&self) -> Cluster {
+        let mut scoped = self.clone();
+        if self.reuse.watched {
+            scoped.reuse = self.scopes.open();
+        }
+        scoped
+    }
+
     /// Reuses lists made through [`Cluster::list_reused`] while the guard is held, until this
     /// client writes: one command's plan and checks read the state once.
     pub fn reuse_lists(&self) -> Reusing {

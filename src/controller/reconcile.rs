@@ -221,7 +221,7 @@ fn workers(concurrency: u16) -> Workers<Job> {
     Workers::start(threads, "addonctl-reconcile", |job: Job| async move {
         match job {
             Job::Reconcile { addon, data, reply } => {
-                let _ = reply.send(reconcile_one(addon, data).await);
+                let _ = reply.send(Box::pin(reconcile_one(addon, data)).await);
             }
             Job::Relist { data, reply } => {
                 let _ = reply.send(relist::relist(&data).await);

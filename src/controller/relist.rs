@@ -96,7 +96,7 @@ pub(super) async fn relist(data: &Data) -> Vec<ObjectRef<Addon>> {
         cluster: old.cluster.clone(),
         namespace: old.namespace.clone(),
         catalog,
-        renderer: Renderer::with_limits(old.renderer.limits().clone()),
+        renderer: Arc::new(Renderer::with_limits(old.renderer.limits().clone())),
         engine: old.engine,
         lock: old.lock.clone(),
     });

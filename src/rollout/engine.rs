@@ -91,9 +91,9 @@ pub async fn run(
         });
     }
     for cluster in &planned.unselected {
-        reporter.step(&format!(
-            "cluster `{cluster}` is selected by no stage: not touched"
-        ));
+        reporter.event(&crate::context::Progress::Stage {
+            message: format!("cluster `{cluster}` is selected by no stage: not touched"),
+        });
     }
     let mut state = RolloutState::default();
     let first = state.cumulative(&planned);
@@ -120,17 +120,21 @@ pub async fn run(
     let vela = crate::apply::uses_vela(&ctx.applier()).await?;
     let start = Split::of(installed.as_ref(), &version, &first, Keep::of(true, vela));
     if !start.kept.is_empty() {
-        reporter.step(&format!(
-            "{} already run this version: kept in every step",
-            quoted(&start.kept)
-        ));
+        reporter.event(&crate::context::Progress::Stage {
+            message: format!(
+                "{} already run this version: kept in every step",
+                quoted(&start.kept)
+            ),
+        });
     }
     if !start.held.is_empty() {
         let held: Vec<String> = start.held.iter().cloned().collect();
-        reporter.step(&format!(
-            "{} run another version or other parameters: held at it until their stage comes",
-            quoted(&held)
-        ));
+        reporter.event(&crate::context::Progress::Stage {
+            message: format!(
+                "{} run another version or other parameters: held at it until their stage comes",
+                quoted(&held)
+            ),
+        });
     }
     let mut applied: BTreeSet<String> = BTreeSet::new();
     while let Some((stage, batch)) = state.current(&planned) {
@@ -142,10 +146,9 @@ pub async fn run(
             &cumulative,
             Keep::of(applied.is_empty(), vela),
         );
-        reporter.step(&format!(
-            "stage `{stage_name}`: applying to {}",
-            quoted(&batch)
-        ));
+        reporter.event(&crate::context::Progress::Stage {
+            message: format!("stage `{stage_name}`: applying to {}", quoted(&batch)),
+        });
         apply(
             ctx,
             request,
@@ -179,15 +182,21 @@ pub async fn run(
 fn say_verdict(reporter: &dyn Reporter, stage: &str, batch: &[String], verdict: &Verdict) {
     match verdict {
         Verdict::Passed { tolerated } if tolerated.is_empty() => {
-            reporter.step(&format!("stage `{stage}`: {} passed", quoted(batch)));
+            reporter.event(&crate::context::Progress::Stage {
+                message: format!("stage `{stage}`: {} passed", quoted(batch)),
+            });
         }
-        Verdict::Passed { tolerated } => reporter.step(&format!(
-            "stage `{stage}`: {} passed ({} failure(s) tolerated)",
-            quoted(batch),
-            tolerated.len()
-        )),
+        Verdict::Passed { tolerated } => reporter.event(&crate::context::Progress::Stage {
+            message: format!(
+                "stage `{stage}`: {} passed ({} failure(s) tolerated)",
+                quoted(batch),
+                tolerated.len()
+            ),
+        }),
         Verdict::Failed { reason, .. } => {
-            reporter.step(&format!("stage `{stage}`: gate failed: {reason}"));
+            reporter.event(&crate::context::Progress::Stage {
+                message: format!("stage `{stage}`: gate failed: {reason}"),
+            });
         }
         Verdict::Waiting { .. } => {}
     }
@@ -487,7 +496,9 @@ async fn await_gate(
             }
         } else {
             for (cluster, why) in pending {
-                reporter.step(&format!("waiting for `{cluster}`: {why}"));
+                reporter.event(&crate::context::Progress::Stage {
+                    message: format!("waiting for `{cluster}`: {why}"),
+                });
             }
             last_said = reasons;
             spacing = Duration::ZERO;

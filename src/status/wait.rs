@@ -294,16 +294,20 @@ pub async fn until(
         let reached = status.phase == wanted;
         let failed = wanted == Phase::Enabled && status.phase == Phase::Failed;
         if !reached && !failed && last.as_ref().map(|s| s.phase) != Some(status.phase) {
-            reporter.step(&format!(
-                "`{name}` is {}; waiting for {wanted}",
-                status.phase
-            ));
+            reporter.event(&crate::context::Progress::Phase {
+                addon: name.to_owned(),
+                phase: status.phase.to_string(),
+                wanted: wanted.to_string(),
+            });
         }
         // Each cluster's last change is reported, the one that completes the wait too.
         for cluster in &status.resources {
             let line = cluster_readiness(cluster);
             if shown.get(&cluster.cluster) != Some(&line) {
-                reporter.step(&format!("{}: {line}", cluster.cluster));
+                reporter.event(&crate::context::Progress::ClusterReadiness {
+                    cluster: cluster.cluster.clone(),
+                    readiness: line.clone(),
+                });
                 shown.insert(cluster.cluster.clone(), line);
             }
         }

@@ -269,10 +269,10 @@ pub async fn prepare_holding(
             names.insert(name.clone());
         } else if inventory.objects.iter().any(|o| o.created) {
             // Detached with `--force`: its credentials are gone, so its objects cannot be reached.
-            reporter.step(&format!(
-                "cluster `{name}` is no longer joined: forgetting {} objects left there",
-                inventory.objects.len()
-            ));
+            reporter.event(&crate::context::Progress::ClusterForgotten {
+                cluster: name.clone(),
+                objects: inventory.objects.len(),
+            });
         }
     }
     names.retain(|name| !hold.contains(name));
@@ -468,11 +468,15 @@ impl Prepared {
         };
         for (name, inventory, outcome) in results {
             match &outcome.error {
-                Some(e) => reporter.step(&format!("cluster `{name}`: failed: {e}")),
-                None => reporter.step(&format!(
-                    "cluster `{name}`: {} objects applied, {} deleted",
-                    outcome.applied, outcome.deleted
-                )),
+                Some(e) => reporter.event(&crate::context::Progress::ClusterFailed {
+                    cluster: name.clone(),
+                    error: e.clone(),
+                }),
+                None => reporter.event(&crate::context::Progress::ClusterApplied {
+                    cluster: name.clone(),
+                    applied: outcome.applied,
+                    deleted: outcome.deleted,
+                }),
             }
             if outcome.error.is_some() {
                 if let Some(Ok(plan)) = self.plans.get(&name) {

@@ -1,6 +1,6 @@
-//! `enable --declarative` and `disable --declarative` (an `Addon` resource written or deleted
-//! for the controller), and the guard that keeps `enable`, `upgrade` and `disable` from
-//! fighting the controller over an addon an `Addon` declares.
+//! `enable --declarative` and `disable --declarative`: an `Addon` resource written or deleted
+//! for the controller (the guard that keeps the other commands from fighting the controller
+//! over it is [`addonctl::ops::guard`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,15 +18,6 @@ use crate::cli::diagnostics::user;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, connect_or_offline, ClusterSettings, GlobalSettings};
 
-/// The command a guard protects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Guarded {
-    Enable,
-    Upgrade,
-    Disable,
-    Rollback,
-}
-
 /// The library's declaration errors as the CLI reports them (user errors exit 2).
 fn reported(error: declare::Error) -> anyhow::Error {
     match error {
@@ -34,67 +25,6 @@ fn reported(error: declare::Error) -> anyhow::Error {
         other if other.is_user_error() => user(other.to_string()),
         other => anyhow::Error::from(other),
     }
-}
-
-/// The addon's name in a reference (`registry/name` → `name`); `None` for a directory.
-fn addon_name(reference: &str) -> Option<&str> {
-    if std::path::Path::new(reference).is_dir() {
-        return None;
-    }
-    Some(
-        reference
-            .rsplit_once('/')
-            .map_or(reference, |(_, name)| name),
-    )
-}
-
-/// Refuses (exit 2) to enable, upgrade, roll back or disable an addon an `Addon` resource
-/// declares: the controller would undo it. `--override-controller` (enable, upgrade and
-/// rollback) turns the refusal
-/// into a warning. One GET; no CRD or no permission to read `Addon`s = nothing declared.
-pub(crate) async fn refuse_if_declared(
-    ctx: &Context,
-    printer: Printer,
-    reference: &str,
-    command: Guarded,
-    override_controller: bool,
-) -> anyhow::Result<()> {
-    let Some(name) = addon_name(reference) else {
-        return Ok(());
-    };
-    let found = match declare::find(&ctx.cluster, &ctx.namespace, name).await {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::debug!("cannot tell whether an `Addon` declares `{name}`: {e}");
-            return Ok(());
-        }
-    };
-    if found.is_none() {
-        return Ok(());
-    }
-    let ns = &ctx.namespace;
-    let message = match command {
-        Guarded::Disable => format!(
-            "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller would enable it again. Delete the `Addon` instead: `addonctl disable {name} --declarative` (the controller then disables the addon)"
-        ),
-        Guarded::Enable | Guarded::Upgrade | Guarded::Rollback => {
-            let verb = match command {
-                Guarded::Enable => "enable it",
-                Guarded::Rollback => "roll it back",
-                _ => "upgrade it",
-            };
-            if override_controller {
-                printer.note(&format!(
-                    "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: applying anyway (`--override-controller`); the controller applies the `Addon`'s spec again at its next reconcile unless it is suspended"
-                ));
-                return Ok(());
-            }
-            format!(
-                "addon `{name}` is declared by the `Addon` resource `{ns}/{name}`: the controller owns it and would apply the `Addon`'s spec again. Change the `Addon` (`addonctl enable {name} --declarative …`, or edit it), or pass `--override-controller` to {verb} anyway"
-            )
-        }
-    };
-    Err(user(message))
 }
 
 /// `enable --declarative`: validates the arguments, then writes (or, `--dry-run`, prints) the
@@ -138,8 +68,8 @@ pub async fn enable(
             DriftChoice::Ignore => DriftPolicy::Ignore,
         }),
         suspend: args.declarative.suspend,
-        skip_version_check: args.skip_version_check,
-        skip_api_check: args.skip_api_check,
+        skip_version_check: args.plan.skip_version_check,
+        skip_api_check: args.plan.skip_api_check,
     };
     let declaration = declare::declare(&ctx, &request).await.map_err(reported)?;
     if dry_run {

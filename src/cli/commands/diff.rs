@@ -5,9 +5,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::context::Context;
+use std::sync::Arc;
+
+use addonctl::context::Session;
 use addonctl::diff::{Change, Diff, ObjectChange};
-use addonctl::plan::Plan;
+use addonctl::ops::{Preview, PreviewMode};
 
 use crate::cli::args::{DiffArgs, ReportFormat};
 use crate::cli::commands::parameter_input;
@@ -24,40 +26,52 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
     let ctx = connect(global, cluster, printer, true).await?;
-    let request = addonctl::plan::EnableRequest {
-        reference: args.addon.clone(),
-        version: args.version.clone(),
-        args: given,
-        skip_version_check: args.skip_version_check,
-        skip_api_check: args.skip_api_check,
-        reset_values: args.reset_values,
-        ..addonctl::plan::EnableRequest::default()
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let op = addonctl::ops::enable::EnableOp {
+        request: addonctl::plan::EnableRequest {
+            reference: args.addon.clone(),
+            version: args.version.clone(),
+            args: given,
+            skip_version_check: args.skip_version_check,
+            skip_api_check: args.skip_api_check,
+            reset_values: args.reset_values,
+            ..addonctl::plan::EnableRequest::default()
+        },
+        ..addonctl::ops::enable::EnableOp::default()
     };
-    let plan = match addonctl::plan::plan(&ctx.planner(), &request, false).await {
-        Ok(plan) => plan,
+    let mut preview = match addonctl::ops::enable::preview(&session, &op, PreviewMode::Server).await
+    {
+        Ok(preview) => preview,
         Err(e) => {
             // Diffing an installed addon is diffing its upgrade: the hints say so.
-            let installed: Vec<String> = ctx
-                .state()
-                .installed()
-                .await
-                .map(|list| list.into_keys().collect())
-                .unwrap_or_default();
+            let installed = installed(&session).await;
             let name = args.addon.rsplit('/').next().unwrap_or(&args.addon);
             let verb = if installed.iter().any(|i| i == name) {
                 Verb::Upgrade
             } else {
                 Verb::Enable
             };
-            let error = super::explain_not_found(&ctx.catalog, e.into()).await;
+            let error = super::explain_not_found(&session.ctx().catalog, e.into()).await;
             return Err(reword(error, verb, &installed));
         }
     };
-    let diff = compute(&ctx, printer, &plan, Verb::of(&plan)).await?;
-    if !printer.structured(&diff, args.output)? {
+    let verb = Verb::of(&preview);
+    let diff = noted(printer, &mut preview, verb);
+    if !printer.structured(&preview, args.output)? {
         print_diffs(printer, &diff)?;
     }
     outcome(&diff, diff.has_differences())
+}
+
+/// The addons installed (none when they cannot be read), for the wording of hints.
+pub(crate) async fn installed(session: &Session) -> Vec<String> {
+    session
+        .ctx()
+        .state()
+        .installed()
+        .await
+        .map(|list| list.into_keys().collect())
+        .unwrap_or_default()
 }
 
 /// What a plan would do to the addon asked for, as its hints word it: a plan for an addon that
@@ -71,9 +85,9 @@ pub(crate) enum Verb {
 }
 
 impl Verb {
-    /// The verb of `plan`'s root (the addon asked for, the last step).
-    pub(crate) fn of(plan: &Plan) -> Verb {
-        match plan.steps.last().map(|s| s.action) {
+    /// The verb of a preview's root (the addon asked for, the last step).
+    pub(crate) fn of(preview: &Preview) -> Verb {
+        match preview.plan.last().map(|s| s.action) {
             Some(addonctl::plan::Action::Install) | None => Verb::Enable,
             Some(_) => Verb::Upgrade,
         }
@@ -137,23 +151,16 @@ pub(crate) fn reword(error: anyhow::Error, verb: Verb, installed: &[String]) -> 
     })
 }
 
-/// The diff of a plan (its notes on stderr first), with the requests it made logged; its
-/// notes and messages worded for `verb`.
-pub(crate) async fn compute(
-    ctx: &Context,
-    printer: Printer,
-    plan: &Plan,
-    verb: Verb,
-) -> anyhow::Result<Diff> {
-    for note in &plan.notes {
-        printer.note(&verb.word(note));
+/// A server preview's notes and messages worded for `verb`, its notes said on stderr (the
+/// plan's, then each addon's); its diff.
+fn noted(printer: Printer, preview: &mut Preview, verb: Verb) -> Diff {
+    for note in &mut preview.notes {
+        *note = verb.word(note);
+        printer.note(note);
     }
-    let mut diff = addonctl::diff::diff(ctx, plan).await?;
-    tracing::info!(
-        requests = ctx.cluster.counters().requests(),
-        writes = ctx.cluster.counters().writes(),
-        "API calls made by the dry run"
-    );
+    let diff = preview
+        .diff
+        .get_or_insert_with(|| Diff { addons: Vec::new() });
     for addon in &mut diff.addons {
         for note in &mut addon.notes {
             *note = verb.word(note);
@@ -165,7 +172,7 @@ pub(crate) async fn compute(
             }
         }
     }
-    Ok(diff)
+    diff.clone()
 }
 
 /// The exit code: the user's error when the server would reject an object, a failure when a
@@ -296,27 +303,16 @@ fn override_line(change: &addonctl::diff::ParamChange) -> String {
     }
 }
 
-/// `enable --dry-run=server`: the plan dry-run by the API servers, one line per object.
-pub(crate) async fn server_dry_run(
-    ctx: &Context,
-    printer: Printer,
-    plan: &Plan,
-    output: ReportFormat,
-) -> anyhow::Result<ExitCode> {
-    server_dry_run_as(ctx, printer, plan, output, Verb::Enable).await
-}
-
-/// `--dry-run=server` of the command `verb` names: the plan dry-run by the API servers, one
+/// `--dry-run=server` of the command `verb` names: the preview of the API servers' dry runs, one
 /// line per object.
-pub(crate) async fn server_dry_run_as(
-    ctx: &Context,
+pub(crate) fn server_dry_run(
     printer: Printer,
-    plan: &Plan,
+    mut preview: Preview,
     output: ReportFormat,
     verb: Verb,
 ) -> anyhow::Result<ExitCode> {
-    let diff = compute(ctx, printer, plan, verb).await?;
-    if !printer.structured(&diff, output)? {
+    let diff = noted(printer, &mut preview, verb);
+    if !printer.structured(&preview, output)? {
         let mut stdout = printer.stdout();
         for addon in &diff.addons {
             writeln!(stdout, "addon `{}` {}:", addon.name, addon.version)?;

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use addonctl::context::Session;
+
 use crate::cli::args::DisableArgs;
-use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::lock_options;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -23,35 +23,21 @@ pub async fn run(
         return super::declare::disable(global, cluster, printer, args).await;
     }
     let mut ctx = connect(global, cluster, printer, false).await?;
-    if !args.dry_run {
-        super::declare::refuse_if_declared(&ctx, printer, &args.addon, Guarded::Disable, false)
-            .await?;
-    }
-    ctx.lock = lock_options(&format!("disable {}", args.addon), args.lock.force_unlock);
-    let reporter = printer;
-    let options = addonctl::apply::DisableOptions {
-        force: args.force,
-        prune_dependencies: args.prune_dependencies,
-        dry_run: args.dry_run,
+    ctx.lock = addonctl::ops::guard::lock_options(
+        &format!("disable {}", args.addon),
+        args.lock.force_unlock,
+    );
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let op = addonctl::ops::disable::DisableOp {
+        addon: args.addon.clone(),
+        options: addonctl::apply::DisableOptions {
+            force: args.force,
+            prune_dependencies: args.prune_dependencies,
+            dry_run: args.dry_run,
+        },
+        wait: args.wait.then_some(args.timeout),
     };
-    // The library checks permissions and takes the locks (none for a dry run).
-    let reports =
-        addonctl::apply::disable_all_with(&ctx.applier(), &args.addon, &options, &reporter).await?;
-    if args.wait {
-        // Gone from the records and KubeVela's Applications (whose finalizers may still run).
-        let deadline = Instant::now() + args.timeout;
-        for report in &reports {
-            let left = deadline.saturating_duration_since(Instant::now());
-            addonctl::status::wait::until(
-                ctx.state(),
-                &report.name,
-                addonctl::status::Phase::Disabled,
-                left.max(Duration::from_secs(1)),
-                &reporter,
-            )
-            .await?;
-        }
-    }
+    let reports = addonctl::ops::disable::run(&session, &op).await?;
     // The addon's report, with the dependencies pruned after it under `pruned`.
     let mut document = reports
         .first()

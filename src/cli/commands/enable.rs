@@ -1,17 +1,19 @@
-//! `addonctl enable`: plan, show or confirm, apply, report.
+//! `addonctl enable`: the flags into an [`addonctl::ops::enable::EnableOp`], the preview or the
+//! run, the y/N on adoptions, the report.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use addonctl::context::Context;
+use addonctl::context::Session;
+use addonctl::ops::enable::EnableOp;
+use addonctl::ops::{Preview, PreviewMode};
 use addonctl::render::output::{format_objects, Format};
 
 use crate::cli::args::{DryRun, EnableArgs, ReportFormat};
-use crate::cli::commands::declare::Guarded;
-use crate::cli::commands::{check_write, enable_request, parameter_input, set_lock, write_request};
+use crate::cli::commands::parameter_input;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect_or_offline, ClusterSettings, GlobalSettings};
 
@@ -28,131 +30,93 @@ pub async fn run(
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
     let client_dry_run = args.dry_run == Some(DryRun::Client);
     let (mut ctx, offline) = connect_or_offline(global, cluster, printer, client_dry_run).await?;
-    // The plan's reads of the state serve the checks until the first write (the lock).
-    let _reuse = ctx.cluster.reuse_lists();
-    let write = write_request!(Guarded::Enable, args);
-    set_lock(&mut ctx, &write);
-    let request = enable_request!(args, args.addon.clone(), given);
-    // The checks before writing and the plan's reads at once: a refusal of the checks is said
-    // as soon as it comes, and before any error of the plan.
-    let planner = ctx.planner();
-    let planned = addonctl::apply::checked_first(check_write(&ctx, printer, &write), async {
-        Ok(addonctl::plan::plan(&planner, &request, false).await?)
-    })
-    .await;
-    let mut plan = match planned {
-        Ok(plan) => plan,
-        Err(e) => return Err(super::explain_not_found(&ctx.catalog, e).await),
-    };
-    plan.dependency_timeout =
-        (!args.dependency_timeout.is_zero()).then_some(args.dependency_timeout);
-    let untargeted = untargeted_clusters(&ctx, &plan).await;
-    let shown = PlanOutput {
-        override_definitions: args.override_definitions,
-        show_secrets: args.show_secrets,
-        output: args.output,
-        offline,
-    };
-    match args.dry_run {
-        Some(DryRun::Client) => return print_plan(&ctx, printer, &plan, &shown).await,
-        Some(DryRun::Server) => {
-            return super::diff::server_dry_run(&ctx, printer, &plan, args.output).await;
-        }
-        None => {}
-    }
-    let reporter = printer;
-    for note in &plan.notes {
-        reporter.step(&format!("note: {note}"));
-    }
-    for flag in plan
-        .steps
-        .iter()
-        .filter(|s| s.action != addonctl::plan::Action::Keep)
-        .flat_map(|s| addonctl::apply::review::step_flags(s, &ctx.namespace))
-    {
-        reporter.step(&format!("flagged: {flag}"));
-    }
-    if !args.adopt && std::io::stdin().is_terminal() {
-        plan.adopt = confirm_adoptions(&ctx, printer, &plan).await?;
-    }
-    for kept in &plan.kept {
-        reporter.step(&format!(
-            "keeping `{}` {} (installed; needed by {})",
-            kept.name,
-            kept.version,
-            kept.needed_by.join(", ")
-        ));
-    }
-    let mut reports =
-        addonctl::apply::execute(&ctx.applier(), &plan, args.override_definitions, &reporter)
-            .await?;
-    for report in &mut reports {
-        if let Some(clusters) = untargeted.get(&report.name) {
-            report.untargeted_clusters.clone_from(clusters);
-        }
-    }
-    tracing::info!(
-        requests = ctx.cluster.counters().requests(),
-        writes = ctx.cluster.counters().writes(),
-        "API calls made by enable"
+    ctx.lock = addonctl::ops::guard::lock_options(
+        &format!("enable {}", args.addon),
+        args.lock.force_unlock,
     );
-    let root = plan
-        .steps
-        .last()
-        .map(|s| s.rendered.name.clone())
-        .unwrap_or_default();
-    if args.wait {
-        addonctl::status::wait::until_enabled(ctx.state(), &root, args.timeout, &reporter).await?;
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let op = EnableOp {
+        request: args
+            .plan
+            .request(args.addon.clone(), args.version.clone(), given),
+        override_controller: args.controller.override_controller,
+        dependency_timeout: (!args.dependency_timeout.is_zero()).then_some(args.dependency_timeout),
+        wait: args.wait.then_some(args.timeout),
+    };
+    if let Some(dry_run) = args.dry_run {
+        let mode = preview_mode(dry_run, &args.plan, args.show_secrets);
+        let mut preview = match addonctl::ops::enable::preview(&session, &op, mode).await {
+            Ok(preview) => preview,
+            Err(e) => return Err(super::explain_not_found(&session.ctx().catalog, e.into()).await),
+        };
+        preview.offline = offline;
+        return show_preview(
+            printer,
+            preview,
+            mode,
+            args.output,
+            super::diff::Verb::Enable,
+        );
     }
+    let consent = TerminalConsent(printer);
+    let reports = match Box::pin(addonctl::ops::enable::run(&session, &op, &consent)).await {
+        Ok(reports) => reports,
+        Err(e) => return Err(super::explain_not_found(&session.ctx().catalog, e.into()).await),
+    };
     if !printer.structured(&reports, args.output)? {
         print_reports(printer, &reports)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per addon of the plan, the clusters of its `clusters` argument its rendered topology does
-/// not reach (by name, or by label against the joined clusters' labels), each warned about (the
-/// template does not use the argument, or not for them).
-async fn untargeted_clusters(
-    ctx: &Context,
-    plan: &addonctl::plan::Plan,
-) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    let mut joined = None;
-    for step in &plan.steps {
-        if step.clusters.is_none() {
-            continue;
-        }
-        // Read once, only for an addon given clusters; unreadable (no right to list them), a
-        // label selector may reach any of them.
-        if joined.is_none() {
-            joined = Some(match ctx.state().joined().await {
-                Ok(joined) => Some(joined.into_iter().map(|(info, _)| info).collect::<Vec<_>>()),
-                Err(e) => {
-                    tracing::debug!("the joined clusters cannot be read: {e}");
-                    None
-                }
-            });
-        }
-        let missed = addonctl::status::phase::untargeted_clusters(
-            step.clusters.as_deref(),
-            &step.rendered.application,
-            joined.as_ref().and_then(Option::as_deref),
-        );
-        if missed.is_empty() {
-            continue;
-        }
-        let names: Vec<String> = missed.iter().map(|c| format!("`{c}`")).collect();
-        tracing::warn!(
-            "addon `{}` does not reach cluster{} {} named in its `clusters` argument: its template does not use that argument for them (`addonctl render {} clusters=…` shows its topology)",
-            step.rendered.name,
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            step.rendered.name
-        );
-        out.insert(step.rendered.name.clone(), missed);
+/// The preview a `--dry-run` mode asks for.
+pub(crate) fn preview_mode(
+    dry_run: DryRun,
+    plan: &crate::cli::args::PlanFlags,
+    show_secrets: bool,
+) -> PreviewMode {
+    match dry_run {
+        DryRun::Client => PreviewMode::Client {
+            show_secrets,
+            override_definitions: plan.override_definitions,
+        },
+        DryRun::Server => PreviewMode::Server,
     }
-    out
+}
+
+/// A `--dry-run`'s preview, as the mode prints it (the server's words for the command `verb`
+/// names).
+pub(crate) fn show_preview(
+    printer: Printer,
+    preview: Preview,
+    mode: PreviewMode,
+    output: ReportFormat,
+    verb: super::diff::Verb,
+) -> anyhow::Result<ExitCode> {
+    match mode {
+        PreviewMode::Client { .. } => print_plan(printer, &preview, output),
+        PreviewMode::Server => super::diff::server_dry_run(printer, preview, output, verb),
+    }
+}
+
+/// The y/N of the person at the terminal on the objects an enable would adopt; without a
+/// terminal nobody is asked (the apply refuses them, naming `--adopt`).
+struct TerminalConsent(Printer);
+
+impl addonctl::ops::Consent for TerminalConsent {
+    fn asks(&self) -> bool {
+        std::io::stdin().is_terminal()
+    }
+
+    fn adopt(&self, adoptions: &[String]) -> addonctl::Result<bool> {
+        let mut lines = vec![
+            "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):".to_owned(),
+        ];
+        lines.extend(adoptions.iter().map(|adoption| format!("  {adoption}")));
+        self.0
+            .confirm(&lines, "adopt them? [y/N] ")
+            .map_err(|e| addonctl::Error::Io(std::io::Error::other(e.to_string())))
+    }
 }
 
 /// One line per addon applied (with what was deleted, notes and the clusters the direct engine
@@ -205,118 +169,35 @@ fn print_reports(printer: Printer, reports: &[addonctl::apply::StepReport]) -> a
     Ok(())
 }
 
-/// On a terminal: the objects the plan would adopt, and the person's y/N. Without any, `false`
-/// (nothing to consent to); declined: an error naming `--adopt`.
-async fn confirm_adoptions(
-    ctx: &Context,
+/// The plan as a table, its notes, conflicts and flags, then every object (`-o json|yaml`: the
+/// preview as one document).
+pub(crate) fn print_plan(
     printer: Printer,
-    plan: &addonctl::plan::Plan,
-) -> anyhow::Result<bool> {
-    let adoptions: Vec<String> = addonctl::apply::review::review(&ctx.applier(), plan)
-        .await?
-        .into_iter()
-        .filter(|f| f.kind == addonctl::plan::protect::FlagKind::Adopts)
-        .map(|f| format!("addon `{}`: {}", f.addon, f.object))
-        .collect();
-    if adoptions.is_empty() {
-        return Ok(false);
-    }
-    let mut lines = vec![
-        "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):".to_owned(),
-    ];
-    lines.extend(adoptions.iter().map(|adoption| format!("  {adoption}")));
-    if printer.confirm(&lines, "adopt them? [y/N] ")? {
-        Ok(true)
-    } else {
-        Err(crate::cli::diagnostics::user(
-            "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)",
-        ))
-    }
-}
-
-/// How `--dry-run` (client) shows a plan.
-pub(crate) struct PlanOutput {
-    /// `--override-definitions`: conflicts are not listed.
-    pub override_definitions: bool,
-    /// `--show-secrets`.
-    pub show_secrets: bool,
-    /// `-o`.
-    pub output: ReportFormat,
-    /// Planned against an empty cluster (no control plane reachable).
-    pub offline: bool,
-}
-
-/// The plan as a table, its notes, conflicts and flags, then every object (`-o json|yaml`: one
-/// document).
-pub(crate) async fn print_plan(
-    ctx: &Context,
-    printer: Printer,
-    plan: &addonctl::plan::Plan,
-    args: &PlanOutput,
+    preview: &Preview,
+    output: ReportFormat,
 ) -> anyhow::Result<ExitCode> {
-    let conflicts = if args.override_definitions {
-        Vec::new()
-    } else {
-        addonctl::plan::definition_conflicts(&ctx.cluster, &ctx.namespace, plan).await?
-    };
-    let steps: Vec<Value> = plan
-        .steps
-        .iter()
-        .map(|s| {
-            let objects = if args.show_secrets {
-                s.rendered.objects()
-            } else {
-                s.rendered.masked_objects()
-            };
-            json!({
-                "name": s.rendered.name,
-                "version": s.rendered.version,
-                "registry": s.rendered.registry,
-                "action": s.action,
-                "installedBy": s.installed_by,
-                "layer": s.layer,
-                "clusters": s.clusters,
-                "dependsOn": s.depends_on,
-                "neededBy": s.needed_by,
-                "objects": objects,
-            })
-        })
-        .collect();
-    let flags = addonctl::apply::review::review(&ctx.applier(), plan).await?;
-    let document = json!({
-        "plan": steps,
-        "kept": plan.kept,
-        "notes": plan.notes,
-        "conflicts": conflicts,
-        "flags": flags,
-    });
-    if printer.structured(&document, args.output)? {
+    if printer.structured(preview, output)? {
         return Ok(ExitCode::SUCCESS);
     }
     let mut stdout = printer.stdout();
-    print_plan_table(&mut stdout, plan)?;
-    for note in &plan.notes {
+    print_plan_table(&mut stdout, preview)?;
+    for note in &preview.notes {
         writeln!(stdout, "note: {note}")?;
     }
-    for conflict in &conflicts {
+    for conflict in &preview.conflicts {
         writeln!(stdout, "conflict: {conflict}")?;
     }
-    for flag in &flags {
+    for flag in &preview.flags {
         let kind = json!(flag.kind)
             .as_str()
             .map(str::to_owned)
             .unwrap_or_default();
         writeln!(stdout, "flagged ({kind}): {flag}")?;
     }
-    for s in &plan.steps {
-        let objects = if args.show_secrets {
-            s.rendered.objects()
-        } else {
-            s.rendered.masked_objects()
-        };
-        write!(stdout, "{}", format_objects(&objects, Format::Yaml)?)?;
+    for addon in &preview.plan {
+        write!(stdout, "{}", format_objects(&addon.objects, Format::Yaml)?)?;
     }
-    if args.offline {
+    if preview.offline {
         writeln!(
             stdout,
             "# dry run, planned offline against an empty cluster: nothing was changed"
@@ -328,18 +209,18 @@ pub(crate) async fn print_plan(
 }
 
 /// The plan as a table: one row per kept addon, then per step.
-fn print_plan_table(stdout: &mut impl Write, plan: &addonctl::plan::Plan) -> anyhow::Result<()> {
+fn print_plan_table(stdout: &mut impl Write, plan: &Preview) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:<4} {:<5} {:<24} {:<12} {:<10} {:<9} {:<10} {:<20} NEEDED BY",
         "STEP", "LAYER", "ADDON", "VERSION", "REGISTRY", "ACTION", "REASON", "CLUSTERS"
     )?;
-    let rows = plan.steps.iter().map(|s| {
+    let rows = plan.plan.iter().map(|s| {
         (
             Some(s.layer),
-            s.rendered.name.as_str(),
-            s.rendered.version.as_str(),
-            s.rendered.registry.as_str(),
+            s.name.as_str(),
+            s.version.as_str(),
+            s.registry.as_str(),
             json!(s.action)
                 .as_str()
                 .map(str::to_owned)

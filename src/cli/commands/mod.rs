@@ -23,7 +23,6 @@ pub mod upgrade;
 pub mod version;
 pub mod wait;
 
-use addonctl::context::Context;
 use addonctl::params::{Input, RawInput};
 
 use crate::cli::args::ParameterArgs;
@@ -47,138 +46,9 @@ pub(crate) fn parameter_input(
     Ok(input)
 }
 
-/// Control plane first: refuses, naming every missing permission, before a writing command reads
-/// or plans anything (the full check, with every object of the plan, runs before the first write).
-pub(crate) async fn check_addon_state(ctx: &Context, command: &str) -> anyhow::Result<()> {
-    let served = ctx.engine != addonctl::context::EngineChoice::Direct
-        && ctx
-            .cluster
-            .serves(&addonctl::model::wire::application_gvk())
-            .await?;
-    addonctl::apply::access::check(
-        &ctx.cluster,
-        command,
-        &addonctl::apply::access::addon_state(&ctx.namespace, served),
-    )
-    .await?;
-    Ok(())
-}
-
-impl WriteRequest<'_> {
-    /// The command's verb.
-    fn verb(&self) -> &'static str {
-        match self.command {
-            declare::Guarded::Upgrade => "upgrade",
-            declare::Guarded::Rollback => "rollback",
-            declare::Guarded::Enable | declare::Guarded::Disable => "enable",
-        }
-    }
-}
-
-/// What `enable` or `upgrade` of an addon asks of [`prepare_write`].
-pub(crate) struct WriteRequest<'a> {
-    /// The command (`Guarded::Enable` or `Guarded::Upgrade`).
-    pub command: declare::Guarded,
-    /// The addon as the user named it.
-    pub addon: &'a str,
-    /// `--force-unlock`.
-    pub force_unlock: bool,
-    /// Whether it is a dry run (nothing is written, so nothing is checked).
-    pub dry_run: bool,
-    /// `--override-controller`.
-    pub override_controller: bool,
-}
-
-/// The [`WriteRequest`] of `enable` or `upgrade` (`$command`) from the flags both have (the
-/// addon, `--dry-run`, `--force-unlock`, `--override-controller`).
-macro_rules! write_request {
-    ($command:expr, $args:expr) => {
-        crate::cli::commands::WriteRequest {
-            command: $command,
-            addon: &$args.addon,
-            force_unlock: $args.lock.force_unlock,
-            dry_run: $args.dry_run.is_some(),
-            override_controller: $args.controller.override_controller,
-        }
-    };
-}
-pub(crate) use write_request;
-
-/// The library's `EnableRequest` for `$reference` with the arguments `$given`, from the flags
-/// `enable` and `upgrade` both have (`--version`, `--skip-version-check`,
-/// `--override-definitions`, `--adopt`, `--skip-api-check`, `--reset-values`, `--history-max`).
-macro_rules! enable_request {
-    ($args:expr, $reference:expr, $given:expr) => {
-        addonctl::plan::EnableRequest {
-            reference: $reference,
-            version: $args.version.clone(),
-            args: $given,
-            skip_version_check: $args.skip_version_check,
-            override_definitions: $args.override_definitions,
-            adopt: $args.adopt,
-            skip_api_check: $args.skip_api_check,
-            reset_values: $args.reset_values,
-            history: addonctl::state::revisions::History {
-                max: Some($args.history_max as usize),
-                description: None,
-            },
-            revision_package: None,
-            overrides: addonctl::plan::Overrides::default(),
-        }
-    };
-}
-pub(crate) use enable_request;
-
-/// Before `enable` or `upgrade` writes: its lock options ([`set_lock`]), and — unless it is a
-/// dry run — the checks of [`check_write`].
-pub(crate) async fn prepare_write(
-    ctx: &mut Context,
-    printer: crate::cli::printer::Printer,
-    write: &WriteRequest<'_>,
-) -> anyhow::Result<()> {
-    set_lock(ctx, write);
-    check_write(ctx, printer, write).await
-}
-
-/// The lock options of `enable` or `upgrade`.
-pub(crate) fn set_lock(ctx: &mut Context, write: &WriteRequest<'_>) {
-    ctx.lock = lock_options(
-        &format!("{} {}", write.verb(), write.addon),
-        write.force_unlock,
-    );
-}
-
-/// Unless it is a dry run: the check that the user may write the addon's state and the refusal
-/// of an addon an `Addon` resource declares (the controller owns it), made at once; the
-/// permission's refusal comes first.
-pub(crate) async fn check_write(
-    ctx: &Context,
-    printer: crate::cli::printer::Printer,
-    write: &WriteRequest<'_>,
-) -> anyhow::Result<()> {
-    if write.dry_run {
-        return Ok(());
-    }
-    let command = format!("`addonctl {} {}`", write.verb(), write.addon);
-    addonctl::apply::checked_first(
-        check_addon_state(ctx, &command),
-        declare::refuse_if_declared(
-            ctx,
-            printer,
-            write.addon,
-            write.command,
-            write.override_controller,
-        ),
-    )
-    .await
-}
-
 /// The lock options of a writing command.
 pub(crate) fn lock_options(command: &str, force: bool) -> addonctl::context::LockOptions {
-    addonctl::context::LockOptions {
-        holder: addonctl::state::lease::holder_identity(command),
-        force,
-    }
+    addonctl::ops::guard::lock_options(command, force)
 }
 
 /// `1 object`, `2 objects`: a count with its noun, singular or plural.

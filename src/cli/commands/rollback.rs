@@ -3,9 +3,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
+use addonctl::context::Session;
+
 use crate::cli::args::RollbackArgs;
-use crate::cli::commands::declare::{refuse_if_declared, Guarded};
-use crate::cli::commands::{check_addon_state, lock_options};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
 
@@ -17,30 +19,24 @@ pub async fn run(
     args: RollbackArgs,
 ) -> anyhow::Result<ExitCode> {
     let mut ctx = connect(global, cluster, printer, true).await?;
-    ctx.lock = lock_options(&format!("rollback {}", args.addon), args.lock.force_unlock);
-    // The permission's refusal first, then the refusal of an addon an `Addon` declares.
-    addonctl::apply::checked_first(
-        check_addon_state(&ctx, &format!("`addonctl rollback {}`", args.addon)),
-        refuse_if_declared(
-            &ctx,
-            printer,
-            &args.addon,
-            Guarded::Rollback,
-            args.controller.override_controller,
-        ),
-    )
-    .await?;
-    let request = addonctl::apply::RollbackRequest {
-        name: args.addon.clone(),
-        revision: args.revision,
-        history_max: Some(args.history_max as usize),
-        override_definitions: args.override_definitions,
-        adopt: args.adopt,
-        skip_version_check: args.skip_version_check,
-        skip_api_check: args.skip_api_check,
+    ctx.lock = addonctl::ops::guard::lock_options(
+        &format!("rollback {}", args.addon),
+        args.lock.force_unlock,
+    );
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let op = addonctl::ops::rollback::RollbackOp {
+        request: addonctl::apply::RollbackRequest {
+            name: args.addon.clone(),
+            revision: args.revision,
+            history_max: Some(args.history_max as usize),
+            override_definitions: args.override_definitions,
+            adopt: args.adopt,
+            skip_version_check: args.skip_version_check,
+            skip_api_check: args.skip_api_check,
+        },
+        override_controller: args.controller.override_controller,
     };
-    let reporter = printer;
-    let report = addonctl::apply::rollback(&ctx, &request, &reporter).await?;
+    let report = addonctl::ops::rollback::run(&session, &op).await?;
     if printer.structured(&report, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }

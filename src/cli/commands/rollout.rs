@@ -11,7 +11,7 @@ use addonctl::rollout::Rollout;
 use addonctl::controller::control::{self, RolloutReport};
 
 use crate::cli::args::{RolloutAddonArgs, RolloutCommand, RolloutRunArgs};
-use crate::cli::commands::{check_addon_state, lock_options};
+use crate::cli::commands::lock_options;
 use crate::cli::diagnostics::user;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -33,7 +33,8 @@ pub async fn run(
         &format!("rollout run {}", args.addon),
         args.lock.force_unlock,
     );
-    check_addon_state(&ctx, &format!("`addonctl rollout run {}`", args.addon)).await?;
+    addonctl::ops::guard::check_state(&ctx, &format!("`addonctl rollout run {}`", args.addon))
+        .await?;
     let request = RunRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),
