@@ -225,9 +225,9 @@ pub enum Error {
         /// The clusters asked to be held.
         clusters: Vec<String>,
     },
-    /// The objects an enable would adopt were shown, and adopting them was declined.
-    #[error("not adopted: nothing was changed (pass `--adopt` to adopt them without asking)")]
-    AdoptionDeclined,
+    /// An operation's question was answered no: nothing was changed.
+    #[error("{}", declined_message(_0))]
+    Declined(crate::ops::Question),
     /// A command would change an addon an `Addon` resource declares: the controller owns it.
     #[error("{}", declared_message(addon, namespace, *command))]
     DeclaredByAddon {
@@ -468,7 +468,7 @@ impl Error {
             | Error::HoldNeedsDirectEngine { .. }
             | Error::OverridesNeedDirectEngine { .. }
             | Error::DeclaredByAddon { .. }
-            | Error::AdoptionDeclined
+            | Error::Declined(_)
             | Error::OverrideInvalid { .. }
             | Error::KeptOverrideInvalid { .. }
             | Error::UndeployableComponent { .. }
@@ -559,6 +559,22 @@ pub(crate) fn listed(items: &[String], shown: usize) -> String {
         text.push_str(&format!(", and {} more", items.len() - shown));
     }
     text
+}
+
+/// What a question answered no says: nothing changed, and how to go ahead without being asked.
+fn declined_message(question: &crate::ops::Question) -> String {
+    use crate::ops::Question;
+    match question {
+        Question::Adopt { .. } => {
+            "not adopted: nothing was changed (pass `--adopt` to adopt them without asking)".to_owned()
+        }
+        Question::Detach { cluster, .. } => format!(
+            "cluster `{cluster}` not detached: nothing was changed (pass `--yes` to detach without asking)"
+        ),
+        Question::Rejoin { cluster, .. } => format!(
+            "cluster `{cluster}` not joined again: nothing was changed (leave out `--labels`/`--reset-labels` to keep them, or pass `--yes` to join without asking)"
+        ),
+    }
 }
 
 /// What a command refused for an addon an `Addon` declares says, and what to do instead.

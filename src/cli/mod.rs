@@ -9,6 +9,7 @@
 
 mod args;
 mod commands;
+mod consent;
 mod diagnostics;
 mod help;
 mod printer;

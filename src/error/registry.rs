@@ -19,6 +19,20 @@ pub enum RegistryError {
         /// The registry.
         name: String,
     },
+    /// A registry to store has no endpoint.
+    #[error("registry `{name}` needs `--endpoint`")]
+    NeedsEndpoint {
+        /// The registry.
+        name: String,
+    },
+    /// A registry to store cannot be listed: nothing was stored.
+    #[error("registry `{name}` does not work: {reason}\nnothing was stored; check the settings, or store it anyway with `--no-validate`")]
+    DoesNotWork {
+        /// The registry.
+        name: String,
+        /// Why (the reader's error).
+        reason: String,
+    },
     /// The registry was removed by another command while this one changed it.
     #[error("registry `{name}` does not exist")]
     Removed {

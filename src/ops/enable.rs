@@ -128,9 +128,6 @@ async fn ask_adoptions(session: &Session, plan: &Plan, consent: &dyn Consent) ->
     if adoptions.is_empty() {
         return Ok(false);
     }
-    if consent.adopt(&adoptions)? {
-        Ok(true)
-    } else {
-        Err(crate::Error::AdoptionDeclined)
-    }
+    super::agreed(consent, super::Question::Adopt { adoptions })?;
+    Ok(true)
 }

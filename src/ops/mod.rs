@@ -7,10 +7,12 @@
 //!
 //! The CLI (`src/cli/commands/`) calls these; so will the app store's HTTP server.
 
+pub mod cluster;
 pub mod disable;
 pub mod enable;
 pub mod guard;
 pub mod preview;
+pub mod registry;
 pub mod rollback;
 pub mod upgrade;
 
@@ -19,20 +21,54 @@ pub use preview::{Preview, PreviewMode};
 
 use crate::Result;
 
-/// The answer to "may these objects, which exist and addonctl did not create, be adopted?":
-/// the CLI asks the person at the terminal; a server answers from the request.
-pub trait Consent: Send + Sync {
-    /// Whether the question is asked at all (else the review that finds them is skipped, and
-    /// the apply refuses adoptions naming `--adopt`).
-    fn asks(&self) -> bool;
-
-    /// The answer for `adoptions` (one line each: the addon and the object): `true` adopts
-    /// them; `false` declines, and the operation stops before any write
-    /// ([`crate::Error::AdoptionDeclined`]).
-    fn adopt(&self, adoptions: &[String]) -> Result<bool>;
+/// What an operation asks before a change the person may not expect.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(
+    tag = "question",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Question {
+    /// Objects exist that addonctl did not create: enabling adopts them (overwrites their
+    /// fields; `disable` gives them back). One line each: the addon and the object.
+    Adopt {
+        /// The objects.
+        adoptions: Vec<String>,
+    },
+    /// Detaching a cluster deletes what addons applied there, then forgets the cluster.
+    Detach {
+        /// The cluster.
+        cluster: String,
+        /// Objects deleted.
+        deleted: usize,
+        /// Adopted objects given back.
+        given_back: usize,
+        /// One line per addon affected.
+        addons: Vec<String>,
+    },
+    /// Joining a cluster again this way drops labels it has (selectors stop matching it).
+    Rejoin {
+        /// The cluster.
+        cluster: String,
+        /// The labels dropped (`key=value`).
+        dropped: Vec<String>,
+    },
 }
 
-/// Never asks: adoptions are refused unless the request says `adopt`.
+/// The answer to a [`Question`]: the CLI asks the person at the terminal; a server answers
+/// from the request.
+pub trait Consent: Send + Sync {
+    /// Whether questions are asked at all (else the reads that would find what to ask about are
+    /// skipped: adoptions are refused by the apply, naming `--adopt`; a detach or re-join goes
+    /// ahead as asked).
+    fn asks(&self) -> bool;
+
+    /// The answer: `true` goes ahead; `false` stops the operation before any write, with the
+    /// question's own error ([`crate::Error::Declined`]).
+    fn agree(&self, question: &Question) -> Result<bool>;
+}
+
+/// Never asks.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoConsent;
 
@@ -41,8 +77,17 @@ impl Consent for NoConsent {
         false
     }
 
-    fn adopt(&self, _adoptions: &[String]) -> Result<bool> {
-        Ok(false)
+    fn agree(&self, _question: &Question) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// `consent`'s answer to `question`: `Ok(())` to go ahead, else the refusal naming it.
+pub(crate) fn agreed(consent: &dyn Consent, question: Question) -> Result<()> {
+    if consent.agree(&question)? {
+        Ok(())
+    } else {
+        Err(crate::Error::Declined(question))
     }
 }
 

@@ -3,6 +3,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
+use addonctl::apply::clusters::JoinLabels;
+use addonctl::context::Session;
+
 use crate::cli::args::ClusterCommand;
 use crate::cli::commands::disable::print_removal;
 use crate::cli::commands::lock_options;
@@ -16,21 +21,11 @@ pub async fn run(
     printer: Printer,
     command: ClusterCommand,
 ) -> anyhow::Result<ExitCode> {
-    let ctx = connect(global, cluster, printer, false).await?;
-    let writing = match &command {
-        ClusterCommand::Join { name, .. } => Some(format!("`addonctl cluster join {name}`")),
-        ClusterCommand::Labels { name, .. } => Some(format!("`addonctl cluster labels {name}`")),
-        // Detach checks its own permissions in the library (none for a dry run).
-        ClusterCommand::Detach { .. } | ClusterCommand::List { .. } => None,
-    };
-    if let Some(command) = writing {
-        addonctl::apply::access::check(
-            &ctx.cluster,
-            &command,
-            &addonctl::apply::access::cluster_state(&ctx.namespace),
-        )
-        .await?;
+    let mut ctx = connect(global, cluster, printer, false).await?;
+    if let ClusterCommand::Detach { name, .. } = &command {
+        ctx.lock = lock_options(&format!("cluster detach {name}"), false);
     }
+    let session = Session::new(ctx, None, Arc::new(printer));
     let mut out = printer.stdout();
     match command {
         ClusterCommand::Join {
@@ -42,7 +37,6 @@ pub async fn run(
             yes,
             output,
         } => {
-            use addonctl::apply::clusters::JoinLabels;
             let labels = if reset_labels {
                 JoinLabels::Reset
             } else if labels.is_empty() {
@@ -50,15 +44,16 @@ pub async fn run(
             } else {
                 JoinLabels::Replace(addonctl::apply::clusters::parse_labels(&labels)?)
             };
-            if !yes && labels != JoinLabels::Keep && printer.interactive() {
-                confirm_rejoin(&ctx, printer, &name, &labels).await?;
-            }
-            let row = addonctl::apply::clusters::join_with(
-                &ctx.applier(),
-                &name,
-                &from_kubeconfig,
-                from_context.as_deref(),
-                &labels,
+            let op = addonctl::ops::cluster::JoinOp {
+                name,
+                kubeconfig: from_kubeconfig,
+                context: from_context,
+                labels,
+            };
+            let row = addonctl::ops::cluster::join(
+                &session,
+                &op,
+                &crate::cli::consent::Asking::unless(yes, printer),
             )
             .await?;
             if !printer.structured(&row, output)? {
@@ -70,7 +65,7 @@ pub async fn run(
             }
         }
         ClusterCommand::List { output } => {
-            let rows = addonctl::apply::clusters::list(&ctx.applier()).await?;
+            let rows = addonctl::ops::cluster::list(&session).await?;
             if !printer.structured(&rows, output)? {
                 print_clusters(&mut out, rows)?;
             }
@@ -82,14 +77,14 @@ pub async fn run(
             yes,
             output,
         } => {
-            if !yes && !dry_run && printer.interactive() {
-                confirm_detach(&ctx, printer, &name, force).await?;
-            }
-            // The library checks permissions and takes the locks (none for a dry run).
-            let mut ctx = ctx;
-            ctx.lock = lock_options(&format!("cluster detach {name}"), false);
-            let report =
-                addonctl::apply::clusters::detach(&ctx.applier(), &name, force, dry_run).await?;
+            let report = addonctl::ops::cluster::detach(
+                &session,
+                &name,
+                force,
+                dry_run,
+                &crate::cli::consent::Asking::unless(yes, printer),
+            )
+            .await?;
             if !printer.structured(&report, output)? {
                 if dry_run {
                     writeln!(out, "cluster `{name}` would be detached")?;
@@ -113,80 +108,11 @@ pub async fn run(
         }
         ClusterCommand::Labels { name, labels } => {
             let labels = addonctl::apply::clusters::parse_labels(&labels)?;
-            addonctl::apply::clusters::set_labels(&ctx.applier(), &name, &labels).await?;
+            addonctl::ops::cluster::set_labels(&session, &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// On a terminal, before `cluster detach`: what it would delete (a dry run), and the person's
-/// y/N. Declined: a user error, nothing changed.
-async fn confirm_detach(
-    ctx: &addonctl::context::Context,
-    printer: Printer,
-    name: &str,
-    force: bool,
-) -> anyhow::Result<()> {
-    let preview = addonctl::apply::clusters::detach(&ctx.applier(), name, force, true).await?;
-    let mut lines = vec![format!(
-        "detaching cluster `{name}` deletes {} object(s) addons applied there{}, then forgets the cluster:",
-        preview.deleted.len(),
-        if preview.given_back.is_empty() {
-            String::new()
-        } else {
-            format!(" and gives back {}", preview.given_back.len())
-        }
-    )];
-    lines.extend(preview.addons.iter().map(|line| format!("  {line}")));
-    if printer.confirm(&lines, &format!("detach `{name}`? [y/N] "))? {
-        Ok(())
-    } else {
-        Err(crate::cli::diagnostics::user(format!(
-            "cluster `{name}` not detached: nothing was changed (pass `--yes` to detach without asking)"
-        )))
-    }
-}
-
-/// On a terminal, before a re-`join` that would drop labels the stored cluster has
-/// (`--reset-labels`, or `--labels` without some stored key): the labels lost, and the
-/// person's y/N (one read of the cluster's Secret; a cluster not joined yet asks nothing).
-async fn confirm_rejoin(
-    ctx: &addonctl::context::Context,
-    printer: Printer,
-    name: &str,
-    labels: &addonctl::apply::clusters::JoinLabels,
-) -> anyhow::Result<()> {
-    use addonctl::apply::clusters::JoinLabels;
-    let gvk = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
-    // Unreadable: the question is a courtesy; join itself reports what the cluster refuses.
-    let Ok(Some(stored)) = ctx.cluster.get(&gvk, Some(&ctx.namespace), name).await else {
-        return Ok(());
-    };
-    let stored = addonctl::apply::clusters::stored_labels(&addonctl::state::to_value(&stored));
-    let dropped: Vec<String> = stored
-        .iter()
-        .filter(|(k, _)| match labels {
-            JoinLabels::Keep => false,
-            JoinLabels::Reset => true,
-            JoinLabels::Replace(given) => !given.contains_key(*k),
-        })
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if dropped.is_empty() {
-        return Ok(());
-    }
-    let lines = vec![format!(
-        "cluster `{name}` is joined with labels {}; joining it again this way drops them (clusterLabelSelector stops matching it)",
-        dropped.join(",")
-    )];
-    if printer.confirm(&lines, &format!("re-join `{name}`? [y/N] "))? {
-        Ok(())
-    } else {
-        Err(crate::cli::diagnostics::user(format!(
-            "cluster `{name}` not joined again: nothing was changed (leave out `--labels`/`--reset-labels` to keep them, or pass `--yes` to join without asking)"
-        )))
-    }
 }
 
 /// `cluster list` as a table.

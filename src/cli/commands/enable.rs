@@ -1,7 +1,7 @@
 //! `addonctl enable`: the flags into an [`addonctl::ops::enable::EnableOp`], the preview or the
 //! run, the y/N on adoptions, the report.
 
-use std::io::{IsTerminal as _, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ pub async fn run(
             super::diff::Verb::Enable,
         );
     }
-    let consent = TerminalConsent(printer);
+    let consent = crate::cli::consent::Asking::unless(false, printer);
     let reports = match Box::pin(addonctl::ops::enable::run(&session, &op, &consent)).await {
         Ok(reports) => reports,
         Err(e) => return Err(super::explain_not_found(&session.ctx().catalog, e.into()).await),
@@ -96,26 +96,6 @@ pub(crate) fn show_preview(
     match mode {
         PreviewMode::Client { .. } => print_plan(printer, &preview, output),
         PreviewMode::Server => super::diff::server_dry_run(printer, preview, output, verb),
-    }
-}
-
-/// The y/N of the person at the terminal on the objects an enable would adopt; without a
-/// terminal nobody is asked (the apply refuses them, naming `--adopt`).
-struct TerminalConsent(Printer);
-
-impl addonctl::ops::Consent for TerminalConsent {
-    fn asks(&self) -> bool {
-        std::io::stdin().is_terminal()
-    }
-
-    fn adopt(&self, adoptions: &[String]) -> addonctl::Result<bool> {
-        let mut lines = vec![
-            "these objects exist and addonctl did not create them; enabling adopts them (overwrites their fields; `disable` gives them back):".to_owned(),
-        ];
-        lines.extend(adoptions.iter().map(|adoption| format!("  {adoption}")));
-        self.0
-            .confirm(&lines, "adopt them? [y/N] ")
-            .map_err(|e| addonctl::Error::Io(std::io::Error::other(e.to_string())))
     }
 }
 

@@ -3,16 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use addonctl::apply::access;
 use addonctl::cluster::Cluster;
 use addonctl::model::secret::{ExposeSecret, SecretString};
-use addonctl::registry::{
-    self, check_name, strip_endpoint_credentials, Credentials, OpenOptions, Registry, RegistrySpec,
-    RegistryType, Store,
-};
+use addonctl::registry::{self, Credentials, Registry, RegistrySpec, RegistryType, Store};
 use addonctl::source::builtin::BUILTIN_REGISTRY;
-use addonctl::source::cache::CacheOptions;
-use addonctl::state::lease;
 use serde_json::json;
 
 use crate::cli::args::{RegistryArgs, RegistryCommand, RegistrySettingsArgs, ReportFormat};
@@ -29,74 +23,18 @@ pub async fn run(
     args: RegistryArgs,
 ) -> anyhow::Result<ExitCode> {
     let store = store(global, cluster, printer, &args).await?;
-    let writing = match &args.command {
-        RegistryCommand::Add(_) => Some("add"),
-        RegistryCommand::Update(_) => Some("update"),
-        RegistryCommand::Remove { .. } => Some("remove"),
-        RegistryCommand::List { .. } | RegistryCommand::Get { .. } => None,
-    };
-    if let (Some(verb), Store::Cluster { cluster, namespace }) = (writing, &store) {
-        // Control plane first: refuse before reading credentials or writing anything.
-        access::check(
-            cluster,
-            &format!("`addonctl registry {verb}`"),
-            &access::registry_state(namespace),
-        )
-        .await?;
-    }
-    let locks = Locks {
-        store: &store,
-        force: args.force_unlock,
+    let writing = addonctl::ops::registry::Writing {
+        force_unlock: args.force_unlock,
     };
     match args.command {
-        RegistryCommand::Add(settings) => add(&store, &locks, *settings).await,
-        RegistryCommand::Update(settings) => update(&store, &locks, *settings).await,
+        RegistryCommand::Add(settings) => add(&store, writing, *settings).await,
+        RegistryCommand::Update(settings) => update(&store, writing, *settings).await,
         RegistryCommand::List { output } => list(&store, printer, output).await,
         RegistryCommand::Get { name, output } => get(&store, printer, &name, output).await,
         RegistryCommand::Remove { name } => {
-            let lock = locks.take(&name, "remove").await?;
-            let removed = store.remove(&name).await;
-            Locks::release(lock).await;
-            if removed? {
-                writeln!(printer.stdout(), "removed registry `{name}`")?;
-                Ok(ExitCode::SUCCESS)
-            } else {
-                Err(user(format!("registry `{name}` does not exist")))
-            }
-        }
-    }
-}
-
-/// Per-registry locks of a cluster store (a local file needs none).
-struct Locks<'a> {
-    store: &'a Store,
-    force: bool,
-}
-
-impl Locks<'_> {
-    /// Takes the lock of registry `name` for `verb`.
-    async fn take(&self, name: &str, verb: &str) -> anyhow::Result<Option<lease::Lock>> {
-        let Store::Cluster { cluster, namespace } = self.store else {
-            return Ok(None);
-        };
-        let lock = lease::acquire(
-            cluster,
-            namespace,
-            &lease::registry_lease(name),
-            &format!("registry {name}"),
-            &lease::holder_identity(&format!("registry {verb} {name}")),
-            self.force,
-        )
-        .await?;
-        Ok(Some(lock))
-    }
-
-    /// Releases a lock (one that cannot be released expires on its own).
-    async fn release(lock: Option<lease::Lock>) {
-        if let Some(lock) = lock {
-            if let Err(e) = lock.release().await {
-                tracing::debug!("a registry lock was left to expire: {e}");
-            }
+            addonctl::ops::registry::remove(&store, &name, writing).await?;
+            writeln!(printer.stdout(), "removed registry `{name}`")?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -232,28 +170,9 @@ fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyh
     Ok(())
 }
 
-/// Lists a registry to check that it works.
-async fn validate(registry: &Registry) -> anyhow::Result<usize> {
-    let options = OpenOptions {
-        cache: CacheOptions {
-            refresh: true,
-            ..CacheOptions::default()
-        },
-        http: addonctl::source::http::HttpOptions::from_env(),
-    };
-    let reader = registry::open(registry, &options).map_err(addonctl::Error::from)?;
-    let addons = reader.list_addons().await.map_err(|e| {
-        user(format!(
-            "registry `{}` does not work: {e}\nnothing was stored; check the settings, or store it anyway with `--no-validate`",
-            registry.spec.name
-        ))
-    })?;
-    Ok(addons.len())
-}
-
 async fn add(
     store: &Store,
-    locks: &Locks<'_>,
+    writing: addonctl::ops::registry::Writing,
     settings: RegistrySettingsArgs,
 ) -> anyhow::Result<ExitCode> {
     let registries = if let Some(file) = &settings.from {
@@ -295,49 +214,27 @@ async fn add(
         }]
     };
     let mut stdout = std::io::stdout().lock();
-    for mut registry in registries {
-        check_name(&registry.spec.name).map_err(addonctl::Error::from)?;
-        if store.get(&registry.spec.name).await?.is_some() {
-            return Err(user(format!(
-                "registry `{0}` already exists; change it with `addonctl registry update {0}`",
-                registry.spec.name
-            )));
-        }
-        if registry.spec.endpoint.trim().is_empty() {
-            return Err(user(format!(
-                "registry `{}` needs `--endpoint`",
-                registry.spec.name
-            )));
-        }
-        registry.spec.endpoint = strip_endpoint_credentials(
-            registry.spec.kind,
-            &registry.spec.endpoint,
-            &mut registry.credentials,
-        );
-        let count = if settings.no_validate {
-            None
-        } else {
-            Some(validate(&registry).await?)
-        };
-        let lock = locks.take(&registry.spec.name, "add").await?;
-        let stored = store.add(registry.spec, registry.credentials).await;
-        Locks::release(lock).await;
-        let stored = stored?;
-        match count {
-            Some(n) => writeln!(
-                stdout,
-                "added registry `{}` ({} addon{}) to {}",
-                stored.name,
-                n,
-                if n == 1 { "" } else { "s" },
-                store.describe()
-            )?,
-            None => writeln!(
-                stdout,
-                "added registry `{}` to {} (not validated)",
-                stored.name,
-                store.describe()
-            )?,
+    for registry in registries {
+        let added =
+            addonctl::ops::registry::add(store, vec![registry], !settings.no_validate, writing)
+                .await?;
+        for added in added {
+            match added.addons {
+                Some(n) => writeln!(
+                    stdout,
+                    "added registry `{}` ({} addon{}) to {}",
+                    added.spec.name,
+                    n,
+                    if n == 1 { "" } else { "s" },
+                    store.describe()
+                )?,
+                None => writeln!(
+                    stdout,
+                    "added registry `{}` to {} (not validated)",
+                    added.spec.name,
+                    store.describe()
+                )?,
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -345,7 +242,7 @@ async fn add(
 
 async fn update(
     store: &Store,
-    locks: &Locks<'_>,
+    writing: addonctl::ops::registry::Writing,
     settings: RegistrySettingsArgs,
 ) -> anyhow::Result<ExitCode> {
     if settings.from.is_some() {
@@ -354,41 +251,19 @@ async fn update(
         ));
     }
     let name = settings.name.clone().unwrap_or_default();
-    // Held from the read to the write: nobody else changes this registry in between.
-    let lock = locks.take(&name, "update").await?;
-    let result = update_locked(store, &name, &settings).await;
-    Locks::release(lock).await;
-    result
-}
-
-async fn update_locked(
-    store: &Store,
-    name: &str,
-    settings: &RegistrySettingsArgs,
-) -> anyhow::Result<ExitCode> {
-    let existing = store.get(name).await?.ok_or_else(|| {
-        user(format!(
-            "registry `{name}` does not exist; add it with `addonctl registry add {name}`"
-        ))
+    addonctl::ops::registry::update(
+        store,
+        &name,
+        |spec| apply_flags(spec, &settings),
+        credentials(&settings),
+        !settings.no_validate,
+        writing,
+    )
+    .await
+    .map_err(|e| match e {
+        addonctl::ops::registry::UpdateError::Library(e) => anyhow::Error::from(e),
+        addonctl::ops::registry::UpdateError::Change(e) => e,
     })?;
-    let mut registry = existing.clone();
-    apply_flags(&mut registry.spec, settings)?;
-    let new_credentials = credentials(settings);
-    if let Some(credentials) = &new_credentials {
-        registry.credentials = credentials.clone();
-    }
-    let before = registry.credentials.keys();
-    registry.spec.endpoint = strip_endpoint_credentials(
-        registry.spec.kind,
-        &registry.spec.endpoint,
-        &mut registry.credentials,
-    );
-    let moved = registry.credentials.keys() != before;
-    if !settings.no_validate {
-        validate(&registry).await?;
-    }
-    let credentials = (new_credentials.is_some() || moved).then_some(registry.credentials);
-    store.update(registry.spec, credentials).await?;
     writeln!(std::io::stdout().lock(), "updated registry `{name}`")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -405,7 +280,7 @@ fn row(spec: &RegistrySpec) -> [String; 6] {
 }
 
 async fn list(store: &Store, printer: Printer, output: ReportFormat) -> anyhow::Result<ExitCode> {
-    let specs = store.list().await?;
+    let specs = addonctl::ops::registry::list(store).await?;
     let mut values: Vec<serde_json::Value> = specs
         .iter()
         .map(serde_json::to_value)
@@ -451,10 +326,7 @@ async fn get(
     name: &str,
     output: ReportFormat,
 ) -> anyhow::Result<ExitCode> {
-    let registry = store
-        .get(name)
-        .await?
-        .ok_or_else(|| user(format!("registry `{name}` does not exist")))?;
+    let registry = addonctl::ops::registry::get(store, name).await?;
     let mut value = serde_json::to_value(&registry.spec)?;
     if let Some(object) = value.as_object_mut() {
         if object.contains_key("caBundle") {
