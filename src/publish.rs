@@ -62,7 +62,7 @@ pub async fn package(dir: &Path, out_dir: &Path, renderer: &Renderer) -> Result<
         .findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
-        .map(|f| format!("`{}`: {}", f.addon, f.message))
+        .map(|f| f.message.clone())
         .collect();
     if !errors.is_empty() {
         return Err(AuthoringError::LintFailed { errors }.into());
