@@ -8,6 +8,7 @@
 //! The CLI (`src/cli/commands/`) calls these; so will the app store's HTTP server.
 
 pub mod cluster;
+pub mod declare;
 pub mod disable;
 pub mod enable;
 pub mod guard;

@@ -4,11 +4,11 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use addonctl::context::Context;
+use addonctl::context::{Context, Session};
 use addonctl::controller::crd::{Addon, DriftPolicy};
 use addonctl::declare;
 
@@ -50,36 +50,36 @@ pub async fn enable(
         .transpose()
         .map_err(reported)?;
     let (ctx, offline) = connect_or_offline(global, cluster, printer, dry_run).await?;
-    if !offline && !declare::served(&ctx.cluster).await.map_err(reported)? {
-        if !dry_run {
-            return Err(reported(declare::Error::NotInstalled));
-        }
-        printer.note(&declare::Error::NotInstalled.to_string());
-    }
-    let request = declare::Request {
-        reference: args.addon.clone(),
-        version: args.version.clone(),
-        args: given,
-        clusters: args.clusters.clone(),
-        cluster_selector: selector,
-        drift: args.declarative.drift.map(|d| match d {
-            DriftChoice::Correct => DriftPolicy::Correct,
-            DriftChoice::Warn => DriftPolicy::Warn,
-            DriftChoice::Ignore => DriftPolicy::Ignore,
-        }),
-        suspend: args.declarative.suspend,
-        skip_version_check: args.plan.skip_version_check,
-        skip_api_check: args.plan.skip_api_check,
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let op = addonctl::ops::declare::DeclareOp {
+        request: declare::Request {
+            reference: args.addon.clone(),
+            version: args.version.clone(),
+            args: given,
+            clusters: args.clusters.clone(),
+            cluster_selector: selector,
+            drift: args.declarative.drift.map(|d| match d {
+                DriftChoice::Correct => DriftPolicy::Correct,
+                DriftChoice::Warn => DriftPolicy::Warn,
+                DriftChoice::Ignore => DriftPolicy::Ignore,
+            }),
+            suspend: args.declarative.suspend,
+            skip_version_check: args.plan.skip_version_check,
+            skip_api_check: args.plan.skip_api_check,
+        },
+        dry_run,
+        offline,
     };
-    let declaration = declare::declare(&ctx, &request).await.map_err(reported)?;
-    if dry_run {
-        return print_dry_run(printer, &declaration, args.output, offline);
-    }
-    let written = declare::write(&ctx, &declaration).await.map_err(reported)?;
+    let declared = addonctl::ops::declare::declare(&session, &op)
+        .await
+        .map_err(reported)?;
+    let Some(written) = &declared.written else {
+        return print_dry_run(printer, &declared.declaration, args.output, offline);
+    };
     if printer.structured(&written.addon, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
-    print_written(printer, &ctx, &declaration, &written)?;
+    print_written(printer, session.ctx(), &declared.declaration, written)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,20 +203,17 @@ pub async fn disable(
     args: DisableArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, false).await?;
-    if !declare::served(&ctx.cluster).await.map_err(reported)? {
-        return Err(reported(declare::Error::NotInstalled));
-    }
-    let ns = ctx.namespace.clone();
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let ns = session.ctx().namespace.clone();
     let name = args.addon.as_str();
-    if declare::find(&ctx.cluster, &ns, name)
-        .await
-        .map_err(reported)?
-        .is_none()
-    {
-        return Err(user(format!(
-            "no `Addon` `{name}` in namespace `{ns}`: nothing declares it (without `--declarative`, `disable` disables an addon enabled by the CLI)"
-        )));
-    }
+    addonctl::ops::declare::undeclare(
+        &session,
+        name,
+        args.dry_run,
+        args.wait.then_some(args.timeout),
+    )
+    .await
+    .map_err(reported)?;
     let document = json!({"name": name, "namespace": ns, "deleted": !args.dry_run});
     if args.dry_run {
         if !printer.structured(&document, args.output)? {
@@ -227,12 +224,6 @@ pub async fn disable(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    declare::delete(&ctx.cluster, &ns, name)
-        .await
-        .map_err(reported)?;
-    if args.wait {
-        wait_gone(&ctx, name, args.timeout).await?;
-    }
     if printer.structured(&document, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
@@ -242,57 +233,6 @@ pub async fn disable(
         if args.wait { " and gone" } else { "" }
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Waits until the `Addon` is gone (its finalizer ran: the addon is disabled): read, and while
-/// it is there, watch it from the version read for its next change (a pause of 100 ms, doubling
-/// up to 1 s, when the watch cannot be made or ends at once without an event), and read again.
-async fn wait_gone(ctx: &Context, name: &str, timeout: Duration) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(100);
-    loop {
-        let found: Option<Addon> = declare::find(&ctx.cluster, &ctx.namespace, name)
-            .await
-            .map_err(reported)?;
-        let Some(addon) = found else {
-            return Ok(());
-        };
-        if started.elapsed() > timeout {
-            let refused = addon
-                .status
-                .as_ref()
-                .and_then(|s| s.condition("Degraded"))
-                .filter(|c| c.reason == "DisableRefused")
-                .map(|c| format!(": {}", c.message))
-                .unwrap_or_default();
-            anyhow::bail!(
-                "the `Addon` `{name}` is still there after {}s (the controller has not disabled the addon{refused})",
-                timeout.as_secs()
-            );
-        }
-        let left = timeout.saturating_sub(started.elapsed());
-        let watched = Instant::now();
-        let changed = match addon.metadata.resource_version.as_deref() {
-            Some(version) => ctx
-                .cluster
-                .changed_since(
-                    &declare::addon_gvk(),
-                    Some(&ctx.namespace),
-                    name,
-                    version,
-                    left,
-                )
-                .await
-                .unwrap_or(false),
-            None => false,
-        };
-        // No event: the watch could not be made, or ended at once (a pause before the next
-        // read); a watch that lasted its time without an event is followed by a read at once.
-        if !changed && watched.elapsed() < Duration::from_secs(1) {
-            tokio::time::sleep(pause.min(left)).await;
-            pause = (pause * 2).min(Duration::from_secs(1));
-        }
-    }
 }
 
 /// The `Addon` of `name` for `status` (no CRD, no permission or a failed read: none, logged).
