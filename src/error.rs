@@ -467,7 +467,6 @@ impl Error {
             | Error::VelaMissing
             | Error::HoldNeedsDirectEngine { .. }
             | Error::OverridesNeedDirectEngine { .. }
-            | Error::DeclaredByAddon { .. }
             | Error::Declined(_)
             | Error::OverrideInvalid { .. }
             | Error::KeptOverrideInvalid { .. }
@@ -500,7 +499,8 @@ impl Error {
             | Error::EndpointAlreadyJoined { .. }
             | Error::DefinitionConflicts { .. }
             | Error::WouldAdopt { .. }
-            | Error::InUse { .. } => ErrorKind::Conflict,
+            | Error::InUse { .. }
+            | Error::DeclaredByAddon { .. } => ErrorKind::Conflict,
             // The clusters did not do what was asked in time, or failed: running again may do.
             Error::NotReady { .. } | Error::DeleteFailed { .. } | Error::DeletionFailed { .. } => {
                 ErrorKind::Unavailable
@@ -529,7 +529,10 @@ fn registry_kind(error: &RegistryError) -> ErrorKind {
         | RegistryError::RegistriesNotList { .. }
         | RegistryError::NoDefinition { .. }
         | RegistryError::NotDefinition { .. }
-        | RegistryError::MissingVariable { .. } => ErrorKind::Invalid,
+        | RegistryError::MissingVariable { .. }
+        | RegistryError::NeedsEndpoint { .. }
+        // A registry that cannot be listed when it is added: its settings are to check.
+        | RegistryError::DoesNotWork { .. } => ErrorKind::Invalid,
         RegistryError::Encode(_) => ErrorKind::Internal,
     }
 }
