@@ -43,7 +43,8 @@ impl Consent for Asking {
                 addons,
             } => {
                 let mut lines = vec![format!(
-                    "detaching cluster `{cluster}` deletes {deleted} object(s) addons applied there{}, then forgets the cluster:",
+                    "detaching cluster `{cluster}` deletes {} addons applied there{}, then forgets the cluster:",
+                    crate::cli::commands::counted(*deleted, "object"),
                     if *given_back == 0 {
                         String::new()
                     } else {

@@ -106,11 +106,11 @@ fn print_report(printer: Printer, report: &RunReport) -> anyhow::Result<()> {
     if report.succeeded() {
         writeln!(
             stdout,
-            "rollout of `{}` {} finished: {} stage(s), {} cluster(s)",
+            "rollout of `{}` {} finished: {}, {}",
             report.addon,
             state.revision,
-            report.plan.stages.len(),
-            state.done.len()
+            super::counted(report.plan.stages.len(), "stage"),
+            super::counted(state.done.len(), "cluster")
         )?;
     } else {
         writeln!(
