@@ -9,15 +9,25 @@
 
 pub mod cluster;
 pub mod declare;
+pub mod diff;
 pub mod disable;
 pub mod enable;
 pub mod guard;
 pub mod preview;
+pub mod rbac;
 pub mod registry;
 pub mod rollback;
+pub mod rollout;
+pub mod status;
 pub mod upgrade;
+pub mod version;
 
+pub use crate::apply::clusters::{parse_labels, ClusterRow, JoinLabels};
+pub use crate::apply::deletion::Entry as RemovedObject;
+pub use crate::apply::{DisableOptions, RollbackRequest, StepReport, UpgradeRequest};
 pub use crate::context::Session;
+pub use crate::plan::Action;
+pub use diff::Verb;
 pub use preview::{Preview, PreviewMode};
 
 use crate::Result;

@@ -7,7 +7,7 @@ use crate::state::Store;
 use crate::{Error, Result};
 
 /// The stored arguments of an installed addon.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StoredValues {
     /// The arguments (its `clusters` among them), secrets masked unless asked otherwise.
     pub values: Value,

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use addonctl::apply::clusters::JoinLabels;
 use addonctl::context::Session;
+use addonctl::ops::{ClusterRow, JoinLabels};
 
 use crate::cli::args::ClusterCommand;
 use crate::cli::commands::disable::print_removal;
@@ -42,7 +42,7 @@ pub async fn run(
             } else if labels.is_empty() {
                 JoinLabels::Keep
             } else {
-                JoinLabels::Replace(addonctl::apply::clusters::parse_labels(&labels)?)
+                JoinLabels::Replace(addonctl::ops::parse_labels(&labels)?)
             };
             let op = addonctl::ops::cluster::JoinOp {
                 name,
@@ -107,7 +107,7 @@ pub async fn run(
             }
         }
         ClusterCommand::Labels { name, labels } => {
-            let labels = addonctl::apply::clusters::parse_labels(&labels)?;
+            let labels = addonctl::ops::parse_labels(&labels)?;
             addonctl::ops::cluster::set_labels(&session, &name, &labels).await?;
             writeln!(out, "cluster `{name}` labels set")?;
         }
@@ -116,10 +116,7 @@ pub async fn run(
 }
 
 /// `cluster list` as a table.
-fn print_clusters(
-    out: &mut impl Write,
-    rows: Vec<addonctl::apply::clusters::ClusterRow>,
-) -> anyhow::Result<()> {
+fn print_clusters(out: &mut impl Write, rows: Vec<ClusterRow>) -> anyhow::Result<()> {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|row| {

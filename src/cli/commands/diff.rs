@@ -4,18 +4,20 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-
 use std::sync::Arc;
 
 use addonctl::context::Session;
-use addonctl::diff::{Change, Diff, ObjectChange};
-use addonctl::ops::{Preview, PreviewMode};
+use addonctl::ops::diff::{Change, Diff, DiffRequest, ObjectChange, ParamChange, WordedError};
+use addonctl::ops::Preview;
 
 use crate::cli::args::{DiffArgs, ReportFormat};
 use crate::cli::commands::parameter_input;
-use crate::cli::diagnostics::{user, FAILURE};
+use crate::cli::diagnostics::{user, UserError, FAILURE};
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
+
+/// What a plan does to the addon asked for, as its texts say it (the library words them).
+pub(crate) use addonctl::ops::Verb;
 
 /// `diff`.
 pub async fn run(
@@ -27,149 +29,51 @@ pub async fn run(
     let given = parameter_input(&args.parameters, args.clusters.as_deref())?;
     let ctx = connect(global, cluster, printer, true).await?;
     let session = Session::new(ctx, None, Arc::new(printer));
-    let op = addonctl::ops::enable::EnableOp {
-        request: addonctl::plan::EnableRequest {
-            reference: args.addon.clone(),
-            version: args.version.clone(),
-            args: given,
-            skip_version_check: args.skip_version_check,
-            skip_api_check: args.skip_api_check,
-            reset_values: args.reset_values,
-            ..addonctl::plan::EnableRequest::default()
-        },
-        ..addonctl::ops::enable::EnableOp::default()
+    let request = DiffRequest {
+        reference: args.addon.clone(),
+        version: args.version.clone(),
+        args: given,
+        skip_version_check: args.skip_version_check,
+        skip_api_check: args.skip_api_check,
+        reset_values: args.reset_values,
     };
-    let mut preview = match addonctl::ops::enable::preview(&session, &op, PreviewMode::Server).await
-    {
+    let mut preview = match addonctl::ops::diff::diff(&session, &request).await {
         Ok(preview) => preview,
-        Err(e) => {
-            // Diffing an installed addon is diffing its upgrade: the hints say so.
-            let installed = installed(&session).await;
-            let name = args.addon.rsplit('/').next().unwrap_or(&args.addon);
-            let verb = if installed.iter().any(|i| i == name) {
-                Verb::Upgrade
-            } else {
-                Verb::Enable
-            };
-            let error = super::explain_not_found(&session.ctx().catalog, e.into()).await;
-            return Err(reword(error, verb, &installed));
+        Err(WordedError { error, text: None }) => {
+            return Err(super::explain_not_found(&session.ctx().catalog, error.into()).await)
         }
+        Err(e) => return Err(worded(e)),
     };
-    let verb = Verb::of(&preview);
-    let diff = noted(printer, &mut preview, verb);
+    let diff = noted(printer, &mut preview);
     if !printer.structured(&preview, args.output)? {
         print_diffs(printer, &diff)?;
     }
     outcome(&diff, diff.has_differences())
 }
 
-/// The addons installed (none when they cannot be read), for the wording of hints.
-pub(crate) async fn installed(session: &Session) -> Vec<String> {
-    session
-        .ctx()
-        .state()
-        .installed()
-        .await
-        .map(|list| list.into_keys().collect())
-        .unwrap_or_default()
-}
-
-/// What a plan would do to the addon asked for, as its hints word it: a plan for an addon that
-/// is installed upgrades it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verb {
-    /// `enable`: the addon is not installed.
-    Enable,
-    /// `upgrade`: the addon is installed.
-    Upgrade,
-}
-
-impl Verb {
-    /// The verb of a preview's root (the addon asked for, the last step).
-    pub(crate) fn of(preview: &Preview) -> Verb {
-        match preview.plan.last().map(|s| s.action) {
-            Some(addonctl::plan::Action::Install) | None => Verb::Enable,
-            Some(_) => Verb::Upgrade,
-        }
-    }
-
-    /// `text` (worded by the library for an enable) worded for this verb.
-    fn word(self, text: &str) -> String {
-        match self {
-            Verb::Enable => text.to_owned(),
-            Verb::Upgrade => [
-                ("to enable it anyway", "to upgrade it anyway"),
-                ("to enable anyway", "to upgrade anyway"),
-                ("(enabling anyway:", "(upgrading anyway:"),
-                ("`enable` refuses it", "`upgrade` refuses it"),
-                ("cannot enable `", "cannot upgrade `"),
-            ]
-            .iter()
-            .fold(text.to_owned(), |text, (from, to)| text.replace(from, to)),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Verb::Enable => "enable",
-            Verb::Upgrade => "upgrade",
-        }
+/// A plan's error as the library said it for its command: the library's error as it is, or
+/// its text for the command (with the error's kind).
+pub(crate) fn worded(error: WordedError) -> anyhow::Error {
+    match error.text {
+        None => error.error.into(),
+        Some(message) => anyhow::Error::new(UserError {
+            message,
+            kind: error.error.kind(),
+        }),
     }
 }
 
-/// A planning error whose hints ("pass `--skip-version-check` to enable it anyway") the
-/// library words for an enable, worded for `verb`; a requirement of an addon that is not
-/// installed (a new dependency) keeps `enable`. Other errors, and errors with causes, are
-/// returned as they are.
-pub(crate) fn reword(error: anyhow::Error, verb: Verb, installed: &[String]) -> anyhow::Error {
-    use addonctl::resolve::ResolveError;
-    if error.chain().count() != 1 {
-        return error;
-    }
-    let Some(known) = error.downcast_ref::<addonctl::Error>() else {
-        return error;
-    };
-    let verb = match known {
-        addonctl::Error::Resolve(ResolveError::System { addon, .. }) => {
-            if installed.contains(addon) {
-                verb
-            } else {
-                Verb::Enable
-            }
-        }
-        addonctl::Error::Resolve(ResolveError::NoSolution { .. })
-        | addonctl::Error::MissingApis { .. } => verb,
-        _ => return error,
-    };
-    let text = verb.word(&known.to_string());
-    if text == known.to_string() {
-        return error;
-    }
-    anyhow::Error::new(crate::cli::diagnostics::UserError {
-        message: text,
-        kind: known.kind(),
-    })
-}
-
-/// A server preview's notes and messages worded for `verb`, its notes said on stderr (the
-/// plan's, then each addon's); its diff.
-fn noted(printer: Printer, preview: &mut Preview, verb: Verb) -> Diff {
-    for note in &mut preview.notes {
-        *note = verb.word(note);
+/// A server preview's notes said on stderr (the plan's, then each addon's); its diff.
+fn noted(printer: Printer, preview: &mut Preview) -> Diff {
+    for note in &preview.notes {
         printer.note(note);
     }
     let diff = preview
         .diff
         .get_or_insert_with(|| Diff { addons: Vec::new() });
-    for addon in &mut diff.addons {
-        for note in &mut addon.notes {
-            *note = verb.word(note);
+    for addon in &diff.addons {
+        for note in &addon.notes {
             printer.note(note);
-        }
-        for object in &mut addon.objects {
-            if let Some(message) = &mut object.message {
-                *message = verb.word(message);
-            }
         }
     }
     diff.clone()
@@ -286,8 +190,8 @@ fn print_diffs(printer: Printer, diff: &Diff) -> anyhow::Result<()> {
 
 /// One change of the parameters a cluster gets over the arguments: "not overridden" where
 /// the arguments' value applies.
-fn override_line(change: &addonctl::diff::ParamChange) -> String {
-    use addonctl::diff::ParamChangeKind;
+fn override_line(change: &ParamChange) -> String {
+    use addonctl::ops::diff::ParamChangeKind;
     let show =
         |v: &Option<serde_json::Value>| v.as_ref().map_or_else(String::new, ToString::to_string);
     match change.change {
@@ -311,7 +215,8 @@ pub(crate) fn server_dry_run(
     output: ReportFormat,
     verb: Verb,
 ) -> anyhow::Result<ExitCode> {
-    let diff = noted(printer, &mut preview, verb);
+    addonctl::ops::diff::word(&mut preview, verb);
+    let diff = noted(printer, &mut preview);
     if !printer.structured(&preview, output)? {
         let mut stdout = printer.stdout();
         for addon in &diff.addons {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use addonctl::context::Session;
+use addonctl::ops::RemovedObject;
 
 use crate::cli::args::DisableArgs;
 use crate::cli::printer::Printer;
@@ -30,7 +31,7 @@ pub async fn run(
     let session = Session::new(ctx, None, Arc::new(printer));
     let op = addonctl::ops::disable::DisableOp {
         addon: args.addon.clone(),
-        options: addonctl::apply::DisableOptions {
+        options: addonctl::ops::DisableOptions {
             force: args.force,
             prune_dependencies: args.prune_dependencies,
             dry_run: args.dry_run,
@@ -93,9 +94,9 @@ pub async fn run(
 pub(crate) fn print_removal(
     out: &mut impl Write,
     dry_run: bool,
-    deleted: &[addonctl::apply::deletion::Entry],
-    given_back: &[addonctl::apply::deletion::Entry],
-    kept: &[addonctl::apply::deletion::Entry],
+    deleted: &[RemovedObject],
+    given_back: &[RemovedObject],
+    kept: &[RemovedObject],
 ) -> std::io::Result<()> {
     let (delete, give) = if dry_run {
         ("would delete", "would give back")

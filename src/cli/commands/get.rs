@@ -2,6 +2,10 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use addonctl::context::Session;
+use addonctl::ops::status::ValuesRequest;
 
 use crate::cli::args::{GetValuesArgs, ObjectFormat};
 use crate::cli::printer::Printer;
@@ -15,13 +19,12 @@ pub async fn values(
     args: &GetValuesArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, !args.show_secrets).await?;
-    let stored = addonctl::status::values::stored_values(
-        ctx.state(),
-        addonctl::status::Detail::of(&ctx),
-        &args.addon,
-        args.show_secrets,
-    )
-    .await?;
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let request = ValuesRequest {
+        addon: args.addon.clone(),
+        show_secrets: args.show_secrets,
+    };
+    let stored = addonctl::ops::status::values(&session, &request).await?;
     if stored.masked {
         printer.note(&format!(
             "secret parameters are shown as `{}`; pass `--show-secrets` for a file `enable -f` takes back as it is",

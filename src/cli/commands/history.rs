@@ -2,8 +2,10 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use addonctl::state::revisions::{Revision, RevisionError};
+use addonctl::context::Session;
+use addonctl::ops::status::{HistoryRequest, Revision};
 
 use crate::cli::args::HistoryArgs;
 use crate::cli::printer::Printer;
@@ -17,12 +19,11 @@ pub async fn run(
     args: &HistoryArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, true).await?;
-    let Some(record) = ctx.state().record(&args.addon).await? else {
-        return Err(addonctl::Error::from(RevisionError::NoHistory {
-            addon: args.addon.clone(),
-        })
-        .into());
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let request = HistoryRequest {
+        addon: args.addon.clone(),
     };
+    let record = addonctl::ops::status::history(&session, &request).await?;
     if printer.structured(&record.revisions, args.output)? {
         return Ok(ExitCode::SUCCESS);
     }
@@ -31,7 +32,7 @@ pub async fn run(
         writeln!(
             stdout,
             "addon `{}` {} has no revisions yet (installed by an earlier addonctl; the next enable or upgrade that changes it adds one)",
-            record.name, record.version
+            record.addon, record.version
         )?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -3,11 +3,12 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use serde_json::json;
 
-use addonctl::status::list::ListOptions;
-use addonctl::status::ListRow;
+use addonctl::context::Session;
+use addonctl::ops::status::{ListReport, ListRequest, ListRow};
 
 use crate::cli::args::ListArgs;
 use crate::cli::printer::Printer;
@@ -20,41 +21,39 @@ pub async fn run(
     printer: Printer,
     args: ListArgs,
 ) -> anyhow::Result<ExitCode> {
-    let options = ListOptions {
-        registry: args.registry.as_deref(),
+    let request = ListRequest {
+        registry: args.registry.clone(),
         installed_only: args.installed,
     };
     let mut declared = std::collections::BTreeSet::new();
     let listed = match connect(global, cluster, printer, true).await {
         Ok(ctx) => {
             declared = super::declare::declared_names(&ctx).await;
-            match addonctl::status::list(Some(ctx.state()), &ctx.catalog, &options).await {
-                // A user who may read the registries but not what is installed (its records
-                // are Secrets): the registries, phase unknown, as without a cluster.
-                Err(e) if is_forbidden(&e) && !args.installed => {
-                    printer.note(&format!(
-                        "which addons are installed cannot be read ({e}); listing the registries with phase `unknown` (ClusterRole `addonctl-viewer` may read them, see `addonctl rbac`)"
-                    ));
-                    addonctl::status::list(None, &ctx.catalog, &options)
-                        .await
-                        .map_err(anyhow::Error::from)
-                }
-                other => other.map_err(anyhow::Error::from),
-            }
+            let session = Session::new(ctx, None, Arc::new(printer));
+            addonctl::ops::status::list(&session, &request)
+                .await
+                .map_err(anyhow::Error::from)
         }
         Err(e) => Err(e),
     };
-    let (rows, warnings) = match listed {
+    let ListReport {
+        addons: rows,
+        warnings,
+        unknown_phases,
+    } = match listed {
         // Which addons are installed cannot be told without a cluster.
         Err(e) if is_offline(&e) && !args.installed => {
             printer.note(&format!(
                 "no cluster ({e:#}); listing the registries readable without one (`--registry-dir`, the local registry file, the built-in registry), status unknown"
             ));
             let catalog = offline_catalog(global).await?;
-            addonctl::status::list(None, &catalog, &options).await?
+            addonctl::ops::status::list_registries(&catalog, &request).await?
         }
         other => other?,
     };
+    if let Some(reason) = &unknown_phases {
+        printer.note(reason);
+    }
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
@@ -76,14 +75,6 @@ pub async fn run(
     }
     print_rows(printer, &rows, &declared, args.installed)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether the control plane refused a read of the state.
-fn is_forbidden(error: &addonctl::Error) -> bool {
-    matches!(
-        error,
-        addonctl::Error::Cluster(addonctl::cluster::Error::Forbidden { .. })
-    )
 }
 
 /// The table; an addon an `Addon` resource declares has ` (declared)` after its phase.

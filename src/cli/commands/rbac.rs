@@ -12,7 +12,7 @@ use crate::cli::printer::Printer;
 
 /// `rbac`: the shipped ClusterRoles.
 pub fn run(printer: Printer, args: &RbacArgs) -> anyhow::Result<ExitCode> {
-    let roles = addonctl::apply::access::roles();
+    let roles = addonctl::ops::rbac::roles();
     let mut stdout = printer.stdout();
     match args.output {
         ObjectFormat::Yaml => write!(stdout, "{}", format_objects(&roles, Format::Yaml)?)?,

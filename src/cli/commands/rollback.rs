@@ -25,7 +25,7 @@ pub async fn run(
     );
     let session = Session::new(ctx, None, Arc::new(printer));
     let op = addonctl::ops::rollback::RollbackOp {
-        request: addonctl::apply::RollbackRequest {
+        request: addonctl::ops::RollbackRequest {
             name: args.addon.clone(),
             revision: args.revision,
             history_max: Some(args.history_max as usize),

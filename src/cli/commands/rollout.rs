@@ -1,12 +1,13 @@
-//! `addonctl rollout run`: the one-shot staged rollout (the library's [`addonctl::rollout::engine`]).
+//! `addonctl rollout run`: the one-shot staged rollout (the library's [`addonctl::ops::rollout`]).
 //! `rollout status|pause|resume`: the controller's rollout of an `Addon` resource
 //! ([`addonctl::controller::control`]).
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use addonctl::rollout::engine::{run as run_rollout, RunReport, RunRequest};
-use addonctl::rollout::Rollout;
+use addonctl::context::Session;
+use addonctl::ops::rollout::{Rollout, RunReport, RunRequest};
 
 use addonctl::controller::control::{self, RolloutReport};
 
@@ -33,8 +34,7 @@ pub async fn run(
         &format!("rollout run {}", args.addon),
         args.lock.force_unlock,
     );
-    addonctl::ops::guard::check_state(&ctx, &format!("`addonctl rollout run {}`", args.addon))
-        .await?;
+    let session = Session::new(ctx, None, Arc::new(printer));
     let request = RunRequest {
         reference: args.addon.clone(),
         version: args.version.clone(),
@@ -46,13 +46,14 @@ pub async fn run(
         adopt: args.adopt,
         poll_interval,
     };
-    let report = run_rollout(&ctx, &request, &printer).await.map_err(|e| {
-        if e.is_user_error() {
-            user(e.to_string())
-        } else {
-            anyhow::Error::new(e)
-        }
-    })?;
+    let report = addonctl::ops::rollout::run(&session, &request)
+        .await
+        .map_err(|e| match e {
+            // The library's own errors as they are (their kind, their hints).
+            addonctl::ops::rollout::Error::Library(e) => anyhow::Error::from(*e),
+            e if e.is_user_error() => user(e.to_string()),
+            e => anyhow::Error::new(e),
+        })?;
     if !printer.structured(&report, args.output)? {
         print_report(printer, &report)?;
     }

@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use addonctl::context::Context;
-use addonctl::status::health::{ClusterStatus, ResourceState};
-use addonctl::status::wait::cluster_readiness;
-use addonctl::status::Status;
+use std::sync::Arc;
+
+use addonctl::context::Session;
+use addonctl::ops::status::{
+    cluster_readiness, ClusterStatus, ParameterStatus, Phase, ResourceState, Status, StatusRequest,
+};
 
 use super::wait::seconds;
 use crate::cli::args::{ReportFormat, StatusArgs};
@@ -25,20 +27,21 @@ pub async fn run(
     args: StatusArgs,
 ) -> anyhow::Result<ExitCode> {
     let ctx = connect(global, cluster, printer, args.detail).await?;
+    let session = Session::new(ctx, None, Arc::new(printer));
     if args.watch {
-        return watch(&ctx, printer, &args).await;
+        return watch(&session, printer, &args).await;
     }
-    let detail = args.detail.then(|| addonctl::status::Detail::of(&ctx));
-    let status = addonctl::status::status(ctx.state(), &args.addon, detail).await?;
-    let resource = super::declare::declared_for_status(&ctx, &args.addon).await;
+    let request = StatusRequest {
+        addon: args.addon.clone(),
+        detail: args.detail,
+    };
+    let status = addonctl::ops::status::status(&session, &request).await?;
+    let resource = super::declare::declared_for_status(session.ctx(), &args.addon).await;
     let soak_left = resource.as_ref().and_then(soak_left);
     let declared = resource
         .map(|a| addonctl::declare::declared::declared(&a, k8s_openapi::chrono::Utc::now()));
-    if status.phase == addonctl::status::Phase::Disabled
-        && status.installed_version.is_none()
-        && declared.is_none()
-    {
-        refuse_unknown(global, &ctx, &args.addon, args.detail).await?;
+    if status.phase == Phase::Disabled && status.installed_version.is_none() && declared.is_none() {
+        refuse_unknown(global, &session, &args.addon, args.detail).await?;
     }
     let mut document = serde_json::to_value(&status)?;
     if let (Some(map), Some(block)) = (document.as_object_mut(), &declared) {
@@ -66,10 +69,11 @@ pub async fn run(
 /// no registry has: a typo, not a disabled addon.
 async fn refuse_unknown(
     global: &GlobalSettings,
-    ctx: &Context,
+    session: &Session,
     name: &str,
     registries_read: bool,
 ) -> anyhow::Result<()> {
+    let ctx = session.ctx();
     let read;
     let catalog = if registries_read {
         &ctx.catalog
@@ -80,12 +84,7 @@ async fn refuse_unknown(
     if catalog.names().await.iter().any(|n| n == name) {
         return Ok(());
     }
-    let installed: Vec<String> = ctx
-        .state()
-        .installed()
-        .await
-        .map(|list| list.into_keys().collect())
-        .unwrap_or_default();
+    let installed = addonctl::ops::status::installed_names(session).await;
     Err(super::unknown_addon(catalog, name, &installed).await)
 }
 
@@ -273,7 +272,7 @@ fn print_cluster(
 }
 
 /// `status -v`'s sections: description, versions, dependencies and parameters.
-fn print_detail(out: &mut impl Write, status: &addonctl::status::Status) -> anyhow::Result<()> {
+fn print_detail(out: &mut impl Write, status: &Status) -> anyhow::Result<()> {
     if let Some(d) = &status.description {
         writeln!(out, "description: {d}")?;
     }
@@ -313,7 +312,7 @@ const VALUE_CAP: usize = 40;
 
 /// `status -v`'s parameters, indented: NAME, VALUE, DEFAULT, DESCRIPTION, each column as wide as
 /// its widest cell (values and defaults at most [`VALUE_CAP`]).
-fn parameter_table(parameters: &[addonctl::status::ParameterStatus]) -> String {
+fn parameter_table(parameters: &[ParameterStatus]) -> String {
     let show = |v: &Option<Value>| v.as_ref().map_or_else(String::new, ToString::to_string);
     let rows: Vec<Vec<String>> = parameters
         .iter()
@@ -343,9 +342,13 @@ fn parameter_table(parameters: &[addonctl::status::ParameterStatus]) -> String {
 /// `status --watch`: on a terminal the status redrawn at each change; piped, one line per
 /// change (`-o json|yaml`: one compact JSON document per change). Ends with exit 0 on Ctrl-C or
 /// after `--timeout`.
-pub async fn watch(ctx: &Context, printer: Printer, args: &StatusArgs) -> anyhow::Result<ExitCode> {
+pub async fn watch(
+    session: &Session,
+    printer: Printer,
+    args: &StatusArgs,
+) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let mut watch = addonctl::status::wait::Watch::new(ctx.state(), &args.addon);
+    let mut watch = addonctl::ops::status::watch(session, &args.addon);
     let terminal = std::io::stdout().is_terminal() && args.output == ReportFormat::Text;
     let until = args.timeout.map(|t| tokio::time::Instant::now() + t);
     let stop = async {
@@ -436,13 +439,13 @@ mod tests {
     fn a_long_default_is_cut_and_the_description_stays_in_its_column() {
         let long = format!("\"{}\"", "d".repeat(120));
         let parameters = vec![
-            addonctl::status::ParameterStatus {
+            addonctl::ops::status::ParameterStatus {
                 name: "image".into(),
                 value: Some(json!("nginx")),
                 default: Some(json!("d".repeat(120))),
                 description: Some("the image".into()),
             },
-            addonctl::status::ParameterStatus {
+            addonctl::ops::status::ParameterStatus {
                 name: "replicas".into(),
                 value: None,
                 default: Some(json!(1)),

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use addonctl::context::Session;
 use addonctl::ops::upgrade::UpgradeOp;
+use addonctl::ops::Verb;
 
 use crate::cli::args::UpgradeArgs;
-use crate::cli::commands::diff::{installed, reword, Verb};
+use crate::cli::commands::diff::worded;
 use crate::cli::commands::parameter_input;
 use crate::cli::printer::Printer;
 use crate::cli::settings::{connect, ClusterSettings, GlobalSettings};
@@ -29,7 +30,7 @@ pub async fn run(
     );
     let session = Session::new(ctx, None, Arc::new(printer));
     let op = UpgradeOp {
-        request: addonctl::apply::UpgradeRequest {
+        request: addonctl::ops::UpgradeRequest {
             name: args.addon.clone(),
             latest: args.latest,
             // The reference is the installed addon's, found by its name.
@@ -80,8 +81,7 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// An upgrade's error, its hints worded for an upgrade.
+/// An upgrade's error, its hints said for an upgrade.
 async fn reworded(session: &Session, error: addonctl::Error) -> anyhow::Error {
-    let installed = installed(session).await;
-    reword(error.into(), Verb::Upgrade, &installed)
+    worded(addonctl::ops::diff::worded(session, error, Verb::Upgrade).await)
 }

@@ -3,9 +3,13 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+
+use addonctl::context::Session;
+use addonctl::ops::version::ServerVersions;
 
 use crate::cli::args::{GlobalArgs, VersionArgs};
 use crate::cli::printer::Printer;
@@ -22,7 +26,7 @@ struct Versions {
     client: Client,
     /// Absent when the control plane did not answer (the reason is on stderr).
     #[serde(skip_serializing_if = "Option::is_none")]
-    server: Option<Server>,
+    server: Option<ServerVersions>,
 }
 
 #[derive(Debug, Serialize)]
@@ -30,15 +34,6 @@ struct Versions {
 struct Client {
     version: &'static str,
     git_commit: &'static str,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Server {
-    /// The control plane's Kubernetes version (`v1.30.0`).
-    kubernetes_version: String,
-    /// KubeVela's version; `null` when it is not installed (or its Deployment cannot be read).
-    kubevela_version: Option<String>,
 }
 
 /// `version [-o text|json|yaml]`: exits 0 even when the control plane cannot be reached.
@@ -91,15 +86,11 @@ async fn server(
     global: &GlobalSettings,
     cluster: &ClusterSettings,
     printer: Printer,
-) -> anyhow::Result<Server> {
+) -> anyhow::Result<ServerVersions> {
     let ask = async {
         let ctx = connect(global, cluster, printer, false).await?;
-        let kubernetes_version = ctx.cluster.kubernetes_version().await?;
-        let kubevela_version = addonctl::plan::vela_version(&ctx.cluster, &ctx.namespace).await;
-        anyhow::Ok(Server {
-            kubernetes_version,
-            kubevela_version,
-        })
+        let session = Session::new(ctx, None, Arc::new(printer));
+        anyhow::Ok(addonctl::ops::version::server(&session).await?)
     };
     let limit = cluster.request_timeout * 3;
     tokio::time::timeout(limit, ask).await.map_err(|_| {

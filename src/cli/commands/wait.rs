@@ -1,11 +1,13 @@
 //! `addonctl wait` (until an addon is enabled or disabled) and `addonctl status --watch`; both
-//! follow the library's [`addonctl::status::wait::Watch`] and stop on Ctrl-C.
+//! follow the library's [`addonctl::ops::status::Watch`] and stop on Ctrl-C.
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use addonctl::status::Phase;
+use addonctl::context::Session;
+use addonctl::ops::status::{Phase, WaitRequest};
 
 use crate::cli::args::{WaitArgs, WaitFor};
 use crate::cli::printer::Printer;
@@ -27,17 +29,23 @@ pub async fn run(
         WaitFor::Enabled => Phase::Enabled,
         WaitFor::Disabled => Phase::Disabled,
     };
+    let session = Session::new(ctx, None, Arc::new(printer));
+    let request = WaitRequest {
+        addon: args.addon.clone(),
+        phase: wanted,
+        timeout: args.timeout,
+    };
     let started = Instant::now();
-    let wait =
-        addonctl::status::wait::until(ctx.state(), &args.addon, wanted, args.timeout, &printer);
+    let wait = addonctl::ops::status::wait(&session, &request);
     tokio::select! {
         waited = wait => {
-            let elapsed = waited?;
+            let waited = waited?;
             writeln!(
                 printer.stdout(),
-                "addon `{}` is {wanted} (after {})",
-                args.addon,
-                seconds(elapsed)
+                "addon `{}` is {} (after {})",
+                waited.addon,
+                waited.phase,
+                seconds(waited.elapsed)
             )?;
             Ok(ExitCode::SUCCESS)
         }
