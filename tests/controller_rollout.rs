@@ -382,6 +382,23 @@ async fn a_parameter_change_at_the_same_version_is_rolled_out_by_stages_too() {
         Some("strict"),
         "stage two got the new parameter before its stage"
     );
+    // One word for this state: the `Addon` says `Upgrading` where `addonctl status` says
+    // `upgrading` (its clusters run different revisions).
+    let paused = addon(&sb, "tuned").await.unwrap();
+    let ready = condition(&paused, "Ready").unwrap();
+    assert_eq!(
+        (&ready["status"], &ready["reason"]),
+        (&json!("False"), &json!("Upgrading")),
+        "{paused:#}"
+    );
+    let output = sb
+        .cli()
+        .args(["status", "tuned", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status["phase"], "upgrading", "{status:#}");
     rollout_verb(&sb, "resume", "tuned");
     rollout_where(&sb, "tuned", "the rollout succeeds", |r| {
         r["phase"] == "Succeeded"

@@ -73,6 +73,31 @@ fn ready_of(addon: &Value) -> (String, String) {
     )
 }
 
+/// The `Addon`'s `Ready` reason and the phase `addonctl status -o json` says: one word, the
+/// reason being the phase capitalised.
+fn assert_one_vocabulary(sb: &Sandbox, addon: &Value, phase: &str) {
+    let output = sb
+        .cli()
+        .args([
+            "status",
+            addon["metadata"]["name"].as_str().unwrap(),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status["phase"], phase, "addonctl status: {status:#}");
+    let reason = condition(addon, "Ready").unwrap()["reason"].clone();
+    let capitalised = format!("{}{}", phase[..1].to_uppercase(), &phase[1..]);
+    assert_eq!(reason, json!(capitalised), "the Addon: {addon:#}");
+    assert_eq!(
+        addonctl::controller::crd::reason_phase(&capitalised).map(|p| p.to_string()),
+        Some(phase.to_owned())
+    );
+}
+
 /// The per-cluster health `addonctl status -o json` reads: (cluster, ready, workloads, missing).
 fn cli_health(sb: &Sandbox, name: &str) -> Vec<(String, usize, usize, usize)> {
     let output = sb
@@ -160,6 +185,7 @@ async fn drift_is_corrected_ready_or_not_and_ready_means_every_selected_cluster_
     assert_eq!(waiting["status"]["clusters"][0]["name"], "m1");
     assert_eq!(waiting["status"]["clusters"][0]["health"], "progressing");
     assert_eq!(cli_health(&sb, name), [("m1".to_owned(), 0, 1, 0)]);
+    assert_one_vocabulary(&sb, &waiting, "enabling");
 
     // Not ready yet, a deleted object is put back all the same.
     let services: kube::Api<k8s_openapi::api::core::v1::Service> =
@@ -195,6 +221,7 @@ async fn drift_is_corrected_ready_or_not_and_ready_means_every_selected_cluster_
         "no stale message: {ready_addon:#}"
     );
     assert_eq!(cli_health(&sb, name), [("m1".to_owned(), 1, 1, 0)]);
+    assert_one_vocabulary(&sb, &ready_addon, "enabled");
 
     // What the user did on m1: scale the Deployment, delete the Service, change the schedule.
     let manager = kube::api::PatchParams {

@@ -30,6 +30,7 @@ use super::targets::{self, KnownCluster, Targets};
 use super::{overrides, stages};
 use super::{Error, Result};
 use crate::state::record::record_name;
+use crate::status::Phase;
 
 /// The status fields that may be absent (removed by writing `null`).
 const OPTIONAL_STATUS_FIELDS: [&str; 11] = [
@@ -572,20 +573,18 @@ async fn observe_health(
         }
         message
     };
-    let reason = if all_healthy {
-        "Enabled"
-    } else {
-        "Progressing"
-    };
+    let phase = shown_phase(all_healthy, health.phase);
+    let reason = super::crd::phase_reason(phase);
     status.set_condition(
         condition("Ready", all_healthy, reason, &ready_message, generation),
         &now,
     );
+    // Progressing while on its way (not once it failed), with the same word as `Ready`.
     status.set_condition(
         condition(
             "Progressing",
-            !all_healthy,
-            if all_healthy { "Converged" } else { "Applying" },
+            !all_healthy && phase != Phase::Failed,
+            reason,
             "",
             generation,
         ),
@@ -616,6 +615,17 @@ async fn observe_health(
         &now,
     );
     Ok(all_healthy)
+}
+
+/// The phase the `Ready` condition names: `addonctl status`'s own (`cli`), except that an addon
+/// not ready on every selected cluster is never `enabled` (the CLI reads the clusters the
+/// record names; the controller also counts the targets not reached yet): it is `enabling`.
+fn shown_phase(all_healthy: bool, cli: Phase) -> Phase {
+    match cli {
+        _ if all_healthy => Phase::Enabled,
+        Phase::Enabled | Phase::Disabled | Phase::Unknown => Phase::Enabling,
+        other => other,
+    }
 }
 
 /// Records a failure in the status and returns when to retry.
@@ -839,7 +849,46 @@ fn removals(old: &Value, new: &mut Value) {
 mod tests {
     use serde_json::json;
 
-    use super::removals;
+    use super::{removals, shown_phase, Phase};
+    use crate::controller::crd::phase_reason;
+
+    #[test]
+    fn the_library_drift_default_is_the_addon_resources() {
+        use crate::controller::crd::{Drift, DriftPolicy};
+        use crate::controller::engine::drift_spec;
+        let library = crate::drift::Policy::default();
+        assert_eq!(library, crate::drift::Policy::Correct);
+        assert_eq!(drift_spec(None).policy, library);
+        assert_eq!(drift_spec(Some(&Drift::default())).policy, library);
+        assert_eq!(
+            serde_json::to_value(library).unwrap(),
+            serde_json::to_value(DriftPolicy::default()).unwrap()
+        );
+        assert_eq!(crate::drift::DriftSpec::default(), drift_spec(None));
+    }
+
+    #[test]
+    fn the_ready_reason_is_the_phase_addonctl_status_says() {
+        // What `addonctl status` says, and whether every selected cluster is healthy.
+        let cases = [
+            (Phase::Enabled, true, "Enabled"),
+            (Phase::Enabling, false, "Enabling"),
+            (Phase::Upgrading, false, "Upgrading"),
+            (Phase::Failed, false, "Failed"),
+            (Phase::Suspend, false, "Suspend"),
+            (Phase::Disabling, false, "Disabling"),
+            // A selected cluster not reached yet: the CLI reads the record's clusters only.
+            (Phase::Enabled, false, "Enabling"),
+            (Phase::Disabled, false, "Enabling"),
+        ];
+        for (cli, healthy, reason) in cases {
+            assert_eq!(
+                phase_reason(shown_phase(healthy, cli)),
+                reason,
+                "{cli:?} {healthy}"
+            );
+        }
+    }
 
     #[test]
     fn a_status_patch_removes_nested_fields_gone_since_the_read() {

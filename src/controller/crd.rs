@@ -36,7 +36,7 @@ pub const AUTHOR_GROUPS: &str = "addonctl.io/author-groups";
     category = "addonctl",
     printcolumn = r#"{"name":"Version","type":"string","description":"The version applied","jsonPath":".status.appliedVersion"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","description":"Whether every target cluster has the addon and it is healthy","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name":"Reason","type":"string","description":"The reason of the Ready condition (the addon's phase is what addonctl status and list say)","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","description":"The reason of the Ready condition: the addon's phase as addonctl status and list say it, capitalised (Enabled, Enabling, Upgrading, Failed), or why it is not ready","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"Clusters","type":"string","description":"Healthy / target clusters","jsonPath":".status.clusterSummary"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -469,6 +469,42 @@ pub(super) fn condition(
     }
 }
 
+/// The `Ready` (and `Progressing`) reason that names an addon's phase: addonctl's own word
+/// (`addonctl status`, `list`), capitalised, so `kubectl get addons` and the CLI say the same
+/// for the same state (`enabling` is `Enabling`, `upgrading` is `Upgrading`). Every other
+/// reason the controller writes (`InvalidSpec`, `Refused`, `RolloutFailed`, …) says why the
+/// addon is not ready, not a phase.
+pub fn phase_reason(phase: crate::status::Phase) -> &'static str {
+    use crate::status::Phase;
+    match phase {
+        Phase::Enabled => "Enabled",
+        Phase::Enabling => "Enabling",
+        Phase::Upgrading => "Upgrading",
+        Phase::Disabling => "Disabling",
+        Phase::Suspend => "Suspend",
+        Phase::Failed => "Failed",
+        Phase::Disabled => "Disabled",
+        Phase::Unknown => "Unknown",
+    }
+}
+
+/// The phase a condition reason names ([`phase_reason`] read back); `None` for a reason that
+/// says why, not a phase.
+pub fn reason_phase(reason: &str) -> Option<crate::status::Phase> {
+    use crate::status::Phase;
+    Some(match reason {
+        "Enabled" => Phase::Enabled,
+        "Enabling" => Phase::Enabling,
+        "Upgrading" => Phase::Upgrading,
+        "Disabling" => Phase::Disabling,
+        "Suspend" => Phase::Suspend,
+        "Failed" => Phase::Failed,
+        "Disabled" => Phase::Disabled,
+        "Unknown" => Phase::Unknown,
+        _ => return None,
+    })
+}
+
 /// Now, as the status's timestamps are written.
 pub(super) fn now() -> String {
     k8s_openapi::chrono::Utc::now().to_rfc3339_opts(k8s_openapi::chrono::SecondsFormat::Secs, true)
@@ -502,6 +538,31 @@ mod tests {
             true
         );
         assert!(spec["secretParameters"]["items"]["properties"]["secretRef"].is_object());
+    }
+
+    #[test]
+    fn a_phase_reason_is_the_cli_phase_capitalised_and_reads_back() {
+        use crate::status::Phase;
+        let phases = [
+            Phase::Enabled,
+            Phase::Enabling,
+            Phase::Upgrading,
+            Phase::Disabling,
+            Phase::Suspend,
+            Phase::Failed,
+            Phase::Disabled,
+            Phase::Unknown,
+        ];
+        for phase in phases {
+            let reason = phase_reason(phase);
+            assert_eq!(reason.to_lowercase(), phase.to_string(), "{phase:?}");
+            assert!(reason.starts_with(char::is_uppercase), "{reason}");
+            assert_eq!(reason_phase(reason), Some(phase), "{reason}");
+        }
+        // The words the controller wrote before are no phase.
+        for reason in ["Progressing", "RollingOut", "InvalidSpec", "RolloutFailed"] {
+            assert_eq!(reason_phase(reason), None, "{reason}");
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub struct Applied {
 }
 
 /// The addon's health as `status` reads it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Health {
     /// Per cluster the direct engine deployed to: `healthy`, `progressing` or `unreachable`.
     pub clusters: BTreeMap<String, (String, Option<String>)>,
@@ -98,6 +98,8 @@ pub struct Health {
     /// Per cluster the direct engine deployed to, the version last applied there (they differ
     /// while clusters are held at an older one).
     pub versions: BTreeMap<String, String>,
+    /// The phase `addonctl status` says.
+    pub phase: crate::status::Phase,
 }
 
 /// Plans and applies `desired` as `addonctl enable` does, starting from the given arguments
@@ -281,6 +283,7 @@ fn health_of(status: crate::status::Status) -> Health {
         enabled: status.phase == crate::status::Phase::Enabled,
         reason: status.reason,
         versions,
+        phase: status.phase,
     }
 }
 
@@ -437,7 +440,10 @@ pub async fn drift(
 ) -> Result<crate::drift::Report> {
     let started = Instant::now();
     if spec.policy == crate::drift::Policy::Ignore {
-        return Ok(crate::drift::Report::default());
+        return Ok(crate::drift::Report {
+            policy: crate::drift::Policy::Ignore,
+            ..crate::drift::Report::default()
+        });
     }
     let record = crate::drift::engine::record(ctx, name).await?;
     if record.dispatched.is_empty() {
@@ -545,6 +551,8 @@ fn revision_of(record: &crate::state::record::Record) -> String {
 pub struct Observed {
     /// The record's revision (`None` without a record).
     pub revision: Option<String>,
+    /// Whether its clusters run different revisions (`addonctl status` says `upgrading`).
+    pub mixed: bool,
     /// What each cluster of the batch runs, and whether it is healthy there.
     pub observations: Vec<crate::rollout::Observation>,
     /// What the wait for the next look watches: the batch's workloads (not ready ones first),
@@ -560,9 +568,11 @@ pub async fn observe(ctx: &Context, name: &str, batch: &[String]) -> Result<Obse
         return Ok(Observed::default());
     };
     let revision = revision_of(&record);
+    let mixed = record.is_mixed();
     if batch.is_empty() {
         return Ok(Observed {
             revision: Some(revision),
+            mixed,
             ..Observed::default()
         });
     }
@@ -619,6 +629,7 @@ pub async fn observe(ctx: &Context, name: &str, batch: &[String]) -> Result<Obse
         .collect();
     Ok(Observed {
         revision: Some(revision),
+        mixed,
         observations,
         watched,
     })

@@ -25,7 +25,7 @@ use kube::ResourceExt;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use super::crd::{condition, now};
+use super::crd::{condition, now, phase_reason, reason_phase};
 use super::crd::{
     Addon, AddonSpec, AddonStatus, FailedCluster, RolloutPhase, RolloutStatus, StageStatus,
 };
@@ -36,6 +36,7 @@ use super::{Error, Result};
 use crate::rollout::engine::Keep;
 use crate::rollout::gate::{GateLimits, Phase};
 use crate::rollout::{evaluate, ClusterLabels, RolloutPlan, RolloutState, Verdict};
+use crate::status::Phase as CliPhase;
 
 /// How soon a batch's gate is first looked at after its apply.
 const FIRST_LOOK: Duration = Duration::from_millis(200);
@@ -209,14 +210,16 @@ pub(super) async fn drive(
             *gate = crate::rollout::GateState::new(&clusters, now_ms());
         }
     }
+    // Whether the clusters run different revisions, when this pass read the record.
+    let mut mixed = None;
     let action = if paused && state.phase == Phase::Progressing {
         rollout.phase = RolloutPhase::Paused;
         Action::await_change()
     } else {
-        step(data, inputs, &plan, &mut state, &mut rollout).await?
+        step(data, inputs, &plan, &mut state, &mut rollout, &mut mixed).await?
     };
     summarize(&mut rollout, &plan, &mut state, paused);
-    set_conditions(&mut status, &rollout, generation);
+    set_conditions(&mut status, &rollout, generation, mixed);
     status.rollout_stage.clone_from(&rollout.stage);
     if before.as_ref().map(without_step) != Some(without_step(&rollout)) {
         rollout.step = before.as_ref().map_or(0, |r| r.step) + 1;
@@ -314,13 +317,15 @@ async fn start(
 }
 
 /// Applies the current batch (when its gate is not recorded yet) or evaluates its gate; a
-/// passed gate moves on to the next batch at once.
+/// passed gate moves on to the next batch at once. `mixed`: whether the record read last says
+/// its clusters run different revisions.
 async fn step(
     data: &Data,
     inputs: &Inputs<'_>,
     plan: &RolloutPlan,
     state: &mut RolloutState,
     rollout: &mut RolloutStatus,
+    mixed: &mut Option<bool>,
 ) -> Result<Action> {
     if state.phase == Phase::Failed {
         rollout.phase = RolloutPhase::Failed;
@@ -335,7 +340,7 @@ async fn step(
         };
         let batch = batch.to_vec();
         let Some(mut gate) = state.gate.take() else {
-            apply_batch(data, inputs, plan, state, rollout).await?;
+            *mixed = Some(apply_batch(data, inputs, plan, state, rollout).await?);
             state.gate = Some(crate::rollout::GateState::new(&batch, now_ms()));
             return Ok(Action::requeue(FIRST_LOOK));
         };
@@ -345,6 +350,7 @@ async fn step(
         let target = rollout.gate_revision.clone().unwrap_or_default();
         let name = inputs.addon.name_any();
         let observed = engine::observe(&data.shared.ctx(), &name, &batch).await?;
+        *mixed = Some(observed.mixed);
         let now = now_ms();
         let verdict = evaluate(&mut gate, &target, &observed.observations, limits, now);
         let poll = data.shared.settings.gate_poll;
@@ -368,14 +374,15 @@ async fn step(
 }
 
 /// Applies the clusters done, the current batch and the clusters kept (those among the
-/// current targets), and records the revision the batch's gate waits for.
+/// current targets), and records the revision the batch's gate waits for; returns whether the
+/// clusters run different revisions now.
 async fn apply_batch(
     data: &Data,
     inputs: &Inputs<'_>,
     plan: &RolloutPlan,
     state: &mut RolloutState,
     rollout: &mut RolloutStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let targets = inputs.targets.names(inputs.known);
     let name = inputs.addon.name_any();
     let cumulative = state.cumulative(plan);
@@ -417,10 +424,9 @@ async fn apply_batch(
             data.shared.metrics.applied(&cluster.name, &cluster.outcome);
         }
     }
-    rollout.gate_revision = engine::observe(&data.shared.ctx(), &name, &[])
-        .await?
-        .revision;
-    Ok(())
+    let observed = engine::observe(&data.shared.ctx(), &name, &[]).await?;
+    rollout.gate_revision = observed.revision;
+    Ok(observed.mixed)
 }
 
 /// When the gate is next looked at: the first soak to end or the deadline, or — while a
@@ -486,17 +492,35 @@ fn summarize(
     rollout.state = serde_json::to_value(&*state).unwrap_or(Value::Null);
 }
 
-/// `Progressing`, `Degraded` and (while rolling out) `Ready` from the rollout's phase.
-fn set_conditions(status: &mut AddonStatus, rollout: &RolloutStatus, generation: Option<i64>) {
+/// `Progressing`, `Degraded` and (while rolling out) `Ready` from the rollout's phase. While it
+/// rolls out, `Ready` and `Progressing` name the phase `addonctl status` says: `Upgrading`
+/// while the clusters run different revisions (`mixed`), else `Enabling`; when this pass did
+/// not read the record (`None`), the phase named before stays.
+fn set_conditions(
+    status: &mut AddonStatus,
+    rollout: &RolloutStatus,
+    generation: Option<i64>,
+    mixed: Option<bool>,
+) {
     let stage = rollout.stage.clone().unwrap_or_default();
     match rollout.phase {
         RolloutPhase::Progressing => {
             let message = format!("rolling out {} (stage `{stage}`)", rollout.version);
+            let before = status
+                .condition("Ready")
+                .and_then(|c| reason_phase(&c.reason))
+                .filter(|p| matches!(p, CliPhase::Enabling | CliPhase::Upgrading));
+            let phase = match (mixed, before) {
+                (Some(true), _) => CliPhase::Upgrading,
+                (Some(false), _) => CliPhase::Enabling,
+                (None, Some(before)) => before,
+                (None, None) => CliPhase::Upgrading,
+            };
             set(
                 status,
                 generation,
                 &[("Progressing", true), ("Ready", false)],
-                "RollingOut",
+                phase_reason(phase),
                 &message,
             );
             set(status, generation, &[("Degraded", false)], "AsDeclared", "");
@@ -573,6 +597,37 @@ mod tests {
 
     use super::*;
     use crate::rollout::gate::ClusterGate;
+
+    #[test]
+    fn a_rollout_under_way_is_upgrading_while_its_clusters_run_different_revisions() {
+        let rollout = RolloutStatus {
+            version: "1.1.0".to_owned(),
+            phase: RolloutPhase::Progressing,
+            stage: Some("one".to_owned()),
+            ..RolloutStatus::default()
+        };
+        let reasons = |status: &AddonStatus| {
+            ["Ready", "Progressing"].map(|t| {
+                let c = status.condition(t).unwrap();
+                (c.status.clone(), c.reason.clone())
+            })
+        };
+        let mut status = AddonStatus::default();
+        set_conditions(&mut status, &rollout, Some(2), Some(true));
+        let upgrading = [
+            ("False".to_owned(), "Upgrading".to_owned()),
+            ("True".to_owned(), "Upgrading".to_owned()),
+        ];
+        assert_eq!(reasons(&status), upgrading);
+        // A pass that read no record keeps the phase named before.
+        set_conditions(&mut status, &rollout, Some(2), None);
+        assert_eq!(reasons(&status), upgrading);
+        // One revision everywhere (a first install, or the last batch applied): `enabling`.
+        set_conditions(&mut status, &rollout, Some(2), Some(false));
+        assert_eq!(status.condition("Ready").unwrap().reason, "Enabling");
+        set_conditions(&mut status, &rollout, Some(2), None);
+        assert_eq!(status.condition("Progressing").unwrap().reason, "Enabling");
+    }
 
     #[test]
     fn a_pause_suspension_or_drift_policy_keeps_the_rollout_and_a_version_or_parameter_does_not() {

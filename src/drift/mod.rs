@@ -49,14 +49,15 @@ use crate::state::record::ObjectRef;
 /// Paths reported per drifted object at most (the rest are counted in the last entry).
 pub const MAX_PATHS: usize = 20;
 
-/// What to do about drift.
+/// What to do about drift (default `correct`, as the `Addon` resource, `enable --declarative
+/// --drift` and the README have it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// Apply drifted objects again, recreate deleted ones.
+    #[default]
     Correct,
     /// Only report drift.
-    #[default]
     Warn,
     /// Do not look.
     Ignore,
@@ -98,7 +99,7 @@ impl Exclusion {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftSpec {
-    /// What to do about drift (default `warn`).
+    /// What to do about drift (default `correct`).
     #[serde(default)]
     pub policy: Policy,
     /// Fields left to others.
@@ -403,7 +404,9 @@ mod tests {
         .unwrap();
         assert_eq!(spec.policy, Policy::Correct);
         assert_eq!(spec.excluded_paths(&deployment("web")).len(), 1);
-        assert_eq!(DriftSpec::default().policy, Policy::Warn);
+        assert_eq!(DriftSpec::default().policy, Policy::Correct);
+        let unset: DriftSpec = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(unset.policy, Policy::Correct);
         let bad = DriftSpec {
             policy: Policy::Warn,
             exclusions: vec![Exclusion {
