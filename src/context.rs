@@ -154,6 +154,20 @@ impl Runtime {
         })
     }
 
+    /// The same runtime over another catalogue (a server's registries changed): the cluster's
+    /// connections, the renderer and its caches are shared.
+    #[must_use]
+    pub fn with_catalog(&self, catalog: Catalog) -> Runtime {
+        Runtime {
+            cluster: self.cluster.clone(),
+            namespace: self.namespace.clone(),
+            catalog,
+            renderer: Arc::clone(&self.renderer),
+            engine: self.engine,
+            lock: self.lock.clone(),
+        }
+    }
+
     /// A session for one command or request: its own [`Context`] over this runtime's shared
     /// parts, with `options`' identity, locks and progress.
     pub fn session(&self, options: SessionOptions) -> Session {
@@ -174,7 +188,7 @@ impl Runtime {
 
 /// Who asked for a session's work, as the front end knows them (the CLI: the kubeconfig's
 /// user, unnamed; a server: the authenticated user it acts for).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Identity {
     /// The user name.
     pub user: String,

@@ -62,6 +62,7 @@ pub mod render;
 pub mod resolve;
 pub mod rollout;
 pub mod scaffold;
+pub mod serve;
 pub mod source;
 pub mod state;
 pub mod status;

@@ -173,6 +173,7 @@ impl AsyncReader for KeptPackage {
             name: self.name.clone(),
             versions: vec![self.version.clone()],
             description: None,
+            tags: Vec::new(),
         }])
     }
 

@@ -186,6 +186,10 @@ pub enum Command {
     /// Run the controller that reconciles `Addon` resources, or print its manifests.
     #[command(after_help = help::CONTROLLER)]
     Controller(ControllerArgs),
+    /// Serve the app store: a web UI and an HTTP API to browse, configure, preview, install
+    /// and watch addons (loopback only, with your kubeconfig).
+    #[command(after_help = help::SERVE)]
+    Serve(ServeArgs),
     /// Print a shell completion script (bash, zsh, fish or powershell) on stdout.
     #[command(after_help = help::COMPLETION)]
     Completion(CompletionArgs),
@@ -193,6 +197,17 @@ pub enum Command {
     /// versions when it answers within `--request-timeout` (default here: 5 seconds).
     #[command(after_help = help::VERSION)]
     Version(VersionArgs),
+}
+
+/// `addonctl serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (loopback only; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: std::net::SocketAddr,
+    /// Print the URL without opening a browser.
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 /// `addonctl [global options] __complete addons|clusters`: the names the completion scripts

@@ -148,6 +148,13 @@ pub const CONTROLLER: &str = "Examples:
 pub const CONTROLLER_MANIFESTS: &str = "Examples:
   addonctl controller manifests --image example/addonctl:0.1 | kubectl apply -f -
   addonctl controller manifests --image example/addonctl:0.1 --admin --replicas 3";
+pub const SERVE: &str = "Examples:
+  addonctl serve                        # opens the app store in your browser
+  addonctl serve --addr 127.0.0.1:8080 --no-browser
+
+The printed URL carries a one-time token that signs the browser in (an HttpOnly cookie);
+scripts send it as `Authorization: Bearer <token>`. The server listens on loopback only and
+acts with your kubeconfig, as the CLI does.";
 pub const COMPLETION: &str = "Examples:
   addonctl completion bash > ~/.local/share/bash-completion/completions/addonctl
   addonctl completion zsh > \"${fpath[1]}/_addonctl\"

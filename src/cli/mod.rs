@@ -75,7 +75,8 @@ pub fn init_logging(invocation: &Invocation) {
     let global = &cli.global;
     // A running controller logs each reconcile, apply, drift correction and error (one line
     // each, timed), as controllers do.
-    let controller = matches!(&cli.command, Command::Controller(args) if args.command.is_none());
+    let controller = matches!(&cli.command, Command::Controller(args) if args.command.is_none())
+        || matches!(&cli.command, Command::Serve(_));
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
         (false, 0) if controller => "info",
@@ -209,6 +210,10 @@ pub async fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             }
             let (global, cluster) = cluster_settings(global)?;
             commands::controller::run(&global, &cluster, printer, args).await
+        }
+        Command::Serve(args) => {
+            let (global, cluster) = cluster_settings(global)?;
+            commands::serve::run(&global, &cluster, printer, args).await
         }
         Command::Completion(args) => commands::completion::run(printer, &args),
         Command::Version(args) => commands::version::run(global, printer, &args).await,

@@ -53,6 +53,21 @@ pub struct RawInput<'a> {
 }
 
 impl Input {
+    /// The values of a request (a server's form or JSON body): one mapping, as a values file
+    /// named `source` would give it, and the clusters asked for.
+    pub fn from_values(
+        source: &str,
+        values: Map<String, Value>,
+        clusters: Option<Vec<String>>,
+    ) -> Self {
+        Input {
+            values: vec![(source.to_owned(), values)],
+            pairs: Vec::new(),
+            files: Vec::new(),
+            clusters,
+        }
+    }
+
     /// Reads the files the input names (values files and `--set-file` files, each capped at
     /// [`super::input::MAX_INPUT_BYTES`]) and checks their form.
     ///

@@ -107,6 +107,7 @@ impl fmt::Debug for GitOptions {
 struct Located {
     version: AddonVersion,
     description: Option<String>,
+    tags: Vec<String>,
     tree: Oid,
 }
 
@@ -653,6 +654,7 @@ impl Inner {
                         versions.push(Located {
                             version: meta.version,
                             description: meta.description,
+                            tags: meta.tags,
                             tree,
                         });
                     }
@@ -771,7 +773,14 @@ impl AsyncReader for GitReader {
         let index = self.index().await?;
         Ok(index
             .iter()
-            .map(|(name, versions)| summarize(name, versions, |v| v.description.clone()))
+            .map(|(name, versions)| {
+                summarize(
+                    name,
+                    versions,
+                    |v| v.description.clone(),
+                    |v| v.tags.clone(),
+                )
+            })
             .collect())
     }
 

@@ -51,6 +51,7 @@ struct ChartVersion {
     urls: Vec<String>,
     digest: Option<String>,
     description: Option<String>,
+    keywords: Vec<String>,
 }
 
 impl IndexedVersion for ChartVersion {
@@ -368,6 +369,15 @@ impl Inner {
                             .get("description")
                             .and_then(Value::as_str)
                             .map(str::to_owned),
+                        keywords: v
+                            .get("keywords")
+                            .and_then(Value::as_array)
+                            .map(|k| {
+                                k.iter()
+                                    .filter_map(|s| s.as_str().map(str::to_owned))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
                     })
                 })
                 .collect();
@@ -485,7 +495,14 @@ impl AsyncReader for HelmReader {
         Ok(index
             .charts
             .iter()
-            .map(|(name, versions)| summarize(name, versions, |v| v.description.clone()))
+            .map(|(name, versions)| {
+                summarize(
+                    name,
+                    versions,
+                    |v| v.description.clone(),
+                    |v| v.keywords.clone(),
+                )
+            })
             .collect())
     }
 

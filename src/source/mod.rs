@@ -49,6 +49,10 @@ pub struct AddonSummary {
     /// The description of the newest version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The tags of the newest version (`metadata.yaml` `tags`; a Helm chart's `keywords`):
+    /// `system` marks an addon only those who manage addons see in the app store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// One addon version to read: a name and, optionally, a version (`None` = the newest).
@@ -168,17 +172,20 @@ pub(crate) fn serve_version<'a, V: IndexedVersion>(
     })
 }
 
-/// The summary of an addon whose `versions` are listed highest first, with the description of
-/// the version served by default.
+/// The summary of an addon whose `versions` are listed highest first, with the description and
+/// tags of the version served by default.
 pub(crate) fn summarize<V: IndexedVersion>(
     name: &str,
     versions: &[V],
     description: impl Fn(&V) -> Option<String>,
+    tags: impl Fn(&V) -> Vec<String>,
 ) -> AddonSummary {
+    let default = choose_version(versions, Choice::Default);
     AddonSummary {
         name: name.to_owned(),
         versions: versions.iter().map(|v| v.version().to_string()).collect(),
-        description: choose_version(versions, Choice::Default).and_then(description),
+        description: default.and_then(description),
+        tags: default.map(tags).unwrap_or_default(),
     }
 }
 

@@ -217,6 +217,7 @@ struct Addon {
     /// Highest first.
     versions: Vec<Version>,
     description: Option<String>,
+    tags: Vec<String>,
 }
 
 impl IndexedVersion for Version {
@@ -513,6 +514,7 @@ impl Inner {
                 Addon {
                     versions,
                     description: meta.description.clone(),
+                    tags: meta.tags.clone(),
                 },
             );
         }
@@ -711,6 +713,7 @@ impl AsyncReader for S3Reader {
                     .map(|v| v.number.raw().to_owned())
                     .collect(),
                 description: addon.description.clone(),
+                tags: addon.tags.clone(),
             })
             .collect())
     }

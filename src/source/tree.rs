@@ -14,6 +14,8 @@ pub(crate) struct IndexEntry {
     pub version: AddonVersion,
     /// Its description.
     pub description: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
 }
 
 /// Addon name → where it lives.
@@ -52,6 +54,7 @@ impl Index {
                             dir,
                             version: meta.version,
                             description: meta.description,
+                            tags: meta.tags,
                         },
                     );
                 }
@@ -72,6 +75,7 @@ impl Index {
                 name: name.clone(),
                 versions: vec![entry.version.raw().to_owned()],
                 description: entry.description.clone(),
+                tags: entry.tags.clone(),
             })
             .collect()
     }

@@ -18,6 +18,7 @@ pub mod registry;
 pub mod render;
 pub mod rollback;
 pub mod rollout;
+pub mod serve;
 pub mod status;
 pub mod upgrade;
 pub mod version;

@@ -214,6 +214,7 @@ fn an_addon_is_found_in_listings_already_read_preferring_its_registry_and_versio
             name: "a".to_owned(),
             versions: versions.iter().map(|v| (*v).to_owned()).collect(),
             description: None,
+            tags: Vec::new(),
         }]),
     };
     let listings = [listing("first", &["2.0.0"]), listing("second", &["1.0.0"])];

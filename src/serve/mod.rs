@@ -1,0 +1,169 @@
+//! The app store: `addonctl serve`, an HTTP API (`/api/v1`) and web pages over the catalogue
+//! and the installed addons. One more front end over [`crate::ops`]: each request opens its own
+//! [`Session`] on the shared [`Runtime`], calls the operations every front end calls, and answers
+//! their reports; nothing here plans, applies or reads status by itself.
+//!
+//! Local mode (the default) listens on loopback and acts with the user's kubeconfig, as the CLI
+//! does. Every request must carry the per-launch token (exchanged once, from the printed URL,
+//! for an `HttpOnly; SameSite=Strict` cookie, or sent as `Authorization: Bearer`), name the
+//! bound address in `Host` (no DNS rebinding) and come from the server's own pages (`Origin`,
+//! `Sec-Fetch-Site`): no other web page can drive it ([`guard`]).
+
+pub mod api;
+pub mod error;
+pub mod events;
+pub mod guard;
+pub mod markdown;
+pub mod openapi;
+pub mod pages;
+pub mod plans;
+pub mod visibility;
+pub mod worker;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::Router;
+use secrecy::SecretString;
+
+use crate::context::{Identity, Runtime, Session, SessionOptions};
+use crate::source::catalog::Catalog;
+
+pub use error::{ApiError, ApiResult};
+
+/// The largest request body the server reads (a plan's values; a registry).
+pub const MAX_BODY: usize = 256 * 1024;
+
+/// How long one request may take before it is answered 503 (an apply goes on in the
+/// background; its progress is on the event stream).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How the server authenticates its callers.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// Loopback only, the user's kubeconfig; the per-launch `token` opens it.
+    Local {
+        /// The token in the printed URL.
+        token: SecretString,
+    },
+}
+
+/// What `addonctl serve` is started with.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// How callers are authenticated.
+    pub mode: Mode,
+    /// The address it listens on (its `Host` is the only one accepted).
+    pub addr: SocketAddr,
+}
+
+/// What every request shares: the runtime (replaced when the registries change), the access
+/// rules, the plans made and not yet applied, and the event hub.
+pub struct App {
+    runtime: RwLock<Arc<Runtime>>,
+    /// The access rules.
+    pub access: guard::Access,
+    /// Plans made and not yet applied.
+    pub plans: plans::Store,
+    /// Events for the `/api/v1/events` streams.
+    pub events: events::Hub,
+    /// Who may see system addons.
+    pub visibility: visibility::Cache,
+    /// Where the library's operations run.
+    pub workers: worker::Workers,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").finish_non_exhaustive()
+    }
+}
+
+/// The caller of one request, as [`guard`] authenticated them (`None`: the kubeconfig's user,
+/// in local mode).
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// Who, when the server acts for someone else.
+    pub identity: Option<Identity>,
+}
+
+impl App {
+    /// The shared state of a server over `runtime`.
+    pub fn new(runtime: Runtime, options: &ServeOptions) -> std::io::Result<Arc<App>> {
+        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Ok(Arc::new(App {
+            runtime: RwLock::new(Arc::new(runtime)),
+            access: guard::Access::new(options),
+            plans: plans::Store::default(),
+            events: events::Hub::default(),
+            visibility: visibility::Cache::default(),
+            workers: worker::Workers::start(threads)?,
+        }))
+    }
+
+    /// The runtime now.
+    pub fn runtime(&self) -> Arc<Runtime> {
+        match self.runtime.read() {
+            Ok(runtime) => Arc::clone(&runtime),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// The runtime over another catalogue, for every request from now on.
+    pub fn replace_catalog(&self, catalog: Catalog) {
+        let next = Arc::new(self.runtime().with_catalog(catalog));
+        match self.runtime.write() {
+            Ok(mut runtime) => *runtime = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+    }
+
+    /// A session for one request of `caller`, its progress going to `progress`.
+    pub fn session(
+        &self,
+        caller: &Caller,
+        progress: Option<Arc<dyn crate::context::Reporter>>,
+    ) -> Session {
+        self.runtime().session(SessionOptions {
+            identity: caller.identity.clone(),
+            lock: None,
+            progress,
+        })
+    }
+}
+
+/// The whole server: the API, the pages, the guard around both, body and time limits.
+pub fn router(app: Arc<App>) -> Router {
+    use tower_http::limit::RequestBodyLimitLayer;
+    use tower_http::timeout::TimeoutLayer;
+    Router::new()
+        .nest("/api/v1", api::routes())
+        .merge(pages::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            guard::guard,
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(app)
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves; the record and the registries keep
+/// being watched for the event streams meanwhile.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let watcher = tokio::spawn(events::watch(Arc::clone(&app)));
+    let result = axum::serve(listener, router(app))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    watcher.abort();
+    result
+}
