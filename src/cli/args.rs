@@ -208,6 +208,9 @@ pub struct ServeArgs {
     /// Print the URL without opening a browser.
     #[arg(long)]
     pub no_browser: bool,
+    /// How often the registries are listed again (at least 10s).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub sync_interval: std::time::Duration,
 }
 
 /// `addonctl [global options] __complete addons|clusters`: the names the completion scripts

@@ -183,6 +183,24 @@ pub async fn get(store: &Store, name: &str) -> Result<Registry> {
         })?)
 }
 
+/// Checks a registry without storing it: its name, its endpoint (credentials written in it
+/// moved to `registry.credentials`), and that it lists with the credentials given; its addons.
+pub async fn check(registry: &mut Registry) -> Result<usize> {
+    check_name(&registry.spec.name)?;
+    if registry.spec.endpoint.trim().is_empty() {
+        return Err(RegistryError::NeedsEndpoint {
+            name: registry.spec.name.clone(),
+        }
+        .into());
+    }
+    registry.spec.endpoint = strip_endpoint_credentials(
+        registry.spec.kind,
+        &registry.spec.endpoint,
+        &mut registry.credentials,
+    );
+    listed(registry).await
+}
+
 /// Lists a registry to check that it works: its addons.
 async fn listed(registry: &Registry) -> Result<usize> {
     let options = OpenOptions {

@@ -24,7 +24,17 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/addons", get(list_addons))
         .route("/addons/{name}", get(addon_detail))
         .route("/addons/{name}/status", get(addon_status))
-        .route("/registries", get(list_registries))
+        .route(
+            "/registries",
+            get(list_registries).post(super::registries::add),
+        )
+        .route(
+            "/registries/{name}",
+            axum::routing::put(super::registries::update).delete(super::registries::remove),
+        )
+        .route("/registries/{name}/sync", post(super::registries::sync))
+        .route("/addons/{name}/history", get(addon_history))
+        .route("/addons/{name}/values", get(addon_values))
         .route("/plans", post(super::plans::create))
         .route("/plans/{id}", get(super::plans::get))
         .route("/plans/{id}/apply", post(super::plans::apply))
@@ -429,6 +439,9 @@ pub struct RegistryItem {
     /// Why it could not be listed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its last sync by this server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<super::registries::SyncInfo>,
 }
 
 /// `GET /api/v1/registries`.
@@ -446,14 +459,14 @@ pub async fn list_registries(
     app.workers
         .run(move || async move {
             let session = job.session(&caller, None);
-            registries(&session).await
+            registries(&job, &session).await
         })
         .await
         .map(Json)
 }
 
 /// Every registry searched, without credentials.
-pub async fn registries(session: &Session) -> Vec<RegistryItem> {
+pub async fn registries(app: &App, session: &Session) -> Vec<RegistryItem> {
     let ctx = session.ctx();
     let store = crate::registry::Store::Cluster {
         cluster: Box::new(ctx.cluster.clone()),
@@ -479,6 +492,7 @@ pub async fn registries(session: &Session) -> Vec<RegistryItem> {
             Err(e) => (None, Some(e.to_string())),
         };
         items.push(RegistryItem {
+            last_sync: app.syncs.of(&listing.registry),
             name: listing.registry,
             spec,
             addon_count,
@@ -486,4 +500,79 @@ pub async fn registries(session: &Session) -> Vec<RegistryItem> {
         });
     }
     items
+}
+
+/// `GET /api/v1/addons/{name}/history`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/addons/{name}/history",
+    tag = "addons",
+    params(("name" = String, Path, description = "The installed addon")),
+    responses(
+        (status = 200, description = "Its revisions, oldest first (secret values are references, never values)", body = Object),
+        (status = 404, description = "Not installed (or not visible to the caller)", body = ApiError),
+    )
+)]
+pub async fn addon_history(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<crate::ops::status::History>> {
+    let job = Arc::clone(&app);
+    app.workers
+        .run(move || async move {
+            let session = job.session(&caller, None);
+            hidden_unless_visible(&job, &session, &name).await?;
+            let request = crate::ops::status::HistoryRequest { addon: name };
+            Ok(Json(crate::ops::status::history(&session, &request).await?))
+        })
+        .await?
+}
+
+/// `GET /api/v1/addons/{name}/values`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/addons/{name}/values",
+    tag = "addons",
+    params(("name" = String, Path, description = "The installed addon")),
+    responses(
+        (status = 200, description = "Its stored values, `secret()` values masked", body = Object),
+        (status = 404, description = "Not installed (or not visible to the caller)", body = ApiError),
+    )
+)]
+pub async fn addon_values(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let job = Arc::clone(&app);
+    app.workers
+        .run(move || async move {
+            let session = job.session(&caller, None);
+            hidden_unless_visible(&job, &session, &name).await?;
+            let request = crate::ops::status::ValuesRequest {
+                addon: name,
+                show_secrets: false,
+            };
+            let values = crate::ops::status::values(&session, &request).await?;
+            serde_json::to_value(&values).map(Json).map_err(|e| {
+                ApiError::of_kind(
+                    crate::ErrorKind::Internal,
+                    format!("cannot encode values: {e}"),
+                )
+            })
+        })
+        .await?
+}
+
+/// A system addon the caller may not see is not found.
+async fn hidden_unless_visible(app: &App, session: &Session, name: &str) -> ApiResult<()> {
+    if is_system(&session.ctx().catalog, name).await
+        && !app.visibility.may_see_system(session).await
+    {
+        return Err(ApiError::not_found(format!(
+            "addon `{name}` is not installed"
+        )));
+    }
+    Ok(())
 }

@@ -17,6 +17,7 @@ pub mod markdown;
 pub mod openapi;
 pub mod pages;
 pub mod plans;
+pub mod registries;
 pub mod visibility;
 pub mod worker;
 
@@ -56,6 +57,8 @@ pub struct ServeOptions {
     pub mode: Mode,
     /// The address it listens on (its `Host` is the only one accepted).
     pub addr: SocketAddr,
+    /// How often the registries are listed again (the first time at start).
+    pub sync_interval: Duration,
 }
 
 /// What every request shares: the runtime (replaced when the registries change), the access
@@ -72,6 +75,10 @@ pub struct App {
     pub visibility: visibility::Cache,
     /// Where the library's operations run.
     pub workers: worker::Workers,
+    /// Each registry's last sync.
+    pub syncs: registries::Syncs,
+    /// How often the registries are listed again.
+    sync_interval: Duration,
 }
 
 impl std::fmt::Debug for App {
@@ -99,6 +106,8 @@ impl App {
             events: events::Hub::default(),
             visibility: visibility::Cache::default(),
             workers: worker::Workers::start(threads)?,
+            syncs: registries::Syncs::default(),
+            sync_interval: options.sync_interval,
         }))
     }
 
@@ -161,9 +170,31 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let watcher = tokio::spawn(events::watch(Arc::clone(&app)));
+    let syncer = tokio::spawn(sync_every(Arc::clone(&app)));
     let result = axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown)
         .await;
     watcher.abort();
+    syncer.abort();
     result
+}
+
+/// Lists every registry now, then every `sync_interval`.
+async fn sync_every(app: Arc<App>) {
+    let mut ticks = tokio::time::interval(app.sync_interval.max(Duration::from_secs(10)));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let job = Arc::clone(&app);
+        let synced = app
+            .workers
+            .run(move || async move {
+                let session = job.session(&Caller::default(), None);
+                registries::sync_now(&job, &session, None).await
+            })
+            .await;
+        if let Ok(Err(e)) | Err(e) = synced {
+            tracing::warn!("the registries were not listed again: {}", e.message);
+        }
+    }
 }

@@ -45,6 +45,7 @@ pub async fn run(
     let options = ServeOptions {
         mode: Mode::Local { token },
         addr,
+        sync_interval: args.sync_interval,
     };
     let app = App::new(runtime, &options)?;
     let url = app.access.login_url();
