@@ -140,7 +140,7 @@ async fn an_addon_never_makes_the_controller_do_what_its_author_could_not() {
         None,
         &binding,
     );
-    let (controller, stop, admin, _) =
+    let (controller, stop, admin, address) =
         in_process(&sb, &[&addon_dir], addonctl::controller::Backoff::default()).await;
     let spec = json!({"clusters": ["local"]});
 
@@ -204,6 +204,17 @@ async fn an_addon_never_makes_the_controller_do_what_its_author_could_not() {
     )
     .await;
     let applied = crate::controller::wait_ready(&sb, "grant").await;
+    // The administrator's rights were checked for the refused apply moments ago: this apply's
+    // checks were answered from the controller's cache of access reviews.
+    let (_, metrics) = crate::controller::http_get(&address, "/metrics").await;
+    let reviews = |answer: &str| {
+        crate::controller::metric(
+            &metrics,
+            &format!("addonctl_controller_access_reviews_total{{answer=\"{answer}\"}}"),
+        )
+    };
+    assert!(reviews("asked") > 0, "{metrics}");
+    assert!(reviews("cached") > 0, "{metrics}");
     assert!(
         applied["status"]["flags"].as_array().is_some_and(|f| f
             .iter()

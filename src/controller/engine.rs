@@ -48,6 +48,9 @@ pub struct Trust {
     pub allow: Vec<super::crd::Allowance>,
     /// The parameters read from Secrets: each must be a `secret()` parameter.
     pub secret_parameters: Vec<String>,
+    /// The answers of the author checks, kept a short while (the controller's, shared by its
+    /// reconciles).
+    pub reviews: std::sync::Arc<super::trust::Reviews>,
 }
 
 impl Desired {
@@ -192,7 +195,7 @@ async fn vouch(
     // The author's rights first: what they could not do themselves is refused whatever
     // `spec.allow` says.
     if let Some(author) = &trust.author {
-        super::trust::authorize(ctx, plan, author).await?;
+        super::trust::authorize(ctx, plan, author, &trust.reviews).await?;
     }
     let flags = plan_flags(ctx, plan);
     super::trust::refuse_flags(&flags, &trust.allow)?;

@@ -238,6 +238,8 @@ struct Shared {
     /// Reconciles in a row that failed for a reason no `Addon` author can fix (the API, the
     /// process itself: out of descriptors), and the last such error: `/readyz` says so.
     troubled: std::sync::Mutex<(u32, String)>,
+    /// The answers of the author checks (SubjectAccessReviews), kept a short while.
+    reviews: Arc<trust::Reviews>,
 }
 
 impl Shared {
@@ -304,6 +306,7 @@ impl Controller {
         let shared = Arc::new(Shared {
             ready: std::sync::atomic::AtomicBool::new(settings.leader_elect),
             troubled: std::sync::Mutex::new((0, String::new())),
+            reviews: Arc::default(),
             ctx: std::sync::RwLock::new(Arc::new(ctx)),
             relist: tokio::sync::Notify::new(),
             settings,

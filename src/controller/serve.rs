@@ -141,7 +141,7 @@ fn respond(shared: &Shared, path: &str) -> Response<Full<Bytes>> {
         "/metrics" => (
             StatusCode::OK,
             "text/plain; version=0.0.4",
-            shared.metrics.render(),
+            format!("{}{}", shared.metrics.render(), shared.reviews.render()),
         ),
         _ => (
             StatusCode::NOT_FOUND,

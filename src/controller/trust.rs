@@ -26,7 +26,10 @@
 //! `--authorize-as controller` turns the author checks off (every writer of `Addon`s gets the
 //! controller's rights): for a controller only its administrators can reach.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::authorization::v1::{
@@ -58,6 +61,13 @@ pub const SECRET_PARAMETER_LABEL: &str = "addonctl.io/secret-parameter";
 const CONCURRENCY: usize = 8;
 /// Rules of one role checked one by one; a role with more needs `escalate`.
 const MAX_RULE_CHECKS: usize = 64;
+/// How long a SubjectAccessReview that allowed stands: a right revoked is still honoured for
+/// at most this long (the API server's webhook authorizer keeps its answers 5 minutes).
+pub const REVIEW_ALLOWED_TTL: Duration = Duration::from_secs(30);
+/// How long one that denied stands: a right just granted is seen this soon.
+pub const REVIEW_DENIED_TTL: Duration = Duration::from_secs(5);
+/// Answers kept at most; beyond, the expired go, then the oldest.
+pub const REVIEW_CAPACITY: usize = 4096;
 
 /// Whose rights the controller acts within.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -227,7 +237,7 @@ pub async fn policy_installed(cluster: &Cluster) -> Result<bool> {
 }
 
 /// One right to check: a resource request or a non-resource one.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Right {
     verb: String,
     group: String,
@@ -272,8 +282,154 @@ impl Right {
     }
 }
 
+/// What a SubjectAccessReview asks: of which API server, for whom (user and groups), what.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ReviewKey {
+    server: String,
+    user: String,
+    groups: Vec<String>,
+    right: Right,
+}
+
+impl ReviewKey {
+    fn of(cluster: &Cluster, author: &Author, right: &Right) -> ReviewKey {
+        let mut groups = author.groups.clone();
+        groups.sort();
+        groups.dedup();
+        ReviewKey {
+            // The name too: clients built in process share one placeholder server.
+            server: format!("{} {}", cluster.name(), cluster.server()),
+            user: author.user.clone(),
+            groups,
+            right: right.clone(),
+        }
+    }
+}
+
+/// The answers of the SubjectAccessReviews the controller asked, per API server, identity and
+/// attributes, so that the reconciles of many `Addon`s by one author (and each apply again)
+/// do not ask the same question again: an allowing answer stands for its TTL, a denying one
+/// for a shorter one, and at most `capacity` answers are kept. Errors are never kept.
+#[derive(Debug)]
+pub struct Reviews {
+    answers: Mutex<HashMap<ReviewKey, (bool, Instant)>>,
+    allowed_ttl: Duration,
+    denied_ttl: Duration,
+    capacity: usize,
+    asked: AtomicU64,
+    cached: AtomicU64,
+}
+
+impl Default for Reviews {
+    fn default() -> Self {
+        Reviews::new(REVIEW_ALLOWED_TTL, REVIEW_DENIED_TTL, REVIEW_CAPACITY)
+    }
+}
+
+impl Reviews {
+    /// A cache keeping allowing answers `allowed_ttl`, denying ones `denied_ttl`, at most
+    /// `capacity` of them (0: none).
+    pub fn new(allowed_ttl: Duration, denied_ttl: Duration, capacity: usize) -> Reviews {
+        Reviews {
+            answers: Mutex::new(HashMap::new()),
+            allowed_ttl,
+            denied_ttl,
+            capacity,
+            asked: AtomicU64::new(0),
+            cached: AtomicU64::new(0),
+        }
+    }
+
+    /// Answers kept (expired ones included until they are dropped).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reviews asked of an API server, and questions answered from the cache.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.asked.load(Ordering::Relaxed),
+            self.cached.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The counts in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let (asked, cached) = self.counts();
+        format!(
+            "# HELP addonctl_controller_access_reviews_total SubjectAccessReviews for Addon authors: asked of an API server, or answered from the cache.\n# TYPE addonctl_controller_access_reviews_total counter\naddonctl_controller_access_reviews_total{{answer=\"asked\"}} {asked}\naddonctl_controller_access_reviews_total{{answer=\"cached\"}} {cached}\n"
+        )
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ReviewKey, (bool, Instant)>> {
+        self.answers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ttl(&self, allowed: bool) -> Duration {
+        if allowed {
+            self.allowed_ttl
+        } else {
+            self.denied_ttl
+        }
+    }
+
+    /// The answer kept for `key`, while it stands at `now`.
+    fn get(&self, key: &ReviewKey, now: Instant) -> Option<bool> {
+        let answers = self.lock();
+        let (allowed, at) = answers.get(key)?;
+        (now.saturating_duration_since(*at) < self.ttl(*allowed)).then_some(*allowed)
+    }
+
+    /// Keeps `allowed` for `key` as of `now`, making room first when full.
+    fn put(&self, key: ReviewKey, allowed: bool, now: Instant) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut answers = self.lock();
+        if answers.len() >= self.capacity && !answers.contains_key(&key) {
+            answers
+                .retain(|_, (allowed, at)| now.saturating_duration_since(*at) < self.ttl(*allowed));
+            while answers.len() >= self.capacity {
+                let oldest = answers
+                    .iter()
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(k, _)| k.clone());
+                match oldest {
+                    Some(oldest) => answers.remove(&oldest),
+                    None => break,
+                };
+            }
+        }
+        answers.insert(key, (allowed, now));
+    }
+}
+
+/// Whether `author` holds `right` on `cluster`: from `reviews` while a kept answer stands,
+/// else asked with a SubjectAccessReview (and kept).
+async fn allowed(
+    cluster: &Cluster,
+    author: &Author,
+    right: &Right,
+    reviews: &Reviews,
+) -> Result<bool> {
+    let key = ReviewKey::of(cluster, author, right);
+    if let Some(answer) = reviews.get(&key, Instant::now()) {
+        reviews.cached.fetch_add(1, Ordering::Relaxed);
+        return Ok(answer);
+    }
+    let answer = ask(cluster, author, right).await?;
+    reviews.asked.fetch_add(1, Ordering::Relaxed);
+    reviews.put(key, answer, Instant::now());
+    Ok(answer)
+}
+
 /// Asks `cluster` whether `author` holds `right`.
-async fn allowed(cluster: &Cluster, author: &Author, right: &Right) -> Result<bool> {
+async fn ask(cluster: &Cluster, author: &Author, right: &Right) -> Result<bool> {
     let spec = SubjectAccessReviewSpec {
         user: Some(author.user.clone()),
         groups: Some(author.groups.clone()),
@@ -432,9 +588,14 @@ impl ClusterRights {
     }
 
     /// The rights `author` lacks on `cluster`.
-    async fn missing(&self, cluster: &Cluster, author: &Author) -> Result<Vec<Right>> {
+    async fn missing(
+        &self,
+        cluster: &Cluster,
+        author: &Author,
+        reviews: &Reviews,
+    ) -> Result<Vec<Right>> {
         let ask = |right: Right| async move {
-            let answer = allowed(cluster, author, &right).await;
+            let answer = allowed(cluster, author, &right, reviews).await;
             (right, answer)
         };
         let answers: Vec<(Right, Result<bool>)> =
@@ -465,7 +626,7 @@ impl ClusterRights {
                     continue;
                 }
             }
-            if !allowed(cluster, author, escalate).await? {
+            if !allowed(cluster, author, escalate, reviews).await? {
                 missing.push(escalate.clone());
             }
         }
@@ -477,8 +638,14 @@ impl ClusterRights {
 
 /// Refuses, before anything is applied, a plan whose objects `author` could not write
 /// themselves: on the control plane (definitions, ConfigMaps, views, outputs) and on every
-/// cluster its components go to. The error names every missing right, per cluster.
-pub async fn authorize(ctx: &Context, plan: &crate::plan::Plan, author: &Author) -> Result<()> {
+/// cluster its components go to. The error names every missing right, per cluster. Answers
+/// come from `reviews` while they stand.
+pub async fn authorize(
+    ctx: &Context,
+    plan: &crate::plan::Plan,
+    author: &Author,
+    reviews: &Reviews,
+) -> Result<()> {
     let mut per_cluster: BTreeMap<String, ClusterRights> = BTreeMap::new();
     let joined = ctx
         .state()
@@ -555,7 +722,7 @@ pub async fn authorize(ctx: &Context, plan: &crate::plan::Plan, author: &Author)
         let Some(cluster) = clusters.get(name) else {
             continue;
         };
-        let missing = rights.missing(cluster, author).await?;
+        let missing = rights.missing(cluster, author, reviews).await?;
         if !missing.is_empty() {
             let shown: Vec<String> = missing.iter().take(8).map(ToString::to_string).collect();
             let more = missing.len().saturating_sub(shown.len());
@@ -684,12 +851,13 @@ pub fn secret_usable(
 pub async fn author_reads_secret(
     cluster: &Cluster,
     author: &Author,
+    secret: (&str, &str),
     parameter: &str,
-    namespace: &str,
-    name: &str,
+    reviews: &Reviews,
 ) -> Result<()> {
+    let (namespace, name) = secret;
     let right = Right::on("get", "", "secrets", Some(namespace), Some(name));
-    if allowed(cluster, author, &right).await? {
+    if allowed(cluster, author, &right, reviews).await? {
         return Ok(());
     }
     Err(Error::SecretParameter {
@@ -730,9 +898,9 @@ pub(super) async fn trust_for(
                 author_reads_secret(
                     &ctx.cluster,
                     &author,
+                    (&ctx.namespace, &parameter.secret_ref.name),
                     &parameter.name,
-                    &ctx.namespace,
-                    &parameter.secret_ref.name,
+                    &data.shared.reviews,
                 )
                 .await?;
             }
@@ -747,6 +915,7 @@ pub(super) async fn trust_for(
             .iter()
             .map(|p| p.name.clone())
             .collect(),
+        reviews: std::sync::Arc::clone(&data.shared.reviews),
     })
 }
 
@@ -787,6 +956,115 @@ pub(super) async fn claim(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn author(user: &str, groups: &[&str]) -> Author {
+        Author {
+            user: user.to_owned(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        }
+    }
+
+    /// A cluster nothing answers at (a request to it fails at once); built in a Tokio runtime.
+    fn nowhere(name: &str) -> Cluster {
+        let url = "http://127.0.0.1:9".parse().unwrap();
+        Cluster::from_config(name, kube::Config::new(url)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_review_answer_stands_for_its_ttl_per_server_identity_and_attributes() {
+        let reviews = Reviews::new(Duration::from_secs(30), Duration::from_secs(5), 16);
+        let (m1, m2) = (nowhere("m1"), nowhere("m2"));
+        let alice = author("alice", &["dev", "system:authenticated"]);
+        let create = Right::on("create", "", "configmaps", Some("ns"), None);
+        let t0 = Instant::now();
+        let key = ReviewKey::of(&m1, &alice, &create);
+        reviews.put(key.clone(), true, t0);
+        assert_eq!(reviews.get(&key, t0 + Duration::from_secs(29)), Some(true));
+        assert_eq!(reviews.get(&key, t0 + Duration::from_secs(30)), None);
+        // The groups' order does not matter; anything else is another question.
+        let reordered = author("alice", &["system:authenticated", "dev", "dev"]);
+        assert_eq!(
+            reviews.get(&ReviewKey::of(&m1, &reordered, &create), t0),
+            Some(true)
+        );
+        let others = [
+            ReviewKey::of(&m2, &alice, &create),
+            ReviewKey::of(
+                &m1,
+                &author("bob", &["dev", "system:authenticated"]),
+                &create,
+            ),
+            ReviewKey::of(&m1, &author("alice", &["dev"]), &create),
+            ReviewKey::of(
+                &m1,
+                &alice,
+                &Right::on("patch", "", "configmaps", Some("ns"), None),
+            ),
+            ReviewKey::of(
+                &m1,
+                &alice,
+                &Right::on("create", "", "configmaps", Some("x"), None),
+            ),
+        ];
+        for other in &others {
+            assert_eq!(reviews.get(other, t0), None, "{other:?}");
+        }
+        // A denial stands for the shorter time.
+        reviews.put(others[0].clone(), false, t0);
+        assert_eq!(
+            reviews.get(&others[0], t0 + Duration::from_secs(4)),
+            Some(false)
+        );
+        assert_eq!(reviews.get(&others[0], t0 + Duration::from_secs(5)), None);
+    }
+
+    #[tokio::test]
+    async fn the_review_cache_is_capped_dropping_the_expired_then_the_oldest() {
+        let reviews = Reviews::new(Duration::from_secs(30), Duration::from_secs(5), 3);
+        let m1 = nowhere("m1");
+        let alice = author("alice", &[]);
+        let key = |n: usize| {
+            let right = Right::on("get", "", "secrets", Some("ns"), Some(&format!("s{n}")));
+            ReviewKey::of(&m1, &alice, &right)
+        };
+        let t0 = Instant::now();
+        reviews.put(key(0), false, t0);
+        reviews.put(key(1), true, t0 + Duration::from_secs(1));
+        reviews.put(key(2), true, t0 + Duration::from_secs(2));
+        // Full: the expired denial goes first.
+        let t10 = t0 + Duration::from_secs(10);
+        reviews.put(key(3), true, t10);
+        assert_eq!(reviews.len(), 3);
+        assert_eq!(reviews.get(&key(0), t10), None);
+        assert_eq!(reviews.get(&key(1), t10), Some(true));
+        // Nothing expired: the oldest goes.
+        reviews.put(key(4), true, t10);
+        assert_eq!(reviews.len(), 3);
+        assert_eq!(reviews.get(&key(1), t10), None);
+        for n in [2, 3, 4] {
+            assert_eq!(reviews.get(&key(n), t10), Some(true), "{n}");
+        }
+        let none = Reviews::new(Duration::from_secs(30), Duration::from_secs(5), 0);
+        none.put(key(0), true, t0);
+        assert!(none.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_kept_answer_is_not_asked_again_and_an_error_is_not_kept() {
+        let reviews = Reviews::default();
+        let cluster = nowhere("m1");
+        let alice = author("alice", &["dev"]);
+        let kept = Right::on("create", "", "configmaps", Some("ns"), None);
+        reviews.put(ReviewKey::of(&cluster, &alice, &kept), true, Instant::now());
+        assert!(allowed(&cluster, &alice, &kept, &reviews).await.unwrap());
+        assert_eq!(reviews.counts(), (0, 1));
+        // Not kept: asked (the server does not answer), and the failure is not kept.
+        let other = Right::on("patch", "", "configmaps", Some("ns"), Some("a"));
+        assert!(allowed(&cluster, &alice, &other, &reviews).await.is_err());
+        assert_eq!(reviews.len(), 1);
+        assert_eq!(reviews.counts(), (0, 1));
+        assert!(reviews.render().contains("answer=\"cached\"} 1"));
+    }
 
     #[test]
     fn a_binding_needs_bind_on_its_role_and_a_role_its_grants_or_escalate() {
