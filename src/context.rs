@@ -168,6 +168,22 @@ impl Runtime {
         }
     }
 
+    /// The same runtime acting for `identity`: a client of the same control plane that
+    /// impersonates them (the API server's RBAC decides, its audit log names them); the
+    /// catalogue, the renderer and its caches are shared.
+    pub fn acting_as(&self, identity: &Identity) -> Result<Runtime> {
+        Ok(Runtime {
+            cluster: self
+                .cluster
+                .impersonating(&identity.user, &identity.groups)?,
+            namespace: self.namespace.clone(),
+            catalog: self.catalog.clone(),
+            renderer: Arc::clone(&self.renderer),
+            engine: self.engine,
+            lock: self.lock.clone(),
+        })
+    }
+
     /// A session for one command or request: its own [`Context`] over this runtime's shared
     /// parts, with `options`' identity, locks and progress.
     pub fn session(&self, options: SessionOptions) -> Session {

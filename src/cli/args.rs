@@ -208,6 +208,11 @@ pub struct ServeArgs {
     /// Print the URL without opening a browser.
     #[arg(long)]
     pub no_browser: bool,
+    /// Serve in a cluster: every request carries a bearer token the API server accepts, and
+    /// the server acts as its owner (TokenReview, impersonation); `--addr` may then be any
+    /// address (e.g. `0.0.0.0:8080` behind a Service).
+    #[arg(long)]
+    pub in_cluster: bool,
     /// How often the registries are listed again (at least 10s).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub sync_interval: std::time::Duration,

@@ -16,6 +16,7 @@ pub mod disk_discovery;
 mod error;
 #[cfg(test)]
 pub(crate) mod fake;
+mod identity;
 pub mod kubeconfig;
 mod objects;
 pub mod rate;
@@ -26,6 +27,7 @@ mod watch;
 pub mod watchdog;
 
 pub use error::{is_forbidden_text, Error, Result};
+pub use identity::Reviewed;
 pub use objects::{describe, gvk_of, kind_and_name, patch_params, written_since, Deleted};
 pub use rate::RateLimit;
 pub use reuse::Reusing;
@@ -162,6 +164,9 @@ pub struct Cluster {
     reuse: Arc<reuse::Reuse>,
     /// Every session's memory of lists, told of this client's writes ([`Cluster::scoped`]).
     scopes: Arc<reuse::Scopes>,
+    /// The configuration it was built from (`None`: a client made elsewhere), for a client of
+    /// the same server acting as someone else ([`Cluster::impersonating`]).
+    config: Option<Arc<kube::Config>>,
 }
 
 type RulesStatus = k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus;
@@ -213,6 +218,7 @@ impl Cluster {
     }
 
     fn from_config_with(name: &str, config: kube::Config, timeout: Duration) -> Result<Self> {
+        let kept = Arc::new(config.clone());
         let server = config.cluster_url.to_string();
         let notice = watchdog::NoticeSlot::default();
         let watch = watchdog::Watch {
@@ -288,6 +294,7 @@ impl Cluster {
             rules: Arc::default(),
             reuse,
             scopes,
+            config: Some(kept),
         })
     }
 
@@ -315,6 +322,7 @@ impl Cluster {
             rules: Arc::default(),
             reuse: Arc::default(),
             scopes: Arc::default(),
+            config: None,
         }
     }
 

@@ -272,7 +272,7 @@ pub async fn publish_status(app: &Arc<App>, addon: &str) {
 
 /// Sends the status of `addon` now, read where this runs.
 pub async fn publish_status_here(app: &Arc<App>, addon: &str) {
-    let session = app.session(&Caller::default(), None);
+    let session = app.session(&Caller::local(), None);
     let system = super::api::is_system(&session.ctx().catalog, addon).await;
     match crate::status::status(session.ctx().state(), addon, None).await {
         Ok(status) => app.events.send(

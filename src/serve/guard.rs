@@ -9,7 +9,9 @@
 //! Every answer says `no-store`, `nosniff`, `no-referrer` and a content security policy that
 //! runs only the server's own scripts.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderValue};
@@ -21,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use super::{App, Caller, Mode, ServeOptions};
+use crate::context::Identity;
 
 /// The cookie that carries the token.
 pub const COOKIE: &str = "addonctl_token";
@@ -36,9 +39,21 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 pub struct Access {
     /// The token (local mode).
     token: Option<SecretString>,
-    /// The `Host` values accepted (local mode: the bound address by number and as `localhost`).
+    /// The `Host` values accepted (local mode: the bound address by number and as `localhost`;
+    /// empty in a cluster, where a Service's names reach it).
     hosts: Vec<String>,
+    /// Who each bearer token is, as the API server said lately (in a cluster).
+    reviewed: Mutex<HashMap<[u8; 32], Reviewed>>,
 }
+
+/// A TokenReview's answer (`None`: the token does not authenticate) and when it came.
+type Reviewed = (Instant, Option<Identity>);
+
+/// How long a TokenReview's answer is kept.
+pub const REVIEW_TTL: Duration = Duration::from_secs(60);
+
+/// At most this many tokens' answers are kept.
+const REVIEWS_KEPT: usize = 4096;
 
 impl Access {
     /// The rules `options` ask for.
@@ -54,12 +69,64 @@ impl Access {
                 Access {
                     token: Some(token.clone()),
                     hosts,
+                    reviewed: Mutex::default(),
                 }
             }
+            Mode::InCluster => Access {
+                token: None,
+                hosts: Vec::new(),
+                reviewed: Mutex::default(),
+            },
         }
     }
 
-    /// The URL to open: the login path with the token.
+    /// Who `token` belongs to: in local mode the kubeconfig's user when it is the launch
+    /// token; in a cluster the TokenReview's user and groups (kept [`REVIEW_TTL`]). `None`: it
+    /// does not authenticate.
+    async fn authenticate(&self, app: &App, token: &str) -> Result<Option<Caller>, Box<Response>> {
+        if self.token.is_some() {
+            return Ok(self.token_matches(token).then(Caller::default));
+        }
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(answer) = self.reviewed.lock().ok().and_then(|kept| {
+            kept.get(&key)
+                .filter(|(at, _)| at.elapsed() < REVIEW_TTL)
+                .map(|(_, identity)| identity.clone())
+        }) {
+            return answer.map(|identity| acting(app, identity)).transpose();
+        }
+        let reviewed = app
+            .runtime()
+            .cluster
+            .review_token(token)
+            .await
+            .map_err(|e| {
+                tracing::warn!("a TokenReview failed: {e}");
+                Box::new(
+                    ApiError::of_kind(
+                        crate::ErrorKind::Unavailable,
+                        "the API server did not say who this token belongs to; retry",
+                    )
+                    .into_response(),
+                )
+            })?;
+        let identity = reviewed.map(|r| Identity {
+            user: r.user,
+            groups: r.groups,
+        });
+        if let Ok(mut kept) = self.reviewed.lock() {
+            if kept.len() >= REVIEWS_KEPT {
+                kept.retain(|_, (at, _)| at.elapsed() < REVIEW_TTL);
+                if kept.len() >= REVIEWS_KEPT {
+                    kept.clear();
+                }
+            }
+            kept.insert(key, (Instant::now(), identity.clone()));
+        }
+        identity.map(|identity| acting(app, identity)).transpose()
+    }
+
+    /// The URL to open: the login path with the token (local mode).
     pub fn login_url(&self) -> String {
         let host = self.hosts.first().map_or("127.0.0.1", String::as_str);
         let token = self.token.as_ref().map_or("", |t| t.expose_secret());
@@ -71,6 +138,20 @@ impl Access {
             .as_ref()
             .is_some_and(|token| same(token.expose_secret(), given))
     }
+}
+
+/// The caller acting as `identity`, or the refusal when the server cannot act as them.
+fn acting(app: &App, identity: Identity) -> Result<Caller, Box<Response>> {
+    app.acting_as(identity).map_err(|e| {
+        tracing::error!("cannot act for a caller: {e}");
+        Box::new(
+            ApiError::of_kind(
+                crate::ErrorKind::Internal,
+                "the server cannot act as you (its client cannot impersonate); nothing was done",
+            )
+            .into_response(),
+        )
+    })
 }
 
 /// Equal strings, compared in constant time (hashes of both, so lengths leak nothing).
@@ -109,11 +190,15 @@ pub fn new_token() -> SecretString {
 pub async fn guard(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     let mut response = match check(&app.access, &request) {
         Err(refusal) => *refusal,
-        Ok(Pass::Login) => login(&app.access, &request),
-        Ok(Pass::Through) => {
-            request.extensions_mut().insert(Caller::default());
-            next.run(request).await
-        }
+        Ok(Pass::Login) => login(&app, request).await,
+        Ok(Pass::Token(token)) => match app.access.authenticate(&app, &token).await {
+            Err(refusal) => *refusal,
+            Ok(None) => unauthenticated(&app.access, &request),
+            Ok(Some(caller)) => {
+                request.extensions_mut().insert(caller);
+                next.run(request).await
+            }
+        },
     };
     harden(response.headers_mut());
     response
@@ -121,7 +206,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut request: Request, next: Next
 
 enum Pass {
     Login,
-    Through,
+    Token(String),
 }
 
 fn check(access: &Access, request: &Request) -> Result<Pass, Box<Response>> {
@@ -130,7 +215,7 @@ fn check(access: &Access, request: &Request) -> Result<Pass, Box<Response>> {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default();
-    if !access.hosts.iter().any(|h| h == host) {
+    if !access.hosts.is_empty() && !access.hosts.iter().any(|h| h == host) {
         return Err(Box::new(refuse(
             StatusCode::MISDIRECTED_REQUEST,
             "forbiddenhost",
@@ -149,18 +234,27 @@ fn check(access: &Access, request: &Request) -> Result<Pass, Box<Response>> {
             request,
         )));
     }
-    if request.uri().path() == LOGIN && request.method() == Method::GET {
+    if request.uri().path() == LOGIN && matches!(*request.method(), Method::GET | Method::POST) {
         return Ok(Pass::Login);
     }
-    if presented_token(headers).is_some_and(|t| access.token_matches(t)) {
-        return Ok(Pass::Through);
+    match presented_token(headers) {
+        Some(token) => Ok(Pass::Token(token.to_owned())),
+        None => Err(Box::new(unauthenticated(access, request))),
     }
-    Err(Box::new(refuse(
+}
+
+fn unauthenticated(access: &Access, request: &Request) -> Response {
+    let how = if access.token.is_some() {
+        "open the URL `addonctl serve` printed (it signs this browser in), or send `Authorization: Bearer <token>`"
+    } else {
+        "send `Authorization: Bearer <token>` with a token the API server accepts (`kubectl create token …`), or sign in at /login"
+    };
+    refuse(
         StatusCode::UNAUTHORIZED,
         "unauthenticated",
-        "no valid token: open the URL `addonctl serve` printed (it signs this browser in), or send `Authorization: Bearer <token>`".to_owned(),
+        format!("no valid token: {how}"),
         request,
-    )))
+    )
 }
 
 /// Whether a request may come from where it says it comes from: reads from anywhere (no CORS
@@ -202,19 +296,45 @@ fn presented_token(headers: &HeaderMap) -> Option<&str> {
         .map(|(_, value)| value)
 }
 
-/// `GET /login?token=…`: the cookie, and on to the catalogue (the token leaves the address
-/// bar); a wrong token is refused.
-fn login(access: &Access, request: &Request) -> Response {
-    let given = request
+/// `GET /login?token=…` (the printed URL) or `POST /login` with a form field `token`: the
+/// cookie, and on to the catalogue (the token leaves the address bar); a token that does not
+/// authenticate is refused.
+async fn login(app: &App, request: Request) -> Response {
+    let from_query = request
         .uri()
         .query()
         .into_iter()
         .flat_map(|q| q.split('&'))
         .filter_map(|pair| pair.split_once('='))
         .find(|(name, _)| *name == "token")
-        .map(|(_, value)| value);
-    match given {
-        Some(token) if access.token_matches(token) => {
+        .map(|(_, value)| value.to_owned());
+    let (parts, body) = request.into_parts();
+    let given = match from_query {
+        Some(token) => Some(token),
+        None if parts.method == Method::POST => axum::body::to_bytes(body, 16 * 1024)
+            .await
+            .ok()
+            .and_then(|bytes| {
+                url_form(&bytes)
+                    .into_iter()
+                    .find(|(name, _)| name == "token")
+                    .map(|(_, value)| value)
+            }),
+        None => None,
+    };
+    let request = Request::from_parts(parts, axum::body::Body::empty());
+    let Some(token) = given.filter(|t| !t.is_empty() && t.len() <= 16 * 1024) else {
+        return unauthenticated(&app.access, &request);
+    };
+    match app.access.authenticate(app, &token).await {
+        Err(refusal) => *refusal,
+        Ok(None) => refuse(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "this token does not sign in: open the URL the running `addonctl serve` printed, or use a token the API server accepts".to_owned(),
+            &request,
+        ),
+        Ok(Some(_)) => {
             let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
             let mut response = Redirect::to("/").into_response();
             if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -222,14 +342,12 @@ fn login(access: &Access, request: &Request) -> Response {
             }
             response
         }
-        _ => refuse(
-            StatusCode::UNAUTHORIZED,
-            "unauthenticated",
-            "this sign-in link is not valid: open the URL the running `addonctl serve` printed"
-                .to_owned(),
-            request,
-        ),
     }
+}
+
+/// `application/x-www-form-urlencoded` pairs.
+fn url_form(bytes: &[u8]) -> Vec<(String, String)> {
+    serde_urlencoded::from_bytes(bytes).unwrap_or_default()
 }
 
 /// A refusal: JSON for the API, a short page for a browser.

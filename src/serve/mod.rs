@@ -21,9 +21,10 @@ pub mod registries;
 pub mod visibility;
 pub mod worker;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use secrecy::SecretString;
@@ -48,6 +49,10 @@ pub enum Mode {
         /// The token in the printed URL.
         token: SecretString,
     },
+    /// In a cluster: every request carries a bearer token the API server accepts; the server
+    /// learns who it is (a TokenReview) and acts as them (impersonation), so Kubernetes RBAC
+    /// decides every read and write and the audit log names them.
+    InCluster,
 }
 
 /// What `addonctl serve` is started with.
@@ -79,7 +84,15 @@ pub struct App {
     pub syncs: registries::Syncs,
     /// How often the registries are listed again.
     sync_interval: Duration,
+    /// The runtimes acting for each caller lately (in a cluster).
+    acting: Mutex<HashMap<Identity, (Instant, Arc<Runtime>)>>,
 }
+
+/// How long a caller's runtime (its connections, discovery) is kept after its last use.
+const ACTING_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// At most this many callers' runtimes are kept.
+const ACTING_KEPT: usize = 64;
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,12 +100,24 @@ impl std::fmt::Debug for App {
     }
 }
 
-/// The caller of one request, as [`guard`] authenticated them (`None`: the kubeconfig's user,
-/// in local mode).
+/// The caller of one request, as [`guard`] authenticated them: the kubeconfig's user (local
+/// mode), or someone the server acts for, with the runtime that impersonates them.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
     /// Who, when the server acts for someone else.
     pub identity: Option<Identity>,
+    /// The runtime acting as them (set with `identity`).
+    acting: Option<Arc<Runtime>>,
+}
+
+impl Caller {
+    /// The kubeconfig's user (local mode; the server's own work).
+    pub fn local() -> Caller {
+        Caller {
+            identity: None,
+            acting: None,
+        }
+    }
 }
 
 impl App {
@@ -108,6 +133,7 @@ impl App {
             workers: worker::Workers::start(threads)?,
             syncs: registries::Syncs::default(),
             sync_interval: options.sync_interval,
+            acting: Mutex::default(),
         }))
     }
 
@@ -128,15 +154,63 @@ impl App {
         }
     }
 
-    /// A session for one request of `caller`, its progress going to `progress`.
+    /// The caller acting as `identity`, with the runtime that impersonates them (kept a
+    /// while); an error when no such runtime can be made (never the server's own rights).
+    pub fn acting_as(&self, identity: Identity) -> crate::Result<Caller> {
+        let runtime = self.acting_for(&identity)?;
+        Ok(Caller {
+            identity: Some(identity),
+            acting: Some(runtime),
+        })
+    }
+
+    fn acting_for(&self, identity: &Identity) -> crate::Result<Arc<Runtime>> {
+        let mut acting = match self.acting.lock() {
+            Ok(acting) => acting,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((at, runtime)) = acting.get_mut(identity) {
+            *at = Instant::now();
+            return Ok(Arc::clone(runtime));
+        }
+        if acting.len() >= ACTING_KEPT {
+            acting.retain(|_, (at, _)| at.elapsed() < ACTING_TTL);
+            if acting.len() >= ACTING_KEPT {
+                if let Some(oldest) = acting
+                    .iter()
+                    .min_by_key(|(_, (at, _))| *at)
+                    .map(|(who, _)| who.clone())
+                {
+                    acting.remove(&oldest);
+                }
+            }
+        }
+        let runtime = Arc::new(self.runtime().acting_as(identity)?);
+        acting.insert(identity.clone(), (Instant::now(), Arc::clone(&runtime)));
+        Ok(runtime)
+    }
+
+    /// A session for one request of `caller`, its progress going to `progress`: with the
+    /// kubeconfig's user (local mode), or acting as the caller (in a cluster).
     pub fn session(
         &self,
         caller: &Caller,
         progress: Option<Arc<dyn crate::context::Reporter>>,
     ) -> Session {
-        self.runtime().session(SessionOptions {
+        let runtime = match &caller.acting {
+            Some(runtime) => Arc::clone(runtime),
+            None => self.runtime(),
+        };
+        let lock = caller
+            .identity
+            .as_ref()
+            .map(|identity| crate::context::LockOptions {
+                holder: format!("addonctl serve for {}", identity.user),
+                force: false,
+            });
+        runtime.session(SessionOptions {
             identity: caller.identity.clone(),
-            lock: None,
+            lock,
             progress,
         })
     }
@@ -189,7 +263,7 @@ async fn sync_every(app: Arc<App>) {
         let synced = app
             .workers
             .run(move || async move {
-                let session = job.session(&Caller::default(), None);
+                let session = job.session(&Caller::local(), None);
                 registries::sync_now(&job, &session, None).await
             })
             .await;

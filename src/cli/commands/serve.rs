@@ -20,7 +20,7 @@ pub async fn run(
     printer: Printer,
     args: ServeArgs,
 ) -> anyhow::Result<ExitCode> {
-    if !args.addr.ip().is_loopback() {
+    if !args.in_cluster && !args.addr.ip().is_loopback() {
         return Err(user(format!(
             "`--addr {}`: the app store listens on loopback only (127.0.0.1 or ::1), since it acts with your kubeconfig; use e.g. `--addr 127.0.0.1:{}`",
             args.addr,
@@ -29,10 +29,15 @@ pub async fn run(
     }
     let runtime = Runtime::connect(&library(global, cluster, printer)).await?;
     let runtime = runtime.with_catalog(catalog(global, &runtime.cluster).await?);
-    let token = addonctl::serve::guard::new_token();
-    if token.expose_secret().is_empty() {
-        anyhow::bail!("this system gives no randomness for the sign-in token; the app store does not start without one");
-    }
+    let mode = if args.in_cluster {
+        Mode::InCluster
+    } else {
+        let token = addonctl::serve::guard::new_token();
+        if token.expose_secret().is_empty() {
+            anyhow::bail!("this system gives no randomness for the sign-in token; the app store does not start without one");
+        }
+        Mode::Local { token }
+    };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| {
@@ -43,22 +48,32 @@ pub async fn run(
         })?;
     let addr = listener.local_addr()?;
     let options = ServeOptions {
-        mode: Mode::Local { token },
+        mode,
         addr,
         sync_interval: args.sync_interval,
     };
     let app = App::new(runtime, &options)?;
-    let url = app.access.login_url();
-    // The URL is the output: scripts read it from stdout.
-    writeln!(printer.stdout(), "{url}")?;
-    if !printer.quiet() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "app store on http://{addr}/ (Ctrl-C stops it); the URL above signs a browser in"
-        );
-    }
-    if !args.no_browser {
-        open_browser(&url);
+    if args.in_cluster {
+        writeln!(printer.stdout(), "http://{addr}/")?;
+        if !printer.quiet() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "app store on http://{addr}/ for callers with a bearer token the API server accepts (each acts as themselves); SIGTERM stops it"
+            );
+        }
+    } else {
+        let url = app.access.login_url();
+        // The URL is the output: scripts read it from stdout.
+        writeln!(printer.stdout(), "{url}")?;
+        if !printer.quiet() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "app store on http://{addr}/ (Ctrl-C stops it); the URL above signs a browser in"
+            );
+        }
+        if !args.no_browser {
+            open_browser(&url);
+        }
     }
     addonctl::serve::serve(listener, app, shutdown()).await?;
     Ok(ExitCode::SUCCESS)
