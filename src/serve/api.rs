@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::context::Session;
 use crate::source::catalog::Catalog;
-use crate::status::list::ListOptions;
 
 use super::error::{ApiError, ApiResult};
 use super::{App, Caller};
@@ -122,11 +121,16 @@ pub async fn list_addons(
 /// The catalogue as `session`'s caller may see it, narrowed by `filter`.
 pub async fn catalogue(app: &App, session: &Session, filter: &AddonFilter) -> ApiResult<AddonList> {
     let ctx = session.ctx();
-    let options = ListOptions {
-        registry: filter.registry.as_deref(),
+    let request = crate::ops::status::ListRequest {
+        registry: filter.registry.clone(),
         installed_only: filter.installed,
     };
-    let (rows, warnings) = crate::status::list(Some(ctx.state()), &ctx.catalog, &options).await?;
+    // A caller who may read the registries but not what is installed sees the catalogue with
+    // phase `unknown`, and why.
+    let report = crate::ops::status::list(session, &request).await?;
+    let rows = report.addons;
+    let mut warnings = report.warnings;
+    warnings.extend(report.unknown_phases);
     let tags = tags_by_addon(&ctx.catalog).await;
     let sees_system = app.visibility.may_see_system(session).await;
     let search = filter.search.as_deref().map(str::to_lowercase);

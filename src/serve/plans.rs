@@ -42,6 +42,8 @@ pub enum PlanAction {
     Upgrade,
     /// Remove an installed addon.
     Disable,
+    /// Go back to one of an installed addon's revisions.
+    Rollback,
 }
 
 /// `POST /api/v1/plans`.
@@ -68,6 +70,9 @@ pub struct PlanRequest {
     /// Also disable the dependencies nothing else needs (disable).
     #[serde(default)]
     pub prune_dependencies: bool,
+    /// The revision to go back to (rollback; default: the one before the deployed one).
+    #[serde(default)]
+    pub revision: Option<u32>,
 }
 
 /// Where a plan is.
@@ -415,6 +420,7 @@ fn verb(action: PlanAction) -> &'static str {
         PlanAction::Enable => "enable",
         PlanAction::Upgrade => "upgrade",
         PlanAction::Disable => "disable",
+        PlanAction::Rollback => "rollback",
     }
 }
 
@@ -438,6 +444,10 @@ async fn make(session: &Session, request: &PlanRequest) -> ApiResult<(Value, boo
                 .as_ref()
                 .is_none_or(crate::diff::Diff::has_differences);
             Ok((to_value(&preview)?, changes))
+        }
+        PlanAction::Rollback => {
+            let plan = rollback_plan(session, request).await?;
+            Ok((plan, true))
         }
         PlanAction::Disable => {
             let mut op = disable_op(request);
@@ -469,7 +479,64 @@ async fn run(session: &Session, request: &PlanRequest) -> ApiResult<Value> {
             let reports = crate::ops::disable::run(session, &disable_op(request)).await?;
             to_value(&reports)
         }
+        PlanAction::Rollback => {
+            let op = crate::ops::rollback::RollbackOp {
+                request: crate::ops::RollbackRequest {
+                    name: bare(&request.addon).to_owned(),
+                    revision: request.revision,
+                    ..crate::ops::RollbackRequest::default()
+                },
+                override_controller: false,
+            };
+            let report = Box::pin(crate::ops::rollback::run(session, &op)).await?;
+            to_value(&report)
+        }
     }
+}
+
+/// What a rollback would go back to: the deployed revision and the target one (its version
+/// and stored values; `secret()` values are references to the revision Secret, never values).
+async fn rollback_plan(session: &Session, request: &PlanRequest) -> ApiResult<Value> {
+    let history = crate::ops::status::history(
+        session,
+        &crate::ops::status::HistoryRequest {
+            addon: bare(&request.addon).to_owned(),
+        },
+    )
+    .await?;
+    let deployed = history
+        .revisions
+        .iter()
+        .rev()
+        .find(|r| r.status.to_string() == "deployed")
+        .or_else(|| history.revisions.last());
+    let target = match request.revision {
+        Some(number) => history.revisions.iter().find(|r| r.revision == number),
+        None => deployed.and_then(|d| {
+            history
+                .revisions
+                .iter()
+                .rev()
+                .find(|r| r.revision < d.revision)
+        }),
+    };
+    let Some(target) = target else {
+        return Err(ApiError::not_found(match request.revision {
+            Some(number) => format!(
+                "addon `{}` has no revision {number} (see its history)",
+                history.addon
+            ),
+            None => format!(
+                "addon `{}` has no revision before the deployed one to go back to",
+                history.addon
+            ),
+        }));
+    };
+    to_value(&serde_json::json!({
+        "addon": history.addon,
+        "from": deployed,
+        "to": target,
+    }))
 }
 
 fn to_value(value: &impl Serialize) -> ApiResult<Value> {
@@ -563,6 +630,9 @@ fn command_of(request: &PlanRequest) -> String {
     }
     if request.prune_dependencies {
         words.push("--prune-dependencies".to_owned());
+    }
+    if let Some(revision) = request.revision {
+        words.push(revision.to_string());
     }
     if let Some(values) = &request.values {
         flatten("", values, &mut words);
