@@ -27,6 +27,9 @@ pub struct ManifestOptions {
     /// Only what a controller run elsewhere (`addonctl controller` on a workstation) needs on
     /// the cluster: the CRD and the admission policy that keeps `Addon` authors true.
     pub crd_only: bool,
+    /// Also serve the app store (`addonctl serve --in-cluster`) from each replica, behind a
+    /// Service, with the rights to learn who a caller is and act as them.
+    pub serve: bool,
 }
 
 /// The documents, each with a comment saying why it is there.
@@ -150,8 +153,49 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
                           "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "approve"]},
                          {"apiGroups": ["addonctl.io"], "resources": ["addons/status"], "verbs": ["get"]}]}),
     ));
+    if options.serve {
+        out.push((
+            format!(
+                "The app store acts as each caller: it asks the API server whose a bearer token is\n\
+                 (tokenreviews) and makes every request as that user and their groups (impersonate), so\n\
+                 RBAC decides what they may do and the audit log names them. Addons tagged `system` are\n\
+                 shown only to those who may create addons.addonctl.io in `{ns}`"
+            ),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": format!("{NAME}-serve"), "labels": labels},
+                   "rules": [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                             {"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]}]}),
+        ));
+        out.push((
+            format!("Grants `{NAME}-serve` to the controller's ServiceAccount"),
+            binding(
+                "ClusterRoleBinding",
+                &format!("{NAME}-serve"),
+                "ClusterRole",
+                &format!("{NAME}-serve"),
+                ns,
+                &labels,
+            ),
+        ));
+        out.push((
+            "The app store's address inside the cluster (a plan is kept by the replica that made it:\n\
+             the Service keeps a client on one replica)"
+                .to_owned(),
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": format!("{NAME}-serve"), "namespace": ns, "labels": labels},
+                   "spec": {"selector": {"app.kubernetes.io/name": NAME},
+                            "sessionAffinity": "ClientIP",
+                            "ports": [{"name": "http", "port": 80, "targetPort": "serve"}]}}),
+        ));
+    }
     out.push((
-        "The controller: leader election through a Lease, so several replicas are safe".to_owned(),
+        if options.serve {
+            "The controller (leader election through a Lease, so several replicas are safe) and, in\n\
+             each replica, the app store"
+                .to_owned()
+        } else {
+            "The controller: leader election through a Lease, so several replicas are safe".to_owned()
+        },
         deployment(options, &labels),
     ));
     out
@@ -198,7 +242,7 @@ fn binding(kind: &str, name: &str, role_kind: &str, role: &str, ns: &str, labels
 fn deployment(options: &ManifestOptions, labels: &Value) -> Value {
     let probe =
         |path: &str| json!({"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10});
-    json!({
+    let mut deployment = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": NAME, "namespace": options.namespace, "labels": labels},
         "spec": {
@@ -229,7 +273,31 @@ fn deployment(options: &ManifestOptions, labels: &Value) -> Value {
                 }
             }
         }
-    })
+    });
+    if options.serve {
+        let serve = json!({
+            "name": "serve",
+            "image": options.image,
+            "args": ["serve", "--in-cluster", "--addr", "0.0.0.0:8080",
+                     "--system-namespace", options.namespace],
+            "ports": [{"name": "serve", "containerPort": 8080}],
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "serve"}, "periodSeconds": 10},
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": "serve"}, "periodSeconds": 10},
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                          "limits": {"memory": "256Mi"}},
+            "securityContext": {"allowPrivilegeEscalation": false,
+                                "readOnlyRootFilesystem": true,
+                                "capabilities": {"drop": ["ALL"]}},
+            "env": [{"name": "HOME", "value": "/tmp"}],
+            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        });
+        if let Some(containers) =
+            deployment["spec"]["template"]["spec"]["containers"].as_array_mut()
+        {
+            containers.push(serve);
+        }
+    }
+    deployment
 }
 
 /// The documents as one YAML stream, each preceded by its comment.
@@ -271,7 +339,43 @@ mod tests {
             replicas: 2,
             admin,
             crd_only: false,
+            serve: false,
         }
+    }
+
+    #[test]
+    fn the_serve_variant_adds_the_app_store_with_the_rights_to_act_as_callers_and_a_service() {
+        let documents = documents(&ManifestOptions {
+            serve: true,
+            ..options(false)
+        });
+        let role = documents
+            .iter()
+            .find(|(_, d)| {
+                d["metadata"]["name"] == "addonctl-controller-serve" && d["kind"] == "ClusterRole"
+            })
+            .map(|(_, d)| d.clone())
+            .unwrap();
+        assert_eq!(role["rules"][0]["resources"][0], "tokenreviews");
+        assert_eq!(role["rules"][1]["verbs"][0], "impersonate");
+        let service = documents
+            .iter()
+            .find(|(_, d)| d["kind"] == "Service")
+            .unwrap();
+        assert_eq!(service.1["spec"]["ports"][0]["targetPort"], "serve");
+        let deployment = &documents.last().unwrap().1;
+        let containers = deployment["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap();
+        assert_eq!(containers.len(), 2);
+        assert_eq!(containers[1]["args"][1], "--in-cluster");
+        // Without the flag nothing of it is there.
+        let plain = documents_without_serve();
+        assert!(plain.iter().all(|(_, d)| d["kind"] != "Service"));
+    }
+
+    fn documents_without_serve() -> Vec<(String, serde_json::Value)> {
+        documents(&options(false))
     }
 
     #[test]

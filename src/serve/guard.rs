@@ -28,6 +28,9 @@ use crate::context::Identity;
 /// The cookie that carries the token.
 pub const COOKIE: &str = "addonctl_token";
 
+/// The one path answered without a token (liveness and readiness; it says nothing else).
+pub const HEALTHZ: &str = "/healthz";
+
 /// The path that exchanges the printed URL's token for the cookie.
 pub const LOGIN: &str = "/login";
 
@@ -190,6 +193,7 @@ pub fn new_token() -> SecretString {
 pub async fn guard(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     let mut response = match check(&app.access, &request) {
         Err(refusal) => *refusal,
+        Ok(Pass::Health) => "ok\n".into_response(),
         Ok(Pass::Login) => login(&app, request).await,
         Ok(Pass::Token(token)) => match app.access.authenticate(&app, &token).await {
             Err(refusal) => *refusal,
@@ -205,6 +209,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut request: Request, next: Next
 }
 
 enum Pass {
+    Health,
     Login,
     Token(String),
 }
@@ -233,6 +238,9 @@ fn check(access: &Access, request: &Request) -> Result<Pass, Box<Response>> {
             "a request from another site may not change anything here".to_owned(),
             request,
         )));
+    }
+    if request.uri().path() == HEALTHZ && request.method() == Method::GET {
+        return Ok(Pass::Health);
     }
     if request.uri().path() == LOGIN && matches!(*request.method(), Method::GET | Method::POST) {
         return Ok(Pass::Login);

@@ -84,6 +84,10 @@ pub struct ManifestsArgs {
     /// arbitrary objects on the control plane need it).
     #[arg(long)]
     pub admin: bool,
+    /// Also serve the app store (`addonctl serve --in-cluster`) from each replica, with a
+    /// Service `addonctl-controller-serve` and the rights to act as each caller.
+    #[arg(long, conflicts_with = "crd_only")]
+    pub serve: bool,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,7 @@ pub fn manifests(
         replicas: args.replicas,
         admin: args.admin,
         crd_only: args.crd_only,
+        serve: args.serve,
     };
     write!(printer.stdout(), "{}", manifests::render(&options)?)?;
     Ok(ExitCode::SUCCESS)
