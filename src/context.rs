@@ -204,7 +204,7 @@ impl Runtime {
 
 /// Who asked for a session's work, as the front end knows them (the CLI: the kubeconfig's
 /// user, unnamed; a server: the authenticated user it acts for).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct Identity {
     /// The user name.
     pub user: String,

@@ -178,8 +178,8 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
             ),
         ));
         out.push((
-            "The app store's address inside the cluster (a plan is kept by the replica that made it:\n\
-             the Service keeps a client on one replica)"
+            "The app store's address inside the cluster (plans are kept in Secrets: any replica applies\n\
+             them; a client stays on one replica for its event stream's sake)"
                 .to_owned(),
             json!({"apiVersion": "v1", "kind": "Service",
                    "metadata": {"name": format!("{NAME}-serve"), "namespace": ns, "labels": labels},

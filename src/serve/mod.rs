@@ -16,6 +16,7 @@ pub mod guard;
 pub mod markdown;
 pub mod openapi;
 pub mod pages;
+pub mod plan_store;
 pub mod plans;
 pub mod registries;
 pub mod visibility;
@@ -127,7 +128,7 @@ impl App {
         Ok(Arc::new(App {
             runtime: RwLock::new(Arc::new(runtime)),
             access: guard::Access::new(options),
-            plans: plans::Store::default(),
+            plans: plans::Store::new(matches!(options.mode, Mode::InCluster)),
             events: events::Hub::default(),
             visibility: visibility::Cache::default(),
             workers: worker::Workers::start(threads)?,
@@ -259,6 +260,12 @@ async fn sync_every(app: Arc<App>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        if app.plans.persistent() {
+            let runtime = app.runtime();
+            if let Err(e) = plan_store::sweep(&runtime.cluster, &runtime.namespace).await {
+                tracing::warn!("expired plans were not deleted: {e}");
+            }
+        }
         let job = Arc::clone(&app);
         let synced = app
             .workers

@@ -131,15 +131,36 @@ struct Kept {
     owner: Option<Identity>,
     system: bool,
     made: Instant,
+    /// The resource version of its Secret, when plans are kept in the API server.
+    version: Option<String>,
 }
 
-/// The plans made and not yet applied (or applied recently), by id.
+/// The plans made and not yet applied (or applied recently), by id; in a cluster each also
+/// in the API server ([`super::plan_store`]).
 #[derive(Default)]
 pub struct Store {
     plans: Mutex<HashMap<String, Kept>>,
+    persistent: bool,
 }
 
 impl Store {
+    /// A store; `persistent`: plans are also kept in the API server.
+    pub fn new(persistent: bool) -> Self {
+        Store {
+            plans: Mutex::default(),
+            persistent,
+        }
+    }
+
+    /// Whether plans are also kept in the API server.
+    pub fn persistent(&self) -> bool {
+        self.persistent
+    }
+
+    fn has(&self, id: &str) -> bool {
+        self.plans.lock().is_ok_and(|plans| plans.contains_key(id))
+    }
+
     fn insert(&self, kept: Kept) {
         let Ok(mut plans) = self.plans.lock() else {
             return;
@@ -217,6 +238,29 @@ pub async fn plan(app: &App, caller: &Caller, request: PlanRequest) -> ApiResult
         plan,
         state: PlanState::Planned,
     };
+    let version = if app.plans.persistent() {
+        let runtime = app.runtime();
+        let persisted = super::plan_store::Persisted {
+            request: request.clone(),
+            shown: view.request.clone(),
+            plan: view.plan.clone(),
+            changes: view.changes,
+            command: view.command.clone(),
+            fingerprint: super::guard::hex(&fingerprint),
+            owner: caller.identity.clone(),
+            system,
+            made: super::plan_store::now(),
+        };
+        super::plan_store::write(
+            &runtime.cluster,
+            &runtime.namespace,
+            &view.plan_id,
+            &persisted,
+        )
+        .await?
+    } else {
+        None
+    };
     app.plans.insert(Kept {
         request,
         view: view.clone(),
@@ -224,8 +268,56 @@ pub async fn plan(app: &App, caller: &Caller, request: PlanRequest) -> ApiResult
         owner: caller.identity.clone(),
         system,
         made: Instant::now(),
+        version,
     });
     Ok(view)
+}
+
+/// Brings the plan `id` into memory from the API server when it is kept there and not here
+/// (made through another replica, or before a restart).
+pub async fn load(app: &App, id: &str) -> ApiResult<()> {
+    if !app.plans.persistent() || app.plans.has(id) {
+        return Ok(());
+    }
+    let runtime = app.runtime();
+    let Some((persisted, version)) =
+        super::plan_store::read(&runtime.cluster, &runtime.namespace, id).await?
+    else {
+        return Ok(());
+    };
+    let Some(fingerprint) = unhex(&persisted.fingerprint) else {
+        return Ok(());
+    };
+    let age =
+        std::time::Duration::from_secs(super::plan_store::now().saturating_sub(persisted.made));
+    app.plans.insert(Kept {
+        request: persisted.request,
+        view: PlanView {
+            plan_id: id.to_owned(),
+            request: persisted.shown,
+            changes: persisted.changes,
+            plan: persisted.plan,
+            state: PlanState::Planned,
+            command: persisted.command,
+        },
+        fingerprint,
+        owner: persisted.owner,
+        system: persisted.system,
+        made: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+        version: Some(version),
+    });
+    Ok(())
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// `GET /api/v1/plans/{planId}`.
@@ -244,6 +336,11 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<PlanView>> {
+    let job = Arc::clone(&app);
+    let plan_id = id.clone();
+    app.workers
+        .run(move || async move { load(&job, &plan_id).await })
+        .await??;
     view(&app, &caller, &id).map(Json)
 }
 
@@ -281,6 +378,11 @@ pub fn view(app: &App, caller: &Caller, id: &str) -> ApiResult<PlanView> {
 /// Starts applying the plan `id` of `caller`: refused (409) when it was applied already or
 /// when what it showed has changed; else the plan, now `applying`.
 pub async fn start(app: Arc<App>, caller: Caller, id: String) -> ApiResult<PlanView> {
+    let job = Arc::clone(&app);
+    let plan_id = id.clone();
+    app.workers
+        .run(move || async move { load(&job, &plan_id).await })
+        .await??;
     let taken = app
         .plans
         .with(&id, |kept| {
@@ -294,18 +396,28 @@ pub async fn start(app: Arc<App>, caller: Caller, id: String) -> ApiResult<PlanV
                 )));
             }
             kept.view.state = PlanState::Applying;
-            Some(Ok((kept.request.clone(), kept.fingerprint, kept.system)))
+            Some(Ok((
+                kept.request.clone(),
+                kept.fingerprint,
+                kept.system,
+                kept.version.clone(),
+            )))
         })
         .flatten()
         .ok_or_else(|| no_plan(&id))?;
-    let (request, fingerprint_then, system) = taken?;
+    let (request, fingerprint_then, system, version) = taken?;
     let job = Arc::clone(&app);
     let plan_id = id.clone();
     let job_caller = caller.clone();
     let checked = app
         .workers
         .run(move || async move {
-            check_and_apply(job, job_caller, plan_id, request, fingerprint_then, system).await
+            let then = Then {
+                fingerprint: fingerprint_then,
+                system,
+                version,
+            };
+            check_and_apply(job, job_caller, plan_id, request, then).await
         })
         .await
         .and_then(|checked| checked);
@@ -316,6 +428,13 @@ pub async fn start(app: Arc<App>, caller: Caller, id: String) -> ApiResult<PlanV
     view(&app, &caller, &id)
 }
 
+/// What a plan's apply checks against: what was kept when it was made.
+struct Then {
+    fingerprint: [u8; 32],
+    system: bool,
+    version: Option<String>,
+}
+
 /// Makes the plan again and, when it shows what it showed (`fingerprint_then`), starts its
 /// apply in the background (on this worker), its progress and outcome as events.
 async fn check_and_apply(
@@ -323,18 +442,29 @@ async fn check_and_apply(
     caller: Caller,
     id: String,
     request: PlanRequest,
-    fingerprint_then: [u8; 32],
-    system: bool,
+    then: Then,
 ) -> ApiResult<()> {
+    let system = then.system;
     let session = app.session(&caller, None);
     let (plan, _) = make(&session, &request).await?;
-    if fingerprint(&plan) != fingerprint_then {
+    if fingerprint(&plan) != then.fingerprint {
         return Err(ApiError::of_kind(
             ErrorKind::Conflict,
             format!(
                 "what plan `{id}` showed has changed since it was made (an object, the installed addons or the registry changed); nothing was written: make a new plan and check it"
             ),
         ));
+    }
+    if let Some(version) = &then.version {
+        let runtime = app.runtime();
+        let claimed =
+            super::plan_store::claim(&runtime.cluster, &runtime.namespace, &id, version).await?;
+        if !claimed {
+            return Err(ApiError::of_kind(
+                ErrorKind::Conflict,
+                format!("plan `{id}` is being applied through another replica (or was applied); make a new plan"),
+            ));
+        }
     }
     let reporter = Arc::new(PlanReporter::new(Arc::clone(&app), id.clone(), system));
     let worker = app.session(&caller, Some(reporter));
