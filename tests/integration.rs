@@ -36,6 +36,7 @@ mod requests;
 mod revisions;
 mod rollout;
 mod safety_authz;
+mod serve_cluster;
 mod safety_delete;
 mod sources;
 mod sources_git;
