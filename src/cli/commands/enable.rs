@@ -55,7 +55,7 @@ pub async fn run(
             preview,
             mode,
             args.output,
-            super::diff::Verb::Enable,
+            addonctl::ops::Verb::Enable,
         );
     }
     let consent = crate::cli::consent::Asking::unless(false, printer);
@@ -91,7 +91,7 @@ pub(crate) fn show_preview(
     preview: Preview,
     mode: PreviewMode,
     output: ReportFormat,
-    verb: super::diff::Verb,
+    verb: addonctl::ops::Verb,
 ) -> anyhow::Result<ExitCode> {
     match mode {
         PreviewMode::Client { .. } => print_plan(printer, &preview, output),
@@ -101,18 +101,18 @@ pub(crate) fn show_preview(
 
 /// One line per addon applied (with what was deleted, notes and the clusters the direct engine
 /// deployed to), then the addon's notes.
-fn print_reports(printer: Printer, reports: &[addonctl::apply::StepReport]) -> anyhow::Result<()> {
+fn print_reports(printer: Printer, reports: &[addonctl::ops::StepReport]) -> anyhow::Result<()> {
     let mut stdout = printer.stdout();
     for report in reports {
         let verb = match report.action {
-            addonctl::plan::Action::Install => "installed",
-            addonctl::plan::Action::Upgrade if report.unchanged() => "unchanged",
-            addonctl::plan::Action::Upgrade => "updated",
-            addonctl::plan::Action::Keep => "kept (already installed)",
+            addonctl::ops::Action::Install => "installed",
+            addonctl::ops::Action::Upgrade if report.unchanged() => "unchanged",
+            addonctl::ops::Action::Upgrade => "updated",
+            addonctl::ops::Action::Keep => "kept (already installed)",
         };
         let changed = match (report.action, report.changed.len()) {
-            (addonctl::plan::Action::Upgrade, 0) => ", none changed".to_owned(),
-            (addonctl::plan::Action::Upgrade, n) => format!(" ({n} changed)"),
+            (addonctl::ops::Action::Upgrade, 0) => ", none changed".to_owned(),
+            (addonctl::ops::Action::Upgrade, n) => format!(" ({n} changed)"),
             _ => String::new(),
         };
         writeln!(
