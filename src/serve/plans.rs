@@ -682,15 +682,20 @@ fn input(request: &PlanRequest) -> crate::params::Input {
     )
 }
 
+/// What an enable of `request` asks for (an upgrade asks the same of the installed addon).
+fn enable_request(request: &PlanRequest) -> crate::plan::EnableRequest {
+    crate::plan::EnableRequest {
+        reference: request.addon.clone(),
+        version: request.version.clone(),
+        args: input(request),
+        adopt: request.adopt,
+        ..crate::plan::EnableRequest::default()
+    }
+}
+
 fn enable_op(request: &PlanRequest) -> crate::ops::enable::EnableOp {
     crate::ops::enable::EnableOp {
-        request: crate::plan::EnableRequest {
-            reference: request.addon.clone(),
-            version: request.version.clone(),
-            args: input(request),
-            adopt: request.adopt,
-            ..crate::plan::EnableRequest::default()
-        },
+        request: enable_request(request),
         ..crate::ops::enable::EnableOp::default()
     }
 }
@@ -700,13 +705,7 @@ fn upgrade_op(request: &PlanRequest) -> crate::ops::upgrade::UpgradeOp {
         request: crate::apply::UpgradeRequest {
             name: bare(&request.addon).to_owned(),
             latest: false,
-            enable: crate::plan::EnableRequest {
-                reference: request.addon.clone(),
-                version: request.version.clone(),
-                args: input(request),
-                adopt: request.adopt,
-                ..crate::plan::EnableRequest::default()
-            },
+            enable: enable_request(request),
         },
         ..crate::ops::upgrade::UpgradeOp::default()
     }
