@@ -14,6 +14,7 @@ mod cli_vocabulary;
 mod control_plane;
 mod controller;
 mod controller_faults;
+mod controller_readiness;
 mod controller_rollout;
 mod controller_trust;
 mod controller_truth;

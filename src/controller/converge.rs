@@ -88,13 +88,15 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
     }
     match converge(addon, data, &current).await {
         Ok((status, action, skipped)) => {
-            data.shared.reconciled(None);
             data.update_memo(&name, |memo| {
                 memo.failures = 0;
                 memo.failed_generation = None;
                 memo.retry_at = None;
             });
+            // A status that cannot be written is a failed reconcile (counted by the error
+            // policy), not a success.
             write_status(data, &name, &current, &status).await?;
+            data.shared.reconciled(None);
             data.shared
                 .metrics
                 .reconciled(&name, started.elapsed(), false, skipped);
@@ -112,8 +114,9 @@ pub(super) async fn apply(addon: &Addon, data: &Data) -> Result<Action> {
             Ok(action)
         }
         Err(error) => {
-            data.shared.reconciled(Some(&error));
+            // When the failure cannot even be recorded, the error policy counts that one.
             let action = record_failure(addon, data, &current, &error).await?;
+            data.shared.reconciled(Some(&error));
             data.shared
                 .metrics
                 .reconciled(&name, started.elapsed(), true, false);

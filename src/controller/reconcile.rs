@@ -274,6 +274,8 @@ async fn set_finalizers(data: &Data, addon: &Addon, finalizers: &[&String]) -> R
 fn error_policy(addon: Arc<Addon>, error: &Error, data: Arc<Data>) -> Action {
     let name = addon.name_any();
     tracing::warn!(addon = %name, "reconcile failed: {error}");
+    // Counted for `/readyz`: a controller that cannot write its `Addon`s cannot reconcile.
+    data.shared.reconciled(Some(error));
     let mut failures = 0;
     data.update_memo(&name, |memo| {
         memo.failures += 1;
