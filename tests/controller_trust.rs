@@ -465,3 +465,97 @@ async fn an_installation_made_with_the_cli_is_taken_over_only_when_asked_and_rel
     let _ = stop.send(());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(30), controller).await;
 }
+
+/// An addon whose auxiliary output is the CRD `gizmos.<group>` (a ConfigMap beside it).
+fn with_crd(name: &str, group: &str) -> TestAddon {
+    let template = format!(
+        r#"let ns = context.namespace;
+let objects = [#{{ apiVersion: "v1", kind: "ConfigMap", metadata: #{{ name: "{name}-cm", namespace: ns }}, data: #{{ a: "1" }} }}];
+#{{ output: application(#{{ components: [k8s_objects("{name}", objects)],
+    policies: [topology("where", parameter.clusters)] }}),
+   outputs: #{{ crd: #{{ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition",
+       metadata: #{{ name: "gizmos.{group}" }},
+       spec: #{{ group: "{group}", scope: "Namespaced",
+           names: #{{ plural: "gizmos", singular: "gizmo", kind: "Gizmo", listKind: "GizmoList" }},
+           versions: [#{{ name: "v1", served: true, storage: true,
+               schema: #{{ openAPIV3Schema: #{{ type: "object", "x-kubernetes-preserve-unknown-fields": true }} }} }}] }} }} }} }}
+"#
+    );
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: 1.0.0\ndescription: Fixture {name}\n"),
+        )
+        .file(
+            "parameter.rhai",
+            "#{\n    clusters: list(string()).optional(),\n}\n",
+        )
+        .file("template.rhai", &template)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_addon_replacing_a_crd_it_does_not_own_is_refused_unless_allowed_and_flagged() {
+    const CRD: Kind = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    let sb = Sandbox::with_kubevela().await.direct();
+    let group = format!("{}.example.com", sb.ns());
+    let crd_name = format!("gizmos.{group}");
+    let addon_dir = with_crd("gizmos", &group);
+    let sb = sb.registries(&[&addon_dir]);
+    install_crd(&sb).await;
+    ensure_namespace(&sb).await;
+    sb.clean_up_on(Env::get().control_plane(), CRD, None, &crd_name);
+    // Someone else's CRD of that name, already there.
+    sb.api()
+        .apply(
+            &json!({"apiVersion": CRD.0, "kind": CRD.1,
+                    "metadata": {"name": crd_name, "labels": {"owner": "someone-else"}},
+                    "spec": {"group": group, "scope": "Namespaced",
+                             "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+                             "versions": [{"name": "v1", "served": true, "storage": true,
+                                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+            sb.ns(),
+        )
+        .await
+        .unwrap();
+    let (controller, stop, admin, _) =
+        in_process(&sb, &[&addon_dir], addonctl::controller::Backoff::default()).await;
+
+    // Refused as the review flags it (`enable --dry-run` does too): nothing applied.
+    admin_writes(&sb, "gizmos", json!({"clusters": ["local"]})).await;
+    let refused = error_with(&sb, "gizmos", "allow `customResourceDefinition`").await;
+    let error = refused["status"]["lastError"].as_str().unwrap();
+    assert!(error.contains(&crd_name), "{error}");
+    assert!(error.contains("not created by addonctl"), "{error}");
+    assert_eq!(condition(&refused, "Ready").unwrap()["reason"], "Refused");
+    assert!(wait_event(&sb, "gizmos", "Refused")
+        .await
+        .contains(&crd_name));
+    assert!(get_on(&admin, Kind::CONFIG_MAP, Some(sb.ns()), "gizmos-cm")
+        .await
+        .is_none());
+    let crd = get_on(&admin, CRD, None, &crd_name).await.unwrap();
+    assert_eq!(crd["metadata"]["labels"]["owner"], "someone-else");
+    assert!(
+        crd["metadata"]["labels"]
+            .as_object()
+            .is_some_and(|l| l.len() == 1),
+        "the CRD was written: {crd:#}"
+    );
+
+    // Allowed by an approver (with the adoption it is): applied, and the flag is shown.
+    admin_writes(
+        &sb,
+        "gizmos",
+        json!({"clusters": ["local"], "allow": ["customResourceDefinition", "adopts"]}),
+    )
+    .await;
+    let applied = crate::controller::wait_ready(&sb, "gizmos").await;
+    assert!(
+        applied["status"]["flags"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f.as_str().unwrap().contains(&crd_name))),
+        "{applied:#}"
+    );
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), controller).await;
+}

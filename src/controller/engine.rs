@@ -170,6 +170,59 @@ pub fn plan_flags(ctx: &Context, plan: &crate::plan::Plan) -> Vec<crate::plan::p
         .collect()
 }
 
+/// The CustomResourceDefinitions among the plan's auxiliary outputs that are on the control
+/// plane already and that the addon's record does not list: applying would replace a CRD the
+/// addon does not own (flagged as `enable --dry-run`'s review flags it). One read of the record
+/// and one GET per such CRD, only for addons that render CRDs.
+async fn replaced_crds(
+    ctx: &Context,
+    plan: &crate::plan::Plan,
+) -> Result<Vec<crate::plan::protect::Flag>> {
+    let gvk =
+        kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let mut out = Vec::new();
+    for step in plan
+        .steps
+        .iter()
+        .filter(|s| s.action != crate::plan::Action::Keep)
+    {
+        let rendered = &step.rendered;
+        let crds: Vec<(&String, crate::state::record::ObjectRef)> = rendered
+            .outputs
+            .iter()
+            .filter_map(|(key, object)| Some((key, crate::state::record::ObjectRef::of(object)?)))
+            .filter(|(_, reference)| reference.kind == "CustomResourceDefinition")
+            .collect();
+        if crds.is_empty() {
+            continue;
+        }
+        let record = ctx.state().record(&rendered.name).await?;
+        for (key, reference) in crds {
+            let owned = record
+                .as_ref()
+                .is_some_and(|r| r.inventory.iter().any(|o| o.name == reference.name));
+            if owned {
+                continue;
+            }
+            let present = ctx
+                .cluster
+                .get(&gvk, None, &reference.name)
+                .await
+                .map_err(crate::Error::from)?
+                .is_some();
+            if present {
+                out.push(crate::plan::protect::Flag {
+                    addon: rendered.name.clone(),
+                    kind: crate::plan::protect::FlagKind::CustomResourceDefinition,
+                    object: format!("{reference} (auxiliary output `{key}`) on cluster `local`"),
+                    reason: "already present and not created by addonctl for this addon: applying replaces it".to_owned(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Before anything is applied: only `secret()` parameters are read from Secrets; what the
 /// review flags is allowed by `spec.allow` (returned, to be shown); the author may do what the
 /// plan does (see [`super::trust`]). Sets the plan's adoption per `spec.allow`.
@@ -197,7 +250,8 @@ async fn vouch(
     if let Some(author) = &trust.author {
         super::trust::authorize(ctx, plan, author, &trust.reviews).await?;
     }
-    let flags = plan_flags(ctx, plan);
+    let mut flags = plan_flags(ctx, plan);
+    flags.extend(replaced_crds(ctx, plan).await?);
     super::trust::refuse_flags(&flags, &trust.allow)?;
     plan.adopt = trust.allow.contains(&super::crd::Allowance::Adopts);
     Ok(flags.iter().map(ToString::to_string).collect())
