@@ -273,8 +273,15 @@ fn cross_site_allowed(headers: &HeaderMap, method: &Method, host: &str) -> bool 
         return false;
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let expected = format!("http://{host}");
-        if origin.to_str().ok() != Some(expected.as_str()) {
+        // The server's own origin: plain HTTP here, or HTTPS where a proxy in front of it
+        // ends TLS (in a cluster).
+        let own = origin.to_str().ok().is_some_and(|origin| {
+            origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                == Some(host)
+        });
+        if !own {
             return is_safe(method) && origin.as_bytes() != b"null";
         }
     }
