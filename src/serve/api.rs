@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::context::Session;
 use crate::source::catalog::Catalog;
 
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, Query};
 use super::{App, Caller};
 
 /// The API's routes.

@@ -132,5 +132,47 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<axum::extract::rejection::JsonRejection> for ApiError {
+    /// A body that is not the JSON asked for: 413 when over the limit (the body is not read
+    /// past it), 415 without a JSON content type, else 400.
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "toolarge",
+                format!("the body is over {} KiB; send less", super::MAX_BODY / 1024),
+            ),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "invalid",
+                rejection.body_text(),
+            ),
+            _ => ApiError::invalid(rejection.body_text()),
+        }
+    }
+}
+
+/// A query string read into `T`, refused as a JSON [`ApiError`] (400) when it does not fit.
+#[derive(Debug, Clone, Default)]
+pub struct Query<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Query<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|rejection| ApiError::invalid(rejection.body_text()))
+    }
+}
+
 /// What a handler answers.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;

@@ -22,6 +22,9 @@ pub mod registries;
 pub mod visibility;
 pub mod worker;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};

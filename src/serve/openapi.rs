@@ -30,6 +30,7 @@ use utoipa::OpenApi;
         document,
     ),
     components(schemas(super::ApiError, super::error::FieldError)),
+    modifiers(&Guarded),
     tags(
         (name = "addons", description = "The catalogue and the installed addons"),
         (name = "registries", description = "Where addons are read from"),
@@ -38,6 +39,83 @@ use utoipa::OpenApi;
     )
 )]
 pub struct ApiDoc;
+
+/// What [`super::guard`] answers before any handler, on every operation: 401 without the
+/// token, 421 for another `Host`, and for changes 403 from another site and 413 for a body over
+/// [`super::MAX_BODY`]; 503 past [`super::REQUEST_TIMEOUT`]. With the two ways of carrying the
+/// token as security schemes.
+struct Guarded;
+
+impl utoipa::Modify for Guarded {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{
+            ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityRequirement, SecurityScheme,
+        };
+        use utoipa::openapi::{Content, Ref, ResponseBuilder};
+
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    Content::new(Some(Ref::from_schema_name("ApiError"))),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                (false, item.get.as_mut()),
+                (true, item.post.as_mut()),
+                (true, item.put.as_mut()),
+                (true, item.delete.as_mut()),
+                (true, item.patch.as_mut()),
+            ];
+            for (changes, operation) in operations {
+                let Some(operation) = operation else {
+                    continue;
+                };
+                let mut common = vec![
+                    ("401", "No valid token (cookie or `Authorization: Bearer`)"),
+                    (
+                        "421",
+                        "The `Host` header is not the address the server is bound to",
+                    ),
+                    (
+                        "503",
+                        "Not answered in time, or the API server is unavailable",
+                    ),
+                ];
+                if changes {
+                    common.push((
+                        "403",
+                        "From another site (`Origin`, `Sec-Fetch-Site`), or the caller may not",
+                    ));
+                    common.push(("413", "The body is over the server's limit"));
+                }
+                for (status, description) in common {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error(description).into());
+                }
+            }
+        }
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        components.add_security_scheme(
+            "cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(super::guard::COOKIE))),
+        );
+        openapi.security = Some(vec![
+            SecurityRequirement::new("bearer", Vec::<String>::new()),
+            SecurityRequirement::new("cookie", Vec::<String>::new()),
+        ]);
+    }
+}
 
 /// The document as JSON text (pretty, with a final newline: what is committed).
 pub fn json() -> String {

@@ -208,7 +208,7 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     body: Result<Json<PlanRequest>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<PlanView>)> {
-    let Json(request) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let Json(request) = body.map_err(ApiError::from)?;
     let job = Arc::clone(&app);
     let view = app
         .workers
