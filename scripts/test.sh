@@ -8,6 +8,7 @@
 #   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binaries
 #     (Helm 3, and Helm 4 built from the Go module proxy) for the registry tests;
 #   - the real `vela` CLI (v1.10.9, built from the Go module proxy) for the interop tests;
+#   - Debian's chromium and chromium-driver for the web UI's browser tests;
 #   - the CUE oracle (the real Go CUE evaluator, v0.9.2 as KubeVela 1.10 uses, built once and
 #     cached), which re-checks the goldens of the CUE corpus tests/cue/cases before the cargo
 #     tests compare addonctl's evaluator with them;
@@ -66,6 +67,12 @@ bash scripts/sources/sshd-git.sh install
 if ! command -v lighttpd >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null; }
+fi
+
+# The web UI's browser tests (tests/serve_browser.rs) drive Debian's Chromium through chromedriver.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }
 fi
 
 echo "== CUE oracle: the goldens of the corpus and of the CUE fixture addons still what the real CUE evaluator gives =="
