@@ -249,7 +249,7 @@ async fn reconcile_one(addon: Arc<Addon>, data: Arc<Data>) -> Result<Action> {
         set_finalizers(&data, &addon, &all).await?;
         return Ok(Action::await_change());
     }
-    converge::apply(&addon, &data).await
+    Box::pin(converge::apply(&addon, &data)).await
 }
 
 /// Replaces the `Addon`'s finalizers, as long as it is unchanged since it was read (its

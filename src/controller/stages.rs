@@ -511,10 +511,9 @@ fn set_conditions(
                 .and_then(|c| reason_phase(&c.reason))
                 .filter(|p| matches!(p, CliPhase::Enabling | CliPhase::Upgrading));
             let phase = match (mixed, before) {
-                (Some(true), _) => CliPhase::Upgrading,
+                (Some(true), _) | (None, None) => CliPhase::Upgrading,
                 (Some(false), _) => CliPhase::Enabling,
                 (None, Some(before)) => before,
-                (None, None) => CliPhase::Upgrading,
             };
             set(
                 status,
