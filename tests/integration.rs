@@ -38,6 +38,7 @@ mod revisions;
 mod rollout;
 mod safety_authz;
 mod safety_delete;
+mod serve_api;
 mod serve_browser;
 mod serve_cluster;
 mod sources;

@@ -153,7 +153,6 @@ fn assert_hardened(response: &Response) {
             "content-security-policy",
             super::guard::CONTENT_SECURITY_POLICY,
         ),
-        ("cache-control", "no-store"),
     ] {
         assert_eq!(
             headers.get(name).and_then(|v| v.to_str().ok()),
@@ -162,6 +161,18 @@ fn assert_hardened(response: &Response) {
             response.status()
         );
     }
+    // Nothing is kept by a cache; an event stream says `no-cache` (SSE's own), the rest `no-store`.
+    let streamed = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let cache = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok());
+    assert!(
+        cache == Some("no-store") || (streamed && cache == Some("no-cache")),
+        "cache-control on an answer {}: {headers:?}",
+        response.status()
+    );
     let cors: Vec<_> = headers
         .keys()
         .filter(|name| name.as_str().starts_with("access-control-"))
@@ -733,6 +744,40 @@ async fn a_plan_of_another_caller_or_unknown_is_not_found_and_not_applied() {
     let response = send(&app, post_json("/api/v1/plans/0000/apply", "")).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(json_of(response).await["code"], "notfound");
+}
+
+#[tokio::test]
+async fn event_streams_are_capped_and_a_closed_one_frees_its_place() {
+    let api = api(true);
+    let app = app(&api);
+    let open_stream = || async {
+        send(
+            &app,
+            request(Method::GET, "/api/v1/events")
+                .body(Body::empty())
+                .expect("a request"),
+        )
+        .await
+    };
+    let mut streams = Vec::new();
+    for _ in 0..super::events::MAX_STREAMS {
+        let response = open_stream().await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_hardened(&response);
+        streams.push(response);
+    }
+    assert_eq!(app.events.streams(), super::events::MAX_STREAMS);
+    let refused = open_stream().await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(json_of(refused).await["code"], "unavailable");
+    assert_eq!(app.events.streams(), super::events::MAX_STREAMS);
+    drop(streams.pop());
+    assert_eq!(app.events.streams(), super::events::MAX_STREAMS - 1);
+    let again = open_stream().await;
+    assert_eq!(again.status(), StatusCode::OK);
+    drop(streams);
+    drop(again);
+    assert_eq!(app.events.streams(), 0);
 }
 
 /// Where the committed document is.

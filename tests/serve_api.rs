@@ -1,0 +1,769 @@
+//! The app store's JSON API against the real API servers: `addonctl serve` runs as a child
+//! process (stopped by its PID), requests carry the printed token as `Authorization: Bearer`.
+//! The catalogue and an addon's detail; plan → apply → enabled, with its events on the stream;
+//! a plan applied twice, or after the cluster changed, answers 409 and writes nothing; a
+//! disable plan names what it deletes; a system addon is invisible to a caller whose group may
+//! not declare addons, in every endpoint and on the event stream, and visible once a group
+//! binding grants it; no registry credential in any answer. Every wait is bounded.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, PostParams};
+use serde_json::{json, Value};
+
+use crate::support::builders::TestAddon;
+use crate::support::k8s::{Env, Sandbox};
+
+/// The longest wait for anything: a server to start, an apply to finish, an event to come.
+const WAIT: Duration = Duration::from_secs(180);
+
+/// A running `addonctl serve`, stopped (by its PID) when dropped.
+struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `addonctl serve --no-browser` of `command`, once it printed its URL.
+fn serve(mut command: Command) -> Server {
+    command
+        .args(["serve", "--no-browser", "--addr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().expect("addonctl serve starts");
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = sender.send(line);
+    });
+    let line = receiver.recv_timeout(Duration::from_secs(60));
+    let Ok(line) = line else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("addonctl serve printed no URL within 60 s");
+    };
+    let url = line.trim();
+    let (base, token) = url
+        .split_once("/login?token=")
+        .unwrap_or_else(|| panic!("not the sign-in URL: {url}"));
+    assert!(base.starts_with("http://127.0.0.1:"), "{url}");
+    Server {
+        child,
+        base: base.to_owned(),
+        token: token.to_owned(),
+        client: reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    }
+}
+
+impl Server {
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = self
+            .client
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if method == reqwest::Method::GET {
+            request
+        } else {
+            request.header("origin", &self.base)
+        }
+    }
+
+    /// The status and body (JSON, or the text as a string) of a request.
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.request(method, path).timeout(WAIT);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// A plan of `body`, which must be made.
+    async fn plan(&self, body: Value) -> Value {
+        let (status, plan) = self.post("/api/v1/plans", body.clone()).await;
+        assert_eq!(status, 201, "plan of {body}: {plan}");
+        plan
+    }
+
+    /// Applies `plan` and waits (bounded) until it succeeded; its final view.
+    async fn apply(&self, plan: &Value) -> Value {
+        let id = plan["planId"].as_str().unwrap();
+        let (status, answer) = self
+            .post(&format!("/api/v1/plans/{id}/apply"), json!({}))
+            .await;
+        assert_eq!(status, 202, "apply of {id}: {answer}");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, view) = self.get(&format!("/api/v1/plans/{id}")).await;
+            match view["state"].as_str() {
+                Some("succeeded") => return view,
+                Some("failed") => panic!("the apply of {id} failed: {view}"),
+                _ => {}
+            }
+            assert!(Instant::now() < deadline, "apply of {id} not done: {view}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Waits (bounded) until `addon`'s phase is `phase`.
+    async fn until_phase(&self, addon: &str, phase: &str) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (status, body) = self.get(&format!("/api/v1/addons/{addon}/status")).await;
+            if status == 200 && body["phase"] == phase {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{addon} not {phase}: {status} {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The event stream, read in the background.
+    async fn events(&self) -> Events {
+        let response = self
+            .request(reqwest::Method::GET, "/api/v1/events")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream")));
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            let mut response = response;
+            let mut pending = String::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                pending.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = pending.find("\n\n") {
+                    let frame: String = pending.drain(..end + 2).collect();
+                    let data: String = frame
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(str::trim_start)
+                        .collect();
+                    if let Ok(event) = serde_json::from_str::<Value>(&data) {
+                        if sender.send(event).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Events {
+            receiver,
+            seen: Vec::new(),
+            reader,
+        }
+    }
+}
+
+/// Events of one stream, as they came.
+struct Events {
+    receiver: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    seen: Vec<Value>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Events {
+    /// Waits at most `limit` for an event `wanted` accepts; it, and how long it took.
+    async fn until(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
+        if let Some(found) = self.seen.iter().find(|e| wanted(e)) {
+            return found.clone();
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match tokio::time::timeout_at(deadline, self.receiver.recv()).await {
+                Ok(Some(event)) => {
+                    self.seen.push(event.clone());
+                    if wanted(&event) {
+                        return event;
+                    }
+                }
+                Ok(None) => panic!("the event stream ended before {what}: {:?}", self.seen),
+                Err(_) => panic!("no {what} within {limit:?}; events: {:?}", self.seen),
+            }
+        }
+    }
+}
+
+/// A fixture addon: one ConfigMap `<name>-config`, tagged `tags`.
+fn config_addon(name: &str, tags: &str) -> TestAddon {
+    TestAddon::new(name)
+        .file(
+            "metadata.yaml",
+            &format!("name: {name}\nversion: 1.0.0\ndescription: Fixture {name}\ntags: [{tags}]\n"),
+        )
+        .file(
+            "resources/config.yaml",
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  a: b\n"),
+        )
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["addons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a catalogue: {list}"))
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_apply_events_and_stale_plans_through_the_api() {
+    let tiny = config_addon("serve-tiny", "demo");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&tiny]);
+    let server = serve(sb.command());
+
+    // The catalogue: the built-in addons with their tags, and the local registry's.
+    let (status, list) = server.get("/api/v1/addons").await;
+    assert_eq!(status, 200, "{list}");
+    let all = names(&list);
+    for name in [
+        "uptime-beacon",
+        "node-pulse",
+        "strongbox-operator",
+        "serve-tiny",
+    ] {
+        assert!(all.iter().any(|n| n == name), "{name} missing: {all:?}");
+    }
+    let beacon = list["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "uptime-beacon")
+        .unwrap();
+    assert_eq!(beacon["tags"], json!(["monitoring", "http"]), "{beacon}");
+    assert_eq!(beacon["phase"], "disabled", "{beacon}");
+    let (_, tagged) = server.get("/api/v1/addons?tag=monitoring").await;
+    assert!(
+        names(&tagged).contains(&"uptime-beacon".to_owned()),
+        "{tagged}"
+    );
+    assert!(
+        !names(&tagged).contains(&"serve-tiny".to_owned()),
+        "{tagged}"
+    );
+
+    // One addon: its README as HTML, its parameters' schema, its versions.
+    let (status, detail) = server.get("/api/v1/addons/uptime-beacon").await;
+    assert_eq!(status, 200, "{detail}");
+    assert!(
+        detail["readmeHtml"]
+            .as_str()
+            .is_some_and(|h| h.contains("<h")),
+        "{detail}"
+    );
+    assert_eq!(
+        detail["parameters"]["properties"]["timeoutSeconds"]["maximum"], 60,
+        "{detail}"
+    );
+    assert!(
+        detail["versions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("v1.0.0"))),
+        "{detail}"
+    );
+    let (status, missing) = server.get("/api/v1/addons/no-such-addon").await;
+    assert_eq!((status, missing["code"].as_str()), (404, Some("notfound")));
+
+    // A plan made, then the same change made by someone else: its apply is refused (409) and
+    // writes nothing; the plan stays unapplied.
+    let stale = server
+        .plan(json!({"action": "enable", "addon": "serve-tiny"}))
+        .await;
+    assert_eq!(stale["changes"], true, "{stale}");
+    assert!(stale.to_string().contains("serve-tiny-config"), "{stale}");
+    sb.cli().args(["enable", "serve-tiny"]).assert().success();
+    let before = sb.resource_versions().await;
+    let id = stale["planId"].as_str().unwrap();
+    let (status, refused) = server
+        .post(&format!("/api/v1/plans/{id}/apply"), json!({}))
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    assert_eq!(sb.resource_versions().await, before);
+    let (_, view) = server.get(&format!("/api/v1/plans/{id}")).await;
+    assert_eq!(view["state"], "planned", "{view}");
+
+    // Plan → apply → enabled, with its events on the stream.
+    let mut events = server.events().await;
+    let plan = server
+        .plan(json!({"action": "enable", "addon": "uptime-beacon",
+                     "values": {"timeoutSeconds": 15}}))
+        .await;
+    assert_eq!(plan["state"], "planned", "{plan}");
+    assert!(
+        plan["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("addonctl enable uptime-beacon")
+                && c.contains("timeoutSeconds=15")),
+        "{plan}"
+    );
+    let id = plan["planId"].as_str().unwrap().to_owned();
+    let done = server.apply(&plan).await;
+    assert!(
+        done["report"].is_array() || done["report"].is_object(),
+        "{done}"
+    );
+    let applied = events
+        .until(Duration::from_secs(30), "the `applied` event", |e| {
+            e["type"] == "applied" && e["planId"] == id.as_str()
+        })
+        .await;
+    assert_eq!(applied["outcome"], "succeeded", "{applied}");
+    events
+        .until(Duration::from_secs(30), "a progress event", |e| {
+            e["type"] == "progress" && e["planId"] == id.as_str()
+        })
+        .await;
+    events
+        .until(Duration::from_secs(30), "the `addon` event", |e| {
+            e["type"] == "addon" && e["addon"] == "uptime-beacon"
+        })
+        .await;
+    let status = server.until_phase("uptime-beacon", "enabled").await;
+    assert_eq!(status["installedVersion"], "v1.0.0", "{status}");
+
+    // The same plan again: refused, nothing written.
+    let before = sb.resource_versions().await;
+    let (status, again) = server
+        .post(&format!("/api/v1/plans/{id}/apply"), json!({}))
+        .await;
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(sb.resource_versions().await, before);
+
+    // An upgrade planned, then the values changed by another command: refused.
+    let upgrade = server
+        .plan(json!({"action": "upgrade", "addon": "uptime-beacon",
+                     "values": {"timeoutSeconds": 20}}))
+        .await;
+    sb.cli()
+        .args(["upgrade", "uptime-beacon", "timeoutSeconds=30"])
+        .assert()
+        .success();
+    let before = sb.resource_versions().await;
+    let upgrade_id = upgrade["planId"].as_str().unwrap();
+    let (status, refused) = server
+        .post(&format!("/api/v1/plans/{upgrade_id}/apply"), json!({}))
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(sb.resource_versions().await, before);
+
+    // A disable plan names what it deletes; applied, the addon is disabled.
+    let (_, objects) = server.get("/api/v1/addons/serve-tiny/status").await;
+    assert_eq!(objects["phase"], "enabled", "{objects}");
+    let disable = server
+        .plan(json!({"action": "disable", "addon": "serve-tiny"}))
+        .await;
+    assert_eq!(disable["changes"], true, "{disable}");
+    assert!(
+        disable["plan"].to_string().contains("serve-tiny-config"),
+        "the disable plan does not name the ConfigMap it deletes: {disable}"
+    );
+    assert!(sb
+        .get(crate::support::k8s::Kind::CONFIG_MAP, "serve-tiny-config")
+        .await
+        .is_some());
+    server.apply(&disable).await;
+    server.until_phase("serve-tiny", "disabled").await;
+}
+
+/// A token of ServiceAccount `name` in `namespace` (created), valid 10 minutes.
+async fn token_of(sb: &Sandbox, namespace: &str, name: &str) -> String {
+    let accounts: Api<ServiceAccount> = Api::namespaced(sb.api().client().clone(), namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    let _ = accounts.create(&PostParams::default(), &account).await;
+    let request: TokenRequest =
+        serde_json::from_value(json!({"spec": {"expirationSeconds": 600}})).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await
+        {
+            Ok(answer) => return answer.status.unwrap().token,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("token of {namespace}/{name} not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("no token of {namespace}/{name}: {e}"),
+        }
+    }
+}
+
+/// A kubeconfig for the sandbox's API server with `token`.
+fn kubeconfig_with(sb: &Sandbox, dir: &Path, token: &str) -> std::path::PathBuf {
+    let file = dir.join("kubeconfig");
+    let text = serde_json::to_string(&json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": sb.cluster.server,
+            "certificate-authority": Env::get().ca_file}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}],
+    }))
+    .unwrap();
+    fs_err::write(&file, text).unwrap();
+    file
+}
+
+/// `addonctl` of the sandbox acting with `kubeconfig`.
+fn command_with(sb: &Sandbox, kubeconfig: &Path, registries: &[&TestAddon]) -> Command {
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin("addonctl"));
+    command
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBEVELA_SYSTEM_NAMESPACE")
+        .env_remove("ADDONCTL_ENGINE")
+        .env("NO_COLOR", "1")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--system-namespace", sb.ns(), "--engine", "direct"]);
+    for addon in registries {
+        command.arg("--registry-dir").arg(addon.path());
+    }
+    command
+}
+
+/// Binds `role` (a `kind`: Role or ClusterRole) to `group` in the sandbox's namespace.
+async fn bind_group(sb: &Sandbox, name: &str, kind: &str, role: &str, group: &str) {
+    sb.api()
+        .apply(
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": name, "namespace": sb.ns()},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+                    "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group}]}),
+            sb.ns(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits (bounded) until the holder of `kubeconfig` may (or may not) create addons in the
+/// sandbox's namespace, as the API server's authorizer says.
+async fn until_may_declare(sb: &Sandbox, kubeconfig: &Path, may: bool) {
+    let caller = addonctl::cluster::Cluster::connect(&addonctl::cluster::ConnectOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        ..addonctl::cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while caller
+        .can_i("create", "addonctl.io", "addons", Some(sb.ns()))
+        .await
+        .unwrap()
+        != may
+    {
+        assert!(Instant::now() < deadline, "the binding is not effective");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // And that they may read the state the server reads.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !caller
+        .can_i("watch", "", "secrets", Some(sb.ns()))
+        .await
+        .unwrap()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the read binding is not effective"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_addon_is_seen_only_through_a_group_that_may_declare_addons() {
+    let hidden = config_addon("serve-hidden", "system, demo");
+    let open = config_addon("serve-open", "demo");
+    let sb = Sandbox::without_kubevela()
+        .await
+        .direct()
+        .registries(&[&hidden, &open]);
+    sb.api()
+        .create_if_missing(&json!({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": sb.ns()}}))
+        .await
+        .unwrap();
+    // A ServiceAccount of another namespace reads addonctl's state through its namespace's
+    // group, bound to the shipped read-only ClusterRole; it may not declare addons.
+    let callers = sb.other_namespace("callers").await;
+    let group = format!("system:serviceaccounts:{callers}");
+    for role in addonctl::apply::access::roles() {
+        sb.api().apply(&role, sb.ns()).await.unwrap();
+    }
+    bind_group(
+        &sb,
+        "callers-read",
+        "ClusterRole",
+        "addonctl-viewer",
+        &group,
+    )
+    .await;
+    let token = token_of(&sb, &callers, "reader").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig_with(&sb, dir.path(), &token);
+    until_may_declare(&sb, &kubeconfig, false).await;
+
+    let reader = serve(command_with(&sb, &kubeconfig, &[&hidden, &open]));
+    let admin = serve(sb.command());
+    let (status, list) = reader.get("/api/v1/addons").await;
+    assert_eq!(status, 200, "{list}");
+    assert!(names(&list).contains(&"serve-open".to_owned()), "{list}");
+    assert!(!list.to_string().contains("serve-hidden"), "{list}");
+    for search in [
+        "?search=serve",
+        "?tag=system",
+        "?tag=demo",
+        "?registry=serve-hidden",
+    ] {
+        let (_, found) = reader.get(&format!("/api/v1/addons{search}")).await;
+        assert!(
+            !found.to_string().contains("serve-hidden"),
+            "{search}: {found}"
+        );
+    }
+    let (_, admin_list) = admin.get("/api/v1/addons?tag=system").await;
+    assert_eq!(names(&admin_list), ["serve-hidden"], "{admin_list}");
+
+    for path in ["", "/status", "/history", "/values"] {
+        let (status, body) = reader
+            .get(&format!("/api/v1/addons/serve-hidden{path}"))
+            .await;
+        assert_eq!(status, 404, "{path}: {body}");
+        assert!(!body.to_string().contains("system"), "{path}: {body}");
+    }
+    for action in ["enable", "upgrade", "disable"] {
+        let (status, body) = reader
+            .post(
+                "/api/v1/plans",
+                json!({"action": action, "addon": "serve-hidden"}),
+            )
+            .await;
+        assert_eq!(status, 404, "{action}: {body}");
+    }
+
+    // Events about it do not reach the reader's stream; those of an open addon do.
+    let mut reader_events = reader.events().await;
+    let mut admin_events = admin.events().await;
+    sb.cli().args(["enable", "serve-hidden"]).assert().success();
+    admin_events
+        .until(
+            Duration::from_secs(30),
+            "the admin's event of serve-hidden",
+            |e| e["addon"] == "serve-hidden",
+        )
+        .await;
+    sb.cli().args(["enable", "serve-open"]).assert().success();
+    reader_events
+        .until(
+            Duration::from_secs(30),
+            "the reader's event of serve-open",
+            |e| e["addon"] == "serve-open",
+        )
+        .await;
+    // The stream delivers in order: the system addon's change came first and was filtered.
+    assert!(
+        !reader_events
+            .seen
+            .iter()
+            .any(|e| e.to_string().contains("serve-hidden")),
+        "{:?}",
+        reader_events.seen
+    );
+    let (status, _) = reader.get("/api/v1/addons/serve-hidden/status").await;
+    assert_eq!(status, 404);
+    drop(reader_events);
+    drop(reader);
+
+    // Granted through the same group, with a Role that may declare addons: seen everywhere.
+    sb.api()
+        .apply(
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": {"name": "declare", "namespace": sb.ns()},
+                    "rules": [{"apiGroups": ["addonctl.io"], "resources": ["addons"], "verbs": ["create"]}]}),
+            sb.ns(),
+        )
+        .await
+        .unwrap();
+    bind_group(&sb, "callers-declare", "Role", "declare", &group).await;
+    until_may_declare(&sb, &kubeconfig, true).await;
+    let granted = serve(command_with(&sb, &kubeconfig, &[&hidden, &open]));
+    let (_, list) = granted.get("/api/v1/addons").await;
+    let hidden_item = list["addons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "serve-hidden")
+        .cloned()
+        .unwrap_or_else(|| panic!("granted, it is listed: {list}"));
+    assert_eq!(hidden_item["system"], true);
+    for path in ["", "/status", "/history"] {
+        let (status, body) = granted
+            .get(&format!("/api/v1/addons/serve-hidden{path}"))
+            .await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (status, body) = granted
+        .post(
+            "/api/v1/plans",
+            json!({"action": "disable", "addon": "serve-hidden"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let mut granted_events = granted.events().await;
+    sb.cli()
+        .args(["disable", "serve-hidden"])
+        .assert()
+        .success();
+    granted_events
+        .until(
+            Duration::from_secs(30),
+            "the granted event of serve-hidden",
+            |e| e["addon"] == "serve-hidden",
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_carries_a_registry_credential() {
+    const TOKEN: &str = "s3cr3t-registry-token-5b1f";
+    const PASSWORD: &str = "pa55-in-url-9c2e";
+    const POSTED: &str = "posted-token-77aa";
+    let sb = Sandbox::without_kubevela().await.direct();
+    sb.cli()
+        .args([
+            "registry",
+            "add",
+            "with-token",
+            "--type",
+            "helm",
+            "--endpoint",
+            "http://127.0.0.1:9/charts",
+            "--token",
+            TOKEN,
+            "--no-validate",
+        ])
+        .assert()
+        .success();
+    sb.cli()
+        .args([
+            "registry",
+            "add",
+            "in-url",
+            "--type",
+            "helm",
+            "--endpoint",
+            &format!("http://someone:{PASSWORD}@127.0.0.1:9/charts"),
+            "--no-validate",
+        ])
+        .assert()
+        .success();
+    let server = serve(sb.command());
+    let mut answers = Vec::new();
+    for path in [
+        "/api/v1/registries",
+        "/api/v1/addons",
+        "/api/v1/addons?registry=with-token",
+        "/api/v1/addons?registry=in-url",
+        "/api/v1/addons/uptime-beacon",
+        "/api/v1/openapi.json",
+    ] {
+        let (status, body) = server.get(path).await;
+        // A registry that cannot be reached, asked for alone, is unavailable (503).
+        assert!(
+            status < 500 || (status == 503 && body["code"] == "unavailable"),
+            "{path}: {status} {body}"
+        );
+        answers.push((path.to_owned(), body.to_string()));
+    }
+    let (status, registries) = server.get("/api/v1/registries").await;
+    assert_eq!(status, 200);
+    let listed: Vec<&str> = registries
+        .as_array()
+        .unwrap_or_else(|| panic!("registries: {registries}"))
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        listed.contains(&"with-token") && listed.contains(&"in-url"),
+        "{registries}"
+    );
+    // Through the API too: a registry added with a token answers without it.
+    for path in ["/api/v1/registries?validate=true", "/api/v1/registries"] {
+        let (status, body) = server
+            .post(
+                path,
+                json!({"name": "posted", "type": "helm",
+                       "endpoint": "http://127.0.0.1:9/posted", "token": POSTED}),
+            )
+            .await;
+        assert!(status < 500, "{path}: {status} {body}");
+        answers.push((format!("POST {path}"), body.to_string()));
+    }
+    let (_, after) = server.get("/api/v1/registries").await;
+    answers.push(("/api/v1/registries after".to_owned(), after.to_string()));
+    for (path, body) in &answers {
+        for secret in [TOKEN, PASSWORD, POSTED] {
+            assert!(
+                !body.contains(secret),
+                "{path} answers a credential: {body}"
+            );
+        }
+    }
+}
