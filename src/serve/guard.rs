@@ -6,7 +6,7 @@
 //! to the server's); every request carries the per-launch token, as the `HttpOnly;
 //! SameSite=Strict` cookie set by `GET /login?token=…` (the URL `addonctl serve` prints) or as
 //! `Authorization: Bearer`. No CORS header is ever sent, so no other origin reads an answer.
-//! Every answer says `no-store`, `nosniff`, `no-referrer` and a content security policy that
+//! Every answer says `no-store`, `nosniff`, `same-origin` referrers and a content security policy that
 //! runs only the server's own scripts.
 
 use std::collections::HashMap;
@@ -281,7 +281,9 @@ fn cross_site_allowed(headers: &HeaderMap, method: &Method, host: &str) -> bool 
                 .or_else(|| origin.strip_prefix("https://"))
                 == Some(host)
         });
-        if !own {
+        // `Origin: null` from a page of this server (the browser says so) is its own.
+        let own_page = origin.as_bytes() == b"null" && fetch_site == Some("same-origin");
+        if !own && !own_page {
             return is_safe(method) && origin.as_bytes() != b"null";
         }
     }
@@ -378,7 +380,9 @@ fn refuse(status: StatusCode, code: &str, message: String, request: &Request) ->
 fn harden(headers: &mut HeaderMap) {
     let fixed = [
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Same-origin requests keep their `Origin` (with `no-referrer` a browser sends
+        // `Origin: null` on a form's POST); no other site learns any address of this server.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
     ];
