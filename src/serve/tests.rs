@@ -147,7 +147,7 @@ fn assert_hardened(response: &Response) {
     let headers = response.headers();
     for (name, value) in [
         ("x-content-type-options", "nosniff"),
-        ("referrer-policy", "no-referrer"),
+        ("referrer-policy", "same-origin"),
         ("x-frame-options", "DENY"),
         (
             "content-security-policy",
