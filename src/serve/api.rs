@@ -206,6 +206,19 @@ async fn tags_by_addon(catalog: &Catalog) -> Vec<(String, String, Vec<String>)> 
         .collect()
 }
 
+/// Whether `reference` can name an addon of a registry: `name` or `registry/name`, each a valid
+/// name. Anything else — a path on the server's disk, characters a URL cannot carry — names no
+/// addon, and is refused before the library or the API server sees it.
+pub fn is_reference(reference: &str) -> bool {
+    match reference.split_once('/') {
+        Some((registry, name)) => {
+            crate::model::registry::check_name(registry).is_ok()
+                && crate::model::metadata::is_valid_name(name)
+        }
+        None => crate::model::metadata::is_valid_name(reference),
+    }
+}
+
 /// Whether any registry lists `addon` tagged `system`.
 pub async fn is_system(catalog: &Catalog, addon: &str) -> bool {
     tags_by_addon(catalog)
@@ -324,6 +337,9 @@ pub async fn detail(
 ) -> ApiResult<AddonDetail> {
     let ctx = session.ctx();
     let hidden = || ApiError::not_found(format!("addon `{name}` is in no registry"));
+    if !is_reference(name) {
+        return Err(hidden());
+    }
     let found = ctx
         .catalog
         .find(name, version, None, None)
@@ -419,7 +435,9 @@ pub async fn status_of(
     name: &str,
 ) -> ApiResult<crate::status::Status> {
     let ctx = session.ctx();
-    if is_system(&ctx.catalog, name).await && !app.visibility.may_see_system(session).await {
+    if !is_reference(name)
+        || is_system(&ctx.catalog, name).await && !app.visibility.may_see_system(session).await
+    {
         return Err(ApiError::not_found(format!(
             "addon `{name}` is not installed"
         )));
@@ -571,8 +589,9 @@ pub async fn addon_values(
 
 /// A system addon the caller may not see is not found.
 async fn hidden_unless_visible(app: &App, session: &Session, name: &str) -> ApiResult<()> {
-    if is_system(&session.ctx().catalog, name).await
-        && !app.visibility.may_see_system(session).await
+    if !is_reference(name)
+        || is_system(&session.ctx().catalog, name).await
+            && !app.visibility.may_see_system(session).await
     {
         return Err(ApiError::not_found(format!(
             "addon `{name}` is not installed"

@@ -219,6 +219,12 @@ pub async fn create(
 
 /// Makes and keeps the plan of `request` for `caller`.
 pub async fn plan(app: &App, caller: &Caller, request: PlanRequest) -> ApiResult<PlanView> {
+    if !super::api::is_reference(&request.addon) {
+        return Err(ApiError::invalid(format!(
+            "{:?} is not an addon: name it `name` or `registry/name` (lowercase letters, digits and `-`)",
+            request.addon
+        )));
+    }
     let session = app.session(caller, None);
     let system = super::api::is_system(&session.ctx().catalog, bare(&request.addon)).await;
     if system && !app.visibility.may_see_system(&session).await {

@@ -780,6 +780,52 @@ async fn event_streams_are_capped_and_a_closed_one_frees_its_place() {
     assert_eq!(app.events.streams(), 0);
 }
 
+#[tokio::test]
+async fn a_name_that_cannot_be_an_addon_reaches_neither_the_disk_nor_the_cluster() {
+    let api = api(true);
+    let app = app(&api);
+    for name in [
+        "%2Ftmp",
+        "..",
+        "a%3Fb",
+        "%07U%F3%A2%BC%BB",
+        "UPPER",
+        "a%20b",
+        "x%2Fy%2Fz",
+    ] {
+        for suffix in ["", "/status", "/history", "/values"] {
+            let path = format!("/api/v1/addons/{name}{suffix}");
+            let response = send(
+                &app,
+                request(Method::GET, &path)
+                    .body(Body::empty())
+                    .expect("a request"),
+            )
+            .await;
+            assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+            assert_eq!(json_of(response).await["code"], "notfound", "{path}");
+        }
+    }
+    let tmp = std::env::temp_dir();
+    for addon in [
+        tmp.to_string_lossy().as_ref(),
+        "./addons/uptime-beacon",
+        "a?b",
+        "\u{7}",
+    ] {
+        let body = json!({"action": "enable", "addon": addon}).to_string();
+        let response = send(&app, post_json("/api/v1/plans", &body)).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{addon}");
+        assert_eq!(json_of(response).await["code"], "invalid", "{addon}");
+    }
+    assert!(
+        api.requests().iter().all(|r| !r.contains("addon-record")
+            && !r.starts_with("GET /api/v1/namespaces/vela-system/secrets/")),
+        "{:?}",
+        api.requests()
+    );
+}
+
 /// Where the committed document is.
 fn committed_openapi() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")
