@@ -9,6 +9,7 @@
 #     (Helm 3, and Helm 4 built from the Go module proxy) for the registry tests;
 #   - the real `vela` CLI (v1.10.9, built from the Go module proxy) for the interop tests;
 #   - Debian's chromium and chromium-driver for the web UI's browser tests;
+#   - schemathesis (PyPI) for the API fuzz run against `addonctl serve`;
 #   - the CUE oracle (the real Go CUE evaluator, v0.9.2 as KubeVela 1.10 uses, built once and
 #     cached), which re-checks the goldens of the CUE corpus tests/cue/cases before the cargo
 #     tests compare addonctl's evaluator with them;
@@ -74,6 +75,16 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }
 fi
+
+# The API fuzz run (tests/serve_api.rs) uses schemathesis from PyPI, in its own venv kept across runs.
+SCHEMATHESIS_VERSION=4.32.5
+SCHEMATHESIS_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/addonctl/schemathesis-$SCHEMATHESIS_VERSION"
+if ! "$SCHEMATHESIS_VENV/bin/schemathesis" --version >/dev/null 2>&1; then
+  rm -rf "$SCHEMATHESIS_VENV"
+  python3 -m venv "$SCHEMATHESIS_VENV"
+  "$SCHEMATHESIS_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >/dev/null
+fi
+export ADDONCTL_SCHEMATHESIS="$SCHEMATHESIS_VENV/bin/schemathesis"
 
 echo "== CUE oracle: the goldens of the corpus and of the CUE fixture addons still what the real CUE evaluator gives =="
 bash scripts/cue-oracle.sh --check

@@ -767,3 +767,94 @@ async fn no_answer_carries_a_registry_credential() {
         }
     }
 }
+
+/// schemathesis, as `scripts/test.sh` installs it (or `$ADDONCTL_SCHEMATHESIS`).
+fn schemathesis() -> Option<std::path::PathBuf> {
+    let installed = std::env::var_os("ADDONCTL_SCHEMATHESIS")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| {
+                Path::new(&home).join(".cache/addonctl/schemathesis-4.32.5/bin/schemathesis")
+            })
+        })
+        .filter(|p| p.is_file());
+    if installed.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the API fuzz run needs schemathesis (scripts/test.sh installs it from PyPI)"
+        );
+        eprintln!("skipped: no schemathesis (scripts/test.sh installs it from PyPI)");
+    }
+    installed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_fuzzed_from_the_committed_document_never_answers_a_server_error() {
+    const LIMIT: Duration = Duration::from_secs(150);
+    let Some(schemathesis) = schemathesis() else {
+        return;
+    };
+    let sb = Sandbox::without_kubevela().await.direct();
+    let server = serve(sb.command());
+    let reports = tempfile::tempdir().unwrap();
+    let (log, errors) = (
+        reports.path().join("out.log"),
+        reports.path().join("err.log"),
+    );
+    let mut child = Command::new(schemathesis)
+        .arg("run")
+        .arg(crate::support::root().join("docs/openapi.json"))
+        .args(["--url", &server.base])
+        .args(["-H", &format!("Authorization: Bearer {}", server.token)])
+        .args(["-H", &format!("Origin: {}", server.base)])
+        .args(["--checks", "not_a_server_error"])
+        .args(["--phases", "examples,coverage,fuzzing"])
+        .args(["--max-examples", "15", "--max-time", "75", "--seed", "1"])
+        .args(["--request-timeout", "30", "--workers", "1"])
+        // The event stream never ends: it has its own tests.
+        .args(["--exclude-path", "/api/v1/events"])
+        .args(["--generation-with-security-parameters", "false"])
+        .args(["--generation-database", "none", "--no-color"])
+        .arg("--report-dir")
+        .arg(reports.path())
+        .current_dir(reports.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(&errors).unwrap())
+        .spawn()
+        .expect("schemathesis starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("schemathesis ran longer than {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = format!(
+        "{}{}",
+        fs_err::read_to_string(&log).unwrap_or_default(),
+        fs_err::read_to_string(&errors).unwrap_or_default()
+    );
+    eprintln!("schemathesis ran {:?}", started.elapsed());
+    // Its report's end: the failures with how to reproduce them, and the summary.
+    let tail: String = {
+        let chars: Vec<char> = output.chars().collect();
+        chars[chars.len().saturating_sub(12_000)..].iter().collect()
+    };
+    assert!(
+        status.success(),
+        "schemathesis found a server error (or could not run):\n{tail}"
+    );
+    assert!(
+        !output.contains("Server error"),
+        "schemathesis reports a server error:\n{tail}"
+    );
+    // The server still answers.
+    let (status, _) = server.get("/api/v1/addons").await;
+    assert_eq!(status, 200);
+}
