@@ -232,7 +232,10 @@ impl Events {
                     }
                 }
                 Ok(None) => panic!("the event stream ended before {what}: {:?}", self.seen),
-                Err(_) => panic!("no {what} within {limit:?}; events: {:?}", self.seen),
+                Err(elapsed) => panic!(
+                    "no {what} within {limit:?} ({elapsed}); events: {:?}",
+                    self.seen
+                ),
             }
         }
     }
