@@ -190,7 +190,7 @@ pub async fn add(
     Query(query): Query<ValidateQuery>,
     body: Result<Json<RegistryInput>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<RegistryWritten>)> {
-    let Json(input) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let Json(input) = body.map_err(ApiError::from)?;
     let job = Arc::clone(&app);
     app.workers
         .run(move || async move {
@@ -264,7 +264,7 @@ pub async fn update(
     Path(name): Path<String>,
     body: Result<Json<RegistryInput>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<StatusCode> {
-    let Json(mut input) = body.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let Json(mut input) = body.map_err(ApiError::from)?;
     if !input.name.is_empty() && input.name != name {
         return Err(ApiError::invalid(format!(
             "the body names registry `{}` and the path `{name}`: a registry cannot be renamed (add one, then remove the other)",
