@@ -109,7 +109,10 @@ fn open_browser(url: &str) {
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        Ok(_) => {}
+        // Reaped when it exits (the opener returns at once; the browser is not its child).
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
         Err(e) => tracing::info!("no browser opened (`{opener}`: {e}); open the printed URL"),
     }
 }
