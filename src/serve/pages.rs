@@ -614,11 +614,7 @@ fn unmasked(
 ) -> Map<String, Value> {
     let mut out = Map::new();
     for (key, value) in values {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = crate::params::dotted(prefix, key);
         match value {
             Value::String(s) if s == crate::params::MASK => secrets.push(path),
             Value::Object(inner) => {

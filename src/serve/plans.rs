@@ -782,11 +782,7 @@ fn command_of(request: &PlanRequest) -> String {
 /// `key=value` words of `values` (nested keys dotted; lists and objects as JSON).
 fn flatten(prefix: &str, values: &Map<String, Value>, words: &mut Vec<String>) {
     for (key, value) in values {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = crate::params::dotted(prefix, key);
         match value {
             Value::Object(inner) if !inner.is_empty() => flatten(&path, inner, words),
             Value::String(text) => words.push(format!("{path}={text}")),
