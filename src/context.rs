@@ -173,9 +173,11 @@ impl Runtime {
     /// catalogue, the renderer and its caches are shared.
     pub fn acting_as(&self, identity: &Identity) -> Result<Runtime> {
         Ok(Runtime {
-            cluster: self
-                .cluster
-                .impersonating(&identity.user, &identity.groups)?,
+            cluster: self.cluster.impersonating(
+                &identity.user,
+                &identity.groups,
+                &identity.extra,
+            )?,
             namespace: self.namespace.clone(),
             catalog: self.catalog.clone(),
             renderer: Arc::clone(&self.renderer),
@@ -210,6 +212,9 @@ pub struct Identity {
     pub user: String,
     /// Their groups.
     pub groups: Vec<String>,
+    /// What else the authenticator says of them (sent on as `Impersonate-Extra-*`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// What a front end says of a session when it opens it ([`Runtime::session`]).

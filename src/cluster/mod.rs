@@ -218,6 +218,16 @@ impl Cluster {
     }
 
     fn from_config_with(name: &str, config: kube::Config, timeout: Duration) -> Result<Self> {
+        Self::from_config_headers(name, config, timeout, Vec::new())
+    }
+
+    /// [`Cluster::from_config_with`], `headers` added to every request.
+    fn from_config_headers(
+        name: &str,
+        config: kube::Config,
+        timeout: Duration,
+        headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    ) -> Result<Self> {
         let kept = Arc::new(config.clone());
         let server = config.cluster_url.to_string();
         let notice = watchdog::NoticeSlot::default();
@@ -248,6 +258,9 @@ impl Cluster {
                         .headers_mut()
                         .entry(http::header::USER_AGENT)
                         .or_insert_with(|| agent.clone());
+                    for (name, value) in &headers {
+                        request.headers_mut().append(name.clone(), value.clone());
+                    }
                     tracing::trace!(target: "addonctl::requests", cluster = %cluster_name, method = %request.method(), uri = %request.uri(), "request");
                     // An access review is a POST that changes nothing, and so is a
                     // server-side dry run.

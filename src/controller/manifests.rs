@@ -157,14 +157,16 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
         out.push((
             format!(
                 "The app store acts as each caller: it asks the API server whose a bearer token is\n\
-                 (tokenreviews) and makes every request as that user and their groups (impersonate), so\n\
-                 RBAC decides what they may do and the audit log names them. Addons tagged `system` are\n\
+                 (tokenreviews) and makes every request as that user, their groups and the extra facts\n\
+                 their authenticator gives (impersonate; a service account token's credential id, for\n\
+                 one), so RBAC decides what they may do and the audit log names them. Addons tagged `system` are\n\
                  shown only to those who may create addons.addonctl.io in `{ns}`"
             ),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                    "metadata": {"name": format!("{NAME}-serve"), "labels": labels},
                    "rules": [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
-                             {"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]}]}),
+                             {"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]},
+                             {"apiGroups": ["authentication.k8s.io"], "resources": ["*"], "verbs": ["impersonate"]}]}),
         ));
         out.push((
             format!("Grants `{NAME}-serve` to the controller's ServiceAccount"),

@@ -200,6 +200,36 @@ pub async fn values(session: &Session, request: &ValuesRequest) -> Result<Stored
     .await
 }
 
+/// Whose objects to compare with what was applied.
+#[derive(Debug, Clone, Default)]
+pub struct DriftRequest {
+    /// The installed addon.
+    pub addon: String,
+}
+
+/// Compares the installed addon's objects on every cluster its record lists with what it
+/// applied (rendered again from the record's version and stored arguments), leaving out what
+/// its `Addon` resource excludes. Reads only: nothing is corrected, whatever its policy.
+pub async fn drift(
+    session: &Session,
+    request: &DriftRequest,
+) -> Result<crate::drift::Report, crate::drift::Error> {
+    let ctx = session.ctx();
+    let declared = match crate::declare::find(&ctx.cluster, &ctx.namespace, &request.addon).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::debug!("the `Addon` `{}` was not read: {e}", request.addon);
+            None
+        }
+    };
+    let mut spec = crate::controller::engine::drift_spec(
+        declared.as_ref().and_then(|a| a.spec.drift.as_ref()),
+    );
+    spec.policy = crate::drift::Policy::Warn;
+    let mut cache = crate::drift::DriftCache::new();
+    crate::drift::engine::check(ctx, &request.addon, &spec, &mut cache).await
+}
+
 /// Whose revisions.
 #[derive(Debug, Clone, Default)]
 pub struct HistoryRequest {

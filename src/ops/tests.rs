@@ -67,6 +67,7 @@ fn session(runtime: &Runtime, command: &str, user: &str, events: &Arc<Events>) -
         identity: Some(Identity {
             user: user.to_owned(),
             groups: vec!["team".to_owned()],
+            extra: std::collections::BTreeMap::new(),
         }),
         lock: Some(lock_options(command, false)),
         progress: Some(Arc::clone(events) as Arc<dyn Reporter>),

@@ -34,6 +34,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/registries/{name}/sync", post(super::registries::sync))
         .route("/addons/{name}/history", get(addon_history))
         .route("/addons/{name}/values", get(addon_values))
+        .route("/addons/{name}/drift", get(addon_drift))
         .route("/plans", post(super::plans::create))
         .route("/plans/{id}", get(super::plans::get))
         .route("/plans/{id}/apply", post(super::plans::apply))
@@ -587,8 +588,47 @@ pub async fn addon_values(
         .await?
 }
 
+/// `GET /api/v1/addons/{name}/drift`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/addons/{name}/drift",
+    tag = "addons",
+    params(("name" = String, Path, description = "The installed addon")),
+    responses(
+        (status = 200, description = "Its objects on every cluster compared with what it applied (reads only; nothing is corrected): each drifted object, the clusters that could not be checked and why", body = Object),
+        (status = 404, description = "Not installed (or not visible to the caller)", body = ApiError),
+    )
+)]
+pub async fn addon_drift(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<crate::drift::Report>> {
+    let job = Arc::clone(&app);
+    app.workers
+        .run(move || async move {
+            let session = job.session(&caller, None);
+            Ok(Json(drift_of(&job, &session, &name).await?))
+        })
+        .await?
+}
+
+/// The drift of the installed addon `name`, when the caller may see it.
+pub async fn drift_of(app: &App, session: &Session, name: &str) -> ApiResult<crate::drift::Report> {
+    hidden_unless_visible(app, session, name).await?;
+    let request = crate::ops::status::DriftRequest {
+        addon: name.to_owned(),
+    };
+    crate::ops::status::drift(session, &request)
+        .await
+        .map_err(|e| match e {
+            crate::drift::Error::Library(e) => ApiError::from(*e),
+            other => ApiError::of_kind(other.kind(), other.to_string()),
+        })
+}
+
 /// A system addon the caller may not see is not found.
-async fn hidden_unless_visible(app: &App, session: &Session, name: &str) -> ApiResult<()> {
+pub async fn hidden_unless_visible(app: &App, session: &Session, name: &str) -> ApiResult<()> {
     if !is_reference(name)
         || is_system(&session.ctx().catalog, name).await
             && !app.visibility.may_see_system(session).await

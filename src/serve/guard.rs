@@ -116,6 +116,7 @@ impl Access {
         let identity = reviewed.map(|r| Identity {
             user: r.user,
             groups: r.groups,
+            extra: r.extra,
         });
         if let Ok(mut kept) = self.reviewed.lock() {
             if kept.len() >= REVIEWS_KEPT {

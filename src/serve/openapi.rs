@@ -19,6 +19,7 @@ use utoipa::OpenApi;
         super::api::list_registries,
         super::api::addon_history,
         super::api::addon_values,
+        super::api::addon_drift,
         super::registries::add,
         super::registries::update,
         super::registries::remove,

@@ -195,40 +195,52 @@ pub async fn add(
     app.workers
         .run(move || async move {
             let session = job.session(&caller, None);
-            let mut registry = input.into_registry();
-            if query.validate {
-                let count = crate::ops::registry::check(&mut registry).await?;
-                return Ok((StatusCode::OK, Json(written(registry, Some(count), false))));
-            }
-            let store = store_of(&session);
-            let credentials = registry.credentials.keys();
-            let mut added =
-                crate::ops::registry::add(&store, vec![registry], true, Writing::default()).await?;
-            let Some(added) = added.pop() else {
-                return Err(ApiError::of_kind(
-                    crate::ErrorKind::Internal,
-                    "the registry store answered nothing for the registry added",
-                ));
-            };
-            reload(&job, &session).await?;
-            job.events.send(
-                Event::Registry {
-                    registry: added.spec.name.clone(),
-                    change: "added".to_owned(),
-                },
-                false,
-            );
-            Ok((
-                StatusCode::CREATED,
-                Json(RegistryWritten {
-                    spec: added.spec,
-                    addon_count: added.addons,
-                    credentials: credentials.iter().map(|k| (*k).to_owned()).collect(),
-                    stored: true,
-                }),
-            ))
+            let (status, written) = add_one(&job, &session, input, query.validate).await?;
+            Ok((status, Json(written)))
         })
         .await?
+}
+
+/// Adds the registry `input` (after listing it), or only lists it (`validate`): the API's
+/// `POST /api/v1/registries` and the registries page's form.
+pub async fn add_one(
+    app: &App,
+    session: &Session,
+    input: RegistryInput,
+    validate: bool,
+) -> ApiResult<(StatusCode, RegistryWritten)> {
+    let mut registry = input.into_registry();
+    if validate {
+        let count = crate::ops::registry::check(&mut registry).await?;
+        return Ok((StatusCode::OK, written(registry, Some(count), false)));
+    }
+    let store = store_of(session);
+    let credentials = registry.credentials.keys();
+    let mut added =
+        crate::ops::registry::add(&store, vec![registry], true, Writing::default()).await?;
+    let Some(added) = added.pop() else {
+        return Err(ApiError::of_kind(
+            crate::ErrorKind::Internal,
+            "the registry store answered nothing for the registry added",
+        ));
+    };
+    reload(app, session).await?;
+    app.events.send(
+        Event::Registry {
+            registry: added.spec.name.clone(),
+            change: "added".to_owned(),
+        },
+        false,
+    );
+    Ok((
+        StatusCode::CREATED,
+        RegistryWritten {
+            spec: added.spec,
+            addon_count: added.addons,
+            credentials: credentials.iter().map(|k| (*k).to_owned()).collect(),
+            stored: true,
+        },
+    ))
 }
 
 fn written(registry: Registry, addon_count: Option<usize>, stored: bool) -> RegistryWritten {
@@ -338,18 +350,25 @@ pub async fn remove(
     app.workers
         .run(move || async move {
             let session = job.session(&caller, None);
-            crate::ops::registry::remove(&store_of(&session), &name, Writing::default()).await?;
-            reload(&job, &session).await?;
-            job.events.send(
-                Event::Registry {
-                    registry: name,
-                    change: "removed".to_owned(),
-                },
-                false,
-            );
+            remove_one(&job, &session, &name).await?;
             Ok(StatusCode::NO_CONTENT)
         })
         .await?
+}
+
+/// Removes the stored registry `name` (and its Secret): the API's `DELETE` and the registries
+/// page's form.
+pub async fn remove_one(app: &App, session: &Session, name: &str) -> ApiResult<()> {
+    crate::ops::registry::remove(&store_of(session), name, Writing::default()).await?;
+    reload(app, session).await?;
+    app.events.send(
+        Event::Registry {
+            registry: name.to_owned(),
+            change: "removed".to_owned(),
+        },
+        false,
+    );
+    Ok(())
 }
 
 /// `POST /api/v1/registries/{name}/sync`.

@@ -530,6 +530,34 @@ fn convert(schema: &Value, text: &str) -> Result<Value, String> {
     })
 }
 
+/// The texts of `items`' fields holding `values` (by field name), as a submitted form would
+/// give them: secret fields and masked values left out, so that they are never shown again.
+pub fn pairs_of(items: &[Item], values: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for field in items.iter().filter_map(|i| i.field.as_ref()) {
+        if field.secret {
+            continue;
+        }
+        let mut value = values.get(field.segments.first().map_or("", String::as_str));
+        for segment in field.segments.iter().skip(1) {
+            value = value.and_then(|v| v.get(segment));
+        }
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if value.to_string().contains(crate::params::MASK) {
+            continue;
+        }
+        let text = match value {
+            Value::Array(_) => list_text(value),
+            Value::Object(_) => yaml_text(value),
+            other => display(other),
+        };
+        pairs.push((field.name.clone(), text));
+    }
+    pairs
+}
+
 /// The values written in the YAML mode: a mapping, or what is wrong with it.
 pub fn yaml_values(text: &str) -> Result<Map<String, Value>, String> {
     if text.trim().is_empty() {
@@ -592,6 +620,35 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn installed_values_fill_the_form_but_never_secrets() {
+        let (items, _) = build(&schema(), &[], &[]);
+        let values = json!({"name": "web", "replicas": 3, "hosts": ["a", "b"], "token": "s3cret",
+            "resources": {"cpu": "250m"}, "labels": {"team": crate::params::MASK}, "on": false});
+        let Value::Object(values) = values else {
+            unreachable!()
+        };
+        let pairs = pairs_of(&items, &values);
+        let text = |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(text("p.name"), Some("web"));
+        assert_eq!(text("p.replicas"), Some("3"));
+        assert_eq!(text("p.hosts"), Some("a\nb"));
+        assert_eq!(text("p.resources.cpu"), Some("250m"));
+        assert_eq!(text("p.on"), Some("false"));
+        assert_eq!(text("p.token"), None, "a secret is never shown again");
+        assert_eq!(text("p.labels"), None, "a masked value is not a value");
+        // Read back, the texts give the same values.
+        let (read, errors) = self::values(&items, &pairs);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(read["replicas"], json!(3));
+        assert_eq!(read["hosts"], json!(["a", "b"]));
     }
 
     #[test]
