@@ -16,7 +16,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
-use crate::support::k8s::Sandbox;
+use crate::support::k8s::{Kind, Sandbox};
 use crate::support::root;
 
 /// The longest wait for anything (a process to start, a page to show a state).
@@ -380,6 +380,90 @@ async fn a_newcomer_enables_and_disables_an_addon_in_a_real_browser() {
     assert!(status.contains("v1.0.0"), "{status}");
     b.shot("status").await;
 
+    // Upgrade: the form starts from the installed values; one changed, planned, applied.
+    b.client
+        .goto(&format!("{base}/addons/uptime-beacon"))
+        .await
+        .unwrap();
+    assert!(b
+        .body()
+        .await
+        .contains("The fields show the installed values"));
+    let installed = b
+        .find("#f-timeoutSeconds")
+        .await
+        .prop("value")
+        .await
+        .unwrap();
+    assert_eq!(
+        installed.as_deref(),
+        Some("7"),
+        "the upgrade form starts from the installed values"
+    );
+    let target = b.find("#f-targets").await.prop("value").await.unwrap();
+    assert_eq!(target.as_deref(), Some("https://status.example/health"));
+    b.shot("addon-upgrade-prefilled").await;
+    b.fill("#f-timeoutSeconds", "9").await;
+    b.navigate("form.plan-form button.primary").await;
+    let upgrade = b.body().await;
+    assert!(upgrade.contains("Plan: upgrade uptime-beacon"), "{upgrade}");
+    assert!(upgrade.contains("timeoutSeconds"), "{upgrade}");
+    b.apply_plan().await;
+
+    // Drift: an object deleted behind addonctl's back shows when the drift is checked.
+    assert!(sb
+        .api()
+        .delete(&Kind::SERVICE_ACCOUNT.gvk(), Some(sb.ns()), "uptime-beacon")
+        .await
+        .unwrap());
+    b.client.goto(&format!("{base}/status")).await.unwrap();
+    b.navigate("tr[data-addon='uptime-beacon'] td.drift button")
+        .await;
+    let drift = b.text("tr[data-addon='uptime-beacon']").await;
+    assert!(drift.contains("objects drifted"), "{drift}");
+    assert!(drift.contains("ServiceAccount"), "{drift}");
+    assert!(drift.contains("deleted"), "{drift}");
+    b.shot("status-drift").await;
+
+    // History: two revisions; a rollback to the first is planned, shown, applied.
+    b.client
+        .goto(&format!("{base}/addons/uptime-beacon/history"))
+        .await
+        .unwrap();
+    let history = b.body().await;
+    assert!(history.contains("Revision 2"), "{history}");
+    assert!(history.contains("Revision 1"), "{history}");
+    assert!(history.contains("deployed"), "{history}");
+    b.shot("history").await;
+    b.navigate("#revision-1 form button").await;
+    assert!(b.path().await.starts_with("/plans/"), "{}", b.body().await);
+    let rollback = b.body().await;
+    assert!(
+        rollback.contains("Plan: rollback uptime-beacon"),
+        "{rollback}"
+    );
+    b.shot("plan-rollback").await;
+    b.apply_plan().await;
+    b.client
+        .goto(&format!("{base}/addons/uptime-beacon/history"))
+        .await
+        .unwrap();
+    let history = b.body().await;
+    assert!(history.contains("Revision 3"), "{history}");
+    assert!(history.contains("rollback to 1"), "{history}");
+    // The rollback applied revision 1's values again, and the deleted object came back.
+    let values = sb
+        .cli()
+        .args(["get", "values", "uptime-beacon", "-o", "json"])
+        .output()
+        .unwrap();
+    let values: Value = serde_json::from_slice(&values.stdout).unwrap();
+    assert_eq!(values["timeoutSeconds"], json!(7), "{values}");
+    assert!(sb
+        .get(Kind::SERVICE_ACCOUNT, "uptime-beacon")
+        .await
+        .is_some());
+
     // Disable: the plan shows what it deletes; apply it.
     b.client
         .goto(&format!("{base}/addons/uptime-beacon"))
@@ -404,11 +488,70 @@ async fn a_newcomer_enables_and_disables_an_addon_in_a_real_browser() {
     })
     .await;
 
-    // The registries, without credentials.
+    // The registries, without credentials: one checked, added, synced and removed through
+    // the page's forms.
+    let extra = tempfile::tempdir().unwrap();
+    let addon_dir = extra.path().join("page-added");
+    std::fs::create_dir_all(&addon_dir).unwrap();
+    std::fs::write(
+        addon_dir.join("metadata.yaml"),
+        "name: page-added\nversion: 1.0.0\ndescription: from a registry added in the page\n",
+    )
+    .unwrap();
     b.client.goto(&format!("{base}/registries")).await.unwrap();
     let registries = b.body().await;
     assert!(registries.contains("Registries"), "{registries}");
+    b.fill("#r-name", "from-page").await;
+    b.find("#r-type option[value='local']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.fill("#r-endpoint", &extra.path().display().to_string())
+        .await;
+    b.navigate("form.registry-form button[value='check']").await;
+    let checked = b.text("#registry-notice").await;
+    assert!(checked.contains("lists 1 addon."), "{checked}");
+    assert!(checked.contains("Nothing was stored"), "{checked}");
+    assert!(
+        !b.body().await.contains("from-page\n"),
+        "a check stores nothing"
+    );
+    b.shot("registries-checked").await;
+    b.navigate("form.registry-form button[value='add']").await;
+    assert!(b
+        .text("#registry-notice")
+        .await
+        .contains("`from-page` added"));
+    let row = b.text("tr[data-registry='from-page']").await;
+    assert!(row.contains('1'), "{row}");
     b.shot("registries").await;
+    b.navigate("tr[data-registry='from-page'] form[action$='/sync'] button")
+        .await;
+    assert!(b
+        .text("#registry-notice")
+        .await
+        .contains("`from-page` synced"));
+    b.client
+        .goto(&format!("{base}/?search=page-added"))
+        .await
+        .unwrap();
+    assert!(b.body().await.contains("page-added"));
+    b.client.goto(&format!("{base}/registries")).await.unwrap();
+    b.navigate("tr[data-registry='from-page'] form[action$='/remove'] button")
+        .await;
+    assert!(b.body().await.contains("Remove registry from-page?"));
+    b.shot("registries-remove").await;
+    b.navigate("form[action$='/remove'] button.danger").await;
+    assert!(b
+        .text("#registry-notice")
+        .await
+        .contains("`from-page` removed"));
+    assert!(b
+        .client
+        .find(Locator::Css("tr[data-registry='from-page']"))
+        .await
+        .is_err());
 
     // A stranger's README: rendered, and inert.
     b.client

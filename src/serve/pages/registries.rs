@@ -244,10 +244,11 @@ pub(super) async fn submit(
                 Ok((_, written)) if written.stored => Err(written.spec.name),
                 Ok((_, written)) => {
                     let mut page = page_of(&job, &session, form).await;
+                    let count = written.addon_count.unwrap_or(0);
                     page.notice = Some(format!(
-                        "Registry `{}` answers and lists {} addons. Nothing was stored: choose Add to keep it.",
+                        "Registry `{}` answers and lists {count} {}. Nothing was stored: choose Add to keep it.",
                         written.spec.name,
-                        written.addon_count.unwrap_or(0)
+                        if count == 1 { "addon" } else { "addons" }
                     ));
                     Ok((StatusCode::OK, page))
                 }
