@@ -381,6 +381,11 @@ async fn plan_apply_events_and_stale_plans_through_the_api() {
         .await;
     let status = server.until_phase("uptime-beacon", "enabled").await;
     assert_eq!(status["installedVersion"], "v1.0.0", "{status}");
+    // Its objects compared with what was applied: all there, none drifted.
+    let (code, drift) = server.get("/api/v1/addons/uptime-beacon/drift").await;
+    assert_eq!(code, 200, "{drift}");
+    assert_eq!(drift["drifts"], json!([]), "{drift}");
+    assert!(drift["objects"].as_u64().unwrap_or(0) >= 3, "{drift}");
 
     // The same plan again: refused, nothing written.
     let before = sb.resource_versions().await;
@@ -584,7 +589,7 @@ async fn a_system_addon_is_seen_only_through_a_group_that_may_declare_addons() {
     let (_, admin_list) = admin.get("/api/v1/addons?tag=system").await;
     assert_eq!(names(&admin_list), ["serve-hidden"], "{admin_list}");
 
-    for path in ["", "/status", "/history", "/values"] {
+    for path in ["", "/status", "/history", "/values", "/drift"] {
         let (status, body) = reader
             .get(&format!("/api/v1/addons/serve-hidden{path}"))
             .await;
@@ -656,7 +661,7 @@ async fn a_system_addon_is_seen_only_through_a_group_that_may_declare_addons() {
         .cloned()
         .unwrap_or_else(|| panic!("granted, it is listed: {list}"));
     assert_eq!(hidden_item["system"], true);
-    for path in ["", "/status", "/history"] {
+    for path in ["", "/status", "/history", "/drift"] {
         let (status, body) = granted
             .get(&format!("/api/v1/addons/serve-hidden{path}"))
             .await;

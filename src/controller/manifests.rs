@@ -169,6 +169,26 @@ pub fn documents(options: &ManifestOptions) -> Vec<(String, Value)> {
                              {"apiGroups": ["authentication.k8s.io"], "resources": ["*"], "verbs": ["impersonate"]}]}),
         ));
         out.push((
+            format!(
+                "The app store's replicas tell each other how the applies they run go: as Events in\n\
+                 `{ns}`, which each replica writes and watches"
+            ),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": format!("{NAME}-serve-events"), "namespace": ns, "labels": labels},
+                   "rules": [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "list", "watch"]}]}),
+        ));
+        out.push((
+            format!("Grants `{NAME}-serve-events` to the controller's ServiceAccount"),
+            binding(
+                "RoleBinding",
+                &format!("{NAME}-serve-events"),
+                "Role",
+                &format!("{NAME}-serve-events"),
+                ns,
+                &labels,
+            ),
+        ));
+        out.push((
             format!("Grants `{NAME}-serve` to the controller's ServiceAccount"),
             binding(
                 "ClusterRoleBinding",

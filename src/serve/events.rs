@@ -81,10 +81,10 @@ pub enum Event {
     },
 }
 
-/// An event with whether it is about a system addon.
+/// An event (its JSON, written once for every stream) with whether it is about a system addon.
 #[derive(Debug, Clone)]
 struct Envelope {
-    event: Event,
+    json: Arc<str>,
     system: bool,
 }
 
@@ -107,8 +107,16 @@ impl Default for Hub {
 impl Hub {
     /// Sends `event` to every stream allowed to see it (`system`: about a system addon).
     pub fn send(&self, event: Event, system: bool) {
+        match serde_json::to_string(&event) {
+            Ok(json) => self.send_json(json.into(), system),
+            Err(e) => tracing::debug!("an event cannot be written as JSON: {e}"),
+        }
+    }
+
+    /// Sends an event written as JSON already (one another replica relayed).
+    pub fn send_json(&self, json: Arc<str>, system: bool) {
         // No stream listening is not an error.
-        let _ = self.sender.send(Envelope { event, system });
+        let _ = self.sender.send(Envelope { json, system });
     }
 
     /// The streams open now.
@@ -149,14 +157,13 @@ impl Reporter for PlanReporter {
             | Progress::Phase { addon, .. } => Some(addon.clone()),
             _ => None,
         };
-        self.app.events.send(
-            Event::Progress {
-                plan_id: self.plan_id.clone(),
-                addon,
-                progress: event.clone(),
-            },
-            self.system,
-        );
+        let event = Event::Progress {
+            plan_id: self.plan_id.clone(),
+            addon,
+            progress: event.clone(),
+        };
+        self.app.relay.send(&self.plan_id, &event, self.system);
+        self.app.events.send(event, self.system);
     }
 }
 
@@ -197,16 +204,14 @@ pub async fn stream(
     let receiver = app.events.sender.subscribe();
     let events = tokio_stream_of(receiver).filter_map(move |item| {
         let _open = &open;
-        let event = match item {
+        let json = match item {
             Ok(envelope) if envelope.system && !sees_system => None,
-            Ok(envelope) => Some(envelope.event),
-            Err(missed) => Some(Event::Lagged { missed }),
+            Ok(envelope) => Some(envelope.json),
+            Err(missed) => serde_json::to_string(&Event::Lagged { missed })
+                .ok()
+                .map(Arc::from),
         };
-        std::future::ready(event.map(|event| {
-            Ok(SseEvent::default()
-                .json_data(&event)
-                .unwrap_or_else(|_| SseEvent::default().data("{}")))
-        }))
+        std::future::ready(json.map(|json| Ok(SseEvent::default().data(&*json))))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

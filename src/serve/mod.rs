@@ -19,6 +19,7 @@ pub mod pages;
 pub mod plan_store;
 pub mod plans;
 pub mod registries;
+pub mod relay;
 pub mod visibility;
 pub mod worker;
 
@@ -80,6 +81,8 @@ pub struct App {
     pub plans: plans::Store,
     /// Events for the `/api/v1/events` streams.
     pub events: events::Hub,
+    /// Apply events for the other replicas (in a cluster).
+    pub relay: relay::Relay,
     /// Who may see system addons.
     pub visibility: visibility::Cache,
     /// Where the library's operations run.
@@ -133,6 +136,7 @@ impl App {
             access: guard::Access::new(options),
             plans: plans::Store::new(matches!(options.mode, Mode::InCluster)),
             events: events::Hub::default(),
+            relay: relay::Relay::new(matches!(options.mode, Mode::InCluster)),
             visibility: visibility::Cache::default(),
             workers: worker::Workers::start(threads)?,
             syncs: registries::Syncs::default(),
@@ -249,11 +253,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let watcher = tokio::spawn(events::watch(Arc::clone(&app)));
     let syncer = tokio::spawn(sync_every(Arc::clone(&app)));
+    let relay = tokio::spawn(relay::run(Arc::clone(&app)));
     let result = axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown)
         .await;
     watcher.abort();
     syncer.abort();
+    relay.abort();
     result
 }
 

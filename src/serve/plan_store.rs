@@ -53,7 +53,8 @@ pub fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn name(id: &str) -> String {
+/// The Secret of the plan `id`.
+pub fn name(id: &str) -> String {
     format!("addonctl-plan-{id}")
 }
 

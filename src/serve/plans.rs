@@ -491,14 +491,13 @@ async fn check_and_apply(
             _ => "failed",
         };
         app.plans.set_state(&id, state);
-        app.events.send(
-            Event::Applied {
-                plan_id: id.clone(),
-                outcome: outcome.to_owned(),
-                message: line,
-            },
-            system,
-        );
+        let applied = Event::Applied {
+            plan_id: id.clone(),
+            outcome: outcome.to_owned(),
+            message: line,
+        };
+        app.relay.send(&id, &applied, system);
+        app.events.send(applied, system);
         super::events::publish_status_here(&app, bare(&request.addon)).await;
     });
     Ok(())
@@ -735,7 +734,7 @@ fn fingerprint(plan: &Value) -> [u8; 32] {
 }
 
 /// A fresh plan id: 16 random bytes, hex.
-fn new_id() -> String {
+pub(super) fn new_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // Ids need only be unique here; the time keeps them so without system randomness.
