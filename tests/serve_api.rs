@@ -6,240 +6,15 @@
 //! not declare addons, in every endpoint and on the event stream, and visible once a group
 //! binding grants it; no registry credential in any answer. Every wait is bounded.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::{Api, PostParams};
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{Env, Sandbox};
-
-/// The longest wait for anything: a server to start, an apply to finish, an event to come.
-const WAIT: Duration = Duration::from_secs(180);
-
-/// A running `addonctl serve`, stopped (by its PID) when dropped.
-struct Server {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    token: String,
-    client: reqwest::Client,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `addonctl serve --no-browser` of `command`, once it printed its URL.
-fn serve(mut command: Command) -> Server {
-    command
-        .args(["serve", "--no-browser", "--addr", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().expect("addonctl serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = sender.send(line);
-    });
-    let line = receiver.recv_timeout(Duration::from_secs(60));
-    let Ok(line) = line else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("addonctl serve printed no URL within 60 s");
-    };
-    let url = line.trim();
-    let (base, token) = url
-        .split_once("/login?token=")
-        .unwrap_or_else(|| panic!("not the sign-in URL: {url}"));
-    assert!(base.starts_with("http://127.0.0.1:"), "{url}");
-    Server {
-        child,
-        base: base.to_owned(),
-        token: token.to_owned(),
-        client: reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .unwrap(),
-    }
-}
-
-impl Server {
-    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let request = self
-            .client
-            .request(method.clone(), format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if method == reqwest::Method::GET {
-            request
-        } else {
-            request.header("origin", &self.base)
-        }
-    }
-
-    /// The status and body (JSON, or the text as a string) of a request.
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.request(method, path).timeout(WAIT);
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    /// A plan of `body`, which must be made.
-    async fn plan(&self, body: Value) -> Value {
-        let (status, plan) = self.post("/api/v1/plans", body.clone()).await;
-        assert_eq!(status, 201, "plan of {body}: {plan}");
-        plan
-    }
-
-    /// Applies `plan` and waits (bounded) until it succeeded; its final view.
-    async fn apply(&self, plan: &Value) -> Value {
-        let id = plan["planId"].as_str().unwrap();
-        let (status, answer) = self
-            .post(&format!("/api/v1/plans/{id}/apply"), json!({}))
-            .await;
-        assert_eq!(status, 202, "apply of {id}: {answer}");
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, view) = self.get(&format!("/api/v1/plans/{id}")).await;
-            match view["state"].as_str() {
-                Some("succeeded") => return view,
-                Some("failed") => panic!("the apply of {id} failed: {view}"),
-                _ => {}
-            }
-            assert!(Instant::now() < deadline, "apply of {id} not done: {view}");
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    /// Waits (bounded) until `addon`'s phase is `phase`.
-    async fn until_phase(&self, addon: &str, phase: &str) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (status, body) = self.get(&format!("/api/v1/addons/{addon}/status")).await;
-            if status == 200 && body["phase"] == phase {
-                return body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{addon} not {phase}: {status} {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-
-    /// The event stream, read in the background.
-    async fn events(&self) -> Events {
-        let response = self
-            .request(reqwest::Method::GET, "/api/v1/events")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        assert!(response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream")));
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let reader = tokio::spawn(async move {
-            let mut response = response;
-            let mut pending = String::new();
-            while let Ok(Some(chunk)) = response.chunk().await {
-                pending.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = pending.find("\n\n") {
-                    let frame: String = pending.drain(..end + 2).collect();
-                    let data: String = frame
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .map(str::trim_start)
-                        .collect();
-                    if let Ok(event) = serde_json::from_str::<Value>(&data) {
-                        if sender.send(event).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Events {
-            receiver,
-            seen: Vec::new(),
-            reader,
-        }
-    }
-}
-
-/// Events of one stream, as they came.
-struct Events {
-    receiver: tokio::sync::mpsc::UnboundedReceiver<Value>,
-    seen: Vec<Value>,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-impl Events {
-    /// Waits at most `limit` for an event `wanted` accepts; it, and how long it took.
-    async fn until(
-        &mut self,
-        limit: Duration,
-        what: &str,
-        wanted: impl Fn(&Value) -> bool,
-    ) -> Value {
-        if let Some(found) = self.seen.iter().find(|e| wanted(e)) {
-            return found.clone();
-        }
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            match tokio::time::timeout_at(deadline, self.receiver.recv()).await {
-                Ok(Some(event)) => {
-                    self.seen.push(event.clone());
-                    if wanted(&event) {
-                        return event;
-                    }
-                }
-                Ok(None) => panic!("the event stream ended before {what}: {:?}", self.seen),
-                Err(elapsed) => panic!(
-                    "no {what} within {limit:?} ({elapsed}); events: {:?}",
-                    self.seen
-                ),
-            }
-        }
-    }
-}
+use crate::support::serve::{serve, token_of};
 
 /// A fixture addon: one ConfigMap `<name>-config`, tagged `tags`.
 fn config_addon(name: &str, tags: &str) -> TestAddon {
@@ -429,30 +204,6 @@ async fn plan_apply_events_and_stale_plans_through_the_api() {
         .is_some());
     server.apply(&disable).await;
     server.until_phase("serve-tiny", "disabled").await;
-}
-
-/// A token of ServiceAccount `name` in `namespace` (created), valid 10 minutes.
-async fn token_of(sb: &Sandbox, namespace: &str, name: &str) -> String {
-    let accounts: Api<ServiceAccount> = Api::namespaced(sb.api().client().clone(), namespace);
-    let account: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    let _ = accounts.create(&PostParams::default(), &account).await;
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"expirationSeconds": 600}})).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match accounts
-            .create_token_request(name, &PostParams::default(), &request)
-            .await
-        {
-            Ok(answer) => return answer.status.unwrap().token,
-            Err(e) if Instant::now() < deadline => {
-                eprintln!("token of {namespace}/{name} not yet: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => panic!("no token of {namespace}/{name}: {e}"),
-        }
-    }
 }
 
 /// A kubeconfig for the sandbox's API server with `token`.
@@ -813,7 +564,10 @@ async fn the_api_fuzzed_from_the_committed_document_never_answers_a_server_error
         .arg("run")
         .arg(crate::support::root().join("docs/openapi.json"))
         .args(["--url", &server.base])
-        .args(["-H", &format!("Authorization: Bearer {}", server.token)])
+        .args([
+            "-H",
+            &format!("Authorization: Bearer {}", server.token.as_deref().unwrap()),
+        ])
         .args(["-H", &format!("Origin: {}", server.base)])
         .args(["--checks", "not_a_server_error"])
         .args(["--phases", "examples,coverage,fuzzing"])

@@ -6,10 +6,9 @@
 //! inert, a system addon is invisible to a user without rights. Every page is saved as a PNG
 //! under `target/serve-screenshots/`.
 
-use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -18,19 +17,10 @@ use serde_json::{json, Value};
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{Kind, Sandbox};
 use crate::support::root;
+use crate::support::serve::{serve, Running};
 
 /// The longest wait for anything (a process to start, a page to show a state).
 const WAIT: Duration = Duration::from_secs(120);
-
-/// A child process killed (by its PID) when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Chromium and chromedriver, or `None` (a clear failure under CI).
 fn browser_binaries() -> Option<(PathBuf, PathBuf)> {
@@ -243,33 +233,6 @@ impl Browser {
     }
 }
 
-/// `addonctl serve` for `command`, and the URL it printed.
-fn serve(mut command: Command) -> (Running, String) {
-    command
-        .args(["serve", "--no-browser"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().expect("addonctl serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let child = Running(child);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = sender.send(line);
-    });
-    let line = receiver
-        .recv_timeout(WAIT)
-        .expect("addonctl serve prints its URL");
-    let url = line.trim().to_owned();
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.contains("/login?token="),
-        "{url}"
-    );
-    (child, url)
-}
-
 fn origin(url: &str) -> String {
     url.split("/login").next().unwrap().to_owned()
 }
@@ -297,7 +260,8 @@ async fn a_newcomer_enables_and_disables_an_addon_in_a_real_browser() {
         .await
         .direct()
         .registries(&[&hostile, &hidden]);
-    let (_server, url) = serve(sb.command());
+    let server = serve(sb.command());
+    let url = server.url.clone();
     let base = origin(&url);
     let browser = Browser::start(&chromium, &chromedriver).await;
     let b = &browser;
@@ -602,7 +566,8 @@ async fn a_newcomer_enables_and_disables_an_addon_in_a_real_browser() {
     let admin_sees = b.body().await;
     assert!(admin_sees.contains("hidden-system"), "{admin_sees}");
     assert!(admin_sees.contains("system"), "{admin_sees}");
-    let (_user_server, user_url) = serve(sb.command_as_user());
+    let user_server = serve(sb.command_as_user());
+    let user_url = user_server.url.clone();
     let user_base = origin(&user_url);
     b.client.goto(&user_url).await.unwrap();
     let user_catalogue = b.body().await;

@@ -4,106 +4,23 @@
 //! namespace — through a group binding here — and a plan made through one server is applied
 //! through another, once.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::{Api, PostParams};
 use serde_json::{json, Value};
 
 use crate::support::builders::TestAddon;
 use crate::support::k8s::{Kind, Sandbox};
+use crate::support::serve::{serve_in_cluster, token_of, Server};
 
-/// A running `addonctl serve --in-cluster`, stopped (by PID) when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(sandbox: &Sandbox) -> Server {
-    let mut child = sandbox
-        .command()
-        .args(["serve", "--in-cluster", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = sender.send(line);
-    });
-    let line = receiver
-        .recv_timeout(Duration::from_secs(60))
-        .expect("`addonctl serve` printed its address within 60 s");
-    Server {
-        child,
-        base: line.trim().trim_end_matches('/').to_owned(),
-    }
-}
-
-/// A token of ServiceAccount `name` in `namespace` (created), valid 10 minutes.
-async fn token_of(sandbox: &Sandbox, namespace: &str, name: &str) -> String {
-    let client = sandbox.api().client().clone();
-    let accounts: Api<ServiceAccount> = Api::namespaced(client, namespace);
-    let account: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    let _ = accounts.create(&PostParams::default(), &account).await;
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"expirationSeconds": 600}})).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match accounts
-            .create_token_request(name, &PostParams::default(), &request)
-            .await
-        {
-            Ok(answer) => return answer.status.unwrap().token,
-            Err(e) if Instant::now() < deadline => {
-                eprintln!("token of {namespace}/{name} not yet: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => panic!("no token of {namespace}/{name}: {e}"),
-        }
-    }
-}
-
+/// `method` of `path` on `server`, with `token` as the bearer (none: without one).
 async fn call(
+    server: &Server,
     method: reqwest::Method,
-    url: &str,
+    path: &str,
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
-    let mut request = client.request(method, url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    server.with_token(token).call(method, path, body).await
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -218,27 +135,41 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
     let reader = token_of(&sandbox, &elsewhere, "reader").await;
     let manager = token_of(&sandbox, &ns, "manager").await;
     let nobody = token_of(&sandbox, &outside, "nobody").await;
-    let a = start(&sandbox);
-    let b = start(&sandbox);
-    let addons = format!("{}/api/v1/addons", a.base);
+    let a = serve_in_cluster(sandbox.command());
+    let b = serve_in_cluster(sandbox.command());
 
     // No token, or one the API server does not accept: refused before anything is read.
-    let (status, body) = call(reqwest::Method::GET, &addons, None, None).await;
+    let (status, body) = call(&a, reqwest::Method::GET, "/api/v1/addons", None, None).await;
     assert_eq!(status, 401, "{body}");
-    let (status, body) = call(reqwest::Method::GET, &addons, Some("not-a-token"), None).await;
+    let (status, body) = call(
+        &a,
+        reqwest::Method::GET,
+        "/api/v1/addons",
+        Some("not-a-token"),
+        None,
+    )
+    .await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(body["code"], "unauthenticated");
 
     // The reader sees the open addon only; the system addon does not exist for them.
-    let (status, list) = call(reqwest::Method::GET, &addons, Some(&reader), None).await;
+    let (status, list) = call(
+        &a,
+        reqwest::Method::GET,
+        "/api/v1/addons",
+        Some(&reader),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{list}");
     let seen = names(&list);
     assert!(seen.contains(&"serve-open".to_owned()), "{seen:?}");
     assert!(!seen.contains(&"serve-core".to_owned()), "{seen:?}");
     for path in ["serve-core", "serve-core/status", "serve-core/history"] {
         let (status, body) = call(
+            &a,
             reqwest::Method::GET,
-            &format!("{addons}/{path}"),
+            &format!("/api/v1/addons/{path}"),
             Some(&reader),
             None,
         )
@@ -246,8 +177,9 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
         assert_eq!(status, 404, "{path}: {body}");
     }
     let (status, body) = call(
+        &a,
         reqwest::Method::POST,
-        &format!("{}/api/v1/plans", a.base),
+        "/api/v1/plans",
         Some(&reader),
         Some(json!({"action": "enable", "addon": "serve-core"})),
     )
@@ -255,12 +187,20 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
     assert_eq!(status, 404, "{body}");
 
     // The manager, allowed through their group, sees it.
-    let (status, list) = call(reqwest::Method::GET, &addons, Some(&manager), None).await;
+    let (status, list) = call(
+        &a,
+        reqwest::Method::GET,
+        "/api/v1/addons",
+        Some(&manager),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{list}");
     assert!(names(&list).contains(&"serve-core".to_owned()), "{list}");
     let (status, detail) = call(
+        &a,
         reqwest::Method::GET,
-        &format!("{addons}/serve-core"),
+        "/api/v1/addons/serve-core",
         Some(&manager),
         None,
     )
@@ -270,7 +210,14 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
 
     // Someone with no rights at all: the catalogue of the registries (phases unknown, and
     // why), and a plan refused by the API server as them — nothing written.
-    let (status, list) = call(reqwest::Method::GET, &addons, Some(&nobody), None).await;
+    let (status, list) = call(
+        &a,
+        reqwest::Method::GET,
+        "/api/v1/addons",
+        Some(&nobody),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{list}");
     assert!(
         list["warnings"].to_string().contains("cannot be read"),
@@ -278,8 +225,9 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
     );
     assert!(names(&list).contains(&"serve-open".to_owned()), "{list}");
     let (status, body) = call(
+        &a,
         reqwest::Method::POST,
-        &format!("{}/api/v1/plans", a.base),
+        "/api/v1/plans",
         Some(&nobody),
         Some(json!({"action": "enable", "addon": "serve-open"})),
     )
@@ -295,8 +243,9 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
 
     // A plan made through one server is applied through the other, and only once.
     let (status, plan) = call(
+        &a,
         reqwest::Method::POST,
-        &format!("{}/api/v1/plans", a.base),
+        "/api/v1/plans",
         Some(&manager),
         Some(json!({"action": "enable", "addon": "serve-core"})),
     )
@@ -305,45 +254,56 @@ async fn in_a_cluster_each_caller_acts_as_themselves_and_sees_system_addons_only
     let id = plan["planId"].as_str().unwrap().to_owned();
     // Another caller does not see it.
     let (status, _) = call(
+        &b,
         reqwest::Method::GET,
-        &format!("{}/api/v1/plans/{id}", b.base),
+        &format!("/api/v1/plans/{id}"),
         Some(&reader),
         None,
     )
     .await;
     assert_eq!(status, 404);
+    let mut events = a.with_token(Some(&manager)).events().await;
     let (status, body) = call(
+        &b,
         reqwest::Method::POST,
-        &format!("{}/api/v1/plans/{id}/apply", b.base),
+        &format!("/api/v1/plans/{id}/apply"),
         Some(&manager),
         None,
     )
     .await;
     assert_eq!(status, 202, "{body}");
     let (status, body) = call(
+        &a,
         reqwest::Method::POST,
-        &format!("{}/api/v1/plans/{id}/apply", a.base),
+        &format!("/api/v1/plans/{id}/apply"),
         Some(&manager),
         None,
     )
     .await;
     assert_eq!(status, 409, "{body}");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let (_, view) = call(
-            reqwest::Method::GET,
-            &format!("{}/api/v1/plans/{id}", b.base),
-            Some(&manager),
-            None,
+    b.with_token(Some(&manager)).until_applied(&id).await;
+    // The browser following the apply through the other server hears how it went: the
+    // applying server relays its progress and outcome.
+    events
+        .until(Duration::from_secs(60), "a relayed progress event", |e| {
+            e["type"] == "progress" && e["planId"] == id.as_str()
+        })
+        .await;
+    let applied = events
+        .until(
+            Duration::from_secs(60),
+            "the relayed `applied` event",
+            |e| e["type"] == "applied" && e["planId"] == id.as_str(),
         )
         .await;
-        match view["state"].as_str() {
-            Some("succeeded") => break,
-            Some("failed") => panic!("the apply failed: {view}"),
-            _ if Instant::now() > deadline => panic!("the apply did not finish in 90 s: {view}"),
-            _ => tokio::time::sleep(Duration::from_millis(300)).await,
-        }
-    }
+    assert_eq!(applied["outcome"], "succeeded", "{applied}");
+    // Once: not also from the applying server's own stream to this one.
+    let copies = events
+        .seen
+        .iter()
+        .filter(|e| e["type"] == "applied" && e["planId"] == id.as_str())
+        .count();
+    assert_eq!(copies, 1, "{:?}", events.seen);
     // Made as the manager: the record names the addon, and its ConfigMap exists.
     assert!(
         sandbox

@@ -79,7 +79,9 @@ impl Relay {
             .try_send((plan_id.to_owned(), Relayed { system, event }))
             .is_err()
         {
-            tracing::debug!("an apply event was not relayed to the other replicas: the queue is full");
+            tracing::debug!(
+                "an apply event was not relayed to the other replicas: the queue is full"
+            );
         }
     }
 }

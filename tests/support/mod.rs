@@ -9,6 +9,7 @@ pub mod helm_repo;
 pub mod http_server;
 pub mod k8s;
 pub mod s3;
+pub mod serve;
 pub mod ssh_server;
 
 use std::path::PathBuf;
