@@ -99,7 +99,7 @@ pub struct Client {
     pub base: String,
     /// The bearer token sent, if any.
     pub token: Option<String>,
-    client: reqwest::Client,
+    http: reqwest::Client,
 }
 
 impl Client {
@@ -107,7 +107,7 @@ impl Client {
         Client {
             base: base.to_owned(),
             token: token.map(str::to_owned),
-            client: reqwest::Client::builder()
+            http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
                 .build()
                 .unwrap(),
@@ -125,7 +125,7 @@ impl Client {
     /// A request to `path`, with the token and, unless a GET, the server's own `Origin`.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut request = self
-            .client
+            .http
             .request(method.clone(), format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
