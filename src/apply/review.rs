@@ -76,7 +76,7 @@ pub async fn review(ctx: &Applier<'_>, plan: &Plan) -> Result<Vec<Flag>> {
         let rendered = &step.rendered;
         flags.extend(step_flags(step, ctx.namespace));
         let previous = records.iter().find(|r| r.name == rendered.name);
-        flags.extend(replaced_crds(ctx, rendered, previous).await?);
+        flags.extend(replaced_crds(ctx.cluster, rendered, previous).await?);
         let held = previous
             .map(Record::inventory_or_planned)
             .unwrap_or_default();
@@ -172,10 +172,12 @@ pub async fn control_plane_adoptions(
     Ok(out)
 }
 
-/// The CRDs among the control-plane outputs that already exist on the control plane and that
-/// the addon's record does not list: enabling would replace them.
-async fn replaced_crds(
-    ctx: &Applier<'_>,
+/// The CRDs among the control-plane outputs that already exist on the control plane (`cluster`)
+/// and that the addon's record (`previous`) does not list: applying would replace them. One GET
+/// per such CRD; none for an addon that renders no CRD. The CLI's review and the controller's
+/// both ask this.
+pub async fn replaced_crds(
+    cluster: &Cluster,
     rendered: &crate::render::Rendered,
     previous: Option<&Record>,
 ) -> Result<Vec<Flag>> {
@@ -192,17 +194,12 @@ async fn replaced_crds(
         if listed {
             continue;
         }
-        if ctx
-            .cluster
-            .get(&gvk, None, &reference.name)
-            .await?
-            .is_some()
-        {
+        if cluster.get(&gvk, None, &reference.name).await?.is_some() {
             out.push(Flag {
                 addon: rendered.name.clone(),
                 kind: FlagKind::CustomResourceDefinition,
                 object: format!("{reference} (auxiliary output `{key}`) on cluster `local`"),
-                reason: "already present and not created by addonctl for this addon: enabling replaces it"
+                reason: "already present and not created by addonctl for this addon: applying replaces it"
                     .to_owned(),
             });
         }

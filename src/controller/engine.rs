@@ -172,14 +172,12 @@ pub fn plan_flags(ctx: &Context, plan: &crate::plan::Plan) -> Vec<crate::plan::p
 
 /// The CustomResourceDefinitions among the plan's auxiliary outputs that are on the control
 /// plane already and that the addon's record does not list: applying would replace a CRD the
-/// addon does not own (flagged as `enable --dry-run`'s review flags it). One read of the record
-/// and one GET per such CRD, only for addons that render CRDs.
+/// addon does not own (flagged as `enable --dry-run`'s review flags it). The record is read
+/// only for addons that render CRDs.
 async fn replaced_crds(
     ctx: &Context,
     plan: &crate::plan::Plan,
 ) -> Result<Vec<crate::plan::protect::Flag>> {
-    let gvk =
-        kube::core::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
     let mut out = Vec::new();
     for step in plan
         .steps
@@ -187,38 +185,17 @@ async fn replaced_crds(
         .filter(|s| s.action != crate::plan::Action::Keep)
     {
         let rendered = &step.rendered;
-        let crds: Vec<(&String, crate::state::record::ObjectRef)> = rendered
-            .outputs
-            .iter()
-            .filter_map(|(key, object)| Some((key, crate::state::record::ObjectRef::of(object)?)))
-            .filter(|(_, reference)| reference.kind == "CustomResourceDefinition")
-            .collect();
-        if crds.is_empty() {
+        let renders_crds = rendered.outputs.iter().any(|(_, object)| {
+            crate::state::record::ObjectRef::of(object)
+                .is_some_and(|r| r.kind == "CustomResourceDefinition")
+        });
+        if !renders_crds {
             continue;
         }
         let record = ctx.state().record(&rendered.name).await?;
-        for (key, reference) in crds {
-            let owned = record
-                .as_ref()
-                .is_some_and(|r| r.inventory.iter().any(|o| o.name == reference.name));
-            if owned {
-                continue;
-            }
-            let present = ctx
-                .cluster
-                .get(&gvk, None, &reference.name)
-                .await
-                .map_err(crate::Error::from)?
-                .is_some();
-            if present {
-                out.push(crate::plan::protect::Flag {
-                    addon: rendered.name.clone(),
-                    kind: crate::plan::protect::FlagKind::CustomResourceDefinition,
-                    object: format!("{reference} (auxiliary output `{key}`) on cluster `local`"),
-                    reason: "already present and not created by addonctl for this addon: applying replaces it".to_owned(),
-                });
-            }
-        }
+        out.extend(
+            crate::apply::review::replaced_crds(&ctx.cluster, rendered, record.as_ref()).await?,
+        );
     }
     Ok(out)
 }
