@@ -193,6 +193,10 @@ pub enum Command {
     /// Print a shell completion script (bash, zsh, fish or powershell) on stdout.
     #[command(after_help = help::COMPLETION)]
     Completion(CompletionArgs),
+    /// Write the man pages: `addonctl.1` and one page per command (`addonctl-enable.1`,
+    /// `addonctl-cluster-join.1`, …).
+    #[command(after_help = help::MAN)]
+    Man(ManArgs),
     /// Print addonctl's version and commit, and the control plane's Kubernetes and KubeVela
     /// versions when it answers within `--request-timeout` (default here: 5 seconds).
     #[command(after_help = help::VERSION)]
@@ -255,6 +259,13 @@ pub struct CompletionArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 use clap::{Arg, Command};
 
 /// The line every command's help ends with, instead of the global options themselves.
-const GLOBAL_NOTE: &str =
+pub(crate) const GLOBAL_NOTE: &str =
     "Global options (--kubeconfig, --context, --system-namespace, --registry-dir, --engine, \
 --request-timeout, -q, …): see `addonctl --help`.";
 
@@ -159,6 +159,9 @@ pub const COMPLETION: &str = "Examples:
   addonctl completion bash > ~/.local/share/bash-completion/completions/addonctl
   addonctl completion zsh > \"${fpath[1]}/_addonctl\"
   addonctl completion fish > ~/.config/fish/completions/addonctl.fish";
+pub const MAN: &str = "Examples:
+  addonctl man --dir ~/.local/share/man/man1 && man addonctl-enable
+  addonctl man --dir target/man";
 pub const VERSION: &str = "Examples:
   addonctl version
   addonctl version -o json --request-timeout 2";

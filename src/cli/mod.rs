@@ -13,6 +13,7 @@ mod consent;
 mod diagnostics;
 mod help;
 mod printer;
+mod reference;
 mod settings;
 mod table;
 
@@ -216,6 +217,7 @@ pub async fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             commands::serve::run(&global, &cluster, printer, args).await
         }
         Command::Completion(args) => commands::completion::run(printer, &args),
+        Command::Man(args) => commands::man::run(printer, &args),
         Command::Version(args) => commands::version::run(global, printer, &args).await,
     }
 }

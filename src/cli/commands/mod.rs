@@ -12,6 +12,7 @@ pub mod history;
 pub mod init;
 pub mod lint;
 pub mod list;
+pub mod man;
 pub mod publish;
 pub mod rbac;
 pub mod registry;
