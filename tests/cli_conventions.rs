@@ -398,6 +398,7 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
         &["controller"],
         &["controller", "manifests"],
         &["completion"],
+        &["man"],
         &["version"],
     ];
     for command in commands {
@@ -430,6 +431,27 @@ fn cli_help_shows_examples_and_leaves_the_global_options_to_the_top_level() {
     assert_eq!(top.matches("Global options:").count(), 1, "{top}");
     assert!(top.contains("--kubeconfig <FILE>"), "{top}");
     assert!(top.contains("--script-max-operations"), "{top}");
+}
+
+#[test]
+fn man_writes_a_page_per_command_with_its_options_and_examples() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("man/man1");
+    addonctl(home.path())
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("man pages"));
+    let page = |name: &str| fs_err::read_to_string(dir.join(name)).unwrap();
+    let top = page("addonctl.1");
+    assert!(top.contains(".TH addonctl 1"), "{top}");
+    assert!(top.contains("kubeconfig"), "{top}");
+    let join = page("addonctl-cluster-join.1");
+    assert!(join.contains("from\\-kubeconfig"), "{join}");
+    assert!(join.contains("addonctl cluster join edge\\-1"), "{join}");
+    let pages = fs_err::read_dir(&dir).unwrap().count();
+    assert!(pages > 30, "{pages} pages");
 }
 
 #[test]

@@ -26,6 +26,7 @@ mod definition_apply;
 mod definition_handover;
 mod dependencies;
 mod diff;
+mod docs_examples;
 mod drift;
 mod hostile_input;
 mod lint_oracle;

@@ -165,3 +165,144 @@ fn a_man_page_is_written_for_every_command_with_its_options() {
     assert!(pages["addonctl.1"].contains("kubeconfig"));
     assert!(!enable.contains("\\-\\-kubeconfig <"), "{enable}");
 }
+
+/// Every Markdown file of the README and `docs/`.
+fn documents() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs_err::read_dir(dir).expect("docs/").filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![root.join("README.md")];
+    walk(&root.join("docs"), &mut out);
+    out.sort();
+    out
+}
+
+/// The `addonctl …` commands of one shell line — each part between `|`, `&&`, `;` and `<(…)`
+/// that starts with `addonctl`, without its comment or redirection — split into words.
+fn addonctl_commands(line: &str) -> Vec<Vec<String>> {
+    let line = line.trim().trim_start_matches("$ ");
+    let line = line.split(" #").next().unwrap_or_default();
+    let mut out = Vec::new();
+    for part in line.split(['|', ';', '&', '(', ')']) {
+        let Some(rest) = part.trim().strip_prefix("addonctl") else {
+            continue;
+        };
+        if !(rest.is_empty() || rest.starts_with(' ')) {
+            continue;
+        }
+        let rest = rest.split(['>', '<']).next().unwrap_or_default();
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut quote = None;
+        for c in rest.chars() {
+            match (quote, c) {
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, c) if c.is_whitespace() => {
+                    if !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                }
+                (_, c) => word.push(c),
+            }
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+        out.push(words);
+    }
+    out
+}
+
+/// The commands of a document: every line of its `sh`/`shell`/`console` blocks; in the
+/// generated reference, the example lines of its `text` blocks (the commands' `--help`).
+fn documented_commands(path: &Path) -> Vec<(usize, Vec<String>)> {
+    let text = fs_err::read_to_string(path).expect("a document");
+    let reference = path.components().any(|c| c.as_os_str() == "reference");
+    let mut out = Vec::new();
+    let mut shell = None;
+    let mut continued = String::new();
+    for (number, line) in text.lines().enumerate() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            shell = match shell {
+                Some(_) => None,
+                None => Some(
+                    ["sh", "shell", "console", "bash"]
+                        .contains(&info.split_whitespace().next().unwrap_or_default())
+                        || (reference && info == "text"),
+                ),
+            };
+            continue;
+        }
+        if shell != Some(true) || (reference && !line.starts_with("  addonctl ")) {
+            continue;
+        }
+        if let Some(head) = line.strip_suffix('\\') {
+            continued.push_str(head);
+            continue;
+        }
+        let whole = std::mem::take(&mut continued) + line;
+        out.extend(
+            addonctl_commands(&whole)
+                .into_iter()
+                .map(|words| (number + 1, words)),
+        );
+    }
+    out
+}
+
+#[test]
+fn every_command_shown_in_the_docs_parses() {
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for path in documents() {
+        for (line, words) in documented_commands(&path) {
+            checked += 1;
+            let argv = std::iter::once("addonctl".to_owned()).chain(words.iter().cloned());
+            if let Err(error) = crate::cli::parse_from(argv) {
+                let first = error.to_string();
+                let first = first.lines().next().unwrap_or_default().to_owned();
+                wrong.push(format!(
+                    "{}:{line}: addonctl {}\n    {first}",
+                    path.display(),
+                    words.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "commands the CLI refuses:\n{}",
+        wrong.join("\n")
+    );
+    assert!(checked > 100, "only {checked} commands found in the docs");
+}
+
+#[test]
+fn a_documented_line_yields_each_addonctl_command_of_it() {
+    assert_eq!(
+        addonctl_commands("addonctl disable a && addonctl wait a --for disabled  # then"),
+        [vec!["disable", "a"], vec!["wait", "a", "--for", "disabled"]]
+    );
+    assert_eq!(
+        addonctl_commands("source <(addonctl completion bash)"),
+        [vec!["completion", "bash"]]
+    );
+    assert_eq!(
+        addonctl_commands(r#"addonctl get values x > "v 1.yaml""#),
+        [vec!["get", "values", "x"]]
+    );
+    assert!(addonctl_commands("man addonctl-enable").is_empty());
+    assert_eq!(
+        addonctl_commands("addonctl render ./a 'title=Two words'"),
+        [vec!["render", "./a", "title=Two words"]]
+    );
+}

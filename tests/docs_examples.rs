@@ -1,0 +1,130 @@
+//! The commands the README and `docs/` show in blocks marked ` ```sh runnable`, run as written
+//! against the test API servers, in order, one sandbox per block: a removed command or flag, a
+//! renamed addon or a changed exit code fails here. (Every other `addonctl …` line of the docs is
+//! parsed by the real command line in the binary's unit tests.)
+
+use std::path::{Path, PathBuf};
+
+use crate::support::k8s::Sandbox;
+use crate::support::root;
+
+/// A runnable block: where it is, and its command lines (comments kept: they say which exit
+/// code is expected).
+struct Block {
+    file: PathBuf,
+    line: usize,
+    commands: Vec<(usize, String)>,
+}
+
+/// The runnable blocks of one Markdown file.
+fn runnable_blocks(path: &Path) -> Vec<Block> {
+    let text = fs_err::read_to_string(path).unwrap();
+    let mut blocks = Vec::new();
+    let mut open: Option<Block> = None;
+    let mut in_other = false;
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            if let Some(block) = open.take() {
+                blocks.push(block);
+            } else if in_other {
+                in_other = false;
+            } else if info.split_whitespace().eq(["sh", "runnable"]) {
+                open = Some(Block {
+                    file: path.to_owned(),
+                    line: number,
+                    commands: Vec::new(),
+                });
+            } else {
+                in_other = true;
+            }
+            continue;
+        }
+        if let Some(block) = &mut open {
+            if !line.trim().is_empty() {
+                block.commands.push((number, line.trim().to_owned()));
+            }
+        }
+    }
+    blocks
+}
+
+/// Every Markdown file of the README and `docs/`.
+fn documents() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs_err::read_dir(dir).unwrap().filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = vec![root().join("README.md")];
+    walk(&root().join("docs"), &mut out);
+    out.sort();
+    out
+}
+
+/// A command line of a runnable block as words after `addonctl`, and the exit code its comment
+/// announces (`exit 1`), else 0. Runnable blocks hold plain commands only: no pipes,
+/// redirections, variables or quotes.
+fn parse(line: &str) -> (Vec<String>, i32) {
+    let (command, comment) = line.split_once(" #").unwrap_or((line, ""));
+    assert!(
+        !command.contains(['|', '>', '<', '$', '&', ';', '\'', '"']),
+        "a runnable line must be a plain command: {line}"
+    );
+    let mut words = command.split_whitespace().map(str::to_owned);
+    assert_eq!(words.next().as_deref(), Some("addonctl"), "{line}");
+    let code = i32::from(comment.contains("exit 1"));
+    (words.collect(), code)
+}
+
+#[test]
+fn a_runnable_line_is_its_words_and_the_exit_code_its_comment_announces() {
+    assert_eq!(
+        parse("addonctl diff x replicas=2   # what would change (exit 1: something would)"),
+        (vec!["diff".into(), "x".into(), "replicas=2".into()], 1)
+    );
+    assert_eq!(parse("addonctl list").1, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runnable_examples_of_the_docs_run_as_written() {
+    let blocks: Vec<Block> = documents()
+        .iter()
+        .flat_map(|p| runnable_blocks(p))
+        .collect();
+    // The tour of the README, the first steps of a platform admin and of a registry author.
+    assert!(blocks.len() >= 3, "{} runnable blocks", blocks.len());
+    let mut ran = 0;
+    for block in &blocks {
+        // Each block in its own system namespace (KubeVela's CRDs served, so the vela engine),
+        // from an empty directory.
+        let sb = Sandbox::with_kubevela().await;
+        let dir = tempfile::tempdir().unwrap();
+        for (number, line) in &block.commands {
+            let (words, expected) = parse(line);
+            let output = sb
+                .cli()
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .args(&words)
+                .output()
+                .unwrap();
+            assert_eq!(
+                output.status.code(),
+                Some(expected),
+                "{}:{number} (block at line {}): {line}\nstdout:\n{}\nstderr:\n{}",
+                block.file.display(),
+                block.line,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 15, "{ran} commands ran");
+}
