@@ -31,7 +31,7 @@ pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
         let man = clap_mangen::Man::new(command.clone());
         let mut text = Vec::new();
         man.render(&mut text)?;
-        out.push((man.get_filename(), text));
+        out.push((man.get_filename(), examples_as_written(text)));
         for sub in visible(command) {
             walk(sub, out)?;
         }
@@ -40,6 +40,30 @@ pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     walk(&built(), &mut out)?;
     Ok(out)
+}
+
+/// clap_mangen's page with the text after the options (the examples, the exit codes, the pointer
+/// to the global options) as a section `EXAMPLES` of lines kept as written, not filled into a
+/// paragraph: a command line of an example stays one line.
+fn examples_as_written(page: Vec<u8>) -> Vec<u8> {
+    let text = match String::from_utf8(page) {
+        Ok(text) => text,
+        Err(e) => return e.into_bytes(),
+    };
+    let Some(start) = text.find("\n.SH EXTRA\n") else {
+        return text.into_bytes();
+    };
+    let body = start + "\n.SH EXTRA\n".len();
+    let end = text[body..]
+        .find("\n.SH ")
+        .map_or(text.len(), |at| body + at);
+    format!(
+        "{}\n.SH EXAMPLES\n.nf\n{}\n.fi{}",
+        &text[..start],
+        text[body..end].trim_end(),
+        &text[end..]
+    )
+    .into_bytes()
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use super::{built, visible};
 use crate::cli::help;
 
 /// The Markdown CLI reference, as (file name under `docs/reference/cli/`, text): `README.md`
-/// (the global options and the commands) and one file per top-level command, its nested
-/// commands included.
+/// (the global options and the commands) and one file per top-level command
+/// (`addonctl-enable.md`), its nested commands included.
 pub fn cli_markdown() -> Vec<(String, String)> {
     let top = built();
     let globals: BTreeSet<String> = top
@@ -31,7 +31,7 @@ pub fn cli_markdown() -> Vec<(String, String)> {
     let _ = writeln!(index, "| command | what it does |\n|---|---|");
     let mut files = Vec::new();
     for sub in visible(&top) {
-        let file = format!("{}.md", sub.get_name());
+        let file = format!("addonctl-{}.md", sub.get_name());
         let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
         let _ = writeln!(
             index,
