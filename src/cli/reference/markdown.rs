@@ -122,7 +122,14 @@ fn usage(command: &Command) -> String {
 
 /// Whether `--help` lists an argument (clap's own `--help`/`--version` are left out).
 fn shown(arg: &Arg) -> bool {
-    !arg.is_hide_set() && !matches!(arg.get_id().as_str(), "help" | "version")
+    !arg.is_hide_set()
+        && !matches!(
+            arg.get_action(),
+            clap::ArgAction::Help
+                | clap::ArgAction::HelpShort
+                | clap::ArgAction::HelpLong
+                | clap::ArgAction::Version
+        )
 }
 
 /// The arguments, then the options, one bullet each.

@@ -86,6 +86,9 @@ fn every_visible_command_has_its_section_and_its_own_options() {
     assert!(enable.contains("# `addonctl enable`"), "{enable}");
     assert!(enable.contains("Alias: `install`."), "{enable}");
     assert!(enable.contains("`--dry-run[=<"), "{enable}");
+    // An option named like clap's own `--version` is the command's, and listed.
+    assert!(enable.contains("- `--version <VERSION>`: "), "{enable}");
+    assert!(!enable.contains("`-h, --help`"), "{enable}");
     assert!(
         enable.contains("addonctl enable ./my-addon --dry-run=server"),
         "{enable}"
