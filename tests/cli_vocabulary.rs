@@ -1,7 +1,7 @@
 //! The words addonctl prints for people, as a user reads them at the command line: tables that
 //! keep their columns, warnings that read `warning: …`, hints worded for the command that gave
-//! them, what an upgrade changed, notes that claim no readiness, a soak's time left, and a
-//! README that says one drift default.
+//! them, what an upgrade changed, notes that claim no readiness, a soak's time left, and docs
+//! that say one drift default.
 
 use serde_json::{json, Value};
 
@@ -399,13 +399,37 @@ async fn cli_rollout_run_says_the_soak_time_left() {
     assert!((1..=3).contains(&left), "{stderr}");
 }
 
+/// The README and every page under `docs/`, one after the other.
+fn documentation() -> String {
+    fn walk(dir: &std::path::Path, out: &mut String) {
+        let mut entries: Vec<_> = fs_err::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push_str(&fs_err::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let root = crate::support::root();
+    let mut text = fs_err::read_to_string(root.join("README.md")).unwrap();
+    walk(&root.join("docs"), &mut text);
+    text
+}
+
 #[test]
-fn the_readme_says_one_drift_default_the_one_the_controller_uses() {
+fn the_docs_say_one_drift_default_the_one_the_controller_uses() {
     let default = serde_json::to_value(addonctl::controller::crd::DriftPolicy::default()).unwrap();
     let default = default.as_str().unwrap();
-    let readme = fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = documentation();
     let said = regex::Regex::new(
-        r"(?i)`(correct|warn|ignore)` \(default|default[^`.|]{0,60}`(correct|warn|ignore)`",
+        // "`correct` (default", "`correct` (the default", "Default: `correct`".
+        r"(?i)`(correct|warn|ignore)` \((?:the )?default|default:?\s{1,2}`(correct|warn|ignore)`",
     )
     .unwrap();
     let defaults: Vec<&str> = said
@@ -413,9 +437,9 @@ fn the_readme_says_one_drift_default_the_one_the_controller_uses() {
         .filter_map(|c| c.get(1).or_else(|| c.get(2)))
         .map(|m| m.as_str())
         .collect();
-    assert!(!defaults.is_empty(), "the README states no drift default");
+    assert!(!defaults.is_empty(), "the docs state no drift default");
     assert!(
         defaults.iter().all(|d| *d == default),
-        "the README states drift defaults {defaults:?}; the code's is `{default}`"
+        "the docs state drift defaults {defaults:?}; the code's is `{default}`"
     );
 }

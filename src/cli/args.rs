@@ -437,8 +437,8 @@ impl PlanFlags {
 }
 
 /// `enable --declarative`: an `Addon` resource for the controller instead of an apply. Only
-/// `--declarative` is in `enable --help` (which stays one screen); the others are in the
-/// README, in `--declarative`'s errors and in the examples.
+/// `--declarative` is in `enable --help` (which stays one screen); the others are in
+/// docs/multi-cluster/controller.md, in `--declarative`'s errors and in the examples.
 #[derive(Debug, Args)]
 pub struct DeclarativeArgs {
     /// Write an `Addon` for `addonctl controller` instead of applying.

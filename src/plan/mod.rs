@@ -557,7 +557,7 @@ fn secrets_note(step: &Step) -> Option<String> {
     }
     let listed: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
     Some(format!(
-        "warning: addon `{}`: the value of secret parameter{} {} is written in plain text into the Application `{}`, which KubeVela stores and shows as it is; keep it in a Secret of its own (an `outputs` object of `template.rhai`) and refer to it by name (`secretKeyRef`, `secretName`) from the objects that need it (README: \"Secrets with the vela engine\")",
+        "warning: addon `{}`: the value of secret parameter{} {} is written in plain text into the Application `{}`, which KubeVela stores and shows as it is; keep it in a Secret of its own (an `outputs` object of `template.rhai`) and refer to it by name (`secretKeyRef`, `secretName`) from the objects that need it (docs/authors/addon-format.md: \"Secrets with the vela engine\")",
         step.rendered.name,
         if paths.len() == 1 { "" } else { "s" },
         listed.join(", "),
