@@ -128,3 +128,141 @@ async fn the_runnable_examples_of_the_docs_run_as_written() {
     }
     assert!(ran >= 15, "{ran} commands ran");
 }
+
+/// The headings of a Markdown text as GitHub anchors them (`## The `Addon` spec` →
+/// `the-addon-spec`), code blocks left out.
+fn anchors(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let heading = line.trim_start_matches('#').trim().to_lowercase();
+        let slug: String = heading
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        out.push(slug);
+    }
+    out
+}
+
+/// The relative links of a Markdown text (`[text](path#anchor)`), code left out.
+fn relative_links(text: &str) -> Vec<String> {
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            // Inline code is not a link either.
+            let mut inline = false;
+            for c in line.chars() {
+                if c == '`' {
+                    inline = !inline;
+                } else if !inline {
+                    prose.push(c);
+                }
+            }
+            prose.push('\n');
+        }
+    }
+    prose
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|link| !link.contains("://") && !link.starts_with("mailto:"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_link_between_the_docs_reaches_its_page_and_heading() {
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for page in documents() {
+        let text = fs_err::read_to_string(&page).unwrap();
+        for link in relative_links(&text) {
+            checked += 1;
+            let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(path)
+            };
+            if !target.exists() {
+                wrong.push(format!("{}: `{link}`: no such file", page.display()));
+                continue;
+            }
+            let is_markdown = target.extension().is_some_and(|e| e == "md");
+            if !anchor.is_empty() && is_markdown {
+                let headings = anchors(&fs_err::read_to_string(&target).unwrap());
+                if !headings.iter().any(|h| h == anchor) {
+                    wrong.push(format!("{}: `{link}`: no such heading", page.display()));
+                }
+            }
+        }
+    }
+    // A code block left open swallows the rest of its page.
+    for page in documents() {
+        let text = fs_err::read_to_string(&page).unwrap();
+        let fences = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count();
+        if fences % 2 == 1 {
+            wrong.push(format!("{}: a code block is not closed", page.display()));
+        }
+    }
+    assert!(wrong.is_empty(), "broken links:\n{}", wrong.join("\n"));
+    assert!(checked > 100, "only {checked} links found");
+}
+
+#[test]
+fn a_heading_anchors_as_github_does_and_code_is_no_link() {
+    assert_eq!(
+        anchors("# A\n## The `Addon` spec, in short\n```\n# not\n```\n### `--dry-run=server` and planning offline"),
+        ["a", "the-addon-spec-in-short", "--dry-runserver-and-planning-offline"]
+    );
+    assert_eq!(
+        relative_links("see [a](a.md#x) and `[b](b.md)`\n```\n[c](c.md)\n```\n[d](https://e)"),
+        ["a.md#x"]
+    );
+}
+
+#[test]
+fn the_readme_stays_a_front_page_and_every_page_is_in_the_index() {
+    let readme = fs_err::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "the README has {lines} lines; the depth goes under docs/"
+    );
+    // The two set-up commands, as `.ci/run` and the issue tracker's users run them.
+    assert!(readme.contains("| every test | `bash scripts/test.sh` |"));
+    assert!(readme.contains("`bash scripts/demo.sh` (again to tear it down)"));
+    let index = fs_err::read_to_string(root().join("docs/README.md")).unwrap();
+    let linked = relative_links(&index);
+    for page in documents() {
+        let Ok(path) = page.strip_prefix(root().join("docs")) else {
+            continue;
+        };
+        let path = path.to_string_lossy().replace('\\', "/");
+        // The generated command pages are linked from their own index.
+        if path == "README.md" || path.starts_with("reference/cli/addonctl-") {
+            continue;
+        }
+        assert!(
+            linked
+                .iter()
+                .any(|l| l.split('#').next() == Some(path.as_str())),
+            "docs/{path} is not in docs/README.md"
+        );
+    }
+}

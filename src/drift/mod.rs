@@ -50,7 +50,7 @@ use crate::state::record::ObjectRef;
 pub const MAX_PATHS: usize = 20;
 
 /// What to do about drift (default `correct`, as the `Addon` resource, `enable --declarative
-/// --drift` and the README have it).
+/// --drift` and docs/multi-cluster/drift.md have it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
