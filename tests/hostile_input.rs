@@ -393,6 +393,14 @@ async fn a_secret_rendered_into_the_application_is_warned_about_under_kubevela()
     assert!(warning.contains("`addon-leaky-app`"), "{warning}");
     assert!(warning.contains("secretKeyRef"), "{warning}");
     assert!(!warning.contains(SECRET), "{warning}");
+    // The page it points to says how.
+    assert!(
+        warning.contains("docs/authors/addon-format.md"),
+        "{warning}"
+    );
+    let page = fs_err::read_to_string(crate::support::root().join("docs/authors/addon-format.md"))
+        .unwrap();
+    assert!(page.contains("\n## Secrets with the vela engine\n"));
     // The direct engine keeps the Application to itself: no warning.
     sandbox.ctx.engine = addonctl::context::EngineChoice::Direct;
     let plan = addonctl::plan::plan(&sandbox.ctx.planner(), &request("leaky-app"), false)
