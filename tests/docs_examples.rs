@@ -266,3 +266,23 @@ fn the_readme_stays_a_front_page_and_every_page_is_in_the_index() {
         );
     }
 }
+
+#[test]
+fn the_template_the_addon_format_shows_is_what_init_writes() {
+    let page = fs_err::read_to_string(root().join("docs/authors/addon-format.md")).unwrap();
+    let shown = page
+        .split("## A template")
+        .nth(1)
+        .and_then(|rest| rest.split("```rhai\n").nth(1))
+        .and_then(|block| block.split("\n```").next())
+        .expect("a rhai block under `## A template`");
+    let dir = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("addonctl")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["init", "my-addon"])
+        .assert()
+        .success();
+    let written = fs_err::read_to_string(dir.path().join("my-addon/template.rhai")).unwrap();
+    assert_eq!(shown.trim_end(), written.trim_end());
+}
