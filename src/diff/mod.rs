@@ -357,7 +357,7 @@ async fn control_plane(
         }),
     };
     let (changes, inventory) = objects::compare_all(&site, &ordered).await?;
-    diff.objects.extend(changes);
+    add_changes(diff, changes);
     if rendered.args_secret.is_none() {
         let name = args_secret_name(&rendered.name);
         if ctx
@@ -545,7 +545,7 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
                 .unwrap_or(&objects);
             match objects::compare_all(&site, objects).await {
                 Ok((changes, placed)) => {
-                    diff.objects.extend(changes);
+                    add_changes(diff, changes);
                     references = placed;
                 }
                 Err(e) => {
@@ -572,4 +572,75 @@ async fn clusters(ctx: &Context, scope: &Scope<'_>, diff: &mut AddonDiff) -> Res
         removals(&site, &stale, diff).await;
     }
     Ok(())
+}
+
+/// Adds `changes` to `diff`, without a second creation of a namespace already shown created
+/// on the same cluster (the control plane's objects and those dispatched to it may both need
+/// the one namespace: the apply creates it once).
+fn add_changes(diff: &mut AddonDiff, changes: Vec<ObjectChange>) {
+    for change in changes {
+        let again = change.kind == "Namespace"
+            && change.change == Change::Create
+            && diff.objects.iter().any(|shown| {
+                shown.kind == "Namespace"
+                    && shown.change == Change::Create
+                    && shown.cluster == change.cluster
+                    && shown.name == change.name
+            });
+        if !again {
+            diff.objects.push(change);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn namespace_created(cluster: &str, name: &str) -> ObjectChange {
+        ObjectChange {
+            cluster: cluster.to_owned(),
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: name.to_owned(),
+            change: Change::Create,
+            diff: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn a_namespace_two_groups_of_objects_need_is_shown_created_once_per_cluster() {
+        let mut diff = AddonDiff {
+            name: "a".to_owned(),
+            installed_version: None,
+            version: "1.0.0".to_owned(),
+            action: Action::Install,
+            engine: EngineChoice::Direct,
+            parameters: Vec::new(),
+            cluster_parameters: Vec::new(),
+            objects: Vec::new(),
+            notes: Vec::new(),
+            failed: Vec::new(),
+        };
+        add_changes(&mut diff, vec![namespace_created("local", "apps")]);
+        add_changes(
+            &mut diff,
+            vec![
+                namespace_created("local", "apps"),
+                namespace_created("east", "apps"),
+                namespace_created("local", "other"),
+            ],
+        );
+        let shown: Vec<(&str, &str)> = diff
+            .objects
+            .iter()
+            .map(|o| (o.cluster.as_str(), o.name.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [("local", "apps"), ("east", "apps"), ("local", "other")]
+        );
+    }
 }
