@@ -328,6 +328,17 @@ async fn a_newcomer_enables_and_disables_an_addon_in_a_real_browser() {
     assert!(plan.contains("create"), "{plan}");
     assert!(plan.contains("timeoutSeconds"), "{plan}");
     assert!(plan.contains("--version=v1.0.0"), "{plan}");
+    // The namespace both the control plane's Secret and the objects need: created once.
+    let namespaces = b
+        .client
+        .execute(
+            "return [...document.querySelectorAll('ul.objects > li')]\
+             .filter(li => /create\\s+Namespace\\s/.test(li.textContent)).length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(namespaces, json!(1), "{plan}");
     b.shot("plan-enable").await;
 
     // Apply, and watch it become enabled.
