@@ -45,6 +45,7 @@ mod serve_cluster;
 mod sources;
 mod sources_git;
 mod sources_helm;
+mod sources_oci;
 mod sources_remote;
 mod staged;
 mod values;

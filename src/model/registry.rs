@@ -63,12 +63,15 @@ pub enum RegistryType {
     Git,
     /// A local directory.
     Local,
+    /// An OCI registry of Helm charts (`oci://host/prefix`; stored as KubeVela's `helm` entry).
+    Oci,
 }
 
 impl RegistryType {
     /// Every type, in the order help texts list them.
-    pub const ALL: [RegistryType; 8] = [
+    pub const ALL: [RegistryType; 9] = [
         RegistryType::Helm,
+        RegistryType::Oci,
         RegistryType::Github,
         RegistryType::Gitee,
         RegistryType::Gitlab,
@@ -89,6 +92,7 @@ impl RegistryType {
             RegistryType::Oss => "oss",
             RegistryType::Git => "git",
             RegistryType::Local => "local",
+            RegistryType::Oci => "oci",
         }
     }
 }
@@ -396,7 +400,7 @@ pub(crate) fn to_kubevela(spec: &RegistrySpec) -> Value {
         Value::Object(object)
     };
     match spec.kind {
-        RegistryType::Helm => {
+        RegistryType::Helm | RegistryType::Oci => {
             let mut helm = Map::new();
             helm.insert("url".into(), json!(spec.endpoint));
             if spec.insecure_skip_tls {
@@ -485,8 +489,12 @@ pub(crate) fn from_kubevela(name: &str, entry: &Value) -> Option<(RegistrySpec, 
         ..RegistrySpec::default()
     };
     if let Some(helm) = entry.get("helm") {
-        spec.kind = RegistryType::Helm;
         spec.endpoint = text(helm, "url")?;
+        spec.kind = if spec.endpoint.trim_start().starts_with("oci://") {
+            RegistryType::Oci
+        } else {
+            RegistryType::Helm
+        };
         spec.insecure_skip_tls = helm
             .get("insecureSkipTLS")
             .and_then(Value::as_bool)
@@ -596,6 +604,18 @@ mod tests {
             Some("b")
         );
         assert!(from_kubevela("x", &json!({"name": "x"})).is_none());
+    }
+
+    #[test]
+    fn oci_registries_are_kept_as_kubevelas_helm_entries() {
+        let oci = spec("o", RegistryType::Oci, "oci://127.0.0.1:5000/addons");
+        let entry = to_kubevela(&oci);
+        assert_eq!(entry["helm"]["url"], "oci://127.0.0.1:5000/addons");
+        assert_eq!(from_kubevela("o", &entry).unwrap().0, oci);
+        // What `vela` writes: a helm entry with an `oci://` URL.
+        let vela = json!({"name": "o", "helm": {"url": "oci://registry.example.invalid/addons"}});
+        assert_eq!(from_kubevela("o", &vela).unwrap().0.kind, RegistryType::Oci);
+        assert_eq!("oci".parse::<RegistryType>().unwrap(), RegistryType::Oci);
     }
 
     #[test]

@@ -204,6 +204,42 @@ impl Response {
     }
 }
 
+/// One request for [`HttpClient::call`].
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    /// The method.
+    pub method: http::Method,
+    /// The URL.
+    pub url: &'a str,
+    /// Extra headers (not secret).
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The body sent, when any (sent again on a retry or a 307/308 redirect).
+    pub body: Option<bytes::Bytes>,
+    /// The largest body read.
+    pub limit: u64,
+    /// Credentials for this call only, sent to the origin of `url` and nowhere else; `None`
+    /// sends the client's own ([`HttpOptions::auth`]) to the credentials' origin.
+    pub auth: Option<&'a Auth>,
+    /// Statuses answered as a [`Response`] instead of an error (e.g. 401 for a token
+    /// challenge).
+    pub answers: &'a [u16],
+}
+
+impl<'a> Call<'a> {
+    /// `GET url` with the default body limit (32 MiB) and the client's credentials.
+    pub fn get(url: &'a str) -> Self {
+        Call {
+            method: http::Method::GET,
+            url,
+            headers: &[],
+            body: None,
+            limit: 32 * 1024 * 1024,
+            auth: None,
+            answers: &[],
+        }
+    }
+}
+
 /// An HTTP client for one registry. Cheap to clone (clones share the limits and the counter).
 #[derive(Clone)]
 pub struct HttpClient {
@@ -311,6 +347,20 @@ impl HttpClient {
         headers: &[(&str, &str)],
         limit: u64,
     ) -> Result<Response> {
+        self.call(&Call {
+            headers,
+            limit,
+            ..Call::get(url)
+        })
+        .await
+    }
+
+    /// One request as `call` describes it, with this client's limits, retries and status
+    /// mapping. A call's own credentials ([`Call::auth`]) go to the origin of [`Call::url`]
+    /// only; the client's ([`HttpOptions::auth`]) to the credentials' origin only. Neither
+    /// follows a redirect to another origin.
+    pub async fn call(&self, call: &Call<'_>) -> Result<Response> {
+        let url = call.url;
         let start = Url::parse(url).map_err(|e| Error::InvalidContent {
             registry: self.registry.clone(),
             message: format!("`{}` is not a valid URL: {e}", redact(url)),
@@ -321,17 +371,20 @@ impl HttpClient {
                 message: format!("`{}` is not an http or https URL", redact(start.as_str())),
             });
         }
-        let credentials_origin = self
-            .credentials_origin
-            .clone()
-            .unwrap_or_else(|| origin(&start));
+        let credentials_origin = if call.auth.is_some() {
+            origin(&start)
+        } else {
+            self.credentials_origin
+                .clone()
+                .unwrap_or_else(|| origin(&start))
+        };
         let mut retries_left = self.options.retries;
         let mut attempt_number = 0u32;
         // One deadline over every attempt, redirect and wait: a hanging server costs
         // `timeout`, not `timeout` per retry.
         let deadline = tokio::time::Instant::now() + self.options.timeout;
         loop {
-            let attempt = self.attempt(&start, headers, limit, &credentials_origin);
+            let attempt = self.attempt(&start, call, &credentials_origin);
             let Ok(outcome) = tokio::time::timeout_at(deadline, attempt).await else {
                 return Err(self.out_of_time(&start, attempt_number + 1, None));
             };
@@ -392,23 +445,23 @@ impl HttpClient {
     }
 
     /// One request, following redirects.
-    async fn attempt(
-        &self,
-        start: &Url,
-        headers: &[(&str, &str)],
-        limit: u64,
-        credentials_origin: &str,
-    ) -> Attempt {
+    async fn attempt(&self, start: &Url, call: &Call<'_>, credentials_origin: &str) -> Attempt {
+        let (headers, limit) = (call.headers, call.limit);
         let mut url = start.clone();
+        let mut method = call.method.clone();
+        let mut body = call.body.clone();
         for _ in 0..=MAX_REDIRECTS {
             let shown = redact(url.as_str());
             let Ok(_permit) = self.semaphore.acquire().await else {
                 return Attempt::Fail(self.backend(format!("`{shown}`: the client was closed")));
             };
-            let mut request = self.client.get(url.clone());
+            let mut request = self.client.request(method.clone(), url.clone());
+            if let Some(body) = &body {
+                request = request.body(body.clone());
+            }
             let trusted = origin(&url) == credentials_origin;
             if trusted {
-                request = match &self.options.auth {
+                request = match call.auth.unwrap_or(&self.options.auth) {
                     Auth::None => request,
                     // The one place a credential leaves its `SecretString`: the request header.
                     Auth::Basic { username, password } => {
@@ -416,7 +469,12 @@ impl HttpClient {
                     }
                     Auth::Bearer(token) => request.bearer_auth(token.expose_secret()),
                 };
-                for (name, value) in &self.options.headers {
+                let extra = if call.auth.is_some() {
+                    &[][..]
+                } else {
+                    &self.options.headers[..]
+                };
+                for (name, value) in extra {
                     match (
                         HeaderName::try_from(name.as_str()),
                         HeaderValue::try_from(value.as_str()),
@@ -443,10 +501,13 @@ impl HttpClient {
                 Err(e) => return self.transport_error(&shown, e),
             };
             let status = response.status().as_u16();
-            tracing::debug!(registry = %self.registry, url = %shown, status, "GET");
+            tracing::debug!(registry = %self.registry, url = %shown, status, method = %method);
             match status {
-                200..=299 | 304 => {
-                    let body = if status == 304 {
+                _ if call.answers.contains(&status)
+                    || (200..=299).contains(&status)
+                    || status == 304 =>
+                {
+                    let body = if status == 304 || method == http::Method::HEAD {
                         Vec::new()
                     } else {
                         match self.read_body(&mut response, &shown, limit).await {
@@ -468,7 +529,17 @@ impl HttpClient {
                         .and_then(|l| l.to_str().ok())
                         .and_then(|l| url.join(l).ok());
                     match next {
-                        Some(next) if matches!(next.scheme(), "http" | "https") => url = next,
+                        Some(next) if matches!(next.scheme(), "http" | "https") => {
+                            // As browsers and Go do: 303 (and 301/302 after a POST) turn into a
+                            // GET without a body; 307 and 308 repeat the request.
+                            if status == 303
+                                || (matches!(status, 301 | 302) && method == http::Method::POST)
+                            {
+                                method = http::Method::GET;
+                                body = None;
+                            }
+                            url = next;
+                        }
                         _ => {
                             return Attempt::Fail(self.backend(format!(
                                 "`{shown}` redirects (HTTP {status}) without a usable location"

@@ -7,7 +7,8 @@
 //!
 //! Implementations: [`local::LocalReader`] (a directory holding one addon or many),
 //! [`builtin::BuiltinReader`] (this repository's `addons/`, embedded in the binary),
-//! [`helm::HelmReader`] (a Helm chart repository) and [`git::GitReader`] (any git repository).
+//! [`helm::HelmReader`] (a Helm chart repository), [`oci::OciReader`] (an OCI registry of Helm
+//! charts) and [`git::GitReader`] (any git repository).
 //! Shared plumbing: [`http`] (the one HTTP layer: limits, retries, status mapping), [`archive`]
 //! (safe `.tgz` reading) and [`cache`] (the on-disk cache).
 
@@ -31,6 +32,7 @@ pub mod gitlab;
 pub mod helm;
 pub mod http;
 pub mod local;
+pub mod oci;
 pub mod s3;
 mod tree;
 
@@ -266,6 +268,7 @@ pub fn open(
         RegistryType::S3 | RegistryType::Oss => {
             Arc::new(s3::S3Reader::from_spec(spec, credentials, options)?)
         }
+        RegistryType::Oci => Arc::new(oci::OciReader::from_spec(spec, credentials, options)?),
     })
 }
 
@@ -326,6 +329,14 @@ pub enum Error {
         /// What is wrong, naming the file.
         message: String,
     },
+    /// An addon's signatures do not satisfy the registry's verification policy (`enforce`).
+    #[error("registry `{registry}`: {message}")]
+    Unverified {
+        /// The registry asked.
+        registry: String,
+        /// The reference, the digest and each check that failed.
+        message: String,
+    },
     /// The backend failed for another reason (I/O, network, server error).
     #[error("registry `{registry}`: {message}")]
     Backend {
@@ -347,7 +358,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::Unauthorized { .. } => ErrorKind::Denied,
+            Error::Unauthorized { .. } | Error::Unverified { .. } => ErrorKind::Denied,
             Error::InvalidPath { .. } | Error::TooLarge { .. } | Error::InvalidContent { .. } => {
                 ErrorKind::Invalid
             }
@@ -393,6 +404,10 @@ impl Error {
                 limit: *limit,
             },
             Error::InvalidContent { registry, message } => Error::InvalidContent {
+                registry: registry.clone(),
+                message: message.clone(),
+            },
+            Error::Unverified { registry, message } => Error::Unverified {
                 registry: registry.clone(),
                 message: message.clone(),
             },

@@ -8,6 +8,7 @@ pub mod git_server;
 pub mod helm_repo;
 pub mod http_server;
 pub mod k8s;
+pub mod oci;
 pub mod s3;
 pub mod serve;
 pub mod ssh_server;

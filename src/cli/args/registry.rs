@@ -64,7 +64,7 @@ pub struct RegistrySettingsArgs {
     /// Read the registry (or registries) from a YAML file, e.g. one of `registries/*.yaml`.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kind", "endpoint"])]
     pub from: Option<PathBuf>,
-    /// helm, github, gitee, gitlab, s3, oss, git or local.
+    /// helm, oci, github, gitee, gitlab, s3, oss, git or local (an `oci://` endpoint means oci).
     #[arg(long = "type", value_name = "TYPE")]
     pub kind: Option<String>,
     /// The registry's URL (a directory for `local`); credentials in it are moved to the Secret.

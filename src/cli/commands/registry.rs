@@ -101,6 +101,10 @@ fn apply_flags(spec: &mut RegistrySpec, settings: &RegistrySettingsArgs) -> anyh
     if let Some(endpoint) = &settings.endpoint {
         endpoint.clone_into(&mut spec.endpoint);
     }
+    // KubeVela keeps an OCI registry as a Helm entry with an `oci://` URL: so does `--type helm`.
+    if spec.kind == RegistryType::Helm && spec.endpoint.trim_start().starts_with("oci://") {
+        spec.kind = RegistryType::Oci;
+    }
     let text = |value: &Option<String>| value.clone().filter(|s| !s.is_empty());
     if settings.path.is_some() {
         spec.path = text(&settings.path);
@@ -196,9 +200,14 @@ async fn add(
         registries
     } else {
         let name = settings.name.clone().unwrap_or_default();
+        let oci = settings
+            .endpoint
+            .as_deref()
+            .is_some_and(|e| e.trim_start().starts_with("oci://"));
         let kind = settings
             .kind
             .as_deref()
+            .or(oci.then_some("oci"))
             .ok_or_else(|| user("`registry add` needs `--type` (or `--from FILE`)"))?
             .parse::<RegistryType>()
             .map_err(addonctl::Error::from)?;

@@ -1,0 +1,495 @@
+//! Verifying OCI addons: cosign key-based signatures (ECDSA P-256), checked against a policy
+//! kept in addonctl's own configuration (never in `vela-addon-registry`, which KubeVela
+//! rewrites).
+//!
+//! The policy file is `$ADDONCTL_VERIFY_FILE`, else `$XDG_CONFIG_HOME/addonctl/verification.yaml`
+//! (`~/.config/addonctl/verification.yaml`):
+//!
+//! ```yaml
+//! registries:
+//!   my-registry:
+//!     policy: enforce          # enforce | warn | off
+//!     keys: [cosign.pub]       # PEM public keys (paths relative to this file); several for rotation
+//!     addons:                  # overrides by addon name pattern (`*` matches any run of characters)
+//!       - pattern: "experimental-*"
+//!         policy: warn
+//! ```
+//!
+//! **Expected flow.** The manifest digest being installed is known (the tag was resolved once).
+//! Cosign's signature manifest is read from tag `sha256-<hex>.sig`; each layer's payload (a
+//! "simple signing" JSON document) is fetched by digest and checked against its descriptor, the
+//! signature in the layer's `dev.cosignproject.cosign/signature` annotation is checked over the
+//! payload bytes with each trusted key, and the payload must name the digest being installed
+//! (`critical.image.docker-manifest-digest`).
+//!
+//! **Guarantees.** Never fail open: a missing signature tag, a registry error, a payload that does
+//! not parse, names another digest or is signed by no trusted key all count as unverified, and
+//! each is reported. Under `enforce`, an unverified chart is refused with
+//! [`Error::Unverified`] before any of its files is read; under `warn` it is served and its
+//! [`Verification`] says `verified: false`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use p256::ecdsa::signature::Verifier as _;
+use p256::ecdsa::{Signature, VerifyingKey};
+use p256::pkcs8::DecodePublicKey as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::client::{Descriptor, Login, OciClient};
+use crate::model::secret::SecretString;
+use crate::source::{Error, Result};
+
+/// The media type of cosign's simple-signing payload layers.
+pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+/// The annotation holding a layer's base64 signature.
+pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// The largest signature payload read.
+const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
+/// The most signature layers looked at.
+const MAX_SIGNATURES: usize = 16;
+
+/// What a policy asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Refuse what is not verified.
+    Enforce,
+    /// Serve it, saying it is not verified.
+    Warn,
+    /// Do not check.
+    #[default]
+    Off,
+}
+
+/// How a chart was verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// The policy applied.
+    pub policy: Mode,
+    /// Whether a trusted signature names the digest.
+    pub verified: bool,
+    /// How (`cosign-key`), when verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Which key, when verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Each check that failed, when not verified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// A registry's verification policy.
+#[derive(Debug)]
+pub struct Policy {
+    mode: Mode,
+    keys: Vec<(String, VerifyingKey)>,
+    addons: Vec<(String, Mode)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShape {
+    #[serde(default)]
+    registries: std::collections::BTreeMap<String, RegistryShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistryShape {
+    policy: Mode,
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    addons: Vec<AddonShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddonShape {
+    pattern: String,
+    policy: Mode,
+}
+
+/// The policy file: `$ADDONCTL_VERIFY_FILE`, else `verification.yaml` in addonctl's config
+/// directory.
+pub fn policy_file() -> PathBuf {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(file) = non_empty("ADDONCTL_VERIFY_FILE") {
+        return PathBuf::from(file);
+    }
+    non_empty("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("addonctl/verification.yaml")
+}
+
+impl Policy {
+    /// The policy of `registry` in the policy file; `None` when the file or its entry is absent.
+    /// A file that cannot be read or parsed, or a key that is not a P-256 public key, is an
+    /// error: a broken policy never turns verification off.
+    pub fn for_registry(registry: &str) -> Result<Option<Arc<Policy>>> {
+        let file = policy_file();
+        if !file.exists() {
+            return Ok(None);
+        }
+        let text = fs_err::read_to_string(&file)
+            .map_err(|e| bad_policy(registry, &file, &e.to_string()))?;
+        Policy::parse(registry, &file, &text)
+    }
+
+    /// Parses the policy file's text for `registry`; `file` names it (and relative key paths).
+    pub fn parse(registry: &str, file: &Path, text: &str) -> Result<Option<Arc<Policy>>> {
+        let shape: FileShape =
+            serde_yaml::from_str(text).map_err(|e| bad_policy(registry, file, &e.to_string()))?;
+        let Some(entry) = shape
+            .registries
+            .into_iter()
+            .find_map(|(name, entry)| (name == registry).then_some(entry))
+        else {
+            return Ok(None);
+        };
+        let base = file.parent().unwrap_or_else(|| Path::new("."));
+        let mut keys = Vec::new();
+        for key in &entry.keys {
+            let path = base.join(key);
+            let pem = fs_err::read_to_string(&path)
+                .map_err(|e| bad_policy(registry, file, &format!("key `{key}`: {e}")))?;
+            let parsed = VerifyingKey::from_public_key_pem(pem.trim()).map_err(|e| {
+                bad_policy(
+                    registry,
+                    file,
+                    &format!("key `{key}` is not an ECDSA P-256 public key (PEM): {e}"),
+                )
+            })?;
+            keys.push((key.clone(), parsed));
+        }
+        let policy = Policy {
+            mode: entry.policy,
+            keys,
+            addons: entry
+                .addons
+                .into_iter()
+                .map(|a| (a.pattern, a.policy))
+                .collect(),
+        };
+        let needs_keys =
+            policy.mode != Mode::Off || policy.addons.iter().any(|(_, m)| *m != Mode::Off);
+        if needs_keys && policy.keys.is_empty() {
+            return Err(bad_policy(
+                registry,
+                file,
+                "a policy other than `off` needs at least one key",
+            ));
+        }
+        Ok(Some(Arc::new(policy)))
+    }
+
+    /// A policy from parts (tests, front ends with their own configuration).
+    pub fn new(mode: Mode, keys: Vec<(String, VerifyingKey)>, addons: Vec<(String, Mode)>) -> Self {
+        Policy { mode, keys, addons }
+    }
+
+    /// The mode for `addon`: the first matching pattern's, else the registry's.
+    pub fn mode_for(&self, addon: &str) -> Mode {
+        self.addons
+            .iter()
+            .find(|(pattern, _)| glob(pattern, addon))
+            .map_or(self.mode, |(_, mode)| *mode)
+    }
+
+    /// Checks the signatures of `digest` in `repository`; refuses under `enforce`.
+    pub async fn check(
+        &self,
+        client: &OciClient,
+        registry: &str,
+        repository: &str,
+        addon: &str,
+        digest: &str,
+    ) -> Result<Verification> {
+        let mode = self.mode_for(addon);
+        if mode == Mode::Off {
+            return Ok(Verification::default());
+        }
+        let outcome = self.cosign_tag(client, repository, digest).await;
+        let verification = match outcome {
+            Ok(key) => Verification {
+                policy: mode,
+                verified: true,
+                method: Some("cosign-key".to_owned()),
+                key: Some(key),
+                failures: Vec::new(),
+            },
+            Err(failures) => Verification {
+                policy: mode,
+                verified: false,
+                failures,
+                ..Verification::default()
+            },
+        };
+        if verification.verified {
+            return Ok(verification);
+        }
+        let reference = format!("{}/{repository}@{digest}", client.location_host());
+        if mode == Mode::Enforce {
+            return Err(Error::Unverified {
+                registry: registry.to_owned(),
+                message: format!(
+                    "`{reference}` is not verified and the registry's policy is `enforce`: {}; \
+                     sign it with a trusted key (`cosign sign --key …`) or change the policy in \
+                     `{}`",
+                    verification.failures.join("; "),
+                    policy_file().display()
+                ),
+            });
+        }
+        tracing::warn!(
+            registry,
+            "`{reference}` is not verified ({}); installing it because the policy is `warn`",
+            verification.failures.join("; ")
+        );
+        Ok(verification)
+    }
+
+    /// The legacy signature tag: `Ok(key)` when a trusted signature names `digest`, else every
+    /// check that failed.
+    async fn cosign_tag(
+        &self,
+        client: &OciClient,
+        repository: &str,
+        digest: &str,
+    ) -> std::result::Result<String, Vec<String>> {
+        let tag = format!("{}.sig", digest.replace(':', "-"));
+        let fetched = match client.manifest(repository, &tag).await {
+            Ok(fetched) => fetched,
+            Err(Error::NotFound { .. }) => {
+                return Err(vec![format!(
+                    "no cosign signature (tag `{tag}` does not exist)"
+                )])
+            }
+            Err(e) => return Err(vec![format!("cannot read the signature tag `{tag}`: {e}")]),
+        };
+        let mut failures = Vec::new();
+        let layers: Vec<&Descriptor> = fetched
+            .manifest
+            .layers
+            .iter()
+            .filter(|l| l.media_type == SIMPLE_SIGNING)
+            .take(MAX_SIGNATURES)
+            .collect();
+        if layers.is_empty() {
+            failures.push(format!(
+                "the signature tag `{tag}` holds no cosign signature layer"
+            ));
+        }
+        for layer in layers {
+            match self.check_layer(client, repository, digest, layer).await {
+                Ok(key) => return Ok(key),
+                Err(failure) => failures.push(failure),
+            }
+        }
+        Err(failures)
+    }
+
+    async fn check_layer(
+        &self,
+        client: &OciClient,
+        repository: &str,
+        digest: &str,
+        layer: &Descriptor,
+    ) -> std::result::Result<String, String> {
+        let short = layer.digest.get(..19).unwrap_or(&layer.digest);
+        let Some(encoded) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
+            return Err(format!(
+                "signature layer {short}… has no `{SIGNATURE_ANNOTATION}`"
+            ));
+        };
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|_| format!("signature layer {short}…: the signature is not base64"))?;
+        let signature = Signature::from_der(&raw)
+            .or_else(|_| Signature::from_slice(&raw))
+            .map_err(|_| format!("signature layer {short}…: not an ECDSA P-256 signature"))?;
+        let payload = client
+            .blob(repository, layer, MAX_PAYLOAD_BYTES)
+            .await
+            .map_err(|e| format!("signature layer {short}…: cannot read the payload: {e}"))?;
+        let Some(key) = self
+            .keys
+            .iter()
+            .find(|(_, key)| key.verify(&payload, &signature).is_ok())
+            .map(|(name, _)| name.clone())
+        else {
+            return Err(format!(
+                "signature layer {short}…: signed by no trusted key"
+            ));
+        };
+        let value: Value = serde_json::from_slice(&payload)
+            .map_err(|_| format!("signature layer {short}…: the payload is not JSON"))?;
+        let named = value
+            .pointer("/critical/image/docker-manifest-digest")
+            .and_then(Value::as_str);
+        if named != Some(digest) {
+            return Err(format!(
+                "signature layer {short}…: the payload names {}, not {digest}",
+                named.unwrap_or("no digest")
+            ));
+        }
+        Ok(key)
+    }
+}
+
+fn bad_policy(registry: &str, file: &Path, why: &str) -> Error {
+    Error::InvalidContent {
+        registry: registry.to_owned(),
+        message: format!(
+            "the verification policy file `{}` is not valid: {why}",
+            file.display()
+        ),
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` any run of characters).
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        let Some(at) = rest.find(part) else {
+            return false;
+        };
+        rest = &rest[at + part.len()..];
+    }
+    rest.ends_with(last)
+}
+
+/// The login for `host` in a Docker config file's text (`auths`: `auth` as base64
+/// `user:password`, or `username`/`password`, or `identitytoken`).
+pub fn docker_config_login(registry: &str, host: &str, text: &str) -> Result<super::client::Login> {
+    let invalid = |why: String| Error::InvalidContent {
+        registry: registry.to_owned(),
+        message: format!("the Docker config file is not valid: {why}"),
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    let Some(auths) = value.get("auths").and_then(Value::as_object) else {
+        return Ok(Login::Anonymous);
+    };
+    let key_host = |key: &str| {
+        let key = key.trim();
+        let key = key.split_once("://").map_or(key, |(_, rest)| rest);
+        key.split('/').next().unwrap_or_default().to_owned()
+    };
+    let Some(entry) = auths
+        .iter()
+        .find_map(|(k, v)| (key_host(k) == host).then_some(v))
+    else {
+        return Ok(Login::Anonymous);
+    };
+    let text_of = |key: &str| {
+        entry
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(token) = text_of("identitytoken") {
+        return Ok(Login::Token(SecretString::from(token)));
+    }
+    if let (Some(username), Some(password)) = (text_of("username"), text_of("password")) {
+        return Ok(Login::Basic {
+            username: username.to_owned(),
+            password: SecretString::from(password),
+        });
+    }
+    if let Some(auth) = text_of("auth") {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(auth.trim())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| invalid(format!("the `auth` of `{host}` is not base64 text")))?;
+        let (username, password) = decoded
+            .split_once(':')
+            .ok_or_else(|| invalid(format!("the `auth` of `{host}` is not `user:password`")))?;
+        return Ok(Login::Basic {
+            username: username.to_owned(),
+            password: SecretString::from(password),
+        });
+    }
+    Ok(Login::Anonymous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_names() {
+        assert!(glob("team-*", "team-a"));
+        assert!(glob("*", "x"));
+        assert!(glob("a*b*c", "axxbyyc"));
+        assert!(!glob("a*b*c", "axxbyy"));
+        assert!(glob("exact", "exact"));
+        assert!(!glob("exact", "exactly"));
+    }
+
+    #[test]
+    fn docker_config_files_give_logins() {
+        let auth = base64::engine::general_purpose::STANDARD.encode("me:s3cret");
+        let text = format!(
+            r#"{{"auths": {{"https://127.0.0.1:5000/v1/": {{"auth": "{auth}"}}, "other:1": {{"identitytoken": "tok"}}}}}}"#
+        );
+        let Login::Basic { username, .. } =
+            docker_config_login("r", "127.0.0.1:5000", &text).unwrap()
+        else {
+            panic!("basic");
+        };
+        assert_eq!(username, "me");
+        assert!(matches!(
+            docker_config_login("r", "other:1", &text).unwrap(),
+            Login::Token(_)
+        ));
+        assert!(matches!(
+            docker_config_login("r", "none:1", &text).unwrap(),
+            Login::Anonymous
+        ));
+        assert!(docker_config_login("r", "h", "{").is_err());
+    }
+
+    #[test]
+    fn a_policy_without_keys_or_with_a_bad_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("verification.yaml");
+        let err =
+            Policy::parse("r", &file, "registries:\n  r:\n    policy: enforce\n").unwrap_err();
+        assert!(err.to_string().contains("at least one key"), "{err}");
+        fs_err::write(dir.path().join("bad.pub"), "not a key").unwrap();
+        let err = Policy::parse(
+            "r",
+            &file,
+            "registries:\n  r:\n    policy: warn\n    keys: [bad.pub]\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("P-256"), "{err}");
+        assert!(Policy::parse("r", &file, "registries:\n  r:\n    policy: maybe\n").is_err());
+        assert!(
+            Policy::parse("other", &file, "registries:\n  r:\n    policy: off\n")
+                .unwrap()
+                .is_none()
+        );
+        let policy = Policy::parse("r", &file, "registries:\n  r:\n    policy: off\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(policy.mode_for("x"), Mode::Off);
+    }
+}
