@@ -46,6 +46,7 @@ mod sources;
 mod sources_git;
 mod sources_helm;
 mod sources_oci;
+mod sources_oci_fake;
 mod sources_remote;
 mod staged;
 mod values;
