@@ -1,0 +1,268 @@
+//! Verifying OCI addons: cosign key-based signatures (made in the test by
+//! `scripts/sources/cosign-sign.py` with Python's `cryptography`, in cosign's layout) on the real
+//! registry, under the policies `enforce`, `warn` and per-addon overrides.
+
+use addonctl::model::ErrorKind;
+use addonctl::source::oci::client::Login;
+use addonctl::source::oci::verify::Mode;
+use addonctl::source::oci::{OciReader, Policy};
+use addonctl::source::{AddonRef, AsyncReader, Error};
+use p256::ecdsa::VerifyingKey;
+use p256::pkcs8::DecodePublicKey as _;
+
+use crate::support::oci::{keygen, prefix, push_addons, reader, registries, sign};
+
+struct Setup {
+    _keys: tempfile::TempDir,
+    trusted: std::path::PathBuf,
+    trusted_public: std::path::PathBuf,
+    other: std::path::PathBuf,
+    other_public: std::path::PathBuf,
+}
+
+fn setup() -> Setup {
+    let keys = tempfile::tempdir().unwrap();
+    let (trusted, trusted_public) = keygen(keys.path(), "trusted");
+    let (other, other_public) = keygen(keys.path(), "other");
+    Setup {
+        _keys: keys,
+        trusted,
+        trusted_public,
+        other,
+        other_public,
+    }
+}
+
+fn key(path: &std::path::Path) -> (String, VerifyingKey) {
+    let pem = std::fs::read_to_string(path).unwrap();
+    (
+        path.file_name().unwrap().to_string_lossy().into_owned(),
+        VerifyingKey::from_public_key_pem(&pem).unwrap(),
+    )
+}
+
+fn policy(mode: Mode, keys: &[&std::path::Path], addons: &[(&str, Mode)]) -> Policy {
+    Policy::new(
+        mode,
+        keys.iter().map(|k| key(k)).collect(),
+        addons.iter().map(|(p, m)| ((*p).to_owned(), *m)).collect(),
+    )
+}
+
+/// An addon `minimal` whose chart is unique to `tag` (its description), pushed under `prefix`;
+/// returns the repository and the manifest digest.
+async fn push_unique(prefix: &str, tag: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("minimal");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(
+        target.join("metadata.yaml"),
+        format!("name: minimal\nversion: 0.1.0\ndescription: chart {tag}\n"),
+    )
+    .unwrap();
+    let digests = push_addons(dir.path(), prefix).await;
+    (format!("{prefix}/minimal"), digests["minimal"].clone())
+}
+
+fn enforcing(prefix: &str, policy: Policy) -> OciReader {
+    reader(
+        &registries().anonymous,
+        prefix,
+        Login::Anonymous,
+        Some(policy),
+    )
+}
+
+fn minimal() -> AddonRef {
+    AddonRef::latest("minimal")
+}
+
+#[tokio::test]
+async fn a_valid_signature_verifies_and_costs_two_requests() {
+    let keys = setup();
+    let prefix = prefix("valid");
+    let (repository, digest) = push_unique(&prefix, "valid").await;
+    sign(&repository, &digest, &keys.trusted, &[]);
+    // Key rotation: the old key and the new one are both trusted.
+    let reader = enforcing(
+        &prefix,
+        policy(
+            Mode::Enforce,
+            &[&keys.other_public, &keys.trusted_public],
+            &[],
+        ),
+    );
+    let pinned = reader.pinned(&minimal()).await.unwrap();
+    assert!(pinned.verification.verified, "{:?}", pinned.verification);
+    assert_eq!(pinned.verification.method.as_deref(), Some("cosign-key"));
+    assert_eq!(pinned.verification.key.as_deref(), Some("trusted.pub"));
+    assert_eq!(pinned.verification.policy, Mode::Enforce);
+    reader.read_file(&minimal(), "metadata.yaml").await.unwrap();
+    let unverified =
+        crate::support::oci::reader(&registries().anonymous, &prefix, Login::Anonymous, None);
+    unverified.pinned(&minimal()).await.unwrap();
+    assert_eq!(
+        reader.http().request_count(),
+        unverified.http().request_count() + 2,
+        "the signature manifest and its payload"
+    );
+}
+
+/// Asserts that `reader` refuses `minimal` with [`Error::Unverified`] naming `digest` and `why`.
+async fn refused(reader: &OciReader, digest: &str, why: &str) {
+    let err = reader.list_files(&minimal()).await.unwrap_err();
+    assert!(matches!(err, Error::Unverified { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Denied);
+    let text = err.to_string();
+    assert!(text.contains(digest) && text.contains(why), "{text}");
+    assert!(text.contains("enforce"), "{text}");
+    // Nothing of the chart was read.
+    let err = reader
+        .read_file(&minimal(), "metadata.yaml")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unverified { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn enforce_refuses_a_wrong_key_another_digest_a_tampered_payload_and_no_signature() {
+    let keys = setup();
+    let trusting =
+        |prefix: &str| enforcing(prefix, policy(Mode::Enforce, &[&keys.trusted_public], &[]));
+
+    let wrong_key = prefix("wrong-key");
+    let (repository, digest) = push_unique(&wrong_key, "wrong-key").await;
+    sign(&repository, &digest, &keys.other, &[]);
+    refused(&trusting(&wrong_key), &digest, "signed by no trusted key").await;
+
+    let other_digest = prefix("other-digest");
+    let (repository, digest) = push_unique(&other_digest, "other-digest").await;
+    let elsewhere = format!("sha256:{}", "ab".repeat(32));
+    sign(
+        &repository,
+        &digest,
+        &keys.trusted,
+        &["--names", &elsewhere],
+    );
+    refused(
+        &trusting(&other_digest),
+        &digest,
+        &format!("names {elsewhere}"),
+    )
+    .await;
+
+    let tampered = prefix("tampered");
+    let (repository, digest) = push_unique(&tampered, "tampered").await;
+    sign(&repository, &digest, &keys.trusted, &["--tamper"]);
+    refused(&trusting(&tampered), &digest, "signed by no trusted key").await;
+
+    let unsigned = prefix("unsigned");
+    let (_, digest) = push_unique(&unsigned, "unsigned").await;
+    refused(&trusting(&unsigned), &digest, "no cosign signature").await;
+
+    // Trusting the other key, the first one verifies.
+    let other_trusted = enforcing(
+        &wrong_key,
+        policy(Mode::Enforce, &[&keys.other_public], &[]),
+    );
+    assert!(
+        other_trusted
+            .pinned(&minimal())
+            .await
+            .unwrap()
+            .verification
+            .verified
+    );
+}
+
+#[tokio::test]
+async fn a_moved_tag_is_not_covered_by_the_old_signature() {
+    let keys = setup();
+    let prefix = prefix("moved");
+    let (repository, signed) = push_unique(&prefix, "before").await;
+    sign(&repository, &signed, &keys.trusted, &[]);
+    let trusted = policy(Mode::Enforce, &[&keys.trusted_public], &[]);
+    assert!(
+        enforcing(&prefix, trusted)
+            .pinned(&minimal())
+            .await
+            .unwrap()
+            .verification
+            .verified
+    );
+    // The same version pushed again with other content: the tag now names an unsigned manifest.
+    let (_, moved) = push_unique(&prefix, "after").await;
+    assert_ne!(moved, signed);
+    let reader = enforcing(&prefix, policy(Mode::Enforce, &[&keys.trusted_public], &[]));
+    refused(&reader, &moved, "no cosign signature").await;
+    // The signed manifest is still installable by digest.
+    let by_digest = reader
+        .pinned(&AddonRef {
+            name: "minimal".into(),
+            version: Some(signed.clone()),
+        })
+        .await
+        .unwrap();
+    assert!(by_digest.verification.verified);
+    assert_eq!(by_digest.manifest_digest, signed);
+}
+
+#[tokio::test]
+async fn warn_serves_unverified_charts_saying_so_and_patterns_override_the_registry() {
+    let keys = setup();
+    let prefix = prefix("warn");
+    let (_, digest) = push_unique(&prefix, "warn").await;
+    let warn = enforcing(&prefix, policy(Mode::Warn, &[&keys.trusted_public], &[]));
+    let pinned = warn.pinned(&minimal()).await.unwrap();
+    assert_eq!(pinned.manifest_digest, digest);
+    assert!(!pinned.verification.verified);
+    assert_eq!(pinned.verification.policy, Mode::Warn);
+    assert!(
+        pinned.verification.failures[0].contains("no cosign signature"),
+        "{:?}",
+        pinned.verification
+    );
+    warn.read_file(&minimal(), "metadata.yaml").await.unwrap();
+    // `enforce` for the registry, `off` for `mini*`: served, not checked.
+    let off = enforcing(
+        &prefix,
+        policy(
+            Mode::Enforce,
+            &[&keys.trusted_public],
+            &[("mini*", Mode::Off)],
+        ),
+    );
+    let pinned = off.pinned(&minimal()).await.unwrap();
+    assert_eq!(pinned.verification.policy, Mode::Off);
+    // `warn` for the registry, `enforce` for `minimal`: refused.
+    let strict = enforcing(
+        &prefix,
+        policy(
+            Mode::Warn,
+            &[&keys.trusted_public],
+            &[("minimal", Mode::Enforce)],
+        ),
+    );
+    refused(&strict, &digest, "no cosign signature").await;
+}
+
+#[tokio::test]
+async fn the_policy_file_is_read_for_the_registry_and_a_broken_one_never_turns_checks_off() {
+    let keys = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("verification.yaml");
+    std::fs::copy(&keys.trusted_public, dir.path().join("cosign.pub")).unwrap();
+    let text = "registries:\n  oci-test:\n    policy: enforce\n    keys: [cosign.pub]\n";
+    let parsed = Policy::parse("oci-test", &file, text).unwrap().unwrap();
+    assert_eq!(parsed.mode_for("anything"), Mode::Enforce);
+    let err = Policy::parse(
+        "oci-test",
+        &file,
+        "registries:\n  oci-test:\n    policy: enforce\n    keys: [missing.pub]\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("missing.pub"), "{err}");
+    let err = Policy::parse("oci-test", &file, "registries: [").unwrap_err();
+    assert!(err.to_string().contains("not valid"), "{err}");
+    let _ = keys.other_public;
+}
