@@ -75,6 +75,9 @@ pub enum Error {
         /// The addon.
         addon: String,
     },
+    /// The tag of the version installed now names another manifest than the one installed.
+    #[error("the tag moved: {0}")]
+    TagMoved(Box<MovedTag>),
     /// `upgrade` of an addon that is not enabled.
     #[error("addon `{addon}` is not enabled; use `addonctl enable {addon}`")]
     NotEnabledToUpgrade {
@@ -500,7 +503,8 @@ impl Error {
             | Error::DefinitionConflicts { .. }
             | Error::WouldAdopt { .. }
             | Error::InUse { .. }
-            | Error::DeclaredByAddon { .. } => ErrorKind::Conflict,
+            | Error::DeclaredByAddon { .. }
+            | Error::TagMoved(_) => ErrorKind::Conflict,
             // The clusters did not do what was asked in time, or failed: running again may do.
             Error::NotReady { .. } | Error::DeleteFailed { .. } | Error::DeletionFailed { .. } => {
                 ErrorKind::Unavailable
@@ -694,6 +698,42 @@ macro_rules! front_end_error {
     };
 }
 pub(crate) use front_end_error;
+
+/// A tag that names another manifest now than when its version was installed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedTag {
+    /// The addon.
+    pub addon: String,
+    /// `oci://host/prefix/addon`.
+    pub reference: String,
+    /// The tag.
+    pub tag: String,
+    /// The version.
+    pub version: String,
+    /// The manifest digest recorded.
+    pub recorded: String,
+    /// The manifest digest the tag names now.
+    pub now: String,
+}
+
+impl std::fmt::Display for MovedTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let MovedTag {
+            addon,
+            reference,
+            tag,
+            version,
+            recorded,
+            now,
+        } = self;
+        write!(
+            f,
+            "`{reference}:{tag}` (version {version} of addon `{addon}`) was {recorded} when it \
+             was installed and is {now} now; install the recorded chart with `addonctl enable \
+             {addon} --version {recorded}`, or take the new one with `--allow-moved-tag`"
+        )
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -46,6 +46,7 @@ mod sources;
 mod sources_git;
 mod sources_helm;
 mod sources_oci;
+mod sources_oci_cli;
 mod sources_oci_fake;
 mod sources_oci_verify;
 mod sources_remote;

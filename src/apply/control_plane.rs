@@ -246,6 +246,7 @@ fn new_record(step: &Step, ns: &str, previous: Option<&Record>, vela: bool) -> R
         name: rendered.name.clone(),
         version: rendered.version.clone(),
         registry: rendered.registry.clone(),
+        source: step.package.provenance.clone(),
         installed_by: step.installed_by,
         dependencies: step
             .package

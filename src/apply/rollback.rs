@@ -102,6 +102,7 @@ pub async fn rollback(
         },
         revision_package,
         overrides: super::overrides::from_revision(&target.overrides),
+        allow_moved_tag: false,
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
     // The revision's arguments replace the stored ones by the rollback's own choice: the plan's

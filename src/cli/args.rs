@@ -408,6 +408,10 @@ pub struct PlanFlags {
     /// Enable even when APIs the addons use (kinds, definitions) are served by nobody yet.
     #[arg(long)]
     pub skip_api_check: bool,
+    /// Take a version whose OCI tag now names another chart than the one installed (named in
+    /// the error that needs it, and in docs/oci.md; kept out of `enable --help`, one screen).
+    #[arg(long, hide = true)]
+    pub allow_moved_tag: bool,
 }
 
 impl PlanFlags {
@@ -427,6 +431,7 @@ impl PlanFlags {
             adopt: self.adopt,
             skip_api_check: self.skip_api_check,
             reset_values: self.reset_values,
+            allow_moved_tag: self.allow_moved_tag,
             history: addonctl::state::revisions::History {
                 max: Some(self.history_max as usize),
                 description: None,

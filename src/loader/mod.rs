@@ -95,7 +95,10 @@ pub async fn load(reader: &dyn AsyncReader, addon: &AddonRef) -> Result<AddonPac
         .try_collect()
         .await
         .map_err(wrap)?;
-    from_files(reader.registry(), &addon.name, contents)
+    let provenance = reader.provenance(addon).await.map_err(wrap)?;
+    let mut package = from_files(reader.registry(), &addon.name, contents)?;
+    package.provenance = provenance;
+    Ok(package)
 }
 
 /// Builds a package from `(path, bytes)` pairs (paths relative to the addon root). Pure.
@@ -136,6 +139,7 @@ pub fn from_files(
     let name = metadata.name.clone();
     let mut package = AddonPackage {
         registry: registry.to_owned(),
+        provenance: None,
         metadata,
         metadata_file: SourceFile::new(metadata_path, metadata_text),
         readme: None,

@@ -41,6 +41,8 @@ pub enum Template {
 pub struct AddonPackage {
     /// The registry it was read from (`local` for a directory, `builtin` for the embedded one).
     pub registry: String,
+    /// Where it came from, pinned by digest, when its registry can say (OCI).
+    pub provenance: Option<crate::model::provenance::Provenance>,
     /// `metadata.yaml`.
     pub metadata: AddonMeta,
     /// `metadata.yaml` as written (kept so that the package can be stored and read back).

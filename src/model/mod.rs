@@ -5,6 +5,7 @@ pub mod access;
 pub mod addon;
 pub mod error_kind;
 pub mod metadata;
+pub mod provenance;
 pub mod registry;
 pub mod secret;
 pub mod version;

@@ -117,6 +117,8 @@ pub struct EnableRequest {
     /// engine only; see [`overrides`]). Empty and without `reset_values`: those the record
     /// says each cluster got are kept, as the stored arguments are.
     pub overrides: Overrides,
+    /// Take a version whose tag now names another manifest than the one recorded (OCI).
+    pub allow_moved_tag: bool,
 }
 
 /// What happens to one addon of a plan.

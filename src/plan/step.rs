@@ -119,6 +119,12 @@ impl Planner<'_> {
             Some(package) => package,
             None => self.sources.load(planned).await?,
         };
+        if !self.request.allow_moved_tag {
+            let recorded = current
+                .and_then(|c| c.record.as_ref())
+                .and_then(|r| r.source.as_ref());
+            check_tag_unmoved(name, recorded, package.provenance.as_ref())?;
+        }
         // A new dependency goes to the clusters of the addons that need it when it deploys to
         // managed clusters at all.
         if !is_root && current.is_none() && package.metadata.deploy_to.runtime_cluster {
@@ -325,9 +331,71 @@ fn overrides_note(kept: &super::Overrides) -> Option<String> {
     ))
 }
 
+/// Refuses a version whose tag names another manifest now than when it was installed.
+fn check_tag_unmoved(
+    addon: &str,
+    recorded: Option<&crate::model::provenance::Provenance>,
+    now: Option<&crate::model::provenance::Provenance>,
+) -> Result<()> {
+    let (Some(recorded), Some(now)) = (recorded, now) else {
+        return Ok(());
+    };
+    match (&recorded.tag, &now.tag) {
+        (Some(before), Some(tag))
+            if before == tag
+                && recorded.reference == now.reference
+                && recorded.version == now.version
+                && recorded.manifest_digest != now.manifest_digest =>
+        {
+            Err(crate::Error::TagMoved(Box::new(crate::error::MovedTag {
+                addon: addon.to_owned(),
+                reference: now.reference.clone(),
+                tag: tag.clone(),
+                version: now.version.clone(),
+                recorded: recorded.manifest_digest.clone(),
+                now: now.manifest_digest.clone(),
+            })))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn a_tag_naming_another_manifest_is_refused_and_a_new_version_is_not() {
+        use crate::model::provenance::Provenance;
+        let at = |version: &str, digest: &str| Provenance {
+            reference: "oci://127.0.0.1:5000/a/minimal".into(),
+            tag: Some(version.replace('+', "_")),
+            version: version.into(),
+            manifest_digest: digest.into(),
+            chart_digest: "sha256:c".into(),
+            verification: crate::model::provenance::Verification::default(),
+        };
+        let err = super::check_tag_unmoved(
+            "minimal",
+            Some(&at("1.0.0", "sha256:a")),
+            Some(&at("1.0.0", "sha256:b")),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), crate::model::ErrorKind::Conflict);
+        assert!(
+            err.to_string()
+                .starts_with("the tag moved: `oci://127.0.0.1:5000/a/minimal:1.0.0`"),
+            "{err}"
+        );
+        for (recorded, now) in [
+            (Some(at("1.0.0", "sha256:a")), Some(at("1.0.0", "sha256:a"))),
+            (Some(at("1.0.0", "sha256:a")), Some(at("1.1.0", "sha256:b"))),
+            (None, Some(at("1.0.0", "sha256:b"))),
+            (Some(at("1.0.0", "sha256:a")), None),
+        ] {
+            assert!(super::check_tag_unmoved("minimal", recorded.as_ref(), now.as_ref()).is_ok());
+        }
+    }
 
     use super::keeping_note;
 

@@ -223,6 +223,15 @@ pub trait AsyncReader: fmt::Debug + fmt::Display + Send + Sync + 'static {
 
     /// The contents of one file of an addon version (at most [`MAX_FILE_SIZE`] bytes).
     async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>>;
+
+    /// Where an addon version comes from, pinned by digest and with its verification, when
+    /// the source can say (an OCI registry); `None` otherwise.
+    async fn provenance(
+        &self,
+        _addon: &AddonRef,
+    ) -> Result<Option<crate::model::provenance::Provenance>> {
+        Ok(None)
+    }
 }
 
 /// A shared reader.

@@ -56,6 +56,9 @@ pub struct Status {
     /// The registry it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<String>,
+    /// Where it came from, pinned by digest, and how it was verified (OCI registries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::model::provenance::Provenance>,
     /// The clusters it actually targets (`*` = every cluster): its topology or what was
     /// dispatched, not the `clusters` argument.
     pub clusters: Vec<String>,
@@ -158,6 +161,7 @@ pub async fn status_within(
         phase: Phase::Disabled,
         installed_version: None,
         registry: None,
+        source: None,
         clusters: Vec::new(),
         installed_by: None,
         reason: None,
@@ -186,6 +190,7 @@ pub async fn status_within(
         status.registry = Some(current.registry.clone());
         status.clusters = phase::targeted_clusters(current, &args);
         status.installed_by = current.record.as_ref().map(|r| r.installed_by);
+        status.source = current.record.as_ref().and_then(|r| r.source.clone());
         if let Some(app) = &current.application {
             if status.phase == Phase::Enabling {
                 status.reason = phase::unreported_application_reason(app);

@@ -44,7 +44,7 @@ use crate::source::{
 };
 
 use client::{check_digest, Fetched, Login, OciClient, HELM_CHART};
-pub use verify::{Policy, Verification};
+pub use verify::{Mode, Policy, Verification};
 
 /// The repository (under the prefix) of KubeVela's catalog chart.
 pub const CATALOG_CHART: &str = "kubevela-addon-catalog";
@@ -170,24 +170,7 @@ impl Location {
     }
 }
 
-/// What was read for one addon version, pinned by digest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pinned {
-    /// `oci://host/prefix/addon`.
-    pub reference: String,
-    /// The tag resolved, when a tag was asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-    /// The chart's version.
-    pub version: String,
-    /// The manifest's digest.
-    pub manifest_digest: String,
-    /// The chart archive's digest.
-    pub chart_digest: String,
-    /// How it was verified.
-    pub verification: Verification,
-}
+pub use crate::model::provenance::Provenance as Pinned;
 
 /// One version in the index of an addon.
 #[derive(Debug, Clone)]
@@ -822,6 +805,10 @@ impl AsyncReader for OciReader {
                 size: bytes.len() as u64,
             })
             .collect())
+    }
+
+    async fn provenance(&self, addon: &AddonRef) -> Result<Option<Pinned>> {
+        self.pinned(addon).await.map(Some)
     }
 
     async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {

@@ -35,7 +35,7 @@ use base64::Engine as _;
 use p256::ecdsa::signature::Verifier as _;
 use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey as _;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::client::{Descriptor, Login, OciClient};
@@ -51,37 +51,7 @@ const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
 /// The most signature layers looked at.
 const MAX_SIGNATURES: usize = 16;
 
-/// What a policy asks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Refuse what is not verified.
-    Enforce,
-    /// Serve it, saying it is not verified.
-    Warn,
-    /// Do not check.
-    #[default]
-    Off,
-}
-
-/// How a chart was verified.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Verification {
-    /// The policy applied.
-    pub policy: Mode,
-    /// Whether a trusted signature names the digest.
-    pub verified: bool,
-    /// How (`cosign-key`), when verified.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// Which key, when verified.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// Each check that failed, when not verified.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<String>,
-}
+pub use crate::model::provenance::{Mode, Verification};
 
 /// A registry's verification policy.
 #[derive(Debug)]

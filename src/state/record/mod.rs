@@ -116,6 +116,9 @@ pub struct Record {
     pub version: String,
     /// The registry it came from.
     pub registry: String,
+    /// Where it came from, pinned by digest, and how it was verified (OCI registries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::model::provenance::Provenance>,
     /// Who asked for it.
     pub installed_by: InstalledBy,
     /// Its dependencies, as declared.
