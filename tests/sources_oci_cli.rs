@@ -99,6 +99,36 @@ async fn an_oci_registry_is_added_enabled_from_pinned_and_a_moved_tag_refused() 
         "{status}"
     );
     assert_eq!(status["source"]["tag"], "0.1.0");
+    // `registry/addon@sha256:…` reproduces the first install exactly, whatever the tag says.
+    cli()
+        .args(["enable", &format!("oci-reg/minimal@{first}")])
+        .assert()
+        .success();
+    let text = stdout(
+        &cli()
+            .args(["status", "minimal", "-o", "json"])
+            .output()
+            .unwrap(),
+    );
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        status["source"]["manifestDigest"],
+        first.as_str(),
+        "{status}"
+    );
+    assert!(status["source"].get("tag").is_none(), "{status}");
+    assert_eq!(status["installedVersion"], "0.1.0", "{status}");
+    // Without a registry a digest means nothing.
+    let out = cli()
+        .args(["enable", &format!("minimal@{first}"), "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("registry/minimal@"),
+        "{}",
+        stderr(&out)
+    );
 
     // `enforce` with a key: the unsigned chart is refused before anything is rendered (exit 2);
     // once signed, it is enabled and `status` says how it was verified.

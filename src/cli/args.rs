@@ -422,6 +422,13 @@ impl PlanFlags {
         version: Option<String>,
         given: addonctl::params::Input,
     ) -> addonctl::plan::EnableRequest {
+        // `registry/addon@sha256:…`: a chart pinned by its manifest digest.
+        let (reference, version) = match (reference.split_once('@'), version) {
+            (Some((name, digest)), None) if digest.starts_with("sha256:") => {
+                (name.to_owned(), Some(digest.to_owned()))
+            }
+            (_, version) => (reference, version),
+        };
         addonctl::plan::EnableRequest {
             reference,
             version,

@@ -420,6 +420,15 @@ async fn solve(
         universe.install(installed_addon(addon));
     }
     let version = target_version(sources, request, wanted);
+    // A manifest digest (`registry/addon@sha256:…`): the solver sees the chart's version, the
+    // registry is read by the digest.
+    let (version, read_as) = match version {
+        Some(digest) if digest.starts_with("sha256:") => {
+            let chart = sources.digest_version(root, pinned, &digest).await?;
+            (Some(chart), Some(digest))
+        }
+        other => (other.clone(), other),
+    };
     if let (Some(current), Some(target)) = (current, &version) {
         if !AddonVersion::parse(target).same_as(&current.version) {
             resolve::check_upgrade(&universe, root, &AddonVersion::parse(target))?;
@@ -432,7 +441,7 @@ async fn solve(
         skip_version_check: request.skip_version_check,
         upgrade: true,
     };
-    let version = version.as_deref();
+    let version = read_as.as_deref();
     sources
         .gather(&mut universe, root, version, pinned, false, notes)
         .await;

@@ -139,6 +139,44 @@ impl Sources {
         }
     }
 
+    /// The chart version of `name` at manifest `digest` in the `pinned` registry (which must
+    /// be able to tell: an OCI registry).
+    pub(super) async fn digest_version(
+        &self,
+        name: &str,
+        pinned: Option<&str>,
+        digest: &str,
+    ) -> Result<String> {
+        let invalid = |message: String| {
+            crate::Error::from(crate::source::Error::InvalidContent {
+                registry: pinned.unwrap_or("?").to_owned(),
+                message,
+            })
+        };
+        let Some(pinned) = pinned else {
+            return Err(invalid(format!(
+                "a digest names a chart in one registry: write `registry/{name}@{digest}`"
+            )));
+        };
+        let Some((reader, _)) = self.registries.iter().find(|(r, _)| r.registry() == pinned) else {
+            return Err(invalid(format!("registry `{pinned}` was not listed")));
+        };
+        let addon = AddonRef {
+            name: name.to_owned(),
+            version: Some(digest.to_owned()),
+        };
+        match reader
+            .provenance(&addon)
+            .await
+            .map_err(crate::Error::from)?
+        {
+            Some(provenance) => Ok(provenance.version),
+            None => Err(invalid(format!(
+                "`{name}@{digest}`: only OCI registries are read by digest"
+            ))),
+        }
+    }
+
     /// Whether a listed registry has `name` (at `version`).
     fn has(&self, name: &str, version: Option<&str>) -> bool {
         self.registries.iter().any(|(_, addons)| {
@@ -251,6 +289,19 @@ impl Sources {
                     };
                     let versions = sorted_versions(&summary.versions);
                     let chosen: Vec<&AddonVersion> = match (is_root, root_version) {
+                        // A manifest digest (an OCI registry pinned to `addon@sha256:…`): read
+                        // by it; its chart says the version.
+                        (true, Some(digest)) if digest.starts_with("sha256:") => {
+                            let key = (
+                                reader.registry().to_owned(),
+                                name.clone(),
+                                digest.to_owned(),
+                            );
+                            if self.read.insert(key) {
+                                wanted.push((Arc::clone(reader), name.clone(), digest.to_owned()));
+                            }
+                            Vec::new()
+                        }
                         (true, Some(exact)) => choose_version(&versions, Choice::Exact(exact))
                             .into_iter()
                             .collect(),
