@@ -8,6 +8,9 @@
 //! the server), moto (anonymous, path style) and s3s-fs (signed) started by
 //! `scripts/sources/*.sh` (requests counted by an SDK interceptor), lighttpd + `git http-backend`
 //! (counted in its access log), sshd running `git-upload-pack` (ssh sessions counted in its log)
+//! Debian's docker-registry (`scripts/sources/oci-registry.sh`, charts pushed with the real `helm
+//! push`; requests counted by the reader's client), read through the catalog chart, through
+//! `/v2/_catalog`, and with cosign verification under `enforce`,
 //! and a local directory. Every server is stopped by PID when the benchmark ends. `scripts/bench-sources.sh` runs it.
 //!
 //! Columns: `list` = requests of a new reader listing the registry with an empty cache; `enable
@@ -37,8 +40,11 @@ use addonctl::source::gitlab::{GitlabOptions, GitlabReader};
 use addonctl::source::helm::HelmReader;
 use addonctl::source::http::HttpOptions;
 use addonctl::source::local::LocalReader;
+use addonctl::source::oci::client::Login;
+use addonctl::source::oci::{Mode, OciOptions, OciReader, Policy};
 use addonctl::source::s3::S3Reader;
 use addonctl::source::{AddonRef, AsyncReader};
+use p256::pkcs8::DecodePublicKey as _;
 
 // The test suite's support code this benchmark shares: the fakes and the server starters.
 #[allow(dead_code, reason = "the benchmark uses part of the test support")]
@@ -203,6 +209,107 @@ fn stop_script_server(script: &str, dir: &Path) {
     if !status.is_ok_and(|s| s.success()) {
         eprintln!("could not stop the server of {script} in {}", dir.display());
     }
+}
+
+/// Runs a command that must succeed.
+fn run_ok(command: &mut std::process::Command) -> String {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Starts the OCI registries in `dir`; returns the anonymous one's `host:port`.
+fn start_oci_registry(dir: &Path) -> String {
+    let out = run_ok(
+        std::process::Command::new("bash")
+            .arg(support::root().join("scripts/sources/oci-registry.sh"))
+            .args(["start", "--dir"])
+            .arg(dir)
+            .args(["--watch-pid", &std::process::id().to_string()]),
+    );
+    out.lines()
+        .find_map(|l| l.strip_prefix("ANONYMOUS="))
+        .unwrap()
+        .to_owned()
+}
+
+/// Pushes every chart of `charts` with helm under `plain/` and `catalog/`, and the catalog chart
+/// (`catalog.json` of the addons in `registry`) under `catalog/`.
+fn push_oci(registry: &str, charts: &Path, addons: &Path, work: &Path) {
+    let helm = run_ok(
+        std::process::Command::new("bash").arg(support::root().join("scripts/sources/helm.sh")),
+    );
+    let helm = helm.trim();
+    let home = work.join("helm-home");
+    let push = |tgz: &Path, prefix: &str| {
+        run_ok(
+            std::process::Command::new(helm)
+                .env("HELM_CONFIG_HOME", home.join("config"))
+                .env("HELM_CACHE_HOME", home.join("cache"))
+                .env("HELM_DATA_HOME", home.join("data"))
+                .arg("push")
+                .arg(tgz)
+                .arg(format!("oci://{registry}/{prefix}"))
+                .arg("--plain-http"),
+        );
+    };
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(charts).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "tgz") {
+            push(&path, "plain");
+            push(&path, "catalog");
+        }
+    }
+    for entry in std::fs::read_dir(addons).unwrap() {
+        let dir = entry.unwrap().path();
+        let text = std::fs::read_to_string(dir.join("metadata.yaml")).unwrap();
+        let (meta, _) = addonctl::model::AddonMeta::parse(&text).unwrap();
+        entries.push(serde_json::json!({
+            "name": meta.name, "versions": [meta.version.raw()], "description": meta.description,
+        }));
+    }
+    let files = vec![
+        (
+            "Chart.yaml".to_owned(),
+            b"apiVersion: v2\nname: kubevela-addon-catalog\nversion: 1.0.0\n".to_vec(),
+        ),
+        (
+            "catalog.json".to_owned(),
+            serde_json::to_vec(&serde_json::json!({ "addons": entries })).unwrap(),
+        ),
+    ];
+    let tgz = work.join("kubevela-addon-catalog-1.0.0.tgz");
+    std::fs::write(
+        &tgz,
+        addonctl::source::archive::write_tgz(Some("kubevela-addon-catalog"), &files).unwrap(),
+    )
+    .unwrap();
+    push(&tgz, "catalog");
+}
+
+/// The manifest digest of `repository:tag` on the anonymous registry.
+fn oci_digest(registry: &str, repository: &str, tag: &str) -> String {
+    run_ok(
+        std::process::Command::new("curl")
+            .args(["-sfI", "-H"])
+            .arg(format!(
+                "accept: {}",
+                addonctl::source::oci::client::MANIFEST_ACCEPT
+            ))
+            .arg(format!("http://{registry}/v2/{repository}/manifests/{tag}")),
+    )
+    .lines()
+    .find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("docker-content-digest")
+            .then(|| value.trim().to_owned())
+    })
+    .unwrap()
 }
 
 fn ms(d: Duration) -> String {
@@ -373,6 +480,89 @@ async fn main() {
         }),
     };
 
+    // OCI: Debian's docker-registry, every addon pushed by helm; the catalog chart under one
+    // prefix, none under the other; `addon-042` signed for the verifying reader.
+    let oci_dir = work.path().join("oci");
+    let oci = start_oci_registry(&oci_dir);
+    push_oci(&oci, &charts, &registry_dir, work.path());
+    let keys = work.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let signer = support::root().join("scripts/sources/cosign-sign.py");
+    let (private, public) = (keys.join("cosign.key"), keys.join("cosign.pub"));
+    run_ok(
+        std::process::Command::new("python3")
+            .arg(&signer)
+            .arg("keygen")
+            .args([&private, &public]),
+    );
+    for prefix in ["catalog", "plain"] {
+        let repository = format!("{prefix}/{ADDON}");
+        let digest = oci_digest(&oci, &repository, "1.0.42");
+        run_ok(
+            std::process::Command::new("python3")
+                .arg(&signer)
+                .args([
+                    "sign",
+                    "--registry",
+                    &oci,
+                    "--repository",
+                    &repository,
+                    "--digest",
+                    &digest,
+                    "--key",
+                ])
+                .arg(&private),
+        );
+    }
+    let last_oci: std::sync::Mutex<Option<OciReader>> = std::sync::Mutex::new(None);
+    let oci_requests = || {
+        last_oci
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or(0, |r| r.http().request_count())
+    };
+    let open_oci = |prefix: &str, cache: &CacheOptions, verify: bool| -> Box<dyn AsyncReader> {
+        let policy = verify.then(|| {
+            let pem = std::fs::read_to_string(&public).unwrap();
+            let key = p256::ecdsa::VerifyingKey::from_public_key_pem(pem.trim()).unwrap();
+            std::sync::Arc::new(Policy::new(
+                Mode::Enforce,
+                vec![("cosign.pub".into(), key)],
+                Vec::new(),
+            ))
+        });
+        let reader = OciReader::new(
+            "oci",
+            &format!("oci://{oci}/{prefix}"),
+            OciOptions {
+                http: quick_http(),
+                login: Login::Anonymous,
+                plain_http: Some("true".into()),
+                policy,
+            },
+            cache,
+        )
+        .unwrap();
+        *last_oci.lock().unwrap() = Some(reader.clone());
+        Box::new(reader)
+    };
+    let oci_catalog = Source {
+        name: "OCI (docker-registry, catalog chart)",
+        open: Box::new(|cache| open_oci("catalog", &cache, false)),
+        requests: Box::new(oci_requests),
+    };
+    let oci_plain = Source {
+        name: "OCI (docker-registry, /v2/_catalog)",
+        open: Box::new(|cache| open_oci("plain", &cache, false)),
+        requests: Box::new(oci_requests),
+    };
+    let oci_verified = Source {
+        name: "OCI (catalog chart, cosign enforce)",
+        open: Box::new(|cache| open_oci("catalog", &cache, true)),
+        requests: Box::new(oci_requests),
+    };
+
     let local = Source {
         name: "local directory",
         open: Box::new(|_| Box::new(LocalReader::new(&registry_dir).unwrap())),
@@ -388,8 +578,24 @@ async fn main() {
         &s3s_source,
         &git,
         &git_ssh,
+        &oci_catalog,
+        &oci_plain,
+        &oci_verified,
         &local,
     ];
+    // `ADDONCTL_BENCH_SOURCES=oci,helm` keeps the sources whose names contain one of the words.
+    let only: Vec<String> = std::env::var("ADDONCTL_BENCH_SOURCES")
+        .map(|v| v.split(',').map(|w| w.trim().to_lowercase()).collect())
+        .unwrap_or_default();
+    let sources: Vec<&Source> = sources
+        .into_iter()
+        .filter(|s| {
+            only.is_empty()
+                || only
+                    .iter()
+                    .any(|w| s.name.to_lowercase().contains(w.as_str()))
+        })
+        .collect();
     println!(
         "registry of {ADDONS} addons; loading `{ADDON}`; wall times are medians of {runs} runs"
     );
@@ -415,6 +621,7 @@ async fn main() {
     // Stop what was started, by PID.
     drop(git_server);
     drop(ssh_server);
+    stop_script_server("oci-registry.sh", &oci_dir);
     for (script, name) in [("moto.sh", "moto"), ("s3s-fs.sh", "s3s-fs")] {
         let dir = support::root()
             .join("target/sources-env")

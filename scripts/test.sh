@@ -5,7 +5,8 @@
 #     supported one for the compatibility subset;
 #   - a control plane and three managed clusters on 127.0.0.1 sharing one etcd, each with its
 #     controllers, scheduler and a kwok node so workloads become ready (stopped again on exit);
-#   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server) and the helm binaries
+#   - moto, s3s-fs, lighttpd + git http-backend, sshd (openssh-server), Debian's docker-registry
+#     (OCI, with a token server and a cosign-style signer in Python) and the helm binaries
 #     (Helm 3, and Helm 4 built from the Go module proxy) for the registry tests;
 #   - the real `vela` CLI (v1.10.9, built from the Go module proxy) for the interop tests;
 #   - Debian's chromium and chromium-driver for the web UI's browser tests;
@@ -65,6 +66,9 @@ bash scripts/sources/s3s-fs.sh install
 bash scripts/sources/helm.sh >/dev/null
 bash scripts/sources/helm.sh helm4 >/dev/null
 bash scripts/sources/sshd-git.sh install
+# Debian's docker-registry (the OCI registry), bcrypt and cryptography for its htpasswd file, token
+# server and signatures.
+bash scripts/sources/oci-registry.sh install
 if ! command -v lighttpd >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lighttpd >/dev/null; }
