@@ -289,6 +289,78 @@ fn sha256_hex(bytes: &[u8]) -> String {
     crate::source::cache::hex(&Sha256::digest(bytes))
 }
 
+/// How [`push`] reaches the registry.
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    /// How to log in.
+    pub login: crate::source::oci::client::Login,
+    /// The `plainHttp` option (`true` for a loopback registry, `remote` for any).
+    pub plain_http: Option<String>,
+    /// Extra trusted CA certificates (PEM).
+    pub ca_bundle: Option<Vec<u8>>,
+}
+
+/// Publishes `source` (a `.tgz` from [`package`], an addon directory or a directory of addons,
+/// packaged first) to the OCI registry `endpoint` (`oci://host[:port]/prefix`), as `helm push`
+/// does, and adds each addon to the registry's catalog chart.
+pub async fn push(
+    source: &Path,
+    endpoint: &str,
+    options: PushOptions,
+    renderer: &Renderer,
+) -> Result<Vec<crate::source::oci::push::Pushed>> {
+    use crate::source::oci::{OciOptions, OciReader};
+    let packaged = source.is_dir().then(tempfile_dir).transpose()?;
+    let archives: Vec<PathBuf> = if let Some(packaged) = &packaged {
+        package(source, packaged, renderer)
+            .await?
+            .into_iter()
+            .map(|p| p.path)
+            .collect()
+    } else {
+        vec![source.to_path_buf()]
+    };
+    let http = crate::source::http::HttpOptions {
+        ca_bundle: options.ca_bundle,
+        ..crate::source::http::HttpOptions::from_env().unwrap_or_default()
+    };
+    let reader = OciReader::new(
+        "push",
+        endpoint,
+        OciOptions {
+            http,
+            login: options.login,
+            plain_http: options.plain_http,
+            policy: None,
+        },
+        &crate::source::cache::CacheOptions::off(),
+    )?;
+    let mut pushed = Vec::new();
+    for archive in archives {
+        let bytes = fs_err::read(&archive)?;
+        pushed.push(
+            crate::source::oci::push::push(reader.client(), reader.location(), &bytes).await?,
+        );
+    }
+    if let Some(packaged) = &packaged {
+        let _ = fs_err::remove_dir_all(packaged);
+    }
+    Ok(pushed)
+}
+
+/// A fresh private directory for packages pushed from a directory.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "addonctl-push-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    crate::source::cache::create_private_dir(&dir)?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

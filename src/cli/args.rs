@@ -170,6 +170,10 @@ pub enum Command {
     /// Write a Helm `index.yaml` for the packages in a directory.
     #[command(after_help = help::INDEX)]
     Index(IndexArgs),
+    /// Publish addons to an OCI registry as Helm charts (as `helm push`), adding them to its
+    /// catalog chart.
+    #[command(after_help = help::PUSH)]
+    Push(PushArgs),
     /// Add, change, list and remove the registries addons come from.
     #[command(after_help = help::REGISTRY)]
     Registry(RegistryArgs),
@@ -791,6 +795,26 @@ pub struct PackageArgs {
         conflicts_with = "destination"
     )]
     pub output_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// A package (`.tgz` from `addonctl package`), an addon directory or a directory of addons.
+    pub source: PathBuf,
+    /// The registry: `oci://host[:port]/prefix`.
+    pub url: String,
+    /// Plain HTTP (a loopback registry only).
+    #[arg(long)]
+    pub plain_http: bool,
+    /// A user name.
+    #[arg(long)]
+    pub username: Option<String>,
+    /// A password or access token for `--username`.
+    #[arg(long, env = "ADDONCTL_REGISTRY_PASSWORD", hide_env_values = true, value_parser = registry::secret_flag)]
+    pub password: Option<SecretString>,
+    /// A PEM file of CA certificates to trust.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -97,6 +97,9 @@ pub const GET_VALUES: &str = "Examples:
 pub const PACKAGE: &str = "Examples:
   addonctl package ./my-addon
   addonctl package ./addons -d dist/";
+pub const PUSH: &str = "Examples:
+  addonctl push ./my-addon oci://registry.example.com/addons --username robot
+  addonctl package ./addons -d dist/ && addonctl push dist/redis-1.2.0.tgz oci://registry.example.com/addons";
 pub const INDEX: &str = "Examples:
   addonctl index dist/ --url https://addons.example.com/charts
   addonctl index dist/ --url https://addons.example.com/charts --merge old/index.yaml";

@@ -180,6 +180,9 @@ pub async fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             commands::publish::package(&GlobalSettings::resolve(global)?, printer, args).await
         }
         Command::Index(args) => commands::publish::index(printer, &args),
+        Command::Push(args) => {
+            commands::publish::push(&GlobalSettings::resolve(global)?, printer, args).await
+        }
         Command::Registry(args) => {
             // Only a command that reaches the control plane needs its settings to be right.
             let cluster = (!args.local && args.registry_file.is_none())

@@ -122,6 +122,6 @@ pub struct RegistrySettingsArgs {
     clippy::unnecessary_wraps,
     reason = "clap's value parsers return a Result"
 )]
-fn secret_flag(text: &str) -> Result<SecretString, std::convert::Infallible> {
+pub(crate) fn secret_flag(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::from(text))
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::cli::args::{IndexArgs, PackageArgs};
+use crate::cli::args::{IndexArgs, PackageArgs, PushArgs};
 use crate::cli::printer::Printer;
 use crate::cli::settings::GlobalSettings;
 
@@ -48,6 +48,49 @@ fn destination(printer: Printer, args: &PackageArgs) -> anyhow::Result<std::path
         "`-o/--output-dir` of `package` is deprecated (everywhere else `-o` is the output format): use `-d {text}` (`--destination`)"
     ));
     Ok(dir.clone())
+}
+
+/// Publishes packages or addon directories to an OCI registry.
+pub async fn push(
+    global: &GlobalSettings,
+    printer: Printer,
+    args: PushArgs,
+) -> anyhow::Result<ExitCode> {
+    let login = match (args.username, args.password) {
+        (Some(username), Some(password)) => {
+            addonctl::source::oci::client::Login::Basic { username, password }
+        }
+        (Some(_), None) => {
+            return Err(crate::cli::diagnostics::user(
+                "`--username` needs `--password` (or ADDONCTL_REGISTRY_PASSWORD)",
+            ))
+        }
+        (None, Some(token)) => addonctl::source::oci::client::Login::Token(token),
+        (None, None) => addonctl::source::oci::client::Login::Anonymous,
+    };
+    let ca_bundle = args.ca_file.as_ref().map(fs_err::read).transpose()?;
+    let options = addonctl::publish::PushOptions {
+        login,
+        plain_http: args.plain_http.then(|| "true".to_owned()),
+        ca_bundle,
+    };
+    let pushed =
+        addonctl::publish::push(&args.source, &args.url, options, &global.renderer()).await?;
+    let mut stdout = printer.stdout();
+    for chart in &pushed {
+        writeln!(
+            stdout,
+            "pushed `{}` {} → {}:{} ({})",
+            chart.name, chart.version, chart.reference, chart.tag, chart.manifest_digest
+        )?;
+        if let Some(version) = &chart.catalog_version {
+            writeln!(
+                stdout,
+                "updated the catalog chart `kubevela-addon-catalog` to {version}"
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes `index.yaml` for the packages in a directory.

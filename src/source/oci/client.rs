@@ -241,6 +241,16 @@ impl OciClient {
         }
     }
 
+    /// `path` under the registry's URL.
+    pub(crate) fn base_url(&self, path: &str) -> Result<Url> {
+        self.url(path)
+    }
+
+    /// An [`Error::InvalidContent`] of this registry.
+    pub(crate) fn invalid_content(&self, message: String) -> Error {
+        self.invalid(message)
+    }
+
     fn url(&self, path: &str) -> Result<Url> {
         self.base
             .join(path)

@@ -21,6 +21,7 @@
 //!   chart with [`Error::Unverified`], `warn` logs and serves it.
 
 pub mod client;
+pub mod push;
 pub mod verify;
 
 use std::collections::{BTreeMap, HashMap};
