@@ -839,6 +839,42 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn credentials_are_not_sent_to_a_plain_http_realm() {
+        let client = |base: &str, plain: bool| {
+            OciClient::new(
+                "r",
+                Url::parse(base).unwrap(),
+                HttpClient::new("r", crate::source::http::HttpOptions::default()).unwrap(),
+                Login::Basic {
+                    username: "u".into(),
+                    password: "secret-pass".into(),
+                },
+                plain,
+            )
+        };
+        // An HTTPS registry naming a plain-HTTP realm: refused before any request.
+        let https = client("https://127.0.0.1:1/", false);
+        let err = https
+            .exchange("http://127.0.0.1:1/token", None, "repository:a:pull")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not HTTPS"), "{err}");
+        assert_eq!(https.http().request_count(), 0);
+        // A loopback plain-HTTP registry may not send them to a remote plain-HTTP realm either.
+        let loopback = client("http://127.0.0.1:1/", true);
+        let err = loopback
+            .exchange(
+                "http://auth.example.invalid/token",
+                None,
+                "repository:a:pull",
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not HTTPS"), "{err}");
+        assert!(!err.to_string().contains("secret-pass"));
+    }
+
     #[test]
     fn next_links_are_read() {
         assert_eq!(
