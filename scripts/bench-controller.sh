@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Controller benchmarks (benches/controller.rs), in the dev profile:
+# Controller benchmarks (benches/controller.rs), in the release profile (`--profile dev` for the
+# unoptimized build, `--profile profiling` for the release build with line tables, to profile):
 #   1. an unchanged `Addon` on 10 real managed API servers (requests per reconcile from the API
 #      servers' audit logs, reconcile time),
 #   2. with the default settings, the latency from a hand edit (and a deletion) on each of the
@@ -14,13 +15,25 @@
 #   ADDONCTL_BENCH_FLEET_CLUSTERS    simulated clusters in 4 (default 1000)
 #   ADDONCTL_BENCH_FLEET_LATENCY_MS  latency the fake server adds to every answer (default 5)
 #   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 4 (default: the library's)
-# Arguments: the parts to run (default: unchanged drift rollout fleet).
+#   ADDONCTL_BENCH_PROFILE           the Cargo profile (default release; `--profile` overrides it)
+# Arguments: [--profile release|dev|profiling] then the parts to run (default: unchanged drift rollout fleet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PROFILE="${ADDONCTL_BENCH_PROFILE:-release}"
+if [ "${1:-}" = --profile ]; then
+  [ "$#" -ge 2 ] || { echo "--profile needs a value: release, dev or profiling" >&2; exit 2; }
+  PROFILE="$2"
+  shift 2
+fi
+case "$PROFILE" in
+  release | dev | profiling) ;;
+  *) echo "unknown profile '$PROFILE': one of release, dev, profiling" >&2; exit 2 ;;
+esac
 PARTS=("$@")
 [ "${#PARTS[@]}" -gt 0 ] || PARTS=(unchanged drift rollout fleet)
 export CARGO_INCREMENTAL=0
-cargo bench --profile dev --bench controller --no-run
+echo "profile: $PROFILE" >&2
+cargo bench --profile "$PROFILE" --bench controller --no-run
 REAL=()
 for part in "${PARTS[@]}"; do
   case "$part" in
@@ -37,9 +50,9 @@ if [ "${#REAL[@]}" -gt 0 ]; then
     trap 'bash scripts/k8s/down.sh --dir "$DIR" || true' EXIT
   fi
   ADDONCTL_K8S_AUDIT=1 bash scripts/k8s/up.sh --managed 10 --workloads none --dir "$DIR"
-  cargo bench --profile dev --bench controller -- "${REAL[@]}"
+  cargo bench --profile "$PROFILE" --bench controller -- "${REAL[@]}"
 fi
 for part in "${PARTS[@]}"; do
   # In a process of its own, so that its memory figures are its own.
-  if [ "$part" = fleet ]; then cargo bench --profile dev --bench controller -- fleet; fi
+  if [ "$part" = fleet ]; then cargo bench --profile "$PROFILE" --bench controller -- fleet; fi
 done
