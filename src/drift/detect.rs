@@ -2,6 +2,7 @@
 //! call into the stages: [`super::engine`] finds those).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -40,8 +41,8 @@ pub struct Target {
     /// Its client (`None`: it could not be reached; the reason).
     pub cluster: Result<Cluster, String>,
     /// Each object applied there (namespace resolved, as the record holds it) and its desired
-    /// form.
-    pub objects: Vec<(ObjectRef, Value)>,
+    /// form (shared by every cluster that got the same parameter set).
+    pub objects: Vec<(ObjectRef, Arc<Value>)>,
     /// The objects of `objects` another addon's record lists there too, with that addon: their
     /// `addons.oam.dev/name` label is the last applier's, and values the two addons render
     /// differently are reported ([`DriftKind::Shared`]), never corrected.
@@ -368,7 +369,7 @@ async fn correct(request: &DetectRequest, target: &Target, cluster: &Cluster, fo
             continue;
         };
         let mut body = match &drift.kind {
-            DriftKind::Deleted => desired.clone(),
+            DriftKind::Deleted => Value::clone(desired),
             DriftKind::Shared { .. } => continue,
             DriftKind::Changed { .. } => {
                 let live = found

@@ -2,6 +2,7 @@
 //! through the stages (every call into `plan`, `apply` and `state` of this module is here).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -71,6 +72,9 @@ pub async fn check_vouched(
     } else {
         OtherRecords::of(&ctx.state().records().await?, &record.name)
     };
+    // Each parameter set's objects, keyed once and shared by every cluster that got it (a
+    // fleet's clusters mostly share one).
+    let mut indexed: Vec<(*const Value, Indexed<'_>)> = Vec::new();
     let targets = compared
         .into_iter()
         .map(|(name, inventory)| Target {
@@ -79,14 +83,20 @@ pub async fn check_vouched(
                 .get(name)
                 .cloned()
                 .unwrap_or_else(|| Err(format!("no client for cluster `{name}`"))),
-            objects: inventory
-                .objects
-                .iter()
-                .filter_map(|o| {
-                    let objects = desired.for_cluster(record, name);
-                    Some((o.object.clone(), matching(objects, &o.object)?.clone()))
-                })
-                .collect(),
+            objects: {
+                let objects = desired.for_cluster(record, name);
+                let at = indexed.iter().position(|(p, _)| *p == objects.as_ptr());
+                let at = at.unwrap_or_else(|| {
+                    indexed.push((objects.as_ptr(), Indexed::of(objects)));
+                    indexed.len() - 1
+                });
+                let index = &indexed[at].1;
+                inventory
+                    .objects
+                    .iter()
+                    .filter_map(|o| Some((o.object.clone(), index.matching(&o.object)?)))
+                    .collect()
+            },
             shared: others
                 .dispatched
                 .get(name)
@@ -260,19 +270,52 @@ pub async fn desired_objects(ctx: &Context, record: &Record) -> Result<Desired> 
 
 /// The desired object for a recorded one: the same kind and name, in the same namespace when
 /// it names one (a topology's namespace may have moved it).
-fn matching<'a>(desired: &'a [Value], object: &ObjectRef) -> Option<&'a Value> {
-    let same = |d: &&Value, namespaced: bool| {
-        ObjectRef::of(d).is_some_and(|r| {
-            r.api_version == object.api_version
-                && r.kind == object.kind
-                && r.name == object.name
-                && (!namespaced || r.namespace.is_none() || r.namespace == object.namespace)
-        })
-    };
-    desired
-        .iter()
-        .find(|d| same(d, true))
-        .or_else(|| desired.iter().find(|d| same(d, false)))
+/// One parameter set's desired objects, each with its reference read once (borrowed) and its
+/// value shared.
+struct Indexed<'a> {
+    objects: Vec<(Key<'a>, Arc<Value>)>,
+}
+
+/// An object's `(apiVersion, kind, namespace, name)`, borrowed from it.
+type Key<'a> = (&'a str, &'a str, Option<&'a str>, &'a str);
+
+fn key_of(object: &Value) -> Option<Key<'_>> {
+    let metadata = object.get("metadata");
+    Some((
+        object.get("apiVersion")?.as_str()?,
+        object.get("kind")?.as_str()?,
+        metadata
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str),
+        metadata?.get("name")?.as_str()?,
+    ))
+}
+
+impl<'a> Indexed<'a> {
+    fn of(desired: &'a [Value]) -> Self {
+        Indexed {
+            objects: desired
+                .iter()
+                .filter_map(|d| Some((key_of(d)?, Arc::new(d.clone()))))
+                .collect(),
+        }
+    }
+
+    /// The desired form of `object`: the one of the same kind and name in its namespace (or
+    /// without one), else in any namespace.
+    fn matching(&self, object: &ObjectRef) -> Option<Arc<Value>> {
+        let same = |(api_version, kind, namespace, name): &Key<'_>, namespaced: bool| {
+            *api_version == object.api_version
+                && *kind == object.kind
+                && *name == object.name
+                && (!namespaced || namespace.is_none() || *namespace == object.namespace.as_deref())
+        };
+        self.objects
+            .iter()
+            .find(|(k, _)| same(k, true))
+            .or_else(|| self.objects.iter().find(|(k, _)| same(k, false)))
+            .map(|(_, v)| Arc::clone(v))
+    }
 }
 
 #[cfg(test)]
