@@ -28,7 +28,7 @@ pub struct RegistryInput {
     /// Its name (lowercase letters, digits and `-`); on update, the path's name.
     #[serde(default)]
     pub name: String,
-    /// `helm`, `github`, `gitee`, `gitlab`, `s3`, `oss`, `git` or `local`.
+    /// `helm`, `oci`, `github`, `gitee`, `gitlab`, `s3`, `oss`, `git` or `local`.
     #[serde(rename = "type")]
     #[schema(value_type = String)]
     pub kind: RegistryType,
