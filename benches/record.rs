@@ -107,6 +107,7 @@ fn with_revisions(mut record: Record, count: u32) -> Record {
             inventory_digest: "0".repeat(64),
             objects: 0,
             overrides: std::collections::BTreeMap::new(),
+            source: None,
         });
     }
     record

@@ -830,7 +830,7 @@ async fn drift_case(
     (sb, m1, address, controller, stop)
 }
 
-async fn stop_controller(
+pub(crate) async fn stop_controller(
     controller: tokio::task::JoinHandle<()>,
     stop: tokio::sync::oneshot::Sender<()>,
 ) {

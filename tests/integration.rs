@@ -47,6 +47,7 @@ mod sources_git;
 mod sources_helm;
 mod sources_oci;
 mod sources_oci_cli;
+mod sources_oci_cluster;
 mod sources_oci_fake;
 mod sources_oci_verify;
 mod sources_remote;

@@ -5,7 +5,7 @@ use crate::support::k8s::Sandbox;
 use crate::support::oci::{keygen, prefix, registries, sign};
 
 /// Pushes `minimal` 0.1.0 (its description naming `label`, so each push is a chart of its own).
-async fn push_minimal(prefix: &str, label: &str) -> String {
+pub(crate) async fn push_minimal(prefix: &str, label: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("minimal");
     std::fs::create_dir_all(&target).unwrap();
@@ -17,11 +17,11 @@ async fn push_minimal(prefix: &str, label: &str) -> String {
     crate::support::oci::push_addons(dir.path(), prefix).await["minimal"].clone()
 }
 
-fn stdout(output: &std::process::Output) -> String {
+pub(crate) fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &std::process::Output) -> String {
+pub(crate) fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

@@ -9,10 +9,12 @@ use std::sync::Arc;
 
 use super::{execute, StepReport};
 use crate::context::{Context, Reporter};
+use crate::model::provenance::{Mode, Provenance};
 use crate::model::AddonVersion;
 use crate::plan::{plan, EnableRequest};
 use crate::source::local::LOCAL_REGISTRY;
 use crate::source::{AddonRef, AddonSummary, AsyncReader, FileEntry};
+use crate::state::record::revision::Revision;
 use crate::state::revisions::{self, History, RevisionError};
 use crate::Result;
 
@@ -65,6 +67,9 @@ pub async fn rollback(
     let target = revisions::target(&record, request.revision)?.clone();
     let kept = revisions::kept(&ctx.cluster, &ctx.namespace, name, &target).await?;
     let args = revisions::restore(&target.args, &kept.secrets);
+    if kept.files.is_some() {
+        check_kept_verification(name, &target)?;
+    }
     // The kept package, as a registry named as the revision's holding that one addon.
     let revision_package = kept.files.map(|files| {
         Arc::new(KeptPackage {
@@ -72,6 +77,7 @@ pub async fn rollback(
             name: name.clone(),
             version: target.version.clone(),
             files,
+            source: target.source.clone(),
         }) as crate::source::Reader
     });
     let reference = if target.registry.is_empty() || target.registry == LOCAL_REGISTRY {
@@ -79,17 +85,23 @@ pub async fn rollback(
     } else {
         format!("{}/{name}", target.registry)
     };
+    // Read again from the registry, a revision pinned by digest is read by that digest: the
+    // tag may name another manifest by now.
+    let version = match (&revision_package, &target.source) {
+        (None, Some(source)) => source.manifest_digest.clone(),
+        _ => target.version.clone(),
+    };
     if revision_package.is_none() {
         reporter.event(&crate::context::Progress::Note {
             message: format!(
-                "revision {} keeps no package; reading `{name}` {} from registry `{}`",
-                target.revision, target.version, target.registry
+                "revision {} keeps no package; reading `{name}` {version} from registry `{}`",
+                target.revision, target.registry
             ),
         });
     }
     let enable_request = EnableRequest {
         reference,
-        version: Some(target.version.clone()),
+        version: Some(version),
         args: args.into(),
         skip_version_check: request.skip_version_check,
         override_definitions: request.override_definitions,
@@ -102,7 +114,8 @@ pub async fn rollback(
         },
         revision_package,
         overrides: super::overrides::from_revision(&target.overrides),
-        allow_moved_tag: false,
+        // A pinned revision is read by its digest (or from its kept package), never by a tag.
+        allow_moved_tag: target.source.is_some(),
     };
     let plan = plan(&ctx.planner(), &enable_request, true).await?;
     // The revision's arguments replace the stored ones by the rollback's own choice: the plan's
@@ -138,6 +151,39 @@ struct KeptPackage {
     name: String,
     version: String,
     files: Vec<(String, Vec<u8>)>,
+    /// Where the revision's package came from and how it was verified, as recorded then.
+    source: Option<Provenance>,
+}
+
+/// Refuses to apply a kept package that was not verified when its registry's policy now
+/// enforces verification: the kept bytes were checked, if at all, by the policy of the day,
+/// and a rollback never installs what an `enable` would refuse.
+fn check_kept_verification(name: &str, target: &Revision) -> Result<()> {
+    if target.registry.is_empty() || target.registry == LOCAL_REGISTRY {
+        return Ok(());
+    }
+    let Some(policy) = crate::source::oci::Policy::for_registry(&target.registry)? else {
+        return Ok(());
+    };
+    if policy.mode_for(name) != Mode::Enforce {
+        return Ok(());
+    }
+    let how = match &target.source {
+        Some(source) if source.verification.verified => return Ok(()),
+        Some(source) => format!(
+            "it was installed from `{}@{}` unverified (policy `{}` then)",
+            source.reference, source.manifest_digest, source.verification.policy
+        ),
+        None => "no verification was recorded for it".to_owned(),
+    };
+    Err(crate::source::Error::Unverified {
+        registry: target.registry.clone(),
+        message: format!(
+            "revision {} of addon `{name}` ({}) is kept in the cluster, but {how}, and the registry's policy now enforces verification; enable a verified version instead (`addonctl enable {}/{name}@<digest>`), or change the policy",
+            target.revision, target.version, target.registry
+        ),
+    }
+    .into())
 }
 
 impl std::fmt::Display for KeptPackage {
@@ -200,5 +246,10 @@ impl AsyncReader for KeptPackage {
                 registry: self.registry.clone(),
                 what: format!("`{path}` in {self}"),
             })
+    }
+
+    async fn provenance(&self, addon: &AddonRef) -> crate::source::Result<Option<Provenance>> {
+        self.check(addon)?;
+        Ok(self.source.clone())
     }
 }

@@ -288,6 +288,7 @@ async fn converge(
     }
     status.applied_version = Some(applied.version.clone()).filter(|v| !v.is_empty());
     status.registry = Some(applied.registry.clone()).filter(|r| !r.is_empty());
+    set_source(&mut status, applied.source.as_ref(), generation);
     status.applied_revision.clone_from(&revision);
     status.inputs_digest = Some(digest.clone());
     let healthy =
@@ -300,6 +301,23 @@ async fn converge(
         memo.health_at = Some(Instant::now());
     });
     Ok((status, next(data, addon, healthy), false))
+}
+
+/// The applied version's origin and the `Verified` condition, from the apply's provenance;
+/// both are dropped when the version came from a registry that pins nothing.
+fn set_source(
+    status: &mut AddonStatus,
+    source: Option<&crate::model::provenance::Provenance>,
+    generation: Option<i64>,
+) {
+    if let Some(source) = source {
+        let (applied, condition) = super::crd::AppliedSource::of(source, generation);
+        status.source = Some(applied);
+        status.set_condition(condition, &now());
+    } else {
+        status.source = None;
+        status.conditions.retain(|c| c.type_ != "Verified");
+    }
 }
 
 /// Whether nothing an apply depends on changed since the last one: the inputs' `digest` and the

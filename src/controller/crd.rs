@@ -287,6 +287,69 @@ pub struct AddonStatus {
     /// What the plan's review flagged at the last apply (allowed by `spec.allow` or refused).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Where the applied version came from, pinned by digest, and how it was verified (OCI
+    /// registries; see also the `Verified` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppliedSource>,
+}
+
+/// The applied version's origin: what `addonctl status` shows as `source` and `verified`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedSource {
+    /// `oci://host/prefix/addon`.
+    pub reference: String,
+    /// The manifest's digest: `reference@digest` is exactly what was applied.
+    pub digest: String,
+    /// Whether a trusted signature names the digest.
+    pub verified: bool,
+    /// The verification policy applied: `enforce`, `warn` or `off`.
+    pub policy: String,
+    /// How it was verified, or why not, in a line.
+    pub verification: String,
+}
+
+impl AppliedSource {
+    /// The status entry and the `Verified` condition (`True`, `False` under `warn`, `Unknown`
+    /// when the policy is `off`) of a provenance.
+    pub fn of(
+        source: &crate::model::provenance::Provenance,
+        generation: Option<i64>,
+    ) -> (Self, Condition) {
+        use crate::model::provenance::Mode;
+        let v = &source.verification;
+        let (status, reason) = match (v.verified, v.policy) {
+            (true, _) => ("True", "Verified"),
+            (false, Mode::Off) => ("Unknown", "NotChecked"),
+            (false, _) => ("False", "Unverified"),
+        };
+        let mut message = format!(
+            "{}@{}: {}",
+            source.reference,
+            source.manifest_digest,
+            v.describe()
+        );
+        if !v.failures.is_empty() {
+            message.push_str(": ");
+            message.push_str(&v.failures.join("; "));
+        }
+        let applied = AppliedSource {
+            reference: source.reference.clone(),
+            digest: source.manifest_digest.clone(),
+            verified: v.verified,
+            policy: v.policy.to_string(),
+            verification: v.describe(),
+        };
+        let condition = Condition {
+            type_: "Verified".to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            observed_generation: generation,
+            last_transition_time: None,
+        };
+        (applied, condition)
+    }
 }
 
 /// Where a staged rollout stands.

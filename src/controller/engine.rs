@@ -87,6 +87,9 @@ pub struct Applied {
     pub unchanged: bool,
     /// What the plan's review flagged (and `spec.allow` allowed).
     pub flags: Vec<String>,
+    /// Where the addon's package came from, pinned by digest, and how it was verified (OCI
+    /// registries).
+    pub source: Option<crate::model::provenance::Provenance>,
 }
 
 /// The addon's health as `status` reads it.
@@ -146,17 +149,16 @@ pub async fn apply(ctx: &Context, desired: &Desired) -> Result<Applied> {
             message: c.error.clone(),
         })
         .collect();
+    let step = plan.steps.iter().find(|s| s.rendered.name == desired.name);
     Ok(Applied {
         version: root.version.clone(),
-        registry: plan
-            .steps
-            .iter()
-            .find(|s| s.rendered.name == desired.name)
+        registry: step
             .map(|s| s.rendered.registry.clone())
             .unwrap_or_default(),
         clusters,
         unchanged: reports.iter().all(crate::apply::StepReport::unchanged),
         flags,
+        source: step.and_then(|s| s.package.provenance.clone()),
     })
 }
 

@@ -64,3 +64,71 @@ pub struct Provenance {
     /// How it was verified.
     pub verification: Verification,
 }
+
+impl Verification {
+    /// One line for people: `verified (cosign-key, key `k`)`, `not checked (policy `off`)`
+    /// or `NOT verified (policy `warn`)`.
+    pub fn describe(&self) -> String {
+        match (self.verified, self.policy) {
+            (true, _) => format!(
+                "verified ({}, key `{}`)",
+                self.method.as_deref().unwrap_or("signature"),
+                self.key.as_deref().unwrap_or("?")
+            ),
+            (false, Mode::Off) => "not checked (policy `off`)".to_owned(),
+            (false, policy) => format!("NOT verified (policy `{policy}`)"),
+        }
+    }
+
+    /// One word for tables and badges: `verified`, `unchecked` or `unverified`.
+    pub fn word(&self) -> &'static str {
+        match (self.verified, self.policy) {
+            (true, _) => "verified",
+            (false, Mode::Off) => "unchecked",
+            (false, _) => "unverified",
+        }
+    }
+}
+
+impl Provenance {
+    /// The manifest digest shortened for tables: `sha256:` and its first 12 hex digits.
+    pub fn short_digest(&self) -> &str {
+        let end = "sha256:".len() + 12;
+        self.manifest_digest
+            .get(..end)
+            .unwrap_or(&self.manifest_digest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_reads_as_one_line_and_one_word() {
+        let mut v = Verification {
+            policy: Mode::Enforce,
+            verified: true,
+            method: Some("cosign-key".into()),
+            key: Some("release".into()),
+            failures: Vec::new(),
+        };
+        assert_eq!(v.describe(), "verified (cosign-key, key `release`)");
+        assert_eq!(v.word(), "verified");
+        v.verified = false;
+        assert_eq!(v.describe(), "NOT verified (policy `enforce`)");
+        assert_eq!(v.word(), "unverified");
+        v.policy = Mode::Off;
+        assert_eq!(v.describe(), "not checked (policy `off`)");
+        assert_eq!(v.word(), "unchecked");
+        let p = Provenance {
+            reference: "oci://h/p/a".into(),
+            tag: None,
+            version: "1.0.0".into(),
+            manifest_digest: format!("sha256:{}", "ab".repeat(32)),
+            chart_digest: String::new(),
+            verification: v,
+        };
+        assert_eq!(p.short_digest(), "sha256:abababababab");
+    }
+}

@@ -184,6 +184,9 @@ pub struct Credentials {
     pub password: Option<SecretString>,
     /// The passphrase of a git registry's ssh key (Secret key `sshPassphrase`).
     pub ssh_passphrase: Option<SecretString>,
+    /// A Docker config (`{"auths": {…}}`) read from the `kubernetes.io/dockerconfigjson`
+    /// Secret an OCI registry's `dockerConfigSecret` option names; never stored by addonctl.
+    pub docker_config: Option<SecretString>,
 }
 
 impl Credentials {
@@ -246,6 +249,7 @@ impl From<StoredCredentials> for Credentials {
             username: stored.username.filter(|u| !u.is_empty()),
             password: stored.password.and_then(secret),
             ssh_passphrase: stored.ssh_passphrase.and_then(secret),
+            docker_config: None,
         }
     }
 }

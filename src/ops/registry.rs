@@ -72,6 +72,7 @@ pub async fn add(
             &mut registry.credentials,
         );
         let addons = if validate {
+            linked(store, &mut registry).await?;
             Some(listed(&registry).await?)
         } else {
             None
@@ -145,6 +146,7 @@ async fn update_locked<E>(
     );
     let moved = registry.credentials.keys() != before;
     if validate {
+        linked(store, &mut registry).await?;
         listed(&registry).await?;
     }
     let credentials = (given || moved).then_some(registry.credentials);
@@ -184,8 +186,9 @@ pub async fn get(store: &Store, name: &str) -> Result<Registry> {
 }
 
 /// Checks a registry without storing it: its name, its endpoint (credentials written in it
-/// moved to `registry.credentials`), and that it lists with the credentials given; its addons.
-pub async fn check(registry: &mut Registry) -> Result<usize> {
+/// moved to `registry.credentials`), and that it lists with the credentials given (and those
+/// it links to in `store`); its addons.
+pub async fn check(store: &Store, registry: &mut Registry) -> Result<usize> {
     check_name(&registry.spec.name)?;
     if registry.spec.endpoint.trim().is_empty() {
         return Err(RegistryError::NeedsEndpoint {
@@ -198,7 +201,19 @@ pub async fn check(registry: &mut Registry) -> Result<usize> {
         &registry.spec.endpoint,
         &mut registry.credentials,
     );
+    linked(store, registry).await?;
     listed(registry).await
+}
+
+/// Reads the credentials a registry links to (a Docker config Secret) to check it with them.
+async fn linked(store: &Store, registry: &mut Registry) -> Result<()> {
+    store.link(registry).await.map_err(|reason| {
+        RegistryError::DoesNotWork {
+            name: registry.spec.name.clone(),
+            reason,
+        }
+        .into()
+    })
 }
 
 /// Lists a registry to check that it works: its addons.

@@ -162,7 +162,11 @@ impl Store {
             if credentials.is_empty() {
                 credentials = inline;
             }
-            registries.push(Registry { spec, credentials });
+            let mut registry = Registry { spec, credentials };
+            if let Err(why) = self.link(&mut registry).await {
+                tracing::warn!("registry `{name}`: {why}; it is read without those credentials");
+            }
+            registries.push(registry);
         }
         registries.sort_by(|a, b| {
             b.spec
@@ -335,6 +339,61 @@ impl Store {
         Ok(())
     }
 
+    /// Reads the Docker config of the `kubernetes.io/dockerconfigjson` (or legacy
+    /// `kubernetes.io/dockercfg`) Secret a registry's `dockerConfigSecret` option names, in the
+    /// system namespace, into its credentials. Why it cannot, when it names one: for people,
+    /// never with a credential in it.
+    pub async fn link(&self, registry: &mut Registry) -> std::result::Result<(), String> {
+        let option = crate::source::oci::DOCKER_CONFIG_SECRET_OPTION;
+        let Some(name) = registry.spec.options.get(option).filter(|n| !n.is_empty()) else {
+            return Ok(());
+        };
+        let Store::Cluster { cluster, namespace } = self else {
+            return Err(format!(
+                "option `{option}` names Secret `{name}`, but registries kept in a local file have no cluster to read it from; use `--option dockerConfig=FILE`"
+            ));
+        };
+        let secret = cluster
+            .get(&secret_gvk(), Some(namespace), name)
+            .await
+            .map_err(|e| format!("cannot read Secret `{namespace}/{name}` (option `{option}`): {e}"))?
+            .ok_or_else(|| {
+                format!(
+                    "Secret `{namespace}/{name}` (option `{option}`) does not exist; create it with `kubectl -n {namespace} create secret docker-registry {name} --docker-server=HOST --docker-username=USER --docker-password=…`"
+                )
+            })?;
+        let field = |key: &str| {
+            secret
+                .data
+                .pointer(&format!("/data/{}", key.replace('/', "~1")))?
+                .as_str()
+                .map(str::to_owned)
+        };
+        let decode = |encoded: String, key: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "`data.{key}` of Secret `{namespace}/{name}` is not base64 of UTF-8 text"
+                    )
+                })
+        };
+        let config = if let Some(encoded) = field(".dockerconfigjson") {
+            decode(encoded, ".dockerconfigjson")?
+        } else if let Some(encoded) = field(".dockercfg") {
+            // The legacy form is the `auths` map alone.
+            format!("{{\"auths\": {}}}", decode(encoded, ".dockercfg")?)
+        } else {
+            return Err(format!(
+                "Secret `{namespace}/{name}` (option `{option}`) has neither `.dockerconfigjson` nor `.dockercfg`: it is not a Docker config Secret"
+            ));
+        };
+        registry.credentials.docker_config = to_secret(config);
+        Ok(())
+    }
+
     async fn read_secret(&self, name: &str) -> Result<Credentials> {
         let Store::Cluster { cluster, namespace } = self else {
             return Ok(Credentials::default());
@@ -360,6 +419,7 @@ impl Store {
             username: field("username"),
             password: field("password").and_then(to_secret),
             ssh_passphrase: field("sshPassphrase").and_then(to_secret),
+            docker_config: None,
         })
     }
 

@@ -70,6 +70,7 @@ impl RegistryInput {
                 .filter(|p| !p.is_empty())
                 .map(SecretString::from),
             ssh_passphrase: None,
+            docker_config: None,
         };
         Registry {
             spec: RegistrySpec {
@@ -210,11 +211,11 @@ pub async fn add_one(
     validate: bool,
 ) -> ApiResult<(StatusCode, RegistryWritten)> {
     let mut registry = input.into_registry();
+    let store = store_of(session);
     if validate {
-        let count = crate::ops::registry::check(&mut registry).await?;
+        let count = crate::ops::registry::check(&store, &mut registry).await?;
         return Ok((StatusCode::OK, written(registry, Some(count), false)));
     }
-    let store = store_of(session);
     let credentials = registry.credentials.keys();
     let mut added =
         crate::ops::registry::add(&store, vec![registry], true, Writing::default()).await?;

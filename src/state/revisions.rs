@@ -190,8 +190,10 @@ pub async fn note(
                 && latest.package_digest == package_digest
                 && latest.overrides.keys().eq(applied.overrides.keys());
             if same {
-                // The same parameter sets; which clusters got them may have changed.
+                // The same parameter sets; which clusters got them may have changed, and the
+                // same files may have been read through another manifest or verified since.
                 latest.overrides.clone_from(&applied.overrides);
+                latest.source.clone_from(&record.source);
                 if applied.succeeded && latest.status == RevisionStatus::Failed {
                     latest.status = RevisionStatus::Deployed;
                     latest.updated = now;
@@ -235,6 +237,7 @@ pub async fn note(
         inventory_digest,
         objects,
         overrides: applied.overrides.clone(),
+        source: record.source.clone(),
     };
     let secret = revision_secret(
         record,

@@ -40,26 +40,41 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The revisions as a table: REVISION, UPDATED, VERSION, STATUS, DESCRIPTION.
+/// The revisions as a table: REVISION, UPDATED, VERSION, STATUS, DESCRIPTION, and SOURCE
+/// (the manifest digest and its verification) when a revision came from an OCI registry.
 fn table(revisions: &[Revision]) -> String {
-    let rows: Vec<[String; 5]> = revisions
+    let pinned = revisions.iter().any(|r| r.source.is_some());
+    let rows: Vec<Vec<String>> = revisions
         .iter()
         .map(|r| {
             let mut description = r.description.clone();
             if let Some(note) = &r.note {
                 description.push_str(&format!(" ({note})"));
             }
-            [
+            let mut row = vec![
                 r.revision.to_string(),
                 r.updated.clone(),
                 r.version.clone(),
                 r.status.to_string(),
-                description,
-            ]
+            ];
+            if pinned {
+                row.push(r.source.as_ref().map_or_else(
+                    || "-".to_owned(),
+                    |s| format!("{} {}", s.short_digest(), s.verification.word()),
+                ));
+            }
+            row.push(description);
+            row
         })
         .collect();
-    let header = ["REVISION", "UPDATED", "VERSION", "STATUS", "DESCRIPTION"].map(str::to_owned);
-    let mut widths = [0usize; 5];
+    let mut header: Vec<String> = ["REVISION", "UPDATED", "VERSION", "STATUS"]
+        .map(str::to_owned)
+        .to_vec();
+    if pinned {
+        header.push("SOURCE".to_owned());
+    }
+    header.push("DESCRIPTION".to_owned());
+    let mut widths = vec![0usize; header.len()];
     for row in std::iter::once(&header).chain(&rows) {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -69,7 +84,7 @@ fn table(revisions: &[Revision]) -> String {
     for row in std::iter::once(&header).chain(&rows) {
         let line: Vec<String> = row
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
         out.push_str(line.join("  ").trim_end());

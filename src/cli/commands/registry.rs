@@ -81,6 +81,7 @@ fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
         username: settings.username.clone().filter(|s| !s.is_empty()),
         password: given(settings.password.as_ref()),
         ssh_passphrase: given(settings.ssh_key_passphrase.as_ref()),
+        docker_config: None,
     };
     (!credentials.is_empty()).then_some(credentials)
 }

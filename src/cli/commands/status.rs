@@ -191,19 +191,7 @@ pub(crate) fn print_status(out: &mut impl Write, status: &Status) -> anyhow::Res
             "source:    {}@{}",
             source.reference, source.manifest_digest
         )?;
-        let verification = &source.verification;
-        let state = match (verification.verified, verification.policy) {
-            (true, _) => format!(
-                "verified ({}, key `{}`)",
-                verification.method.as_deref().unwrap_or("signature"),
-                verification.key.as_deref().unwrap_or("?")
-            ),
-            (false, addonctl::model::provenance::Mode::Off) => {
-                "not checked (policy `off`)".to_owned()
-            }
-            (false, policy) => format!("NOT verified (policy `{policy}`)"),
-        };
-        writeln!(out, "verified:  {state}")?;
+        writeln!(out, "verified:  {}", source.verification.describe())?;
     }
     if !status.clusters.is_empty() {
         let clusters = if status.clusters == ["*"] {

@@ -30,6 +30,8 @@ struct Shown {
     target: bool,
     /// Why a rollback to it needs the registry (the package is not kept).
     note: Option<String>,
+    /// `reference@digest` and its verification, when it came from an OCI registry.
+    source: Option<(String, String)>,
 }
 
 #[derive(Template)]
@@ -63,6 +65,12 @@ fn page_of(history: History) -> HistoryPage {
                 r.note.clone().unwrap_or_else(|| {
                     "its package is not kept: a rollback reads it from the registry".to_owned()
                 })
+            }),
+            source: r.source.as_ref().map(|s| {
+                (
+                    format!("{}@{}", s.reference, s.manifest_digest),
+                    s.verification.describe(),
+                )
             }),
         })
         .collect();

@@ -41,6 +41,17 @@ struct Row {
     checked: bool,
     /// What the drift check found, in a line.
     drift_summary: Option<String>,
+    /// Where it came from (an OCI registry): `reference@digest`, the short digest, and its
+    /// verification in a word and in a line.
+    source: Option<Source>,
+}
+
+/// Where an installed version came from, pinned by digest, and its verification.
+struct Source {
+    pinned: String,
+    short: String,
+    word: &'static str,
+    describe: String,
 }
 
 /// The drift an `Addon`'s controller reports.
@@ -78,6 +89,12 @@ fn row_of(status: &crate::status::Status) -> Row {
         cells: Vec::new(),
         declared: None,
         checked: false,
+        source: status.source.as_ref().map(|s| Source {
+            pinned: format!("{}@{}", s.reference, s.manifest_digest),
+            short: s.short_digest().to_owned(),
+            word: s.verification.word(),
+            describe: s.verification.describe(),
+        }),
         drift_summary: None,
     }
 }

@@ -35,6 +35,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::model::registry::{Credentials, RegistrySpec};
+use crate::model::secret::ExposeSecret as _;
 use crate::model::AddonVersion;
 use crate::source::archive::{self, ArchiveLimits};
 use crate::source::cache::{CacheOptions, CachedEntry, DiskCache};
@@ -59,6 +60,9 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 pub const PLAIN_HTTP_OPTION: &str = "plainHttp";
 /// The option naming a Docker config file to take credentials from.
 pub const DOCKER_CONFIG_OPTION: &str = "dockerConfig";
+/// The option naming a `kubernetes.io/dockerconfigjson` Secret (in the system namespace) to
+/// take credentials from.
+pub const DOCKER_CONFIG_SECRET_OPTION: &str = "dockerConfigSecret";
 
 /// A tag read as a version (strict semver, `_` as `+`), else `None`.
 pub fn tag_version(tag: &str) -> Option<semver::Version> {
@@ -265,7 +269,8 @@ impl fmt::Display for OciReader {
     }
 }
 
-/// The login `credentials` give, else the entry for `host` in the Docker config file `file`.
+/// The login `credentials` give, else the entry for `host` in the Docker config of the Secret
+/// they were linked to, else in the Docker config file `file`.
 pub fn login_for(
     registry: &str,
     host: &str,
@@ -285,6 +290,9 @@ pub fn login_for(
         }
         (None, _, Some(token)) => return Ok(Login::Token(token.clone())),
         _ => {}
+    }
+    if let Some(config) = &credentials.docker_config {
+        return verify::docker_config_login(registry, host, config.expose_secret());
     }
     let Some(file) = docker_config else {
         return Ok(Login::Anonymous);

@@ -72,6 +72,10 @@ pub struct Revision {
     /// arguments again. Never a secret value (overrides of secret parameters are refused).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub overrides: BTreeMap<String, RevisionOverride>,
+    /// Where its package came from, pinned by digest, and how it was verified (OCI
+    /// registries): a rollback that must read the registry again reads exactly this manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::model::provenance::Provenance>,
 }
 
 /// One parameter set of a revision's overrides.
