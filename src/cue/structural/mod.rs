@@ -32,6 +32,7 @@ mod cursor;
 mod definition;
 mod file;
 mod literal;
+mod lowering;
 mod references;
 mod schema;
 #[cfg(test)]
@@ -56,7 +57,7 @@ use definition::{build_definition, expect_str, object, validate_name};
 use literal::{
     lit_lookup, lit_to_json, reject_non_literal_label, short, unify, Lit, LitField, LitKind,
 };
-pub(crate) use schema::DEFAULT_TYPE_MISMATCH;
+pub(crate) use lowering::DEFAULT_TYPE_MISMATCH;
 
 pub(super) const DEFINITION_API_VERSION: &str = "core.oam.dev/v1beta1";
 pub(super) const DESCRIPTION_ANNOTATION: &str = "definition.oam.dev/description";
