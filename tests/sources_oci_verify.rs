@@ -1,6 +1,8 @@
 //! Verifying OCI addons: cosign key-based signatures (made in the test by
-//! `scripts/sources/cosign-sign.py` with Python's `cryptography`, in cosign's layout) on the real
-//! registry, under the policies `enforce`, `warn` and per-addon overrides.
+//! `scripts/sources/cosign-sign.py` with Python's `cryptography`, in cosign's layouts: the legacy
+//! `.sig` tag, and Sigstore bundles as referrers through the `sha256-<hex>` fallback tag, since
+//! this registry has no referrers API) on the real registry, under the policies `enforce`, `warn`
+//! and per-addon overrides.
 
 use addonctl::model::ErrorKind;
 use addonctl::source::oci::client::Login;
@@ -10,7 +12,7 @@ use addonctl::source::{AddonRef, AsyncReader, Error};
 use p256::ecdsa::VerifyingKey;
 use p256::pkcs8::DecodePublicKey as _;
 
-use crate::support::oci::{keygen, prefix, push_addons, reader, registries, sign};
+use crate::support::oci::{keygen, prefix, push_addons, reader, registries, sign, sign_bundle};
 
 struct Setup {
     _keys: tempfile::TempDir,
@@ -265,4 +267,68 @@ async fn the_policy_file_is_read_for_the_registry_and_a_broken_one_never_turns_c
     let err = Policy::parse("oci-test", &file, "registries: [").unwrap_err();
     assert!(err.to_string().contains("not valid"), "{err}");
     let _ = keys.other_public;
+}
+
+#[tokio::test]
+async fn bundles_found_through_the_fallback_tag_verify_as_dsse_and_as_message_signatures() {
+    let keys = setup();
+    let trusted = || policy(Mode::Enforce, &[&keys.other_public, &keys.trusted_public], &[]);
+
+    let dsse = prefix("bundle-dsse");
+    let (repository, digest) = push_unique(&dsse, "bundle-dsse").await;
+    // An attestation of another predicate type by the same key is not a signature; then the
+    // signature, added to the same fallback index.
+    sign_bundle(
+        &repository,
+        &digest,
+        &keys.trusted,
+        &["--predicate", "https://slsa.dev/provenance/v1"],
+    );
+    let reader = enforcing(&dsse, trusted());
+    refused(&reader, &digest, "an attestation of predicate type").await;
+    sign_bundle(&repository, &digest, &keys.trusted, &[]);
+    let reader = enforcing(&dsse, trusted());
+    let pinned = reader.pinned(&minimal()).await.unwrap();
+    assert!(pinned.verification.verified, "{:?}", pinned.verification);
+    assert_eq!(pinned.verification.method.as_deref(), Some("cosign-bundle"));
+    assert_eq!(pinned.verification.key.as_deref(), Some("trusted.pub"));
+    reader.read_file(&minimal(), "metadata.yaml").await.unwrap();
+
+    let message = prefix("bundle-message");
+    let (repository, digest) = push_unique(&message, "bundle-message").await;
+    sign_bundle(&repository, &digest, &keys.other, &["--message"]);
+    let pinned = enforcing(&message, trusted()).pinned(&minimal()).await.unwrap();
+    assert_eq!(pinned.verification.method.as_deref(), Some("cosign-bundle"));
+    assert_eq!(pinned.verification.key.as_deref(), Some("other.pub"));
+}
+
+#[tokio::test]
+async fn enforce_refuses_bundles_with_a_wrong_key_another_digest_or_tampered() {
+    let keys = setup();
+    let trusting =
+        |prefix: &str| enforcing(prefix, policy(Mode::Enforce, &[&keys.trusted_public], &[]));
+    let elsewhere = format!("sha256:{}", "cd".repeat(32));
+    let cases: [(&str, &[&str], String); 5] = [
+        ("b-wrong-key", &[], "signed by no trusted key".to_owned()),
+        ("b-other", &["--names", &elsewhere], format!("names {elsewhere}")),
+        ("b-tampered", &["--tamper"], "signed by no trusted key".to_owned()),
+        (
+            "b-msg-other",
+            &["--message", "--names", &elsewhere],
+            format!("names {elsewhere}"),
+        ),
+        ("b-msg-tampered", &["--message", "--tamper"], "signed by no trusted key".to_owned()),
+    ];
+    for (name, extra, why) in &cases {
+        let prefix = prefix(name);
+        let (repository, digest) = push_unique(&prefix, name).await;
+        let key = if *name == "b-wrong-key" { &keys.other } else { &keys.trusted };
+        sign_bundle(&repository, &digest, key, extra);
+        refused(&trusting(&prefix), &digest, why).await;
+    }
+    // No signature of either form: both are reported.
+    let unsigned = prefix("b-unsigned");
+    let (_, digest) = push_unique(&unsigned, "b-unsigned").await;
+    refused(&trusting(&unsigned), &digest, "no cosign bundle").await;
+    refused(&trusting(&unsigned), &digest, "no cosign signature").await;
 }

@@ -205,9 +205,19 @@ pub fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 
 /// Signs `repository@digest` with `key` (extra arguments: `--names D`, `--tamper`).
 pub fn sign(repository: &str, digest: &str, key: &Path, extra: &[&str]) {
+    cosign_sign("sign", repository, digest, key, extra);
+}
+
+/// Signs `repository@digest` with `key` as a Sigstore bundle attached as a referrer (the fallback
+/// tag on this registry); extra arguments: `--names D`, `--tamper`, `--message`, `--predicate T`.
+pub fn sign_bundle(repository: &str, digest: &str, key: &Path, extra: &[&str]) {
+    cosign_sign("bundle", repository, digest, key, extra);
+}
+
+fn cosign_sign(command: &str, repository: &str, digest: &str, key: &Path, extra: &[&str]) {
     let output = Command::new("python3")
         .arg(root().join("scripts/sources/cosign-sign.py"))
-        .args(["sign", "--registry", &registries().anonymous])
+        .args([command, "--registry", &registries().anonymous])
         .args(["--repository", repository, "--digest", digest, "--key"])
         .arg(key)
         .args(extra)

@@ -20,7 +20,10 @@
 //! "simple signing" JSON document) is fetched by digest and checked against its descriptor, the
 //! signature in the layer's `dev.cosignproject.cosign/signature` annotation is checked over the
 //! payload bytes with each trusted key, and the payload must name the digest being installed
-//! (`critical.image.docker-manifest-digest`).
+//! (`critical.image.docker-manifest-digest`) ([`cosign`]). When that does not verify, the Sigstore
+//! bundles referring to the digest (OCI 1.1 referrers, or the `sha256-<hex>` fallback tag) are
+//! read ([`bundle`]). The form that verified is the verification's `method`: `cosign-key` or
+//! `cosign-bundle`.
 //!
 //! **Guarantees.** Never fail open: a missing signature tag, a registry error, a payload that does
 //! not parse, names another digest or is signed by no trusted key all count as unverified, and
@@ -32,20 +35,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine as _;
-use p256::ecdsa::signature::Verifier as _;
-use p256::ecdsa::{Signature, VerifyingKey};
+use p256::ecdsa::VerifyingKey;
 use p256::pkcs8::DecodePublicKey as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::client::{Descriptor, Login, OciClient};
+use super::client::{Login, OciClient};
 use crate::model::secret::SecretString;
 use crate::source::{Error, Result};
 
-/// The media type of cosign's simple-signing payload layers.
-pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
-/// The annotation holding a layer's base64 signature.
-pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+mod bundle;
+mod cosign;
+
+pub use bundle::{pae, BUNDLE_V03, COSIGN_SIGN_PREDICATE, IN_TOTO};
+pub use cosign::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
+
 /// The largest signature payload read.
 const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
 /// The most signature layers looked at.
@@ -186,16 +190,28 @@ impl Policy {
         if mode == Mode::Off {
             return Ok(Verification::default());
         }
-        let outcome = self.cosign_tag(client, repository, digest).await;
-        let verification = match outcome {
-            Ok(key) => Verification {
+        // The legacy tag first (two requests when it verifies), then the bundles.
+        let mut failures = Vec::new();
+        let mut verified = None;
+        match self.cosign_tag(client, repository, digest).await {
+            Ok(key) => verified = Some(("cosign-key", key)),
+            Err(mut more) => failures.append(&mut more),
+        }
+        if verified.is_none() {
+            match self.cosign_bundle(client, repository, digest).await {
+                Ok(key) => verified = Some(("cosign-bundle", key)),
+                Err(mut more) => failures.append(&mut more),
+            }
+        }
+        let verification = match verified {
+            Some((method, key)) => Verification {
                 policy: mode,
                 verified: true,
-                method: Some("cosign-key".to_owned()),
+                method: Some(method.to_owned()),
                 key: Some(key),
                 failures: Vec::new(),
             },
-            Err(failures) => Verification {
+            None => Verification {
                 policy: mode,
                 verified: false,
                 failures,
@@ -224,93 +240,6 @@ impl Policy {
             verification.failures.join("; ")
         );
         Ok(verification)
-    }
-
-    /// The legacy signature tag: `Ok(key)` when a trusted signature names `digest`, else every
-    /// check that failed.
-    async fn cosign_tag(
-        &self,
-        client: &OciClient,
-        repository: &str,
-        digest: &str,
-    ) -> std::result::Result<String, Vec<String>> {
-        let tag = format!("{}.sig", digest.replace(':', "-"));
-        let fetched = match client.manifest(repository, &tag).await {
-            Ok(fetched) => fetched,
-            Err(Error::NotFound { .. }) => {
-                return Err(vec![format!(
-                    "no cosign signature (tag `{tag}` does not exist)"
-                )])
-            }
-            Err(e) => return Err(vec![format!("cannot read the signature tag `{tag}`: {e}")]),
-        };
-        let mut failures = Vec::new();
-        let layers: Vec<&Descriptor> = fetched
-            .manifest
-            .layers
-            .iter()
-            .filter(|l| l.media_type == SIMPLE_SIGNING)
-            .take(MAX_SIGNATURES)
-            .collect();
-        if layers.is_empty() {
-            failures.push(format!(
-                "the signature tag `{tag}` holds no cosign signature layer"
-            ));
-        }
-        for layer in layers {
-            match self.check_layer(client, repository, digest, layer).await {
-                Ok(key) => return Ok(key),
-                Err(failure) => failures.push(failure),
-            }
-        }
-        Err(failures)
-    }
-
-    async fn check_layer(
-        &self,
-        client: &OciClient,
-        repository: &str,
-        digest: &str,
-        layer: &Descriptor,
-    ) -> std::result::Result<String, String> {
-        let short = layer.digest.get(..19).unwrap_or(&layer.digest);
-        let Some(encoded) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
-            return Err(format!(
-                "signature layer {short}… has no `{SIGNATURE_ANNOTATION}`"
-            ));
-        };
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
-            .map_err(|_| format!("signature layer {short}…: the signature is not base64"))?;
-        let signature = Signature::from_der(&raw)
-            .or_else(|_| Signature::from_slice(&raw))
-            .map_err(|_| format!("signature layer {short}…: not an ECDSA P-256 signature"))?;
-        let payload = client
-            .blob(repository, layer, MAX_PAYLOAD_BYTES)
-            .await
-            .map_err(|e| format!("signature layer {short}…: cannot read the payload: {e}"))?;
-        let Some(key) = self
-            .keys
-            .iter()
-            .find(|(_, key)| key.verify(&payload, &signature).is_ok())
-            .map(|(name, _)| name.clone())
-        else {
-            return Err(format!(
-                "signature layer {short}…: signed by no trusted key"
-            ));
-        };
-        let value: Value = serde_json::from_slice(&payload)
-            .map_err(|_| format!("signature layer {short}…: the payload is not JSON"))?;
-        let named = value
-            .pointer("/critical/image/docker-manifest-digest")
-            .and_then(Value::as_str);
-        if named != Some(digest) {
-            return Err(format!(
-                "signature layer {short}…: the payload names {}, not {digest}",
-                named.unwrap_or("no digest")
-            ));
-        }
-        Ok(key)
     }
 }
 
