@@ -48,6 +48,7 @@ mod sources_helm;
 mod sources_oci;
 mod sources_oci_cli;
 mod sources_oci_cluster;
+mod sources_oci_cosign;
 mod sources_oci_fake;
 mod sources_oci_verify;
 mod sources_remote;

@@ -1,6 +1,7 @@
 //! The OCI reader against a protocol-accurate fake, for what Debian's docker-registry does not do:
 //! tag-list paging with `Link`, 429 with `Retry-After`, a blob redirected to another host (the
-//! way registries hand blobs to a CDN), a paging link to another host.
+//! way registries hand blobs to a CDN), a paging link to another host, the OCI 1.1 referrers API
+//! (cosign bundles).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,8 @@ struct Fake {
     /// Requests the blob host got with credentials.
     leaked: AtomicU64,
     blob_host: AtomicBool,
+    /// Other paths served: path → (content type, body).
+    extra: Mutex<std::collections::HashMap<String, (String, Vec<u8>)>>,
 }
 
 fn answer(status: u16, headers: &[(&str, String)], body: Vec<u8>) -> Response<Body> {
@@ -70,6 +73,21 @@ async fn handle(State(fake): State<Arc<Fake>>, uri: Uri, headers: HeaderMap) -> 
             401,
             &[("www-authenticate", "Basic realm=\"fake\"".to_owned())],
             b"{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}".to_vec(),
+        );
+    }
+    if let Some((kind, body)) = fake.extra.lock().unwrap().get(&path).cloned() {
+        let digest = sha256_digest(&body);
+        return answer(
+            200,
+            &[("content-type", kind), ("docker-content-digest", digest)],
+            body,
+        );
+    }
+    if path.starts_with("/v2/p/minimal/manifests/sha256-") {
+        return answer(
+            404,
+            &[],
+            b"{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\"}]}".to_vec(),
         );
     }
     if path == "/v2/p/minimal/tags/list" {
@@ -172,19 +190,23 @@ async fn start(blob_host: bool) -> (Arc<Fake>, String) {
     (fake, host)
 }
 
+fn options() -> OciOptions {
+    OciOptions {
+        http: quick_http(),
+        login: Login::Basic {
+            username: USER.into(),
+            password: PASSWORD.into(),
+        },
+        plain_http: Some("true".into()),
+        policy: None,
+    }
+}
+
 fn reader(host: &str) -> OciReader {
     OciReader::new(
         "fake",
         &format!("oci://{host}/p"),
-        OciOptions {
-            http: quick_http(),
-            login: Login::Basic {
-                username: USER.into(),
-                password: PASSWORD.into(),
-            },
-            plain_http: Some("true".into()),
-            policy: None,
-        },
+        options(),
         &CacheOptions::off(),
     )
     .unwrap()
@@ -264,4 +286,114 @@ async fn credentials_never_follow_a_redirect_or_a_paging_link_to_another_host() 
     assert!(err.to_string().contains("another host"), "{err}");
     assert_eq!(cdn.leaked.load(Ordering::Relaxed), 0);
     assert!(!err.to_string().contains(PASSWORD));
+}
+
+/// A reader of the fake enforcing a policy trusting `public`.
+fn enforcing(host: &str, public: &std::path::Path) -> OciReader {
+    use p256::pkcs8::DecodePublicKey as _;
+    let pem = std::fs::read_to_string(public).unwrap();
+    let key = p256::ecdsa::VerifyingKey::from_public_key_pem(&pem).unwrap();
+    let policy = addonctl::source::oci::Policy::new(
+        addonctl::source::oci::Mode::Enforce,
+        vec![("trusted.pub".to_owned(), key)],
+        Vec::new(),
+    );
+    OciReader::new(
+        "fake",
+        &format!("oci://{host}/p"),
+        OciOptions {
+            policy: Some(Arc::new(policy)),
+            ..options()
+        },
+        &CacheOptions::off(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_cosign_bundle_is_found_through_the_referrers_api() {
+    let (fake, host) = start(false).await;
+    let digest = sha256_digest(&fake.manifest);
+    let keys = tempfile::tempdir().unwrap();
+    let (private, public) = crate::support::oci::keygen(keys.path(), "trusted");
+    let written = keys.path().join("bundle");
+    let output = std::process::Command::new("python3")
+        .arg(crate::support::root().join("scripts/sources/cosign-sign.py"))
+        .args(["bundle", "--registry", &host, "--repository", "p/minimal"])
+        .args(["--digest", &digest, "--key"])
+        .arg(&private)
+        .arg("--write")
+        .arg(&written)
+        .args(["--subject-size", &fake.manifest.len().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let referrer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    // The registry answers the referrers API with nothing yet: no fallback tag is read.
+    let empty = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+    let referrers_path = format!("/v2/p/minimal/referrers/{digest}");
+    let index = "application/vnd.oci.image.index.v1+json".to_owned();
+    fake.extra
+        .lock()
+        .unwrap()
+        .insert(referrers_path.clone(), (index.clone(), empty.to_vec()));
+    let err = enforcing(&host, &public)
+        .list_files(&AddonRef::latest("minimal"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unverified { .. }), "{err}");
+    assert!(err.to_string().contains("no cosign bundle"), "{err}");
+    // Then the bundle's referrer is listed.
+    {
+        let mut extra = fake.extra.lock().unwrap();
+        extra.insert(
+            referrers_path.clone(),
+            (
+                index,
+                std::fs::read(written.join("referrers.json")).unwrap(),
+            ),
+        );
+        for entry in std::fs::read_dir(&written).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace('-', ":");
+            let body = std::fs::read(&path).unwrap();
+            if name == referrer {
+                extra.insert(
+                    format!("/v2/p/minimal/manifests/{name}"),
+                    (OCI_MANIFEST.to_owned(), body),
+                );
+            } else if name.starts_with("sha256:") {
+                extra.insert(
+                    format!("/v2/p/minimal/blobs/{name}"),
+                    ("application/octet-stream".to_owned(), body),
+                );
+            }
+        }
+    }
+    let reader = enforcing(&host, &public);
+    let pinned = reader.pinned(&AddonRef::latest("minimal")).await.unwrap();
+    assert!(pinned.verification.verified, "{:?}", pinned.verification);
+    assert_eq!(pinned.verification.method.as_deref(), Some("cosign-bundle"));
+    let asked: Vec<String> = fake
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(
+        asked.iter().any(|p| p.starts_with(&referrers_path)
+            && p.contains("artifactType=application%2Fvnd.dev.sigstore.bundle.v0.3%2Bjson")),
+        "{asked:?}"
+    );
+    let fallback = format!("/manifests/{}?", digest.replace(':', "-"));
+    assert!(!asked.iter().any(|p| p.contains(&fallback)), "{asked:?}");
 }

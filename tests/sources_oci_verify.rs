@@ -272,7 +272,13 @@ async fn the_policy_file_is_read_for_the_registry_and_a_broken_one_never_turns_c
 #[tokio::test]
 async fn bundles_found_through_the_fallback_tag_verify_as_dsse_and_as_message_signatures() {
     let keys = setup();
-    let trusted = || policy(Mode::Enforce, &[&keys.other_public, &keys.trusted_public], &[]);
+    let trusted = || {
+        policy(
+            Mode::Enforce,
+            &[&keys.other_public, &keys.trusted_public],
+            &[],
+        )
+    };
 
     let dsse = prefix("bundle-dsse");
     let (repository, digest) = push_unique(&dsse, "bundle-dsse").await;
@@ -297,7 +303,10 @@ async fn bundles_found_through_the_fallback_tag_verify_as_dsse_and_as_message_si
     let message = prefix("bundle-message");
     let (repository, digest) = push_unique(&message, "bundle-message").await;
     sign_bundle(&repository, &digest, &keys.other, &["--message"]);
-    let pinned = enforcing(&message, trusted()).pinned(&minimal()).await.unwrap();
+    let pinned = enforcing(&message, trusted())
+        .pinned(&minimal())
+        .await
+        .unwrap();
     assert_eq!(pinned.verification.method.as_deref(), Some("cosign-bundle"));
     assert_eq!(pinned.verification.key.as_deref(), Some("other.pub"));
 }
@@ -310,19 +319,35 @@ async fn enforce_refuses_bundles_with_a_wrong_key_another_digest_or_tampered() {
     let elsewhere = format!("sha256:{}", "cd".repeat(32));
     let cases: [(&str, &[&str], String); 5] = [
         ("b-wrong-key", &[], "signed by no trusted key".to_owned()),
-        ("b-other", &["--names", &elsewhere], format!("names {elsewhere}")),
-        ("b-tampered", &["--tamper"], "signed by no trusted key".to_owned()),
+        (
+            "b-other",
+            &["--names", &elsewhere],
+            format!("names {elsewhere}"),
+        ),
+        (
+            "b-tampered",
+            &["--tamper"],
+            "signed by no trusted key".to_owned(),
+        ),
         (
             "b-msg-other",
             &["--message", "--names", &elsewhere],
             format!("names {elsewhere}"),
         ),
-        ("b-msg-tampered", &["--message", "--tamper"], "signed by no trusted key".to_owned()),
+        (
+            "b-msg-tampered",
+            &["--message", "--tamper"],
+            "signed by no trusted key".to_owned(),
+        ),
     ];
     for (name, extra, why) in &cases {
         let prefix = prefix(name);
         let (repository, digest) = push_unique(&prefix, name).await;
-        let key = if *name == "b-wrong-key" { &keys.other } else { &keys.trusted };
+        let key = if *name == "b-wrong-key" {
+            &keys.other
+        } else {
+            &keys.trusted
+        };
         sign_bundle(&repository, &digest, key, extra);
         refused(&trusting(&prefix), &digest, why).await;
     }

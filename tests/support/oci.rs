@@ -172,6 +172,55 @@ pub async fn get_manifest(repository: &str, reference: &str) -> (Vec<u8>, String
     (response.bytes().await.expect("body").to_vec(), kind)
 }
 
+/// Uploads `bytes` as a blob of `repository` on the anonymous registry (monolithic upload);
+/// returns its digest.
+pub async fn put_blob(repository: &str, bytes: &[u8]) -> String {
+    let digest = addonctl::source::oci::client::sha256_digest(bytes);
+    let base = format!("http://{}", registries().anonymous);
+    let client = reqwest::Client::new();
+    let started = client
+        .post(format!("{base}/v2/{repository}/blobs/uploads/"))
+        .send()
+        .await
+        .expect("start upload");
+    assert!(started.status().is_success(), "{}", started.status());
+    let location = started.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let location = if location.starts_with('/') {
+        format!("{base}{location}")
+    } else {
+        location
+    };
+    let separator = if location.contains('?') { '&' } else { '?' };
+    let done = client
+        .put(format!("{location}{separator}digest={digest}"))
+        .header("content-type", "application/octet-stream")
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .expect("upload");
+    assert!(done.status().is_success(), "{}", done.status());
+    digest
+}
+
+/// Puts `bytes` as the manifest `repository:reference` on the anonymous registry.
+pub async fn put_manifest(repository: &str, reference: &str, media_type: &str, bytes: &[u8]) {
+    let url = format!(
+        "http://{}/v2/{repository}/manifests/{reference}",
+        registries().anonymous
+    );
+    let response = reqwest::Client::new()
+        .put(url)
+        .header("content-type", media_type)
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .expect("put manifest");
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
 /// Points `repository:to` at the manifest of `repository:from` (as `crane tag` does).
 pub async fn retag(repository: &str, from: &str, to: &str) {
     let (bytes, kind) = get_manifest(repository, from).await;

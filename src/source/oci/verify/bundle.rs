@@ -122,7 +122,9 @@ impl Policy {
         repository: &str,
         digest: &str,
     ) -> std::result::Result<String, Vec<String>> {
-        let index = referrers(client, repository, digest).await.map_err(|e| vec![e])?;
+        let index = referrers(client, repository, digest)
+            .await
+            .map_err(|e| vec![e])?;
         let entries: Vec<&IndexEntry> = index
             .manifests
             .iter()
@@ -178,10 +180,7 @@ impl Policy {
         let bundle: Bundle =
             serde_json::from_slice(bytes).map_err(|e| format!("not a Sigstore bundle: {e}"))?;
         if !is_bundle(&bundle.media_type) {
-            return Err(format!(
-                "unknown bundle media type `{}`",
-                bundle.media_type
-            ));
+            return Err(format!("unknown bundle media type `{}`", bundle.media_type));
         }
         let hint = bundle
             .verification_material
@@ -252,7 +251,11 @@ impl Policy {
                 .join(", ");
             return Err(format!(
                 "the statement names {}, not sha256:{hex}",
-                if named.is_empty() { "no digest" } else { &named }
+                if named.is_empty() {
+                    "no digest"
+                } else {
+                    &named
+                }
             ));
         }
         Ok(key)
@@ -295,7 +298,9 @@ async fn referrers(
     repository: &str,
     digest: &str,
 ) -> std::result::Result<Index, String> {
-    let path = format!("v2/{repository}/referrers/{digest}?artifactType={BUNDLE_V03}");
+    // Percent-encoded: a `+` left as is reads as a space in a query.
+    let filter = BUNDLE_V03.replace('/', "%2F").replace('+', "%2B");
+    let path = format!("v2/{repository}/referrers/{digest}?artifactType={filter}");
     let url = client.base_url(&path).map_err(|e| e.to_string())?;
     let headers = [("accept", super::super::client::OCI_INDEX)];
     let response = client
