@@ -585,7 +585,7 @@ impl Inner {
                         &self.registry,
                         repository,
                         name,
-                        &fetched.digest,
+                        &fetched,
                     )
                     .await?
             }

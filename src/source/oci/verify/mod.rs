@@ -40,15 +40,17 @@ use p256::pkcs8::DecodePublicKey as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::client::{Login, OciClient};
+use super::client::{Fetched, Login, OciClient};
 use crate::model::secret::SecretString;
 use crate::source::{Error, Result};
 
 mod bundle;
 mod cosign;
+mod prov;
 
 pub use bundle::{pae, BUNDLE_V03, COSIGN_SIGN_PREDICATE, IN_TOTO};
 pub use cosign::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
+pub use prov::Keyring;
 
 /// The largest signature payload read.
 const MAX_PAYLOAD_BYTES: u64 = 64 * 1024;
@@ -63,6 +65,10 @@ pub struct Policy {
     mode: Mode,
     keys: Vec<(String, VerifyingKey)>,
     addons: Vec<(String, Mode)>,
+    /// The registry's keyring for Helm provenance.
+    keyring: Option<Keyring>,
+    /// Keyrings by addon name pattern (before the registry's).
+    addon_keyrings: Vec<(String, Keyring)>,
 }
 
 #[derive(Deserialize)]
@@ -79,6 +85,8 @@ struct RegistryShape {
     #[serde(default)]
     keys: Vec<String>,
     #[serde(default)]
+    keyring: Option<String>,
+    #[serde(default)]
     addons: Vec<AddonShape>,
 }
 
@@ -87,6 +95,8 @@ struct RegistryShape {
 struct AddonShape {
     pattern: String,
     policy: Mode,
+    #[serde(default)]
+    keyring: Option<String>,
 }
 
 /// The policy file: `$ADDONCTL_VERIFY_FILE`, else `verification.yaml` in addonctl's config
@@ -143,6 +153,18 @@ impl Policy {
             })?;
             keys.push((key.clone(), parsed));
         }
+        let read_keyring = |name: &str| {
+            let bytes = fs_err::read(base.join(name))
+                .map_err(|e| bad_policy(registry, file, &format!("keyring `{name}`: {e}")))?;
+            Keyring::parse(name, &bytes).map_err(|why| bad_policy(registry, file, &why))
+        };
+        let keyring = entry.keyring.as_deref().map(read_keyring).transpose()?;
+        let mut addon_keyrings = Vec::new();
+        for addon in &entry.addons {
+            if let Some(name) = &addon.keyring {
+                addon_keyrings.push((addon.pattern.clone(), read_keyring(name)?));
+            }
+        }
         let policy = Policy {
             mode: entry.policy,
             keys,
@@ -151,14 +173,26 @@ impl Policy {
                 .into_iter()
                 .map(|a| (a.pattern, a.policy))
                 .collect(),
+            keyring,
+            addon_keyrings,
         };
-        let needs_keys =
-            policy.mode != Mode::Off || policy.addons.iter().any(|(_, m)| *m != Mode::Off);
-        if needs_keys && policy.keys.is_empty() {
+        let checked = |pattern: Option<&str>, mode: Mode| {
+            mode == Mode::Off
+                || !policy.keys.is_empty()
+                || pattern.map_or(policy.keyring.is_some(), |p| {
+                    policy.keyring_for(p).is_some()
+                })
+        };
+        let unchecked = !checked(None, policy.mode)
+            || policy
+                .addons
+                .iter()
+                .any(|(pattern, mode)| !checked(Some(pattern), *mode));
+        if unchecked {
             return Err(bad_policy(
                 registry,
                 file,
-                "a policy other than `off` needs at least one key",
+                "a policy other than `off` needs at least one key (`keys`) or a `keyring`",
             ));
         }
         Ok(Some(Arc::new(policy)))
@@ -166,7 +200,31 @@ impl Policy {
 
     /// A policy from parts (tests, front ends with their own configuration).
     pub fn new(mode: Mode, keys: Vec<(String, VerifyingKey)>, addons: Vec<(String, Mode)>) -> Self {
-        Policy { mode, keys, addons }
+        Policy {
+            mode,
+            keys,
+            addons,
+            keyring: None,
+            addon_keyrings: Vec::new(),
+        }
+    }
+
+    /// With a keyring for Helm provenance: the registry's, or for the addons matching `pattern`.
+    pub fn with_keyring(mut self, pattern: Option<&str>, keyring: Keyring) -> Self {
+        match pattern {
+            None => self.keyring = Some(keyring),
+            Some(pattern) => self.addon_keyrings.push((pattern.to_owned(), keyring)),
+        }
+        self
+    }
+
+    /// The keyring for `addon`: the first matching pattern's, else the registry's.
+    fn keyring_for(&self, addon: &str) -> Option<&Keyring> {
+        self.addon_keyrings
+            .iter()
+            .find(|(pattern, _)| glob(pattern, addon))
+            .map(|(_, keyring)| keyring)
+            .or(self.keyring.as_ref())
     }
 
     /// The mode for `addon`: the first matching pattern's, else the registry's.
@@ -184,23 +242,33 @@ impl Policy {
         registry: &str,
         repository: &str,
         addon: &str,
-        digest: &str,
+        fetched: &Fetched,
     ) -> Result<Verification> {
         let mode = self.mode_for(addon);
         if mode == Mode::Off {
             return Ok(Verification::default());
         }
-        // The legacy tag first (two requests when it verifies), then the bundles.
+        let digest = fetched.digest.as_str();
+        // With cosign keys, the legacy tag first (two requests when it verifies), then the
+        // bundles; with a keyring, the chart's provenance layer.
         let mut failures = Vec::new();
         let mut verified = None;
-        match self.cosign_tag(client, repository, digest).await {
-            Ok(key) => verified = Some(("cosign-key", key)),
-            Err(mut more) => failures.append(&mut more),
+        if !self.keys.is_empty() {
+            match self.cosign_tag(client, repository, digest).await {
+                Ok(key) => verified = Some(("cosign-key", key)),
+                Err(mut more) => failures.append(&mut more),
+            }
         }
-        if verified.is_none() {
+        if verified.is_none() && !self.keys.is_empty() {
             match self.cosign_bundle(client, repository, digest).await {
                 Ok(key) => verified = Some(("cosign-bundle", key)),
                 Err(mut more) => failures.append(&mut more),
+            }
+        }
+        if let (None, Some(keyring)) = (&verified, self.keyring_for(addon)) {
+            match keyring.check_layer(client, repository, fetched).await {
+                Ok(key) => verified = Some(("helm-prov", key)),
+                Err(failure) => failures.push(failure),
             }
         }
         let verification = match verified {
@@ -227,7 +295,8 @@ impl Policy {
                 registry: registry.to_owned(),
                 message: format!(
                     "`{reference}` is not verified and the registry's policy is `enforce`: {}; \
-                     sign it with a trusted key (`cosign sign --key …`) or change the policy in \
+                     sign it with a trusted key (`cosign sign --key …`, or `helm package --sign` \
+                     for a keyring) or change the policy in \
                      `{}`",
                     verification.failures.join("; "),
                     policy_file().display()
