@@ -50,6 +50,7 @@ mod sources_oci_cli;
 mod sources_oci_cluster;
 mod sources_oci_cosign;
 mod sources_oci_fake;
+mod sources_oci_prov;
 mod sources_oci_verify;
 mod sources_remote;
 mod staged;

@@ -580,13 +580,7 @@ impl Inner {
         let verification = match &self.policy {
             Some(policy) => {
                 policy
-                    .check(
-                        &self.client,
-                        &self.registry,
-                        repository,
-                        name,
-                        &fetched,
-                    )
+                    .check(&self.client, &self.registry, repository, name, &fetched)
                     .await?
             }
             None => Verification::default(),

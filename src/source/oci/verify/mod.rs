@@ -10,9 +10,11 @@
 //!   my-registry:
 //!     policy: enforce          # enforce | warn | off
 //!     keys: [cosign.pub]       # PEM public keys (paths relative to this file); several for rotation
+//!     keyring: pubring.gpg     # OpenPGP keyring for Helm provenance (`.prov`)
 //!     addons:                  # overrides by addon name pattern (`*` matches any run of characters)
 //!       - pattern: "experimental-*"
 //!         policy: warn
+//!         keyring: other.gpg   # optional: this pattern's own keyring
 //! ```
 //!
 //! **Expected flow.** The manifest digest being installed is known (the tag was resolved once).
@@ -23,7 +25,7 @@
 //! (`critical.image.docker-manifest-digest`) ([`cosign`]). When that does not verify, the Sigstore
 //! bundles referring to the digest (OCI 1.1 referrers, or the `sha256-<hex>` fallback tag) are
 //! read ([`bundle`]). The form that verified is the verification's `method`: `cosign-key` or
-//! `cosign-bundle`.
+//! `cosign-bundle`. With a keyring, the chart's Helm provenance layer ([`prov`]): `helm-prov`.
 //!
 //! **Guarantees.** Never fail open: a missing signature tag, a registry error, a payload that does
 //! not parse, names another digest or is signed by no trusted key all count as unverified, and

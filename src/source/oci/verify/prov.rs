@@ -116,8 +116,8 @@ impl Keyring {
             .blob(repository, prov, MAX_PAYLOAD_BYTES)
             .await
             .map_err(|e| format!("provenance {at}…: cannot read it: {e}"))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("provenance {at}…: not UTF-8 text"))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| format!("provenance {at}…: not UTF-8 text"))?;
         self.check(&text, &chart.digest)
             .map_err(|why| format!("provenance {at}…: {why}"))
     }
