@@ -329,3 +329,90 @@ async fn referrers(
         Err(e) => Err(format!("cannot read the referrers tag `{tag}`: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use p256::pkcs8::DecodePublicKey as _;
+
+    use super::*;
+    use crate::model::provenance::Mode;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oci/cosign");
+    /// The chart the real cosign signed, and its bundle's blob.
+    const SIGNED: &str = "sha256:fbf5ea235be541c2dd1267d8cb341aa3a554dbb6620652c841891930f91d3ebf";
+    const BUNDLE_BLOB: &str =
+        "blobs/sha256-1e36b3fb7bde647500ad4e319ea7828f3a8b8a7c0077b4c91b60edf0d2075189";
+
+    fn fixture_policy() -> Policy {
+        let pem = fs_err::read_to_string(format!("{FIXTURE}/cosign.pub")).unwrap();
+        let key = p256::ecdsa::VerifyingKey::from_public_key_pem(&pem).unwrap();
+        Policy::new(Mode::Enforce, vec![("cosign.pub".into(), key)], Vec::new())
+    }
+
+    #[test]
+    fn the_pre_authentication_encoding_is_dsse_s() {
+        // The example of the DSSE specification.
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+        );
+    }
+
+    #[test]
+    fn the_real_cosign_bundle_verifies_for_its_digest_only() {
+        let bytes = fs_err::read(format!("{FIXTURE}/{BUNDLE_BLOB}")).unwrap();
+        let policy = fixture_policy();
+        assert_eq!(policy.check_bundle(&bytes, SIGNED).unwrap(), "cosign.pub");
+        let other = format!("sha256:{}", "0".repeat(64));
+        let err = policy.check_bundle(&bytes, &other).unwrap_err();
+        assert!(err.contains(&format!("names {SIGNED}")), "{err}");
+        // Another payload type, a changed payload, no signature form, another media type.
+        let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+        value["dsseEnvelope"]["payloadType"] = "text/plain".into();
+        let err = policy
+            .check_bundle(&serde_json::to_vec(&value).unwrap(), SIGNED)
+            .unwrap_err();
+        assert!(err.contains("payload type"), "{err}");
+        let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+        let payload = value["dsseEnvelope"]["payload"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        value["dsseEnvelope"]["payload"] = payload.replacen('e', "f", 1).into();
+        let err = policy
+            .check_bundle(&serde_json::to_vec(&value).unwrap(), SIGNED)
+            .unwrap_err();
+        assert!(
+            err.contains("signed by no trusted key (its key hint is"),
+            "{err}"
+        );
+        let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+        value.as_object_mut().unwrap().remove("dsseEnvelope");
+        let err = policy
+            .check_bundle(&serde_json::to_vec(&value).unwrap(), SIGNED)
+            .unwrap_err();
+        assert!(err.contains("neither"), "{err}");
+        value["mediaType"] = "application/json".into();
+        let err = policy
+            .check_bundle(&serde_json::to_vec(&value).unwrap(), SIGNED)
+            .unwrap_err();
+        assert!(err.contains("unknown bundle media type"), "{err}");
+        assert!(policy.check_bundle(b"{", SIGNED).is_err());
+    }
+
+    #[test]
+    fn a_message_signature_needs_a_sha256_digest() {
+        let policy = fixture_policy();
+        let bundle = serde_json::json!({
+            "mediaType": BUNDLE_V03,
+            "messageSignature": {
+                "messageDigest": {"algorithm": "SHA2_384", "digest": "AAAA"},
+                "signature": "AAAA",
+            },
+        });
+        let err = policy
+            .check_bundle(&serde_json::to_vec(&bundle).unwrap(), SIGNED)
+            .unwrap_err();
+        assert!(err.contains("not SHA2_256"), "{err}");
+    }
+}

@@ -212,6 +212,7 @@ impl Policy {
     }
 
     /// With a keyring for Helm provenance: the registry's, or for the addons matching `pattern`.
+    #[must_use]
     pub fn with_keyring(mut self, pattern: Option<&str>, keyring: Keyring) -> Self {
         match pattern {
             None => self.keyring = Some(keyring),

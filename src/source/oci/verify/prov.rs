@@ -122,3 +122,16 @@ impl Keyring {
             .map_err(|why| format!("provenance {at}…: {why}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keyring_without_keys_or_a_text_that_is_not_signed_is_refused() {
+        let err = Keyring::parse("junk.gpg", b"not a keyring").unwrap_err();
+        assert!(err.contains("junk.gpg"), "{err}");
+        let err = Keyring::parse("empty.gpg", b"").unwrap_err();
+        assert!(err.contains("empty.gpg"), "{err}");
+    }
+}
