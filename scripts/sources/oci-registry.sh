@@ -11,7 +11,8 @@
 #        scripts/sources/oci-registry.sh start --dir DIR [--watch-pid PID]
 #        scripts/sources/oci-registry.sh stop --dir DIR
 #
-#   install          apt-get install docker-registry; pip install bcrypt and cryptography when missing
+#   install          apt-get install docker-registry and gnupg (gpg signs the Helm provenance tests'
+#                    charts); pip install bcrypt and cryptography when missing
 #   start            start all on free ports, wait until they answer; prints `KEY=VALUE` lines
 #                    (ANONYMOUS, BASIC, TOKEN, TOKEN_POST_ONLY: host:port; USER, PASSWORD, REFRESH;
 #                    TOKEN_LOG, TOKEN_POST_LOG: the token servers' request logs) and writes them
@@ -24,7 +25,7 @@ set -euo pipefail
 
 log() { printf '[oci-registry] %s\n' "$*" >&2; }
 die() { printf '[oci-registry] error: %s\n' "$*" >&2; exit 1; }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=scripts/sources/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -37,6 +38,11 @@ install() {
     log "installing docker-registry with apt-get"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null \
       || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null; }
+  fi
+  if ! command -v gpg >/dev/null 2>&1; then
+    log "installing gnupg with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg >/dev/null; }
   fi
   if ! "$PYTHON" -c 'import bcrypt, cryptography' >/dev/null 2>&1; then
     log "installing bcrypt and cryptography with pip"
