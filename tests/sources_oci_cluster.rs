@@ -325,3 +325,90 @@ async fn a_docker_config_secret_logs_in_to_an_oci_registry_and_never_shows() {
     );
     cli().args(["disable", "minimal"]).assert().success();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_verification_key_kept_in_a_secret_is_read_from_the_cluster_and_fails_closed() {
+    let sb = Sandbox::with_kubevela().await;
+    let cache = tempfile::tempdir().unwrap();
+    let prefix = prefix("secretkey");
+    let digest = push_minimal(&prefix, "secret key").await;
+    let endpoint = format!("oci://{}/{prefix}", registries().anonymous);
+    let policy_dir = tempfile::tempdir().unwrap();
+    let file = policy_dir.path().join("verification.yaml");
+    let policy = |secret: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "registries:\n  oci-keys:\n    policy: enforce\n    keys: [\"k8s://{}/{secret}\"]\n",
+                sb.ns()
+            ),
+        )
+        .unwrap();
+    };
+    let cli = || {
+        let mut cmd = sb.cli();
+        cmd.env("XDG_CACHE_HOME", cache.path())
+            .env("ADDONCTL_VERIFY_FILE", &file);
+        cmd
+    };
+    policy("cosign-key");
+    crate::controller::ensure_namespace(&sb).await;
+    let (private, public) = keygen(policy_dir.path(), "cosign");
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(sb.cluster.admin().await.client().clone(), sb.ns());
+    secrets
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "cosign-key"},
+                "stringData": {"cosign.pub": std::fs::read_to_string(&public).unwrap()},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    cli()
+        .args(["registry", "add", "oci-keys", "--endpoint", &endpoint])
+        .args(["--option", "plainHttp=true", "--no-validate"])
+        .assert()
+        .success();
+    // Unsigned: refused under `enforce` with the key from the Secret.
+    let refused = cli()
+        .args(["enable", "oci-keys/minimal", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("is not verified"),
+        "{}",
+        stderr(&refused)
+    );
+    // Signed with the Secret's key: verified, and `status` names the key by its reference.
+    crate::support::oci::sign(&format!("{prefix}/minimal"), &digest, &private, &[]);
+    let enabled = cli().args(["enable", "oci-keys/minimal"]).output().unwrap();
+    assert!(enabled.status.success(), "{}", stderr(&enabled));
+    let status = stdout(&cli().args(["status", "minimal"]).output().unwrap());
+    assert!(
+        status.contains(&format!(
+            "verified (cosign-key, key `k8s://{}/cosign-key`)",
+            sb.ns()
+        )),
+        "{status}"
+    );
+    // A policy naming a Secret that does not exist fails closed, naming it.
+    policy("no-such-key");
+    let refused = cli()
+        .args(["enable", "oci-keys/minimal", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
+    let message = stderr(&refused);
+    assert!(
+        message.contains(&format!("Secret `{}/no-such-key` does not exist", sb.ns())),
+        "{message}"
+    );
+    policy("cosign-key");
+    cli().args(["disable", "minimal"]).assert().success();
+}

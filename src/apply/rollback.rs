@@ -162,10 +162,7 @@ fn check_kept_verification(name: &str, target: &Revision) -> Result<()> {
     if target.registry.is_empty() || target.registry == LOCAL_REGISTRY {
         return Ok(());
     }
-    let Some(policy) = crate::source::oci::Policy::for_registry(&target.registry)? else {
-        return Ok(());
-    };
-    if policy.mode_for(name) != Mode::Enforce {
+    if crate::source::oci::verify::mode_of(&target.registry, name)? != Some(Mode::Enforce) {
         return Ok(());
     }
     let how = match &target.source {

@@ -187,6 +187,9 @@ pub struct Credentials {
     /// A Docker config (`{"auths": {…}}`) read from the `kubernetes.io/dockerconfigjson`
     /// Secret an OCI registry's `dockerConfigSecret` option names; never stored by addonctl.
     pub docker_config: Option<SecretString>,
+    /// The public keys the verification policy keeps in Secrets (`k8s://NAMESPACE/NAME`), read
+    /// by the store: by reference, the PEM text or why it could not be read.
+    pub policy_keys: crate::source::oci::SecretKeys,
 }
 
 impl Credentials {
@@ -250,6 +253,7 @@ impl From<StoredCredentials> for Credentials {
             password: stored.password.and_then(secret),
             ssh_passphrase: stored.ssh_passphrase.and_then(secret),
             docker_config: None,
+            policy_keys: crate::source::oci::SecretKeys::new(),
         }
     }
 }

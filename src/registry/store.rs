@@ -344,6 +344,7 @@ impl Store {
     /// system namespace, into its credentials. Why it cannot, when it names one: for people,
     /// never with a credential in it.
     pub async fn link(&self, registry: &mut Registry) -> std::result::Result<(), String> {
+        self.read_policy_keys(registry).await;
         let option = crate::source::oci::DOCKER_CONFIG_SECRET_OPTION;
         let Some(name) = registry.spec.options.get(option).filter(|n| !n.is_empty()) else {
             return Ok(());
@@ -394,6 +395,43 @@ impl Store {
         Ok(())
     }
 
+    /// Reads the public keys an OCI registry's verification policy keeps in Secrets
+    /// (`k8s://NAMESPACE/NAME`, key `cosign.pub`) into its credentials. What cannot be read is
+    /// kept as why, and the policy then refuses to be used (it never fails open).
+    async fn read_policy_keys(&self, registry: &mut Registry) {
+        use crate::source::oci::verify::{secret_key_refs, SECRET_KEY_FIELD};
+        if registry.spec.kind != crate::model::registry::RegistryType::Oci {
+            return;
+        }
+        let Store::Cluster { cluster, .. } = self else {
+            return;
+        };
+        // A policy file that does not read is reported when the registry is opened.
+        let Ok(refs) = secret_key_refs(&registry.spec.name) else {
+            return;
+        };
+        for (reference, namespace, name) in refs {
+            let read = match cluster.get(&secret_gvk(), Some(&namespace), &name).await {
+                Err(e) => Err(format!("cannot read Secret `{namespace}/{name}`: {e}")),
+                Ok(None) => Err(format!("Secret `{namespace}/{name}` does not exist")),
+                Ok(Some(secret)) => secret
+                    .data
+                    .pointer(&format!("/data/{}", SECRET_KEY_FIELD.replace('/', "~1")))
+                    .and_then(Value::as_str)
+                    .and_then(|encoded| {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(encoded)
+                            .ok()
+                    })
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
+                    .ok_or_else(|| {
+                        format!("Secret `{namespace}/{name}` has no `{SECRET_KEY_FIELD}` (base64 of a PEM public key)")
+                    }),
+            };
+            registry.credentials.policy_keys.insert(reference, read);
+        }
+    }
+
     async fn read_secret(&self, name: &str) -> Result<Credentials> {
         let Store::Cluster { cluster, namespace } = self else {
             return Ok(Credentials::default());
@@ -420,6 +458,7 @@ impl Store {
             password: field("password").and_then(to_secret),
             ssh_passphrase: field("sshPassphrase").and_then(to_secret),
             docker_config: None,
+            policy_keys: crate::source::oci::SecretKeys::new(),
         })
     }
 

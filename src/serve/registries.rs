@@ -71,6 +71,7 @@ impl RegistryInput {
                 .map(SecretString::from),
             ssh_passphrase: None,
             docker_config: None,
+            policy_keys: crate::source::oci::SecretKeys::new(),
         };
         Registry {
             spec: RegistrySpec {

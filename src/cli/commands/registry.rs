@@ -82,6 +82,7 @@ fn credentials(settings: &RegistrySettingsArgs) -> Option<Credentials> {
         password: given(settings.password.as_ref()),
         ssh_passphrase: given(settings.ssh_key_passphrase.as_ref()),
         docker_config: None,
+        policy_keys: addonctl::source::oci::SecretKeys::new(),
     };
     (!credentials.is_empty()).then_some(credentials)
 }

@@ -46,7 +46,7 @@ use crate::source::{
 };
 
 use client::{check_digest, Fetched, Login, OciClient, HELM_CHART};
-pub use verify::{Mode, Policy, Verification};
+pub use verify::{Mode, Policy, SecretKeys, Verification};
 
 /// The repository (under the prefix) of KubeVela's catalog chart.
 pub const CATALOG_CHART: &str = "kubevela-addon-catalog";
@@ -319,7 +319,7 @@ impl OciReader {
             credentials,
             spec.options.get(DOCKER_CONFIG_OPTION).map(String::as_str),
         )?;
-        let policy = verify::Policy::for_registry(&spec.name)?;
+        let policy = verify::Policy::for_registry_with(&spec.name, &credentials.policy_keys)?;
         Self::new(
             &spec.name,
             &spec.endpoint,

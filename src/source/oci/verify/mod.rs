@@ -9,7 +9,8 @@
 //! registries:
 //!   my-registry:
 //!     policy: enforce          # enforce | warn | off
-//!     keys: [cosign.pub]       # PEM public keys (paths relative to this file); several for rotation
+//!     keys: [cosign.pub]       # PEM public keys (paths relative to this file, or `k8s://ns/name`
+//!                              # Secrets' `cosign.pub`); several for rotation
 //!     keyring: pubring.gpg     # OpenPGP keyring for Helm provenance (`.prov`)
 //!     addons:                  # overrides by addon name pattern (`*` matches any run of characters)
 //!       - pattern: "experimental-*"
@@ -115,37 +116,121 @@ pub fn policy_file() -> PathBuf {
         .join("addonctl/verification.yaml")
 }
 
+/// The scheme of a key kept in a Kubernetes Secret, as cosign names one: `k8s://NAMESPACE/NAME`
+/// (the Secret's `cosign.pub`).
+pub const SECRET_KEY_SCHEME: &str = "k8s://";
+/// The key of such a Secret holding the public key, as `cosign generate-key-pair k8s://…` writes it.
+pub const SECRET_KEY_FIELD: &str = "cosign.pub";
+
+/// Keys kept in Secrets, read by whoever has the cluster: by reference (`k8s://ns/name`), the
+/// PEM text or why it could not be read.
+pub type SecretKeys = std::collections::BTreeMap<String, std::result::Result<String, String>>;
+
+/// The entry of `registry` in the policy file, with the file's path; `None` when either is absent.
+fn entry_of(registry: &str) -> Result<Option<(PathBuf, RegistryShape)>> {
+    let file = policy_file();
+    if !file.exists() {
+        return Ok(None);
+    }
+    let text =
+        fs_err::read_to_string(&file).map_err(|e| bad_policy(registry, &file, &e.to_string()))?;
+    Ok(entry_in(registry, &file, &text)?.map(|entry| (file, entry)))
+}
+
+fn entry_in(registry: &str, file: &Path, text: &str) -> Result<Option<RegistryShape>> {
+    let shape: FileShape =
+        serde_yaml::from_str(text).map_err(|e| bad_policy(registry, file, &e.to_string()))?;
+    Ok(shape
+        .registries
+        .into_iter()
+        .find_map(|(name, entry)| (name == registry).then_some(entry)))
+}
+
+/// The keys the policy of `registry` keeps in Secrets (`k8s://NAMESPACE/NAME`), as
+/// `(reference, namespace, name)`; none when there is no policy for it.
+pub fn secret_key_refs(registry: &str) -> Result<Vec<(String, String, String)>> {
+    let Some((file, entry)) = entry_of(registry)? else {
+        return Ok(Vec::new());
+    };
+    entry
+        .keys
+        .iter()
+        .filter_map(|key| key.strip_prefix(SECRET_KEY_SCHEME).map(|rest| (key, rest)))
+        .map(|(key, rest)| match rest.split_once('/') {
+            Some((namespace, name))
+                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok((key.clone(), namespace.to_owned(), name.to_owned()))
+            }
+            _ => Err(bad_policy(
+                registry,
+                &file,
+                &format!("key `{key}`: a key in a Secret is written `k8s://NAMESPACE/NAME`"),
+            )),
+        })
+        .collect()
+}
+
+/// The policy mode of `addon` from `registry`, without reading any key; `None` without a policy.
+pub fn mode_of(registry: &str, addon: &str) -> Result<Option<Mode>> {
+    Ok(entry_of(registry)?.map(|(_, entry)| {
+        entry
+            .addons
+            .iter()
+            .find(|a| glob(&a.pattern, addon))
+            .map_or(entry.policy, |a| a.policy)
+    }))
+}
+
 impl Policy {
     /// The policy of `registry` in the policy file; `None` when the file or its entry is absent.
     /// A file that cannot be read or parsed, or a key that is not a P-256 public key, is an
     /// error: a broken policy never turns verification off.
     pub fn for_registry(registry: &str) -> Result<Option<Arc<Policy>>> {
-        let file = policy_file();
-        if !file.exists() {
+        Policy::for_registry_with(registry, &SecretKeys::new())
+    }
+
+    /// [`Policy::for_registry`], with the keys kept in Secrets as the caller read them.
+    pub fn for_registry_with(registry: &str, secrets: &SecretKeys) -> Result<Option<Arc<Policy>>> {
+        let Some((file, entry)) = entry_of(registry)? else {
             return Ok(None);
-        }
-        let text = fs_err::read_to_string(&file)
-            .map_err(|e| bad_policy(registry, &file, &e.to_string()))?;
-        Policy::parse(registry, &file, &text)
+        };
+        Policy::of_entry(registry, &file, entry, secrets)
     }
 
     /// Parses the policy file's text for `registry`; `file` names it (and relative key paths).
     pub fn parse(registry: &str, file: &Path, text: &str) -> Result<Option<Arc<Policy>>> {
-        let shape: FileShape =
-            serde_yaml::from_str(text).map_err(|e| bad_policy(registry, file, &e.to_string()))?;
-        let Some(entry) = shape
-            .registries
-            .into_iter()
-            .find_map(|(name, entry)| (name == registry).then_some(entry))
-        else {
-            return Ok(None);
-        };
+        match entry_in(registry, file, text)? {
+            Some(entry) => Policy::of_entry(registry, file, entry, &SecretKeys::new()),
+            None => Ok(None),
+        }
+    }
+
+    fn of_entry(
+        registry: &str,
+        file: &Path,
+        entry: RegistryShape,
+        secrets: &SecretKeys,
+    ) -> Result<Option<Arc<Policy>>> {
         let base = file.parent().unwrap_or_else(|| Path::new("."));
         let mut keys = Vec::new();
         for key in &entry.keys {
-            let path = base.join(key);
-            let pem = fs_err::read_to_string(&path)
-                .map_err(|e| bad_policy(registry, file, &format!("key `{key}`: {e}")))?;
+            let pem = if key.starts_with(SECRET_KEY_SCHEME) {
+                match secrets.get(key) {
+                    Some(Ok(pem)) => pem.clone(),
+                    Some(Err(why)) => return Err(bad_policy(registry, file, &format!("key `{key}`: {why}"))),
+                    None => {
+                        return Err(bad_policy(
+                            registry,
+                            file,
+                            &format!("key `{key}` is kept in a Secret, and this command reads registries without a cluster; give the key as a file"),
+                        ))
+                    }
+                }
+            } else {
+                fs_err::read_to_string(base.join(key))
+                    .map_err(|e| bad_policy(registry, file, &format!("key `{key}`: {e}")))?
+            };
             let parsed = VerifyingKey::from_public_key_pem(pem.trim()).map_err(|e| {
                 bad_policy(
                     registry,
