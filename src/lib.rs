@@ -64,6 +64,7 @@ pub mod rollout;
 pub mod scaffold;
 pub mod serve;
 pub mod source;
+pub mod spread;
 pub mod state;
 pub mod status;
 pub mod yaml;

@@ -23,6 +23,7 @@ pub mod rate;
 pub mod retry;
 mod reuse;
 pub mod set;
+mod slim;
 mod watch;
 pub mod watchdog;
 
@@ -502,8 +503,8 @@ impl Cluster {
             [one] => kube::api::ListParams::default().fields(&format!("metadata.name={one}")),
             _ => kube::api::ListParams::default(),
         };
-        let list = api
-            .list_metadata(&params)
+        let list = self
+            .list_metadata_slim(&api, &params)
             .await
             .map_err(|e| self.map_error(e, &what))?;
         let revision = list
@@ -514,10 +515,40 @@ impl Cluster {
         let items = list
             .items
             .into_iter()
-            .map(|item| item.metadata)
+            .map(|item| kube::core::ObjectMeta::from(item.metadata))
             .filter(|m| m.name.as_deref().is_some_and(|n| names.contains(&n)))
             .collect();
         Ok((items, revision))
+    }
+
+    /// One metadata-only list through `api`, each item's metadata as [`slim::Metadata`] keeps
+    /// it (annotations, owner references and finalizers skipped, managed fields cut to their
+    /// top-level keys): the name, `resourceVersion`, uid, times, labels and managers that
+    /// addonctl reads of a list.
+    pub async fn list_metadata(
+        &self,
+        api: &Api<kube::api::DynamicObject>,
+        params: &kube::api::ListParams,
+    ) -> std::result::Result<(Vec<kube::core::ObjectMeta>, Option<String>), kube::Error> {
+        let list = self.list_metadata_slim(api, params).await?;
+        Ok((
+            list.items
+                .into_iter()
+                .map(|item| kube::core::ObjectMeta::from(item.metadata))
+                .collect(),
+            list.metadata.resource_version,
+        ))
+    }
+
+    async fn list_metadata_slim(
+        &self,
+        api: &Api<kube::api::DynamicObject>,
+        params: &kube::api::ListParams,
+    ) -> std::result::Result<slim::MetadataList, kube::Error> {
+        let request = kube::core::Request::new(api.resource_url())
+            .list_metadata(params)
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(request).await
     }
 
     /// Asks the server, with one SelfSubjectRulesReview, what the caller may do in `namespace`:

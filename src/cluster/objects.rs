@@ -93,6 +93,53 @@ impl Cluster {
         namespace_override: Option<&str>,
         dry_run: bool,
     ) -> Result<DynamicObject> {
+        let (api, name, body, what) = self
+            .apply_request(object, default_namespace, namespace_override)
+            .await?;
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        params.dry_run = dry_run;
+        api.patch(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// [`Cluster::apply_placed`], the answer parsed only for its metadata (as
+    /// [`super::slim::Metadata`] keeps it; the returned object's body is `null`): for callers
+    /// that read the uid, the `resourceVersion` and the managers of what they applied, as a
+    /// dispatch to many clusters does.
+    pub async fn apply_placed_metadata(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+    ) -> Result<DynamicObject> {
+        let (api, name, body, what) = self
+            .apply_request(object, default_namespace, namespace_override)
+            .await?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let request = kube::core::Request::new(api.resource_url())
+            .patch(&name, &params, &Patch::Apply(&body))
+            .map_err(|e| self.map_error(kube::Error::BuildRequest(e), &what))?;
+        let answer: super::slim::Item = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| self.map_error(e, &what))?;
+        Ok(DynamicObject {
+            types: None,
+            metadata: answer.metadata.into(),
+            data: Value::Null,
+        })
+    }
+
+    /// What an apply of `object` sends: the API of its kind (in its namespace), its name, the
+    /// body (namespace set or removed by the kind's scope) and its description.
+    async fn apply_request(
+        &self,
+        object: &Value,
+        default_namespace: &str,
+        namespace_override: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, String, Value, String)> {
         let what = describe(object);
         let gvk = self.gvk_of(object, &what)?;
         let name = object
@@ -115,11 +162,7 @@ impl Cluster {
                 metadata.remove("namespace");
             }
         }
-        let mut params = PatchParams::apply(FIELD_MANAGER).force();
-        params.dry_run = dry_run;
-        api.patch(&name, &params, &Patch::Apply(&body))
-            .await
-            .map_err(|e| self.map_error(e, &what))
+        Ok((api, name, body, what))
     }
 
     /// Merge-patches one object (field manager `addonctl`). Returns it as stored.

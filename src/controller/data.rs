@@ -1,6 +1,6 @@
 //! What the reconciles of the controller share: the `Addon`'s memo of its last reconcile, the
 //! reflector stores and clients ([`Data`]), and one reconcile handed to a worker thread
-//! ([`Job`], run by [`super::workers::Workers`]).
+//! ([`Job`], run by [`crate::spread::workers::Workers`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -48,7 +48,7 @@ pub(super) struct Data {
     pub records: Store<Secret>,
     /// The `Addon` cache.
     pub addons: Store<Addon>,
-    pub jobs: super::workers::Workers<Job>,
+    pub jobs: crate::spread::workers::Workers<Job>,
     pub memo: Mutex<HashMap<String, Memo>>,
     /// Drift state per addon, taken out for a reconcile and put back (the reconciles of one
     /// `Addon` never overlap).

@@ -45,7 +45,6 @@ mod stages;
 pub mod targets;
 pub mod trust;
 mod watches;
-mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -193,6 +192,9 @@ pub struct ControllerSettings {
     pub backoff: Backoff,
     /// `Addon`s reconciled at once.
     pub concurrency: u16,
+    /// Worker threads: the reconciles' (at most `concurrency` of them) and the clusters' of
+    /// each apply, drift check and health read ([`crate::spread`]); 0 = one per CPU available.
+    pub workers: u16,
     /// Who this process is in the Lease.
     pub identity: String,
     /// Whose rights an `Addon` is applied within: its author's (the default) or the
@@ -210,6 +212,7 @@ impl Default for ControllerSettings {
             gate_poll: Duration::from_secs(3),
             backoff: Backoff::default(),
             concurrency: 4,
+            workers: 0,
             identity: crate::state::lease::holder_identity("controller"),
             authorize_as: trust::AuthorizeAs::Author,
         }
@@ -292,6 +295,12 @@ impl Controller {
     /// Opens the HTTP endpoint (see [`Controller::address`] for the port chosen for port 0).
     pub async fn bind(ctx: Context, settings: ControllerSettings) -> Result<Controller> {
         let address = settings.metrics_address;
+        if settings.workers > 0 && !crate::spread::set_threads(usize::from(settings.workers)) {
+            tracing::debug!(
+                "the cluster threads were started before the controller: {} of them",
+                crate::spread::threads()
+            );
+        }
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|source| Error::Listen {

@@ -21,10 +21,10 @@ use super::converge;
 use super::crd::{Addon, FINALIZER};
 use super::data::{Data, Job};
 use super::relist;
-use super::workers::Workers;
 use super::{Error, Result, Shared};
 use crate::cluster::set::LABEL_CREDENTIAL_TYPE;
 use crate::model::wire::LABEL_RECORD;
+use crate::spread::workers::Workers;
 
 /// Requeue delay when a reconcile returned an error the reconcile could not record.
 const ERROR_REQUEUE: Duration = Duration::from_secs(15);
@@ -126,7 +126,7 @@ async fn run_term(shared: &Arc<Shared>, ended: impl Future<Output = ()> + Send +
         clusters,
         records,
         addons,
-        jobs: workers(shared.settings.concurrency),
+        jobs: workers(shared.settings.concurrency, shared.settings.workers),
         memo: Mutex::new(HashMap::new()),
         drift: Mutex::new(HashMap::new()),
         events: super::events::Events::new(client.clone()),
@@ -214,10 +214,14 @@ fn reconcile(
     })
 }
 
-/// The term's worker threads (one per CPU, at most `--concurrency`; see [`Workers`]).
-fn workers(concurrency: u16) -> Workers<Job> {
-    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let threads = cpus.min(usize::from(concurrency.max(1)));
+/// The term's worker threads (`--workers`, else one per CPU; at most `--concurrency`; see
+/// [`Workers`]).
+fn workers(concurrency: u16, workers: u16) -> Workers<Job> {
+    let threads = match workers {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => usize::from(n),
+    };
+    let threads = threads.min(usize::from(concurrency.max(1)));
     Workers::start(threads, "addonctl-reconcile", |job: Job| async move {
         match job {
             Job::Reconcile { addon, data, reply } => {

@@ -14,7 +14,7 @@ use super::compare::{diff, without_excluded};
 use super::{ClusterError, Drift, DriftCache, DriftKind, DriftSpec, Policy, Report};
 use crate::cluster::{Cluster, FIELD_MANAGER};
 use crate::model::wire::LABEL_NAME;
-use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+use crate::state::clusters::OBJECT_CONCURRENCY;
 use crate::state::record::ObjectRef;
 use crate::state::to_value;
 
@@ -71,9 +71,9 @@ struct Listed {
     only_ours: bool,
 }
 
-/// Checks every cluster (bounded concurrency), correcting under policy `correct`, and updates
-/// the cache. Policy `ignore` makes no request.
-pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
+/// Checks every cluster (bounded, spread over the cores: [`crate::spread`]), correcting under
+/// policy `correct`, and updates the cache. Policy `ignore` makes no request.
+pub async fn detect(request: DetectRequest, cache: &mut DriftCache) -> Report {
     let mut report = Report {
         policy: request.spec.policy,
         ..Report::default()
@@ -81,22 +81,53 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
     if request.spec.policy == Policy::Ignore {
         return report;
     }
-    let shared: &DriftCache = cache;
-    let results: Vec<(String, Found)> = stream::iter(&request.targets)
-        .filter(|target| std::future::ready(!request.vouched.contains(&target.name)))
-        .map(|target| async move {
+    let request = Arc::new(request);
+    // Each cluster's cached versions go with its check and come back with its findings (a
+    // cluster whose check is lost is read in full next time).
+    let checked: Vec<(usize, DriftCache)> = request
+        .targets
+        .iter()
+        .enumerate()
+        .filter(|(_, target)| !request.vouched.contains(&target.name))
+        .map(|(i, target)| (i, cache.take(&target.name)))
+        .collect();
+    let shared = Arc::clone(&request);
+    let results: Vec<(String, Found)> = crate::spread::each(checked, move |(i, own)| {
+        let request = Arc::clone(&shared);
+        async move {
+            let Some(target) = request.targets.get(i) else {
+                return (own, Found::default());
+            };
             let found = match &target.cluster {
-                Ok(cluster) => check_cluster(request, target, cluster, shared).await,
+                Ok(cluster) => check_cluster(&request, target, cluster, &own).await,
                 Err(e) => Found {
                     error: Some(e.clone()),
                     ..Found::default()
                 },
             };
-            (target.name.clone(), found)
-        })
-        .buffer_unordered(CLUSTER_CONCURRENCY)
-        .collect()
-        .await;
+            (own, found)
+        }
+    })
+    .map(|((i, _), answer)| {
+        let name = request
+            .targets
+            .get(i)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        let found = match answer {
+            Ok((own, found)) => {
+                cache.put_back(own);
+                found
+            }
+            Err(lost) => Found {
+                error: Some(lost.to_string()),
+                ..Found::default()
+            },
+        };
+        (name, found)
+    })
+    .collect()
+    .await;
     let mut results = results;
     results.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, found) in results {
@@ -129,7 +160,7 @@ pub async fn detect(request: &DetectRequest, cache: &mut DriftCache) -> Report {
         .iter()
         .filter(|t| request.vouched.contains(&t.name))
         .count();
-    report.places = places(request);
+    report.places = places(&request);
     report
 }
 
@@ -291,21 +322,20 @@ async fn list_metadata(
     let Some(api) = kind_api(cluster, gvk, namespace).await? else {
         return Ok(None);
     };
-    let list = api
-        .list_metadata(&ListParams::default().labels(selector))
+    let (items, _) = cluster
+        .list_metadata(&api, &ListParams::default().labels(selector))
         .await
         .map_err(|e| format!("listing {} on cluster `{}`: {e}", gvk.kind, cluster.name()))?;
     Ok(Some(
-        list.items
+        items
             .into_iter()
-            .filter_map(|item| {
-                let name = item.metadata.name.clone()?;
-                let resource_version = item.metadata.resource_version.clone()?;
+            .filter_map(|metadata| {
+                let only_ours = only_ours(&metadata);
                 Some((
-                    name,
+                    metadata.name?,
                     Listed {
-                        resource_version,
-                        only_ours: only_ours(&item.metadata),
+                        resource_version: metadata.resource_version?,
+                        only_ours,
                     },
                 ))
             })

@@ -119,7 +119,7 @@ pub async fn check_vouched(
         targets,
         vouched,
     };
-    let mut report = detect(&request, cache).await;
+    let mut report = detect(request, cache).await;
     if report.policy != Policy::Ignore {
         report.skipped = skipped;
     }

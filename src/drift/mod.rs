@@ -209,6 +209,21 @@ impl DriftCache {
         DriftCache::default()
     }
 
+    /// Takes one cluster's versions out, as a cache of that cluster alone (for its check on
+    /// another thread; [`DriftCache::put_back`] returns them).
+    pub(crate) fn take(&mut self, cluster: &str) -> DriftCache {
+        let mut own = DriftCache::default();
+        if let Some((name, versions)) = self.versions.remove_entry(cluster) {
+            own.versions.insert(name, versions);
+        }
+        own
+    }
+
+    /// Puts back what [`DriftCache::take`] took (and the check changed).
+    pub(crate) fn put_back(&mut self, own: DriftCache) {
+        self.versions.extend(own.versions);
+    }
+
     /// The version cached for an object.
     pub fn get(&self, cluster: &str, object: &ObjectRef) -> Option<&str> {
         self.versions.get(cluster)?.get(object).map(String::as_str)

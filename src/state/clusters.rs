@@ -9,8 +9,10 @@ use crate::cluster::{self, Cluster};
 use crate::model::wire::secret_gvk;
 use crate::Result;
 
-/// Clusters worked on at once.
-pub const CLUSTER_CONCURRENCY: usize = 16;
+/// Clusters one call works on at once: enough to cover each answer's wait (a cluster's work is a
+/// few milliseconds of CPU between round trips of several milliseconds each), spread over the
+/// cores by [`crate::spread`].
+pub const CLUSTER_CONCURRENCY: usize = 128;
 /// Requests in flight per cluster.
 pub const OBJECT_CONCURRENCY: usize = 8;
 

@@ -3,6 +3,7 @@
 //! namespace).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -11,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cluster::Cluster;
-use crate::state::clusters::{CLUSTER_CONCURRENCY, OBJECT_CONCURRENCY};
+use crate::state::clusters::OBJECT_CONCURRENCY;
 use crate::state::record::{ClusterInventory, DispatchedObject, ObjectRef};
 use crate::state::{to_value, Store};
 use crate::Result;
@@ -247,59 +248,102 @@ pub(crate) fn replicas_of(kind: &str, object: &Value) -> (Option<i64>, Option<i6
     }
 }
 
-/// Reads every dispatched object back from its cluster (bounded concurrency per cluster).
+/// Reads every dispatched object back from its cluster (clusters spread over the cores,
+/// bounded: [`crate::spread`]; bounded concurrency per cluster), in the clusters' order.
 pub async fn health(
     store: Store<'_>,
     dispatched: &BTreeMap<String, ClusterInventory>,
 ) -> Result<Vec<ClusterStatus>> {
     let names = dispatched.keys().cloned().collect();
     let clients = store.clients(&names).await?;
-    let work = dispatched.iter().map(|(name, inventory)| {
-        let client = clients.get(name).cloned();
-        async move {
-            let client = match client {
-                Some(Ok(c)) => c,
-                Some(Err(e)) => {
-                    return ClusterStatus {
-                        cluster: name.clone(),
-                        error: Some(e),
-                        version: inventory.revision.as_ref().map(|r| r.version.clone()),
+    let clusters: Arc<Vec<_>> = Arc::new(
+        dispatched
+            .iter()
+            .map(|(name, inventory)| (name.clone(), inventory.clone(), clients.get(name).cloned()))
+            .collect(),
+    );
+    let shared = Arc::clone(&clusters);
+    let mut statuses: Vec<(usize, ClusterStatus)> =
+        crate::spread::each(0..clusters.len(), move |i| {
+            let clusters = Arc::clone(&shared);
+            async move {
+                match clusters.get(i) {
+                    Some((name, inventory, client)) => {
+                        cluster_status(name, inventory, client.clone()).await
+                    }
+                    None => ClusterStatus {
+                        cluster: String::new(),
+                        error: Some("no such cluster".to_owned()),
+                        version: None,
                         parameters: None,
                         resources: Vec::new(),
-                    }
-                }
-                None => {
-                    return ClusterStatus {
-                        cluster: name.clone(),
-                        error: Some(format!("cluster `{name}` is no longer joined")),
-                        version: inventory.revision.as_ref().map(|r| r.version.clone()),
-                        parameters: None,
-                        resources: Vec::new(),
-                    }
-                }
-            };
-            let reads = read_objects(&client, &inventory.objects).await;
-            let mut resources = Vec::new();
-            let mut error = inventory.error.clone();
-            for read in reads {
-                match read {
-                    Ok(r) => resources.push(r),
-                    Err(e) => error = Some(e),
+                    },
                 }
             }
-            ClusterStatus {
-                cluster: name.clone(),
-                error,
-                version: inventory.revision.as_ref().map(|r| r.version.clone()),
+        })
+        .map(|(i, answer)| {
+            let status = answer.unwrap_or_else(|lost| {
+                let (name, inventory, _) = &clusters[i];
+                ClusterStatus {
+                    cluster: name.clone(),
+                    error: Some(lost.to_string()),
+                    version: inventory.revision.as_ref().map(|r| r.version.clone()),
+                    parameters: None,
+                    resources: Vec::new(),
+                }
+            });
+            (i, status)
+        })
+        .collect()
+        .await;
+    statuses.sort_by_key(|(i, _)| *i);
+    Ok(statuses.into_iter().map(|(_, status)| status).collect())
+}
+
+/// One cluster's status: its objects read back (or why they could not be).
+async fn cluster_status(
+    name: &str,
+    inventory: &ClusterInventory,
+    client: Option<std::result::Result<Cluster, String>>,
+) -> ClusterStatus {
+    let version = inventory.revision.as_ref().map(|r| r.version.clone());
+    let client = match client {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            return ClusterStatus {
+                cluster: name.to_owned(),
+                error: Some(e),
+                version,
                 parameters: None,
-                resources,
+                resources: Vec::new(),
             }
         }
-    });
-    Ok(stream::iter(work)
-        .buffered(CLUSTER_CONCURRENCY)
-        .collect()
-        .await)
+        None => {
+            return ClusterStatus {
+                cluster: name.to_owned(),
+                error: Some(format!("cluster `{name}` is no longer joined")),
+                version,
+                parameters: None,
+                resources: Vec::new(),
+            }
+        }
+    };
+    let reads = read_objects(&client, &inventory.objects).await;
+    let mut resources = Vec::new();
+    let mut error = inventory.error.clone();
+    for read in reads {
+        match read {
+            Ok(r) => resources.push(r),
+            Err(e) => error = Some(e),
+        }
+    }
+    ClusterStatus {
+        cluster: name.to_owned(),
+        error,
+        version,
+        parameters: None,
+        resources,
+    }
 }
 
 /// One read of [`read_objects`]: a workload's GET, or one kind's metadata-only list.

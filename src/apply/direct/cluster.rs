@@ -593,11 +593,22 @@ async fn apply_stage(
         batch.iter().copied(),
         OBJECT_CONCURRENCY,
         |object| async move {
-            cluster
-                .apply_placed(object, target.system_namespace, target.namespace_override)
-                .await
-                .map(|stored| (object.clone(), stored))
-                .map_err(Error::from)
+            // A CRD's answer is read whole (its wait starts from its conditions); of the
+            // others only the metadata is read.
+            let stored = if rank(object) == 1 {
+                cluster
+                    .apply_placed(object, target.system_namespace, target.namespace_override)
+                    .await
+            } else {
+                cluster
+                    .apply_placed_metadata(
+                        object,
+                        target.system_namespace,
+                        target.namespace_override,
+                    )
+                    .await
+            };
+            stored.map(|stored| (object, stored)).map_err(Error::from)
         },
     )
     .await;
@@ -614,7 +625,7 @@ async fn apply_stage(
         if crate::cluster::written_since(&stored, revision) {
             *changed += 1;
         }
-        let Some(mut reference) = ObjectRef::of(&object) else {
+        let Some(mut reference) = ObjectRef::of(object) else {
             continue;
         };
         reference.namespace.clone_from(&stored.metadata.namespace);
@@ -630,8 +641,8 @@ async fn apply_stage(
             created,
             object: reference,
         });
-        if rank(&object) == 1 {
-            crds.push(stored.clone());
+        if rank(object) == 1 {
+            crds.push(stored);
         }
     }
     match first_error {

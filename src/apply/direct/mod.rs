@@ -43,7 +43,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::stream::{self, StreamExt};
+use futures::stream::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -142,6 +142,7 @@ pub async fn remove_all(
 /// A dispatch ready to apply: targets resolved, clients built, every cluster surveyed (nothing
 /// changed yet). [`Prepared::planned`] is what the pending revision records before
 /// [`Prepared::apply`] applies it.
+#[derive(Clone)]
 pub struct Prepared {
     placements: Vec<Placement>,
     /// The objects of the addon's components, then those of each variant.
@@ -156,6 +157,8 @@ pub struct Prepared {
     held: BTreeMap<String, ClusterInventory>,
     plans: BTreeMap<String, std::result::Result<ClusterPlan, String>>,
     others: OtherRecords,
+    /// The scope of each kind the addon's CRDs define.
+    scopes: BTreeMap<(String, String), bool>,
     system_namespace: String,
 }
 
@@ -289,43 +292,7 @@ pub async fn prepare_holding(
             Some((name.clone(), (counters.requests(), counters.writes())))
         })
         .collect();
-    let empty = ClusterInventory::default();
-    let surveys = names.iter().map(|name| {
-        let client = clients.get(name);
-        let namespace = targets.get(name);
-        let previous = previous.get(name).unwrap_or(&empty);
-        let index = variant_of.get(name).copied().unwrap_or(0);
-        let objects = objects.get(index).map_or(&[][..], Vec::as_slice);
-        let (scopes, others) = (&scopes, &others);
-        let system_namespace = ctx.namespace;
-        async move {
-            let plan = match (client, namespace) {
-                (Some(Ok(cluster)), Some(namespace)) => {
-                    let target = Target {
-                        cluster,
-                        name,
-                        namespace_override: namespace.as_deref(),
-                        system_namespace,
-                        previous,
-                        others: others.dispatched.get(name),
-                    };
-                    survey(&target, objects, scopes)
-                        .await
-                        .map_err(|e| e.to_string())
-                }
-                // No longer a target: nothing to apply, everything to delete.
-                (Some(Ok(_)), None) => Ok(ClusterPlan::default()),
-                (Some(Err(e)), _) => Err(e.clone()),
-                (None, _) => Err(format!("no client for cluster `{name}`")),
-            };
-            (name.clone(), plan)
-        }
-    });
-    let plans = stream::iter(surveys)
-        .buffer_unordered(CLUSTER_CONCURRENCY)
-        .collect()
-        .await;
-    Ok(Prepared {
+    let prepared = std::sync::Arc::new(Prepared {
         placements,
         objects,
         variant_of,
@@ -334,10 +301,25 @@ pub async fn prepare_holding(
         baselines,
         previous: previous.clone(),
         held,
-        plans,
+        plans: BTreeMap::new(),
         others,
+        scopes,
         system_namespace: ctx.namespace.to_owned(),
-    })
+    });
+    let shared = std::sync::Arc::clone(&prepared);
+    let plans: BTreeMap<String, std::result::Result<ClusterPlan, String>> =
+        crate::spread::each(names, move |name: String| {
+            let this = std::sync::Arc::clone(&shared);
+            async move { this.survey_one(&name).await }
+        })
+        .map(|(name, plan)| (name, plan.map_err(|lost| lost.to_string()).and_then(|p| p)))
+        .collect()
+        .await;
+    // Every survey is over: the `Arc` is this function's alone again (a clone only if a
+    // cluster's work was lost while holding it).
+    let mut prepared = std::sync::Arc::try_unwrap(prepared).unwrap_or_else(|p| (*p).clone());
+    prepared.plans = plans;
+    Ok(prepared)
 }
 
 impl Prepared {
@@ -417,56 +399,31 @@ impl Prepared {
             .collect()
     }
 
-    /// Applies to every cluster (in parallel, bounded) and prunes; held clusters keep their
-    /// inventories untouched.
+    /// Applies to every cluster (in parallel over the cores, bounded: [`crate::spread`]) and
+    /// prunes; held clusters keep their inventories untouched.
     pub async fn apply(mut self, reporter: &dyn Reporter) -> Dispatched {
         let held = std::mem::take(&mut self.held);
-        let empty = ClusterInventory::default();
-        let work = self.plans.iter().map(|(name, plan)| {
-            let client = self.clients.get(name);
-            let namespace = self.targets.get(name);
-            let old = self.previous.get(name).unwrap_or(&empty);
-            let objects: &[Value] = if namespace.is_some() {
-                self.objects_for(name)
-            } else {
-                &[]
-            };
-            let baseline = self.baselines.get(name).copied().unwrap_or_default();
-            let this = &self;
-            async move {
-                let (Some(Ok(cluster)), Ok(plan)) = (client, plan) else {
-                    let error = match plan {
-                        Err(e) => e.clone(),
-                        Ok(_) => format!("no client for cluster `{name}`"),
-                    };
-                    return unreachable_cluster(name, old.clone(), error);
-                };
-                let target = Target {
-                    cluster,
-                    name,
-                    namespace_override: namespace.and_then(Option::as_deref),
-                    system_namespace: &this.system_namespace,
-                    previous: old,
-                    others: this.others.dispatched.get(name),
-                };
-                let (inventory, mut outcome) = apply_to_cluster(&target, objects, plan).await;
-                let counters = cluster.counters();
-                outcome.requests = counters.requests() - baseline.0;
-                outcome.writes = counters.writes() - baseline.1;
-                (name.clone(), inventory, outcome)
-            }
-        });
-        let results: Vec<(String, ClusterInventory, ClusterOutcome)> = stream::iter(work)
-            .buffer_unordered(CLUSTER_CONCURRENCY)
-            .collect()
-            .await;
+        let this = std::sync::Arc::new(self);
+        let names: Vec<String> = this.plans.keys().cloned().collect();
+        let shared = std::sync::Arc::clone(&this);
+        let mut answers = std::pin::pin!(crate::spread::each(names, move |name: String| {
+            let this = std::sync::Arc::clone(&shared);
+            async move { this.apply_one(&name).await }
+        }));
         let mut dispatched = Dispatched {
-            placements: self.placements.clone(),
+            placements: this.placements.clone(),
             inventories: BTreeMap::new(),
             outcomes: Vec::new(),
             unfinished: BTreeMap::new(),
         };
-        for (name, inventory, outcome) in results {
+        while let Some((name, answer)) = answers.next().await {
+            let (name, inventory, outcome) = match answer {
+                Ok(result) => result,
+                Err(lost) => {
+                    let old = this.previous.get(&name).cloned().unwrap_or_default();
+                    unreachable_cluster(&name, old, lost.to_string())
+                }
+            };
             match &outcome.error {
                 Some(e) => reporter.event(&crate::context::Progress::ClusterFailed {
                     cluster: name.clone(),
@@ -479,7 +436,7 @@ impl Prepared {
                 }),
             }
             if outcome.error.is_some() {
-                if let Some(Ok(plan)) = self.plans.get(&name) {
+                if let Some(Ok(plan)) = this.plans.get(&name) {
                     let unfinished: Vec<DispatchedObject> = plan
                         .objects
                         .iter()
@@ -491,7 +448,7 @@ impl Prepared {
                     }
                 }
             }
-            if self.targets.contains_key(&name)
+            if this.targets.contains_key(&name)
                 || !inventory.objects.is_empty()
                 || inventory.error.is_some()
             {
@@ -504,6 +461,69 @@ impl Prepared {
             .outcomes
             .sort_by(|a, b| a.cluster.cmp(&b.cluster));
         dispatched
+    }
+}
+
+impl Prepared {
+    /// Surveys one cluster (changing nothing): its plan, or why it cannot be worked on.
+    async fn survey_one(&self, name: &str) -> std::result::Result<ClusterPlan, String> {
+        let empty = ClusterInventory::default();
+        match (self.clients.get(name), self.targets.get(name)) {
+            (Some(Ok(cluster)), Some(namespace)) => {
+                let target = Target {
+                    cluster,
+                    name,
+                    namespace_override: namespace.as_deref(),
+                    system_namespace: &self.system_namespace,
+                    previous: self.previous.get(name).unwrap_or(&empty),
+                    others: self.others.dispatched.get(name),
+                };
+                survey(&target, self.objects_for(name), &self.scopes)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            // No longer a target: nothing to apply, everything to delete.
+            (Some(Ok(_)), None) => Ok(ClusterPlan::default()),
+            (Some(Err(e)), _) => Err(e.clone()),
+            (None, _) => Err(format!("no client for cluster `{name}`")),
+        }
+    }
+
+    /// Applies to one cluster and prunes there: its new inventory and outcome.
+    async fn apply_one(&self, name: &str) -> (String, ClusterInventory, ClusterOutcome) {
+        let empty = ClusterInventory::default();
+        let old = self.previous.get(name).unwrap_or(&empty);
+        let client = self.clients.get(name);
+        let Some(plan) = self.plans.get(name) else {
+            return unreachable_cluster(name, old.clone(), format!("no plan for cluster `{name}`"));
+        };
+        let namespace = self.targets.get(name);
+        let objects: &[Value] = if namespace.is_some() {
+            self.objects_for(name)
+        } else {
+            &[]
+        };
+        let baseline = self.baselines.get(name).copied().unwrap_or_default();
+        let (Some(Ok(cluster)), Ok(plan)) = (client, plan) else {
+            let error = match plan {
+                Err(e) => e.clone(),
+                Ok(_) => format!("no client for cluster `{name}`"),
+            };
+            return unreachable_cluster(name, old.clone(), error);
+        };
+        let target = Target {
+            cluster,
+            name,
+            namespace_override: namespace.and_then(Option::as_deref),
+            system_namespace: &self.system_namespace,
+            previous: old,
+            others: self.others.dispatched.get(name),
+        };
+        let (inventory, mut outcome) = apply_to_cluster(&target, objects, plan).await;
+        let counters = cluster.counters();
+        outcome.requests = counters.requests() - baseline.0;
+        outcome.writes = counters.writes() - baseline.1;
+        (name.to_owned(), inventory, outcome)
     }
 }
 
@@ -580,6 +600,7 @@ mod tests {
                 .map(|c| (c.clone(), Ok(planned.clone())))
                 .collect(),
             others: OtherRecords::default(),
+            scopes: BTreeMap::new(),
             system_namespace: "vela-system".to_owned(),
         };
 

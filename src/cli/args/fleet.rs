@@ -38,9 +38,13 @@ pub struct ControllerArgs {
     /// Failures in a row before an `Addon` is `Stalled`.
     #[arg(long, default_value_t = 6)]
     pub retry_budget: u32,
-    /// `Addon`s reconciled at once (on one worker thread per CPU, at most this many).
+    /// `Addon`s reconciled at once (on the worker threads, at most this many).
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
+    /// Worker threads, for the reconciles and for the clusters of each (default: one per CPU
+    /// available; the clusters of one reconcile are spread over them, at most 128 at once).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: Option<u16>,
     /// Whose rights an `Addon` is applied within: `author` (the user who wrote it, named by
     /// the annotation `addonctl.io/author` that the shipped admission policy keeps true) or
     /// `controller` (its own: anyone who may write `Addon`s gets the controller's rights).

@@ -105,6 +105,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<ControllerSettings> {
         gate_poll: duration("--gate-poll", &args.gate_poll)?,
         backoff,
         concurrency: args.concurrency.max(1),
+        workers: args.workers.unwrap_or(0),
         authorize_as: match args.authorize_as {
             crate::cli::args::AuthorizeAsArg::Author => {
                 addonctl::controller::trust::AuthorizeAs::Author

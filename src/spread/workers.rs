@@ -1,14 +1,14 @@
-//! The worker threads of a leadership term: each a single-threaded runtime whose local task set
-//! runs the jobs handed to it (concurrently, as tasks: a job's future need not be `Send`) until
-//! its queue closes. A job goes to the thread with the fewest jobs under way, so the CPU-bound
-//! parts of several `Addon`s' reconciles (rendering, comparing) run on several cores.
+//! Worker threads: each a single-threaded runtime whose local task set runs the jobs handed to
+//! it (concurrently, as tasks: a job's future need not be `Send`) until its queue closes. A job
+//! goes to the thread with the fewest jobs under way, so CPU-bound work (the reconciles of
+//! several `Addon`s, the clusters of one apply) runs on several cores.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The threads' queues, each with the number of its jobs under way.
-pub(super) struct Workers<J> {
+pub(crate) struct Workers<J> {
     queues: Vec<(tokio::sync::mpsc::UnboundedSender<J>, Arc<AtomicUsize>)>,
 }
 
