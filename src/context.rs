@@ -375,6 +375,12 @@ pub enum Progress {
         /// Its version.
         version: String,
     },
+    /// The direct engine begins applying to the clusters of a dispatch (each then ends with
+    /// [`Progress::ClusterApplied`] or [`Progress::ClusterFailed`]).
+    Dispatching {
+        /// The clusters worked on.
+        clusters: usize,
+    },
     /// The direct engine finished with a cluster.
     ClusterApplied {
         /// The cluster.
@@ -464,6 +470,9 @@ impl std::fmt::Display for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Progress::Applying { addon, version } => write!(f, "applying `{addon}` {version}"),
+            Progress::Dispatching { clusters } => {
+                write!(f, "applying to {}", counted(*clusters, "cluster"))
+            }
             Progress::ClusterApplied {
                 cluster,
                 applied,

@@ -4,11 +4,12 @@
 //! through [`crate::cli::diagnostics`].
 
 use std::io::{StdoutLock, Write};
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
 use addonctl::cluster::watchdog::Notice;
-use addonctl::context::Reporter;
+use addonctl::context::{Progress, Reporter};
 
 use crate::cli::args::ReportFormat;
 
@@ -112,10 +113,119 @@ impl Printer {
     }
 }
 
-/// Progress of library work, as [`Printer::step`] lines.
+/// Progress of library work, as [`Printer::step`] lines; the clusters of a dispatch to more
+/// than [`CLUSTER_LINES`] clusters as a tally instead of a line each ([`Tally`]).
 impl Reporter for Printer {
     fn step(&self, message: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut tally = TALLY.lock().unwrap_or_else(PoisonError::into_inner);
+        tally.clear_line();
         Printer::step(*self, message);
+        tally.draw(true);
+    }
+
+    fn event(&self, event: &Progress) {
+        if self.quiet {
+            return;
+        }
+        let mut tally = TALLY.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Progress::Dispatching { clusters } if *clusters > CLUSTER_LINES => {
+                Printer::step(*self, &event.to_string());
+                *tally = Tally::start(*clusters);
+                tally.draw(true);
+            }
+            Progress::ClusterApplied { .. } | Progress::ClusterFailed { .. } if tally.total > 0 => {
+                if let Progress::ClusterFailed { .. } = event {
+                    tally.failed += 1;
+                    // Failures are always told, each on its line.
+                    tally.clear_line();
+                    Printer::step(*self, &event.to_string());
+                } else {
+                    tally.done += 1;
+                }
+                if tally.done + tally.failed >= tally.total {
+                    tally.clear_line();
+                    Printer::step(*self, &tally.line());
+                    *tally = Tally::default();
+                } else {
+                    tally.draw(false);
+                }
+            }
+            _ => {
+                tally.clear_line();
+                Printer::step(*self, &event.to_string());
+                tally.draw(true);
+            }
+        }
+    }
+}
+
+/// A dispatch to at most this many clusters is told a line per cluster.
+const CLUSTER_LINES: usize = 20;
+
+/// How often the tally line is drawn again on a terminal.
+const TALLY_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The clusters of the dispatch under way: on a terminal, one line drawn again as they finish
+/// (`clusters: 812 done, 3 failed, 185 pending`); piped, nothing until the summary line. Each
+/// failure is a line of its own either way.
+#[derive(Debug, Default)]
+struct Tally {
+    total: usize,
+    done: usize,
+    failed: usize,
+    terminal: bool,
+    drawn: Option<std::time::Instant>,
+}
+
+static TALLY: Mutex<Tally> = Mutex::new(Tally {
+    total: 0,
+    done: 0,
+    failed: 0,
+    terminal: false,
+    drawn: None,
+});
+
+impl Tally {
+    fn start(total: usize) -> Self {
+        Tally {
+            total,
+            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            ..Tally::default()
+        }
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "clusters: {} done, {} failed, {} pending",
+            self.done,
+            self.failed,
+            self.total - self.done - self.failed
+        )
+    }
+
+    /// Draws the line on a terminal (at most every [`TALLY_EVERY`] unless `now`).
+    fn draw(&mut self, now: bool) {
+        if self.total == 0 || !self.terminal {
+            return;
+        }
+        if !now && self.drawn.is_some_and(|at| at.elapsed() < TALLY_EVERY) {
+            return;
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[2K  {}", self.line());
+        let _ = stderr.flush();
+        self.drawn = Some(std::time::Instant::now());
+    }
+
+    /// Clears the drawn line, so that another line can be written.
+    fn clear_line(&mut self) {
+        if self.drawn.take().is_some() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
     }
 }
 

@@ -405,6 +405,9 @@ impl Prepared {
         let held = std::mem::take(&mut self.held);
         let this = std::sync::Arc::new(self);
         let names: Vec<String> = this.plans.keys().cloned().collect();
+        reporter.event(&crate::context::Progress::Dispatching {
+            clusters: names.len(),
+        });
         let shared = std::sync::Arc::clone(&this);
         let mut answers = std::pin::pin!(crate::spread::each(names, move |name: String| {
             let this = std::sync::Arc::clone(&shared);
