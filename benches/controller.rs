@@ -15,6 +15,9 @@
 //!   cluster the object is as the record says again (polled every 20 ms).
 //! - `fleet`: 1,000 simulated clusters behind a fake API server with added latency (see
 //!   `support/fake_api.rs`): the controller's engine path of one full reconcile pass.
+//! - `fleet-cli`: the same simulated clusters, `addonctl enable` of the addon to all of them (the
+//!   binary next to this one, or `ADDONCTL_BENCH_BIN`), run three times: wall, CPU and peak
+//!   memory of the command, requests per cluster.
 //!
 //! `unchanged` and `rollout` need an environment of `scripts/k8s/up.sh --managed 10` started
 //! with `ADDONCTL_K8S_AUDIT=1` (`ADDONCTL_TEST_ENV`); `scripts/bench-controller.sh` starts one and
@@ -287,7 +290,10 @@ async fn main() {
             "drift" => drift().await,
             "rollout" => rollout().await,
             "fleet" => fleet::run().await,
-            other => panic!("unknown part `{other}`: one of unchanged, drift, rollout, fleet"),
+            "fleet-cli" => fleet::cli().await,
+            other => {
+                panic!("unknown part `{other}`: one of unchanged, drift, rollout, fleet, fleet-cli")
+            }
         }
     }
 }

@@ -6,7 +6,9 @@
 #   2. with the default settings, the latency from a hand edit (and a deletion) on each of the
 #      same 10 clusters to the object as recorded again,
 #   3. a three-stage rollout (1 / 3 / 6 clusters, 2 s soak each) to the same 10 clusters,
-#   4. 1,000 simulated clusters behind a fake API server with added latency (its own process).
+#   4. 1,000 simulated clusters behind a fake API server with added latency (its own process),
+#      `fleet-10k` the same with 10,000 clusters,
+#   5. `fleet-cli`: `addonctl enable` of the same addon to 1,000 simulated clusters (the binary).
 # Starts an environment of its own for 1 to 3 (a control plane and 10 managed kube-apiservers
 # with audit logs, see scripts/k8s/README.md) and stops it afterwards (by PID, scripts/k8s/down.sh).
 #   ADDONCTL_BENCH_CONTROLLER_ENV    the environment's directory (default target/k8s-bench-controller-env)
@@ -16,7 +18,8 @@
 #   ADDONCTL_BENCH_FLEET_LATENCY_MS  latency the fake server adds to every answer (default 5)
 #   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 4 (default: the library's)
 #   ADDONCTL_BENCH_PROFILE           the Cargo profile (default release; `--profile` overrides it)
-# Arguments: [--profile release|dev|profiling] then the parts to run (default: unchanged drift rollout fleet).
+# Arguments: [--profile release|dev|profiling] then the parts to run (default: unchanged drift rollout
+# fleet; also fleet-10k, fleet-cli).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE="${ADDONCTL_BENCH_PROFILE:-release}"
@@ -34,12 +37,15 @@ PARTS=("$@")
 export CARGO_INCREMENTAL=0
 echo "profile: $PROFILE" >&2
 cargo bench --profile "$PROFILE" --bench controller --no-run
+case " ${PARTS[*]} " in
+  *" fleet-cli "*) cargo build --profile "$PROFILE" --bin addonctl ;;
+esac
 REAL=()
 for part in "${PARTS[@]}"; do
   case "$part" in
     unchanged | drift | rollout) REAL+=("$part") ;;
-    fleet) ;;
-    *) echo "unknown part '$part': one of unchanged, drift, rollout, fleet" >&2; exit 2 ;;
+    fleet | fleet-10k | fleet-cli) ;;
+    *) echo "unknown part '$part': one of unchanged, drift, rollout, fleet, fleet-10k, fleet-cli" >&2; exit 2 ;;
   esac
 done
 if [ "${#REAL[@]}" -gt 0 ]; then
@@ -54,5 +60,9 @@ if [ "${#REAL[@]}" -gt 0 ]; then
 fi
 for part in "${PARTS[@]}"; do
   # In a process of its own, so that its memory figures are its own.
-  if [ "$part" = fleet ]; then cargo bench --profile "$PROFILE" --bench controller -- fleet; fi
+  case "$part" in
+    fleet) cargo bench --profile "$PROFILE" --bench controller -- fleet ;;
+    fleet-10k) ADDONCTL_BENCH_FLEET_CLUSTERS=10000 cargo bench --profile "$PROFILE" --bench controller -- fleet ;;
+    fleet-cli) cargo bench --profile "$PROFILE" --bench controller -- fleet-cli ;;
+  esac
 done

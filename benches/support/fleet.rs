@@ -157,46 +157,80 @@ struct Pass {
     note: String,
 }
 
+/// The fake API server (a child process) and what a client needs to reach it.
+struct Fake {
+    child: tokio::process::Child,
+    address: String,
+    kubeconfig: std::path::PathBuf,
+    registry: std::path::PathBuf,
+    /// Holds the kubeconfig and the registry.
+    _dir: tempfile::TempDir,
+}
+
+impl Fake {
+    async fn start(clusters: u64, latency: u64, namespace: &str) -> Fake {
+        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+            .args([CHILD_ARGUMENT, "--clusters", &clusters.to_string()])
+            .args([
+                "--latency-ms",
+                &latency.to_string(),
+                "--namespace",
+                namespace,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the fake API server starts within 60 s")
+            .unwrap()
+            .unwrap_or_default();
+        let address = line
+            .strip_prefix("listening ")
+            .expect("the fake API server says where it listens")
+            .to_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        fs_err::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{address}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {TOKEN}\n"
+            ),
+        )
+        .unwrap();
+        let registry = dir.path().join("registry");
+        write_addon(&registry);
+        Fake {
+            child,
+            address,
+            kubeconfig,
+            registry,
+            _dir: dir,
+        }
+    }
+
+    async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        let _ = self.child.kill().await;
+    }
+}
+
 /// Runs the part; prints its table.
 pub async fn run() {
     let clusters = setting("ADDONCTL_BENCH_FLEET_CLUSTERS", 1000);
     let latency = setting("ADDONCTL_BENCH_FLEET_LATENCY_MS", 5);
     let namespace = "bench-fleet";
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args([CHILD_ARGUMENT, "--clusters", &clusters.to_string()])
-        .args([
-            "--latency-ms",
-            &latency.to_string(),
-            "--namespace",
-            namespace,
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-        .await
-        .expect("the fake API server starts within 60 s")
-        .unwrap()
-        .unwrap_or_default();
-    let address = line
-        .strip_prefix("listening ")
-        .expect("the fake API server says where it listens")
-        .to_owned();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    fs_err::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{address}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {TOKEN}\n"
-        ),
-    )
-    .unwrap();
-    let registry = dir.path().join("registry");
-    write_addon(&registry);
+    let fake = Fake::start(clusters, latency, namespace).await;
+    let (address, kubeconfig, registry) = (
+        fake.address.clone(),
+        fake.kubeconfig.clone(),
+        fake.registry.clone(),
+    );
     let settings = Settings {
         engine: EngineChoice::Direct,
         registry_dirs: vec![registry],
@@ -309,9 +343,120 @@ pub async fn run() {
         ctx.cluster.request_timeout().as_secs()
     );
     report(clusters, latency, before, &passes);
-    drop(child.stdin.take());
-    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-    let _ = child.kill().await;
+    fake.stop().await;
+}
+
+/// The `fleet-cli` part: `addonctl enable` of the benchmark addon to every simulated cluster
+/// (`--clusters` naming them all, the direct engine), run as a command three times (a first
+/// enable, then two unchanged re-enables), its stderr piped (the summary line, not a line per
+/// cluster). Wall, CPU and peak memory of the command from `/usr/bin/time`; requests from the
+/// fake server's counters.
+pub async fn cli() {
+    let clusters = setting("ADDONCTL_BENCH_FLEET_CLUSTERS", 1000);
+    let latency = setting("ADDONCTL_BENCH_FLEET_LATENCY_MS", 5);
+    let namespace = "bench-fleet";
+    let binary = std::env::var_os("ADDONCTL_BENCH_BIN").map_or_else(
+        || {
+            let exe = std::env::current_exe().unwrap();
+            exe.parent().unwrap().parent().unwrap().join("addonctl")
+        },
+        std::path::PathBuf::from,
+    );
+    assert!(
+        binary.exists(),
+        "no addonctl binary at {} (build it, or set ADDONCTL_BENCH_BIN)",
+        binary.display()
+    );
+    let fake = Fake::start(clusters, latency, namespace).await;
+    let settings = Settings {
+        engine: EngineChoice::Direct,
+        registry_dirs: vec![fake.registry.clone()],
+        ..Settings::new(namespace)
+    };
+    let control_plane = addonctl::cluster::Cluster::connect(&addonctl::cluster::ConnectOptions {
+        kubeconfig: Some(fake.kubeconfig.clone()),
+        ..addonctl::cluster::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    let ctx = Context::with_cluster(&settings, control_plane).unwrap();
+    let names: Vec<String> = cluster_secrets(&ctx)
+        .await
+        .iter()
+        .filter_map(|s| s.metadata.name.clone())
+        .collect();
+    let out = tempfile::tempdir().unwrap();
+    println!(
+        "\n## `addonctl enable` to {} simulated clusters ({latency} ms added to every answer), stderr piped; {}",
+        names.len(),
+        binary.display()
+    );
+    println!("| run | exit | wall s | CPU s | CPU ms per cluster | peak RSS MiB | KiB per cluster | control-plane requests | managed-cluster requests (per cluster) | load average at the start |\n|---|---|---|---|---|---|---|---|---|---|");
+    let mut summaries = Vec::new();
+    for run in ["first enable", "unchanged re-enable", "unchanged re-enable"] {
+        let load = super::env::load_average();
+        let requests = stats(&fake.address).await;
+        let times = out.path().join("time");
+        let stderr = out.path().join("stderr");
+        let started = Instant::now();
+        let status = tokio::process::Command::new("/usr/bin/time")
+            .arg("-f")
+            .arg("%e %U %S %M")
+            .arg("-o")
+            .arg(&times)
+            .arg(&binary)
+            .arg("--kubeconfig")
+            .arg(&fake.kubeconfig)
+            .arg("--registry-dir")
+            .arg(&fake.registry)
+            .args(["--engine", "direct", "--system-namespace", namespace])
+            .args(["enable", super::ADDON, "--clusters", &names.join(",")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::from(
+                fs_err::File::create(&stderr).unwrap().into_parts().0,
+            ))
+            .status()
+            .await
+            .unwrap();
+        let wall = started.elapsed().as_secs_f64();
+        let after = stats(&fake.address).await;
+        let measured = fs_err::read_to_string(&times).unwrap_or_default();
+        let fields: Vec<f64> = measured
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let (cpu, rss_kib) = match fields.as_slice() {
+            [_, user, system, rss] => (user + system, *rss),
+            _ => (f64::NAN, f64::NAN),
+        };
+        let n = names.len().max(1) as f64;
+        let managed = delta(&after, &requests, "managed");
+        let managed_total: u64 = managed.iter().map(|(_, k)| k).sum();
+        println!(
+            "| {run} | {} | {wall:.2} | {cpu:.2} | {:.2} | {:.1} | {:.1} | {} | {} ({:.1}) | {load} |",
+            status.code().unwrap_or(-1),
+            cpu * 1e3 / n,
+            rss_kib / 1024.0,
+            rss_kib / n,
+            show(&delta(&after, &requests, "controlPlane")),
+            show(&managed),
+            managed_total as f64 / n,
+        );
+        let text = fs_err::read_to_string(&stderr).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        summaries.push(format!(
+            "{run}: stderr {} lines, the last: {}",
+            text.lines().count(),
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ));
+    }
+    for summary in summaries {
+        println!("{summary}");
+    }
+    fake.stop().await;
 }
 
 fn report(clusters: u64, latency: u64, before: Usage, passes: &[Pass]) {

@@ -19,8 +19,13 @@ use serde_json::{Map, Value};
 pub(crate) struct MetadataList {
     #[serde(default)]
     pub metadata: ListMeta,
-    #[serde(default)]
+    /// An empty list's `items` is `null` (the API server's empty Go slice).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub items: Vec<Item>,
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Item>, D::Error> {
+    Ok(Option::<Vec<Item>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// A list's own metadata.
@@ -170,6 +175,21 @@ mod tests {
             fields[1].fields_v1.as_ref().unwrap().0,
             json!({"f:status": {}})
         );
+    }
+
+    #[test]
+    fn an_empty_list_may_say_its_items_are_null() {
+        let answer = json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": "7"},
+            "items": null
+        });
+        let list: MetadataList = serde_json::from_value(answer).unwrap();
+        assert!(list.items.is_empty());
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
+        let absent: MetadataList = serde_json::from_value(json!({"metadata": {}})).unwrap();
+        assert!(absent.items.is_empty());
     }
 
     #[test]
