@@ -47,6 +47,7 @@
   function describe(p) {
     switch (p.event) {
       case "applying": return "Applying " + p.addon + " " + p.version;
+      case "dispatching": return "Applying to " + p.clusters + (p.clusters === 1 ? " cluster" : " clusters");
       case "clusterApplied": return "Cluster " + p.cluster + ": " + p.applied + " applied, " + p.deleted + " deleted";
       case "clusterFailed": return "Cluster " + p.cluster + " failed: " + p.error;
       case "clusterHeld": return "Cluster " + p.cluster + " keeps " + p.version;
