@@ -17,6 +17,34 @@ use crate::sources_oci_cli::{push_minimal, stderr, stdout};
 use crate::support::k8s::Sandbox;
 use crate::support::oci::{keygen, prefix, registries};
 
+/// `status minimal -o json`.
+fn installed(cli: &mut assert_cmd::Command) -> Value {
+    json_of(
+        &cli.args(["status", "minimal", "-o", "json"])
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Creates the Secret `body` (a JSON object without `apiVersion` and `kind`) in the sandbox's
+/// namespace.
+async fn create_secret(sb: &Sandbox, body: Value) {
+    crate::controller::ensure_namespace(sb).await;
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(sb.cluster.admin().await.client().clone(), sb.ns());
+    let mut secret = json!({"apiVersion": "v1", "kind": "Secret"});
+    if let (Some(secret), Value::Object(body)) = (secret.as_object_mut(), body) {
+        secret.extend(body);
+    }
+    secrets
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(secret).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
 fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(output), stderr(output)))
@@ -100,12 +128,7 @@ async fn revisions_keep_their_digest_and_a_rollback_reads_that_manifest_not_the_
         said.contains(&format!("reading `minimal` {first}")),
         "{said}"
     );
-    let status = json_of(
-        &cli()
-            .args(["status", "minimal", "-o", "json"])
-            .output()
-            .unwrap(),
-    );
+    let status = installed(&mut cli());
     assert_eq!(
         status["source"]["manifestDigest"],
         first.as_str(),
@@ -115,12 +138,7 @@ async fn revisions_keep_their_digest_and_a_rollback_reads_that_manifest_not_the_
 
     // Revision 2 keeps its package: the rollback applies it and keeps its recorded origin.
     cli().args(["rollback", "minimal", "2"]).assert().success();
-    let status = json_of(
-        &cli()
-            .args(["status", "minimal", "-o", "json"])
-            .output()
-            .unwrap(),
-    );
+    let status = installed(&mut cli());
     assert_eq!(
         status["source"]["manifestDigest"],
         second.as_str(),
@@ -163,12 +181,7 @@ async fn revisions_keep_their_digest_and_a_rollback_reads_that_manifest_not_the_
         message.contains("policy now enforces verification") && message.contains(&first),
         "{message}"
     );
-    let status = json_of(
-        &cli()
-            .args(["status", "minimal", "-o", "json"])
-            .output()
-            .unwrap(),
-    );
+    let status = installed(&mut cli());
     assert_eq!(
         status["source"]["manifestDigest"],
         second.as_str(),
@@ -275,23 +288,17 @@ async fn a_docker_config_secret_logs_in_to_an_oci_registry_and_never_shows() {
         format!("{}:{}", oci.user, oci.password),
     );
     let config = json!({"auths": {oci.basic.clone(): {"auth": auth}}}).to_string();
-    crate::controller::ensure_namespace(&sb).await;
+    create_secret(
+        &sb,
+        json!({
+            "metadata": {"name": "pull-secret"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": config},
+        }),
+    )
+    .await;
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(sb.cluster.admin().await.client().clone(), sb.ns());
-    secrets
-        .create(
-            &kube::api::PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "pull-secret"},
-                "type": "kubernetes.io/dockerconfigjson",
-                "stringData": {".dockerconfigjson": config},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
     let added = add().output().unwrap();
     assert!(added.status.success(), "{}", stderr(&added));
     assert!(stdout(&added).contains("(1 addon)"), "{}", stdout(&added));
@@ -352,23 +359,15 @@ async fn a_verification_key_kept_in_a_secret_is_read_from_the_cluster_and_fails_
         cmd
     };
     policy("cosign-key");
-    crate::controller::ensure_namespace(&sb).await;
     let (private, public) = keygen(policy_dir.path(), "cosign");
-    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(sb.cluster.admin().await.client().clone(), sb.ns());
-    secrets
-        .create(
-            &kube::api::PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "cosign-key"},
-                "stringData": {"cosign.pub": std::fs::read_to_string(&public).unwrap()},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create_secret(
+        &sb,
+        json!({
+            "metadata": {"name": "cosign-key"},
+            "stringData": {"cosign.pub": std::fs::read_to_string(&public).unwrap()},
+        }),
+    )
+    .await;
     cli()
         .args(["registry", "add", "oci-keys", "--endpoint", &endpoint])
         .args(["--option", "plainHttp=true", "--no-validate"])
