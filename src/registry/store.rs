@@ -339,10 +339,11 @@ impl Store {
         Ok(())
     }
 
-    /// Reads the Docker config of the `kubernetes.io/dockerconfigjson` (or legacy
-    /// `kubernetes.io/dockercfg`) Secret a registry's `dockerConfigSecret` option names, in the
-    /// system namespace, into its credentials. Why it cannot, when it names one: for people,
-    /// never with a credential in it.
+    /// Reads what a registry links to in Secrets into its credentials: the public keys its
+    /// verification policy keeps there (`k8s://NAMESPACE/NAME`), and the Docker config of the
+    /// `kubernetes.io/dockerconfigjson` (or legacy `kubernetes.io/dockercfg`) Secret its
+    /// `dockerConfigSecret` option names, in the system namespace. Why the Docker config cannot
+    /// be read, when one is named: for people, never with a credential in it.
     pub async fn link(&self, registry: &mut Registry) -> std::result::Result<(), String> {
         self.read_policy_keys(registry).await;
         let option = crate::source::oci::DOCKER_CONFIG_SECRET_OPTION;
