@@ -223,14 +223,9 @@ impl AsyncReader for KeptPackage {
 
     async fn list_files(&self, addon: &AddonRef) -> crate::source::Result<Vec<FileEntry>> {
         self.check(addon)?;
-        Ok(self
-            .files
-            .iter()
-            .map(|(path, bytes)| FileEntry {
-                path: path.clone(),
-                size: bytes.len() as u64,
-            })
-            .collect())
+        Ok(FileEntry::listing(
+            self.files.iter().map(|(path, bytes)| (path, bytes)),
+        ))
     }
 
     async fn read_file(&self, addon: &AddonRef, path: &str) -> crate::source::Result<Vec<u8>> {

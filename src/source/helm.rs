@@ -508,13 +508,7 @@ impl AsyncReader for HelmReader {
 
     async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
         let files = self.files(addon).await?;
-        Ok(files
-            .iter()
-            .map(|(path, bytes)| FileEntry {
-                path: path.clone(),
-                size: bytes.len() as u64,
-            })
-            .collect())
+        Ok(FileEntry::listing(files.iter()))
     }
 
     async fn read_file(&self, addon: &AddonRef, path: &str) -> Result<Vec<u8>> {

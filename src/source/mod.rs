@@ -209,6 +209,19 @@ pub struct FileEntry {
     pub size: u64,
 }
 
+impl FileEntry {
+    /// The listing of files held in memory (an unpacked archive, a kept package), by path.
+    pub fn listing<'a>(files: impl IntoIterator<Item = (&'a String, &'a Vec<u8>)>) -> Vec<Self> {
+        files
+            .into_iter()
+            .map(|(path, bytes)| FileEntry {
+                path: path.clone(),
+                size: bytes.len() as u64,
+            })
+            .collect()
+    }
+}
+
 /// A reader over one registry. Object-safe; used as `Arc<dyn AsyncReader>`.
 #[async_trait]
 pub trait AsyncReader: fmt::Debug + fmt::Display + Send + Sync + 'static {

@@ -800,14 +800,7 @@ impl AsyncReader for OciReader {
 
     async fn list_files(&self, addon: &AddonRef) -> Result<Vec<FileEntry>> {
         let chart = self.chart(addon).await?;
-        Ok(chart
-            .files
-            .iter()
-            .map(|(path, bytes)| FileEntry {
-                path: path.clone(),
-                size: bytes.len() as u64,
-            })
-            .collect())
+        Ok(FileEntry::listing(&chart.files))
     }
 
     async fn provenance(&self, addon: &AddonRef) -> Result<Option<Pinned>> {
