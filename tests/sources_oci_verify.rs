@@ -110,6 +110,120 @@ async fn a_valid_signature_verifies_and_costs_two_requests() {
     );
 }
 
+/// The cache files holding kept evidence, under `root`.
+fn evidence_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if name.starts_with("evidence-") && !name.ends_with(".meta.json") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// With a disk cache, the signature that verified a digest is kept and checked again on the
+/// next read: no request for it, the same verdict; a key no longer trusted refuses it (and drops
+/// it), and evidence copied to another digest proves nothing there.
+#[tokio::test]
+async fn a_warm_read_checks_the_kept_signature_again_without_the_registry() {
+    let keys = setup();
+    let prefix = prefix("kept");
+    let (repository, digest) = push_unique(&prefix, "kept-1").await;
+    sign(&repository, &digest, &keys.trusted, &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let options = addonctl::source::cache::CacheOptions {
+        root: Some(cache.path().to_path_buf()),
+        ..addonctl::source::cache::CacheOptions::default()
+    };
+    let open = |keys: &[&std::path::Path]| {
+        crate::support::oci::reader_with_cache(
+            &registries().anonymous,
+            &prefix,
+            Login::Anonymous,
+            Some(policy(Mode::Enforce, keys, &[])),
+            &options,
+        )
+    };
+    let cold = open(&[&keys.trusted_public]);
+    assert!(cold.pinned(&minimal()).await.unwrap().verification.verified);
+    let kept = evidence_files(cache.path());
+    assert_eq!(kept.len(), 1, "{kept:?}");
+
+    let warm = open(&[&keys.trusted_public]);
+    let pinned = warm.pinned(&minimal()).await.unwrap();
+    assert!(pinned.verification.verified, "{:?}", pinned.verification);
+    assert_eq!(pinned.verification.method.as_deref(), Some("cosign-key"));
+    assert_eq!(pinned.verification.key.as_deref(), Some("trusted.pub"));
+    let unverified = crate::support::oci::reader_with_cache(
+        &registries().anonymous,
+        &prefix,
+        Login::Anonymous,
+        None,
+        &options,
+    );
+    unverified.pinned(&minimal()).await.unwrap();
+    assert_eq!(
+        warm.http().request_count(),
+        unverified.http().request_count(),
+        "a warm read asks nothing more than an unverified one"
+    );
+
+    // Another key: the kept signature does not verify with it, and neither does the registry's.
+    refused(
+        &open(&[&keys.other_public]),
+        &digest,
+        "signed by no trusted key",
+    )
+    .await;
+    assert!(evidence_files(cache.path()).is_empty(), "dropped");
+    let again = open(&[&keys.trusted_public]);
+    assert!(
+        again
+            .pinned(&minimal())
+            .await
+            .unwrap()
+            .verification
+            .verified
+    );
+    assert_eq!(
+        again.http().request_count(),
+        warm.http().request_count() + 2,
+        "the signature manifest and its payload, read again"
+    );
+
+    // The tag moves to an unsigned chart; the kept evidence of the first digest, copied to the
+    // second's place in the cache, names the first digest and is refused.
+    let (_, moved) = push_unique(&prefix, "kept-2").await;
+    let kept = evidence_files(cache.path());
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let hex = |d: &str| d.trim_start_matches("sha256:").to_owned();
+    let copy = |from: &std::path::Path| {
+        std::path::PathBuf::from(from.to_string_lossy().replace(&hex(&digest), &hex(&moved)))
+    };
+    for suffix in ["", ".meta.json"] {
+        let from = std::path::PathBuf::from(format!("{}{suffix}", kept[0].display()));
+        std::fs::copy(&from, copy(&from)).unwrap();
+    }
+    let err = open(&[&keys.trusted_public])
+        .pinned(&minimal())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unverified { .. }), "{err}");
+    assert!(err.to_string().contains(&moved), "{err}");
+    assert_eq!(
+        evidence_files(cache.path()).len(),
+        1,
+        "the copy was dropped"
+    );
+}
+
 /// Asserts that `reader` refuses `minimal` with [`Error::Unverified`] naming `digest` and `why`.
 async fn refused(reader: &OciReader, digest: &str, why: &str) {
     let err = reader.list_files(&minimal()).await.unwrap_err();

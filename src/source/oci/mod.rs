@@ -580,7 +580,14 @@ impl Inner {
         let verification = match &self.policy {
             Some(policy) => {
                 policy
-                    .check(&self.client, &self.registry, repository, name, &fetched)
+                    .check(
+                        &self.client,
+                        &self.cache,
+                        &self.registry,
+                        repository,
+                        name,
+                        &fetched,
+                    )
                     .await?
             }
             None => Verification::default(),

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::super::client::{pull_scope, OciClient, MAX_MANIFEST_BYTES};
 use super::cosign::{decode_signature, short, signed_by, Signed};
+use super::evidence::Evidence;
 use super::{Policy, MAX_SIGNATURES};
 use crate::source::http::Call;
 use crate::source::Error;
@@ -114,14 +115,14 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 }
 
 impl Policy {
-    /// The bundles referring to `digest`: `Ok(key)` when a trusted one names it, else every
-    /// check that failed.
+    /// The bundles referring to `digest`: `Ok((key, evidence))` when a trusted one names it,
+    /// else every check that failed.
     pub(super) async fn cosign_bundle(
         &self,
         client: &OciClient,
         repository: &str,
         digest: &str,
-    ) -> std::result::Result<String, Vec<String>> {
+    ) -> std::result::Result<(String, Evidence), Vec<String>> {
         let index = referrers(client, repository, digest)
             .await
             .map_err(|e| vec![e])?;
@@ -153,7 +154,7 @@ impl Policy {
         repository: &str,
         digest: &str,
         entry: &IndexEntry,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<(String, Evidence), String> {
         let at = short(&entry.digest);
         let fetched = client
             .manifest(repository, &entry.digest)
@@ -171,8 +172,10 @@ impl Policy {
             .blob(repository, layer, MAX_BUNDLE_BYTES)
             .await
             .map_err(|e| format!("bundle {at}…: cannot read it: {e}"))?;
-        self.check_bundle(&bytes, digest)
-            .map_err(|why| format!("bundle {at}…: {why}"))
+        let key = self
+            .check_bundle(&bytes, digest)
+            .map_err(|why| format!("bundle {at}…: {why}"))?;
+        Ok((key, Evidence::cosign_bundle(&bytes)))
     }
 
     /// Checks one bundle's bytes: `Ok(key)` when a trusted key signed it and it names `digest`.

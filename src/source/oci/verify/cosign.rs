@@ -10,6 +10,7 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use serde_json::Value;
 
 use super::super::client::{Descriptor, OciClient};
+use super::evidence::Evidence;
 use super::{Policy, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 use crate::source::Error;
 
@@ -56,14 +57,14 @@ pub(super) fn short(digest: &str) -> &str {
 }
 
 impl Policy {
-    /// The legacy signature tag: `Ok(key)` when a trusted signature names `digest`, else every
-    /// check that failed.
+    /// The legacy signature tag: `Ok((key, evidence))` when a trusted signature names `digest`,
+    /// else every check that failed.
     pub(super) async fn cosign_tag(
         &self,
         client: &OciClient,
         repository: &str,
         digest: &str,
-    ) -> std::result::Result<String, Vec<String>> {
+    ) -> std::result::Result<(String, Evidence), Vec<String>> {
         let tag = format!("{}.sig", digest.replace(':', "-"));
         let fetched = match client.manifest(repository, &tag).await {
             Ok(fetched) => fetched,
@@ -102,32 +103,45 @@ impl Policy {
         repository: &str,
         digest: &str,
         layer: &Descriptor,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<(String, Evidence), String> {
         let short = short(&layer.digest);
         let Some(encoded) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
             return Err(format!(
                 "signature layer {short}… has no `{SIGNATURE_ANNOTATION}`"
             ));
         };
-        let signature =
-            decode_signature(encoded).map_err(|why| format!("signature layer {short}…: {why}"))?;
+        // The signature is decoded before the payload is fetched: junk costs no request.
+        decode_signature(encoded).map_err(|why| format!("signature layer {short}…: {why}"))?;
         let payload = client
             .blob(repository, layer, MAX_PAYLOAD_BYTES)
             .await
             .map_err(|e| format!("signature layer {short}…: cannot read the payload: {e}"))?;
-        let Some(key) = signed_by(&self.keys, &Signed::Message(&payload), &signature) else {
-            return Err(format!(
-                "signature layer {short}…: signed by no trusted key"
-            ));
+        let key = self
+            .check_payload(&payload, encoded, digest)
+            .map_err(|why| format!("signature layer {short}…: {why}"))?;
+        Ok((key, Evidence::cosign_key(&payload, encoded)))
+    }
+
+    /// A simple-signing payload and its base64 signature: `Ok(key)` when a trusted key signed
+    /// it and it names `digest`.
+    pub(super) fn check_payload(
+        &self,
+        payload: &[u8],
+        encoded: &str,
+        digest: &str,
+    ) -> std::result::Result<String, String> {
+        let signature = decode_signature(encoded)?;
+        let Some(key) = signed_by(&self.keys, &Signed::Message(payload), &signature) else {
+            return Err("signed by no trusted key".to_owned());
         };
-        let value: Value = serde_json::from_slice(&payload)
-            .map_err(|_| format!("signature layer {short}…: the payload is not JSON"))?;
+        let value: Value =
+            serde_json::from_slice(payload).map_err(|_| "the payload is not JSON".to_owned())?;
         let named = value
             .pointer("/critical/image/docker-manifest-digest")
             .and_then(Value::as_str);
         if named != Some(digest) {
             return Err(format!(
-                "signature layer {short}…: the payload names {}, not {digest}",
+                "the payload names {}, not {digest}",
                 named.unwrap_or("no digest")
             ));
         }

@@ -45,10 +45,12 @@ use serde_json::Value;
 
 use super::client::{Fetched, Login, OciClient};
 use crate::model::secret::SecretString;
+use crate::source::cache::DiskCache;
 use crate::source::{Error, Result};
 
 mod bundle;
 mod cosign;
+mod evidence;
 mod prov;
 
 pub use bundle::{pae, BUNDLE_V03, COSIGN_SIGN_PREDICATE, IN_TOTO};
@@ -323,10 +325,13 @@ impl Policy {
             .map_or(self.mode, |(_, mode)| *mode)
     }
 
-    /// Checks the signatures of `digest` in `repository`; refuses under `enforce`.
+    /// Checks the signatures of `digest` in `repository`; refuses under `enforce`. The
+    /// material that verified is kept in `cache` and checked again on the next read of the
+    /// same digest instead of reading it from the registry ([`evidence`]).
     pub async fn check(
         &self,
         client: &OciClient,
+        cache: &DiskCache,
         registry: &str,
         repository: &str,
         addon: &str,
@@ -337,27 +342,34 @@ impl Policy {
             return Ok(Verification::default());
         }
         let digest = fetched.digest.as_str();
+        let mut failures = Vec::new();
+        let mut verified = self.kept(cache, repository, addon, fetched);
         // With cosign keys, the legacy tag first (two requests when it verifies), then the
         // bundles; with a keyring, the chart's provenance layer.
-        let mut failures = Vec::new();
-        let mut verified = None;
-        if !self.keys.is_empty() {
-            match self.cosign_tag(client, repository, digest).await {
-                Ok(key) => verified = Some(("cosign-key", key)),
-                Err(mut more) => failures.append(&mut more),
-            }
-        }
+        let mut evidence = None;
         if verified.is_none() && !self.keys.is_empty() {
-            match self.cosign_bundle(client, repository, digest).await {
-                Ok(key) => verified = Some(("cosign-bundle", key)),
+            match self.cosign_tag(client, repository, digest).await {
+                Ok(found) => evidence = Some(found),
                 Err(mut more) => failures.append(&mut more),
             }
         }
-        if let (None, Some(keyring)) = (&verified, self.keyring_for(addon)) {
-            match keyring.check_layer(client, repository, fetched).await {
-                Ok(key) => verified = Some(("helm-prov", key)),
-                Err(failure) => failures.push(failure),
+        if verified.is_none() && evidence.is_none() && !self.keys.is_empty() {
+            match self.cosign_bundle(client, repository, digest).await {
+                Ok(found) => evidence = Some(found),
+                Err(mut more) => failures.append(&mut more),
             }
+        }
+        if verified.is_none() && evidence.is_none() {
+            if let Some(keyring) = self.keyring_for(addon) {
+                match keyring.check_layer(client, repository, fetched).await {
+                    Ok(found) => evidence = Some(found),
+                    Err(failure) => failures.push(failure),
+                }
+            }
+        }
+        if let Some((key, evidence)) = evidence {
+            Policy::keep(cache, repository, fetched, &evidence);
+            verified = Some((evidence.method(), key));
         }
         let verification = match verified {
             Some((method, key)) => Verification {

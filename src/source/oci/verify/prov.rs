@@ -15,6 +15,7 @@ use serde_yaml::Value;
 
 use super::super::client::{Fetched, OciClient, HELM_CHART, HELM_PROVENANCE};
 use super::cosign::short;
+use super::evidence::Evidence;
 use super::MAX_PAYLOAD_BYTES;
 
 /// The most keys read from one keyring.
@@ -95,22 +96,20 @@ impl Keyring {
         Ok(format!("{} ({fingerprint})", self.name))
     }
 
-    /// Checks the provenance layer of `fetched`.
+    /// Checks the provenance layer of `fetched`: `Ok((key, evidence))`.
     pub(super) async fn check_layer(
         &self,
         client: &OciClient,
         repository: &str,
         fetched: &Fetched,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<(String, Evidence), String> {
         let layers = &fetched.manifest.layers;
         let Some(prov) = layers.iter().find(|l| l.media_type == HELM_PROVENANCE) else {
             return Err(format!(
                 "no Helm provenance (the manifest has no `{HELM_PROVENANCE}` layer)"
             ));
         };
-        let Some(chart) = layers.iter().find(|l| l.media_type == HELM_CHART) else {
-            return Err("the manifest has no chart layer".to_owned());
-        };
+        let chart = chart_digest(fetched)?;
         let at = short(&prov.digest);
         let bytes = client
             .blob(repository, prov, MAX_PAYLOAD_BYTES)
@@ -118,9 +117,22 @@ impl Keyring {
             .map_err(|e| format!("provenance {at}…: cannot read it: {e}"))?;
         let text =
             String::from_utf8(bytes).map_err(|_| format!("provenance {at}…: not UTF-8 text"))?;
-        self.check(&text, &chart.digest)
-            .map_err(|why| format!("provenance {at}…: {why}"))
+        let key = self
+            .check(&text, chart)
+            .map_err(|why| format!("provenance {at}…: {why}"))?;
+        Ok((key, Evidence::HelmProv { prov: text }))
     }
+}
+
+/// The digest of the chart layer of `fetched`.
+pub(super) fn chart_digest(fetched: &Fetched) -> std::result::Result<&str, String> {
+    fetched
+        .manifest
+        .layers
+        .iter()
+        .find(|l| l.media_type == HELM_CHART)
+        .map(|l| l.digest.as_str())
+        .ok_or_else(|| "the manifest has no chart layer".to_owned())
 }
 
 #[cfg(test)]
