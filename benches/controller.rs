@@ -30,6 +30,11 @@
     clippy::cast_precision_loss
 )]
 
+/// The system allocator, counting the bytes allocated: the `fleet` part reports what is live
+/// after each pass (what a controller keeps between reconciles).
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+
 #[path = "support/audit.rs"]
 mod audit;
 #[path = "support/env.rs"]

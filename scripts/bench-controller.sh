@@ -17,11 +17,17 @@
 #   ADDONCTL_BENCH_FLEET_CLUSTERS    simulated clusters in 4 (default 1000)
 #   ADDONCTL_BENCH_FLEET_LATENCY_MS  latency the fake server adds to every answer (default 5)
 #   ADDONCTL_BENCH_FLEET_TIMEOUT_S   request (and socket read) timeout of every cluster in 4 (default: the library's)
+#   ADDONCTL_BENCH_FLEET_HOLD_S      seconds the fleet part holds everything after its passes (for a heap snapshot)
+#   ADDONCTL_BENCH_FLEET_PLAIN       1 = the fake server speaks plain HTTP/1.1 (default: TLS with HTTP/2, as
+#                                    kube-apiserver; every simulated cluster then holds one connection)
 #   ADDONCTL_BENCH_PROFILE           the Cargo profile (default release; `--profile` overrides it)
 # Arguments: [--profile release|dev|profiling] then the parts to run (default: unchanged drift rollout
 # fleet; also fleet-10k, fleet-cli).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every simulated cluster holds a connection (and, with the plain fake, several): the fleet parts
+# need as many descriptors as the hard limit allows.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 PROFILE="${ADDONCTL_BENCH_PROFILE:-release}"
 if [ "${1:-}" = --profile ]; then
   [ "$#" -ge 2 ] || { echo "--profile needs a value: release, dev or profiling" >&2; exit 2; }

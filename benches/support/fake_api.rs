@@ -15,8 +15,12 @@
 //!   `managedFields`; JSON merge and strategic merge patches as merge patches; JSON patches),
 //!   DELETE; `dryRun=All` answered without storing;
 //! - access reviews answered "allowed"; watches held open without events until their timeout;
-//! - at start, N cluster Secrets (token credentials, endpoint `http://127.0.0.1:<port>/c/<name>`)
-//!   in the system namespace, labelled `fleet=simulated`;
+//! - at start, N cluster Secrets (token credentials, endpoint `https://127.0.0.1:<port>/c/<name>`
+//!   and the CA that signed the server's certificate, or `http://…` with `--plain`) in the system
+//!   namespace, labelled `fleet=simulated`;
+//! - TLS with HTTP/2 and HTTP/1.1 by ALPN, as kube-apiserver speaks (`--plain`: HTTP/1.1 without
+//!   TLS); a connection whose first byte is not a TLS handshake is served as plain HTTP/1.1 (the
+//!   benchmark's own reads of the statistics);
 //! - `GET /_fake/stats`: requests so far by control plane / managed cluster and verb.
 //!
 //! Not served: field selectors, pagination (`limit` is ignored: a list is whole), `Table`
@@ -117,8 +121,10 @@ pub async fn child_main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
     let namespace = option("--namespace").unwrap_or_else(|| "vela-system".to_owned());
+    let plain = std::env::args().any(|a| a == "--plain");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let tls = (!plain).then(Tls::new);
     let fake = Arc::new(Fake {
         latency: Duration::from_millis(latency),
         objects: Mutex::new(BTreeMap::new()),
@@ -127,10 +133,27 @@ pub async fn child_main() {
     });
     for i in 0..clusters {
         let name = cluster_name(i);
-        let secret = cluster_secret(&name, &namespace, &format!("http://{address}/c/{name}"));
+        let secret = match &tls {
+            Some(tls) => cluster_secret(
+                &name,
+                &namespace,
+                &format!("https://{address}/c/{name}"),
+                Some(&tls.ca_pem),
+            ),
+            None => cluster_secret(
+                &name,
+                &namespace,
+                &format!("http://{address}/c/{name}"),
+                None,
+            ),
+        };
         fake.store("", "v1", "secrets", &namespace, &name, secret);
     }
+    if let Some(tls) = &tls {
+        println!("ca {}", b64(&tls.ca_pem));
+    }
     println!("listening {address}");
+    let acceptor = tls.map(|tls| tokio_rustls::TlsAcceptor::from(tls.config));
     let (gone, mut parent_gone) = tokio::sync::oneshot::channel::<()>();
     std::thread::spawn(move || {
         // Stop when the parent goes (its end of our stdin closes).
@@ -147,15 +170,83 @@ pub async fn child_main() {
             continue;
         };
         let fake = Arc::clone(&fake);
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let fake = Arc::clone(&fake);
                 async move { Ok::<_, Infallible>(fake.answer(request).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
+            // A TLS handshake starts with a handshake record (22).
+            let mut first = [0u8; 1];
+            let tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 22);
+            match acceptor.filter(|_| tls) {
+                Some(acceptor) => {
+                    let Ok(stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    if h2 {
+                        let _ = hyper::server::conn::http2::Builder::new(
+                            hyper_util::rt::TokioExecutor::new(),
+                        )
+                        .max_concurrent_streams(1000)
+                        .serve_connection(io, service)
+                        .await;
+                    } else {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(io, service)
+                            .await;
+                    }
+                }
+                None => {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                }
+            }
         });
+    }
+}
+
+/// The server's TLS: a throw-away CA and a certificate for 127.0.0.1 signed by it.
+struct Tls {
+    ca_pem: String,
+    config: Arc<rustls::ServerConfig>,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "fleet benchmark CA");
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![rustls::pki_types::CertificateDer::from(cert.der().to_vec())],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Tls {
+            ca_pem: ca.pem(),
+            config: Arc::new(config),
+        }
     }
 }
 
@@ -169,8 +260,8 @@ fn b64(text: &str) -> String {
 }
 
 /// A cluster Secret as `addonctl cluster join` writes one for a token.
-fn cluster_secret(name: &str, namespace: &str, endpoint: &str) -> Value {
-    json!({
+fn cluster_secret(name: &str, namespace: &str, endpoint: &str, ca: Option<&str>) -> Value {
+    let mut secret = json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": name, "namespace": namespace, "labels": {
             "cluster.core.oam.dev/cluster-credential-type": "ServiceAccountToken",
@@ -178,7 +269,11 @@ fn cluster_secret(name: &str, namespace: &str, endpoint: &str) -> Value {
         }},
         "type": "Opaque",
         "data": {"endpoint": b64(endpoint), "token": b64(TOKEN)},
-    })
+    });
+    if let Some(ca) = ca {
+        secret["data"]["ca.crt"] = json!(b64(ca));
+    }
+    secret
 }
 
 fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {

@@ -38,6 +38,8 @@ struct Usage {
     rss: u64,
     /// Peak resident set, KiB.
     peak: u64,
+    /// Bytes allocated and not yet freed (the benchmark's counting allocator).
+    heap: u64,
 }
 
 fn usage(ticks_per_second: f64) -> Usage {
@@ -66,6 +68,7 @@ fn usage(ticks_per_second: f64) -> Usage {
         cpu: (ticks(11) + ticks(12)) / ticks_per_second,
         rss: kib("VmRSS:"),
         peak: kib("VmHWM:"),
+        heap: super::ALLOCATOR.allocated() as u64,
     }
 }
 
@@ -152,6 +155,8 @@ struct Pass {
     steps: Vec<(&'static str, Duration)>,
     cpu: f64,
     peak: u64,
+    /// Bytes allocated and not freed at the start of the pass (what the passes before kept).
+    heap: u64,
     control_plane: Vec<(String, u64)>,
     managed: Vec<(String, u64)>,
     note: String,
@@ -169,8 +174,10 @@ struct Fake {
 
 impl Fake {
     async fn start(clusters: u64, latency: u64, namespace: &str) -> Fake {
+        let plain = setting("ADDONCTL_BENCH_FLEET_PLAIN", 0) == 1;
         let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
             .args([CHILD_ARGUMENT, "--clusters", &clusters.to_string()])
+            .args(plain.then_some("--plain"))
             .args([
                 "--latency-ms",
                 &latency.to_string(),
@@ -184,21 +191,29 @@ impl Fake {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        let mut line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
             .await
             .expect("the fake API server starts within 60 s")
             .unwrap()
             .unwrap_or_default();
+        let ca = line.strip_prefix("ca ").map(str::to_owned);
+        if ca.is_some() {
+            line = lines.next_line().await.unwrap().unwrap_or_default();
+        }
         let address = line
             .strip_prefix("listening ")
             .expect("the fake API server says where it listens")
             .to_owned();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
+        let server = match &ca {
+            Some(ca) => format!("https://{address}\n    certificate-authority-data: {ca}"),
+            None => format!("http://{address}"),
+        };
         fs_err::write(
             &kubeconfig,
             format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{address}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {TOKEN}\n"
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {TOKEN}\n"
             ),
         )
         .unwrap();
@@ -333,6 +348,7 @@ pub async fn run() {
             steps,
             cpu: after.cpu - at.cpu,
             peak: after.peak,
+            heap: at.heap,
             control_plane: delta(&requests_after, &requests, "controlPlane"),
             managed: delta(&requests_after, &requests, "managed"),
             note,
@@ -342,7 +358,17 @@ pub async fn run() {
         "request timeout (and socket read timeout) of every cluster: {} s",
         ctx.cluster.request_timeout().as_secs()
     );
-    report(clusters, latency, before, &passes);
+    // What the passes keep: allocated once their results are gone.
+    let kept = usage(tps).heap;
+    report(clusters, latency, before, kept, &passes);
+    // Everything a controller keeps is still held here: time for a heap snapshot (valgrind's
+    // `vgdb detailed_snapshot` under massif).
+    let hold = setting("ADDONCTL_BENCH_FLEET_HOLD_S", 0);
+    if hold > 0 {
+        println!("holding for {hold} s (pid {})", std::process::id());
+        tokio::time::sleep(Duration::from_secs(hold)).await;
+    }
+    drop(memo);
     fake.stop().await;
 }
 
@@ -459,16 +485,17 @@ pub async fn cli() {
     fake.stop().await;
 }
 
-fn report(clusters: u64, latency: u64, before: Usage, passes: &[Pass]) {
+fn report(clusters: u64, latency: u64, before: Usage, kept: u64, passes: &[Pass]) {
     let n = clusters.max(1) as f64;
     println!(
         "\n## {clusters} simulated clusters (fake API server in a child process, {latency} ms added to every answer), one Addon selecting all"
     );
     println!(
-        "this process before the passes: {:.1} MiB resident",
-        before.rss as f64 / 1024.0
+        "this process before the passes: {:.1} MiB resident, {:.1} MiB allocated",
+        before.rss as f64 / 1024.0,
+        before.heap as f64 / MIB
     );
-    println!("| pass | wall s | steps | CPU s | CPU ms per cluster | peak RSS MiB | control-plane requests | managed-cluster requests (per cluster) |\n|---|---|---|---|---|---|---|---|");
+    println!("| pass | wall s | steps | CPU s | CPU ms per cluster | peak RSS MiB | allocated at the start, KiB per cluster | control-plane requests | managed-cluster requests (per cluster) |\n|---|---|---|---|---|---|---|---|---|");
     for p in passes {
         let steps: Vec<String> = p
             .steps
@@ -477,13 +504,14 @@ fn report(clusters: u64, latency: u64, before: Usage, passes: &[Pass]) {
             .collect();
         let managed_total: u64 = p.managed.iter().map(|(_, k)| k).sum();
         println!(
-            "| {} | {:.2} | {} | {:.2} | {:.2} | {:.1} | {} | {} ({:.1}) |",
+            "| {} | {:.2} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} ({:.1}) |",
             p.name,
             p.wall.as_secs_f64(),
             steps.join(", "),
             p.cpu,
             p.cpu * 1e3 / n,
             p.peak as f64 / 1024.0,
+            p.heap.saturating_sub(before.heap) as f64 / 1024.0 / n,
             show(&p.control_plane),
             show(&p.managed),
             managed_total as f64 / n,
@@ -494,8 +522,12 @@ fn report(clusters: u64, latency: u64, before: Usage, passes: &[Pass]) {
     }
     let peak = passes.last().map_or(0, |p| p.peak);
     println!(
-        "memory: peak {:.1} MiB resident, {:.1} KiB per cluster above the start",
+        "memory: peak {:.1} MiB resident, {:.1} KiB per cluster above the start; kept between passes: {:.1} MiB allocated, {:.1} KiB per cluster above the start",
         peak as f64 / 1024.0,
-        peak.saturating_sub(before.rss) as f64 / n
+        peak.saturating_sub(before.rss) as f64 / n,
+        kept as f64 / MIB,
+        kept.saturating_sub(before.heap) as f64 / 1024.0 / n
     );
 }
+
+const MIB: f64 = 1024.0 * 1024.0;

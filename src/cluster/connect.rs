@@ -49,6 +49,18 @@ fn https_connector(
 /// `http://` endpoint and `insecure-skip-tls-verify` need none. Where the roots cannot be read,
 /// kube's own way is taken (and says why).
 fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, kube::Error> {
+    let mut tls = verified_tls_config(config)?;
+    // A client talks to one API server: rustls's default session store (room for 256 tickets,
+    // about 14 KiB allocated up front) would be kept by every cluster of a fleet.
+    tls.resumption = rustls::client::Resumption::in_memory_sessions(TICKETS_PER_CLIENT);
+    Ok(tls)
+}
+
+/// The session tickets a client keeps: rustls keeps at most this many per server.
+const TICKETS_PER_CLIENT: usize = 8;
+
+/// kube's TLS configuration, with the system's roots shared (see [`tls_config`]).
+fn verified_tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, kube::Error> {
     if config.root_cert.is_some() {
         return config.rustls_client_config();
     }

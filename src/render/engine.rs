@@ -50,8 +50,9 @@ impl Default for Limits {
             max_operations: 10_000_000,
             deadline: Duration::from_secs(5),
             max_string_size: 4 * 1024 * 1024,
-            max_array_size: 10_000,
-            max_map_size: 10_000,
+            // A fleet's clusters reach a script as one list (`clusters`): room for 100,000.
+            max_array_size: 100_000,
+            max_map_size: 100_000,
             max_call_levels: 64,
             max_expr_depth: (64, 64),
             max_modules: 64,
