@@ -294,7 +294,7 @@ async fn main() {
             "unchanged" => unchanged().await,
             "drift" => drift().await,
             "rollout" => rollout().await,
-            "fleet" => fleet::run().await,
+            "fleet" => Box::pin(fleet::run()).await,
             "fleet-cli" => fleet::cli().await,
             other => {
                 panic!("unknown part `{other}`: one of unchanged, drift, rollout, fleet, fleet-cli")
