@@ -102,105 +102,54 @@ pub(super) async fn apply_rendered(
     // Every write of the record is conditional on the version read here (then on the one
     // written): a record changed by anyone else meanwhile is never overwritten.
     let vela = uses_vela(ctx).await?;
+    // The direct engine reads every record under the lock (what the other addons own): this
+    // addon's comes from the same list.
+    let (mut stored_previous, other_records) = if vela {
+        (
+            record::storage::read(cluster, ns, &rendered.name).await?,
+            Vec::new(),
+        )
+    } else {
+        record::storage::read_with_others(cluster, ns, &rendered.name).await?
+    };
+    let previous = stored_previous.record.take();
     super::overrides::direct_only(&rendered.name, &step.variants, hold, vela)?;
     report.engine = if vela {
         EngineChoice::Vela
     } else {
         EngineChoice::Direct
     };
+    let mut record = new_record(step, ns, previous.as_ref(), vela);
     let ordered = ordered_objects(step);
-    let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
-    // The direct engine reads every record (what the other addons own): this addon's comes
-    // from the same list, the one the plan read before the lock when nothing but the lock was
-    // written since. That list may predate another command's whole run under this lock (the
-    // lock proves nothing of the time before it was taken), so the first write of the record
-    // is conditional on this addon's record being still the one read (or still missing):
-    // nothing is applied before it, and when it was changed the step starts again from a read
-    // made under the lock. The other addons' records are no more current read under this lock
-    // than before it: their own locks, not held here, guard them.
-    let mut across_locks = !vela && ctx.locked_at().is_some();
-    let (mut record, mut stored_previous, previous, mut others, prepared, stored_record) = loop {
-        let (mut stored_previous, other_records, before_lock) = if vela {
-            (
-                record::storage::read(cluster, ns, &rendered.name).await?,
-                Vec::new(),
-                false,
+    let mut others = OtherRecords::of(&other_records, &rendered.name);
+    let prepared = if vela {
+        None
+    } else {
+        let direct = Direct {
+            adopt,
+            hold,
+            others: &others,
+        };
+        Some(
+            prepare_direct(
+                ctx,
+                step,
+                direct,
+                &mut record,
+                previous.as_ref(),
+                &ordered,
+                reporter,
             )
-        } else if across_locks {
-            record::storage::read_with_others_across_locks(cluster, ns, &rendered.name).await?
-        } else {
-            let (stored, others) =
-                record::storage::read_with_others(cluster, ns, &rendered.name).await?;
-            (stored, others, false)
-        };
-        let previous = stored_previous.record.take();
-        let mut record = new_record(step, ns, previous.as_ref(), vela);
-        let others = OtherRecords::of(&other_records, &rendered.name);
-        let prepared = if vela {
-            None
-        } else {
-            let direct = Direct {
-                adopt,
-                hold,
-                others: &others,
-            };
-            Some(
-                prepare_direct(
-                    ctx,
-                    step,
-                    direct,
-                    &mut record,
-                    previous.as_ref(),
-                    &ordered,
-                    reporter,
-                )
-                .await?,
-            )
-        };
-        adopt_outputs(cluster, step, adopt, &mut record, ns).await?;
-        // Write the record first: the last good inventories (so an interrupted enable can still
-        // be disabled or finished) and, with the direct engine, the pending revision listing
-        // everything about to be applied; then everything it owns.
-        record::storage::check_room(&record, &record::storage::Layout::DEFAULT)?;
-        let stored_record = match (before_lock, ctx.locked_at()) {
-            (true, Some(locked_at)) => {
-                match record::storage::write_if_unchanged(
-                    cluster,
-                    ns,
-                    &record,
-                    &stored_previous,
-                    locked_at,
-                )
-                .await?
-                {
-                    record::storage::Written::Stored(stored, sharded) => {
-                        stored_previous
-                            .resource_version
-                            .clone_from(&stored.metadata.resource_version);
-                        stored_previous.sharded = sharded;
-                        *stored
-                    }
-                    record::storage::Written::Conflict => {
-                        tracing::debug!(
-                            "the record of `{}` changed before the lock was taken: read again",
-                            rendered.name
-                        );
-                        across_locks = false;
-                        continue;
-                    }
-                }
-            }
-            _ => write_record(cluster, &mut record, ns, &mut stored_previous).await?,
-        };
-        break (
-            record,
-            stored_previous,
-            previous,
-            others,
-            prepared,
-            stored_record,
-        );
+            .await?,
+        )
     };
+    adopt_outputs(cluster, step, adopt, &mut record, ns).await?;
+    // Write the record first: the last good inventories (so an interrupted enable can still be
+    // disabled or finished) and, with the direct engine, the pending revision listing
+    // everything about to be applied; then everything it owns.
+    let record_name = format!("Secret `{ns}/{}`", record::record_name(&rendered.name));
+    record::storage::check_room(&record, &record::storage::Layout::DEFAULT)?;
+    let stored_record = write_record(cluster, &mut record, ns, &mut stored_previous).await?;
     writes.note(report, &stored_record, record_name.clone());
     let owner = if vela {
         let app = cluster.apply(&rendered.application, ns).await?;
