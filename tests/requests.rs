@@ -185,60 +185,6 @@ async fn kept_reads_survive_a_lock_and_not_another_write() {
     lock.release().await.unwrap();
 }
 
-/// A list reused before a lock is answered under it when asked for as such, said to be maybe
-/// older than the lock; after any other write of the client it is read again, and said new.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_list_read_before_a_lock_is_answered_under_it_only_as_such() {
-    let sb = Sandbox::without_kubevela().await;
-    system_namespace(&sb).await;
-    let cluster = sb.cluster.admin().await;
-    let secrets = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
-    let selector = "before-lock-test=yes";
-    let _reuse = cluster.reuse_lists();
-    let requests = || cluster.counters().requests();
-    let (listed, before_lock) = cluster
-        .list_reused_across_locks(&secrets, Some(sb.ns()), selector)
-        .await
-        .unwrap();
-    assert!(listed.is_empty() && !before_lock, "read now");
-    let lock = addonctl::state::lease::acquire(
-        &cluster,
-        sb.ns(),
-        "addonctl-lock-before",
-        "before",
-        "test",
-        false,
-    )
-    .await
-    .unwrap();
-    let locked = requests();
-    let (_, before_lock) = cluster
-        .list_reused_across_locks(&secrets, Some(sb.ns()), selector)
-        .await
-        .unwrap();
-    assert!(before_lock, "the answer may predate the lock");
-    assert_eq!(requests(), locked, "answered from memory");
-    cluster
-        .apply(
-            &json!({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": "before", "namespace": sb.ns(), "labels": {"before-lock-test": "yes"}}}),
-            sb.ns(),
-        )
-        .await
-        .unwrap();
-    let wrote = requests();
-    let (listed, before_lock) = cluster
-        .list_reused_across_locks(&secrets, Some(sb.ns()), selector)
-        .await
-        .unwrap();
-    assert_eq!(requests(), wrote + 1, "another write: read again");
-    assert!(
-        !before_lock && listed.len() == 1,
-        "read now, with the write"
-    );
-    lock.release().await.unwrap();
-}
-
 /// A control plane without KubeVela's Application does not run KubeVela: its version costs no
 /// request once discovery is known (it did cost a list and a GET).
 #[tokio::test(flavor = "multi_thread")]

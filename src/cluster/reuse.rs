@@ -14,11 +14,6 @@
 //! command ([`Cluster::list_kept`], [`Cluster::get_kept`]): taking or releasing a lock does not
 //! make it stale, any other write of this client does. Another client may change it at any
 //! moment, before a second read as well as after, so a second read would guarantee nothing.
-//!
-//! A reused list may also be asked for as read before a lock was taken
-//! ([`Cluster::list_reused_across_locks`]): it is answered, said to be possibly older than the
-//! lock, while this client has written nothing but Leases since; the caller proves what it
-//! relies on unchanged (a write conditional on the version read), or reads again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -52,9 +47,6 @@ struct State {
     other_writes: u64,
     /// Reads kept across a lock's writes (see the module documentation).
     kept: HashMap<Key, Vec<DynamicObject>>,
-    /// The lists reused ([`Memory::Lists`]) as read, kept across a lock's writes for
-    /// [`Cluster::list_reused_across_locks`].
-    before_lock: HashMap<Key, Vec<DynamicObject>>,
 }
 
 /// Which reads a [`Cluster::remembered`] read is one of.
@@ -131,7 +123,6 @@ impl Reuse {
         if !is_lease(path) {
             state.other_writes += 1;
             state.kept.clear();
-            state.before_lock.clear();
         }
     }
 }
@@ -153,7 +144,6 @@ impl Drop for Reusing {
         if state.holders == 0 {
             state.lists.clear();
             state.kept.clear();
-            state.before_lock.clear();
             state.wrote = false;
         }
     }
@@ -196,35 +186,6 @@ impl Cluster {
         let key = key(gvk, namespace, selector.to_owned());
         let read = self.list(gvk, namespace, selector);
         self.remembered(Memory::Lists, key, read).await
-    }
-
-    /// [`Cluster::list_reused`], answered as well from a list read before this client took a
-    /// lock (while a [`Cluster::reuse_lists`] guard is held and it has written nothing but
-    /// Leases since). The flag says whether the answer may predate a lock: what the caller
-    /// relies on under the lock must then be proved unchanged, as a lock does not prove it
-    /// (another command may have taken the lock, written and released it between the read and
-    /// this client's lock). `false`: read now, or nothing written since the read.
-    pub async fn list_reused_across_locks(
-        &self,
-        gvk: &GroupVersionKind,
-        namespace: Option<&str>,
-        selector: &str,
-    ) -> Result<(Vec<DynamicObject>, bool)> {
-        let key = key(gvk, namespace, selector.to_owned());
-        if self.reuse.watched {
-            let state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !state.usable(Memory::Lists) && state.holders > 0 {
-                if let Some(known) = state.before_lock.get(&key) {
-                    return Ok((known.clone(), true));
-                }
-            }
-        }
-        let read = self.list(gvk, namespace, selector);
-        Ok((self.remembered(Memory::Lists, key, read).await?, false))
     }
 
     /// [`Cluster::list`] of what no addonctl lock protects, read once per command: answered
@@ -280,15 +241,12 @@ impl Cluster {
             } else if let Some(known) = state.reads(memory).get(&key) {
                 return Ok(known.clone());
             } else {
-                Some((state.writes(memory), state.other_writes))
+                Some(state.writes(memory))
             }
         };
         let read = read.await?;
-        if let Some((writes, other_writes)) = writes {
+        if let Some(writes) = writes {
             let mut state = state();
-            if memory == Memory::Lists && state.other_writes == other_writes {
-                state.before_lock.insert(key.clone(), read.clone());
-            }
             if state.usable(memory) && state.writes(memory) == writes {
                 state.reads(memory).insert(key, read.clone());
             }

@@ -422,39 +422,11 @@ pub async fn read_with_others(
     addon: &str,
 ) -> crate::Result<(Stored, Vec<Record>)> {
     let (mains, shards) = list_all(cluster, ns).await?;
-    split(&mains, &shards, addon)
-}
-
-/// [`read_with_others`], answered from the lists the command read before taking its lock when
-/// it has written nothing else since (see [`crate::cluster::Cluster::list_reused_across_locks`]):
-/// the flag says so. Then nothing proves `addon`'s record unchanged: write it first with
-/// [`write_if_unchanged`]. A sharded record is read again (its shards and its index would not be
-/// proved of the same moment).
-pub async fn read_with_others_across_locks(
-    cluster: &Cluster,
-    ns: &str,
-    addon: &str,
-) -> crate::Result<(Stored, Vec<Record>, bool)> {
-    let (mains, before_lock) = cluster
-        .list_reused_across_locks(&secret_gvk(), Some(ns), &format!("{LABEL_RECORD}=true"))
-        .await?;
-    let mains: Vec<Value> = mains.iter().map(crate::state::to_value).collect();
-    if !before_lock || mains.iter().any(is_sharded) {
-        let (stored, others) = read_with_others(cluster, ns, addon).await?;
-        return Ok((stored, others, false));
-    }
-    let (stored, others) = split(&mains, &[], addon)?;
-    Ok((stored, others, true))
-}
-
-/// Addon `addon`'s record and every other record, from the record Secrets `mains` and the
-/// shards `shards`.
-fn split(mains: &[Value], shards: &[Value], addon: &str) -> crate::Result<(Stored, Vec<Record>)> {
     let name = record_name(addon);
     let mut stored = Stored::default();
     let mut others = Vec::new();
-    for main in mains {
-        let record = decode(main, shards)?;
+    for main in &mains {
+        let record = decode(main, &shards)?;
         if name_of(main) != name {
             others.extend(record);
             continue;
@@ -509,43 +481,6 @@ pub async fn write(
     version: Option<&str>,
     was_sharded: bool,
 ) -> crate::Result<Written> {
-    write_with(cluster, ns, record, version, None, was_sharded).await
-}
-
-/// Writes a record as [`write`] does, only if its Secret is still `read` (the record as read,
-/// perhaps before this command took its lock), else [`Written::Conflict`] and nothing of it is
-/// overwritten. `unwritten` is a resourceVersion no record can have: the revision of a write of
-/// another object (the lock's Lease, [`crate::apply::Applier::locked_at`]).
-///
-/// A server-side apply is conditional on the `resourceVersion` and the `uid` it carries, and
-/// creates a missing object whatever `resourceVersion` it carries (a missing one has no `uid`
-/// to compare: one carried is a conflict). So a record read is written only if it is still
-/// that object at that version (not deleted, nor made again), and a record found missing is
-/// written only if it is still missing: one made since has a version of its own, never
-/// `unwritten`.
-pub async fn write_if_unchanged(
-    cluster: &Cluster,
-    ns: &str,
-    record: &Record,
-    read: &Stored,
-    unwritten: u64,
-) -> crate::Result<Written> {
-    let unwritten = unwritten.to_string();
-    let (version, uid) = match &read.resource_version {
-        Some(version) => (version.as_str(), read.uid.as_deref()),
-        None => (unwritten.as_str(), None),
-    };
-    write_with(cluster, ns, record, Some(version), uid, read.sharded).await
-}
-
-async fn write_with(
-    cluster: &Cluster,
-    ns: &str,
-    record: &Record,
-    version: Option<&str>,
-    uid: Option<&str>,
-    was_sharded: bool,
-) -> crate::Result<Written> {
     let encoded = encode(record, ns, &Layout::DEFAULT)?;
     for shard in &encoded.shards {
         cluster.apply(shard, ns).await?;
@@ -553,9 +488,6 @@ async fn write_with(
     let mut main = encoded.main;
     if let Some(version) = version {
         main["metadata"]["resourceVersion"] = json!(version);
-    }
-    if let Some(uid) = uid {
-        main["metadata"]["uid"] = json!(uid);
     }
     let stored = match cluster.apply(&main, ns).await {
         Ok(stored) => stored,
