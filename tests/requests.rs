@@ -258,7 +258,14 @@ async fn the_largest_built_in_addon_costs_few_requests_to_enable_re_enable_and_d
     enable(&fresh, ADDON, json!({})).await;
     let again = process(&sb, cache.path(), &[]).await;
     let reports = enable(&again, ADDON, json!({})).await;
-    assert!(reports.iter().all(addonctl::apply::StepReport::unchanged));
+    assert!(
+        reports.iter().all(addonctl::apply::StepReport::unchanged),
+        "changed and deleted: {:?}",
+        reports
+            .iter()
+            .map(|r| (&r.changed, &r.deleted))
+            .collect::<Vec<_>>()
+    );
     let removal = process(&sb, cache.path(), &[]).await;
     disable(&removal, ADDON).await;
     assert!(sb
