@@ -1129,3 +1129,77 @@ async fn outputs_that_need_no_crd_are_applied_while_the_crd_becomes_established(
     let crd = seen.expect("the ConfigMap was not applied while the CRD was waited for");
     assert_never_established(&crd, &enabled.unwrap_err().to_string());
 }
+
+/// An apply that meets the object being deleted (a finalizer still to run, as a CRD whose
+/// resources are being removed right after a `disable`) waits until it is gone and applies it
+/// again: what is applied and recorded is the new object, not the one about to disappear.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_apply_meeting_an_object_being_deleted_waits_and_makes_it_new() {
+    let sb = Sandbox::without_kubevela().await;
+    sb.api()
+        .create_if_missing(&json!({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": sb.ns()}}))
+        .await
+        .unwrap();
+    let cluster = sb.cluster.admin().await;
+    let config_map = kube::core::GroupVersionKind::gvk("", "v1", "ConfigMap");
+    for (name, metadata_only) in [("held-full", false), ("held-metadata", true)] {
+        let object = |value: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": name, "namespace": sb.ns()}, "data": {"v": value}})
+        };
+        let mut held = object("1");
+        held["metadata"]["finalizers"] = json!(["addonctl.test/hold"]);
+        let old = cluster.apply(&held, sb.ns()).await.unwrap();
+        cluster
+            .delete(&config_map, Some(sb.ns()), name)
+            .await
+            .unwrap();
+        // Its finalizer is removed a moment later, as a controller would.
+        let releaser = {
+            let cluster = cluster.clone();
+            let ns = sb.ns().to_owned();
+            let name = name.to_owned();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+                    cluster.client().clone(),
+                    &ns,
+                    &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+                );
+                api.patch(
+                    &name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                )
+                .await
+                .unwrap();
+            })
+        };
+        let started = std::time::Instant::now();
+        let stored = if metadata_only {
+            cluster
+                .apply_placed_metadata(&object("2"), sb.ns(), None)
+                .await
+                .unwrap()
+        } else {
+            cluster.apply(&object("2"), sb.ns()).await.unwrap()
+        };
+        releaser.await.unwrap();
+        assert!(
+            started.elapsed() >= std::time::Duration::from_millis(300),
+            "{name}: returned before the old object was gone"
+        );
+        assert_ne!(
+            stored.metadata.uid, old.metadata.uid,
+            "{name}: a new object"
+        );
+        assert!(stored.metadata.deletion_timestamp.is_none(), "{name}");
+        let live = sb.get(Kind::CONFIG_MAP, name).await.unwrap();
+        assert_eq!(
+            live["metadata"]["uid"].as_str(),
+            stored.metadata.uid.as_deref()
+        );
+        assert_eq!(live["data"]["v"], "2", "{name}");
+    }
+}

@@ -185,6 +185,201 @@ async fn kept_reads_survive_a_lock_and_not_another_write() {
     lock.release().await.unwrap();
 }
 
+/// Under locks the command created, what they protect is not listed again (a list after the
+/// Lease's write waits for the API server's cache): the list read before them, with each locked
+/// subject's object read again by name. Another client's change, creation and deletion of a
+/// locked subject's object between the list and the lock are all seen; the parts of an
+/// unchanged witness are the list read before; a lock taken over, or another write, lists.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_new_locks_the_locked_objects_are_read_again_by_name() {
+    let sb = Sandbox::without_kubevela().await;
+    system_namespace(&sb).await;
+    let cluster = sb.cluster.admin().await;
+    let other = sb.cluster.admin().await;
+    let secrets = kube::core::GroupVersionKind::gvk("", "v1", "Secret");
+    let selector = "locked-test=yes";
+    let secret = |name: &str, data: &str, labels: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": name, "namespace": sb.ns(), "labels": labels},
+               "stringData": {"v": data}})
+    };
+    let mine = json!({"locked-test": "yes"});
+    for name in ["rec-a", "rec-d", "rec-f", "rec-b"] {
+        other
+            .apply(&secret(name, "1", mine.clone()), sb.ns())
+            .await
+            .unwrap();
+    }
+    other
+        .apply(&secret("part-f", "1", json!({"part-of": "f"})), sb.ns())
+        .await
+        .unwrap();
+    let _reuse = cluster.reuse_lists();
+    let requests = || cluster.counters().requests();
+    let names = |listed: &[kube::api::DynamicObject]| {
+        listed
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    let before = cluster
+        .list_reused(&secrets, Some(sb.ns()), selector)
+        .await
+        .unwrap();
+    assert_eq!(names(&before), ["rec-a", "rec-b", "rec-d", "rec-f"]);
+    for of in ["a", "f"] {
+        cluster
+            .list_reused(&secrets, Some(sb.ns()), &format!("part-of={of}"))
+            .await
+            .unwrap();
+    }
+
+    // Meanwhile, another client: rec-a changed (and given a part), rec-d deleted, rec-e made
+    // (all locked below), rec-c made (not locked).
+    other
+        .apply(&secret("rec-a", "2", mine.clone()), sb.ns())
+        .await
+        .unwrap();
+    other
+        .apply(&secret("part-a", "1", json!({"part-of": "a"})), sb.ns())
+        .await
+        .unwrap();
+    other
+        .delete(&secrets, Some(sb.ns()), "rec-d")
+        .await
+        .unwrap();
+    other
+        .apply(&secret("rec-e", "1", mine.clone()), sb.ns())
+        .await
+        .unwrap();
+    other
+        .apply(&secret("rec-c", "1", mine.clone()), sb.ns())
+        .await
+        .unwrap();
+
+    let mut locks = Vec::new();
+    for subject in ["a", "d", "e", "f"] {
+        let lease = format!("addonctl-lock-test-{subject}");
+        locks.push(
+            addonctl::state::lease::acquire(&cluster, sb.ns(), &lease, subject, "test", false)
+                .await
+                .unwrap(),
+        );
+    }
+    let name_of = |lease: &str, subject: &str| {
+        (lease == format!("addonctl-lock-test-{subject}")).then(|| format!("rec-{subject}"))
+    };
+    let locked = requests();
+    let listed = cluster
+        .list_locked(&secrets, Some(sb.ns()), selector, name_of)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&listed),
+        ["rec-a", "rec-b", "rec-e", "rec-f"],
+        "the locked subjects as they are now, the others as listed before the locks"
+    );
+    let a = listed
+        .iter()
+        .find(|o| o.metadata.name.as_deref() == Some("rec-a"))
+        .unwrap();
+    assert_eq!(
+        a.data["data"]["v"], "Mg==",
+        "rec-a as the other client wrote it"
+    );
+    assert_eq!(requests(), locked + 4, "one read by name per lock, no list");
+
+    let ns = sb.ns().to_owned();
+    let part_of = |of: &str| {
+        let (cluster, secrets, ns) = (&cluster, &secrets, &ns);
+        let of = of.to_owned();
+        async move {
+            names(
+                &cluster
+                    .list_locked_if_unchanged(
+                        secrets,
+                        Some(ns),
+                        &format!("part-of={of}"),
+                        selector,
+                        &format!("rec-{of}"),
+                    )
+                    .await
+                    .unwrap(),
+            )
+        }
+    };
+    let read = requests();
+    assert_eq!(part_of("f").await, ["part-f"]);
+    assert_eq!(
+        requests(),
+        read,
+        "rec-f unchanged: its parts as read before"
+    );
+    assert_eq!(
+        part_of("a").await,
+        ["part-a"],
+        "rec-a changed: its parts listed"
+    );
+    assert_eq!(requests(), read + 1);
+
+    // Another write: everything is listed again.
+    cluster
+        .apply(&secret("unrelated", "1", json!({})), sb.ns())
+        .await
+        .unwrap();
+    let wrote = requests();
+    let listed = cluster
+        .list_locked(&secrets, Some(sb.ns()), selector, name_of)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&listed),
+        ["rec-a", "rec-b", "rec-c", "rec-e", "rec-f"]
+    );
+    assert_eq!(requests(), wrote + 1);
+    for lock in locks {
+        lock.release().await.unwrap();
+    }
+
+    // A lock taken over (forced: as after a command that died holding it): listed.
+    let fresh = sb.cluster.admin().await;
+    let _reuse = fresh.reuse_lists();
+    fresh
+        .list_reused(&secrets, Some(sb.ns()), selector)
+        .await
+        .unwrap();
+    other
+        .apply(&secret("rec-g", "1", mine.clone()), sb.ns())
+        .await
+        .unwrap();
+    let held = addonctl::state::lease::acquire(
+        &other,
+        sb.ns(),
+        "addonctl-lock-test-g",
+        "g",
+        "dead",
+        false,
+    )
+    .await
+    .unwrap();
+    let taken =
+        addonctl::state::lease::acquire(&fresh, sb.ns(), "addonctl-lock-test-g", "g", "test", true)
+            .await
+            .unwrap();
+    let listed = fresh
+        .list_locked(&secrets, Some(sb.ns()), selector, |lease, subject| {
+            (lease == format!("addonctl-lock-test-{subject}")).then(|| format!("rec-{subject}"))
+        })
+        .await
+        .unwrap();
+    assert!(
+        names(&listed).contains(&"rec-c".to_owned()),
+        "a lock taken over: the list is read again, and sees what was written meanwhile"
+    );
+    drop(held);
+    taken.release().await.unwrap();
+}
+
 /// A control plane without KubeVela's Application does not run KubeVela: its version costs no
 /// request once discovery is known (it did cost a list and a GET).
 #[tokio::test(flavor = "multi_thread")]

@@ -138,7 +138,14 @@ pub async fn disable_all_with(
         };
         let mut needs = Vec::new();
         for addon in &scope {
-            needs.extend(access::disable_needs(ctx, addon).await?);
+            // The record's parts too, with the records: under the lock they are not listed
+            // again while the record is unchanged (`record::storage::parts`).
+            let (addon_needs, ahead) = futures::join!(
+                access::disable_needs(ctx, addon),
+                record::storage::parts_ahead(ctx.cluster, ctx.namespace, addon)
+            );
+            needs.extend(addon_needs?);
+            ahead?;
         }
         needs.sort();
         needs.dedup();
@@ -270,7 +277,8 @@ pub(super) async fn disable_one(
             None => Ok(()),
         }
     };
-    let (dispatched, parts) = futures::join!(dispatched, listing);
+    // The listing first: read before the lock, it is answered before any delete is sent.
+    let (parts, dispatched) = futures::join!(listing, dispatched);
     dispatched?;
     let (parts, mut result) = match parts {
         Ok(parts) => (parts, Ok(())),

@@ -54,6 +54,9 @@ pub fn gvk_of(object: &Value) -> Option<GroupVersionKind> {
     Some(GroupVersionKind::gvk(group, version, kind))
 }
 
+/// The longest an apply waits for the object it met being deleted to be gone.
+pub const DELETION_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Cluster {
     /// Server-side applies an object (forced, field manager `addonctl`). Namespaced objects
     /// without a namespace go to `default_namespace`. Returns the object as stored.
@@ -98,9 +101,60 @@ impl Cluster {
             .await?;
         let mut params = PatchParams::apply(FIELD_MANAGER).force();
         params.dry_run = dry_run;
+        let stored = api
+            .patch(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| self.map_error(e, &what))?;
+        if dry_run || stored.metadata.deletion_timestamp.is_none() {
+            return Ok(stored);
+        }
+        self.gone(&api, &name, &stored.metadata, &what).await?;
         api.patch(&name, &params, &Patch::Apply(&body))
             .await
             .map_err(|e| self.map_error(e, &what))
+    }
+
+    /// An apply met the object being deleted (its `deletionTimestamp` set, its finalizers still
+    /// to run: a CRD whose custom resources are being removed, a namespace emptying): what it
+    /// changed is about to disappear. Waits until that object is gone (or replaced by another
+    /// writer), reading it with a growing pause, for at most [`DELETION_WAIT`]; the caller then
+    /// applies again, making it new. The wait exceeded is a conflict naming what holds it.
+    async fn gone(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        deleting: &kube::api::ObjectMeta,
+        what: &str,
+    ) -> Result<()> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(25);
+        loop {
+            tokio::time::sleep(pause).await;
+            match api.get_opt(name).await {
+                Ok(Some(now)) if now.metadata.uid == deleting.uid => {}
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(r)) if r.code == 404 => return Ok(()),
+                Err(e) => return Err(self.map_error(e, what)),
+            }
+            if started.elapsed() >= DELETION_WAIT {
+                let finalizers = deleting.finalizers.clone().unwrap_or_default().join(", ");
+                return Err(Error::Conflict {
+                    cluster: self.name.clone(),
+                    message: format!(
+                        "{what} is being deleted (finalizers: {}) and was still there after {} s; \
+                         it is applied new once it is gone: wait for its deletion to finish (see \
+                         what its finalizers wait for), then run the command again",
+                        if finalizers.is_empty() {
+                            "none"
+                        } else {
+                            &finalizers
+                        },
+                        DELETION_WAIT.as_secs()
+                    ),
+                });
+            }
+            pause = (pause * 2).min(std::time::Duration::from_millis(500));
+        }
     }
 
     /// [`Cluster::apply_placed`], the answer parsed only for its metadata (as
@@ -122,12 +176,22 @@ impl Cluster {
             .map_err(|e| self.map_error(kube::Error::BuildRequest(e), &what))?;
         let answer: super::slim::Item = self
             .client
-            .request(request)
+            .request(request.clone())
             .await
             .map_err(|e| self.map_error(e, &what))?;
+        let mut metadata: kube::api::ObjectMeta = answer.metadata.into();
+        if metadata.deletion_timestamp.is_some() {
+            self.gone(&api, &name, &metadata, &what).await?;
+            let answer: super::slim::Item = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| self.map_error(e, &what))?;
+            metadata = answer.metadata.into();
+        }
         Ok(DynamicObject {
             types: None,
-            metadata: answer.metadata.into(),
+            metadata,
             data: Value::Null,
         })
     }

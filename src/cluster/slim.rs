@@ -54,6 +54,7 @@ pub(crate) struct Metadata {
     generation: Option<i64>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
     labels: Option<BTreeMap<String, String>>,
     managed_fields: Option<Vec<ManagedFields>>,
 }
@@ -107,6 +108,7 @@ impl From<Metadata> for ObjectMeta {
             generation: m.generation,
             creation_timestamp: m.creation_timestamp,
             deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
             labels: m.labels,
             managed_fields: m.managed_fields.map(|entries| {
                 entries

@@ -368,6 +368,7 @@ pub async fn acquire(
         match take(cluster, &lease, &Decision::Create).await {
             Ok(Some(stored)) => {
                 let version = stored.metadata.resource_version.unwrap_or_default();
+                cluster.locked_new(name, subject);
                 return Ok(Lock::start(cluster, namespace, name, holder, version));
             }
             Ok(None) | Err(cluster::Error::Conflict { .. }) => {}
@@ -397,6 +398,7 @@ pub async fn acquire(
         match take(cluster, &lease, &decision).await {
             Ok(Some(stored)) => {
                 let version = stored.metadata.resource_version.unwrap_or_default();
+                cluster.locked_new(name, subject);
                 return Ok(Lock::start(cluster, namespace, name, holder, version));
             }
             Ok(None) | Err(cluster::Error::Conflict { .. }) => {}

@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 
 use crate::cluster::Cluster;
 use crate::model::wire::{
-    application_gvk, args_secret_name, secret_gvk, string_list, topology_properties,
-    ARGS_SECRET_KEY, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
+    application_gvk, application_name, args_secret_name, secret_gvk, string_list,
+    topology_properties, ARGS_SECRET_KEY, LABEL_NAME, LABEL_REGISTRY, LABEL_VERSION, LOCAL_CLUSTER,
 };
 use crate::{Error, Result};
 use record::Record;
@@ -77,8 +77,14 @@ impl Store<'_> {
         let (records, apps) = Box::pin(async {
             futures::join!(
                 records,
-                self.cluster
-                    .list_reused(&applications, Some(self.namespace), LABEL_NAME)
+                self.cluster.list_locked(
+                    &applications,
+                    Some(self.namespace),
+                    LABEL_NAME,
+                    |lease, addon| {
+                        (lease == lease::addon_lease(addon)).then(|| application_name(addon))
+                    }
+                )
             )
         })
         .await;

@@ -30,6 +30,7 @@ use crate::cluster::{self, Cluster};
 pub use crate::error::RecordError;
 use crate::model::wire::{secret_gvk, LABEL_RECORD};
 pub use crate::model::wire::{LABEL_RECORD_OF, LABEL_RECORD_PART};
+use crate::state::lease::addon_lease;
 /// The key of a sharded record's index in the record Secret.
 pub const INDEX_KEY: &str = "recordIndex";
 /// The key of a shard's bytes.
@@ -448,8 +449,14 @@ pub async fn read_with_others(
 
 /// The record Secrets of `ns` and, when any is sharded, every shard (reused lists).
 async fn list_all(cluster: &Cluster, ns: &str) -> crate::Result<(Vec<Value>, Vec<Value>)> {
+    // Under an addon's lock, its record is read again by name (see `Cluster::list_locked`).
     let mains: Vec<Value> = cluster
-        .list_reused(&secret_gvk(), Some(ns), &format!("{LABEL_RECORD}=true"))
+        .list_locked(
+            &secret_gvk(),
+            Some(ns),
+            &format!("{LABEL_RECORD}=true"),
+            |lease, addon| (lease == addon_lease(addon)).then(|| record_name(addon)),
+        )
         .await?
         .iter()
         .map(crate::state::to_value)
@@ -526,12 +533,18 @@ pub async fn delete_shards(
 
 /// The Secrets of addon `addon`'s record besides the record itself: each name, and whether it
 /// is a shard (which must outlive the record that names it).
+///
+/// Under `addon`'s lock, when [`parts_ahead`] read them before it and the record is as the list
+/// of records read before it showed it, that read is the answer: the parts change only with
+/// the record, under its lock (see [`Cluster::list_locked_if_unchanged`]).
 pub async fn parts(cluster: &Cluster, ns: &str, addon: &str) -> crate::Result<Vec<(String, bool)>> {
     let listed = cluster
-        .list(
+        .list_locked_if_unchanged(
             &secret_gvk(),
             Some(ns),
             &format!("{LABEL_RECORD_OF}={addon}"),
+            &format!("{LABEL_RECORD}=true"),
+            &record_name(addon),
         )
         .await?;
     Ok(listed
@@ -547,6 +560,19 @@ pub async fn parts(cluster: &Cluster, ns: &str, addon: &str) -> crate::Result<Ve
             Some((name, shard))
         })
         .collect())
+}
+
+/// Reads `addon`'s record parts ahead of its lock, for [`parts`] to use under it (a reused
+/// list: nothing more when read already).
+pub async fn parts_ahead(cluster: &Cluster, ns: &str, addon: &str) -> crate::Result<()> {
+    cluster
+        .list_reused(
+            &secret_gvk(),
+            Some(ns),
+            &format!("{LABEL_RECORD_OF}={addon}"),
+        )
+        .await?;
+    Ok(())
 }
 
 /// Deletes the Secrets `names` of the record's parts concurrently (a record keeps up to
