@@ -319,6 +319,12 @@ pub async fn prepare_holding(
     // cluster's work was lost while holding it).
     let mut prepared = std::sync::Arc::try_unwrap(prepared).unwrap_or_else(|p| (*p).clone());
     prepared.plans = plans;
+    // `local` is the control plane, where the locks were taken: their revision is one read
+    // before anything is applied there, when the survey listed nothing (a list read now
+    // would wait for the API server's cache to catch up with the lock's write).
+    if let (Some(revision), Some(Ok(plan))) = (ctx.locked_at(), prepared.plans.get_mut(LOCAL)) {
+        plan.revision.get_or_insert(revision);
+    }
     Ok(prepared)
 }
 
