@@ -236,24 +236,19 @@ async fn under_new_locks_the_locked_objects_are_read_again_by_name() {
 
     // Meanwhile, another client: rec-a changed (and given a part), rec-d deleted, rec-e made
     // (all locked below), rec-c made (not locked).
-    other
-        .apply(&secret("rec-a", "2", mine.clone()), sb.ns())
-        .await
-        .unwrap();
-    other
-        .apply(&secret("part-a", "1", json!({"part-of": "a"})), sb.ns())
-        .await
-        .unwrap();
+    for (name, value, labels) in [
+        ("rec-a", "2", mine.clone()),
+        ("part-a", "1", json!({"part-of": "a"})),
+        ("rec-e", "1", mine.clone()),
+        ("rec-c", "1", mine.clone()),
+    ] {
+        other
+            .apply(&secret(name, value, labels), sb.ns())
+            .await
+            .unwrap();
+    }
     other
         .delete(&secrets, Some(sb.ns()), "rec-d")
-        .await
-        .unwrap();
-    other
-        .apply(&secret("rec-e", "1", mine.clone()), sb.ns())
-        .await
-        .unwrap();
-    other
-        .apply(&secret("rec-c", "1", mine.clone()), sb.ns())
         .await
         .unwrap();
 
