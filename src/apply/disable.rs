@@ -149,6 +149,19 @@ pub async fn disable_all_with(
         }
         needs.sort();
         needs.dedup();
+        // The joined clusters, when an addon removed was dispatched to one: what no lock
+        // protects is read once per command (and kept across the lock), here with the records
+        // rather than under the lock, where a list waits for the API server's cache.
+        let installed = ctx.state().installed().await?;
+        let joined = scope.iter().any(|addon| {
+            installed
+                .get(addon)
+                .and_then(|i| i.record.as_ref())
+                .is_some_and(|r| r.dispatched_or_planned().keys().any(|c| c != LOCAL_CLUSTER))
+        });
+        if joined {
+            ctx.state().joined().await?;
+        }
         Ok((scope, needs))
     };
     let (scope, needs) = super::checked_first(state, scoped).await?;
