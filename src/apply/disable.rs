@@ -115,7 +115,7 @@ pub async fn disable_all_with(
     // new.
     let _reuse = ctx.cluster.reuse_lists();
     if options.dry_run {
-        return disable_all_unlocked(ctx, name, options, reporter).await;
+        return disable_all_unlocked(ctx, name, options, None, reporter).await;
     }
     let command = format!("`addonctl disable {name}`");
     // The addon's state first, while what the removal needs is read: a user without rights
@@ -149,37 +149,113 @@ pub async fn disable_all_with(
         }
         needs.sort();
         needs.dedup();
+        let installed = ctx.state().installed().await?;
         // The joined clusters, when an addon removed was dispatched to one: what no lock
         // protects is read once per command (and kept across the lock), here with the records
         // rather than under the lock, where a list waits for the API server's cache.
-        let installed = ctx.state().installed().await?;
         let joined = scope.iter().any(|addon| {
             installed
                 .get(addon)
                 .and_then(|i| i.record.as_ref())
                 .is_some_and(|r| r.dispatched_or_planned().keys().any(|c| c != LOCAL_CLUSTER))
         });
-        if joined {
-            ctx.state().joined().await?;
-        }
-        Ok((scope, needs))
+        let joined = async {
+            if joined {
+                ctx.state().joined().await?;
+            }
+            Ok::<_, Error>(())
+        };
+        let checked = async {
+            // A damaged record is an error under the lock, after the permission check.
+            let all = ctx.state().installed_checked().await.ok()?;
+            precheck(ctx, &all, name, options).await
+        };
+        let (checked, joined) = futures::join!(checked, joined);
+        joined?;
+        Ok((scope, needs, checked))
     };
-    let (scope, needs) = super::checked_first(state, scoped).await?;
+    let (scope, needs, checked) = super::checked_first(state, scoped).await?;
     super::guarded(
         ctx,
         &command,
         &needs,
         &scope,
-        Box::pin(disable_all_unlocked(ctx, name, options, reporter)),
+        Box::pin(disable_all_unlocked(ctx, name, options, checked, reporter)),
     )
     .await
 }
 
-/// [`disable_all_with`] without the permission check and the locks.
+/// What the removal's guard ([`guard::check`]) concluded before the lock, and on what state.
+struct Prechecked {
+    removal: Vec<String>,
+    state: Vec<RemovedState>,
+    outcome: Result<()>,
+}
+
+/// What the guard reads of an addon removed: its record, and its Application's spec.
+type RemovedState = (Option<Record>, Option<serde_json::Value>);
+
+fn removed_state(all: &BTreeMap<String, Installed>, removal: &[String]) -> Vec<RemovedState> {
+    removal
+        .iter()
+        .map(|name| {
+            let addon = all.get(name);
+            (
+                addon.and_then(|a| a.record.clone()),
+                addon.and_then(|a| a.application.as_ref()?.get("spec").cloned()),
+            )
+        })
+        .collect()
+}
+
+/// The guard run before the lock, as every check that no lock of this command covers (the
+/// custom resources of the CRDs, the Applications using the definitions, the dependents'
+/// records): its consistent lists wait there together with the records' for the API server's
+/// cache, not once more under the lock. Under the lock its outcome stands when the addons
+/// removed are as it saw them; otherwise the guard runs again.
+async fn precheck(
+    ctx: &Applier<'_>,
+    all: &BTreeMap<String, Installed>,
+    name: &str,
+    options: &DisableOptions,
+) -> Option<Prechecked> {
+    if options.force || !all.contains_key(name) {
+        return None;
+    }
+    let removal = removal_of(all, name, options.prune_dependencies);
+    let outcome = guard::check(ctx, all, &removal).await;
+    Some(Prechecked {
+        state: removed_state(all, &removal),
+        removal,
+        outcome,
+    })
+}
+
+/// `name` and, with `prune_dependencies`, the dependencies nothing else needs once it is gone,
+/// in removal order.
+fn removal_of(
+    all: &BTreeMap<String, Installed>,
+    name: &str,
+    prune_dependencies: bool,
+) -> Vec<String> {
+    let mut removal = vec![name.to_owned()];
+    if prune_dependencies {
+        let mut universe = Universe::new(Vec::new());
+        for addon in all.values() {
+            universe.install(crate::plan::installed_addon(addon));
+        }
+        removal.extend(resolve::prunable_after_removing(&universe, name));
+    }
+    removal
+}
+
+/// [`disable_all_with`] without the permission check and the locks (`checked`: the guard's
+/// outcome before them, see [`precheck`]).
 async fn disable_all_unlocked(
     ctx: &Applier<'_>,
     name: &str,
     options: &DisableOptions,
+    checked: Option<Prechecked>,
     reporter: &dyn Reporter,
 ) -> Result<Vec<DisableReport>> {
     let DisableOptions {
@@ -196,16 +272,12 @@ async fn disable_all_unlocked(
             addon: name.to_owned(),
         });
     }
-    let mut removal = vec![name.to_owned()];
-    if prune_dependencies {
-        let mut universe = Universe::new(Vec::new());
-        for addon in all.values() {
-            universe.install(crate::plan::installed_addon(addon));
-        }
-        removal.extend(resolve::prunable_after_removing(&universe, name));
-    }
+    let removal = removal_of(&all, name, prune_dependencies);
     if !force {
-        guard::check(ctx, &all, &removal).await?;
+        match checked.filter(|c| c.removal == removal && c.state == removed_state(&all, &removal)) {
+            Some(checked) => checked.outcome?,
+            None => guard::check(ctx, &all, &removal).await?,
+        }
     }
     let mut reports: Vec<DisableReport> = Vec::new();
     let each = DisableOptions {
