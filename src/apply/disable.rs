@@ -168,7 +168,7 @@ pub async fn disable_all_with(
         let checked = async {
             // A damaged record is an error under the lock, after the permission check.
             let all = ctx.state().installed_checked().await.ok()?;
-            precheck(ctx, &all, name, options).await
+            Box::pin(precheck(ctx, &all, name, options)).await
         };
         let (checked, joined) = futures::join!(checked, joined);
         joined?;
