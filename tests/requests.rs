@@ -442,7 +442,36 @@ async fn the_largest_built_in_addon_costs_few_requests_to_enable_re_enable_and_d
     // Cold discovery: fills the cache.
     let warm_up = process(&sb, cache.path(), &[]).await;
     enable(&warm_up, ADDON, json!({})).await;
+    let record = sb.record(ADDON).await;
+    let crds: Vec<String> = (record.inventory.iter())
+        .chain(
+            record
+                .dispatched
+                .values()
+                .flat_map(|i| i.objects.iter().map(|o| &o.object)),
+        )
+        .filter(|o| o.kind == "CustomResourceDefinition")
+        .map(|o| o.name.clone())
+        .collect();
+    assert!(!crds.is_empty(), "the addon has CRDs");
     disable(&process(&sb, cache.path(), &[]).await, ADDON).await;
+    // The API server removes deleted CRDs after the disable: a fresh install meeting one still
+    // there waits for it (see `control_plane::an_apply_meeting_an_object_being_deleted…`), which
+    // is not what is counted here.
+    for crd in &crds {
+        let gone = async {
+            while sb
+                .get(Kind::CUSTOM_RESOURCE_DEFINITION, crd)
+                .await
+                .is_some()
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), gone)
+            .await
+            .unwrap_or_else(|_| panic!("CRD `{crd}` still there 30 s after the disable"));
+    }
 
     let fresh = process(&sb, cache.path(), &[]).await;
     enable(&fresh, ADDON, json!({})).await;
