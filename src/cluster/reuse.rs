@@ -141,6 +141,11 @@ impl Scopes {
 }
 
 impl Reuse {
+    /// The state, held.
+    fn locked(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// This client is writing to `path`: nothing read before is reused, except reads kept
     /// when the write is a lock's (a Lease), and, when it creates one, the lists read before it
     /// (set aside until the lock is known to be new, [`Cluster::locked_new`]).
@@ -202,11 +207,7 @@ impl Cluster {
     /// Reuses lists made through [`Cluster::list_reused`] while the guard is held, until this
     /// client writes: one command's plan and checks read the state once.
     pub fn reuse_lists(&self) -> Reusing {
-        let mut state = self
-            .reuse
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.reuse.locked();
         state.holders += 1;
         Reusing(Arc::clone(&self.reuse))
     }
@@ -260,11 +261,7 @@ impl Cluster {
     /// The lock Lease `lease` of `subject` was just created by this client (no other command
     /// held it): the lists read before it may serve [`Cluster::list_locked`].
     pub fn locked_new(&self, lease: &str, subject: &str) {
-        let mut state = self
-            .reuse
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.reuse.locked();
         if state.holders == 0 {
             return;
         }
@@ -286,11 +283,7 @@ impl Cluster {
     ) -> Result<Vec<DynamicObject>> {
         let key = key(gvk, namespace, selector.to_owned());
         let before = {
-            let state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let state = self.reuse.locked();
             match (state.before.get(&key), Selector::parse(selector)) {
                 (Some(before), Some(selector)) if self.reuse.watched && state.holders > 0 => {
                     let names: Vec<String> = state
@@ -334,11 +327,7 @@ impl Cluster {
         witness: &str,
     ) -> Result<Vec<DynamicObject>> {
         let (before, witnessed) = {
-            let state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let state = self.reuse.locked();
             let usable = self.reuse.watched && state.holders > 0 && !state.locked.is_empty();
             let list = |selector: &str| {
                 usable
@@ -378,28 +367,15 @@ impl Cluster {
         let reads = names.iter().map(|name| async move {
             let key = key(gvk, namespace, format!("/{name}"));
             let known = {
-                let state = self
-                    .reuse
-                    .state
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
+                let state = self.reuse.locked();
                 state.again.get(&key).cloned()
             };
             if let Some(known) = known {
                 return Ok(known);
             }
-            let generation = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .generation;
+            let generation = self.reuse.locked().generation;
             let read = self.get(gvk, namespace, name).await?;
-            let mut state = self
-                .reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.reuse.locked();
             if state.generation == generation && !state.locked.is_empty() {
                 state.again.insert(key, read.clone());
             }
@@ -416,12 +392,7 @@ impl Cluster {
         key: Key,
         read: impl std::future::Future<Output = Result<Vec<DynamicObject>>>,
     ) -> Result<Vec<DynamicObject>> {
-        let state = || {
-            self.reuse
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        };
+        let state = || self.reuse.locked();
         let writes = {
             let mut state = state();
             if !self.reuse.watched || !state.usable(memory) {
