@@ -7,25 +7,28 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{ApiCapabilities, Scope};
 
-use super::{Cluster, Discovered, Error, Result};
+use super::shared_discovery::{share, Resources};
+use super::{Cluster, Discovered, Error, Found, Result};
 
 impl Cluster {
     /// The API resource serving a kind, or `None` when the server does not serve it. Cached;
     /// a kind not served is looked up again after `refresh_discovery`.
     pub async fn resource(&self, gvk: &GroupVersionKind) -> Result<Discovered> {
+        let resolve = |found: &Found| found.as_ref().map(|(list, at)| list[*at].clone());
         if let Some(found) = self
             .discovery
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(gvk)
         {
-            return Ok(found.clone());
+            return Ok(resolve(found));
         }
-        let pick = |resources: Option<Vec<(ApiResource, ApiCapabilities)>>| {
-            resources.and_then(|resources| {
-                resources
-                    .into_iter()
-                    .find(|(resource, _)| resource.kind == gvk.kind)
+        let pick = |resources: Option<Resources>| {
+            resources.and_then(|list| {
+                let at = list
+                    .iter()
+                    .position(|(resource, _)| resource.kind == gvk.kind)?;
+                Some((list, at))
             })
         };
         let mut found = pick(self.group_version(gvk).await?);
@@ -33,18 +36,17 @@ impl Cluster {
         if found.is_none() && self.forget_disk_entry(gvk) {
             found = pick(self.group_version(gvk).await?);
         }
+        let resolved = resolve(&found);
         self.discovery
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(gvk.clone(), found.clone());
-        Ok(found)
+            .insert(gvk.clone(), found);
+        Ok(resolved)
     }
 
-    /// The resources of a kind's group version (read once; `None` when not served).
-    pub(super) async fn group_version(
-        &self,
-        gvk: &GroupVersionKind,
-    ) -> Result<Option<Vec<(ApiResource, ApiCapabilities)>>> {
+    /// The resources of a kind's group version (read once; `None` when not served), shared
+    /// with the clusters that serve the same.
+    pub(super) async fn group_version(&self, gvk: &GroupVersionKind) -> Result<Option<Resources>> {
         let key = (gvk.group.clone(), gvk.version.clone());
         let known = || {
             self.versions
@@ -69,6 +71,7 @@ impl Cluster {
             return Ok(known);
         }
         if let Some(stored) = self.read_disk(&key).await {
+            let stored = stored.map(share);
             self.versions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -77,7 +80,7 @@ impl Cluster {
         }
         let gv = kube::core::GroupVersion::gv(&gvk.group, &gvk.version);
         let found = match kube::discovery::pinned_group(&self.client, &gv).await {
-            Ok(group) => Some(group.versioned_resources(&gvk.version)),
+            Ok(group) => Some(share(group.versioned_resources(&gvk.version))),
             Err(kube::Error::Api(r)) if r.code == 404 => None,
             Err(kube::Error::Discovery(_)) => None,
             Err(e) => {

@@ -23,6 +23,7 @@ pub mod rate;
 pub mod retry;
 mod reuse;
 pub mod set;
+mod shared_discovery;
 mod slim;
 mod watch;
 pub mod watchdog;
@@ -127,8 +128,11 @@ struct DiskState {
 }
 
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
+/// Where a kind was found: its group version's shared resources and its place among them
+/// (`None`: not served).
+type Found = Option<(shared_discovery::Resources, usize)>;
 /// The resources of one group version (`None`: not served), by group and version.
-type Versions = HashMap<(String, String), Option<Vec<(ApiResource, ApiCapabilities)>>>;
+type Versions = HashMap<(String, String), Option<shared_discovery::Resources>>;
 /// A lock per group version being read, by group and version.
 type Reading = HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>;
 /// Managed clusters by name, with the fingerprint of the credentials they were made with.
@@ -140,7 +144,7 @@ pub struct Cluster {
     name: String,
     server: String,
     client: Client,
-    discovery: Arc<Mutex<HashMap<GroupVersionKind, Discovered>>>,
+    discovery: Arc<Mutex<HashMap<GroupVersionKind, Found>>>,
     /// The resources of each group version read so far (`None`: not served), so that each
     /// group version is read once, whatever number of its kinds are looked up.
     versions: Arc<Mutex<Versions>>,

@@ -36,7 +36,8 @@ mod detect;
 pub mod engine;
 mod path;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -198,10 +199,28 @@ impl std::fmt::Display for Drift {
 
 /// The `resourceVersion` of each object as last applied or observed in sync, by cluster: what a
 /// controller keeps between reconciles so that an unchanged object costs no read.
+///
+/// The clusters of a fleet hold the same objects: each object's reference is kept once and
+/// shared by every cluster's entry (about 2 KiB per cluster for ten objects otherwise).
 #[derive(Debug, Clone, Default)]
 pub struct DriftCache {
-    versions: HashMap<String, HashMap<ObjectRef, String>>,
+    versions: HashMap<String, HashMap<Arc<ObjectRef>, Box<str>>>,
+    /// The object references in use, shared by this cache and the ones taken from it.
+    refs: Arc<Mutex<Refs>>,
 }
+
+/// Object references kept once for every cluster's entries.
+#[derive(Debug, Default)]
+struct Refs {
+    set: HashSet<Arc<ObjectRef>>,
+    /// At this many, the references no entry holds any more are dropped (twice those in use
+    /// after the last sweep, at least [`REFS_SWEPT_PAST`]): each sweep is paid for by as many
+    /// new references.
+    sweep_at: usize,
+}
+
+/// The fewest references kept before those no entry holds are dropped.
+const REFS_SWEPT_PAST: usize = 4096;
 
 impl DriftCache {
     /// An empty cache.
@@ -212,7 +231,10 @@ impl DriftCache {
     /// Takes one cluster's versions out, as a cache of that cluster alone (for its check on
     /// another thread; [`DriftCache::put_back`] returns them).
     pub(crate) fn take(&mut self, cluster: &str) -> DriftCache {
-        let mut own = DriftCache::default();
+        let mut own = DriftCache {
+            versions: HashMap::new(),
+            refs: Arc::clone(&self.refs),
+        };
         if let Some((name, versions)) = self.versions.remove_entry(cluster) {
             own.versions.insert(name, versions);
         }
@@ -226,15 +248,33 @@ impl DriftCache {
 
     /// The version cached for an object.
     pub fn get(&self, cluster: &str, object: &ObjectRef) -> Option<&str> {
-        self.versions.get(cluster)?.get(object).map(String::as_str)
+        self.versions.get(cluster)?.get(object).map(AsRef::as_ref)
     }
 
     /// Records an object as in sync at `resource_version`.
     pub fn observe(&mut self, cluster: &str, object: &ObjectRef, resource_version: &str) {
-        self.versions
-            .entry(cluster.to_owned())
-            .or_default()
-            .insert(object.clone(), resource_version.to_owned());
+        let objects = self.versions.entry(cluster.to_owned()).or_default();
+        if let Some(version) = objects.get_mut(object) {
+            if **version != *resource_version {
+                *version = resource_version.into();
+            }
+            return;
+        }
+        let shared = {
+            let mut refs = self.refs.lock().unwrap_or_else(PoisonError::into_inner);
+            if refs.set.len() >= refs.sweep_at.max(REFS_SWEPT_PAST) {
+                refs.set.retain(|r| Arc::strong_count(r) > 1);
+                refs.sweep_at = refs.set.len() * 2;
+            }
+            if let Some(known) = refs.set.get(object) {
+                Arc::clone(known)
+            } else {
+                let new = Arc::new(object.clone());
+                refs.set.insert(Arc::clone(&new));
+                new
+            }
+        };
+        objects.insert(shared, resource_version.into());
     }
 
     /// Forgets an object (drifted: checked again next time).
@@ -443,5 +483,38 @@ mod tests {
         assert_eq!(cache.get("m1", &deployment("web")), None);
         cache.forget_cluster("m2");
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn the_cache_keeps_one_reference_per_object_for_every_cluster_and_drops_unused_ones() {
+        let mut cache = DriftCache::new();
+        let mut taken = cache.take("m3");
+        taken.observe("m3", &deployment("web"), "1");
+        for cluster in ["m1", "m2"] {
+            cache.observe(cluster, &deployment("web"), "7");
+        }
+        cache.put_back(taken);
+        let refs = |cache: &DriftCache| cache.refs.lock().unwrap().set.len();
+        assert_eq!(
+            refs(&cache),
+            1,
+            "one reference for the object on three clusters"
+        );
+        let held: Vec<_> = cache.versions.values().flat_map(HashMap::keys).collect();
+        assert!(held.windows(2).all(|w| Arc::ptr_eq(w[0], w[1])));
+        assert_eq!(cache.get("m3", &deployment("web")), Some("1"));
+        // A changed version replaces the old one on its cluster alone.
+        cache.observe("m1", &deployment("web"), "8");
+        assert_eq!(cache.get("m1", &deployment("web")), Some("8"));
+        assert_eq!(cache.get("m2", &deployment("web")), Some("7"));
+        // References no entry holds are dropped once enough were added.
+        for cluster in ["m1", "m2", "m3"] {
+            cache.forget_cluster(cluster);
+        }
+        for i in 0..=REFS_SWEPT_PAST {
+            cache.observe("m1", &deployment(&format!("app-{i}")), "1");
+            cache.forget("m1", &deployment(&format!("app-{i}")));
+        }
+        assert!(refs(&cache) <= 2, "{} references kept", refs(&cache));
     }
 }
