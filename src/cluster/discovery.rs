@@ -7,28 +7,37 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{ApiCapabilities, Scope};
 
-use super::shared_discovery::{share, Resources};
-use super::{Cluster, Discovered, Error, Found, Result};
+use super::shared_discovery::{share, Resources, ServedKind};
+use super::{Cluster, Discovered, Error, Result};
 
 impl Cluster {
     /// The API resource serving a kind, or `None` when the server does not serve it. Cached;
-    /// a kind not served is looked up again after `refresh_discovery`.
+    /// a kind not served is looked up again after `refresh_discovery`. An owned copy: where a
+    /// borrow serves, [`Cluster::kind`] costs no copy.
     pub async fn resource(&self, gvk: &GroupVersionKind) -> Result<Discovered> {
-        let resolve = |found: &Found| found.as_ref().map(|(list, at)| list[*at].clone());
+        Ok(self
+            .kind(gvk)
+            .await?
+            .map(|kind| (kind.resource().clone(), kind.caps().clone())))
+    }
+
+    /// How the server serves a kind (`None`: it does not), from the discovery this client
+    /// shares with the clusters that serve the same. Cached as [`Cluster::resource`] is.
+    pub(crate) async fn kind(&self, gvk: &GroupVersionKind) -> Result<Option<ServedKind>> {
         if let Some(found) = self
             .discovery
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(gvk)
         {
-            return Ok(resolve(found));
+            return Ok(found.clone());
         }
         let pick = |resources: Option<Resources>| {
             resources.and_then(|list| {
                 let at = list
                     .iter()
                     .position(|(resource, _)| resource.kind == gvk.kind)?;
-                Some((list, at))
+                Some(ServedKind { list, at })
             })
         };
         let mut found = pick(self.group_version(gvk).await?);
@@ -36,12 +45,11 @@ impl Cluster {
         if found.is_none() && self.forget_disk_entry(gvk) {
             found = pick(self.group_version(gvk).await?);
         }
-        let resolved = resolve(&found);
         self.discovery
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(gvk.clone(), found);
-        Ok(resolved)
+            .insert(gvk.clone(), found.clone());
+        Ok(found)
     }
 
     /// The resources of a kind's group version (read once; `None` when not served), shared
@@ -224,7 +232,7 @@ impl Cluster {
 
     /// Whether the server serves a kind.
     pub async fn serves(&self, gvk: &GroupVersionKind) -> Result<bool> {
-        Ok(self.resource(gvk).await?.is_some())
+        Ok(self.kind(gvk).await?.is_some())
     }
 
     /// The server's current revision, read with a one-item list of Secrets in `namespace`:
@@ -287,7 +295,7 @@ impl Cluster {
         namespace: Option<&str>,
         what: &str,
     ) -> Result<(Api<DynamicObject>, bool)> {
-        let Some((resource, caps)) = self.resource(gvk).await? else {
+        let Some(kind) = self.kind(gvk).await? else {
             return Err(Error::NotFound {
                 cluster: self.name.clone(),
                 message: format!(
@@ -298,10 +306,10 @@ impl Cluster {
                 ),
             });
         };
-        let namespaced = caps.scope == Scope::Namespaced;
+        let namespaced = kind.caps().scope == Scope::Namespaced;
         let api = match (namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
-            (true, None) | (false, _) => Api::all_with(self.client.clone(), &resource),
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, kind.resource()),
+            (true, None) | (false, _) => Api::all_with(self.client.clone(), kind.resource()),
         };
         Ok((api, namespaced))
     }

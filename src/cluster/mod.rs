@@ -128,9 +128,6 @@ struct DiskState {
 }
 
 type Discovered = Option<(ApiResource, ApiCapabilities)>;
-/// Where a kind was found: its group version's shared resources and its place among them
-/// (`None`: not served).
-type Found = Option<(shared_discovery::Resources, usize)>;
 /// The resources of one group version (`None`: not served), by group and version.
 type Versions = HashMap<(String, String), Option<shared_discovery::Resources>>;
 /// A lock per group version being read, by group and version.
@@ -144,7 +141,8 @@ pub struct Cluster {
     name: String,
     server: String,
     client: Client,
-    discovery: Arc<Mutex<HashMap<GroupVersionKind, Found>>>,
+    /// Each kind looked up (`None`: not served).
+    discovery: Arc<Mutex<HashMap<GroupVersionKind, Option<shared_discovery::ServedKind>>>>,
     /// The resources of each group version read so far (`None`: not served), so that each
     /// group version is read once, whatever number of its kinds are looked up.
     versions: Arc<Mutex<Versions>>,
@@ -498,7 +496,7 @@ impl Cluster {
         namespace: Option<&str>,
         names: &[&str],
     ) -> Result<(Vec<kube::core::ObjectMeta>, Option<u64>)> {
-        if self.resource(gvk).await?.is_none() {
+        if self.kind(gvk).await?.is_none() {
             return Ok((Vec::new(), None));
         }
         let what = format!("{} list", gvk.kind);

@@ -333,7 +333,7 @@ impl Cluster {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<DynamicObject>> {
-        if self.resource(gvk).await?.is_none() {
+        if self.kind(gvk).await?.is_none() {
             return Ok(None);
         }
         let (what, api) = self.named_api(gvk, namespace, name).await?;
@@ -354,7 +354,7 @@ impl Cluster {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>> {
-        if self.resource(gvk).await?.is_none() {
+        if self.kind(gvk).await?.is_none() {
             return Ok(Vec::new());
         }
         let what = format!("{} list", gvk.kind);
@@ -377,7 +377,7 @@ impl Cluster {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<bool> {
-        if self.resource(gvk).await?.is_none() {
+        if self.kind(gvk).await?.is_none() {
             return Ok(false);
         }
         let (what, api) = self.named_api(gvk, namespace, name).await?;
@@ -411,7 +411,7 @@ impl Cluster {
         name: &str,
         uid: Option<&str>,
     ) -> Result<Deleted> {
-        if self.resource(gvk).await?.is_none() {
+        if self.kind(gvk).await?.is_none() {
             return Ok(Deleted::Absent);
         }
         let (what, api) = self.named_api(gvk, namespace, name).await?;

@@ -19,6 +19,26 @@ pub(super) type Resources = Arc<[(ApiResource, ApiCapabilities)]>;
 /// A handle on a shared list that does not keep it.
 type Handle = Weak<[(ApiResource, ApiCapabilities)]>;
 
+/// One kind of a shared list: what a cluster keeps for each kind it looked up.
+#[derive(Clone)]
+pub(crate) struct ServedKind {
+    pub(super) list: Resources,
+    /// Its place in `list` (found there: always in range).
+    pub(super) at: usize,
+}
+
+impl ServedKind {
+    /// The API resource serving the kind.
+    pub(crate) fn resource(&self) -> &ApiResource {
+        &self.list[self.at].0
+    }
+
+    /// What the server allows on it, and its scope.
+    pub(crate) fn caps(&self) -> &ApiCapabilities {
+        &self.list[self.at].1
+    }
+}
+
 /// The lists handed out, by the hash of their content; a hash may name several lists.
 #[derive(Default)]
 struct Interner {

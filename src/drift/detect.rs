@@ -350,14 +350,16 @@ pub async fn kind_api(
     gvk: &kube::core::GroupVersionKind,
     namespace: Option<&str>,
 ) -> Result<Option<Api<DynamicObject>>, String> {
-    let Some((resource, caps)) = cluster.resource(gvk).await.map_err(|e| e.to_string())? else {
+    let Some(kind) = cluster.kind(gvk).await.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let client = cluster.client().clone();
-    Ok(Some(match (caps.scope == Scope::Namespaced, namespace) {
-        (true, Some(ns)) => Api::namespaced_with(client, ns, &resource),
-        _ => Api::all_with(client, &resource),
-    }))
+    Ok(Some(
+        match (kind.caps().scope == Scope::Namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(client, ns, kind.resource()),
+            _ => Api::all_with(client, kind.resource()),
+        },
+    ))
 }
 
 /// Whether every manager of the object's fields is addonctl, or writes its status only.

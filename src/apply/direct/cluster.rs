@@ -97,8 +97,11 @@ pub(super) async fn survey(
             continue;
         };
         let gvk = reference.gvk();
-        let (namespaced, served) = match target.cluster.resource(&gvk).await? {
-            Some((_, caps)) => (caps.scope == kube::discovery::Scope::Namespaced, true),
+        let (namespaced, served) = match target.cluster.kind(&gvk).await? {
+            Some(kind) => (
+                kind.caps().scope == kube::discovery::Scope::Namespaced,
+                true,
+            ),
             None => (
                 scopes
                     .get(&(gvk.group.clone(), gvk.kind.clone()))
@@ -345,7 +348,7 @@ pub(crate) async fn wait_established(cluster: &Cluster, applied: &DynamicObject)
             if is_established(&value) {
                 cluster.refresh_discovery();
                 let served = match served_kind(&value) {
-                    Some(kind) => cluster.resource(&kind).await?.is_some(),
+                    Some(kind) => cluster.kind(&kind).await?.is_some(),
                     None => true,
                 };
                 if served {
