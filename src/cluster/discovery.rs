@@ -306,11 +306,21 @@ impl Cluster {
                 ),
             });
         };
+        Ok(self.api_of_kind(&kind, namespace))
+    }
+
+    /// The API of a served kind: in `namespace` when the kind is namespaced and one is given,
+    /// else across the cluster; and whether the kind is namespaced.
+    pub(crate) fn api_of_kind(
+        &self,
+        kind: &ServedKind,
+        namespace: Option<&str>,
+    ) -> (Api<DynamicObject>, bool) {
         let namespaced = kind.caps().scope == Scope::Namespaced;
         let api = match (namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, kind.resource()),
             (true, None) | (false, _) => Api::all_with(self.client.clone(), kind.resource()),
         };
-        Ok((api, namespaced))
+        (api, namespaced)
     }
 }

@@ -48,7 +48,7 @@ struct Interner {
 }
 
 /// Past this many lists added, the handles of dropped lists are swept from the whole table,
-/// so that it holds at most about twice the lists in use plus this.
+/// so that it holds at most this many handles beyond those of the lists in use.
 const SWEEP_EVERY: usize = 1024;
 
 static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(Mutex::default);

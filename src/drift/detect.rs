@@ -7,7 +7,6 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::compare::{diff, without_excluded};
@@ -353,13 +352,7 @@ pub async fn kind_api(
     let Some(kind) = cluster.kind(gvk).await.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    let client = cluster.client().clone();
-    Ok(Some(
-        match (kind.caps().scope == Scope::Namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(client, ns, kind.resource()),
-            _ => Api::all_with(client, kind.resource()),
-        },
-    ))
+    Ok(Some(cluster.api_of_kind(&kind, namespace).0))
 }
 
 /// Whether every manager of the object's fields is addonctl, or writes its status only.
